@@ -1,0 +1,77 @@
+// Package vfs is the file-system seam under storage/: every file the log
+// touches is opened through an [FS], so tests can swap the operating system
+// for an in-memory file system that models crashes (MemFS) or for a wrapper
+// that injects faults (errfs).
+//
+// vfs owns nothing but file access. It must never know what a segment,
+// an index or a record batch is.
+//
+//	fs := vfs.Default
+//	f, err := fs.Create("/data/t-0/00000000000000000000.log")
+//	...
+//	f.Sync()
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// File is an open file. Implementations are safe for concurrent ReadAt
+// calls; Write, WriteAt, Truncate and Sync must be serialized by the caller
+// (storage holds a per-partition append lock).
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.WriterAt
+	io.Closer
+	// Sync makes everything written so far, including through a mapping
+	// returned by Mmap, durable.
+	Sync() error
+	// Truncate changes the file's size.
+	Truncate(size int64) error
+	// Stat returns the file's info; Size is what has been written.
+	Stat() (os.FileInfo, error)
+	// Name is the path the file was opened with.
+	Name() string
+	// Mmap maps the first length bytes of the file shared and read-write
+	// (the file must already be at least that long). Bytes written through
+	// the mapping become durable on Sync. The caller owns the mapping and
+	// must Munmap it before Close.
+	Mmap(length int) ([]byte, error)
+	// Munmap releases a mapping returned by Mmap.
+	Munmap(b []byte) error
+}
+
+// OSFile is implemented by files backed by an operating-system file
+// descriptor, so the broker can hand their regions to sendfile(2).
+type OSFile interface {
+	OSFile() *os.File
+}
+
+// FS is a file system. All methods are safe for concurrent use.
+type FS interface {
+	// Create creates or truncates the named file, opened read-write.
+	Create(name string) (File, error)
+	// Open opens the named file read-only.
+	Open(name string) (File, error)
+	// OpenReadWrite opens an existing file read-write, without truncating.
+	OpenReadWrite(name string) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll removes a path and everything below it.
+	RemoveAll(name string) error
+	// Rename atomically renames oldname to newname, replacing newname.
+	// The rename is durable only after SyncDir of the parent directory.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(dir string, perm os.FileMode) error
+	// List returns the names (not paths) of a directory's entries, sorted.
+	List(dir string) ([]string, error)
+	// Stat returns a path's info.
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes the directory's entries (creates, renames, removes)
+	// durable.
+	SyncDir(dir string) error
+}
