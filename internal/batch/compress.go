@@ -1,0 +1,248 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// Decompression exists only so that Validate can count and frame-check the
+// records of a compressed batch (and Records can hand them out); the stored
+// batch stays compressed exactly as the producer sent it.
+//
+// A compressed batch is inflated whole into a pooled buffer. Zip bombs are
+// the danger: a 1 MiB zstd batch can claim gigabytes. Every decoder is
+// therefore bounded by maxDecompressed, checked before allocating where the
+// format announces its size (snappy, zstd) and while reading otherwise
+// (gzip, lz4); beyond it the batch is rejected as ErrCorrupt. 64 MiB is 64
+// times Kafka's default max.message.bytes: legitimate batches of very
+// repetitive records fit, and a broker validating on both cores holds at
+// most a few such buffers at once.
+const maxDecompressed = 64 << 20
+
+// maxPooledBuf is the largest buffer returned to bufPool, so that one huge
+// batch does not pin its buffer for the life of the process.
+const maxPooledBuf = 4 << 20
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if b == nil || cap(*b) > maxPooledBuf {
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}
+
+// recordData returns the uncompressed records of the batch h = b. For an
+// uncompressed batch it is b's own tail and buf is nil; otherwise it lives
+// in *buf, which the caller returns with putBuf once done with data.
+func recordData(h Header, b []byte) (data []byte, buf *[]byte, err error) {
+	src := b[HeaderSize:]
+	codec := h.Codec()
+	if codec == CodecNone {
+		return src, nil, nil
+	}
+	buf = getBuf()
+	switch codec {
+	case CodecGzip:
+		*buf, err = gunzip(*buf, src)
+	case CodecSnappy:
+		*buf, err = unsnappy(*buf, src)
+	case CodecLZ4:
+		*buf, err = unlz4(*buf, src)
+	case CodecZstd:
+		*buf, err = unzstd(*buf, src)
+	default:
+		putBuf(buf)
+		return nil, nil, errf(ErrCompression, "codec %d", int8(codec))
+	}
+	if err != nil {
+		putBuf(buf)
+		if errors.Is(err, errTooBig) {
+			return nil, nil, errf(ErrCorrupt, "%s records inflate beyond %d bytes", codec, maxDecompressed)
+		}
+		return nil, nil, errf(ErrCorrupt, "%s records: %v", codec, err)
+	}
+	return *buf, buf, nil
+}
+
+var errTooBig = errors.New("decompressed size above the limit")
+
+// readBounded reads r to EOF into dst[:0], growing it as needed, and fails
+// with errTooBig as soon as more than maxDecompressed bytes come out.
+func readBounded(dst []byte, r io.Reader) ([]byte, error) {
+	dst = dst[:0]
+	for {
+		if len(dst) == cap(dst) {
+			if len(dst) > maxDecompressed {
+				return dst, errTooBig
+			}
+			// One byte past the limit is enough to tell it was exceeded.
+			newCap := min(max(2*cap(dst), 64<<10), maxDecompressed+1)
+			grown := make([]byte, len(dst), newCap)
+			copy(grown, dst)
+			dst = grown
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > maxDecompressed {
+			return dst, errTooBig
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+// gzipState is a pooled gzip reader and the bytes.Reader it reads from.
+type gzipState struct {
+	src bytes.Reader
+	zr  *gzip.Reader // nil until the first successful header
+}
+
+var gzipPool = sync.Pool{New: func() any { return new(gzipState) }}
+
+// gunzip inflates src, which may hold several concatenated gzip members
+// (Java's GZIPInputStream accepts them too).
+func gunzip(dst, src []byte) ([]byte, error) {
+	st := gzipPool.Get().(*gzipState)
+	defer func() {
+		st.src.Reset(nil)
+		gzipPool.Put(st)
+	}()
+	st.src.Reset(src)
+	if st.zr == nil {
+		zr, err := gzip.NewReader(&st.src)
+		if err != nil {
+			return dst[:0], err
+		}
+		st.zr = zr
+	} else if err := st.zr.Reset(&st.src); err != nil {
+		return dst[:0], err
+	}
+	return readBounded(dst, st.zr)
+}
+
+// xerialHeader opens snappy data framed by snappy-java's SnappyOutputStream,
+// which Kafka's Java clients use:
+//
+//	magic "\x82SNAPPY\x00" (8) | version int32 (4) | compatible version int32 (4)
+//	then chunks: length int32 (4, big endian) | raw snappy block (length)
+//
+// librdkafka and franz-go send one raw snappy block instead.
+var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+const xerialHeaderSize = 16
+
+// unsnappy decodes raw or xerial-framed snappy, checking each block's
+// announced size against the limit before decoding it.
+func unsnappy(dst, src []byte) ([]byte, error) {
+	dst = dst[:0]
+	if !bytes.HasPrefix(src, xerialHeader) {
+		return appendSnappyBlock(dst, src)
+	}
+	if len(src) < xerialHeaderSize {
+		return dst, errors.New("short xerial header")
+	}
+	for p := xerialHeaderSize; p < len(src); {
+		if len(src)-p < 4 {
+			return dst, errors.New("truncated xerial chunk length")
+		}
+		n := int(binary.BigEndian.Uint32(src[p:]))
+		p += 4
+		if n > len(src)-p {
+			return dst, errors.New("xerial chunk runs past the end")
+		}
+		var err error
+		if dst, err = appendSnappyBlock(dst, src[p:p+n]); err != nil {
+			return dst, err
+		}
+		p += n
+	}
+	return dst, nil
+}
+
+// appendSnappyBlock decodes one raw snappy block onto the end of dst.
+func appendSnappyBlock(dst, block []byte) ([]byte, error) {
+	n, err := s2.DecodedLen(block)
+	if err != nil {
+		return dst, err
+	}
+	if n > maxDecompressed-len(dst) {
+		return dst, errTooBig
+	}
+	if cap(dst)-len(dst) < n {
+		grown := make([]byte, len(dst), max(len(dst)+n, 2*cap(dst)))
+		copy(grown, dst)
+		dst = grown
+	}
+	out, err := s2.Decode(dst[len(dst):len(dst)+n], block)
+	if err != nil {
+		return dst, err
+	}
+	return dst[:len(dst)+len(out)], nil
+}
+
+// lz4State is a pooled LZ4 frame reader and its source.
+type lz4State struct {
+	src bytes.Reader
+	zr  *lz4.Reader
+}
+
+var lz4Pool = sync.Pool{New: func() any {
+	st := new(lz4State)
+	st.zr = lz4.NewReader(nil)
+	return st
+}}
+
+// unlz4 decodes the LZ4 frame format (Kafka's KafkaLZ4BlockOutputStream for
+// magic >= 1 writes standard frames).
+func unlz4(dst, src []byte) ([]byte, error) {
+	st := lz4Pool.Get().(*lz4State)
+	defer func() {
+		st.zr.Reset(nil)
+		st.src.Reset(nil)
+		lz4Pool.Put(st)
+	}()
+	st.src.Reset(src)
+	st.zr.Reset(&st.src)
+	return readBounded(dst, st.zr)
+}
+
+// zstd decoders are pooled; with concurrency 1 they start no goroutines, so
+// one the pool drops needs no Close. WithDecoderMaxMemory bounds both the
+// output of DecodeAll and the window a frame may ask for.
+var zstdPool = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxMemory(maxDecompressed),
+	)
+	if err != nil {
+		panic("batch: zstd decoder options: " + err.Error())
+	}
+	return d
+}}
+
+func unzstd(dst, src []byte) ([]byte, error) {
+	d := zstdPool.Get().(*zstd.Decoder)
+	defer zstdPool.Put(d)
+	out, err := d.DecodeAll(src, dst[:0])
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return dst[:0], errTooBig
+	}
+	return out, err
+}
