@@ -1,0 +1,385 @@
+package index
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// ErrIndexFull is returned by Append when the index has no free slot: its
+// preallocated size is used up, or it was sealed (a sealed index is trimmed
+// to its entries). The log rolls the segment when it sees it.
+var ErrIndexFull = errors.New("index: index is full")
+
+// ErrCorruptIndex is wrapped by SanityCheck when an index file breaks the
+// format's invariants (entries out of order, a size that is not a whole
+// number of entries, offsets outside the segment). The caller rebuilds the
+// index from its segment.
+var ErrCorruptIndex = errors.New("index: corrupt index")
+
+// ErrInvalidEntry is returned by Append for an entry that would break the
+// index's order: an offset not above the last entry's (offset index), an
+// offset below the last entry's (time index), an offset outside the
+// segment's 32-bit relative range, or a negative or decreasing position.
+// Nothing is written.
+var ErrInvalidEntry = errors.New("index: invalid entry")
+
+// ErrClosed is returned by every mutating method of a closed index.
+var ErrClosed = errors.New("index: index is closed")
+
+// warmBytes is the size of the tail of an index that lookups search first
+// when the target lies in it. Almost every lookup (tail fetches, follower
+// fetches, appends) targets the last few entries; searching them first keeps
+// the pages those lookups touch to the last two, so they stay in the page
+// cache even when the head of a large index has been evicted (Kafka's
+// "warm section", KAFKA-6432). 8 KiB = two pages = 1024 offset entries.
+// BenchmarkOffsetIndexLookup measures it (see bench_test.go).
+const warmBytes = 8192
+
+// mmapIndex is the part both indexes share: a file of fixed-size entries,
+// preallocated and mapped, of which the first n are in use.
+//
+// File layout (both kinds): a sequence of fixed-size entries, no header.
+//
+//	+---------+---------+-----+-----------+-------------------------------+
+//	| entry 0 | entry 1 | ... | entry n-1 | zero-filled free slots ...    |
+//	+---------+---------+-----+-----------+-------------------------------+
+//	0                                     n*size          capacity*size = file size
+//
+// While a segment is active its index file is preallocated (sparse, zeros)
+// to segment.index.bytes; Seal and Close trim it to n*size. The count n is
+// therefore not stored anywhere: on open it is the number of slots up to
+// the last non-zero one. That is unambiguous because, in both layouts, only
+// entry 0 can be all zeros (entry i > 0 has a relative offset, or a
+// timestamp, strictly greater than entry 0's), and an all-zero entry 0 with
+// nothing after it says no more than an empty index does (a lookup answers
+// the segment's base offset and position 0 either way), so it may be read
+// back as "no entries". TruncateTo and Reset zero the slots they free, so
+// the rule also holds after them.
+//
+// Locking. Lock order: wmu, then mapMu.
+//   - wmu serializes every mutating method. Append takes only wmu: it writes
+//     into free slots no reader looks at, then publishes n with an atomic
+//     store, so readers never wait for it.
+//   - mapMu guards the mapping itself (f, mmap, closed) and the contents of
+//     published slots. Readers hold it shared while they look at the
+//     mapping. Methods that remap (Seal, Resize, Close) or rewrite published
+//     slots (TruncateTo, Reset) take it exclusively, after wmu.
+type mmapIndex struct {
+	fs         vfs.FS
+	path       string
+	baseOffset int64
+	entrySize  int
+
+	// wmu serializes writers; guards sealed, tornTail, err and the writer's
+	// access to mmap (which only changes while wmu is held too).
+	wmu      sync.Mutex
+	sealed   bool
+	tornTail int64 // file size on open when it was not a whole number of entries, else 0
+	err      error // latched when a remap failed: the index is unusable
+
+	// mapMu guards f, mmap and closed against remapping, and published
+	// slots against rewriting (see the type comment).
+	mapMu  sync.RWMutex
+	f      vfs.File
+	mmap   []byte
+	closed bool
+
+	n        atomic.Int64 // published entries; slots [0, n) are readable
+	capacity atomic.Int64 // slots the mapping holds
+}
+
+func openMmapIndex(fs vfs.FS, path string, baseOffset int64, maxBytes, entrySize int, kind string) (*mmapIndex, error) {
+	if baseOffset < 0 {
+		return nil, fmt.Errorf("index: open %s: negative base offset %d", path, baseOffset)
+	}
+	f, err := fs.OpenReadWrite(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		f, err = fs.Create(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("index: open %s %s: %w", kind, path, err)
+	}
+	m := &mmapIndex{fs: fs, path: path, baseOffset: baseOffset, entrySize: entrySize, f: f}
+	if err := m.load(maxBytes); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("index: open %s %s: %w", kind, path, err)
+	}
+	return m, nil
+}
+
+// load sizes and maps a freshly opened file and counts its entries.
+func (m *mmapIndex) load(maxBytes int) error {
+	st, err := m.f.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	es := int64(m.entrySize)
+	if size%es != 0 {
+		// A torn or foreign file. Keep the whole entries (SanityCheck
+		// reports the damage) and drop the fragment when resizing below.
+		m.tornTail = size
+	}
+	slots := max(int64(maxBytes)/es, size/es)
+	if slots > int64(maxInt32) {
+		return fmt.Errorf("index size %d bytes too large", slots*es)
+	}
+	if slots*es != size {
+		if err := m.f.Truncate(slots * es); err != nil {
+			return err
+		}
+	}
+	mm, err := m.f.Mmap(int(slots * es))
+	if err != nil {
+		return err
+	}
+	m.mmap = mm
+	m.capacity.Store(slots)
+	m.n.Store(countEntries(mm, m.entrySize))
+	return nil
+}
+
+// countEntries returns the number of slots up to and including the last
+// one that is not all zeros (see the layout comment on mmapIndex). It scans
+// from the end eight bytes at a time; both entry sizes are multiples of 4
+// and the mapping is page aligned, so any non-zero byte is found.
+func countEntries(b []byte, entrySize int) int64 {
+	i := len(b)
+	for i >= 8 {
+		if be.Uint64(b[i-8:i]) != 0 {
+			break
+		}
+		i -= 8
+	}
+	for i > 0 && b[i-1] == 0 {
+		i--
+	}
+	return int64((i + entrySize - 1) / entrySize)
+}
+
+// readView returns the published entries' bytes with mapMu held shared;
+// the caller must call m.mapMu.RUnlock when done with them.
+func (m *mmapIndex) readView() (b []byte, n int) {
+	m.mapMu.RLock()
+	n = int(m.n.Load())
+	if m.closed || n == 0 {
+		return nil, 0
+	}
+	return m.mmap[:n*m.entrySize], n
+}
+
+// usable returns the error a mutating method must fail with, if any. wmu held.
+func (m *mmapIndex) usableLocked() error {
+	if m.err != nil {
+		return m.err
+	}
+	if m.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// appendSlotLocked returns the next free slot's bytes, or ErrIndexFull. wmu held.
+func (m *mmapIndex) appendSlotLocked() ([]byte, error) {
+	if err := m.usableLocked(); err != nil {
+		return nil, err
+	}
+	n := m.n.Load()
+	if n >= m.capacity.Load() {
+		if m.sealed {
+			return nil, fmt.Errorf("%w: %s is sealed", ErrIndexFull, m.path)
+		}
+		return nil, fmt.Errorf("%w: %s holds %d entries", ErrIndexFull, m.path, n)
+	}
+	off := int(n) * m.entrySize
+	return m.mmap[off : off+m.entrySize], nil
+}
+
+// lastSlotLocked returns the last published entry's bytes, or nil. wmu held.
+func (m *mmapIndex) lastSlotLocked() []byte {
+	n := int(m.n.Load())
+	if n == 0 {
+		return nil
+	}
+	return m.mmap[(n-1)*m.entrySize : n*m.entrySize]
+}
+
+// publishLocked makes the entry just written to the next free slot visible
+// to readers. The atomic store orders the entry's bytes before the count.
+func (m *mmapIndex) publishLocked() { m.n.Add(1) }
+
+// truncateEntries drops every entry from slot k on, zeroing the freed slots
+// so that a reopen counts the same entries (see the layout comment).
+func (m *mmapIndex) truncateEntries(k func(b []byte, n int) int) error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if err := m.usableLocked(); err != nil {
+		return err
+	}
+	m.mapMu.Lock()
+	defer m.mapMu.Unlock()
+	n := int(m.n.Load())
+	keep := k(m.mmap[:n*m.entrySize], n)
+	if keep >= n {
+		return nil
+	}
+	clear(m.mmap[keep*m.entrySize : n*m.entrySize])
+	m.n.Store(int64(keep))
+	return nil
+}
+
+// remapLocked unmaps the file, resizes it to slots entries and maps it
+// again. wmu and mapMu (exclusive) held. On failure the index latches into
+// an unusable state with no entries, which readers see as "no entries"
+// (lookups answer the segment's start: slower for the caller, never wrong).
+func (m *mmapIndex) remapLocked(slots int64) error {
+	if err := m.f.Munmap(m.mmap); err != nil {
+		return m.failLocked(fmt.Errorf("index: unmap %s: %w", m.path, err))
+	}
+	m.mmap = nil
+	size := slots * int64(m.entrySize)
+	if err := m.f.Truncate(size); err != nil {
+		return m.failLocked(fmt.Errorf("index: resize %s to %d bytes: %w", m.path, size, err))
+	}
+	mm, err := m.f.Mmap(int(size))
+	if err != nil {
+		return m.failLocked(fmt.Errorf("index: map %s: %w", m.path, err))
+	}
+	m.mmap = mm
+	m.capacity.Store(slots)
+	return nil
+}
+
+func (m *mmapIndex) failLocked(err error) error {
+	m.err = err
+	m.mmap = nil
+	m.n.Store(0)
+	m.capacity.Store(0)
+	return err
+}
+
+func (m *mmapIndex) seal() error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if err := m.usableLocked(); err != nil {
+		return err
+	}
+	m.mapMu.Lock()
+	defer m.mapMu.Unlock()
+	n := m.n.Load()
+	if n != m.capacity.Load() {
+		if err := m.remapLocked(n); err != nil {
+			return err
+		}
+	}
+	m.sealed = true
+	return nil
+}
+
+func (m *mmapIndex) resize(maxBytes int) error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if err := m.usableLocked(); err != nil {
+		return err
+	}
+	m.mapMu.Lock()
+	defer m.mapMu.Unlock()
+	slots := max(int64(maxBytes)/int64(m.entrySize), m.n.Load())
+	if slots > int64(maxInt32) {
+		return fmt.Errorf("index: resize %s: %d bytes too large", m.path, maxBytes)
+	}
+	if slots != m.capacity.Load() {
+		if err := m.remapLocked(slots); err != nil {
+			return err
+		}
+	}
+	m.sealed = false
+	return nil
+}
+
+func (m *mmapIndex) sync() error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if err := m.usableLocked(); err != nil {
+		return err
+	}
+	if err := m.f.Sync(); err != nil {
+		return fmt.Errorf("index: sync %s: %w", m.path, err)
+	}
+	return nil
+}
+
+// close unmaps and trims the file to its entries (so a clean reopen need
+// not scan the preallocated tail) and closes it. Idempotent. It does not
+// sync: the log syncs what it needs before closing.
+func (m *mmapIndex) close() error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.mapMu.Lock()
+	defer m.mapMu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	var errs []error
+	if m.mmap != nil {
+		if err := m.f.Munmap(m.mmap); err != nil {
+			errs = append(errs, fmt.Errorf("index: unmap %s: %w", m.path, err))
+		}
+		m.mmap = nil
+	}
+	if m.err == nil && len(errs) == 0 {
+		used := m.n.Load() * int64(m.entrySize)
+		if used != m.capacity.Load()*int64(m.entrySize) {
+			if err := m.f.Truncate(used); err != nil {
+				errs = append(errs, fmt.Errorf("index: trim %s: %w", m.path, err))
+			}
+		}
+	}
+	if err := m.f.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("index: close %s: %w", m.path, err))
+	}
+	m.n.Store(0)
+	m.capacity.Store(0)
+	return errors.Join(errs...)
+}
+
+func (m *mmapIndex) isFull() bool { return m.n.Load() >= m.capacity.Load() }
+
+// sanityLocked checks what does not depend on the entry layout and returns
+// the published entries' bytes for the caller to check. wmu held: with it,
+// neither the mapping nor the published slots can change.
+func (m *mmapIndex) sanityLocked() ([]byte, int, error) {
+	if m.err != nil {
+		return nil, 0, fmt.Errorf("%w: %s: %v", ErrCorruptIndex, m.path, m.err)
+	}
+	if m.closed {
+		return nil, 0, ErrClosed
+	}
+	if m.tornTail != 0 {
+		return nil, 0, fmt.Errorf("%w: %s: file size %d is not a multiple of the entry size %d",
+			ErrCorruptIndex, m.path, m.tornTail, m.entrySize)
+	}
+	n := int(m.n.Load())
+	return m.mmap[:n*m.entrySize], n, nil
+}
+
+const maxInt32 = 1<<31 - 1
+
+var be = binary.BigEndian
+
+// relative converts an absolute offset to the 32-bit offset an entry
+// stores, or reports that it does not fit.
+func relative(base, offset int64) (uint32, bool) {
+	r := offset - base
+	if r < 0 || r > maxInt32 {
+		return 0, false
+	}
+	return uint32(r), true
+}
