@@ -1,15 +1,3 @@
-// Package vfs is the file-system seam under storage/: every file the log
-// touches is opened through an [FS], so tests can swap the operating system
-// for an in-memory file system that models crashes (MemFS) or for a wrapper
-// that injects faults (errfs).
-//
-// vfs owns nothing but file access. It must never know what a segment,
-// an index or a record batch is.
-//
-//	fs := vfs.Default
-//	f, err := fs.Create("/data/t-0/00000000000000000000.log")
-//	...
-//	f.Sync()
 package vfs
 
 import (

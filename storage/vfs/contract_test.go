@@ -1,0 +1,376 @@
+package vfs
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"testing"
+)
+
+// The tests in this file run against both the operating system and MemFS:
+// MemFS is only useful for crash tests if it behaves like the OS where
+// storage can tell.
+
+func TestFSCreateTruncatesExisting(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		name := join(dir, "a.log")
+		writeFile(t, fsys, name, []byte("hello world"))
+		f, err := fsys.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() != 0 {
+			t.Fatalf("size after Create of an existing file = %d, want 0", st.Size())
+		}
+		if _, err := f.Write([]byte("hi")); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		mustContain(t, fsys, name, []byte("hi"))
+	})
+}
+
+func TestFSOpenReadWriteKeepsContents(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		name := join(dir, "a.log")
+		writeFile(t, fsys, name, []byte("hello world"))
+		f, err := fsys.OpenReadWrite(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A new handle starts at offset 0: Write overwrites in place.
+		if _, err := f.Write([]byte("HE")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("!"), 11); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		mustContain(t, fsys, name, []byte("HEllo world!"))
+
+		if _, err := fsys.OpenReadWrite(join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("OpenReadWrite of a missing file: %v, want ErrNotExist", err)
+		}
+	})
+}
+
+func TestFSOpenReadOnlyRefusesWrites(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		name := join(dir, "a.log")
+		writeFile(t, fsys, name, make([]byte, 8192))
+		f, err := fsys.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write([]byte("x")); err == nil {
+			t.Error("Write on a read-only file succeeded")
+		}
+		if _, err := f.WriteAt([]byte("x"), 0); err == nil {
+			t.Error("WriteAt on a read-only file succeeded")
+		}
+		if err := f.Truncate(0); err == nil {
+			t.Error("Truncate on a read-only file succeeded")
+		}
+		if b, err := f.Mmap(4096); err == nil {
+			f.Munmap(b)
+			t.Error("read-write Mmap on a read-only file succeeded")
+		}
+		// Reads and Sync still work.
+		buf := make([]byte, 10)
+		if _, err := f.ReadAt(buf, 0); err != nil {
+			t.Errorf("ReadAt: %v", err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Errorf("Sync on a read-only file: %v", err)
+		}
+		mustContain(t, fsys, name, make([]byte, 8192))
+	})
+}
+
+func TestFSMissingPathsAreNotExist(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		missing := join(dir, "nope")
+		if _, err := fsys.Open(missing); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Open: %v", err)
+		}
+		if _, err := fsys.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Stat: %v", err)
+		}
+		if err := fsys.Remove(missing); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Remove: %v", err)
+		}
+		if err := fsys.Rename(missing, join(dir, "x")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Rename: %v", err)
+		}
+		if _, err := fsys.List(missing); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("List: %v", err)
+		}
+		if _, err := fsys.Create(join(missing, "f")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Create in a missing directory: %v", err)
+		}
+		if err := fsys.RemoveAll(missing); err != nil {
+			t.Errorf("RemoveAll of a missing path: %v", err)
+		}
+		var pe *os.PathError
+		if _, err := fsys.Open(missing); !errors.As(err, &pe) || pe.Path != missing {
+			t.Errorf("Open error %v is not a *PathError naming %s", err, missing)
+		}
+	})
+}
+
+func TestFSReadWriteOffsets(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		f, err := fsys.Create(join(dir, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, s := range []string{"abc", "def"} {
+			if n, err := f.Write([]byte(s)); n != 3 || err != nil {
+				t.Fatalf("Write = %d, %v", n, err)
+			}
+		}
+		// WriteAt does not move the handle's offset; past the end it
+		// leaves a hole of zeros.
+		if _, err := f.WriteAt([]byte("Z"), 8); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte("g")); err != nil {
+			t.Fatal(err)
+		}
+		want := []byte("abcdefg\x00Z")
+		st, _ := f.Stat()
+		if st.Size() != int64(len(want)) || st.IsDir() || st.Name() != "a" {
+			t.Fatalf("Stat = size %d dir %v name %q", st.Size(), st.IsDir(), st.Name())
+		}
+		buf := make([]byte, 20)
+		n, err := f.ReadAt(buf, 0)
+		if n != len(want) || err != io.EOF || !bytes.Equal(buf[:n], want) {
+			t.Fatalf("ReadAt = %d %v %q", n, err, buf[:n])
+		}
+		n, err = f.ReadAt(buf[:2], 1)
+		if n != 2 || err != nil || string(buf[:2]) != "bc" {
+			t.Fatalf("ReadAt inside = %d %v %q", n, err, buf[:2])
+		}
+		if n, err := f.ReadAt(buf, 100); n != 0 || err != io.EOF {
+			t.Fatalf("ReadAt past the end = %d %v", n, err)
+		}
+		// The handle's offset is after "g": Read returns the rest, then EOF.
+		if n, err := f.Read(buf); n != 2 || err != nil || string(buf[:2]) != "\x00Z" {
+			t.Fatalf("Read = %d %v %q", n, err, buf[:n])
+		}
+		if n, err := f.Read(buf); n != 0 || err != io.EOF {
+			t.Fatalf("Read at the end = %d %v", n, err)
+		}
+
+		r, err := fsys.Open(join(dir, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		got, err := io.ReadAll(r)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("ReadAll = %q %v", got, err)
+		}
+	})
+}
+
+func TestFSTruncateGrowsWithZerosAndShrinks(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		name := join(dir, "a")
+		f, err := fsys.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte("abcdef"))
+		if err := f.Truncate(3); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(5); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		mustContain(t, fsys, name, []byte("abc\x00\x00"))
+	})
+}
+
+func TestFSRenameReplacesTarget(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		a, b := join(dir, "a.tmp"), join(dir, "a")
+		writeFile(t, fsys, b, []byte("old"))
+		writeFile(t, fsys, a, []byte("new"))
+		if err := fsys.Rename(a, b); err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, fsys, b, []byte("new"))
+		mustNotExist(t, fsys, a)
+		if err := fsys.SyncDir(dir); err != nil {
+			t.Fatal(err)
+		}
+
+		// Directories rename with their contents.
+		sub := join(dir, "t-0")
+		if err := fsys.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, fsys, join(sub, "x"), []byte("x"))
+		del := join(dir, "t-0.abc-delete")
+		if err := fsys.Rename(sub, del); err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, fsys, join(del, "x"), []byte("x"))
+		mustNotExist(t, fsys, sub)
+		// A file cannot replace a directory.
+		if err := fsys.Rename(b, del); err == nil {
+			t.Fatal("renaming a file over a non-empty directory succeeded")
+		}
+		var le *os.LinkError
+		if err := fsys.Rename(join(dir, "nope"), b); !errors.As(err, &le) {
+			t.Fatalf("Rename error %T is not a *LinkError", err)
+		}
+	})
+}
+
+func TestFSDirectories(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		p := join(dir, "x/y/z")
+		if err := fsys.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.MkdirAll(p, 0o755); err != nil {
+			t.Fatalf("MkdirAll of an existing directory: %v", err)
+		}
+		for _, n := range []string{"c", "a", "b"} {
+			writeFile(t, fsys, join(p, n), []byte(n))
+		}
+		names, err := fsys.List(p)
+		if err != nil || len(names) != 3 || names[0] != "a" || names[1] != "b" || names[2] != "c" {
+			t.Fatalf("List = %v %v", names, err)
+		}
+		st, err := fsys.Stat(p)
+		if err != nil || !st.IsDir() || st.Name() != "z" {
+			t.Fatalf("Stat dir = %v %v", st, err)
+		}
+		if err := fsys.MkdirAll(join(p, "a/q"), 0o755); err == nil {
+			t.Fatal("MkdirAll below a file succeeded")
+		}
+		if err := fsys.Remove(p); err == nil {
+			t.Fatal("Remove of a non-empty directory succeeded")
+		}
+		if err := fsys.Remove(join(p, "a")); err != nil {
+			t.Fatal(err)
+		}
+		mustNotExist(t, fsys, join(p, "a"))
+		if err := fsys.RemoveAll(join(dir, "x")); err != nil {
+			t.Fatal(err)
+		}
+		mustNotExist(t, fsys, join(dir, "x"))
+		if err := fsys.SyncDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.SyncDir(join(dir, "x")); err == nil {
+			t.Fatal("SyncDir of a missing directory succeeded")
+		}
+	})
+}
+
+func TestFSMmapSharesBytesWithTheFile(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		name := join(dir, "a.index")
+		f, err := fsys.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(8192); err != nil {
+			t.Fatal(err)
+		}
+		m, err := f.Mmap(8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) != 8192 {
+			t.Fatalf("len(mapping) = %d", len(m))
+		}
+		copy(m[100:], "through the mapping")
+		buf := make([]byte, 19)
+		if _, err := f.ReadAt(buf, 100); err != nil || string(buf) != "through the mapping" {
+			t.Fatalf("ReadAt after a mapped write = %q %v", buf, err)
+		}
+		if _, err := f.WriteAt([]byte("through the file"), 5000); err != nil {
+			t.Fatal(err)
+		}
+		if string(m[5000:5016]) != "through the file" {
+			t.Fatalf("mapping after WriteAt = %q", m[5000:5016])
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Munmap(m); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := readFile(t, fsys, name)
+		if string(got[100:119]) != "through the mapping" {
+			t.Fatalf("file after Munmap = %q", got[100:119])
+		}
+		if b, err := f.Mmap(0); err != nil || b != nil {
+			t.Fatalf("Mmap(0) = %v, %v", b, err)
+		}
+	})
+}
+
+func TestFSClosedFileFails(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		f, err := fsys.Create(join(dir, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte("x")); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("Write after Close: %v", err)
+		}
+		if _, err := f.ReadAt(make([]byte, 1), 0); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("ReadAt after Close: %v", err)
+		}
+		if err := f.Sync(); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("Sync after Close: %v", err)
+		}
+		if err := f.Close(); err == nil {
+			t.Error("second Close succeeded")
+		}
+	})
+}
+
+func TestFSRemovedFileStaysReadableThroughOpenHandle(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		name := join(dir, "a")
+		writeFile(t, fsys, name, []byte("still here"))
+		f, err := fsys.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := fsys.Remove(name); err != nil {
+			t.Fatal(err)
+		}
+		mustNotExist(t, fsys, name)
+		buf := make([]byte, 10)
+		if _, err := f.ReadAt(buf, 0); err != nil || string(buf) != "still here" {
+			t.Fatalf("ReadAt after Remove = %q %v", buf, err)
+		}
+		// A new file under the same name is a different file.
+		writeFile(t, fsys, name, []byte("new"))
+		if _, err := f.ReadAt(buf, 0); err != nil || string(buf) != "still here" {
+			t.Fatalf("ReadAt after re-Create = %q %v", buf, err)
+		}
+	})
+}
