@@ -26,7 +26,7 @@
 //		return err
 //	}
 //	batch.SetBaseOffset(b, nextOffset)
-//	nextOffset = h.LastOffset() - h.BaseOffset + nextOffset + 1
+//	nextOffset += int64(h.LastOffsetDelta) + 1
 //
 // All functions are safe for concurrent use on distinct buffers.
 package batch
