@@ -94,3 +94,27 @@ func randBytes(rng *rand.Rand, n int) []byte {
 	}
 	return b
 }
+
+// durable makes name (file or directory) and all its ancestors' entries
+// durable on m: it syncs the file's contents and every parent directory.
+func durable(t *testing.T, m *MemFS, name string) {
+	t.Helper()
+	if st, err := m.Stat(name); err == nil && !st.IsDir() {
+		f, err := m.OpenReadWrite(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for d := filepath.Dir(name); ; d = filepath.Dir(d) {
+		if err := m.SyncDir(d); err != nil {
+			t.Fatal(err)
+		}
+		if d == "/" || d == "." {
+			return
+		}
+	}
+}

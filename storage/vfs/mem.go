@@ -28,12 +28,15 @@ import (
 //     Bytes written through an Mmap mapping since the last Sync are kept
 //     page by page (4 KiB), each page independently.
 //   - Directory entries: a create, remove, rename or mkdir is durable once
-//     [MemFS.SyncDir] has been called on a directory it touched. SyncDir
-//     commits, like a journal, that operation and every operation issued
-//     before it (so a later operation is never durable while an earlier one
-//     is lost). Operations still pending at the crash are kept or lost
-//     independently of each other, but always replayed in issue order.
-//     A rename is one operation: it is kept or lost as a whole.
+//     [MemFS.SyncDir] has been called on a directory it touched (the parent;
+//     for a rename, either parent). A rename is one operation, kept or lost
+//     as a whole. So that no impossible state arises, SyncDir also commits
+//     every earlier operation on the same names (a rename of x.tmp makes
+//     the create of x.tmp durable). Nothing else is implied: syncing a
+//     directory never makes its own entry in its parent durable, so a new
+//     directory needs SyncDir of its parent too. Operations still pending
+//     at the crash are kept or lost independently of each other, and
+//     replayed in issue order.
 //
 // Paths are cleaned with path.Clean; "/a/b" and "a/b" name the same file.
 //
@@ -410,8 +413,8 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 	return n.infoLocked(base), nil
 }
 
-// SyncDir implements [FS]: it commits every pending namespace operation up
-// to and including the last one that touched dir.
+// SyncDir implements [FS]: it makes durable every pending namespace
+// operation that touched dir (see [MemFS] for the exact rule).
 func (m *MemFS) SyncDir(dir string) error {
 	m.noteSync(dir, true)
 	m.mu.Lock()
@@ -425,15 +428,34 @@ func (m *MemFS) SyncDir(dir string) error {
 		d.commitDataLocked()
 		return nil
 	}
-	last := -1
-	for i, op := range m.pending {
-		for _, e := range op.effects {
-			if e.dir == d {
-				last = i
+	// Walk back from the newest operation, committing those that touch
+	// dir and, transitively, every earlier one that touched a slot a
+	// committed one touches: a rename is never durable while the create of
+	// its source could still come back.
+	type slot struct {
+		dir  *memNode
+		name string
+	}
+	pinned := map[slot]bool{}
+	commit := make([]bool, len(m.pending))
+	for i := len(m.pending) - 1; i >= 0; i-- {
+		for _, e := range m.pending[i].effects {
+			if e.dir == d || pinned[slot{e.dir, e.name}] {
+				commit[i] = true
+			}
+		}
+		if commit[i] {
+			for _, e := range m.pending[i].effects {
+				pinned[slot{e.dir, e.name}] = true
 			}
 		}
 	}
-	for _, op := range m.pending[:last+1] {
+	rest := m.pending[:0:0]
+	for i, op := range m.pending {
+		if !commit[i] {
+			rest = append(rest, op)
+			continue
+		}
 		for _, e := range op.effects {
 			if e.node == nil {
 				delete(e.dir.durable, e.name)
@@ -442,7 +464,7 @@ func (m *MemFS) SyncDir(dir string) error {
 			}
 		}
 	}
-	m.pending = append(m.pending[:0:0], m.pending[last+1:]...)
+	m.pending = rest
 	return nil
 }
 
@@ -583,11 +605,15 @@ func (n *memNode) crashContentLocked(pct int, rng *rand.Rand) []byte {
 	for _, op := range n.ops {
 		total += int64(len(op.data))
 	}
+	// The budget is uniform on an interval whose mean is pct% of the
+	// unsynced bytes: [0, 2·pct%] up to 50%, [2·pct%-100%, 100%] above.
 	budget := total
 	if pct < 100 && total > 0 {
-		// Uniform in [0, 2·pct% of total], clamped: the mean is about pct%
-		// for pct <= 50 and the whole tail survives more often above.
-		budget = min(rng.Int64N(2*total*int64(pct)/100+1), total)
+		lo, hi := int64(0), 2*total*int64(pct)/100
+		if pct > 50 {
+			lo, hi = (2*int64(pct)-100)*total/100, total
+		}
+		budget = lo + rng.Int64N(hi-lo+1)
 	}
 	for _, op := range n.ops {
 		if op.trunc {
