@@ -1,0 +1,276 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalidConfig is wrapped by [ValidateTopicConfig] and
+// [ValidateTopicConfigs] for an unknown name or a bad value; planners turn
+// it into INVALID_CONFIG.
+var ErrInvalidConfig = errors.New("metadata: invalid config")
+
+// Topic config names the controller knows (Kafka's names). Values are
+// validated by [ValidateTopicConfig].
+const (
+	ConfigCleanupPolicy               = "cleanup.policy"
+	ConfigCompressionType             = "compression.type"
+	ConfigDeleteRetentionMs           = "delete.retention.ms"
+	ConfigFileDeleteDelayMs           = "file.delete.delay.ms"
+	ConfigFlushMessages               = "flush.messages"
+	ConfigFlushMs                     = "flush.ms"
+	ConfigIndexIntervalBytes          = "index.interval.bytes"
+	ConfigLocalRetentionBytes         = "local.retention.bytes"
+	ConfigLocalRetentionMs            = "local.retention.ms"
+	ConfigMaxCompactionLagMs          = "max.compaction.lag.ms"
+	ConfigMaxMessageBytes             = "max.message.bytes"
+	ConfigMessageTimestampType        = "message.timestamp.type"
+	ConfigMessageTimestampBeforeMaxMs = "message.timestamp.before.max.ms"
+	ConfigMessageTimestampAfterMaxMs  = "message.timestamp.after.max.ms"
+	ConfigMinCleanableDirtyRatio      = "min.cleanable.dirty.ratio"
+	ConfigMinCompactionLagMs          = "min.compaction.lag.ms"
+	ConfigMinInsyncReplicas           = "min.insync.replicas"
+	ConfigPreallocate                 = "preallocate"
+	ConfigRemoteStorageEnable         = "remote.storage.enable"
+	ConfigRetentionBytes              = "retention.bytes"
+	ConfigRetentionMs                 = "retention.ms"
+	ConfigSegmentBytes                = "segment.bytes"
+	ConfigSegmentIndexBytes           = "segment.index.bytes"
+	ConfigSegmentJitterMs             = "segment.jitter.ms"
+	ConfigSegmentMs                   = "segment.ms"
+	ConfigUncleanLeaderElectionEnable = "unclean.leader.election.enable"
+)
+
+// configKind validates one config's value.
+type configKind func(v string) error
+
+func longAtLeast(min int64) configKind {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a long", v)
+		}
+		if n < min {
+			return fmt.Errorf("%d is below %d", n, min)
+		}
+		return nil
+	}
+}
+
+func intAtLeast(min int64) configKind {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not an int", v)
+		}
+		if n < min {
+			return fmt.Errorf("%d is below %d", n, min)
+		}
+		return nil
+	}
+}
+
+func boolean(v string) error {
+	switch strings.ToLower(v) {
+	case "true", "false":
+		return nil
+	}
+	return fmt.Errorf("%q is not a boolean", v)
+}
+
+func oneOf(vals ...string) configKind {
+	return func(v string) error {
+		for _, x := range vals {
+			if v == x {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %s", v, strings.Join(vals, ", "))
+	}
+}
+
+func ratio(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) {
+		return fmt.Errorf("%q is not a double", v)
+	}
+	if f < 0 || f > 1 {
+		return fmt.Errorf("%v is not in [0, 1]", f)
+	}
+	return nil
+}
+
+func cleanupPolicy(v string) error {
+	if v == "" {
+		return errors.New("empty cleanup.policy")
+	}
+	for _, p := range strings.Split(v, ",") {
+		switch strings.TrimSpace(p) {
+		case "delete", "compact":
+		default:
+			return fmt.Errorf("%q is not a cleanup policy (delete, compact)", p)
+		}
+	}
+	return nil
+}
+
+// topicConfigs lists every topic config name the controller accepts. The
+// minimums follow Kafka's TopicConfig/LogConfig definitions, except
+// segment.bytes, whose minimum stays at Kafka 3.x's 14 bytes so tests can
+// roll tiny segments.
+var topicConfigs = map[string]configKind{
+	ConfigCleanupPolicy:               cleanupPolicy,
+	ConfigCompressionType:             oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+	ConfigDeleteRetentionMs:           longAtLeast(0),
+	ConfigFileDeleteDelayMs:           longAtLeast(0),
+	ConfigFlushMessages:               longAtLeast(1),
+	ConfigFlushMs:                     longAtLeast(0),
+	ConfigIndexIntervalBytes:          intAtLeast(0),
+	ConfigLocalRetentionBytes:         longAtLeast(-2),
+	ConfigLocalRetentionMs:            longAtLeast(-2),
+	ConfigMaxCompactionLagMs:          longAtLeast(1),
+	ConfigMaxMessageBytes:             intAtLeast(0),
+	ConfigMessageTimestampType:        oneOf("CreateTime", "LogAppendTime"),
+	ConfigMessageTimestampBeforeMaxMs: longAtLeast(0),
+	ConfigMessageTimestampAfterMaxMs:  longAtLeast(0),
+	ConfigMinCleanableDirtyRatio:      ratio,
+	ConfigMinCompactionLagMs:          longAtLeast(0),
+	ConfigMinInsyncReplicas:           intAtLeast(1),
+	ConfigPreallocate:                 boolean,
+	ConfigRemoteStorageEnable:         boolean,
+	ConfigRetentionBytes:              longAtLeast(-1),
+	ConfigRetentionMs:                 longAtLeast(-1),
+	ConfigSegmentBytes:                intAtLeast(14),
+	ConfigSegmentIndexBytes:           intAtLeast(4),
+	ConfigSegmentJitterMs:             longAtLeast(0),
+	ConfigSegmentMs:                   longAtLeast(1),
+	ConfigUncleanLeaderElectionEnable: boolean,
+}
+
+// brokerConfigs lists the broker-level (dynamic, or cluster-default when the
+// resource name is "") configs the controller accepts.
+var brokerConfigs = map[string]configKind{
+	"log.retention.ms":                    longAtLeast(-1),
+	"log.retention.bytes":                 longAtLeast(-1),
+	"log.segment.bytes":                   intAtLeast(14),
+	"log.local.retention.ms":              longAtLeast(-2),
+	"log.local.retention.bytes":           longAtLeast(-2),
+	"log.cleanup.policy":                  cleanupPolicy,
+	"compression.type":                    oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+	"min.insync.replicas":                 intAtLeast(1),
+	"message.max.bytes":                   intAtLeast(0),
+	"unclean.leader.election.enable":      boolean,
+	"log.flush.interval.messages":         longAtLeast(1),
+	"log.flush.interval.ms":               longAtLeast(0),
+	"remote.log.manager.task.interval.ms": longAtLeast(1),
+}
+
+// TopicConfigNames returns the topic config names the controller accepts,
+// sorted.
+func TopicConfigNames() []string { return sortedKeys(topicConfigs) }
+
+// ValidateTopicConfig checks one topic config name and value in isolation.
+func ValidateTopicConfig(name, value string) error {
+	kind, ok := topicConfigs[name]
+	if !ok {
+		return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, name)
+	}
+	if err := kind(value); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
+	}
+	return nil
+}
+
+// ValidateTopicConfigs checks a topic's complete set of configs: each one,
+// then the rules that relate them:
+//   - local.retention.ms must not exceed retention.ms unless one of them is
+//     unlimited (-1) or local is -2 ("same as retention.ms"); likewise
+//     local.retention.bytes against retention.bytes (Kafka's LogConfig);
+//   - min.compaction.lag.ms must not exceed max.compaction.lag.ms.
+//
+// Unset configs take Kafka's defaults for the cross-checks.
+func ValidateTopicConfigs(cfg map[string]string) error {
+	for _, name := range sortedKeys(cfg) {
+		if err := ValidateTopicConfig(name, cfg[name]); err != nil {
+			return err
+		}
+	}
+	get := func(name string, def int64) int64 {
+		if v, ok := cfg[name]; ok {
+			n, _ := strconv.ParseInt(v, 10, 64) // validated above
+			return n
+		}
+		return def
+	}
+	for _, pair := range [][2]string{
+		{ConfigLocalRetentionMs, ConfigRetentionMs},
+		{ConfigLocalRetentionBytes, ConfigRetentionBytes},
+	} {
+		def := int64(-1)
+		if pair[1] == ConfigRetentionMs {
+			def = 7 * 24 * 60 * 60 * 1000
+		}
+		local, total := get(pair[0], -2), get(pair[1], def)
+		if local == -2 || total == -1 {
+			continue
+		}
+		if local == -1 {
+			return fmt.Errorf("%w: %s=-1 (unlimited) exceeds %s=%d", ErrInvalidConfig, pair[0], pair[1], total)
+		}
+		if local > total {
+			return fmt.Errorf("%w: %s=%d exceeds %s=%d", ErrInvalidConfig, pair[0], local, pair[1], total)
+		}
+	}
+	if minLag, maxLag := get(ConfigMinCompactionLagMs, 0), get(ConfigMaxCompactionLagMs, math.MaxInt64); minLag > maxLag {
+		return fmt.Errorf("%w: %s=%d exceeds %s=%d", ErrInvalidConfig, ConfigMinCompactionLagMs, minLag, ConfigMaxCompactionLagMs, maxLag)
+	}
+	return nil
+}
+
+// ValidateBrokerConfig checks one broker or cluster-default config.
+func ValidateBrokerConfig(name, value string) error {
+	kind, ok := brokerConfigs[name]
+	if !ok {
+		return fmt.Errorf("%w: unknown or read-only broker config %q", ErrInvalidConfig, name)
+	}
+	if err := kind(value); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
+	}
+	return nil
+}
+
+// UncleanLeaderElection reports whether a topic allows unclean leader
+// election: the topic's unclean.leader.election.enable, else the cluster
+// default (broker resource ""), else false.
+func (s *State) UncleanLeaderElection(topic string) bool {
+	if v, ok := s.configs[configKey{ResourceTopic, topic}][ConfigUncleanLeaderElectionEnable]; ok {
+		return strings.EqualFold(v, "true")
+	}
+	if v, ok := s.configs[configKey{ResourceBroker, ""}]["unclean.leader.election.enable"]; ok {
+		return strings.EqualFold(v, "true")
+	}
+	return false
+}
+
+// maxTopicNameLen is Kafka's limit (Topic.MAX_NAME_LENGTH).
+const maxTopicNameLen = 249
+
+// validTopicName applies Kafka's topic name rules.
+func validTopicName(name string) error {
+	if name == "" || name == "." || name == ".." {
+		return fmt.Errorf("illegal topic name %q", name)
+	}
+	if len(name) > maxTopicNameLen {
+		return fmt.Errorf("topic name longer than %d", maxTopicNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q has illegal character %q", name, c)
+		}
+	}
+	return nil
+}

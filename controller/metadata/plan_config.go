@@ -1,0 +1,204 @@
+package metadata
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ConfigOp is an incremental config operation; the numbers are Kafka's
+// IncrementalAlterConfigs op types.
+type ConfigOp uint8
+
+// Config operations.
+const (
+	OpSet      ConfigOp = 0
+	OpDelete   ConfigOp = 1
+	OpAppend   ConfigOp = 2 // list configs only: add the value if absent
+	OpSubtract ConfigOp = 3 // list configs only: remove the value
+)
+
+// AlterConfigEntry is one config change. In full-replace mode Op is ignored
+// and a nil Value means "not set".
+type AlterConfigEntry struct {
+	Name  string
+	Value *string
+	Op    ConfigOp
+}
+
+// AlterConfigResource is the set of changes to one resource.
+type AlterConfigResource struct {
+	Type ResourceType
+	// Name is the topic's name, or a broker id in decimal ("" is the
+	// cluster-wide broker default).
+	Name    string
+	Configs []AlterConfigEntry
+}
+
+// AlterConfigsRequest asks to change configs: Kafka's AlterConfigs
+// (Incremental false: each resource's configs are replaced by exactly the
+// given set) or IncrementalAlterConfigs (Incremental true).
+type AlterConfigsRequest struct {
+	Resources    []AlterConfigResource
+	Incremental  bool
+	ValidateOnly bool
+}
+
+// AlterConfigsResult is the outcome for one resource, in request order.
+type AlterConfigsResult struct {
+	Type ResourceType
+	Name string
+	Err  error
+}
+
+// listConfigs are the configs whose values are comma-separated lists.
+var listConfigs = map[string]bool{ConfigCleanupPolicy: true, "log.cleanup.policy": true}
+
+// PlanAlterConfigs plans ConfigRecords for every change that validation
+// accepts: the resulting config of each resource is computed first and
+// checked as a whole ([ValidateTopicConfigs] for topics,
+// [ValidateBrokerConfig] per entry for brokers); only differences from the
+// current configs become records, sorted by name. A failed resource
+// produces no records; others still go ahead. Errors per resource:
+// INVALID_REQUEST (resource repeated, bad broker name, append/subtract on a
+// non-list config, unknown op), UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG.
+func (s *State) PlanAlterConfigs(req AlterConfigsRequest) ([]Record, []AlterConfigsResult) {
+	type key = configKey
+	seen := map[key]int{}
+	for _, r := range req.Resources {
+		seen[key{r.Type, r.Name}]++
+	}
+	var recs []Record
+	results := make([]AlterConfigsResult, len(req.Resources))
+	for i, res := range req.Resources {
+		results[i] = AlterConfigsResult{Type: res.Type, Name: res.Name}
+		if seen[key{res.Type, res.Name}] > 1 {
+			results[i].Err = fmt.Errorf("%w: resource %s %q repeated", kerr.InvalidRequest, res.Type, res.Name)
+			continue
+		}
+		cur := s.configs[key{res.Type, res.Name}]
+		next, err := s.nextConfig(res, cur, req.Incremental)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		if req.ValidateOnly {
+			continue
+		}
+		names := sortedKeys(next)
+		for _, n := range sortedKeys(cur) {
+			if _, ok := next[n]; !ok {
+				names = append(names, n)
+			}
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			nv, inNext := next[n]
+			cv, inCur := cur[n]
+			switch {
+			case inNext && (!inCur || cv != nv):
+				recs = append(recs, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: n, Value: ptr(nv)})
+			case !inNext && inCur:
+				recs = append(recs, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: n})
+			}
+		}
+	}
+	return recs, results
+}
+
+// nextConfig computes and validates a resource's config after the change.
+func (s *State) nextConfig(res AlterConfigResource, cur map[string]string, incremental bool) (map[string]string, error) {
+	switch res.Type {
+	case ResourceTopic:
+		if _, ok := s.topicsByName[res.Name]; !ok {
+			return nil, fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, res.Name)
+		}
+	case ResourceBroker:
+		if res.Name != "" {
+			id, err := strconv.ParseInt(res.Name, 10, 32)
+			if err != nil || id < 0 || strconv.FormatInt(id, 10) != res.Name {
+				return nil, fmt.Errorf("%w: broker resource name %q", kerr.InvalidRequest, res.Name)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("%w: resource type %d", kerr.InvalidRequest, res.Type)
+	}
+	next := map[string]string{}
+	if incremental {
+		next = maps.Clone(cur)
+		if next == nil {
+			next = map[string]string{}
+		}
+	}
+	for _, e := range res.Configs {
+		if e.Name == "" {
+			return nil, fmt.Errorf("%w: empty config name", kerr.InvalidRequest)
+		}
+		if !incremental {
+			if e.Value != nil {
+				next[e.Name] = *e.Value
+			}
+			continue
+		}
+		val := ""
+		if e.Value != nil {
+			val = *e.Value
+		}
+		switch e.Op {
+		case OpSet:
+			if e.Value == nil {
+				return nil, fmt.Errorf("%w: set of %s without a value", kerr.InvalidRequest, e.Name)
+			}
+			next[e.Name] = val
+		case OpDelete:
+			delete(next, e.Name)
+		case OpAppend, OpSubtract:
+			if !listConfigs[e.Name] {
+				return nil, fmt.Errorf("%w: %s is not a list config", kerr.InvalidRequest, e.Name)
+			}
+			items := splitList(next[e.Name])
+			for _, v := range splitList(val) {
+				has := slices.Contains(items, v)
+				if e.Op == OpAppend && !has {
+					items = append(items, v)
+				}
+				if e.Op == OpSubtract && has {
+					items = slices.DeleteFunc(items, func(x string) bool { return x == v })
+				}
+			}
+			if len(items) == 0 {
+				delete(next, e.Name)
+			} else {
+				next[e.Name] = strings.Join(items, ",")
+			}
+		default:
+			return nil, fmt.Errorf("%w: config op %d", kerr.InvalidRequest, e.Op)
+		}
+	}
+	if res.Type == ResourceTopic {
+		if err := ValidateTopicConfigs(next); err != nil {
+			return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+		}
+	} else {
+		for _, n := range sortedKeys(next) {
+			if err := ValidateBrokerConfig(n, next[n]); err != nil {
+				return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+			}
+		}
+	}
+	return next, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
