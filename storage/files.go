@@ -1,0 +1,100 @@
+package storage
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// On-disk layout of one data directory (a [Manager] owns it):
+//
+//	<data dir>/
+//	  .kafka_cleanshutdown                  written by Manager.Close, removed after load
+//	  recovery-point-offset-checkpoint      "0\n<count>\n<topic> <partition> <offset>\n..."
+//	  log-start-offset-checkpoint           same format
+//	  <topic>-<partition>/                  one [Log]
+//	    00000000000000000000.log            record batches (v2) exactly as on the wire
+//	    00000000000000000000.index          sparse offset index, mmap'd (see storage/index)
+//	    00000000000000000000.timeindex      sparse time index, mmap'd
+//	    00000000000000012345.snapshot       producer state at offset 12345 (taken at roll)
+//	    leader-epoch-checkpoint             epoch -> start offset
+//	    partition.metadata                  topic id (written by the broker)
+//	    *.deleted                           removed by retention, closed and unlinked later
+//	  <topic>-<partition>.<uuid>-delete/    a deleted log, removed in the background
+//
+// A segment is named by its base offset: the offset of its first batch, or
+// the log end offset when it was rolled. Files change state only by
+// renaming (<name>.tmp -> <name>, <name> -> <name>.deleted); every leftover
+// of an interrupted rename is removed by one function, cleanLeftovers.
+
+// File suffixes and names.
+const (
+	// LogFileSuffix names a segment's record batches.
+	LogFileSuffix = ".log"
+	// IndexFileSuffix names a segment's sparse offset index.
+	IndexFileSuffix = ".index"
+	// TimeIndexFileSuffix names a segment's sparse time index.
+	TimeIndexFileSuffix = ".timeindex"
+	// SnapshotFileSuffix names a producer-state snapshot.
+	SnapshotFileSuffix = ".snapshot"
+	// DeletedFileSuffix marks a file scheduled for removal.
+	DeletedFileSuffix = ".deleted"
+	// CleanedFileSuffix marks a compaction output not yet swapped in.
+	CleanedFileSuffix = ".cleaned"
+	// SwapFileSuffix marks a compaction output being swapped in.
+	SwapFileSuffix = ".swap"
+	// TmpFileSuffix marks a file being written before its atomic rename.
+	TmpFileSuffix = ".tmp"
+	// CleanShutdownFile is the marker, in the data directory, that every
+	// log was flushed and closed.
+	CleanShutdownFile = ".kafka_cleanshutdown"
+	// RecoveryPointCheckpointFile holds each log's recovery point.
+	RecoveryPointCheckpointFile = "recovery-point-offset-checkpoint"
+	// LogStartOffsetCheckpointFile holds each log's start offset.
+	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
+	// LeaderEpochCheckpointFile holds a log's leader-epoch cache.
+	LeaderEpochCheckpointFile = "leader-epoch-checkpoint"
+	// PartitionMetadataFile holds a log's topic id.
+	PartitionMetadataFile = "partition.metadata"
+	// DeleteDirSuffix ends the name of a log directory being removed.
+	DeleteDirSuffix = "-delete"
+)
+
+// SegmentFileName returns the file name of the segment starting at
+// baseOffset with the given suffix: the offset zero-padded to 20 digits.
+func SegmentFileName(baseOffset int64, suffix string) string {
+	return fmt.Sprintf("%020d%s", baseOffset, suffix)
+}
+
+// parseSegmentFileName splits "00000000000000000042.log" into 42 and
+// ".log". ok is false for names that are not a 20-digit offset followed by
+// a suffix.
+func parseSegmentFileName(name string) (base int64, suffix string, ok bool) {
+	if len(name) < 21 || name[20] != '.' {
+		return 0, "", false
+	}
+	n, err := strconv.ParseInt(name[:20], 10, 64)
+	if err != nil || n < 0 {
+		return 0, "", false
+	}
+	return n, name[20:], true
+}
+
+// LogDirName returns the directory name of a partition's log.
+func LogDirName(topic string, partition int32) string {
+	return topic + "-" + strconv.FormatInt(int64(partition), 10)
+}
+
+// ParseLogDirName splits "<topic>-<partition>" at the last '-'. Topic names
+// may themselves contain '-' and '.'.
+func ParseLogDirName(name string) (topic string, partition int32, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return "", 0, false
+	}
+	return name[:i], int32(p), true
+}

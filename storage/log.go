@@ -1,0 +1,678 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// LogOptions configure [OpenLog].
+type LogOptions struct {
+	Dir       string // the partition directory, <data dir>/<topic>-<partition>
+	Topic     string
+	Partition int32
+	FS        vfs.FS           // nil = vfs.Default
+	Config    Config           // zero fields take Kafka's defaults
+	Now       func() time.Time // nil = time.Now
+	Logger    *slog.Logger     // nil = discard
+
+	RecoveryPoint  int64 // from the manager's checkpoint: everything below is known flushed
+	LogStartOffset int64 // from the manager's checkpoint
+	CleanShutdown  bool  // the clean-shutdown marker was present: reopen without rescanning
+
+	// ProducerSnapshot is called at each roll with the new segment's base
+	// offset; the bytes are written to <base>.snapshot (nil = no snapshot).
+	ProducerSnapshot func(nextOffset int64) ([]byte, error)
+
+	// OnFailure is called once when the log latches into its failed state
+	// (the Manager takes the whole directory offline).
+	OnFailure func(err error)
+}
+
+// AppendOptions qualify one [Log.Append].
+type AppendOptions struct {
+	// LeaderEpoch is stamped into the PartitionLeaderEpoch of each batch
+	// a leader appends and recorded in the leader-epoch cache. Follower
+	// appends keep the epochs the leader stamped and record those.
+	LeaderEpoch int32
+	// AssignOffsets is true for leaders (offsets assigned from the log end
+	// offset) and false for followers (batches keep their offsets, which
+	// must be >= the log end offset and increasing).
+	AssignOffsets bool
+}
+
+// AppendInfo describes a successful [Log.Append].
+type AppendInfo struct {
+	FirstOffset, LastOffset int64
+	MaxTimestamp            int64
+	LogAppendTime           int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset          int64
+	Batches                 int
+	Bytes                   int
+}
+
+// Log is one partition's local log: an ordered list of segments, the last
+// of which (the active segment) takes appends.
+//
+// Thread safety: every method is safe for concurrent use. Mutations take
+// mu (the append lock); Read, OffsetForTimestamp and the accessors take no
+// lock at all: they load the copy-on-write segment list and the active
+// segment's published end.
+//
+// Buffers: Append mutates the caller's buffer in place (offsets, epochs,
+// LogAppendTime) and does not keep it. ReadView regions belong to the log
+// and stay readable until Release.
+type Log struct {
+	dir       string
+	topic     string
+	partition int32
+	fs        vfs.FS
+	now       func() time.Time
+	logger    *slog.Logger
+	snapshot  func(int64) ([]byte, error)
+	onFailure func(error)
+
+	cfg  atomic.Pointer[Config]
+	segs atomic.Pointer[[]*segment] // copy-on-write, oldest first; never empty while open
+
+	logStart       atomic.Int64
+	localStart     atomic.Int64
+	recoveryPoint  atomic.Int64
+	remoteUploaded atomic.Int64
+	lastFlushMs    atomic.Int64
+	failed         atomic.Bool
+	closed         atomic.Bool
+
+	mu        sync.Mutex // the append lock: guards every mutation below and of the segments' writer state
+	failErr   error
+	unflushed int64 // messages appended since the last flush
+	epochs    *checkpoint.LeaderEpochCache
+	report    RecoveryReport
+
+	delMu   sync.Mutex // guards pending
+	pending map[*segment]*time.Timer
+}
+
+// Recovery returns what [OpenLog] found and repaired.
+func (l *Log) Recovery() RecoveryReport { return l.report }
+
+// Topic returns the log's topic.
+func (l *Log) Topic() string { return l.topic }
+
+// Partition returns the log's partition.
+func (l *Log) Partition() int32 { return l.partition }
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Config returns the log's current configuration.
+func (l *Log) Config() Config { return *l.cfg.Load() }
+
+// SetConfig replaces the log's configuration; it applies to the next
+// append, roll and retention pass.
+func (l *Log) SetConfig(c Config) {
+	c = c.normalized()
+	l.cfg.Store(&c)
+}
+
+func (l *Log) segments() []*segment { return *l.segs.Load() }
+
+func (l *Log) active() *segment {
+	s := l.segments()
+	return s[len(s)-1]
+}
+
+// LogStartOffset returns the first offset a consumer may read (local or
+// remote).
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LocalLogStartOffset returns the first offset held on local disk.
+func (l *Log) LocalLogStartOffset() int64 { return l.localStart.Load() }
+
+// LogEndOffset returns the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 { return l.active().next.Load() }
+
+// RecoveryPoint returns the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
+
+// Size returns the bytes of all local segments.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments() {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// NumSegments returns the number of local segments.
+func (l *Log) NumSegments() int { return len(l.segments()) }
+
+// LeaderEpochs returns the log's leader-epoch cache.
+func (l *Log) LeaderEpochs() *checkpoint.LeaderEpochCache { return l.epochs }
+
+// Failed reports whether the log latched into its failed state.
+func (l *Log) Failed() bool { return l.failed.Load() }
+
+func (l *Log) usableLocked() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if l.failed.Load() {
+		return fmt.Errorf("%w: %v", ErrLogFailed, l.failErr)
+	}
+	return nil
+}
+
+// failLocked latches the log: every later mutation returns ErrLogFailed.
+func (l *Log) failLocked(err error) error {
+	if !l.failed.Load() {
+		l.failErr = err
+		l.failed.Store(true)
+		l.logger.Error("storage: log failed", "dir", l.dir, "err", err)
+		if l.onFailure != nil {
+			l.onFailure(fmt.Errorf("storage: %s: %w", l.dir, err))
+		}
+	}
+	return fmt.Errorf("%w: %v", ErrLogFailed, err)
+}
+
+var hdrsPool = sync.Pool{New: func() any { h := make([]batch.Header, 0, 16); return &h }}
+
+// Append validates every batch of records (one or more v2 batches, as a
+// Produce request carries them), then, only if all are valid, assigns
+// offsets in place, writes the whole set with one write to the active
+// segment (page cache, no fsync), updates the indexes and publishes the new
+// end to readers.
+//
+// Errors: validation errors wrap the kerr error the broker answers with
+// (CorruptMessage, InvalidRecord, MessageTooLarge, InvalidTimestamp,
+// UnsupportedForMessageFormat, UnsupportedCompressionType,
+// RecordListTooLarge) and leave the log untouched; ErrInvalidOffset for
+// follower offsets below the end; ErrLogFailed after a write failure (the
+// log latches and the file is cut back to its last good size); ErrClosed.
+// Not idempotent: each call appends.
+func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
+	info := AppendInfo{LogAppendTime: -1}
+	cfg := l.cfg.Load()
+	nowMs := l.now().UnixMilli()
+	if len(records) == 0 {
+		return info, fmt.Errorf("storage: empty record set: %w", kerr.InvalidRecord)
+	}
+	if int64(len(records)) > cfg.SegmentBytes {
+		return info, fmt.Errorf("storage: record set of %d bytes exceeds segment.bytes %d: %w",
+			len(records), cfg.SegmentBytes, kerr.RecordListTooLarge)
+	}
+
+	// Validate everything before taking the lock: CRC and record framing
+	// are the expensive part and need no log state.
+	hp := hdrsPool.Get().(*[]batch.Header)
+	hdrs := (*hp)[:0]
+	defer func() { *hp = hdrs[:0]; hdrsPool.Put(hp) }()
+	lim := cfg.batchLimits(nowMs)
+	var count int64
+	for rest := records; len(rest) > 0; {
+		first, r, err := batch.Split(rest)
+		if err != nil {
+			return info, wrapBatchErr(err)
+		}
+		h, err := batch.Validate(first, lim)
+		if err != nil {
+			return info, wrapBatchErr(err)
+		}
+		if !o.AssignOffsets && len(hdrs) > 0 && h.BaseOffset <= hdrs[len(hdrs)-1].LastOffset() {
+			return info, fmt.Errorf("%w: batch at %d overlaps the previous one", ErrInvalidOffset, h.BaseOffset)
+		}
+		hdrs = append(hdrs, h)
+		count += int64(h.LastOffsetDelta) + 1
+		rest = r
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return info, err
+	}
+	cfg = l.cfg.Load()
+	act := l.active()
+	first := act.next.Load()
+	last := first + count - 1
+	if !o.AssignOffsets {
+		if hdrs[0].BaseOffset < first {
+			return info, fmt.Errorf("%w: follower batch at %d below log end offset %d", ErrInvalidOffset, hdrs[0].BaseOffset, first)
+		}
+		first, last = hdrs[0].BaseOffset, hdrs[len(hdrs)-1].LastOffset()
+	}
+	if last-first > math.MaxInt32 {
+		return info, fmt.Errorf("%w: record set spans %d offsets", ErrInvalidOffset, last-first+1)
+	}
+	if l.shouldRollLocked(act, cfg, len(records), first, last, nowMs) {
+		if err := l.rollLocked(first); err != nil {
+			return info, err
+		}
+		act = l.active()
+	}
+
+	// Patch in place. Base offset and leader epoch lie outside the CRC;
+	// LogAppendTime rewrites timestamps and recomputes it.
+	next := first
+	pos := 0
+	for i := range hdrs {
+		h := &hdrs[i]
+		b := records[pos : pos+h.Size()]
+		if o.AssignOffsets {
+			batch.SetBaseOffset(b, next)
+			batch.SetPartitionLeaderEpoch(b, o.LeaderEpoch)
+			h.BaseOffset, h.PartitionLeaderEpoch = next, o.LeaderEpoch
+			if cfg.TimestampType == logAppendTime {
+				batch.SetLogAppendTime(b, nowMs)
+				h.MaxTimestamp = nowMs
+				info.LogAppendTime = nowMs
+			}
+		}
+		next = h.LastOffset() + 1
+		pos += h.Size()
+		if h.MaxTimestamp > info.MaxTimestamp || i == 0 {
+			info.MaxTimestamp = h.MaxTimestamp
+		}
+	}
+
+	// One write at the published end. A failure (or short write) latches
+	// the log; the tail is cut back so a reopen without recovery would not
+	// find it, and readers never saw it since size was not published.
+	start := act.size.Load()
+	n, err := act.log.WriteAt(records, start)
+	if err == nil && n != len(records) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		_ = act.log.Truncate(start)
+		return info, l.failLocked(fmt.Errorf("append to %s: %w", act.logPath(), err))
+	}
+	pos = 0
+	for i := range hdrs {
+		if err := act.observeBatch(&hdrs[i], start+int64(pos), cfg.IndexIntervalBytes); err != nil {
+			_ = act.log.Truncate(start)
+			return info, l.failLocked(fmt.Errorf("index %s: %w", act.logPath(), err))
+		}
+		pos += hdrs[i].Size()
+	}
+	if act.firstAppendMs < 0 {
+		act.firstAppendMs = nowMs
+	}
+	// Publish: size before next, so a reader that sees the new end offset
+	// also sees the bytes (readers load next, then size).
+	act.size.Store(start + int64(len(records)))
+	act.next.Store(last + 1)
+
+	if err := l.recordEpochsLocked(hdrs, o); err != nil {
+		return info, l.failLocked(err)
+	}
+	l.unflushed += count
+	if l.unflushed >= cfg.FlushMessages {
+		if err := l.flushLocked(); err != nil {
+			return info, err
+		}
+	}
+	info.FirstOffset, info.LastOffset = first, last
+	info.LogStartOffset = l.logStart.Load()
+	info.Batches, info.Bytes = len(hdrs), len(records)
+	return info, nil
+}
+
+// wrapBatchErr makes sure a validation error maps to a Kafka code.
+func wrapBatchErr(err error) error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return fmt.Errorf("storage: %w: %w", kerr.CorruptMessage, err)
+}
+
+func (l *Log) recordEpochsLocked(hdrs []batch.Header, o AppendOptions) error {
+	latest, _, ok := l.epochs.Latest()
+	for i := range hdrs {
+		e := hdrs[i].PartitionLeaderEpoch
+		if e < 0 || (ok && e <= latest) {
+			continue
+		}
+		if err := l.epochs.Assign(e, hdrs[i].BaseOffset); err != nil {
+			return fmt.Errorf("leader epoch cache: %w", err)
+		}
+		latest, ok = e, true
+	}
+	return nil
+}
+
+// shouldRollLocked applies Kafka's roll rules to an append of size bytes
+// covering offsets [first, last].
+func (l *Log) shouldRollLocked(act *segment, cfg *Config, size int, first, last, nowMs int64) bool {
+	if last-act.base > math.MaxInt32 || first < act.base {
+		return true // relative offsets must fit 4 bytes
+	}
+	if act.size.Load() == 0 {
+		return false
+	}
+	if act.size.Load()+int64(size) > cfg.SegmentBytes {
+		return true
+	}
+	if act.firstAppendMs >= 0 && nowMs-act.firstAppendMs > cfg.SegmentMs-act.jitterMs {
+		return true
+	}
+	return act.oi.IsFull() || act.ti.IsFull()
+}
+
+// Roll seals the active segment (if it holds anything) and starts a new
+// one at the log end offset. Idempotent on an empty active segment.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	return l.rollLocked(l.active().next.Load())
+}
+
+// rollLocked seals the active segment and appends a new one at newBase.
+// Order, for crash safety: the old segment's log and indexes are fsynced
+// and trimmed; the producer snapshot is written (tmp, fsync, rename); the
+// new segment's files are created; the directory is fsynced; only then is
+// the new list published and the recovery point moved to the old end.
+func (l *Log) rollLocked(newBase int64) error {
+	cfg := l.cfg.Load()
+	act := l.active()
+	if act.size.Load() == 0 {
+		if act.base == newBase {
+			return nil
+		}
+		// Replace the empty active segment with one at newBase.
+		ns, err := createSegment(l.fs, l.dir, newBase, *cfg)
+		if err != nil {
+			return l.failLocked(err)
+		}
+		ns.jitterMs = jitter(cfg)
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.failLocked(err)
+		}
+		old := l.segments()
+		list := append(append([]*segment(nil), old[:len(old)-1]...), ns)
+		l.segs.Store(&list)
+		if act.renameDeleted() == nil {
+			l.scheduleDeleteLocked(act, 0)
+		}
+		l.updateLocalStartLocked()
+		return nil
+	}
+	end := act.next.Load()
+	if err := act.seal(); err != nil {
+		return l.failLocked(fmt.Errorf("seal segment %d: %w", act.base, err))
+	}
+	if l.snapshot != nil {
+		if err := l.writeSnapshotLocked(newBase); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	ns, err := createSegment(l.fs, l.dir, newBase, *cfg)
+	if err != nil {
+		return l.failLocked(err)
+	}
+	ns.jitterMs = jitter(cfg)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		ns.closeFiles()
+		return l.failLocked(fmt.Errorf("sync dir: %w", err))
+	}
+	old := l.segments()
+	list := append(append(make([]*segment, 0, len(old)+1), old...), ns)
+	l.segs.Store(&list)
+	if end > l.recoveryPoint.Load() {
+		l.recoveryPoint.Store(end)
+	}
+	l.unflushed = 0
+	l.lastFlushMs.Store(l.now().UnixMilli())
+	return nil
+}
+
+func jitter(cfg *Config) int64 {
+	if cfg.SegmentJitterMs <= 0 {
+		return 0
+	}
+	return rand.Int64N(cfg.SegmentJitterMs)
+}
+
+// Flush fsyncs the active segment and its indexes and advances the
+// recovery point to the log end offset (sealed segments were fsynced when
+// they rolled). Idempotent.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	act := l.active()
+	end := act.next.Load()
+	if end > l.recoveryPoint.Load() || l.unflushed > 0 {
+		if err := act.sync(); err != nil {
+			return l.failLocked(fmt.Errorf("fsync segment %d: %w", act.base, err))
+		}
+	}
+	if end > l.recoveryPoint.Load() {
+		l.recoveryPoint.Store(end)
+	}
+	l.unflushed = 0
+	l.lastFlushMs.Store(l.now().UnixMilli())
+	return nil
+}
+
+// maybeFlushByTime flushes when flush.ms has passed since the last flush
+// and something is unflushed (called by the Manager's flush loop).
+func (l *Log) maybeFlushByTime(now time.Time) error {
+	cfg := l.cfg.Load()
+	if cfg.FlushMs == math.MaxInt64 || now.UnixMilli()-l.lastFlushMs.Load() < cfg.FlushMs {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() || l.failed.Load() || l.unflushed == 0 {
+		return nil
+	}
+	return l.flushLocked()
+}
+
+// Close flushes the log and closes its files and mappings (files under an
+// open ReadView close when it is released). Idempotent.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return nil
+	}
+	var err error
+	if !l.failed.Load() {
+		err = l.flushLocked()
+	}
+	l.closed.Store(true)
+	l.drainDeletions()
+	for _, s := range l.segments() {
+		s.release()
+	}
+	return err
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	cerr := l.Close()
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+	}
+	if errors.Is(cerr, ErrLogFailed) {
+		return nil
+	}
+	return cerr
+}
+
+// scheduleDeleteLocked drops the log's reference to a segment already
+// renamed to .deleted after delay; open read views keep it alive longer.
+func (l *Log) scheduleDeleteLocked(s *segment, delay time.Duration) {
+	if delay <= 0 {
+		s.release()
+		return
+	}
+	l.delMu.Lock()
+	defer l.delMu.Unlock()
+	if l.pending == nil {
+		l.pending = make(map[*segment]*time.Timer)
+	}
+	l.pending[s] = time.AfterFunc(delay, func() {
+		l.delMu.Lock()
+		_, ok := l.pending[s]
+		delete(l.pending, s)
+		l.delMu.Unlock()
+		if ok {
+			s.release()
+		}
+	})
+}
+
+// drainDeletions performs every pending delayed deletion now.
+func (l *Log) drainDeletions() {
+	l.delMu.Lock()
+	p := l.pending
+	l.pending = nil
+	l.delMu.Unlock()
+	for s, t := range p {
+		t.Stop()
+		s.release()
+	}
+}
+
+// PendingDeletions returns how many removed segments still wait for
+// file.delete.delay.ms.
+func (l *Log) PendingDeletions() int {
+	l.delMu.Lock()
+	defer l.delMu.Unlock()
+	return len(l.pending)
+}
+
+func (l *Log) updateLocalStartLocked() {
+	ls := l.logStart.Load()
+	if b := l.segments()[0].base; b > ls {
+		ls = b
+	}
+	if ls > l.localStart.Load() || l.localStart.Load() > l.LogEndOffset() {
+		l.localStart.Store(ls)
+	}
+}
+
+func (l *Log) snapshotPath(off int64) string {
+	return filepath.Join(l.dir, SegmentFileName(off, SnapshotFileSuffix))
+}
+
+// writeSnapshotLocked writes <off>.snapshot atomically (tmp, fsync,
+// rename) and keeps only the latest few.
+func (l *Log) writeSnapshotLocked(off int64) error {
+	data, err := l.snapshot(off)
+	if err != nil {
+		return fmt.Errorf("producer snapshot at %d: %w", off, err)
+	}
+	if data == nil {
+		return nil
+	}
+	path := l.snapshotPath(off)
+	if err := writeFileAtomic(l.fs, path, data); err != nil {
+		return err
+	}
+	offs := l.snapshotOffsets()
+	for len(offs) > keepSnapshots {
+		_ = l.fs.Remove(l.snapshotPath(offs[0]))
+		offs = offs[1:]
+	}
+	return nil
+}
+
+// keepSnapshots is how many producer snapshots a log keeps.
+const keepSnapshots = 2
+
+// writeFileAtomic writes path via path.tmp, fsync and rename (the caller
+// syncs the directory).
+func writeFileAtomic(fs vfs.FS, path string, data []byte) error {
+	tmp := path + TmpFileSuffix
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return fs.Rename(tmp, path)
+}
+
+// snapshotOffsets lists the offsets of the producer snapshots, ascending.
+func (l *Log) snapshotOffsets() []int64 {
+	names, _ := l.fs.List(l.dir)
+	var offs []int64
+	for _, n := range names {
+		if b, suf, ok := parseSegmentFileName(n); ok && suf == SnapshotFileSuffix {
+			offs = append(offs, b)
+		}
+	}
+	return offs
+}
+
+// deleteSnapshotsLocked removes snapshots with offset > above (truncation)
+// or, keeping the latest, with offset < below (segments deleted).
+func (l *Log) deleteSnapshotsLocked(below, above int64) {
+	offs := l.snapshotOffsets()
+	for i, o := range offs {
+		if o > above || (o < below && i < len(offs)-1) {
+			_ = l.fs.Remove(l.snapshotPath(o))
+		}
+	}
+}
+
+// LatestProducerSnapshot returns the newest producer snapshot (ok=false if
+// there is none). The returned bytes are the caller's.
+func (l *Log) LatestProducerSnapshot() (offset int64, data []byte, ok bool, err error) {
+	offs := l.snapshotOffsets()
+	if len(offs) == 0 {
+		return 0, nil, false, nil
+	}
+	off := offs[len(offs)-1]
+	f, err := l.fs.Open(l.snapshotPath(off))
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("storage: open snapshot: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("storage: stat snapshot: %w", err)
+	}
+	data = make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return 0, nil, false, fmt.Errorf("storage: read snapshot: %w", err)
+	}
+	return off, data, true, nil
+}

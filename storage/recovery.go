@@ -1,0 +1,311 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// RecoveryReport says what [OpenLog] found and repaired. Recovery never
+// drops data silently: whatever it cut is counted here and logged.
+type RecoveryReport struct {
+	Recovered         bool  // the slow path ran (no clean-shutdown marker)
+	SegmentsScanned   int   // segments rescanned and validated batch by batch
+	TruncatedBytes    int64 // bytes cut from torn or corrupt tails, including dropped segments
+	DroppedFromOffset int64 // first offset lost; -1 when nothing was dropped
+	DroppedSegments   int   // whole segments removed after a torn tail
+	RebuiltIndexes    int   // segments whose indexes were rebuilt from the log
+	RemovedLeftovers  int   // .tmp, .deleted, .cleaned, .swap and orphan index files removed
+	Duration          time.Duration
+}
+
+// OpenLog opens (or creates) the log in o.Dir and recovers it.
+//
+// Without o.CleanShutdown every segment from the one holding the recovery
+// point on is rescanned: each batch is validated (framing, CRC32C, record
+// count), the log is cut after the last whole valid batch, later segments
+// are dropped and the indexes are rebuilt. Segments below the recovery
+// point, and every segment after a clean shutdown, are trusted: their
+// indexes are sanity-checked (and rebuilt if missing or corrupt) and only
+// the batches after the last index entry are read. Damage found in data
+// below the recovery point cannot be a torn write: OpenLog then fails with
+// an error wrapping ErrCorruption.
+func OpenLog(o LogOptions) (*Log, error) {
+	start := time.Now()
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg := o.Config.normalized()
+	l := &Log{
+		dir: o.Dir, topic: o.Topic, partition: o.Partition, fs: o.FS, now: o.Now,
+		logger: o.Logger.With("topic", o.Topic, "partition", o.Partition),
+		snapshot: o.ProducerSnapshot, onFailure: o.OnFailure,
+	}
+	l.cfg.Store(&cfg)
+	l.remoteUploaded.Store(-1)
+	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create %s: %w", o.Dir, err)
+	}
+	epochs, err := checkpoint.OpenLeaderEpochCache(o.FS, filepath.Join(o.Dir, LeaderEpochCheckpointFile))
+	if err != nil {
+		return nil, fmt.Errorf("storage: %s: %w", o.Dir, err)
+	}
+	l.epochs = epochs
+	l.report.DroppedFromOffset = -1
+	if err := l.recover(o, &cfg); err != nil {
+		return nil, err
+	}
+	l.report.Duration = time.Since(start)
+	l.lastFlushMs.Store(o.Now().UnixMilli())
+	if l.report.TruncatedBytes > 0 {
+		l.logger.Warn("storage: recovery dropped data", "dir", o.Dir,
+			"from_offset", l.report.DroppedFromOffset, "bytes", l.report.TruncatedBytes,
+			"segments", l.report.DroppedSegments)
+	}
+	return l, nil
+}
+
+// cleanLeftovers is the one place that removes what interrupted renames
+// leave behind: <name>.tmp (an atomic write that never finished),
+// <name>.deleted (retention removed the segment), <name>.cleaned and
+// <name>.swap (compaction output never swapped in), and index files whose
+// .log is gone. It returns the bases of the segments present.
+func (l *Log) cleanLeftovers() ([]int64, error) {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list %s: %w", l.dir, err)
+	}
+	logs := map[int64]bool{}
+	var bases []int64
+	for _, n := range names {
+		if b, suf, ok := parseSegmentFileName(n); ok && suf == LogFileSuffix {
+			logs[b] = true
+			bases = append(bases, b)
+		}
+	}
+	for _, n := range names {
+		remove := false
+		for _, suf := range []string{TmpFileSuffix, DeletedFileSuffix, CleanedFileSuffix, SwapFileSuffix} {
+			if strings.HasSuffix(n, suf) {
+				remove = true
+			}
+		}
+		if b, suf, ok := parseSegmentFileName(n); ok && (suf == IndexFileSuffix || suf == TimeIndexFileSuffix) && !logs[b] {
+			remove = true
+		}
+		if remove {
+			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil && !isNotExist(err) {
+				return nil, fmt.Errorf("storage: remove leftover %s: %w", n, err)
+			}
+			l.report.RemovedLeftovers++
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+func isNotExist(err error) bool {
+	return errors.Is(err, errNotExist)
+}
+
+func (l *Log) recover(o LogOptions, cfg *Config) error {
+	bases, err := l.cleanLeftovers()
+	if err != nil {
+		return err
+	}
+	var segs []*segment
+	fail := func(err error) error {
+		for _, s := range segs {
+			s.closeFiles()
+		}
+		return err
+	}
+	if len(bases) == 0 {
+		s, err := createSegment(l.fs, l.dir, max(o.LogStartOffset, 0), *cfg)
+		if err != nil {
+			return err
+		}
+		segs = append(segs, s)
+	}
+	for i, b := range bases {
+		last := i == len(bases)-1
+		oiMax, tiMax := 0, 0
+		if last {
+			oiMax, tiMax = cfg.SegmentIndexBytes, cfg.SegmentIndexBytes
+		}
+		s, err := openSegmentFiles(l.fs, l.dir, b, oiMax, tiMax)
+		if err != nil {
+			return fail(err)
+		}
+		s.sealed = !last
+		segs = append(segs, s)
+	}
+
+	// The first segment to rescan: the one holding the recovery point.
+	scanFrom := len(segs)
+	if !o.CleanShutdown {
+		l.report.Recovered = true
+		scanFrom = findSegment(segs, o.RecoveryPoint)
+	}
+	buf := make([]byte, 0, 64<<10)
+	rebuild := func(s *segment) (cut, bad int64, err error) {
+		if s.sealed {
+			// Sealed indexes were trimmed: give them room again; the
+			// segment is sealed (fsynced, trimmed) once more below.
+			if err := s.oi.Resize(cfg.SegmentIndexBytes); err != nil {
+				return 0, -1, err
+			}
+			if err := s.ti.Resize(cfg.SegmentIndexBytes); err != nil {
+				return 0, -1, err
+			}
+			s.sealed = false
+		}
+		l.report.RebuiltIndexes++
+		return s.rebuild(cfg.IndexIntervalBytes, &buf)
+	}
+	for i := 0; i < len(segs); i++ {
+		s := segs[i]
+		if i < scanFrom {
+			if !s.missingIndex && s.sanity() == nil && s.loadTrusted() == nil {
+				continue
+			}
+			// Missing or corrupt index: rebuild it from the log.
+			cut, bad, err := rebuild(s)
+			if err != nil {
+				return fail(fmt.Errorf("storage: rebuild index of segment %d: %w", s.base, err))
+			}
+			if bad >= 0 && !o.CleanShutdown {
+				return fail(fmt.Errorf("%w: segment %d: invalid batch at position %d below the recovery point %d",
+					ErrCorruption, s.base, bad, o.RecoveryPoint))
+			}
+			if cut == 0 {
+				continue
+			}
+			// A clean shutdown with a bad tail: treat it like a torn one.
+			l.report.TruncatedBytes += cut
+		} else {
+			l.report.SegmentsScanned++
+			cut, bad, err := rebuild(s)
+			if err != nil {
+				return fail(fmt.Errorf("storage: recover segment %d: %w", s.base, err))
+			}
+			if bad < 0 {
+				continue
+			}
+			if s.next.Load() < o.RecoveryPoint {
+				return fail(fmt.Errorf("%w: segment %d: invalid batch at position %d below the recovery point %d",
+					ErrCorruption, s.base, bad, o.RecoveryPoint))
+			}
+			l.report.TruncatedBytes += cut
+		}
+		// Everything after the cut is lost: drop the later segments.
+		if l.report.DroppedFromOffset < 0 {
+			l.report.DroppedFromOffset = s.next.Load()
+		}
+		for _, d := range segs[i+1:] {
+			l.report.TruncatedBytes += d.size.Load()
+			l.report.DroppedSegments++
+			d.closeFiles()
+			for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath()} {
+				if err := l.fs.Remove(p); err != nil && !isNotExist(err) {
+					return fail(fmt.Errorf("storage: drop segment %d: %w", d.base, err))
+				}
+			}
+		}
+		segs = segs[:i+1]
+		break
+	}
+
+	// Segments wholly below the log start offset (a deletion whose renames
+	// were lost in a crash) and empty segments before the last go now.
+	lso := max(o.LogStartOffset, 0)
+	for len(segs) > 1 && (segs[0].next.Load() <= lso || segs[0].size.Load() == 0) {
+		d := segs[0]
+		d.closeFiles()
+		for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath()} {
+			_ = l.fs.Remove(p)
+		}
+		segs = segs[1:]
+	}
+
+	// The last segment becomes the active one again: if recovery dropped
+	// the segments after it, its indexes were trimmed when it was sealed.
+	act := segs[len(segs)-1]
+	if act.sealed {
+		if err := act.oi.Resize(cfg.SegmentIndexBytes); err != nil {
+			return fail(err)
+		}
+		if err := act.ti.Resize(cfg.SegmentIndexBytes); err != nil {
+			return fail(err)
+		}
+		act.sealed = false
+	}
+	// Rebuilt sealed segments: fsync and trim like a roll would.
+	for _, s := range segs[:len(segs)-1] {
+		if !s.sealed {
+			if err := s.seal(); err != nil {
+				return fail(fmt.Errorf("storage: seal recovered segment %d: %w", s.base, err))
+			}
+		}
+	}
+	if act.size.Load() > 0 {
+		act.firstAppendMs = l.firstBatchTimestamp(act)
+	}
+	act.jitterMs = jitter(cfg)
+	if l.report.Recovered {
+		// What the scan accepted is made durable, so it is the new
+		// recovery point.
+		if err := act.sync(); err != nil {
+			return fail(fmt.Errorf("storage: fsync recovered segment: %w", err))
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
+	}
+	l.segs.Store(&segs)
+
+	leo := act.next.Load()
+	l.recoveryPoint.Store(leo)
+	if !cfg.RemoteStorageEnable && lso < segs[0].base {
+		lso = segs[0].base
+	}
+	lso = min(lso, leo)
+	l.logStart.Store(lso)
+	l.localStart.Store(max(lso, segs[0].base))
+	if err := l.epochs.TruncateFromEnd(leo); err != nil {
+		return fail(fmt.Errorf("storage: leader epochs: %w", err))
+	}
+	if err := l.epochs.TruncateFromStart(lso); err != nil {
+		return fail(fmt.Errorf("storage: leader epochs: %w", err))
+	}
+	l.deleteSnapshotsLocked(-1, leo)
+	return nil
+}
+
+// firstBatchTimestamp is the time segment.ms counts from after a reopen:
+// the first batch's max timestamp (as Kafka), or now if it has none.
+func (l *Log) firstBatchTimestamp(s *segment) int64 {
+	h, err := readHeader(s.log, 0, s.size.Load())
+	if err != nil || h.MaxTimestamp < 0 {
+		return l.now().UnixMilli()
+	}
+	return h.MaxTimestamp
+}
+
+var _ = io.EOF
+var _ = batch.HeaderSize

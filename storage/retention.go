@@ -1,0 +1,342 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+)
+
+// deleteOldestLocked removes the n oldest segments: the local start offset
+// moves first, then the shorter list is published (so a reader holding the
+// old list rechecks and answers out of range), then the files are renamed
+// to .deleted and unlinked after file.delete.delay.ms, or later if a read
+// view still holds them. If every segment would go, the log rolls first so
+// an (empty) active segment remains.
+func (l *Log) deleteOldestLocked(n int) (int, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	segs := l.segments()
+	if n >= len(segs) {
+		if err := l.rollLocked(l.active().next.Load()); err != nil {
+			return 0, err
+		}
+		segs = l.segments()
+		n = len(segs) - 1
+	}
+	gone := segs[:n]
+	rest := append([]*segment(nil), segs[n:]...)
+	if b := rest[0].base; b > l.localStart.Load() {
+		l.localStart.Store(b)
+	}
+	l.segs.Store(&rest)
+	cfg := l.cfg.Load()
+	var firstErr error
+	for _, s := range gone {
+		if err := s.renameDeleted(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		l.scheduleDeleteLocked(s, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
+	}
+	l.deleteSnapshotsLocked(rest[0].base, 1<<62)
+	if firstErr != nil {
+		return n, l.failLocked(fmt.Errorf("delete segments: %w", firstErr))
+	}
+	return n, nil
+}
+
+// advanceLogStartLocked moves the log start offset forward (never back)
+// and trims the leader-epoch cache to it.
+func (l *Log) advanceLogStartLocked(off int64) error {
+	if off <= l.logStart.Load() {
+		return nil
+	}
+	l.logStart.Store(off)
+	if off > l.localStart.Load() {
+		l.localStart.Store(off)
+	}
+	if err := l.epochs.TruncateFromStart(off); err != nil {
+		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
+	}
+	return nil
+}
+
+// SetLogStartOffset moves the log start offset forward (DeleteRecords) and
+// deletes the segments wholly below it (their files are removed later, off
+// this path). An offset above the log end offset gives
+// ErrOffsetOutOfRange; one at or below the current start is a no-op
+// (idempotent).
+func (l *Log) SetLogStartOffset(off int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if off > l.active().next.Load() {
+		return fmt.Errorf("%w: log start %d past log end %d", ErrOffsetOutOfRange, off, l.active().next.Load())
+	}
+	if off <= l.logStart.Load() {
+		return nil
+	}
+	if err := l.advanceLogStartLocked(off); err != nil {
+		return err
+	}
+	_, err := l.deleteOldestLocked(l.countBelowLocked(off, true))
+	return err
+}
+
+// countBelowLocked counts the oldest segments whose next offset is <= off.
+// With includeActive the active segment counts too when it holds data
+// (deleting it rolls first).
+func (l *Log) countBelowLocked(off int64, includeActive bool) int {
+	segs := l.segments()
+	n := 0
+	for i, s := range segs {
+		last := i == len(segs)-1
+		if last && (!includeActive || s.size.Load() == 0) {
+			break
+		}
+		if s.next.Load() > off {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// EnforceRetention deletes whole sealed segments, oldest first, by
+// retention.ms (the segment's largest timestamp is older than now minus
+// retention.ms) and retention.bytes (while the log minus the segment is
+// still at least retention.bytes), and advances the log start offset. The
+// active segment is never deleted.
+//
+// For remote-storage logs, local.retention.* drive local deletion and
+// only of segments wholly below the remote-uploaded offset, moving the
+// local log start offset only; retention.ms then moves the log start
+// offset (segments wholly below it go locally whether uploaded or not).
+// retention.bytes of a remote log is enforced by tiering, which knows the
+// remote size.
+func (l *Log) EnforceRetention(now time.Time) (deletedSegments int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return 0, err
+	}
+	cfg := l.cfg.Load()
+	nowMs := now.UnixMilli()
+	total := 0
+	if cfg.RemoteStorageEnable {
+		if cfg.RetentionMs >= 0 {
+			n := l.countBreachingLocked(nowMs, cfg.RetentionMs, -1, 1<<62)
+			if n > 0 {
+				segs := l.segments()
+				if err := l.advanceLogStartLocked(segs[n-1].next.Load()); err != nil {
+					return 0, err
+				}
+				d, err := l.deleteOldestLocked(n)
+				total += d
+				if err != nil {
+					return total, err
+				}
+			}
+		}
+		ms, bytes := cfg.localRetention()
+		n := l.countBreachingLocked(nowMs, ms, bytes, l.remoteUploaded.Load())
+		d, err := l.deleteOldestLocked(n)
+		return total + d, err
+	}
+	n := l.countBreachingLocked(nowMs, cfg.RetentionMs, cfg.RetentionBytes, 1<<62)
+	if n == 0 {
+		return 0, nil
+	}
+	if err := l.advanceLogStartLocked(l.segments()[n-1].next.Load()); err != nil {
+		return 0, err
+	}
+	return l.deleteOldestLocked(n)
+}
+
+// countBreachingLocked counts the oldest sealed segments that breach
+// retention (ms < 0 and bytes < 0 disable each rule) and end at or below
+// limit (the remote-uploaded offset, for local retention).
+func (l *Log) countBreachingLocked(nowMs, ms, bytes, limit int64) int {
+	segs := l.segments()
+	var size int64
+	for _, s := range segs {
+		size += s.size.Load()
+	}
+	n := 0
+	for _, s := range segs[:len(segs)-1] {
+		if s.next.Load() > limit {
+			break
+		}
+		ts, _ := s.maxTimestamp()
+		byTime := ms >= 0 && ts < nowMs-ms
+		bySize := bytes >= 0 && size-s.size.Load() >= bytes
+		if !byTime && !bySize {
+			break
+		}
+		size -= s.size.Load()
+		n++
+	}
+	return n
+}
+
+// SetRemoteUploadedOffset records that everything below next is safely in
+// the object store: local retention may delete only below it.
+func (l *Log) SetRemoteUploadedOffset(next int64) {
+	for {
+		cur := l.remoteUploaded.Load()
+		if next <= cur || l.remoteUploaded.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
+// RemoteUploadedOffset returns the offset set by SetRemoteUploadedOffset
+// (-1 if none).
+func (l *Log) RemoteUploadedOffset() int64 { return l.remoteUploaded.Load() }
+
+// DeleteLocalSegmentsBelow deletes the oldest sealed segments whose next
+// offset is <= offset (tiering calls it once they are safely remote) and
+// advances the local log start offset; the log start offset stays.
+func (l *Log) DeleteLocalSegmentsBelow(offset int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return 0, err
+	}
+	return l.deleteOldestLocked(l.countBelowLocked(offset, false))
+}
+
+// SegmentInfo describes one local segment (for tiering).
+type SegmentInfo struct {
+	BaseOffset, NextOffset int64
+	MaxTimestamp           int64
+	Size                   int64
+	LogPath, IndexPath     string
+	TimeIndexPath          string
+	SnapshotPath           string // "" when the segment has no producer snapshot
+	Sealed                 bool
+}
+
+// Segments lists all local segments, oldest first. Sealed segments are
+// immutable; their files may be copied as they are.
+func (l *Log) Segments() []SegmentInfo {
+	segs := l.segments()
+	snaps := map[int64]bool{}
+	for _, o := range l.snapshotOffsets() {
+		snaps[o] = true
+	}
+	out := make([]SegmentInfo, len(segs))
+	for i, s := range segs {
+		ts, _ := s.maxTimestamp()
+		out[i] = SegmentInfo{
+			BaseOffset: s.base, NextOffset: s.next.Load(), MaxTimestamp: ts, Size: s.size.Load(),
+			LogPath: s.logPath(), IndexPath: s.indexPath(), TimeIndexPath: s.timeIndexPath(),
+			Sealed: i < len(segs)-1,
+		}
+		if snaps[s.base] {
+			out[i].SnapshotPath = l.snapshotPath(s.base)
+		}
+	}
+	return out
+}
+
+// Truncate drops everything at and above offset (a follower truncating to
+// its leader): whole segments above it go, the segment holding it is cut
+// (the whole batch holding offset goes) and becomes the active segment,
+// indexes, leader epochs and producer snapshots follow. An offset at or
+// above the log end offset is a no-op; one below the log start offset
+// empties the log and restarts it at offset.
+func (l *Log) Truncate(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if offset >= l.active().next.Load() {
+		return nil
+	}
+	segs := l.segments()
+	if offset < l.logStart.Load() || offset <= segs[0].base {
+		return l.truncateFullyLocked(offset)
+	}
+	cfg := l.cfg.Load()
+	i := findSegment(segs, offset)
+	if segs[i].base == offset {
+		i-- // the segment starting at offset goes whole
+	}
+	keep := segs[i]
+	gone := segs[i+1:]
+	// Cut first, publish after: the kept segment's new end is published
+	// by truncateTo before the list loses the segments above it.
+	if err := keep.truncateTo(offset, *cfg); err != nil {
+		return l.failLocked(fmt.Errorf("truncate segment %d: %w", keep.base, err))
+	}
+	if keep.size.Load() == 0 {
+		keep.firstAppendMs = -1
+	}
+	rest := append([]*segment(nil), segs[:i+1]...)
+	l.segs.Store(&rest)
+	for _, s := range gone {
+		if err := s.renameDeleted(); err != nil {
+			return l.failLocked(fmt.Errorf("truncate: %w", err))
+		}
+		l.scheduleDeleteLocked(s, 0)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(err)
+	}
+	leo := keep.next.Load()
+	if l.recoveryPoint.Load() > leo {
+		l.recoveryPoint.Store(leo)
+	}
+	if err := l.epochs.TruncateFromEnd(leo); err != nil {
+		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
+	}
+	l.deleteSnapshotsLocked(-1, leo)
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes every segment and restarts the log,
+// empty, at offset (a follower far behind a leader whose log starts later).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	return l.truncateFullyLocked(offset)
+}
+
+func (l *Log) truncateFullyLocked(offset int64) error {
+	segs := l.segments()
+	// Rename the old files away before creating the new segment: it may
+	// reuse a base offset, and so a file name.
+	for _, s := range segs {
+		if err := s.renameDeleted(); err != nil {
+			return l.failLocked(fmt.Errorf("truncate fully: %w", err))
+		}
+	}
+	ns, err := createSegment(l.fs, l.dir, offset, *l.cfg.Load())
+	if err != nil {
+		return l.failLocked(err)
+	}
+	ns.jitterMs = jitter(l.cfg.Load())
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(err)
+	}
+	l.logStart.Store(offset)
+	l.localStart.Store(offset)
+	l.recoveryPoint.Store(offset)
+	list := []*segment{ns}
+	l.segs.Store(&list)
+	for _, s := range segs {
+		l.scheduleDeleteLocked(s, 0)
+	}
+	l.unflushed = 0
+	if err := l.epochs.TruncateFromEnd(-1 << 62); err != nil {
+		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
+	}
+	l.deleteSnapshotsLocked(-1, -1)
+	return nil
+}

@@ -1,0 +1,495 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage/index"
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// A segment is one <base>.log file with its two sparse indexes.
+//
+// The .log file is a plain concatenation of Kafka v2 record batches, byte
+// for byte as the Produce request carried them except for the patched base
+// offset, partition leader epoch and (LogAppendTime topics) timestamps:
+//
+//	+-------------+-----------+--------------+-------+-----+-------------+----------------+
+//	| baseOffset  | length    | leaderEpoch  | magic | crc | attributes  | ... (61-byte   |
+//	| int64       | int32     | int32        | int8=2| u32 | int16       | header) records|
+//	+-------------+-----------+--------------+-------+-----+-------------+----------------+
+//	|<------------ 12 bytes -->|<------------- length bytes ------------------------------>|
+//
+// Format migration: none yet. Only magic 2 is ever written; a future format
+// would be a new magic, readable side by side, never a rewrite in place.
+//
+// Concurrency: the writer (holding Log.mu) appends at size and then
+// publishes size and next with atomic stores; readers load them first and
+// never look past them, so they never see a half-written batch. Files are
+// closed only when refs drops to zero: the log holds one reference, every
+// open ReadView another.
+type segment struct {
+	fs   vfs.FS
+	dir  string
+	base int64
+
+	log vfs.File
+	oi  *index.OffsetIndex
+	ti  *index.TimeIndex
+
+	// Published to lock-free readers.
+	size atomic.Int64 // bytes of whole batches in log
+	next atomic.Int64 // offset after the last batch; base when empty
+
+	tsMu     sync.Mutex // guards maxTS and maxTSOff (read as a pair)
+	maxTS    int64      // largest batch MaxTimestamp; -1 when empty
+	maxTSOff int64      // base offset of the first batch that reached maxTS
+
+	// Writer state, guarded by Log.mu.
+	bytesSinceIndex int
+	firstAppendMs   int64 // wall clock of the first append, for segment.ms; -1 when empty
+	jitterMs        int64
+	sealed          bool
+	missingIndex    bool // an index file was absent at open: rebuild it
+
+	refs    atomic.Int64 // 1 (the log's) + open read views; files closed at 0
+	deleted atomic.Bool  // files renamed to .deleted: unlink them when closed
+}
+
+func (s *segment) logPath() string {
+	return filepath.Join(s.dir, SegmentFileName(s.base, LogFileSuffix))
+}
+func (s *segment) indexPath() string {
+	return filepath.Join(s.dir, SegmentFileName(s.base, IndexFileSuffix))
+}
+func (s *segment) timeIndexPath() string {
+	return filepath.Join(s.dir, SegmentFileName(s.base, TimeIndexFileSuffix))
+}
+
+// createSegment creates empty files for a segment starting at base.
+func createSegment(fs vfs.FS, dir string, base int64, cfg Config) (*segment, error) {
+	s := &segment{fs: fs, dir: dir, base: base, maxTS: -1, maxTSOff: base, firstAppendMs: -1}
+	var err error
+	if s.log, err = fs.Create(s.logPath()); err != nil {
+		return nil, fmt.Errorf("storage: create segment: %w", err)
+	}
+	// Stale index files of an earlier segment with the same base (after a
+	// truncation) must not leak entries into this one.
+	_ = fs.Remove(s.indexPath())
+	_ = fs.Remove(s.timeIndexPath())
+	if err := s.openIndexes(cfg.SegmentIndexBytes, cfg.SegmentIndexBytes); err != nil {
+		s.log.Close()
+		return nil, err
+	}
+	s.next.Store(base)
+	s.refs.Store(1)
+	return s, nil
+}
+
+// openSegmentFiles opens an existing segment's log read-write and its
+// indexes with the given capacities (0: the index file's current size,
+// for sealed segments). It computes nothing: recovery decides whether the
+// indexes are trusted or rebuilt.
+func openSegmentFiles(fs vfs.FS, dir string, base int64, oiMax, tiMax int) (*segment, error) {
+	s := &segment{fs: fs, dir: dir, base: base, maxTS: -1, maxTSOff: base, firstAppendMs: -1}
+	var err error
+	if s.log, err = fs.OpenReadWrite(s.logPath()); err != nil {
+		return nil, fmt.Errorf("storage: open segment: %w", err)
+	}
+	st, err := s.log.Stat()
+	if err != nil {
+		s.log.Close()
+		return nil, fmt.Errorf("storage: stat segment: %w", err)
+	}
+	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
+		if _, err := fs.Stat(p); err != nil {
+			s.missingIndex = true
+		}
+	}
+	if err := s.openIndexes(oiMax, tiMax); err != nil {
+		s.log.Close()
+		return nil, err
+	}
+	s.size.Store(st.Size())
+	s.next.Store(base)
+	s.refs.Store(1)
+	return s, nil
+}
+
+func (s *segment) openIndexes(oiMax, tiMax int) error {
+	var err error
+	if s.oi, err = index.OpenOffsetIndex(s.fs, s.indexPath(), s.base, oiMax); err != nil {
+		return fmt.Errorf("storage: open offset index: %w", err)
+	}
+	if s.ti, err = index.OpenTimeIndex(s.fs, s.timeIndexPath(), s.base, tiMax); err != nil {
+		s.oi.Close()
+		return fmt.Errorf("storage: open time index: %w", err)
+	}
+	return nil
+}
+
+// acquire takes a reader reference; false if the segment is already closed.
+func (s *segment) acquire() bool {
+	for {
+		r := s.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference; the last one closes the files and, for a
+// deleted segment, unlinks them.
+func (s *segment) release() {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	s.closeFiles()
+	if s.deleted.Load() {
+		for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+			_ = s.fs.Remove(p + DeletedFileSuffix)
+		}
+	}
+}
+
+func (s *segment) closeFiles() error {
+	err := s.oi.Close()
+	if e := s.ti.Close(); err == nil {
+		err = e
+	}
+	if e := s.log.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// renameDeleted renames the segment's files to <name>.deleted so a crash
+// before their removal leaves nothing that recovery would load.
+func (s *segment) renameDeleted() error {
+	s.deleted.Store(true)
+	var first error
+	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+		if err := s.fs.Rename(p, p+DeletedFileSuffix); err != nil && first == nil {
+			if _, statErr := s.fs.Stat(p); statErr == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+func (s *segment) maxTimestamp() (ts, off int64) {
+	s.tsMu.Lock()
+	ts, off = s.maxTS, s.maxTSOff
+	s.tsMu.Unlock()
+	return ts, off
+}
+
+func (s *segment) setMaxTimestamp(ts, off int64) {
+	s.tsMu.Lock()
+	s.maxTS, s.maxTSOff = ts, off
+	s.tsMu.Unlock()
+}
+
+// observeBatch updates the writer state for one batch appended at pos:
+// the max timestamp first, then (every IndexIntervalBytes) one entry in
+// each index pointing at the batch start, as Kafka's LogSegment.append.
+func (s *segment) observeBatch(h *batch.Header, pos int64, interval int) error {
+	s.tsMu.Lock()
+	if h.MaxTimestamp > s.maxTS {
+		s.maxTS, s.maxTSOff = h.MaxTimestamp, h.BaseOffset
+	}
+	ts, tsOff := s.maxTS, s.maxTSOff
+	s.tsMu.Unlock()
+	if s.bytesSinceIndex > interval {
+		// A full index only costs sparseness; the next append rolls.
+		if err := s.oi.Append(h.BaseOffset, int32(pos)); err != nil && !errors.Is(err, index.ErrIndexFull) {
+			return err
+		}
+		if err := s.ti.Append(ts, tsOff); err != nil && !errors.Is(err, index.ErrIndexFull) {
+			return err
+		}
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += int(h.Size())
+	return nil
+}
+
+var hdrPool = sync.Pool{New: func() any { b := make([]byte, batch.HeaderSize); return &b }}
+
+// readHeader reads and parses the batch header at pos, which must leave a
+// whole batch before limit.
+func readHeader(f vfs.File, pos, limit int64) (batch.Header, error) {
+	if limit-pos < batch.HeaderSize {
+		return batch.Header{}, io.ErrUnexpectedEOF
+	}
+	bp := hdrPool.Get().(*[]byte)
+	defer hdrPool.Put(bp)
+	if _, err := f.ReadAt(*bp, pos); err != nil {
+		return batch.Header{}, err
+	}
+	h, err := batch.ParseHeader(*bp)
+	if err != nil {
+		return h, err
+	}
+	if pos+int64(h.Size()) > limit {
+		return h, io.ErrUnexpectedEOF
+	}
+	return h, nil
+}
+
+// scanFrom walks batch headers from pos to limit and returns the offset
+// after the last batch (or prev if none) and the largest max timestamp seen
+// with the base offset of the batch that first reached it.
+func (s *segment) scanFrom(pos, limit, prevNext int64) (next, maxTS, maxTSOff int64, err error) {
+	next, maxTS, maxTSOff = prevNext, -1, s.base
+	for pos < limit {
+		h, err := readHeader(s.log, pos, limit)
+		if err != nil {
+			return next, maxTS, maxTSOff, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, pos, err)
+		}
+		if h.MaxTimestamp > maxTS {
+			maxTS, maxTSOff = h.MaxTimestamp, h.BaseOffset
+		}
+		next = h.LastOffset() + 1
+		pos += int64(h.Size())
+	}
+	return next, maxTS, maxTSOff, nil
+}
+
+// loadTrusted derives next offset and max timestamp of a segment whose
+// indexes are trusted (clean shutdown, or below the recovery point) with a
+// short scan: every offset-index entry was written together with a
+// time-index entry holding the max timestamp so far, so only the batches
+// from the last offset-index entry on need reading.
+func (s *segment) loadTrusted() error {
+	limit := s.size.Load()
+	start, prevNext := int64(0), s.base
+	if eo, p, ok := s.oi.LastEntry(); ok {
+		start, prevNext = int64(p), eo
+	}
+	ts0, off0, tsOK := s.ti.LastEntry()
+	if tsOK && s.ti.IsFull() {
+		// The time index stopped early: scan from its last entry instead.
+		if eo, p := s.oi.Lookup(off0); int64(p) < start {
+			start, prevNext = int64(p), eo
+		}
+	}
+	next, ts, tsOff, err := s.scanFrom(start, limit, prevNext)
+	if err != nil {
+		return err
+	}
+	if tsOK && ts0 >= ts {
+		ts, tsOff = ts0, off0
+	}
+	if start > 0 && next == prevNext {
+		// No batch at or after the entry: impossible for a sane index.
+		return fmt.Errorf("%w: segment %d: index points past the log", index.ErrCorruptIndex, s.base)
+	}
+	s.next.Store(next)
+	s.setMaxTimestamp(ts, tsOff)
+	if eo, p, ok := s.oi.LastEntry(); ok {
+		_ = eo
+		s.bytesSinceIndex = int(limit - int64(p))
+	} else {
+		s.bytesSinceIndex = int(limit)
+	}
+	return nil
+}
+
+// rebuild rescans the whole log, validating every batch, rewrites both
+// indexes, and truncates the log after the last whole valid batch. It
+// returns how many bytes were cut and the first invalid position (-1 if
+// none).
+func (s *segment) rebuild(interval int, buf *[]byte) (cut int64, badPos int64, err error) {
+	st, err := s.log.Stat()
+	if err != nil {
+		return 0, -1, err
+	}
+	fileSize := st.Size()
+	if err := s.oi.Reset(); err != nil {
+		return 0, -1, err
+	}
+	if err := s.ti.Reset(); err != nil {
+		return 0, -1, err
+	}
+	s.bytesSinceIndex = 0
+	s.setMaxTimestamp(-1, s.base)
+	next := s.base
+	pos := int64(0)
+	badPos = -1
+	lim := batch.Limits{SkipTimestampCheck: true, TimestampBeforeMaxMs: -1, TimestampAfterMaxMs: -1}
+	for pos < fileSize {
+		h, herr := readHeader(s.log, pos, fileSize)
+		if herr == nil && h.BaseOffset < next {
+			herr = fmt.Errorf("offset %d goes backwards (expected >= %d)", h.BaseOffset, next)
+		}
+		if herr == nil && h.LastOffset()-s.base > 1<<31-1 {
+			herr = fmt.Errorf("offset %d does not fit segment %d", h.LastOffset(), s.base)
+		}
+		if herr == nil {
+			n := int(h.Size())
+			if cap(*buf) < n {
+				*buf = make([]byte, n)
+			}
+			b := (*buf)[:n]
+			if _, rerr := s.log.ReadAt(b, pos); rerr != nil {
+				herr = rerr
+			} else if _, verr := batch.Validate(b, lim); verr != nil {
+				herr = verr
+			}
+		}
+		if herr != nil {
+			badPos = pos
+			break
+		}
+		if err := s.observeBatch(&h, pos, interval); err != nil {
+			return 0, -1, err
+		}
+		next = h.LastOffset() + 1
+		pos += int64(h.Size())
+	}
+	if pos < fileSize {
+		if err := s.log.Truncate(pos); err != nil {
+			return 0, badPos, err
+		}
+	}
+	s.size.Store(pos)
+	s.next.Store(next)
+	return fileSize - pos, badPos, nil
+}
+
+// sanity checks a trusted segment's indexes against its log.
+func (s *segment) sanity() error {
+	if err := s.oi.SanityCheck(); err != nil {
+		return err
+	}
+	if err := s.ti.SanityCheck(); err != nil {
+		return err
+	}
+	if _, p, ok := s.oi.LastEntry(); ok && int64(p) >= s.size.Load() {
+		return fmt.Errorf("%w: segment %d: entry position %d past log size %d", index.ErrCorruptIndex, s.base, p, s.size.Load())
+	}
+	if _, o, ok := s.ti.LastEntry(); ok && o < s.base {
+		return fmt.Errorf("%w: segment %d: time entry offset %d below base", index.ErrCorruptIndex, s.base, o)
+	}
+	return nil
+}
+
+// seal makes the segment immutable: a last time-index entry carrying the
+// segment's max timestamp (so a clean reopen reads it from the index),
+// everything fsynced, index files trimmed to their used size.
+func (s *segment) seal() error {
+	if s.sealed {
+		return nil
+	}
+	ts, off := s.maxTimestamp()
+	if ts >= 0 {
+		if err := s.ti.Append(ts, off); err != nil && !errors.Is(err, index.ErrIndexFull) {
+			return err
+		}
+	}
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.oi.Seal(); err != nil {
+		return err
+	}
+	if err := s.ti.Seal(); err != nil {
+		return err
+	}
+	if err := s.oi.Sync(); err != nil {
+		return err
+	}
+	if err := s.ti.Sync(); err != nil {
+		return err
+	}
+	s.sealed = true
+	return nil
+}
+
+// sync fsyncs the log and both indexes.
+func (s *segment) sync() error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.oi.Sync(); err != nil {
+		return err
+	}
+	return s.ti.Sync()
+}
+
+// truncateTo drops every batch whose last offset is >= off (the whole batch
+// holding off goes). The segment becomes the active one again.
+func (s *segment) truncateTo(off int64, cfg Config) error {
+	pos, next, err := s.positionOf(off)
+	if err != nil {
+		return err
+	}
+	if s.sealed {
+		if err := s.oi.Resize(cfg.SegmentIndexBytes); err != nil {
+			return err
+		}
+		if err := s.ti.Resize(cfg.SegmentIndexBytes); err != nil {
+			return err
+		}
+		s.sealed = false
+	}
+	if err := s.oi.TruncateTo(next); err != nil {
+		return err
+	}
+	if err := s.ti.TruncateTo(next); err != nil {
+		return err
+	}
+	if err := s.log.Truncate(pos); err != nil {
+		return err
+	}
+	s.size.Store(pos)
+	s.next.Store(next)
+	// Recompute what the dropped batches may have carried.
+	_, ts, tsOff, err := s.scanFrom(0, pos, s.base)
+	if err != nil {
+		return err
+	}
+	s.setMaxTimestamp(ts, tsOff)
+	if _, lp, ok := s.oi.LastEntry(); ok {
+		s.bytesSinceIndex = int(pos - int64(lp))
+	} else {
+		s.bytesSinceIndex = int(pos)
+	}
+	if pos == 0 {
+		s.firstAppendMs = -1
+	}
+	return nil
+}
+
+// positionOf returns the position of the first batch whose last offset is
+// >= off, and the offset after the batch before it; (size, next) if none.
+func (s *segment) positionOf(off int64) (pos, next int64, err error) {
+	limit := s.size.Load()
+	eo, p := s.oi.Lookup(off)
+	pos, next = int64(p), eo
+	if pos == 0 {
+		next = s.base
+	}
+	for pos < limit {
+		h, err := readHeader(s.log, pos, limit)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, pos, err)
+		}
+		if h.LastOffset() >= off {
+			return pos, next, nil
+		}
+		next = h.LastOffset() + 1
+		pos += int64(h.Size())
+	}
+	return limit, s.next.Load(), nil
+}
