@@ -473,3 +473,55 @@ func (d *decoder) optI32s() []int32 {
 	}
 	return d.i32s()
 }
+
+// Batches.
+//
+// A planner's records must take effect together (a fencing is a broker
+// change plus partition changes), so the controller proposes them as one
+// Raft entry:
+//
+//	+------------------+--------------------+---------------+-----
+//	| count (uvarint)  | len (uvarint)      | record        | len | record ...
+//	+------------------+--------------------+---------------+-----
+//
+// where each record is in the form [Encode] writes.
+
+// EncodeBatch returns the encoding of recs as one batch.
+func EncodeBatch(recs []Record) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, 64*len(recs)+1), uint64(len(recs)))
+	var tmp []byte
+	for _, r := range recs {
+		tmp = AppendRecord(tmp[:0], r)
+		b = binary.AppendUvarint(b, uint64(len(tmp)))
+		b = append(b, tmp...)
+	}
+	return b
+}
+
+// DecodeBatch parses a batch written by [EncodeBatch]. Like [Decode] it
+// never panics and returns [ErrCorruptRecord] or [ErrUnknownRecord]
+// (wrapped); the records do not alias b.
+func DecodeBatch(b []byte) ([]Record, error) {
+	d := decoder{b: b}
+	n := d.count(3) // a record takes at least a length byte and 2 bytes
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: batch: %s", ErrCorruptRecord, d.err)
+	}
+	recs := make([]Record, 0, n)
+	for i := 0; i < n; i++ {
+		l := d.count(1)
+		if d.err != nil {
+			return nil, fmt.Errorf("%w: batch record %d: %s", ErrCorruptRecord, i, d.err)
+		}
+		r, err := Decode(d.b[:l])
+		if err != nil {
+			return nil, fmt.Errorf("batch record %d: %w", i, err)
+		}
+		d.b = d.b[l:]
+		recs = append(recs, r)
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: batch: %d trailing bytes", ErrCorruptRecord, len(d.b))
+	}
+	return recs, nil
+}

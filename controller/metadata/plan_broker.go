@@ -127,6 +127,8 @@ func (s *State) PlanBrokerHeartbeat(req BrokerHeartbeatRequest) ([]Record, Broke
 		recs = s.PlanFenceBroker(b.ID, nil)
 		resp.IsFenced = true
 	}
+	// A broker in controlled shutdown keeps being told to shut down.
+	resp.ShouldShutDown = resp.ShouldShutDown || b.InControlledShutdown
 	return recs, resp, nil
 }
 

@@ -14,8 +14,9 @@ import (
 // CreateTopic is one topic of a [CreateTopicsRequest].
 type CreateTopic struct {
 	Name string
-	// NumPartitions and ReplicationFactor of -1 (or 0) take the request's
-	// defaults; both must be unset when Assignments is given.
+	// NumPartitions and ReplicationFactor of -1 take the request's
+	// defaults (0 is invalid, as in Kafka); both must be -1 or 0 when
+	// Assignments is given.
 	NumPartitions     int32
 	ReplicationFactor int16
 	// Assignments, if non-nil, gives each partition's replicas (index =
@@ -148,10 +149,10 @@ func (s *State) checkNewTopic(t CreateTopic, req CreateTopicsRequest, usable []B
 		return t.Assignments, nil
 	}
 	n, rf := t.NumPartitions, t.ReplicationFactor
-	if n == -1 || n == 0 {
+	if n == -1 {
 		n = max(req.DefaultPartitions, 1)
 	}
-	if rf == -1 || rf == 0 {
+	if rf == -1 {
 		rf = max(req.DefaultReplicationFactor, 1)
 	}
 	if n < 1 {

@@ -706,3 +706,26 @@ func sortedKeys[K int32 | string, V any](m map[K]V) []K {
 	slices.Sort(out)
 	return out
 }
+
+// ApplyBatch applies the records of one log entry, all at offset, in order.
+// Records that contradict the image are refused one by one (the others
+// still apply) and their errors are joined into the result; the offset
+// advances regardless, so a refusal is never retried. Refusal is
+// deterministic, so every replica ends in the same state. A batch planned
+// against the state it is applied to is never refused.
+func (s *State) ApplyBatch(offset int64, recs []Record) error {
+	if offset <= s.offset {
+		return fmt.Errorf("%w: %d <= %d", ErrOffsetRegression, offset, s.offset)
+	}
+	var errs []error
+	for i, r := range recs {
+		// Apply requires a rising offset; the batch shares one, so step
+		// the recorded offset back for each record.
+		s.offset = offset - 1
+		if err := s.Apply(offset, r); err != nil {
+			errs = append(errs, fmt.Errorf("record %d: %w", i, err))
+		}
+	}
+	s.offset = offset
+	return errors.Join(errs...)
+}
