@@ -62,6 +62,10 @@ func decodeSnapshot(b []byte) (*pb.Snapshot, error) {
 	if err := proto.Unmarshal(body[len(snapMagic)+1:], snap); err != nil {
 		return nil, fmt.Errorf("%w: snapshot: %v", ErrCorrupt, err)
 	}
+	md := snap.GetMetadata()
+	if md == nil || md.Index == nil || md.Term == nil {
+		return nil, fmt.Errorf("%w: snapshot without metadata", ErrCorrupt)
+	}
 	return pb.EnsureSnapshot(snap), nil
 }
 

@@ -337,7 +337,7 @@ func (s *Storage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) er
 	}
 	s.mu.Lock()
 	if hasSnap {
-		s.snap = proto.Clone(snap).(*pb.Snapshot)
+		s.snap = pb.EnsureSnapshot(proto.Clone(snap).(*pb.Snapshot))
 		s.ml = base
 		s.st.SnapshotBytes, s.st.SnapshotTime = sinfo.size, sinfo.time
 	}
@@ -424,14 +424,17 @@ func (s *Storage) CreateSnapshot(index uint64, cs *pb.ConfState, data []byte) (*
 	if cs == nil {
 		cs = s.snap.GetMetadata().GetConfState()
 	}
-	snap := pb.EnsureSnapshot(&pb.Snapshot{
+	if cs == nil {
+		cs = pb.EnsureConfState(nil)
+	}
+	snap := &pb.Snapshot{
 		Metadata: &pb.SnapshotMetadata{
 			Index:     proto.Uint64(index),
 			Term:      proto.Uint64(term),
-			ConfState: pb.EnsureConfState(proto.Clone(pb.EnsureConfState(cs)).(*pb.ConfState)),
+			ConfState: pb.EnsureConfState(proto.Clone(cs).(*pb.ConfState)),
 		},
 		Data: data,
-	})
+	}
 	si, err := writeSnapshotFile(s.fs, s.dir, snap)
 	if err != nil {
 		return nil, s.failLocked(err)
