@@ -1,0 +1,388 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+// ClientOptions configure a [Client].
+type ClientOptions struct {
+	// Addrs are CONTROLLER listener addresses (any controllers of the
+	// quorum; followers forward to the leader).
+	Addrs []string
+	// DialTimeout bounds a connection attempt (default 1s).
+	DialTimeout time.Duration
+	// RetryBackoff is the pause before trying again after a connection
+	// failure or NOT_CONTROLLER (default 50ms).
+	RetryBackoff time.Duration
+
+	forwarding bool // set by a Controller forwarding to its leader
+}
+
+// Client is the [Service] over the network: a broker in another process
+// registers, heartbeats, changes metadata and watches the metadata log
+// through it. Calls retry on connection failures and NOT_CONTROLLER until
+// their context expires, following the leader hint. Safe for concurrent
+// use; connections are pooled. Close closes the idle ones.
+type Client struct {
+	o ClientOptions
+
+	// mu guards idle, next, hint and closed.
+	mu     sync.Mutex
+	idle   map[string][]*clientConn
+	next   int
+	hint   string
+	closed bool
+}
+
+type clientConn struct {
+	addr string
+	conn net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+}
+
+// NewClient returns a client; it connects lazily.
+func NewClient(o ClientOptions) *Client {
+	if o.DialTimeout == 0 {
+		o.DialTimeout = time.Second
+	}
+	if o.RetryBackoff == 0 {
+		o.RetryBackoff = 50 * time.Millisecond
+	}
+	return &Client{o: o, idle: map[string][]*clientConn{}}
+}
+
+// Close closes idle connections; calls after Close fail with ErrStopped.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, cs := range c.idle {
+		for _, cc := range cs {
+			cc.conn.Close()
+		}
+	}
+	c.idle = map[string][]*clientConn{}
+	return nil
+}
+
+// pick chooses the address for the next attempt: the leader hint, else
+// the configured addresses round robin.
+func (c *Client) pick() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hint != "" {
+		return c.hint
+	}
+	if len(c.o.Addrs) == 0 {
+		return ""
+	}
+	a := c.o.Addrs[c.next%len(c.o.Addrs)]
+	c.next++
+	return a
+}
+
+func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrStopped
+	}
+	if cs := c.idle[addr]; len(cs) > 0 {
+		cc := cs[len(cs)-1]
+		c.idle[addr] = cs[:len(cs)-1]
+		c.mu.Unlock()
+		return cc, nil
+	}
+	c.mu.Unlock()
+	d := net.Dialer{Timeout: c.o.DialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &clientConn{addr: addr, conn: conn, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn)}, nil
+}
+
+func (c *Client) release(cc *clientConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || len(c.idle[cc.addr]) >= 4 {
+		cc.conn.Close()
+		return
+	}
+	c.idle[cc.addr] = append(c.idle[cc.addr], cc)
+}
+
+// roundTrip sends one request on one connection and reads its response.
+func (c *Client) roundTrip(ctx context.Context, addr string, method byte, req any, out any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		cc.conn.SetDeadline(dl)
+	} else {
+		cc.conn.SetDeadline(time.Time{})
+	}
+	// A cancelled context interrupts the blocking read.
+	stop := context.AfterFunc(ctx, func() { cc.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var flags byte
+	if c.o.forwarding {
+		flags |= flagForwarded
+	}
+	if err := writeFrame(cc.bw, kindRequest, []byte{method, flags}, body); err != nil {
+		cc.conn.Close()
+		return err
+	}
+	if err := cc.bw.Flush(); err != nil {
+		cc.conn.Close()
+		return err
+	}
+	kind, payload, err := readFrame(cc.br)
+	if err != nil {
+		cc.conn.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if kind != kindResponse {
+		cc.conn.Close()
+		return fmt.Errorf("%w: frame kind %d in reply", ErrProtocol, kind)
+	}
+	if !stop() {
+		cc.conn.Close() // the deadline was poisoned
+	} else {
+		c.release(cc)
+	}
+	var env struct {
+		Err  *wireErr        `json:"err"`
+		Body json.RawMessage `json:"body"`
+	}
+	if err := json.Unmarshal(payload, &env); err != nil {
+		return fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	if env.Err != nil {
+		return fromWireErr(env.Err)
+	}
+	if out != nil && len(env.Body) > 0 {
+		if err := json.Unmarshal(env.Body, out); err != nil {
+			return fmt.Errorf("%w: %v", ErrProtocol, err)
+		}
+	}
+	return nil
+}
+
+// call retries roundTrip on connection failures and NOT_CONTROLLER until
+// ctx expires. A forwarding client makes exactly one attempt: its
+// Controller does the retrying.
+func (c *Client) call(ctx context.Context, method byte, req any, out any) error {
+	for {
+		addr := c.pick()
+		if addr == "" {
+			return fmt.Errorf("controller: client has no addresses")
+		}
+		err := c.roundTrip(ctx, addr, method, req, out)
+		if err == nil || c.o.forwarding {
+			return err
+		}
+		var nc *NotControllerError
+		switch {
+		case errors.As(err, &nc):
+			c.mu.Lock()
+			c.hint = nc.LeaderAddr // "" when unknown: back to round robin
+			c.mu.Unlock()
+		case isNetErr(err):
+			c.mu.Lock()
+			c.hint = ""
+			c.mu.Unlock()
+		default:
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(c.o.RetryBackoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// RegisterBroker implements [Service].
+func (c *Client) RegisterBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (metadata.RegisterBrokerResponse, error) {
+	return c.registerBroker(ctx, req)
+}
+
+func (c *Client) registerBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (resp metadata.RegisterBrokerResponse, err error) {
+	err = c.call(ctx, methodRegisterBroker, req, &resp)
+	return resp, err
+}
+
+// BrokerHeartbeat implements [Service].
+func (c *Client) BrokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (metadata.BrokerHeartbeatResponse, error) {
+	return c.brokerHeartbeat(ctx, req)
+}
+
+func (c *Client) brokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (resp metadata.BrokerHeartbeatResponse, err error) {
+	err = c.call(ctx, methodBrokerHeartbeat, req, &resp)
+	return resp, err
+}
+
+// CreateTopics implements [Service].
+func (c *Client) CreateTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error) {
+	return c.createTopics(ctx, req)
+}
+
+func (c *Client) createTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error) {
+	var w []createTopicResultW
+	if err := c.call(ctx, methodCreateTopics, req, &w); err != nil {
+		return nil, err
+	}
+	return createTopicsFromW(w), nil
+}
+
+// DeleteTopics implements [Service].
+func (c *Client) DeleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error) {
+	return c.deleteTopics(ctx, names, ids)
+}
+
+func (c *Client) deleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error) {
+	var w []deleteTopicResultW
+	if err := c.call(ctx, methodDeleteTopics, deleteTopicsReq{Names: names, IDs: ids}, &w); err != nil {
+		return nil, err
+	}
+	return deleteTopicsFromW(w), nil
+}
+
+// CreatePartitions implements [Service].
+func (c *Client) CreatePartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error) {
+	return c.createPartitions(ctx, req)
+}
+
+func (c *Client) createPartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error) {
+	var w []nameResultW
+	if err := c.call(ctx, methodCreatePartitions, req, &w); err != nil {
+		return nil, err
+	}
+	return createPartitionsFromW(w), nil
+}
+
+// AlterConfigs implements [Service].
+func (c *Client) AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error) {
+	return c.alterConfigs(ctx, req)
+}
+
+func (c *Client) alterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error) {
+	var w []nameResultW
+	if err := c.call(ctx, methodAlterConfigs, req, &w); err != nil {
+		return nil, err
+	}
+	return alterConfigsFromW(w), nil
+}
+
+// AlterPartition implements [Service].
+func (c *Client) AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error) {
+	return c.alterPartition(ctx, req)
+}
+
+func (c *Client) alterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error) {
+	var w alterPartitionResultW
+	if err := c.call(ctx, methodAlterPartition, req, &w); err != nil {
+		return metadata.AlterPartitionResult{}, err
+	}
+	return alterPartitionFromW(w), nil
+}
+
+// CommitRemoteSegment implements [Service].
+func (c *Client) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
+	return c.commitRemoteSegment(ctx, rec)
+}
+
+func (c *Client) commitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
+	return c.call(ctx, methodCommitRemoteSegment, rec, nil)
+}
+
+// Watch implements [Service]: a dedicated connection to one controller
+// streams deltas from fromOffset. If that connection breaks, Next returns
+// the error and the caller watches again from its last offset + 1.
+func (c *Client) Watch(ctx context.Context, fromOffset int64) (Watcher, error) {
+	addr := c.pick()
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(watchReq{From: fromOffset})
+	cc.conn.SetWriteDeadline(time.Now().Add(c.o.DialTimeout))
+	if err := writeFrame(cc.bw, kindRequest, []byte{methodWatch, 0}, body); err != nil {
+		cc.conn.Close()
+		return nil, err
+	}
+	if err := cc.bw.Flush(); err != nil {
+		cc.conn.Close()
+		return nil, err
+	}
+	cc.conn.SetWriteDeadline(time.Time{})
+	return &remoteWatcher{cc: cc}, nil
+}
+
+type remoteWatcher struct {
+	cc   *clientConn
+	once sync.Once
+}
+
+func (w *remoteWatcher) Next(ctx context.Context) (Delta, error) {
+	stop := context.AfterFunc(ctx, func() { w.cc.conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	kind, payload, err := readFrame(w.cc.br)
+	if err != nil {
+		w.Close()
+		if ctx.Err() != nil {
+			return Delta{}, ctx.Err()
+		}
+		return Delta{}, err
+	}
+	switch kind {
+	case kindDelta:
+		var dw deltaW
+		if err := json.Unmarshal(payload, &dw); err != nil {
+			return Delta{}, fmt.Errorf("%w: %v", ErrProtocol, err)
+		}
+		return deltaFromW(dw)
+	case kindResponse:
+		w.Close()
+		var env struct {
+			Err *wireErr `json:"err"`
+		}
+		if err := json.Unmarshal(payload, &env); err != nil || env.Err == nil {
+			return Delta{}, fmt.Errorf("%w: bad watch end", ErrProtocol)
+		}
+		return Delta{}, fromWireErr(env.Err)
+	}
+	w.Close()
+	return Delta{}, fmt.Errorf("%w: frame kind %d in watch", ErrProtocol, kind)
+}
+
+func (w *remoteWatcher) Close() error {
+	w.once.Do(func() { w.cc.conn.Close() })
+	return nil
+}

@@ -1,0 +1,599 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/controller/raftlog"
+)
+
+// Options are what [Open] builds a [Controller] from. Only Config is
+// required; the rest replace production parts in tests.
+type Options struct {
+	Config Config
+	// Storage is the Raft log; nil opens controller/raftlog in
+	// Config.WALDir() (fsynced). The Controller closes storage it opened
+	// itself, never one passed in.
+	Storage Storage
+	// Listener is the bound CONTROLLER listener; nil listens on
+	// Config.ListenAddr. The Controller closes it.
+	Listener net.Listener
+	// Transport carries Raft messages; nil uses the TCP transport on the
+	// CONTROLLER listener. The Controller stops it either way.
+	Transport Transport
+	// Resolve maps a voter id to the address of its CONTROLLER listener,
+	// for forwarding requests to the leader; nil uses Config.Voters.
+	Resolve func(id int32) string
+	// Registry receives the metrics; nil registers nowhere.
+	Registry prometheus.Registerer
+	// Seed seeds topic ids and placement; 0 seeds randomly.
+	Seed uint64
+}
+
+// Controller is one member of the metadata quorum: a Raft node whose
+// replicated state machine is the metadata image, and the service brokers
+// call to read and change metadata. Decisions (placement, elections,
+// fencing, config validation) are made on the leader by the pure Plan*
+// functions of controller/metadata, one at a time, and proposed; a call
+// reaching a follower is forwarded to the leader.
+//
+// All methods are safe for concurrent use.
+type Controller struct {
+	cfg       Config
+	node      *node
+	fsm       *metadataFSM
+	storage   Storage
+	ownsStore bool
+	transport Transport
+	ln        net.Listener
+	srv       *server
+	metrics   *metrics
+	resolve   func(id int32) string
+	live      *liveness
+
+	// decide serialises every plan-then-propose on the leader, so a plan
+	// always sees the effects of the previous one. It guards rng.
+	// Lock order: decide → metadataFSM.mu; decide → fwdMu.
+	decide sync.Mutex
+	rng    *rand.Rand
+
+	// fwdMu guards fwd, the clients used to forward to the leader.
+	fwdMu sync.Mutex
+	fwd   map[string]*Client
+
+	stopc     chan struct{}
+	wg        sync.WaitGroup // the liveness loop and the listener's goroutines
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts a controller: it opens (or creates and bootstraps) the Raft
+// log, restores the metadata image from the latest snapshot, replays the
+// log, and starts the Ready loop, the transport, the CONTROLLER listener
+// and the broker-liveness loop. Close stops them all.
+func Open(o Options) (*Controller, error) {
+	cfg := o.Config
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		cfg:     cfg,
+		fsm:     newMetadataFSM(cfg.Logger),
+		storage: o.Storage,
+		resolve: o.Resolve,
+		fwd:     map[string]*Client{},
+		stopc:   make(chan struct{}),
+		live:    newLiveness(cfg.BrokerSessionTimeout),
+	}
+	seed := o.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	c.rng = rand.New(rand.NewPCG(seed, seed+1))
+	if c.resolve == nil {
+		c.resolve = func(id int32) string {
+			v, _ := cfg.voter(id)
+			return v.Addr
+		}
+	}
+	fail := func(err error) (*Controller, error) {
+		if c.ln != nil {
+			c.ln.Close()
+		}
+		if c.transport != nil {
+			c.transport.Stop()
+		}
+		if c.ownsStore {
+			c.storage.(*raftlog.Storage).Close()
+		}
+		return nil, err
+	}
+	if c.storage == nil {
+		st, err := raftlog.Open(raftlog.Options{FS: cfg.FS, Dir: cfg.WALDir(), Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("controller: open raft log: %w", err)
+		}
+		c.storage, c.ownsStore = st, true
+	}
+	c.ln = o.Listener
+	if c.ln == nil {
+		ln, err := net.Listen("tcp", cfg.ListenAddr)
+		if err != nil {
+			return fail(fmt.Errorf("controller: listen %s: %w", cfg.ListenAddr, err))
+		}
+		c.ln = ln
+	}
+	var tcp *TCPTransport
+	c.transport = o.Transport
+	if c.transport == nil {
+		peers := map[uint64]string{}
+		for _, v := range cfg.Voters {
+			if v.ID != cfg.NodeID {
+				peers[uint64(v.ID)] = v.Addr
+			}
+		}
+		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger})
+		c.transport = tcp
+	}
+	m, err := newMetrics(o.Registry, cfg.NodeID, c.Status)
+	if err != nil {
+		return fail(err)
+	}
+	c.metrics = m
+	c.node, err = newNode(nodeConfig{
+		id:              uint64(cfg.NodeID),
+		peers:           cfg.voterIDs(),
+		storage:         c.storage,
+		fsm:             c.fsm,
+		transport:       c.transport,
+		tick:            cfg.TickInterval,
+		electionTicks:   cfg.ElectionTicks,
+		heartbeatTicks:  cfg.HeartbeatTicks,
+		snapshotEntries: cfg.SnapshotEntries,
+		catchUpEntries:  cfg.SnapshotCatchUpEntries,
+		maxSizePerMsg:   cfg.MaxSizePerMsg,
+		maxInflight:     cfg.MaxInflightMsgs,
+		logger:          cfg.Logger.With("node", cfg.NodeID),
+		metrics:         m,
+		onLeader:        func(lead, term uint64) { c.live.reset() },
+	})
+	if err != nil {
+		return fail(err)
+	}
+	c.srv = newServer(c, tcp)
+	if err := c.node.start(); err != nil {
+		return fail(err)
+	}
+	c.wg.Add(2)
+	go func() { defer c.wg.Done(); c.srv.serve(c.ln) }()
+	go func() { defer c.wg.Done(); c.livenessLoop() }()
+	if len(cfg.Voters) == 1 {
+		// A quorum of one need not wait an election timeout.
+		c.node.campaign()
+	}
+	return c, nil
+}
+
+// Close stops the controller: the listener and its connections, the
+// liveness loop, the Ready loop, the transport, and the storage it opened.
+// Calls in flight fail with [ErrStopped]. Idempotent.
+func (c *Controller) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.stopc)
+		c.ln.Close()
+		c.srv.closeConns()
+		c.node.Stop()
+		c.transport.Stop()
+		c.wg.Wait()
+		c.srv.wait()
+		c.fwdMu.Lock()
+		for _, cl := range c.fwd {
+			cl.Close()
+		}
+		c.fwd = nil
+		c.fwdMu.Unlock()
+		if c.ownsStore {
+			c.closeErr = c.storage.(*raftlog.Storage).Close()
+		}
+	})
+	return c.closeErr
+}
+
+// Addr is the bound address of the CONTROLLER listener.
+func (c *Controller) Addr() string { return c.ln.Addr().String() }
+
+// ID is node.id.
+func (c *Controller) ID() int32 { return c.cfg.NodeID }
+
+// Status returns the Raft state: term, leader, commit and applied index,
+// snapshot index and time.
+func (c *Controller) Status() Status {
+	if c.node == nil {
+		return Status{ID: uint64(c.cfg.NodeID)}
+	}
+	return c.node.status()
+}
+
+// Leader returns the known leader's id and CONTROLLER address; ok is false
+// when no leader is known.
+func (c *Controller) Leader() (id int32, addr string, ok bool) {
+	l := c.node.leader.Load()
+	if l == 0 {
+		return -1, "", false
+	}
+	return int32(l), c.resolve(int32(l)), true
+}
+
+// IsLeader reports whether this controller leads and has caught up with
+// everything committed before its term.
+func (c *Controller) IsLeader() bool { return c.node.isLeaderReady() }
+
+// State returns a copy of the metadata image as applied on this node.
+func (c *Controller) State() *metadata.State {
+	var st *metadata.State
+	c.fsm.read(func(s *metadata.State) { st = s.Clone() })
+	return st
+}
+
+// Propose replicates records as one entry and waits until this node has
+// applied it; it returns the metadata offset of the last record. It is the
+// raw path under the service methods (and the benchmark's): it makes no
+// decision, so records must be consistent with the state when applied or
+// they are skipped. On a follower it fails with a [NotControllerError].
+func (c *Controller) Propose(ctx context.Context, recs []metadata.Record) (int64, error) {
+	if len(recs) == 0 {
+		return c.fsmOffset(), nil
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	idx, err := c.node.Propose(ctx, encodeBatch(recs))
+	if err != nil {
+		return 0, c.proposeErr(err)
+	}
+	return OffsetOf(idx, len(recs)-1), nil
+}
+
+func (c *Controller) fsmOffset() int64 {
+	var off int64
+	c.fsm.read(func(s *metadata.State) { off = s.Offset() })
+	return off
+}
+
+func (c *Controller) proposeErr(err error) error {
+	switch {
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrProposalDropped):
+		return c.notController()
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("controller: proposal: %w (%w)", kerr.RequestTimedOut, err)
+	}
+	return err
+}
+
+func (c *Controller) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.cfg.ProposalTimeout)
+}
+
+// NotControllerError is returned when a request reached a controller that
+// is not the leader and was not (or could not be) forwarded. It unwraps to
+// kerr.NotController; LeaderID is -1 when no leader is known.
+type NotControllerError struct {
+	LeaderID   int32
+	LeaderAddr string
+}
+
+func (e *NotControllerError) Error() string {
+	if e.LeaderID < 0 {
+		return "controller: NOT_CONTROLLER: no leader known"
+	}
+	return fmt.Sprintf("controller: NOT_CONTROLLER: leader is %d at %s", e.LeaderID, e.LeaderAddr)
+}
+
+// Unwrap returns kerr.NotController.
+func (e *NotControllerError) Unwrap() error { return kerr.NotController }
+
+func (c *Controller) notController() error {
+	id, addr, ok := c.Leader()
+	if !ok || id == c.cfg.NodeID {
+		return &NotControllerError{LeaderID: -1}
+	}
+	return &NotControllerError{LeaderID: id, LeaderAddr: addr}
+}
+
+// route runs local on the leader, or remote against the leader's
+// CONTROLLER listener on a follower. A request that was itself forwarded
+// is never forwarded again (no loops): it gets NOT_CONTROLLER. While no
+// leader is known it waits, a tick at a time, until ctx expires.
+func (c *Controller) route(ctx context.Context, forwarded bool, local func(context.Context) error, remote func(context.Context, *Client) error) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	for {
+		select {
+		case <-c.stopc:
+			return ErrStopped
+		default:
+		}
+		if c.node.isLeaderReady() {
+			err := local(ctx)
+			if errors.Is(err, errNotReady) {
+				err = c.notController()
+			}
+			return err
+		}
+		lead := int32(c.node.leader.Load())
+		if lead != 0 && lead != c.cfg.NodeID {
+			if forwarded {
+				return c.notController()
+			}
+			cl := c.forwarder(c.resolve(lead))
+			err := remote(ctx, cl)
+			var nc *NotControllerError
+			if err == nil || !(isNetErr(err) || errors.As(err, &nc)) {
+				return err
+			}
+			// The leader moved or is unreachable: wait and re-resolve.
+		}
+		t := time.NewTimer(c.cfg.TickInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return c.notController()
+		case <-c.stopc:
+			t.Stop()
+			return ErrStopped
+		case <-t.C:
+		}
+	}
+}
+
+var errNotReady = errors.New("controller: leader not ready")
+
+// decideAndPropose runs plan on the current image under the decide lock
+// and proposes what it returns, waiting for it to apply, so the next plan
+// sees it. plan must not keep st.
+func (c *Controller) decideAndPropose(ctx context.Context, plan func(st *metadata.State) []metadata.Record) (int64, error) {
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	if !c.node.isLeaderReady() {
+		return 0, errNotReady
+	}
+	var recs []metadata.Record
+	c.fsm.read(func(st *metadata.State) { recs = plan(st) })
+	if len(recs) == 0 {
+		return c.fsmOffset(), nil
+	}
+	return c.Propose(ctx, recs)
+}
+
+func (c *Controller) forwarder(addr string) *Client {
+	c.fwdMu.Lock()
+	defer c.fwdMu.Unlock()
+	cl := c.fwd[addr]
+	if cl == nil {
+		cl = NewClient(ClientOptions{Addrs: []string{addr}, forwarding: true})
+		if c.fwd != nil {
+			c.fwd[addr] = cl
+		}
+	}
+	return cl
+}
+
+// RegisterBroker registers a broker (Kafka's BrokerRegistration); the
+// broker starts fenced and is unfenced by a heartbeat once caught up. Its
+// session starts now. Errors: those of metadata.State.PlanRegisterBroker,
+// [NotControllerError], kerr.RequestTimedOut.
+func (c *Controller) RegisterBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (metadata.RegisterBrokerResponse, error) {
+	return c.registerBroker(ctx, req, false)
+}
+
+func (c *Controller) registerBroker(ctx context.Context, req metadata.RegisterBrokerRequest, fwd bool) (resp metadata.RegisterBrokerResponse, err error) {
+	err = c.route(ctx, fwd, func(ctx context.Context) error {
+		var perr error
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			b, ok := st.Broker(req.BrokerID)
+			req.ExistingSessionAlive = ok && !b.Fenced && c.live.alive(req.BrokerID)
+			var recs []metadata.Record
+			recs, resp, perr = st.PlanRegisterBroker(req)
+			return recs
+		})
+		if err == nil {
+			err = perr
+		}
+		if err == nil {
+			c.live.touch(req.BrokerID)
+		}
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		resp, err = cl.registerBroker(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// BrokerHeartbeat renews a broker's session and may fence, unfence or
+// shut it down (metadata.State.PlanBrokerHeartbeat).
+func (c *Controller) BrokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (metadata.BrokerHeartbeatResponse, error) {
+	return c.brokerHeartbeat(ctx, req, false)
+}
+
+func (c *Controller) brokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest, fwd bool) (resp metadata.BrokerHeartbeatResponse, err error) {
+	err = c.route(ctx, fwd, func(ctx context.Context) error {
+		var perr error
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			var recs []metadata.Record
+			recs, resp, perr = st.PlanBrokerHeartbeat(req)
+			return recs
+		})
+		if err == nil {
+			err = perr
+		}
+		if err == nil {
+			c.live.touch(req.BrokerID)
+		}
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		resp, err = cl.brokerHeartbeat(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// CreateTopics creates topics with replicas placed over live, unfenced
+// brokers (rack-aware). Per-topic errors are in the results.
+func (c *Controller) CreateTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error) {
+	return c.createTopics(ctx, req, false)
+}
+
+func (c *Controller) createTopics(ctx context.Context, req metadata.CreateTopicsRequest, fwd bool) (res []metadata.CreateTopicResult, err error) {
+	err = c.route(ctx, fwd, func(ctx context.Context) error {
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			var recs []metadata.Record
+			recs, res = st.PlanCreateTopics(req, c.rng)
+			return recs
+		})
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		res, err = cl.createTopics(ctx, req)
+		return err
+	})
+	return res, err
+}
+
+// DeleteTopics deletes topics by name or id.
+func (c *Controller) DeleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error) {
+	return c.deleteTopics(ctx, names, ids, false)
+}
+
+func (c *Controller) deleteTopics(ctx context.Context, names []string, ids []uuid.UUID, fwd bool) (res []metadata.DeleteTopicResult, err error) {
+	err = c.route(ctx, fwd, func(ctx context.Context) error {
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			var recs []metadata.Record
+			recs, res = st.PlanDeleteTopics(names, ids)
+			return recs
+		})
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		res, err = cl.deleteTopics(ctx, names, ids)
+		return err
+	})
+	return res, err
+}
+
+// CreatePartitions grows topics.
+func (c *Controller) CreatePartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error) {
+	return c.createPartitions(ctx, req, false)
+}
+
+func (c *Controller) createPartitions(ctx context.Context, req metadata.CreatePartitionsRequest, fwd bool) (res []metadata.CreatePartitionsResult, err error) {
+	err = c.route(ctx, fwd, func(ctx context.Context) error {
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			var recs []metadata.Record
+			recs, res = st.PlanCreatePartitions(req, c.rng)
+			return recs
+		})
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		res, err = cl.createPartitions(ctx, req)
+		return err
+	})
+	return res, err
+}
+
+// AlterConfigs changes topic or broker configs, incrementally or by full
+// replacement (req.Incremental), after validation.
+func (c *Controller) AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error) {
+	return c.alterConfigs(ctx, req, false)
+}
+
+func (c *Controller) alterConfigs(ctx context.Context, req metadata.AlterConfigsRequest, fwd bool) (res []metadata.AlterConfigsResult, err error) {
+	err = c.route(ctx, fwd, func(ctx context.Context) error {
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			var recs []metadata.Record
+			recs, res = st.PlanAlterConfigs(req)
+			return recs
+		})
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		res, err = cl.alterConfigs(ctx, req)
+		return err
+	})
+	return res, err
+}
+
+// AlterPartition applies a partition leader's ISR change, refused when the
+// leader's leader epoch or partition epoch is stale.
+func (c *Controller) AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error) {
+	return c.alterPartition(ctx, req, false)
+}
+
+func (c *Controller) alterPartition(ctx context.Context, req metadata.AlterPartitionRequest, fwd bool) (res metadata.AlterPartitionResult, err error) {
+	err = c.route(ctx, fwd, func(ctx context.Context) error {
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			var recs []metadata.Record
+			recs, res = st.PlanAlterPartition(req)
+			return recs
+		})
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		res, err = cl.alterPartition(ctx, req)
+		return err
+	})
+	return res, err
+}
+
+// CommitRemoteSegment records a remote-segment state transition (legal
+// transitions only; repeating the current state is a no-op).
+func (c *Controller) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
+	return c.commitRemoteSegment(ctx, rec, false)
+}
+
+func (c *Controller) commitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord, fwd bool) error {
+	return c.route(ctx, fwd, func(ctx context.Context) error {
+		var perr error
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			var recs []metadata.Record
+			recs, perr = st.PlanRemoteSegment(rec)
+			return recs
+		})
+		if err == nil {
+			err = perr
+		}
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		return cl.commitRemoteSegment(ctx, rec)
+	})
+}
+
+// Service is the API brokers use, implemented in-process by [*Controller]
+// and over the CONTROLLER listener by [*Client]. Results and errors are
+// those of controller/metadata's Plan* functions; routing failures are
+// [NotControllerError] (retry) and kerr.RequestTimedOut.
+type Service interface {
+	RegisterBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (metadata.RegisterBrokerResponse, error)
+	BrokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (metadata.BrokerHeartbeatResponse, error)
+	CreateTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error)
+	DeleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error)
+	CreatePartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error)
+	AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error)
+	AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error)
+	CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error
+	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
+}
+
+var (
+	_ Service = (*Controller)(nil)
+	_ Service = (*Client)(nil)
+)

@@ -1,0 +1,242 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+// server is the CONTROLLER listener's accept loop. Each connection gets a
+// goroutine that reads the first frame and becomes either a Raft inbound
+// stream (handed to the TCP transport) or an RPC connection serving the
+// [Service] methods one request at a time. closeConns closes them all;
+// wait waits for their goroutines.
+type server struct {
+	c   *Controller
+	tcp *TCPTransport // nil when Raft uses another transport
+
+	// mu guards conns and closed.
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+	ctx    context.Context // cancelled by closeConns: ends watches
+	cancel context.CancelFunc
+}
+
+func newServer(c *Controller, tcp *TCPTransport) *server {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &server{c: c, tcp: tcp, conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel}
+}
+
+func (s *server) serve(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return // listener closed
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			conn.Close()
+			return
+		}
+		s.conns[conn] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.handle(conn)
+	}
+}
+
+func (s *server) closeConns() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+}
+
+func (s *server) wait() { s.wg.Wait() }
+
+func (s *server) handle(conn net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		conn.Close()
+		s.mu.Lock()
+		delete(s.conns, conn)
+		s.mu.Unlock()
+	}()
+	br := bufio.NewReaderSize(conn, 64<<10)
+	bw := bufio.NewWriterSize(conn, 64<<10)
+	kind, payload, err := readFrame(br)
+	if err != nil {
+		return
+	}
+	switch kind {
+	case kindRaftHello:
+		if s.tcp != nil {
+			s.tcp.serveConn(conn, br, payload)
+		}
+		return
+	case kindRequest:
+	default:
+		return
+	}
+	for {
+		if len(payload) < 2 {
+			return
+		}
+		method, fwd, body := payload[0], payload[1]&flagForwarded != 0, payload[2:]
+		if method == methodWatch {
+			s.watch(conn, bw, body)
+			return
+		}
+		resp := s.dispatch(method, fwd, body)
+		b, err := json.Marshal(resp)
+		if err != nil {
+			b, _ = json.Marshal(response{Err: toWireErr(err)})
+		}
+		if err := writeFrame(bw, kindResponse, b); err != nil {
+			return
+		}
+		if err := bw.Flush(); err != nil {
+			return
+		}
+		kind, payload, err = readFrame(br)
+		if err != nil || kind != kindRequest {
+			return
+		}
+	}
+}
+
+// dispatch decodes one request, calls the Controller (forwarding to the
+// leader unless the request was itself forwarded) and builds the response.
+func (s *server) dispatch(method byte, fwd bool, body []byte) response {
+	c := s.c
+	ctx := s.ctx
+	bad := func(err error) response {
+		return response{Err: toWireErr(fmt.Errorf("%w: %v", ErrProtocol, err))}
+	}
+	out := func(body any, err error) response {
+		if err != nil {
+			return response{Err: toWireErr(err)}
+		}
+		return response{Body: body}
+	}
+	switch method {
+	case methodRegisterBroker:
+		var req metadata.RegisterBrokerRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		return out(c.registerBroker(ctx, req, fwd))
+	case methodBrokerHeartbeat:
+		var req metadata.BrokerHeartbeatRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		return out(c.brokerHeartbeat(ctx, req, fwd))
+	case methodCreateTopics:
+		var req metadata.CreateTopicsRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		res, err := c.createTopics(ctx, req, fwd)
+		return out(createTopicsToW(res), err)
+	case methodDeleteTopics:
+		var req deleteTopicsReq
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		res, err := c.deleteTopics(ctx, req.Names, req.IDs, fwd)
+		return out(deleteTopicsToW(res), err)
+	case methodCreatePartitions:
+		var req metadata.CreatePartitionsRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		res, err := c.createPartitions(ctx, req, fwd)
+		return out(createPartitionsToW(res), err)
+	case methodAlterConfigs:
+		var req metadata.AlterConfigsRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		res, err := c.alterConfigs(ctx, req, fwd)
+		return out(alterConfigsToW(res), err)
+	case methodAlterPartition:
+		var req metadata.AlterPartitionRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		res, err := c.alterPartition(ctx, req, fwd)
+		return out(alterPartitionToW(res), err)
+	case methodCommitRemoteSegment:
+		var req metadata.RemoteSegmentRecord
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		return out(struct{}{}, c.commitRemoteSegment(ctx, req, fwd))
+	}
+	return bad(fmt.Errorf("unknown method %d", method))
+}
+
+// watch streams deltas until the connection or the controller closes.
+func (s *server) watch(conn net.Conn, bw *bufio.Writer, body []byte) {
+	var req watchReq
+	if err := json.Unmarshal(body, &req); err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	// The client sends nothing more; a read returning means it hung up.
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		var b [1]byte
+		conn.Read(b[:])
+		cancel()
+	}()
+	defer func() {
+		conn.Close()
+		<-readerDone
+	}()
+	w, err := s.c.Watch(ctx, req.From)
+	if err != nil {
+		b, _ := json.Marshal(response{Err: toWireErr(err)})
+		writeFrame(bw, kindResponse, b)
+		bw.Flush()
+		return
+	}
+	defer w.Close()
+	for {
+		d, err := w.Next(ctx)
+		if err != nil {
+			b, _ := json.Marshal(response{Err: toWireErr(err)})
+			writeFrame(bw, kindResponse, b)
+			bw.Flush()
+			return
+		}
+		dw, err := deltaToW(d)
+		if err != nil {
+			return
+		}
+		b, err := json.Marshal(dw)
+		if err != nil {
+			return
+		}
+		if err := writeFrame(bw, kindDelta, b); err != nil {
+			return
+		}
+		if err := bw.Flush(); err != nil {
+			return
+		}
+	}
+}

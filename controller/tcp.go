@@ -1,0 +1,286 @@
+package controller
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// TCPTransportOptions configure a [TCPTransport].
+type TCPTransportOptions struct {
+	// ID is this node's id; Peers maps every other voter's id to the
+	// address of its CONTROLLER listener.
+	ID    uint64
+	Peers map[uint64]string
+	// QueueLen bounds each peer's outbound queue (default 1024 messages);
+	// a full queue drops, raft retransmits.
+	QueueLen int
+	// DialTimeout bounds a connection attempt (default 1s); reconnects
+	// back off from 20ms doubling to MaxBackoff (default 1s).
+	DialTimeout time.Duration
+	MaxBackoff  time.Duration
+	// WriteTimeout bounds one write to a peer (default 5s).
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// TCPTransport is the [Transport] between controllers on their CONTROLLER
+// listeners. Outbound, each peer has one connection, one goroutine and a
+// bounded queue; inbound connections are handed over by the listener (the
+// Controller's server) and read on its goroutines.
+//
+// Goroutines: one per peer (started by Start, stopped by Stop); inbound
+// readers belong to the listener, and Stop closes their connections.
+type TCPTransport struct {
+	o     TCPTransportOptions
+	r     Receiver
+	peers map[uint64]*tcpPeer
+	stopc chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+
+	// mu guards inbound and started.
+	mu      sync.Mutex
+	inbound map[net.Conn]struct{}
+	started bool
+}
+
+type tcpPeer struct {
+	id   uint64
+	addr string
+	q    chan *raftpb.Message
+}
+
+// NewTCPTransport returns a transport; Start begins dialing.
+func NewTCPTransport(o TCPTransportOptions) *TCPTransport {
+	if o.QueueLen == 0 {
+		o.QueueLen = 1024
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = time.Second
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = time.Second
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	t := &TCPTransport{o: o, peers: map[uint64]*tcpPeer{}, stopc: make(chan struct{}), inbound: map[net.Conn]struct{}{}}
+	for id, addr := range o.Peers {
+		t.peers[id] = &tcpPeer{id: id, addr: addr, q: make(chan *raftpb.Message, o.QueueLen)}
+	}
+	return t
+}
+
+// Start implements [Transport].
+func (t *TCPTransport) Start(r Receiver) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-t.stopc:
+		return ErrStopped
+	default:
+	}
+	if t.started {
+		return fmt.Errorf("controller: transport already started")
+	}
+	t.started = true
+	t.r = r
+	for _, p := range t.peers {
+		t.wg.Add(1)
+		go t.runPeer(p)
+	}
+	return nil
+}
+
+// Send implements [Transport].
+func (t *TCPTransport) Send(msgs []*raftpb.Message) {
+	for _, m := range msgs {
+		p := t.peers[m.GetTo()]
+		if p == nil {
+			continue
+		}
+		select {
+		case p.q <- m:
+		default:
+			t.r.ReportUnreachable(p.id)
+			if m.GetType() == raftpb.MsgSnap {
+				t.r.ReportSnapshot(p.id, true)
+			}
+		}
+	}
+}
+
+// Stop implements [Transport].
+func (t *TCPTransport) Stop() {
+	t.once.Do(func() {
+		close(t.stopc)
+		t.mu.Lock()
+		for c := range t.inbound {
+			c.Close()
+		}
+		t.mu.Unlock()
+	})
+	t.wg.Wait()
+}
+
+// runPeer owns the connection to one peer: dial (with backoff), say hello,
+// then write queued messages, flushing whenever the queue runs dry. While
+// the peer is unreachable, queued messages are dropped and reported.
+func (t *TCPTransport) runPeer(p *tcpPeer) {
+	defer t.wg.Done()
+	backoff := 20 * time.Millisecond
+	for {
+		conn, err := t.dial(p)
+		if err != nil {
+			t.drain(p)
+			select {
+			case <-t.stopc:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, t.o.MaxBackoff)
+			continue
+		}
+		backoff = 20 * time.Millisecond
+		err = t.writeLoop(p, conn)
+		conn.Close()
+		if err == nil { // stopped
+			return
+		}
+		t.o.Logger.Debug("controller: peer connection lost", "peer", p.id, "err", err)
+		t.r.ReportUnreachable(p.id)
+	}
+}
+
+func (t *TCPTransport) dial(p *tcpPeer) (net.Conn, error) {
+	d := net.Dialer{Timeout: t.o.DialTimeout}
+	conn, err := d.Dial("tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriter(conn)
+	conn.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
+	if err := writeFrame(bw, kindRaftHello, binary.AppendUvarint(nil, t.o.ID)); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// drain drops what is queued for an unreachable peer.
+func (t *TCPTransport) drain(p *tcpPeer) {
+	for {
+		select {
+		case m := <-p.q:
+			t.r.ReportUnreachable(p.id)
+			if m.GetType() == raftpb.MsgSnap {
+				t.r.ReportSnapshot(p.id, true)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// writeLoop returns nil when stopped, the write error otherwise.
+func (t *TCPTransport) writeLoop(p *tcpPeer, conn net.Conn) error {
+	bw := bufio.NewWriterSize(conn, 64<<10)
+	var snaps int // MsgSnaps written since the last flush
+	for {
+		var m *raftpb.Message
+		select {
+		case <-t.stopc:
+			return nil
+		case m = <-p.q:
+		}
+		b, err := proto.Marshal(m)
+		if err != nil {
+			return err
+		}
+		conn.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
+		if err := writeFrame(bw, kindRaft, b); err != nil {
+			t.failSnaps(p, snaps, m)
+			return err
+		}
+		if m.GetType() == raftpb.MsgSnap {
+			snaps++
+		}
+		if len(p.q) == 0 {
+			if err := bw.Flush(); err != nil {
+				t.failSnaps(p, snaps, nil)
+				return err
+			}
+			for ; snaps > 0; snaps-- {
+				t.r.ReportSnapshot(p.id, false)
+			}
+		}
+	}
+}
+
+func (t *TCPTransport) failSnaps(p *tcpPeer, n int, m *raftpb.Message) {
+	if m != nil && m.GetType() == raftpb.MsgSnap {
+		n++
+	}
+	for range n {
+		t.r.ReportSnapshot(p.id, true)
+	}
+}
+
+// serveConn reads Raft messages from an inbound peer connection until it
+// fails or the transport stops. The listener calls it on its own goroutine
+// after reading the hello frame.
+func (t *TCPTransport) serveConn(conn net.Conn, br *bufio.Reader, hello []byte) {
+	from, n := binary.Uvarint(hello)
+	if n <= 0 {
+		return
+	}
+	t.mu.Lock()
+	select {
+	case <-t.stopc:
+		t.mu.Unlock()
+		return
+	default:
+	}
+	t.inbound[conn] = struct{}{}
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.inbound, conn)
+		t.mu.Unlock()
+	}()
+	for {
+		kind, payload, err := readFrame(br)
+		if err != nil {
+			return
+		}
+		if kind != kindRaft {
+			t.o.Logger.Warn("controller: unexpected frame on raft connection", "kind", kind, "peer", from)
+			return
+		}
+		m := &raftpb.Message{}
+		if err := proto.Unmarshal(payload, m); err != nil {
+			t.o.Logger.Warn("controller: bad raft message", "peer", from, "err", err)
+			return
+		}
+		if m.GetTo() != t.o.ID || m.GetFrom() != from {
+			t.o.Logger.Warn("controller: misaddressed raft message", "to", m.GetTo(), "from", m.GetFrom(), "peer", from)
+			return
+		}
+		t.r.Receive(m)
+	}
+}
