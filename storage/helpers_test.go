@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,17 +95,30 @@ type testEnv struct {
 	snap  func(int64) ([]byte, error)
 }
 
-// newEnv returns an environment on the OS file system in a temp dir with
-// small segments and a dense index, opened.
+// newEnv returns an environment on an in-memory file system (fsync is
+// free there) with a dense index, opened.
 func newEnv(tb testing.TB, mods ...func(*Config)) *testEnv {
+	tb.Helper()
+	return newEnvFS(tb, vfs.NewMem(), "/data/t-0", mods...)
+}
+
+// newOSEnv is newEnv on the operating system's file system (real mmap,
+// real fsync) in a temp dir.
+func newOSEnv(tb testing.TB, mods ...func(*Config)) *testEnv {
+	tb.Helper()
+	return newEnvFS(tb, vfs.Default, filepath.Join(tb.TempDir(), "t-0"), mods...)
+}
+
+func newEnvFS(tb testing.TB, fs vfs.FS, dir string, mods ...func(*Config)) *testEnv {
 	tb.Helper()
 	cfg := DefaultConfig()
 	cfg.IndexIntervalBytes = 256
+	cfg.SegmentIndexBytes = 64 << 10
 	cfg.FileDeleteDelayMs = 0
 	for _, m := range mods {
 		m(&cfg)
 	}
-	e := &testEnv{tb: tb, fs: vfs.Default, dir: filepath.Join(tb.TempDir(), "t-0"), cfg: cfg, clock: newFakeClock()}
+	e := &testEnv{tb: tb, fs: fs, dir: dir, cfg: cfg, clock: newFakeClock()}
 	e.open(true, 0, 0)
 	tb.Cleanup(func() {
 		if e.log != nil {
@@ -190,4 +206,105 @@ func readAll(tb testing.TB, l *Log) ([]byte, []batch.Header) {
 		off = v.NextOffset
 	}
 	return all, hdrs
+}
+
+// checkSegmentsContiguous checks each segment starts where the previous
+// ended and the log end is the last segment's end.
+func checkSegmentsContiguous(tb testing.TB, l *Log) {
+	tb.Helper()
+	segs := l.Segments()
+	for i := 1; i < len(segs); i++ {
+		if segs[i].BaseOffset != segs[i-1].NextOffset {
+			tb.Fatalf("segment %d starts at %d, previous ends at %d", i, segs[i].BaseOffset, segs[i-1].NextOffset)
+		}
+	}
+	if got := segs[len(segs)-1].NextOffset; got != l.LogEndOffset() {
+		tb.Fatalf("last segment ends at %d, LEO %d", got, l.LogEndOffset())
+	}
+}
+
+// scanBatches brute-forces every batch header of every segment file.
+func scanBatches(tb testing.TB, l *Log) []batch.Header {
+	tb.Helper()
+	var out []batch.Header
+	for _, s := range l.segments() {
+		for pos, lim := int64(0), s.size.Load(); pos < lim; {
+			h, err := readHeader(s.log, pos, lim)
+			if err != nil {
+				tb.Fatalf("segment %d at %d: %v", s.base, pos, err)
+			}
+			out = append(out, h)
+			pos += int64(h.Size())
+		}
+	}
+	return out
+}
+
+// checkIndexAgainstScan checks, for every offset of the log, that Read
+// finds the batch a brute-force scan says holds it (or follows it), and
+// that every index entry points at a batch start holding its offset.
+func checkIndexAgainstScan(tb testing.TB, l *Log) {
+	tb.Helper()
+	hdrs := scanBatches(tb, l)
+	for _, s := range l.segments() {
+		if err := s.oi.SanityCheck(); err != nil {
+			tb.Fatalf("segment %d: %v", s.base, err)
+		}
+		for off := s.base; off < s.next.Load(); off++ {
+			eo, p := s.oi.Lookup(off)
+			if eo > off {
+				tb.Fatalf("lookup(%d) gave entry %d above it", off, eo)
+			}
+			if p > 0 {
+				h, err := readHeader(s.log, int64(p), s.size.Load())
+				if err != nil || h.BaseOffset != eo {
+					tb.Fatalf("entry (%d,%d) does not point at its batch: %+v %v", eo, p, h, err)
+				}
+			}
+		}
+	}
+	i := 0
+	for off := l.LocalLogStartOffset(); off < l.LogEndOffset(); off++ {
+		for hdrs[i].LastOffset() < off {
+			i++
+		}
+		v, err := l.Read(off, 1, l.LogEndOffset())
+		if err != nil {
+			tb.Fatalf("Read(%d): %v", off, err)
+		}
+		v.Release()
+		if v.FirstOffset != hdrs[i].BaseOffset || v.NextOffset != hdrs[i].LastOffset()+1 {
+			tb.Fatalf("Read(%d) = [%d,%d), scan says [%d,%d)", off, v.FirstOffset, v.NextOffset, hdrs[i].BaseOffset, hdrs[i].LastOffset()+1)
+		}
+	}
+}
+
+// failFS fails writes to .log files while failWrites is set.
+type failFS struct {
+	vfs.FS
+	failWrites atomic.Bool
+}
+
+type failFile struct {
+	vfs.File
+	fs *failFS
+}
+
+func (f *failFS) wrap(file vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &failFile{File: file, fs: f}, nil
+}
+
+func (f *failFS) Create(n string) (vfs.File, error)        { return f.wrap(f.FS.Create(n)) }
+func (f *failFS) OpenReadWrite(n string) (vfs.File, error) { return f.wrap(f.FS.OpenReadWrite(n)) }
+
+func (f *failFile) WriteAt(b []byte, off int64) (int, error) {
+	if f.fs.failWrites.Load() && strings.HasSuffix(f.Name(), LogFileSuffix) {
+		n := len(b) / 2
+		f.File.WriteAt(b[:n], off)
+		return n, syscall.ENOSPC
+	}
+	return f.File.WriteAt(b, off)
 }

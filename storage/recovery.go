@@ -53,7 +53,7 @@ func OpenLog(o LogOptions) (*Log, error) {
 	cfg := o.Config.normalized()
 	l := &Log{
 		dir: o.Dir, topic: o.Topic, partition: o.Partition, fs: o.FS, now: o.Now,
-		logger: o.Logger.With("topic", o.Topic, "partition", o.Partition),
+		logger:   o.Logger.With("topic", o.Topic, "partition", o.Partition),
 		snapshot: o.ProducerSnapshot, onFailure: o.OnFailure,
 	}
 	l.cfg.Store(&cfg)

@@ -37,6 +37,11 @@ func (l *Log) deleteOldestLocked(n int) (int, error) {
 		}
 		l.scheduleDeleteLocked(s, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
 	}
+	// Durable renames, so a crash cannot bring back an older segment
+	// whose newer neighbour stayed deleted (a hole in the log).
+	if firstErr == nil {
+		firstErr = l.fs.SyncDir(l.dir)
+	}
 	l.deleteSnapshotsLocked(rest[0].base, 1<<62)
 	if firstErr != nil {
 		return n, l.failLocked(fmt.Errorf("delete segments: %w", firstErr))
@@ -267,8 +272,17 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	keep := segs[i]
 	gone := segs[i+1:]
-	// Cut first, publish after: the kept segment's new end is published
-	// by truncateTo before the list loses the segments above it.
+	// Order: the segments above go first (renamed, durably), then the kept
+	// segment is cut, then the shorter list is published. A crash in
+	// between leaves a longer prefix, never a hole.
+	for _, s := range gone {
+		if err := s.renameDeleted(); err != nil {
+			return l.failLocked(fmt.Errorf("truncate: %w", err))
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(err)
+	}
 	if err := keep.truncateTo(offset, *cfg); err != nil {
 		return l.failLocked(fmt.Errorf("truncate segment %d: %w", keep.base, err))
 	}
@@ -278,13 +292,7 @@ func (l *Log) Truncate(offset int64) error {
 	rest := append([]*segment(nil), segs[:i+1]...)
 	l.segs.Store(&rest)
 	for _, s := range gone {
-		if err := s.renameDeleted(); err != nil {
-			return l.failLocked(fmt.Errorf("truncate: %w", err))
-		}
 		l.scheduleDeleteLocked(s, 0)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return l.failLocked(err)
 	}
 	leo := keep.next.Load()
 	if l.recoveryPoint.Load() > leo {
@@ -334,7 +342,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.scheduleDeleteLocked(s, 0)
 	}
 	l.unflushed = 0
-	if err := l.epochs.TruncateFromEnd(-1 << 62); err != nil {
+	if err := l.epochs.Clear(); err != nil {
 		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
 	}
 	l.deleteSnapshotsLocked(-1, -1)

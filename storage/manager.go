@@ -1,0 +1,440 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// ManagerOptions configure [OpenManager].
+type ManagerOptions struct {
+	Dir     string           // the data directory
+	FS      vfs.FS           // nil = vfs.Default
+	Default Config           // config of logs whose topic has none set by UpdateConfig
+	Now     func() time.Time // nil = time.Now
+	Logger  *slog.Logger     // nil = discard
+
+	RetentionCheckInterval time.Duration // log.retention.check.interval.ms (5 min)
+	FlushCheckInterval     time.Duration // log.flush.scheduler.interval.ms (1 s here; Kafka: never)
+	CheckpointInterval     time.Duration // log.flush.offset.checkpoint.interval.ms (1 min)
+	RecoveryThreads        int           // num.recovery.threads.per.data.dir (default 2)
+
+	// ProducerSnapshot, if set, gives each log its snapshot function.
+	ProducerSnapshot func(topic string, partition int32) func(int64) ([]byte, error)
+	// TopicConfig, if set, gives the config of a topic found at load time
+	// (ok=false: Default).
+	TopicConfig func(topic string) (Config, bool)
+}
+
+// Manager owns one data directory: it loads every <topic>-<partition> log
+// at start (in parallel), creates and deletes logs, runs the retention,
+// flush and checkpoint loops, and writes the clean-shutdown marker when it
+// closes. All methods are safe for concurrent use.
+//
+// Lock order: Manager.mu before nothing: it is never held while calling
+// into a Log, whose own mu is taken by the Log's methods.
+type Manager struct {
+	opts ManagerOptions
+
+	mu      sync.Mutex // guards logs, configs, closed
+	logs    map[checkpoint.TopicPartition]*Log
+	configs map[string]Config
+	closed  bool
+
+	failOnce sync.Once
+	failed   chan error // closed-over by Failed; receives the first failure
+
+	cpMu    sync.Mutex // serializes checkpoint writes
+	stop    chan struct{}
+	started bool
+	wg      sync.WaitGroup
+}
+
+// OpenManager loads every log under o.Dir. Without the clean-shutdown
+// marker each log recovers from its checkpointed recovery point; with it,
+// logs reopen without rescanning. The marker is removed once everything is
+// loaded, so a crash from here on is detected next time. Directories named
+// <...>-delete are removed in the background.
+func OpenManager(o ManagerOptions) (*Manager, error) {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.RetentionCheckInterval <= 0 {
+		o.RetentionCheckInterval = 5 * time.Minute
+	}
+	if o.FlushCheckInterval <= 0 {
+		o.FlushCheckInterval = time.Second
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = time.Minute
+	}
+	if o.RecoveryThreads <= 0 {
+		o.RecoveryThreads = 2
+	}
+	m := &Manager{
+		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
+		failed: make(chan error, 1), stop: make(chan struct{}),
+	}
+	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create data dir: %w", err)
+	}
+	marker := filepath.Join(o.Dir, CleanShutdownFile)
+	_, statErr := o.FS.Stat(marker)
+	clean := statErr == nil
+	rps, err := checkpoint.ReadOffsets(o.FS, filepath.Join(o.Dir, RecoveryPointCheckpointFile))
+	if err != nil {
+		// A damaged checkpoint costs a full rescan, not the data.
+		o.Logger.Warn("storage: recovery point checkpoint unreadable, rescanning", "err", err)
+		rps, clean = map[checkpoint.TopicPartition]int64{}, false
+	}
+	lsos, err := checkpoint.ReadOffsets(o.FS, filepath.Join(o.Dir, LogStartOffsetCheckpointFile))
+	if err != nil {
+		o.Logger.Warn("storage: log start offset checkpoint unreadable", "err", err)
+		lsos = map[checkpoint.TopicPartition]int64{}
+	}
+	names, err := o.FS.List(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list data dir: %w", err)
+	}
+	var toLoad []checkpoint.TopicPartition
+	for _, n := range names {
+		p := filepath.Join(o.Dir, n)
+		if strings.HasSuffix(n, DeleteDirSuffix) {
+			m.removeInBackground(p)
+			continue
+		}
+		st, err := o.FS.Stat(p)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		topic, part, ok := ParseLogDirName(n)
+		if !ok {
+			continue
+		}
+		toLoad = append(toLoad, checkpoint.TopicPartition{Topic: topic, Partition: part})
+	}
+
+	// Load in parallel, RecoveryThreads at a time.
+	var (
+		wg    sync.WaitGroup
+		resMu sync.Mutex
+		errs  []error
+	)
+	sem := make(chan struct{}, o.RecoveryThreads)
+	for _, tp := range toLoad {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cfg := o.Default
+			if o.TopicConfig != nil {
+				if c, ok := o.TopicConfig(tp.Topic); ok {
+					cfg = c
+				}
+			}
+			l, err := OpenLog(m.logOptions(tp, cfg, rps[tp], lsos[tp], clean))
+			resMu.Lock()
+			defer resMu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("storage: load %s-%d: %w", tp.Topic, tp.Partition, err))
+				return
+			}
+			m.logs[tp] = l
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		for _, l := range m.logs {
+			l.Close()
+		}
+		m.wg.Wait()
+		return nil, errors.Join(errs...)
+	}
+	if clean {
+		if err := o.FS.Remove(marker); err != nil {
+			m.closeLogs()
+			return nil, fmt.Errorf("storage: remove clean-shutdown marker: %w", err)
+		}
+		if err := o.FS.SyncDir(o.Dir); err != nil {
+			m.closeLogs()
+			return nil, fmt.Errorf("storage: sync data dir: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *Manager) logOptions(tp checkpoint.TopicPartition, cfg Config, rp, lso int64, clean bool) LogOptions {
+	o := LogOptions{
+		Dir: filepath.Join(m.opts.Dir, LogDirName(tp.Topic, tp.Partition)), Topic: tp.Topic, Partition: tp.Partition,
+		FS: m.opts.FS, Config: cfg, Now: m.opts.Now, Logger: m.opts.Logger,
+		RecoveryPoint: rp, LogStartOffset: lso, CleanShutdown: clean,
+		OnFailure: m.fail,
+	}
+	if m.opts.ProducerSnapshot != nil {
+		o.ProducerSnapshot = m.opts.ProducerSnapshot(tp.Topic, tp.Partition)
+	}
+	return o
+}
+
+// Failed returns a channel that receives the first log failure (a write,
+// fsync or rename error): the data directory should be taken offline
+// (Kafka's LogDirFailureChannel). It never receives more than once.
+func (m *Manager) Failed() <-chan error { return m.failed }
+
+func (m *Manager) fail(err error) {
+	m.failOnce.Do(func() {
+		m.opts.Logger.Error("storage: data directory failed", "dir", m.opts.Dir, "err", err)
+		m.failed <- err
+	})
+}
+
+// GetOrCreate returns the log of topic/partition, creating it (empty,
+// configured with cfg) if it does not exist. Idempotent.
+func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, error) {
+	tp := checkpoint.TopicPartition{Topic: topic, Partition: partition}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if l, ok := m.logs[tp]; ok {
+		return l, nil
+	}
+	if topic == "" || strings.ContainsAny(topic, "/\\") || partition < 0 {
+		return nil, fmt.Errorf("storage: invalid topic partition %q-%d", topic, partition)
+	}
+	m.configs[topic] = cfg
+	l, err := OpenLog(m.logOptions(tp, cfg, 0, 0, true))
+	if err != nil {
+		return nil, err
+	}
+	if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("storage: sync data dir: %w", err)
+	}
+	m.logs[tp] = l
+	return l, nil
+}
+
+// Get returns the log of topic/partition if it is loaded.
+func (m *Manager) Get(topic string, partition int32) (*Log, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.logs[checkpoint.TopicPartition{Topic: topic, Partition: partition}]
+	return l, ok
+}
+
+// Logs returns every loaded log, ordered by topic and partition.
+func (m *Manager) Logs() []*Log {
+	m.mu.Lock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].topic != out[j].topic {
+			return out[i].topic < out[j].topic
+		}
+		return out[i].partition < out[j].partition
+	})
+	return out
+}
+
+// Delete closes the log of topic/partition, renames its directory to
+// <topic>-<partition>.<uuid>-delete (durably) and removes it in the
+// background. Deleting a log that does not exist is a no-op.
+func (m *Manager) Delete(topic string, partition int32) error {
+	tp := checkpoint.TopicPartition{Topic: topic, Partition: partition}
+	m.mu.Lock()
+	l, ok := m.logs[tp]
+	delete(m.logs, tp)
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	_ = l.Close()
+	gone := filepath.Join(m.opts.Dir, LogDirName(topic, partition)+"."+strings.ReplaceAll(uuid.NewString(), "-", "")+DeleteDirSuffix)
+	if err := m.opts.FS.Rename(l.dir, gone); err != nil {
+		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+	}
+	if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
+		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+	}
+	m.removeInBackground(gone)
+	return nil
+}
+
+func (m *Manager) removeInBackground(path string) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.opts.FS.RemoveAll(path); err != nil {
+			m.opts.Logger.Warn("storage: remove deleted log", "path", path, "err", err)
+		}
+	}()
+}
+
+// UpdateConfig sets the config of every log of topic (now and when later
+// created or loaded).
+func (m *Manager) UpdateConfig(topic string, cfg Config) {
+	m.mu.Lock()
+	m.configs[topic] = cfg
+	var ls []*Log
+	for tp, l := range m.logs {
+		if tp.Topic == topic {
+			ls = append(ls, l)
+		}
+	}
+	m.mu.Unlock()
+	for _, l := range ls {
+		l.SetConfig(cfg)
+	}
+}
+
+// Start runs the background loops: retention, flush (flush.ms) and
+// checkpoints. Calling it twice is a no-op.
+func (m *Manager) Start() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started || m.closed {
+		return
+	}
+	m.started = true
+	m.loop(m.opts.RetentionCheckInterval, func() { m.RunRetention() })
+	m.loop(m.opts.FlushCheckInterval, m.flushDue)
+	m.loop(m.opts.CheckpointInterval, func() { _ = m.Checkpoint() })
+}
+
+func (m *Manager) loop(every time.Duration, fn func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
+}
+
+// RunRetention runs one retention pass over every log and returns how many
+// segments it deleted.
+func (m *Manager) RunRetention() int {
+	now := m.opts.Now()
+	n := 0
+	for _, l := range m.Logs() {
+		d, err := l.EnforceRetention(now)
+		n += d
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLogFailed) {
+			m.opts.Logger.Warn("storage: retention", "dir", l.dir, "err", err)
+		}
+	}
+	return n
+}
+
+func (m *Manager) flushDue() {
+	now := m.opts.Now()
+	for _, l := range m.Logs() {
+		_ = l.maybeFlushByTime(now) // failures latch the log and reach Failed
+	}
+}
+
+// Checkpoint writes the recovery-point and log-start-offset checkpoint
+// files for every loaded log.
+func (m *Manager) Checkpoint() error {
+	m.cpMu.Lock()
+	defer m.cpMu.Unlock()
+	rps := map[checkpoint.TopicPartition]int64{}
+	lsos := map[checkpoint.TopicPartition]int64{}
+	for _, l := range m.Logs() {
+		tp := checkpoint.TopicPartition{Topic: l.topic, Partition: l.partition}
+		rps[tp] = l.RecoveryPoint()
+		lsos[tp] = l.LogStartOffset()
+	}
+	if err := checkpoint.WriteOffsets(m.opts.FS, filepath.Join(m.opts.Dir, RecoveryPointCheckpointFile), rps); err != nil {
+		m.fail(err)
+		return fmt.Errorf("storage: write recovery points: %w", err)
+	}
+	if err := checkpoint.WriteOffsets(m.opts.FS, filepath.Join(m.opts.Dir, LogStartOffsetCheckpointFile), lsos); err != nil {
+		m.fail(err)
+		return fmt.Errorf("storage: write log start offsets: %w", err)
+	}
+	return nil
+}
+
+func (m *Manager) closeLogs() error {
+	var errs []error
+	for _, l := range m.Logs() {
+		if err := l.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the loops, flushes and closes every log, writes the
+// checkpoints and, if all of that succeeded and no log failed, the
+// clean-shutdown marker. Idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	close(m.stop)
+	m.mu.Unlock()
+	m.wg.Wait()
+
+	err := m.closeLogs()
+	for _, l := range m.Logs() {
+		if l.Failed() {
+			err = errors.Join(err, fmt.Errorf("%w: %s", ErrLogFailed, l.dir))
+		}
+	}
+	if cerr := m.Checkpoint(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	marker := filepath.Join(m.opts.Dir, CleanShutdownFile)
+	f, err := m.opts.FS.Create(marker)
+	if err != nil {
+		return fmt.Errorf("storage: write clean-shutdown marker: %w", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = m.opts.FS.SyncDir(m.opts.Dir)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: write clean-shutdown marker: %w", err)
+	}
+	return nil
+}
