@@ -18,14 +18,34 @@ import (
 // batch stays compressed exactly as the producer sent it.
 //
 // A compressed batch is inflated whole into a pooled buffer. Zip bombs are
-// the danger: a 1 MiB zstd batch can claim gigabytes. Every decoder is
-// therefore bounded by maxDecompressed, checked before allocating where the
-// format announces its size (snappy, zstd) and while reading otherwise
-// (gzip, lz4); beyond it the batch is rejected as ErrCorrupt. 64 MiB is 64
-// times Kafka's default max.message.bytes: legitimate batches of very
-// repetitive records fit, and a broker validating on both cores holds at
-// most a few such buffers at once.
-const maxDecompressed = 64 << 20
+// the danger, for memory and for CPU: a 2 KiB zstd batch of RLE blocks
+// inflates to 64 MiB, and producing those 64 MiB took 0.5-1.3 s of CPU on the
+// project's machines (see TestValidateBoundsDecompressionAtDefaultLimit).
+// So every decoder stops, and the batch is rejected as ErrCorrupt, past
+//
+//	limit = min(64 MiB, max(4 MiB, 256 x compressed size))
+//
+// 4 MiB is four times the largest batch franz-go and librdkafka build by
+// default (about 1 MB uncompressed), so even all-zero test payloads pass;
+// beyond that a batch must come from a producer configured for huge batches,
+// and real data (logs, JSON, Avro) compresses 3-30x, far below 256x. 64 MiB
+// caps what one validation may hold. Where the format announces its size
+// (snappy) the check runs before decoding; otherwise (gzip, lz4, zstd
+// streams) while reading, so no decoder writes more than limit+1 bytes.
+const (
+	maxDecompressedDefault = 64 << 20
+	minDecompressLimit     = 4 << 20
+	maxCompressionRatio    = 256
+)
+
+// maxDecompressed is the absolute limit in force: maxDecompressedDefault,
+// lowered only by tests (which cannot afford 64 MiB per codec under -race).
+var maxDecompressed = maxDecompressedDefault
+
+// decompressLimit is the most that compressed bytes may inflate to.
+func decompressLimit(compressed int) int {
+	return min(maxDecompressed, max(minDecompressLimit, maxCompressionRatio*compressed))
+}
 
 // maxPooledBuf is the largest buffer returned to bufPool, so that one huge
 // batch does not pin its buffer for the life of the process.
@@ -52,16 +72,17 @@ func recordData(h Header, b []byte) (data []byte, buf *[]byte, err error) {
 	if codec == CodecNone {
 		return src, nil, nil
 	}
+	limit := decompressLimit(len(src))
 	buf = getBuf()
 	switch codec {
 	case CodecGzip:
-		*buf, err = gunzip(*buf, src)
+		*buf, err = gunzip(*buf, src, limit)
 	case CodecSnappy:
-		*buf, err = unsnappy(*buf, src)
+		*buf, err = unsnappy(*buf, src, limit)
 	case CodecLZ4:
-		*buf, err = unlz4(*buf, src)
+		*buf, err = unlz4(*buf, src, limit)
 	case CodecZstd:
-		*buf, err = unzstd(*buf, src)
+		*buf, err = unzstd(*buf, src, limit)
 	default:
 		putBuf(buf)
 		return nil, nil, errf(ErrCompression, "codec %d", int8(codec))
@@ -69,7 +90,7 @@ func recordData(h Header, b []byte) (data []byte, buf *[]byte, err error) {
 	if err != nil {
 		putBuf(buf)
 		if errors.Is(err, errTooBig) {
-			return nil, nil, errf(ErrCorrupt, "%s records inflate beyond %d bytes", codec, maxDecompressed)
+			return nil, nil, errf(ErrCorrupt, "%d bytes of %s records inflate beyond %d bytes", len(src), codec, limit)
 		}
 		return nil, nil, errf(ErrCorrupt, "%s records: %v", codec, err)
 	}
@@ -79,23 +100,23 @@ func recordData(h Header, b []byte) (data []byte, buf *[]byte, err error) {
 var errTooBig = errors.New("decompressed size above the limit")
 
 // readBounded reads r to EOF into dst[:0], growing it as needed, and fails
-// with errTooBig as soon as more than maxDecompressed bytes come out.
-func readBounded(dst []byte, r io.Reader) ([]byte, error) {
+// with errTooBig as soon as more than limit bytes come out.
+func readBounded(dst []byte, r io.Reader, limit int) ([]byte, error) {
 	dst = dst[:0]
 	for {
 		if len(dst) == cap(dst) {
-			if len(dst) > maxDecompressed {
+			if len(dst) > limit {
 				return dst, errTooBig
 			}
 			// One byte past the limit is enough to tell it was exceeded.
-			newCap := min(max(2*cap(dst), 64<<10), maxDecompressed+1)
+			newCap := min(max(2*cap(dst), 64<<10), limit+1)
 			grown := make([]byte, len(dst), newCap)
 			copy(grown, dst)
 			dst = grown
 		}
 		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
-		if len(dst) > maxDecompressed {
+		if len(dst) > limit {
 			return dst, errTooBig
 		}
 		if err == io.EOF {
@@ -117,7 +138,7 @@ var gzipPool = sync.Pool{New: func() any { return new(gzipState) }}
 
 // gunzip inflates src, which may hold several concatenated gzip members
 // (Java's GZIPInputStream accepts them too).
-func gunzip(dst, src []byte) ([]byte, error) {
+func gunzip(dst, src []byte, limit int) ([]byte, error) {
 	st := gzipPool.Get().(*gzipState)
 	defer func() {
 		st.src.Reset(nil)
@@ -133,7 +154,7 @@ func gunzip(dst, src []byte) ([]byte, error) {
 	} else if err := st.zr.Reset(&st.src); err != nil {
 		return dst[:0], err
 	}
-	return readBounded(dst, st.zr)
+	return readBounded(dst, st.zr, limit)
 }
 
 // xerialHeader opens snappy data framed by snappy-java's SnappyOutputStream,
@@ -149,10 +170,10 @@ const xerialHeaderSize = 16
 
 // unsnappy decodes raw or xerial-framed snappy, checking each block's
 // announced size against the limit before decoding it.
-func unsnappy(dst, src []byte) ([]byte, error) {
+func unsnappy(dst, src []byte, limit int) ([]byte, error) {
 	dst = dst[:0]
 	if !bytes.HasPrefix(src, xerialHeader) {
-		return appendSnappyBlock(dst, src)
+		return appendSnappyBlock(dst, src, limit)
 	}
 	if len(src) < xerialHeaderSize {
 		return dst, errors.New("short xerial header")
@@ -167,7 +188,7 @@ func unsnappy(dst, src []byte) ([]byte, error) {
 			return dst, errors.New("xerial chunk runs past the end")
 		}
 		var err error
-		if dst, err = appendSnappyBlock(dst, src[p:p+n]); err != nil {
+		if dst, err = appendSnappyBlock(dst, src[p:p+n], limit); err != nil {
 			return dst, err
 		}
 		p += n
@@ -176,12 +197,12 @@ func unsnappy(dst, src []byte) ([]byte, error) {
 }
 
 // appendSnappyBlock decodes one raw snappy block onto the end of dst.
-func appendSnappyBlock(dst, block []byte) ([]byte, error) {
+func appendSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	n, err := s2.DecodedLen(block)
 	if err != nil {
 		return dst, err
 	}
-	if n > maxDecompressed-len(dst) {
+	if n > limit-len(dst) {
 		return dst, errTooBig
 	}
 	if cap(dst)-len(dst) < n {
@@ -210,7 +231,7 @@ var lz4Pool = sync.Pool{New: func() any {
 
 // unlz4 decodes the LZ4 frame format (Kafka's KafkaLZ4BlockOutputStream for
 // magic >= 1 writes standard frames).
-func unlz4(dst, src []byte) ([]byte, error) {
+func unlz4(dst, src []byte, limit int) ([]byte, error) {
 	st := lz4Pool.Get().(*lz4State)
 	defer func() {
 		st.zr.Reset(nil)
@@ -219,30 +240,48 @@ func unlz4(dst, src []byte) ([]byte, error) {
 	}()
 	st.src.Reset(src)
 	st.zr.Reset(&st.src)
-	return readBounded(dst, st.zr)
+	return readBounded(dst, st.zr, limit)
 }
 
-// zstd decoders are pooled; with concurrency 1 they start no goroutines, so
-// one the pool drops needs no Close. WithDecoderMaxMemory bounds both the
-// output of DecodeAll and the window a frame may ask for.
+// zstdState is a pooled zstd stream decoder and its source. With
+// concurrency 1 a decoder starts no goroutines, so one the pool drops needs
+// no Close. The stream API rather than DecodeAll: DecodeAll grows its output
+// by repeated copying when a frame does not declare its size (Java's
+// zstd-jni stream does not), which made a 64 MiB bomb take 3x longer, and it
+// cannot take a per-call limit; readBounded can.
+type zstdState struct {
+	src bytes.Reader
+	zr  *zstd.Decoder
+}
+
 var zstdPool = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil,
+	zr, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxMemory(maxDecompressed),
+		// Bounds the window a frame may ask for, so the history buffer
+		// cannot outgrow what we would accept.
+		zstd.WithDecoderMaxMemory(maxDecompressedDefault),
 	)
 	if err != nil {
 		panic("batch: zstd decoder options: " + err.Error())
 	}
-	return d
+	return &zstdState{zr: zr}
 }}
 
-func unzstd(dst, src []byte) ([]byte, error) {
-	d := zstdPool.Get().(*zstd.Decoder)
-	defer zstdPool.Put(d)
-	out, err := d.DecodeAll(src, dst[:0])
+func unzstd(dst, src []byte, limit int) ([]byte, error) {
+	st := zstdPool.Get().(*zstdState)
+	defer func() {
+		st.src.Reset(nil)
+		_ = st.zr.Reset(nil)
+		zstdPool.Put(st)
+	}()
+	st.src.Reset(src)
+	if err := st.zr.Reset(&st.src); err != nil {
+		return dst[:0], err
+	}
+	out, err := readBounded(dst, st.zr, limit)
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
-		return dst[:0], errTooBig
+		return out[:0], errTooBig
 	}
 	return out, err
 }
