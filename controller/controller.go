@@ -247,7 +247,7 @@ func (c *Controller) State() *metadata.State {
 }
 
 // Propose replicates records as one entry and waits until this node has
-// applied it; it returns the metadata offset of the last record. It is the
+// applied it; it returns the entry's metadata offset (its Raft index). It is the
 // raw path under the service methods (and the benchmark's): it makes no
 // decision, so records must be consistent with the state when applied or
 // they are skipped. On a follower it fails with a [NotControllerError].
@@ -257,11 +257,11 @@ func (c *Controller) Propose(ctx context.Context, recs []metadata.Record) (int64
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	idx, err := c.node.Propose(ctx, encodeBatch(recs))
+	idx, err := c.node.Propose(ctx, metadata.EncodeBatch(recs))
 	if err != nil {
 		return 0, c.proposeErr(err)
 	}
-	return OffsetOf(idx, len(recs)-1), nil
+	return int64(idx), nil
 }
 
 func (c *Controller) fsmOffset() int64 {

@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/controller/metadata"
 )
 
 // Test timings: 10ms ticks, elections after 10 ticks (100-200ms).
@@ -207,4 +212,237 @@ func waitFor(d time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// ctrlCluster is N Controllers. Raft runs over a SimNetwork (sim=true) or
+// TCP on loopback; RPC always runs on each controller's loopback listener.
+// Storage survives a controller's restart: MemoryStorage kept in the
+// harness, or raftlog files in a temp dir (disk=true).
+type ctrlCluster struct {
+	t      testing.TB
+	sim    *SimNetwork
+	disk   bool
+	voters []Voter
+	dirs   map[int32]string
+	mem    map[int32]*MemoryStorage
+	ctrls  map[int32]*Controller
+	tune   func(*Config)
+
+	mu    sync.Mutex // guards addrs
+	addrs map[int32]string
+}
+
+type clusterOpts struct {
+	n    int
+	tcp  bool // Raft over loopback TCP instead of the SimNetwork
+	disk bool // raftlog storage in temp dirs instead of MemoryStorage
+	tune func(*Config)
+}
+
+func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
+	t.Helper()
+	c := &ctrlCluster{
+		t: t, disk: o.disk, tune: o.tune,
+		dirs: map[int32]string{}, mem: map[int32]*MemoryStorage{},
+		ctrls: map[int32]*Controller{}, addrs: map[int32]string{},
+	}
+	if !o.tcp {
+		c.sim = NewSimNetwork(7)
+	}
+	// Bind every listener first so the voter list carries real ports.
+	lns := map[int32]net.Listener{}
+	for i := 1; i <= o.n; i++ {
+		id := int32(i)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[id] = ln
+		c.voters = append(c.voters, Voter{ID: id, Addr: ln.Addr().String()})
+		c.addrs[id] = ln.Addr().String()
+		c.dirs[id] = t.TempDir()
+		c.mem[id] = NewMemoryStorage()
+	}
+	t.Cleanup(func() {
+		for id := range c.ctrls {
+			c.stop(id)
+		}
+		if c.sim != nil {
+			c.sim.Close()
+		}
+	})
+	for _, v := range c.voters {
+		c.startWith(v.ID, lns[v.ID])
+	}
+	return c
+}
+
+func (c *ctrlCluster) config(id int32) Config {
+	cfg := Config{
+		NodeID:                  id,
+		Roles:                   []Role{RoleController},
+		Voters:                  c.voters,
+		MetadataLogDir:          c.dirs[id],
+		TickInterval:            testTick,
+		ElectionTicks:           testElectionTicks,
+		HeartbeatTicks:          1,
+		BrokerSessionTimeout:    9 * time.Second,
+		BrokerHeartbeatInterval: 2 * time.Second,
+		ProposalTimeout:         2 * time.Second,
+		Logger:                  testLogger(),
+	}
+	if c.tune != nil {
+		c.tune(&cfg)
+	}
+	return cfg
+}
+
+// start restarts a stopped controller on its address and storage.
+func (c *ctrlCluster) start(id int32) {
+	c.t.Helper()
+	var ln net.Listener
+	var err error
+	addr := c.voters[id-1].Addr
+	if c.sim != nil {
+		addr = "127.0.0.1:0" // RPC only: any port, published in addrs
+	}
+	if !waitFor(testWait, func() bool { ln, err = net.Listen("tcp", addr); return err == nil }) {
+		c.t.Fatalf("listen %s: %v", addr, err)
+	}
+	c.startWith(id, ln)
+}
+
+func (c *ctrlCluster) startWith(id int32, ln net.Listener) {
+	c.t.Helper()
+	o := Options{
+		Config:   c.config(id),
+		Listener: ln,
+		Seed:     uint64(id),
+		Resolve: func(id int32) string {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.addrs[id]
+		},
+	}
+	if c.sim != nil {
+		o.Transport = c.sim.Endpoint(uint64(id))
+	}
+	if !c.disk {
+		o.Storage = c.mem[id]
+	}
+	ctl, err := Open(o)
+	if err != nil {
+		c.t.Fatalf("open controller %d: %v", id, err)
+	}
+	c.mu.Lock()
+	c.addrs[id] = ctl.Addr()
+	c.mu.Unlock()
+	c.ctrls[id] = ctl
+}
+
+func (c *ctrlCluster) stop(id int32) {
+	if ctl := c.ctrls[id]; ctl != nil {
+		if err := ctl.Close(); err != nil {
+			c.t.Errorf("close controller %d: %v", id, err)
+		}
+		delete(c.ctrls, id)
+	}
+}
+
+// leader waits for a leader among the running controllers that all of them
+// (or all in among) agree on.
+func (c *ctrlCluster) leader(among ...int32) *Controller {
+	c.t.Helper()
+	var lead *Controller
+	ok := waitFor(testWait, func() bool {
+		lead = nil
+		for id, ctl := range c.ctrls {
+			if len(among) > 0 && !slices.Contains(among, id) {
+				continue
+			}
+			if ctl.IsLeader() {
+				lead = ctl
+			}
+		}
+		if lead == nil {
+			return false
+		}
+		for id, ctl := range c.ctrls {
+			if len(among) > 0 && !slices.Contains(among, id) {
+				continue
+			}
+			if l, _, _ := ctl.Leader(); l != lead.ID() {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		c.t.Fatalf("no controller leader within %v", testWait)
+	}
+	return lead
+}
+
+func (c *ctrlCluster) follower() *Controller {
+	lead := c.leader()
+	for _, ctl := range c.ctrls {
+		if ctl != lead {
+			return ctl
+		}
+	}
+	c.t.Fatal("no follower")
+	return nil
+}
+
+// waitApplied waits until every running controller has applied offset.
+func (c *ctrlCluster) waitApplied(off int64) {
+	c.t.Helper()
+	if !waitFor(testWait, func() bool {
+		for _, ctl := range c.ctrls {
+			if ctl.State().Offset() < off {
+				return false
+			}
+		}
+		return true
+	}) {
+		c.t.Fatalf("offset %d not applied everywhere within %v", off, testWait)
+	}
+}
+
+func ctx(t testing.TB) context.Context {
+	cx, cancel := context.WithTimeout(context.Background(), testWait)
+	t.Cleanup(cancel)
+	return cx
+}
+
+// registerBrokers registers brokers 1..n (rack r<i%racks> when racks > 0)
+// and heartbeats them unfenced.
+func registerBrokers(t testing.TB, s Service, n, racks int) map[int32]int64 {
+	t.Helper()
+	epochs := map[int32]int64{}
+	for i := 1; i <= n; i++ {
+		id := int32(100 + i)
+		rack := ""
+		if racks > 0 {
+			rack = fmt.Sprintf("r%d", i%racks)
+		}
+		resp, err := s.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{
+			BrokerID: id, IncarnationID: uuid.New(), Rack: rack,
+			Listeners: []metadata.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: int32(9000 + i), SecurityProtocol: "PLAINTEXT"}},
+		})
+		if err != nil {
+			t.Fatalf("register broker %d: %v", id, err)
+		}
+		epochs[id] = resp.BrokerEpoch
+	}
+	for id, ep := range epochs {
+		hb, err := s.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: id, BrokerEpoch: ep, CurrentMetadataOffset: 1 << 40})
+		if err != nil {
+			t.Fatalf("heartbeat broker %d: %v", id, err)
+		}
+		if hb.IsFenced {
+			t.Fatalf("broker %d still fenced after catching up", id)
+		}
+	}
+	return epochs
 }

@@ -6,24 +6,23 @@ import (
 	"fmt"
 
 	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/strata-io/strata/controller/metadata"
 )
 
 // Delta is one step of the metadata log as [Watcher.Next] delivers it:
 // either a full image (when the watcher asked for offsets the log no longer
-// holds, or on a fresh start below the snapshot) or the records of one
-// entry.
+// holds) or the records of one entry.
 //
 // To follow the log, a broker replaces its view by Image when it is set and
-// otherwise applies Records[i] at offset Offset+i with metadata.State.Apply,
-// ignoring records Apply refuses (the controller skipped them too). The
-// next Watch after a restart starts at the last applied offset + 1.
+// otherwise applies Records with metadata.State.ApplyBatch(Offset, Records),
+// ignoring the records it refuses (the controller refused them too). After
+// a restart it watches again from its last applied offset + 1.
 type Delta struct {
-	// Offset is the offset of Records[0], or the image's offset.
+	// Offset is the entry's offset (its Raft index), or the image's offset.
 	Offset int64
-	// Records are the records of one Raft entry at offsets Offset,
-	// Offset+1, ...; nil when Image is set.
+	// Records are the records of the entry; nil when Image is set.
 	Records []metadata.Record
 	// Image, when set, is the whole metadata state as of Offset.
 	Image *metadata.State
@@ -74,7 +73,7 @@ func (w *localWatcher) Next(ctx context.Context) (Delta, error) {
 		n := w.c.node
 		appliedc := n.appliedChan()
 		applied := n.applied.Load()
-		idx := max(IndexOf(w.next), 1)
+		idx := uint64(max(w.next, 1))
 		if idx > applied {
 			select {
 			case <-appliedc:
@@ -104,25 +103,20 @@ func (w *localWatcher) Next(ctx context.Context) (Delta, error) {
 		}
 		for _, e := range ents {
 			i := e.GetIndex()
-			next := OffsetOf(i+1, 0)
-			if e.GetType() == 0 && len(e.GetData()) > 0 { // EntryNormal
+			if e.GetType() == raftpb.EntryNormal && len(e.GetData()) > 0 {
 				_, _, payload, err := decodeEntry(e.GetData())
 				if err != nil {
 					return Delta{}, fmt.Errorf("entry %d: %w", i, err)
 				}
-				recs, err := decodeBatch(payload)
-				if err != nil {
-					return Delta{}, fmt.Errorf("entry %d: %w", i, err)
-				}
-				skip := 0
-				if first := OffsetOf(i, 0); w.next > first {
-					skip = int(w.next - first)
-				}
-				if skip < len(recs) {
-					w.pending = append(w.pending, Delta{Offset: OffsetOf(i, skip), Records: recs[skip:]})
+				if len(payload) > 0 {
+					recs, err := metadata.DecodeBatch(payload)
+					if err != nil {
+						return Delta{}, fmt.Errorf("%w: entry %d: %v", ErrCorruptEntry, i, err)
+					}
+					w.pending = append(w.pending, Delta{Offset: int64(i), Records: recs})
 				}
 			}
-			w.next = next
+			w.next = int64(i) + 1
 		}
 	}
 }
@@ -143,7 +137,7 @@ func (w *localWatcher) image() error {
 	}
 	si := snap.GetMetadata().GetIndex()
 	w.pending = append(w.pending, Delta{Offset: st.Offset(), Image: st})
-	w.next = OffsetOf(si+1, 0)
+	w.next = int64(si) + 1
 	return nil
 }
 

@@ -1,0 +1,541 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+func createTopic(t testing.TB, s Service, name string, parts int32, rf int16) metadata.CreateTopicResult {
+	t.Helper()
+	res, err := s.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: name, NumPartitions: parts, ReplicationFactor: rf}}})
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	if len(res) != 1 {
+		t.Fatalf("create topic %s: %d results", name, len(res))
+	}
+	return res[0]
+}
+
+func TestControllerSingleVoterRegistersBrokersAndCreatesTopics(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 1})
+	ctl := c.leader()
+	registerBrokers(t, ctl, 3, 0)
+	r := createTopic(t, ctl, "orders", 6, 3)
+	if r.Err != nil {
+		t.Fatalf("create: %v", r.Err)
+	}
+	st := ctl.State()
+	ti, ok := st.TopicByName("orders")
+	if !ok || ti.ID != r.TopicID || ti.NumPartitions != 6 {
+		t.Fatalf("topic in image: %+v %v", ti, ok)
+	}
+	for _, p := range st.Partitions(ti.ID) {
+		if len(p.Replicas) != 3 || len(p.ISR) != 3 || p.Leader != p.Replicas[0] {
+			t.Fatalf("partition %+v", p)
+		}
+	}
+	// Too few brokers for the replication factor.
+	r = createTopic(t, ctl, "wide", 1, 4)
+	if !errors.Is(r.Err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("rf 4 on 3 brokers: %v", r.Err)
+	}
+	if _, ok := ctl.State().TopicByName("wide"); ok {
+		t.Fatal("refused topic exists")
+	}
+}
+
+func TestControllerFiveVotersCommit(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 5})
+	lead := c.leader()
+	registerBrokers(t, lead, 2, 0)
+	off, err := lead.Propose(ctx(t), []metadata.Record{&metadata.NoOpRecord{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitApplied(off)
+}
+
+func TestControllerFollowerForwardsToLeader(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	lead := c.leader()
+	f := c.follower()
+	// In-process call on a follower: forwarded over its CONTROLLER link.
+	registerBrokers(t, f, 3, 0)
+	if r := createTopic(t, f, "via-follower", 2, 3); r.Err != nil {
+		t.Fatalf("create via follower: %v", r.Err)
+	}
+	// A network client pointed at the follower only.
+	cl := NewClient(ClientOptions{Addrs: []string{f.Addr()}})
+	defer cl.Close()
+	if r := createTopic(t, cl, "via-client", 1, 1); r.Err != nil {
+		t.Fatalf("create via client: %v", r.Err)
+	}
+	r := createTopic(t, cl, "via-client", 1, 1)
+	if !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+		t.Fatalf("second create: %v, want TOPIC_ALREADY_EXISTS across the wire", r.Err)
+	}
+	// A request that was already forwarded once is answered NOT_CONTROLLER
+	// with the leader's address, never forwarded again.
+	fw := NewClient(ClientOptions{Addrs: []string{f.Addr()}, forwarding: true})
+	defer fw.Close()
+	_, err := fw.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "loop", NumPartitions: 1, ReplicationFactor: 1}}})
+	var nc *NotControllerError
+	if !errors.As(err, &nc) || nc.LeaderID != lead.ID() || nc.LeaderAddr != lead.Addr() || !errors.Is(err, kerr.NotController) {
+		t.Fatalf("forwarded request to follower: %v, want NOT_CONTROLLER naming %d", err, lead.ID())
+	}
+	// Every controller applied what the leader decided.
+	off := lead.State().Offset()
+	c.waitApplied(off)
+	for _, ctl := range c.ctrls {
+		if _, ok := ctl.State().TopicByName("via-client"); !ok {
+			t.Fatalf("controller %d lacks the topic", ctl.ID())
+		}
+	}
+}
+
+// heartbeater keeps brokers' sessions alive until stopped.
+type heartbeater struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startHeartbeats(t *testing.T, s Service, epochs map[int32]int64, every time.Duration) *heartbeater {
+	h := &heartbeater{stop: make(chan struct{})}
+	for id, ep := range epochs {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			tk := time.NewTicker(every)
+			defer tk.Stop()
+			for {
+				select {
+				case <-h.stop:
+					return
+				case <-tk.C:
+				}
+				cx, cancel := context.WithTimeout(context.Background(), time.Second)
+				s.BrokerHeartbeat(cx, metadata.BrokerHeartbeatRequest{BrokerID: id, BrokerEpoch: ep, CurrentMetadataOffset: 1 << 40})
+				cancel()
+			}
+		}()
+	}
+	t.Cleanup(h.halt)
+	return h
+}
+
+func (h *heartbeater) halt() {
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+	h.wg.Wait()
+}
+
+func TestControllerSessionExpiryFencesBrokerAndMovesLeadership(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3, tune: func(cfg *Config) {
+		cfg.BrokerSessionTimeout = 400 * time.Millisecond
+		cfg.BrokerHeartbeatInterval = 50 * time.Millisecond
+	}})
+	lead := c.leader()
+	epochs := registerBrokers(t, lead, 3, 0)
+	silent := int32(101)
+	alive := map[int32]int64{}
+	for id, ep := range epochs {
+		if id != silent {
+			alive[id] = ep
+		}
+	}
+	h := startHeartbeats(t, lead, alive, 50*time.Millisecond)
+	defer h.halt()
+	r := createTopic(t, lead, "events", 6, 3)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	before := lead.State().Partitions(r.TopicID)
+	led := 0
+	for _, p := range before {
+		if p.Leader == silent {
+			led++
+		}
+	}
+	if led == 0 {
+		t.Fatalf("placement gave broker %d no leadership: %+v", silent, before)
+	}
+	start := time.Now()
+	if !waitFor(testWait, func() bool {
+		b, _ := lead.State().Broker(silent)
+		return b.Fenced
+	}) {
+		t.Fatalf("broker %d not fenced", silent)
+	}
+	if el := time.Since(start); el < 300*time.Millisecond {
+		t.Fatalf("fenced after %v, before its session could expire", el)
+	}
+	st := lead.State()
+	for i, p := range st.Partitions(r.TopicID) {
+		old := before[i]
+		if p.Leader == silent || slices.Contains(p.ISR, silent) {
+			t.Fatalf("partition %d still has fenced broker: %+v", i, p)
+		}
+		if old.Leader == silent {
+			if !slices.Contains(old.ISR, p.Leader) || p.LeaderEpoch != old.LeaderEpoch+1 {
+				t.Fatalf("partition %d: new leader %d epoch %d, was %+v", i, p.Leader, p.LeaderEpoch, old)
+			}
+		}
+	}
+	for id := range alive {
+		if b, _ := st.Broker(id); b.Fenced {
+			t.Fatalf("heartbeating broker %d fenced", id)
+		}
+	}
+}
+
+func TestControllerStaleAlterPartitionRefused(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 1})
+	ctl := c.leader()
+	epochs := registerBrokers(t, ctl, 3, 0)
+	r := createTopic(t, ctl, "isr", 1, 3)
+	p, _ := ctl.State().Partition(r.TopicID, 0)
+	cl := NewClient(ClientOptions{Addrs: []string{ctl.Addr()}})
+	defer cl.Close()
+	shrunk := []int32{p.Leader, p.Replicas[1]}
+	res, err := cl.AlterPartition(ctx(t), metadata.AlterPartitionRequest{
+		BrokerID: p.Leader, BrokerEpoch: epochs[p.Leader], TopicID: r.TopicID, Partition: 0,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: shrunk,
+	})
+	if err != nil || res.Err != nil || res.PartitionEpoch != p.PartitionEpoch+1 {
+		t.Fatalf("alter partition: %v %+v", err, res)
+	}
+	// The same leader acting on its old partition epoch is refused.
+	res, err = cl.AlterPartition(ctx(t), metadata.AlterPartitionRequest{
+		BrokerID: p.Leader, BrokerEpoch: epochs[p.Leader], TopicID: r.TopicID, Partition: 0,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: p.Replicas,
+	})
+	if err != nil || !errors.Is(res.Err, kerr.InvalidUpdateVersion) {
+		t.Fatalf("stale alter partition: %v %+v, want INVALID_UPDATE_VERSION", err, res)
+	}
+	if q, _ := ctl.State().Partition(r.TopicID, 0); !slices.Equal(q.ISR, shrunk) {
+		t.Fatalf("ISR now %v, want %v", q.ISR, shrunk)
+	}
+}
+
+func TestControllerMinorityCannotCommit(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	lead := c.leader()
+	registerBrokers(t, lead, 1, 0)
+	var others []int32
+	var otherIDs []uint64
+	for id := range c.ctrls {
+		if id != lead.ID() {
+			others = append(others, id)
+			otherIDs = append(otherIDs, uint64(id))
+		}
+	}
+	c.sim.Partition([]uint64{uint64(lead.ID())}, otherIDs)
+	cx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	res, err := lead.CreateTopics(cx, metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "minority", NumPartitions: 1, ReplicationFactor: 1}}})
+	cancel()
+	if err == nil {
+		t.Fatalf("minority side committed: %+v", res)
+	}
+	newLead := c.leader(others...)
+	if r := createTopic(t, newLead, "majority", 1, 1); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	c.sim.Heal()
+	off := newLead.State().Offset()
+	c.waitApplied(off)
+	for _, ctl := range c.ctrls {
+		st := ctl.State()
+		if _, ok := st.TopicByName("minority"); ok {
+			t.Fatalf("controller %d has the minority's topic", ctl.ID())
+		}
+		if _, ok := st.TopicByName("majority"); !ok {
+			t.Fatalf("controller %d lacks the majority's topic", ctl.ID())
+		}
+	}
+}
+
+func TestControllerKillLeaderOverTCPKeepsCommitted(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3, tcp: true, disk: true})
+	lead := c.leader()
+	registerBrokers(t, lead, 3, 0)
+	var want []string
+	for i := range 5 {
+		name := fmt.Sprint("t", i)
+		if r := createTopic(t, lead, name, 2, 3); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		want = append(want, name)
+	}
+	old := lead.ID()
+	start := time.Now()
+	c.stop(old)
+	var others []int32
+	for id := range c.ctrls {
+		others = append(others, id)
+	}
+	lead = c.leader(others...)
+	if el := time.Since(start); el > 10*testElectionTicks*testTick {
+		t.Fatalf("new leader after %v (election timeout %v)", el, testElectionTicks*testTick)
+	}
+	if r := createTopic(t, lead, "after", 1, 2); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	want = append(want, "after")
+	c.start(old)
+	c.waitApplied(lead.State().Offset())
+	for _, ctl := range c.ctrls {
+		var got []string
+		for _, ti := range ctl.State().Topics() {
+			got = append(got, ti.Name)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("controller %d topics %v, want %v", ctl.ID(), got, want)
+		}
+	}
+}
+
+func TestControllerRestartAllFromDiskIdenticalState(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3, disk: true, tune: func(cfg *Config) {
+		cfg.SnapshotEntries = 8
+		cfg.SnapshotCatchUpEntries = 4
+	}})
+	lead := c.leader()
+	registerBrokers(t, lead, 4, 2)
+	for i := range 6 {
+		if r := createTopic(t, lead, fmt.Sprint("topic-", i), 3, 2); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	off := lead.State().Offset()
+	c.waitApplied(off)
+	before := lead.State()
+	for id := range c.ctrls {
+		c.stop(id)
+	}
+	for _, v := range c.voters {
+		c.start(v.ID)
+	}
+	lead = c.leader()
+	// The new leader's empty entry moves every offset past off.
+	cur := lead.State().Offset()
+	c.waitApplied(cur)
+	var images [][]byte
+	for _, ctl := range c.ctrls {
+		if ctl.Status().SnapshotIndex == 0 {
+			t.Fatalf("controller %d restarted without a snapshot", ctl.ID())
+		}
+		st := ctl.State()
+		if st.Offset() != cur {
+			t.Fatalf("controller %d at offset %d, want %d", ctl.ID(), st.Offset(), cur)
+		}
+		b, err := st.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		images = append(images, b)
+		if !slices.EqualFunc(st.Topics(), before.Topics(), topicEq) || !slices.EqualFunc(st.Brokers(), before.Brokers(), brokerEq) {
+			t.Fatalf("controller %d image differs after restart", ctl.ID())
+		}
+	}
+	for i := 1; i < len(images); i++ {
+		if !bytes.Equal(images[0], images[i]) {
+			t.Fatal("controllers disagree on the image after restart")
+		}
+	}
+}
+
+func topicEq(a, b metadata.TopicInfo) bool {
+	return a.Name == b.Name && a.ID == b.ID && a.NumPartitions == b.NumPartitions
+}
+func brokerEq(a, b metadata.BrokerInfo) bool {
+	return a.ID == b.ID && a.Epoch == b.Epoch && a.Fenced == b.Fenced && a.Rack == b.Rack
+}
+
+func TestControllerLaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3, disk: true, tune: func(cfg *Config) {
+		cfg.SnapshotEntries = 10
+		cfg.SnapshotCatchUpEntries = 2
+	}})
+	lead := c.leader()
+	f := c.follower().ID()
+	c.stop(f)
+	registerBrokers(t, lead, 3, 0)
+	for i := range 15 {
+		if r := createTopic(t, lead, fmt.Sprint("lag-", i), 1, 3); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	c.start(f)
+	c.waitApplied(lead.State().Offset())
+	if c.ctrls[f].Status().SnapshotIndex == 0 {
+		t.Fatal("follower caught up without a snapshot")
+	}
+	a, _ := lead.State().Marshal()
+	b, _ := c.ctrls[f].State().Marshal()
+	if !bytes.Equal(a, b) {
+		t.Fatal("follower image differs from the leader's")
+	}
+}
+
+// follow applies a watch's deltas to a fresh image until it reaches off.
+func follow(t *testing.T, w Watcher, off int64) (*metadata.State, []Delta) {
+	t.Helper()
+	st := metadata.NewState()
+	var ds []Delta
+	for st.Offset() < off {
+		d, err := w.Next(ctx(t))
+		if err != nil {
+			t.Fatalf("watch at %d: %v", st.Offset(), err)
+		}
+		ds = append(ds, d)
+		if d.Image != nil {
+			st = d.Image
+			continue
+		}
+		if err := st.ApplyBatch(d.Offset, d.Records); err != nil {
+			t.Fatalf("apply delta at %d: %v", d.Offset, err)
+		}
+	}
+	return st, ds
+}
+
+func TestControllerWatchFromZeroAndFromMidOffsetAfterSnapshot(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 1, tune: func(cfg *Config) {
+		cfg.SnapshotEntries = 10
+		cfg.SnapshotCatchUpEntries = 3
+	}})
+	ctl := c.leader()
+	registerBrokers(t, ctl, 2, 0)
+	for i := range 20 {
+		if r := createTopic(t, ctl, fmt.Sprint("w", i), 1, 1); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	off := ctl.State().Offset()
+	first, _ := ctl.storage.FirstIndex()
+	if first <= 1 {
+		t.Fatalf("log not compacted (first index %d)", first)
+	}
+	want, _ := ctl.State().Marshal()
+	cl := NewClient(ClientOptions{Addrs: []string{ctl.Addr()}})
+	defer cl.Close()
+	for _, svc := range []Service{ctl, cl} {
+		// From 0: the log no longer holds it, so the image comes first.
+		w, err := svc.Watch(ctx(t), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ds := follow(t, w, off)
+		w.Close()
+		if ds[0].Image == nil {
+			t.Fatalf("%T: first delta from 0 is not an image", svc)
+		}
+		if got, _ := st.Marshal(); !bytes.Equal(got, want) {
+			t.Fatalf("%T: image rebuilt from the watch differs", svc)
+		}
+		// From an offset the log still holds: deltas only, starting there.
+		mid := int64(first) + 1
+		w, err = svc.Watch(ctx(t), mid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := w.Next(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Image != nil || d.Offset < mid {
+			t.Fatalf("%T: first delta from %d: offset %d image %v", svc, mid, d.Offset, d.Image != nil)
+		}
+		w.Close()
+	}
+	// A watch waits for new entries.
+	w, err := cl.Watch(ctx(t), off+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ctl.CreateTopics(context.Background(), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "later", NumPartitions: 1, ReplicationFactor: 1}}})
+		done <- err
+	}()
+	d, err := w.Next(ctx(t))
+	if cerr := <-done; cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Records) == 0 || d.Records[0].Type() != metadata.TypeTopic {
+		t.Fatalf("live delta %+v", d)
+	}
+}
+
+func TestControllerMetricsExported(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := Open(Options{
+		Config: Config{NodeID: 1, Voters: []Voter{{1, ln.Addr().String()}}, TickInterval: testTick,
+			SnapshotEntries: 5, SnapshotCatchUpEntries: 1, Logger: testLogger()},
+		Storage: NewMemoryStorage(), Listener: ln, Registry: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	for range 8 {
+		if _, err := ctl.Propose(ctx(t), []metadata.Record{&metadata.NoOpRecord{}}); err != nil {
+			if !waitFor(testWait, ctl.IsLeader) {
+				t.Fatal(err)
+			}
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		switch {
+		case m.GetGauge() != nil:
+			got[mf.GetName()] = m.GetGauge().GetValue()
+		case m.GetCounter() != nil:
+			got[mf.GetName()] = m.GetCounter().GetValue()
+		}
+	}
+	for name, min := range map[string]float64{
+		"strata_controller_raft_term": 1, "strata_controller_raft_leader_id": 1,
+		"strata_controller_raft_commit_index": 5, "strata_controller_raft_applied_index": 5,
+		"strata_controller_snapshot_size_bytes": 1, "strata_controller_proposals_total": 5,
+		"strata_controller_leader_changes_total": 1, "strata_controller_snapshot_timestamp_seconds": 1,
+	} {
+		if v, ok := got[name]; !ok || v < min {
+			t.Errorf("%s = %v (present %v), want >= %v", name, v, ok, min)
+		}
+	}
+	if _, ok := got["strata_controller_snapshot_age_seconds"]; !ok {
+		t.Error("snapshot age missing")
+	}
+}
