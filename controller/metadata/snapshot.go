@@ -150,8 +150,13 @@ func (s *State) Marshal() ([]byte, error) {
 			e.i64(g.EventTimestamp)
 		}
 	}
-	binary.BigEndian.PutUint32(e.b[len(snapshotMagic)+1:], crc32.Checksum(e.b[snapshotHeader:], castagnoli))
+	putCRC(e.b)
 	return e.b, nil
+}
+
+// putCRC writes the checksum of a snapshot's body into its header.
+func putCRC(b []byte) {
+	binary.BigEndian.PutUint32(b[len(snapshotMagic)+1:], crc32.Checksum(b[snapshotHeader:], castagnoli))
 }
 
 // Unmarshal decodes a snapshot written by [State.Marshal]. It never panics;
