@@ -152,17 +152,24 @@ func (m *model) check(s *Storage) error {
 		}
 	}
 	hs, _, _ := s.InitialState()
-	if m.hs == nil {
-		if hs != nil {
-			return fmt.Errorf("hard state %v, want none", hs)
-		}
-		return nil
-	}
-	wantCommit := max(m.hs.GetCommit(), si)
-	if hs.GetTerm() != m.hs.GetTerm() || hs.GetVote() != m.hs.GetVote() || hs.GetCommit() != wantCommit {
-		return fmt.Errorf("hard state %v, want term %d vote %d commit %d", hs, m.hs.GetTerm(), m.hs.GetVote(), wantCommit)
+	want := expectHardState(m.hs, si, snap.GetMetadata().GetTerm())
+	if !proto.Equal(hs, want) {
+		return fmt.Errorf("hard state %v, want %v", hs, want)
 	}
 	return nil
+}
+
+// expectHardState is the hard state a reopened Storage reports, given the
+// last one saved and the snapshot it loaded (see recoveredHardState).
+func expectHardState(hs *pb.HardState, si, st uint64) *pb.HardState {
+	if hs == nil && si == 0 {
+		return nil
+	}
+	term, vote := hs.GetTerm(), hs.GetVote()
+	if term < st {
+		term, vote = st, 0
+	}
+	return hardState(term, vote, max(hs.GetCommit(), si))
 }
 
 // op is one operation on a Storage.
@@ -231,15 +238,20 @@ func (o op) applyMem(ms *raft.MemoryStorage) error {
 	panic(o.kind)
 }
 
-// record updates the model after o succeeded on s (snap is what
-// CreateSnapshot returned).
-func (m *model) record(o op, s *Storage) {
+// record updates the model for o.
+func (m *model) record(o op) {
 	switch o.kind {
 	case "save":
 		m.save(o.hs, o.ents, o.snap)
 	case "snapshot":
-		snap, _ := s.Snapshot()
-		m.snaps[o.index], m.snapIdx = snap, o.index
+		// Built from the op, not read back from s: the op may have failed
+		// after its file became durable.
+		m.snaps[o.index] = &pb.Snapshot{
+			Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(o.index), Term: proto.Uint64(m.term(o.index)),
+				ConfState: pb.EnsureConfState(proto.Clone(o.cs).(*pb.ConfState))},
+			Data: o.data,
+		}
+		m.snapIdx = o.index
 	case "compact":
 		m.compacted = o.index
 	}

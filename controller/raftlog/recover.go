@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -65,8 +66,8 @@ func Open(o Options) (*Storage, error) {
 
 func (s *Storage) recover() error {
 	fs, dir := s.fs, s.dir
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("raftlog: mkdir %s: %w", dir, err)
+	if err := mkdirDurable(fs, dir); err != nil {
+		return err
 	}
 	names, err := fs.List(dir)
 	if err != nil {
@@ -183,17 +184,9 @@ func (s *Storage) recover() error {
 	if dropped > 0 {
 		s.logger.Warn("raftlog: dropped entries of a branch the snapshot superseded", "after", snapI, "entries", dropped)
 	}
-	hs := r.hs
-	if hs != nil {
-		if hs.GetCommit() > ml.lastIndex() {
-			return fmt.Errorf("%w: hard state commit %d beyond last index %d", ErrCorrupt, hs.GetCommit(), ml.lastIndex())
-		}
-		if hs.GetCommit() < snapI {
-			// A snapshot holds only committed state; the hard state that said
-			// so was in a Save a crash cut off.
-			hs = proto.Clone(hs).(*pb.HardState)
-			hs.Commit = proto.Uint64(snapI)
-		}
+	hs, err := recoveredHardState(r.hs, snapI, snapT, ml.lastIndex())
+	if err != nil {
+		return err
 	}
 
 	if n := len(s.segs); n > 0 {
@@ -343,4 +336,61 @@ func (r *replayer) reconcile(snapI, snapT uint64) (*memLog, int, error) {
 		}
 	}
 	return ml, 0, nil
+}
+
+// mkdirDurable creates dir and any missing parents, and fsyncs the parent
+// of each directory it created: a new directory's own entry is not durable
+// until its parent is synced, and a WAL in a directory that vanishes after
+// a crash is no WAL.
+func mkdirDurable(fs vfs.FS, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("raftlog: mkdir %s: %w", dir, err)
+	}
+	for _, d := range created {
+		if p := filepath.Dir(d); p != d {
+			if err := fs.SyncDir(p); err != nil {
+				return fmt.Errorf("raftlog: sync dir %s: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// recoveredHardState reconciles the last hard state in the WAL with the
+// snapshot loaded. A Save that installed a leader's snapshot writes the
+// snapshot file before its WAL batch; if a crash fell between the two, the
+// hard state on disk predates the snapshot, so:
+//   - commit is raised to the snapshot's index (a snapshot holds only
+//     committed state; raft refuses a commit below its first index);
+//   - term is raised to the snapshot's term, with no vote: this node never
+//     voted in that term (a vote is sent only after the hard state that
+//     records it is durable), and a term below the log's last term would
+//     let it campaign in a term older than entries it holds.
+//
+// A commit index past the last entry is corruption.
+func recoveredHardState(hs *pb.HardState, snapI, snapT, last uint64) (*pb.HardState, error) {
+	if hs == nil && snapI == 0 {
+		return nil, nil
+	}
+	if hs.GetCommit() > last {
+		return nil, fmt.Errorf("%w: hard state commit %d beyond last index %d", ErrCorrupt, hs.GetCommit(), last)
+	}
+	out := &pb.HardState{Term: proto.Uint64(hs.GetTerm()), Vote: proto.Uint64(hs.GetVote()), Commit: proto.Uint64(max(hs.GetCommit(), snapI))}
+	if hs.GetTerm() < snapT {
+		out.Term, out.Vote = proto.Uint64(snapT), proto.Uint64(0)
+	}
+	return out, nil
 }

@@ -497,14 +497,15 @@ func (s *Storage) walBoundLocked() uint64 {
 // applied index starts too.
 //
 // Errors: raft.ErrCompacted if index is already compacted,
-// raft.ErrUnavailable (wrapped) if past the last entry, ErrClosed.
-// Deleting a segment may fail (the error is returned, the in-memory
-// compaction stands, the next Compact retries).
+// raft.ErrUnavailable (wrapped) if past the last entry, ErrClosed,
+// ErrFailed (latched by an earlier failure, or by a failed directory
+// fsync here). A failed removal is returned as is: the in-memory
+// compaction stands and the next Compact retries.
 func (s *Storage) Compact(index uint64) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if s.closed {
-		return ErrClosed
+	if err := s.writableLocked(); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	err := s.ml.compact(index)
@@ -513,24 +514,21 @@ func (s *Storage) Compact(index uint64) error {
 		return err
 	}
 	bound := min(index, s.walBoundLocked())
-	removed := 0
-	var rerr error
-	// Only a prefix: replay needs what remains to be contiguous.
-	for removed < len(s.segs)-1 && s.segs[removed].maxLive <= bound {
-		if err := s.fs.Remove(joinDir(s.dir, s.segs[removed].name)); err != nil {
-			rerr = fmt.Errorf("raftlog: remove %s: %w", s.segs[removed].name, err)
-			break
+	// Oldest first, one directory fsync per segment: replay needs what
+	// remains to be contiguous, and removals made durable together could
+	// survive a crash in any combination, leaving a hole.
+	defer s.segStatsLocked()
+	for len(s.segs) > 1 && s.segs[0].maxLive <= bound {
+		name := s.segs[0].name
+		if err := s.fs.Remove(joinDir(s.dir, name)); err != nil {
+			return fmt.Errorf("raftlog: remove %s: %w", name, err)
 		}
-		removed++
-	}
-	if removed > 0 {
-		s.segs = slices.Delete(s.segs, 0, removed)
-		s.segStatsLocked()
-		if err := s.fs.SyncDir(s.dir); err != nil && rerr == nil {
-			rerr = fmt.Errorf("raftlog: sync dir %s: %w", s.dir, err)
+		s.segs = s.segs[1:]
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return s.failLocked(fmt.Errorf("raftlog: sync dir %s: %w", s.dir, err))
 		}
 	}
-	return rerr
+	return nil
 }
 
 // Close closes the open segment; further writes return ErrClosed. Reads

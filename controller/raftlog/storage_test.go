@@ -97,10 +97,9 @@ func memAfterReopen(t *testing.T, old *raft.MemoryStorage) *raft.MemoryStorage {
 			t.Fatal(err)
 		}
 	}
-	if hs, _, _ := old.InitialState(); hs != nil {
-		hs = proto.Clone(hs).(*pb.HardState)
-		hs.Commit = proto.Uint64(max(hs.GetCommit(), si))
-		_ = ms.SetHardState(hs)
+	hs, _, _ := old.InitialState()
+	if want := expectHardState(hs, si, snap.GetMetadata().GetTerm()); want != nil {
+		_ = ms.SetHardState(want)
 	}
 	return ms
 }
@@ -124,7 +123,7 @@ func TestStorageMatchesMemoryStorageDifferential(t *testing.T) {
 				if err := o1.applyMem(ms); err != nil {
 					t.Fatalf("op %d %v on MemoryStorage: %v", i, o1, err)
 				}
-				m.record(o1, s)
+				m.record(o1)
 				compareWithMemoryStorage(t, rng, s, ms, fmt.Sprintf("after op %d %v", i, o1))
 				if rng.IntN(40) == 0 {
 					if err := s.Close(); err != nil {
