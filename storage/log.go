@@ -289,6 +289,13 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		}
 	}
 
+	// Leader epochs first: a failure here leaves nothing visible, and an
+	// entry for offsets that never got written is cut by recovery
+	// (TruncateFromEnd at the log end).
+	if err := l.recordEpochsLocked(hdrs); err != nil {
+		return info, l.failLocked(err)
+	}
+
 	// One write at the published end. A failure (or short write) latches
 	// the log; the tail is cut back so a reopen without recovery would not
 	// find it, and readers never saw it since size was not published.
@@ -317,9 +324,6 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	act.size.Store(start + int64(len(records)))
 	act.next.Store(last + 1)
 
-	if err := l.recordEpochsLocked(hdrs, o); err != nil {
-		return info, l.failLocked(err)
-	}
 	l.unflushed += count
 	if l.unflushed >= cfg.FlushMessages {
 		if err := l.flushLocked(); err != nil {
@@ -341,7 +345,7 @@ func wrapBatchErr(err error) error {
 	return fmt.Errorf("storage: %w: %w", kerr.CorruptMessage, err)
 }
 
-func (l *Log) recordEpochsLocked(hdrs []batch.Header, o AppendOptions) error {
+func (l *Log) recordEpochsLocked(hdrs []batch.Header) error {
 	latest, _, ok := l.epochs.Latest()
 	for i := range hdrs {
 		e := hdrs[i].PartitionLeaderEpoch

@@ -58,8 +58,15 @@ func OpenLog(o LogOptions) (*Log, error) {
 	}
 	l.cfg.Store(&cfg)
 	l.remoteUploaded.Store(-1)
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: create %s: %w", o.Dir, err)
+	if _, err := o.FS.Stat(o.Dir); err != nil {
+		// A new partition directory must itself be durable before anything
+		// in it can be: sync its parent once.
+		if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("storage: create %s: %w", o.Dir, err)
+		}
+		if err := o.FS.SyncDir(filepath.Dir(o.Dir)); err != nil {
+			return nil, fmt.Errorf("storage: sync %s: %w", filepath.Dir(o.Dir), err)
+		}
 	}
 	epochs, err := checkpoint.OpenLeaderEpochCache(o.FS, filepath.Join(o.Dir, LeaderEpochCheckpointFile))
 	if err != nil {
