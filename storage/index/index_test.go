@@ -20,7 +20,7 @@ import (
 // after an unclean one (the preallocated file reopened while still mapped).
 func TestOffsetIndexLookupMatchesBruteForce(t *testing.T) {
 	forEachFS(t, func(t *testing.T, tf testFS) {
-		for iter := range 40 {
+		for iter := range 30 {
 			seed := uint64(iter)*7919 + 1
 			rng := rand.New(rand.NewPCG(seed, seed))
 			base := rng.Int64N(1 << 40)
@@ -87,7 +87,7 @@ func TestOffsetIndexLookupMatchesBruteForce(t *testing.T) {
 // do, fed as the log feeds them (the running maximum at each index entry).
 func TestTimeIndexLookupMatchesBruteForce(t *testing.T) {
 	forEachFS(t, func(t *testing.T, tf testFS) {
-		for iter := range 40 {
+		for iter := range 30 {
 			seed := uint64(iter)*104729 + 3
 			rng := rand.New(rand.NewPCG(seed, seed))
 			base := rng.Int64N(1 << 40)

