@@ -34,21 +34,22 @@
 // and records DELETE_STARTED then DELETE_FINISHED, after which a segment
 // leaves the image.
 //
-// Usage, as the controller leader and every follower would:
+// Usage, as the controller leader and every follower would. One plan's
+// records take effect together, so they travel as one Raft entry
+// ([EncodeBatch]) and apply at that entry's index ([State.ApplyBatch]):
 //
 //	st := metadata.NewState()
 //	recs, res, err := st.PlanRegisterBroker(metadata.RegisterBrokerRequest{
 //		BrokerID: 1, IncarnationID: uuid.New(), Rack: "a",
 //	})
-//	// err is a kerr error to return to the broker; otherwise propose
-//	// metadata.Encode(r) for each r in recs, and once committed:
-//	for i, r := range recs {
-//		if err := st.Apply(offset+int64(i), r); err != nil {
-//			// deterministic refusal: every replica refuses it alike
-//		}
+//	if err != nil {
+//		return metadata.ErrorCode(err) // a Kafka error code for the broker
 //	}
+//	entry := metadata.EncodeBatch(recs) // propose; once committed at index:
+//	recs, err = metadata.DecodeBatch(entry)
+//	err = st.ApplyBatch(int64(index), recs) // a refusal is deterministic
 //	_ = res.BrokerEpoch
 //
-// and on a follower, for each committed entry: r, err := metadata.Decode(data);
-// st.Apply(index, r). Snapshots are st.Marshal() and metadata.Unmarshal.
+// Snapshots are [State.Marshal] and [Unmarshal]; a restored image resumes
+// applying at the entry after its [State.Offset].
 package metadata

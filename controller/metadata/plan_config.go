@@ -62,7 +62,10 @@ var listConfigs = map[string]bool{ConfigCleanupPolicy: true, "log.cleanup.policy
 // accepts: the resulting config of each resource is computed first and
 // checked as a whole ([ValidateTopicConfigs] for topics,
 // [ValidateBrokerConfig] per entry for brokers); only differences from the
-// current configs become records, sorted by name. A failed resource
+// current configs become records, sorted by name. Enabling
+// unclean.leader.election.enable (on a topic, or as the cluster default for
+// topics without their own) also elects leaders for leaderless partitions
+// it concerns, as Kafka does. A failed resource
 // produces no records; others still go ahead. Errors per resource:
 // INVALID_REQUEST (resource repeated, bad broker name, append/subtract on a
 // non-list config, unknown op), UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG.
@@ -73,6 +76,7 @@ func (s *State) PlanAlterConfigs(req AlterConfigsRequest) ([]Record, []AlterConf
 		seen[key{r.Type, r.Name}]++
 	}
 	var recs []Record
+	elected := map[TopicPartition]bool{}
 	results := make([]AlterConfigsResult, len(req.Resources))
 	for i, res := range req.Resources {
 		results[i] = AlterConfigsResult{Type: res.Type, Name: res.Name}
@@ -89,25 +93,68 @@ func (s *State) PlanAlterConfigs(req AlterConfigsRequest) ([]Record, []AlterConf
 		if req.ValidateOnly {
 			continue
 		}
-		names := sortedKeys(next)
-		for _, n := range sortedKeys(cur) {
-			if _, ok := next[n]; !ok {
-				names = append(names, n)
-			}
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			nv, inNext := next[n]
-			cv, inCur := cur[n]
-			switch {
-			case inNext && (!inCur || cv != nv):
-				recs = append(recs, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: n, Value: ptr(nv)})
-			case !inNext && inCur:
-				recs = append(recs, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: n})
-			}
+		recs = append(recs, configRecords(res, cur, next)...)
+		switch {
+		case res.Type == ResourceTopic && isTrue(next[ConfigUncleanLeaderElectionEnable]) && !isTrue(cur[ConfigUncleanLeaderElectionEnable]):
+			recs = append(recs, s.electUnclean(elected, func(topic string) bool { return topic == res.Name })...)
+		case res.Type == ResourceBroker && res.Name == "" && isTrue(next[clusterUnclean]) && !isTrue(cur[clusterUnclean]):
+			recs = append(recs, s.electUnclean(elected, func(topic string) bool {
+				_, own := s.configs[configKey{ResourceTopic, topic}][ConfigUncleanLeaderElectionEnable]
+				return !own
+			})...)
 		}
 	}
 	return recs, results
+}
+
+// clusterUnclean is the cluster-default (broker resource "") name of
+// unclean.leader.election.enable.
+const clusterUnclean = "unclean.leader.election.enable"
+
+func isTrue(v string) bool { return strings.EqualFold(v, "true") }
+
+// electUnclean plans elections for the leaderless partitions of the topics
+// match accepts, once unclean election has just been enabled for them (as
+// Kafka does when the config changes): an eligible ISR member if any,
+// else the first eligible replica with an ISR of itself.
+// elected collects the partitions already given a leader by this plan.
+func (s *State) electUnclean(elected map[TopicPartition]bool, match func(topic string) bool) []Record {
+	var recs []Record
+	s.eachPartition(func(t *topicState, p *PartitionInfo) {
+		tp := TopicPartition{p.TopicID, p.Partition}
+		if p.Leader != NoLeader || !match(t.name) || elected[tp] {
+			return
+		}
+		elected[tp] = true
+		leader, isr := s.elect(p.Replicas, p.ISR, -1, true)
+		if rec := partitionChange(p, leader, isr); rec != nil {
+			recs = append(recs, rec)
+		}
+	})
+	return recs
+}
+
+// configRecords returns the records turning cur into next, sorted by name.
+func configRecords(res AlterConfigResource, cur, next map[string]string) []Record {
+	var recs []Record
+	names := sortedKeys(next)
+	for _, n := range sortedKeys(cur) {
+		if _, ok := next[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		nv, inNext := next[n]
+		cv, inCur := cur[n]
+		switch {
+		case inNext && (!inCur || cv != nv):
+			recs = append(recs, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: n, Value: ptr(nv)})
+		case !inNext && inCur:
+			recs = append(recs, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: n})
+		}
+	}
+	return recs
 }
 
 // nextConfig computes and validates a resource's config after the change.
