@@ -229,16 +229,6 @@ func (n *node) run() {
 			_ = n.rn.Step(m)
 		case p := <-n.propc:
 			n.propose(p)
-			// Batch what else is queued so one Ready (one fsync) carries
-			// many proposals.
-			for more := true; more; {
-				select {
-				case p := <-n.propc:
-					n.propose(p)
-				default:
-					more = false
-				}
-			}
 		case r := <-n.reportc:
 			if r.unreachable {
 				n.rn.ReportUnreachable(r.id)
@@ -254,6 +244,7 @@ func (n *node) run() {
 			n.failAll(ErrStopped)
 			return
 		}
+		n.drain()
 		for n.rn.HasReady() {
 			if err := n.handleReady(n.rn.Ready()); err != nil {
 				n.cfg.logger.Error("controller: raft node failed, stopping", "node", n.cfg.id, "err", err)
@@ -268,6 +259,27 @@ func (n *node) run() {
 		}
 	}
 }
+
+// drain steps and proposes what else is already queued, so one Ready (one
+// fsync) carries many proposals on the leader and many appends on a
+// follower. Measured with 3 voters on loopback with fsync'ing storage:
+// without it a follower fsyncs once per MsgApp and the quorum commits a few
+// hundred records/s; with it, thousands.
+func (n *node) drain() {
+	for range drainMax {
+		select {
+		case m := <-n.recvc:
+			_ = n.rn.Step(m)
+		case p := <-n.propc:
+			n.propose(p)
+		default:
+			return
+		}
+	}
+}
+
+// drainMax bounds one drain so ticks are not starved.
+const drainMax = 512
 
 func (n *node) propose(p proposal) {
 	if n.rn.BasicStatus().RaftState != raft.StateLeader {
