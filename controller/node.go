@@ -204,13 +204,15 @@ func (n *node) ReportUnreachable(id uint64) {
 	}
 }
 
-// ReportSnapshot implements Receiver. A snapshot report must not be lost
-// (raft would keep the follower paused in snapshot state until the next
-// heartbeat round trip), so it blocks until queued or stopped.
+// ReportSnapshot implements Receiver. Transports call it from the Ready
+// loop's own goroutine (inside Send) as well as from their own, so it must
+// not block: when the queue is full the report is dropped, which only
+// delays raft, since a follower that installed the snapshot acknowledges it
+// with its next MsgAppResp and the leader leaves snapshot state then.
 func (n *node) ReportSnapshot(id uint64, failed bool) {
 	select {
 	case n.reportc <- report{id: id, snap: true, snapFailed: failed}:
-	case <-n.stopc:
+	default:
 	}
 }
 
