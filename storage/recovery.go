@@ -171,17 +171,13 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 	}
 	buf := make([]byte, 0, 64<<10)
 	rebuild := func(s *segment) (cut, bad int64, err error) {
-		if s.sealed {
-			// Sealed indexes were trimmed: give them room again; the
-			// segment is sealed (fsynced, trimmed) once more below.
-			if err := s.oi.Resize(cfg.SegmentIndexBytes); err != nil {
-				return 0, -1, err
-			}
-			if err := s.ti.Resize(cfg.SegmentIndexBytes); err != nil {
-				return 0, -1, err
-			}
-			s.sealed = false
+		// Start from fresh, full-size index files: whatever was there
+		// (missing, torn, trimmed when sealed) is not trusted. The segment
+		// is sealed (fsynced, trimmed) again below if it is not the last.
+		if err := s.recreateIndexes(cfg.SegmentIndexBytes); err != nil {
+			return 0, -1, err
 		}
+		s.sealed = false
 		l.report.RebuiltIndexes++
 		return s.rebuild(cfg.IndexIntervalBytes, &buf)
 	}

@@ -133,6 +133,20 @@ func (s *segment) openIndexes(oiMax, tiMax int) error {
 	return nil
 }
 
+// recreateIndexes replaces both index files with empty ones of the given
+// capacity (recovery only: no reader can hold the segment yet).
+func (s *segment) recreateIndexes(maxBytes int) error {
+	s.oi.Close()
+	s.ti.Close()
+	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
+		if err := s.fs.Remove(p); err != nil && !isNotExist(err) {
+			return err
+		}
+	}
+	s.missingIndex = false
+	return s.openIndexes(maxBytes, maxBytes)
+}
+
 // acquire takes a reader reference; false if the segment is already closed.
 func (s *segment) acquire() bool {
 	for {
