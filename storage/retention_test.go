@@ -29,7 +29,7 @@ func rolledEnv(t *testing.T, segs int, mods ...func(*Config)) *testEnv {
 
 func TestRetentionByTimeDeletesExpiredSealedSegments(t *testing.T) {
 	e := rolledEnv(t, 5, func(c *Config) { c.RetentionMs = 90 * 60_000 }) // 1.5 h
-	now := time.UnixMilli(baseTs + 4*3600_000)                              // segment i is (4-i) h old
+	now := time.UnixMilli(baseTs + 4*3600_000)                            // segment i is (4-i) h old
 	n, err := e.log.EnforceRetention(now)
 	if err != nil || n != 3 {
 		t.Fatalf("deleted %d, %v; want 3", n, err)
