@@ -337,3 +337,14 @@ func (m *model) reopened(s *Storage) {
 	snap, _ := s.Snapshot()
 	m.compacted = snap.GetMetadata().GetIndex()
 }
+
+type pbEntry = pb.Entry
+
+func listNames(t testing.TB, fs vfs.FS) []string {
+	t.Helper()
+	names, err := fs.List(testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
