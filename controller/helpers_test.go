@@ -446,3 +446,13 @@ func registerBrokers(t testing.TB, s Service, n, racks int) map[int32]int64 {
 	}
 	return epochs
 }
+
+// netListenClose returns a loopback address nobody listens on.
+func netListenClose() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}

@@ -31,9 +31,11 @@ func (l *liveness) reset() {
 }
 
 // touch starts or renews broker id's session.
-func (l *liveness) touch(id int32) {
+func (l *liveness) touch(id int32) { l.touchAt(id, time.Now()) }
+
+func (l *liveness) touchAt(id int32, t time.Time) {
 	l.mu.Lock()
-	l.seen[id] = time.Now()
+	l.seen[id] = t
 	l.mu.Unlock()
 }
 
