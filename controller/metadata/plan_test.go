@@ -122,8 +122,10 @@ func TestPlanCreateTopicsRequestLevelErrors(t *testing.T) {
 		{Name: "ok", NumPartitions: -1, ReplicationFactor: -1},
 		{Name: "both", NumPartitions: 2, Assignments: [][]int32{{1}}},
 		{Name: "rf0", NumPartitions: 1, ReplicationFactor: 0},
+		{Name: "o.k", NumPartitions: 1, ReplicationFactor: 1},
+		{Name: "o_k", NumPartitions: 1, ReplicationFactor: 1},
 	}, DefaultPartitions: 3, DefaultReplicationFactor: 2}, rng)
-	want := []*kerr.Error{kerr.InvalidRequest, kerr.InvalidRequest, nil, kerr.InvalidRequest, kerr.InvalidReplicationFactor}
+	want := []*kerr.Error{kerr.InvalidRequest, kerr.InvalidRequest, nil, kerr.InvalidRequest, kerr.InvalidReplicationFactor, nil, kerr.InvalidTopicException}
 	for i, w := range want {
 		if w == nil {
 			if res[i].Err != nil {
@@ -138,8 +140,8 @@ func TestPlanCreateTopicsRequestLevelErrors(t *testing.T) {
 	if res[2].NumPartitions != 3 || res[2].ReplicationFactor != 2 {
 		t.Fatalf("defaults not applied: %+v", res[2])
 	}
-	if len(recs) != 1+3 {
-		t.Fatalf("%d records, want a topic and 3 partitions", len(recs))
+	if len(recs) != 1+3+1+1 {
+		t.Fatalf("%d records, want ok's topic and 3 partitions, o.k's topic and partition", len(recs))
 	}
 	recs, res = st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "v", NumPartitions: 2, ReplicationFactor: 2}}, ValidateOnly: true}, rng)
 	if len(recs) != 0 || res[0].Err != nil {
@@ -201,5 +203,122 @@ func TestPlanAlterPartitionRefusesAStaleLeader(t *testing.T) {
 	req.PartitionEpoch = p.PartitionEpoch // even with a current partition epoch
 	if recs, ar := st.PlanAlterPartition(req); !errors.Is(ar.Err, kerr.FencedLeaderEpoch) || len(recs) != 0 || ar.Leader != 2 {
 		t.Fatalf("stale leader: %+v", ar)
+	}
+}
+
+func TestPlanCreatePartitionsOfTopicWithoutPartitionsIsRefused(t *testing.T) {
+	st := brokersState(t, "")
+	id := uuid.MustParse("00000000-0000-4000-8000-0000000000aa")
+	if err := st.Apply(st.Offset()+1, &TopicRecord{Name: "bare", TopicID: id}); err != nil {
+		t.Fatal(err)
+	}
+	recs, res := st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "bare", Count: 2}}}, rand.New(rand.NewPCG(1, 1)))
+	if len(recs) != 0 || !errors.Is(res[0].Err, kerr.InvalidRequest) {
+		t.Fatalf("%d records, %v", len(recs), res[0].Err)
+	}
+}
+
+// TestPlannersOnArbitraryRequestsNeverPlanRefusedRecords throws random,
+// mostly invalid requests at the planners over a random image. Whatever
+// they accept must apply without a single refusal, keep the image's
+// invariants, and nothing may panic.
+func TestPlannersOnArbitraryRequestsNeverPlanRefusedRecords(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		_, st := randomLog(t, seed, 200)
+		revive(t, st)
+		rng := rand.New(rand.NewPCG(seed, 7))
+		anyID := func() int32 { return rng.Int32N(8) - 1 }
+		anyEpoch := func() int64 { return rng.Int64N(int64(st.MaxBrokerEpoch()) + 3) }
+		anyList := func() []int32 {
+			out := []int32{}
+			for range rng.IntN(4) {
+				out = append(out, anyID())
+			}
+			return out
+		}
+		var topicIDs []uuid.UUID
+		for _, ti := range st.Topics() {
+			topicIDs = append(topicIDs, ti.ID)
+		}
+		topicIDs = append(topicIDs, uuid.Nil, uuid.MustParse("00000000-0000-4000-8000-0000000000bb"))
+		anyTopic := func() uuid.UUID { return topicIDs[rng.IntN(len(topicIDs))] }
+		names := []string{"t0", "t1", "t2", "x", "", "a.b", "a_b"}
+		for i := 0; i < 500; i++ {
+			var recs []Record
+			switch rng.IntN(8) {
+			case 0:
+				recs, _, _ = st.PlanRegisterBroker(RegisterBrokerRequest{BrokerID: anyID(), IncarnationID: uuid.NewSHA1(uuid.Nil, fmt.Appendf(nil, "%d", i)), ExistingSessionAlive: rng.IntN(2) == 0})
+			case 1:
+				recs, _, _ = st.PlanBrokerHeartbeat(BrokerHeartbeatRequest{BrokerID: anyID(), BrokerEpoch: anyEpoch(), CurrentMetadataOffset: rng.Int64N(st.Offset() + 2), WantFence: rng.IntN(3) == 0, WantShutDown: rng.IntN(5) == 0})
+			case 2:
+				recs = st.PlanFenceBroker(anyID(), func(string) bool { return rng.IntN(2) == 0 })
+			case 3:
+				ct := CreateTopic{Name: names[rng.IntN(len(names))], NumPartitions: rng.Int32N(4) - 1, ReplicationFactor: int16(rng.IntN(5) - 1)}
+				if rng.IntN(3) == 0 {
+					ct = CreateTopic{Name: ct.Name, Assignments: [][]int32{anyList(), anyList()}}
+				}
+				recs, _ = st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{ct}}, rng)
+			case 4:
+				recs, _ = st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: names[rng.IntN(len(names))], Count: rng.Int32N(6)}}}, rng)
+			case 5:
+				p, _ := st.Partition(anyTopic(), rng.Int32N(3))
+				req := AlterPartitionRequest{BrokerID: anyID(), BrokerEpoch: anyEpoch(), TopicID: p.TopicID, Partition: p.Partition,
+					LeaderEpoch: p.LeaderEpoch + rng.Int32N(3) - 1, PartitionEpoch: p.PartitionEpoch + rng.Int32N(3) - 1, NewISR: anyList()}
+				if rng.IntN(2) == 0 { // the real leader with current epochs, proposing a near-valid ISR
+					req.BrokerID, req.BrokerEpoch = p.Leader, st.BrokerEpoch(p.Leader)
+					req.LeaderEpoch, req.PartitionEpoch = p.LeaderEpoch, p.PartitionEpoch
+					req.NewISR = req.NewISR[:0]
+					for _, r := range p.Replicas {
+						if rng.IntN(3) > 0 {
+							req.NewISR = append(req.NewISR, r)
+						}
+					}
+					if rng.IntN(4) == 0 {
+						req.NewISR = append(req.NewISR, anyID())
+					}
+				}
+				recs, _ = st.PlanAlterPartition(req)
+			case 6:
+				recs, _ = st.PlanRemoteSegment(RemoteSegmentRecord{SegmentID: uuid.NewSHA1(uuid.Nil, fmt.Appendf(nil, "s%d", rng.IntN(20))), TopicID: anyTopic(), Partition: rng.Int32N(3),
+					BaseOffset: rng.Int64N(10) - 1, EndOffset: rng.Int64N(10), State: RemoteSegmentState(rng.IntN(5))})
+			case 7:
+				v := []string{"true", "false", "1", "-2", "compact"}[rng.IntN(5)]
+				n := []string{ConfigUncleanLeaderElectionEnable, ConfigRetentionMs, ConfigLocalRetentionMs, ConfigCleanupPolicy}[rng.IntN(4)]
+				typ, rname := ResourceTopic, names[rng.IntN(len(names))]
+				if rng.IntN(3) == 0 {
+					typ, rname, n = ResourceBroker, "", "unclean.leader.election.enable"
+				}
+				recs, _ = st.PlanAlterConfigs(AlterConfigsRequest{Incremental: rng.IntN(2) == 0, Resources: []AlterConfigResource{{Type: typ, Name: rname, Configs: []AlterConfigEntry{{Name: n, Value: &v, Op: ConfigOp(rng.IntN(5))}}}}})
+			}
+			if len(recs) == 0 {
+				continue
+			}
+			if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+				t.Fatalf("seed %d step %d: planned records refused: %v", seed, i, err)
+			}
+			checkInvariants(t, st)
+		}
+	}
+}
+
+// revive registers brokers 1-5 afresh and unfences them, so that an image
+// left mostly fenced by a random log has live leaders again.
+func revive(t *testing.T, st *State) {
+	t.Helper()
+	for id := int32(1); id <= 5; id++ {
+		recs, _, err := st.PlanRegisterBroker(RegisterBrokerRequest{BrokerID: id, IncarnationID: uuid.NewSHA1(uuid.Nil, fmt.Appendf(nil, "revive%d", id))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+			t.Fatal(err)
+		}
+		recs, _, err = st.PlanBrokerHeartbeat(BrokerHeartbeatRequest{BrokerID: id, BrokerEpoch: st.BrokerEpoch(id), CurrentMetadataOffset: st.Offset()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -73,6 +73,7 @@ func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Rec
 		seen[t.Name]++
 	}
 	usable := s.usableBrokers()
+	accepted := map[string]string{} // collisionKey → name, of topics accepted so far
 	var recs []Record
 	results := make([]CreateTopicResult, len(req.Topics))
 	for i, t := range req.Topics {
@@ -87,6 +88,11 @@ func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Rec
 			res.Err = err
 			continue
 		}
+		if other, ok := accepted[collisionKey(t.Name)]; ok {
+			res.Err = fmt.Errorf("%w: topic %q collides with %q in the same request", kerr.InvalidTopicException, t.Name, other)
+			continue
+		}
+		accepted[collisionKey(t.Name)] = t.Name
 		id := s.newTopicID(rng)
 		res.TopicID = id
 		res.NumPartitions = int32(len(assign))
@@ -194,15 +200,17 @@ func (s *State) checkManualAssignment(assign [][]int32, rf int) error {
 // collidingTopic finds an existing topic whose name equals name once '.' and
 // '_' are treated alike (they collide in metric names; Kafka refuses them).
 func (s *State) collidingTopic(name string) (string, bool) {
-	norm := func(n string) string { return strings.ReplaceAll(n, ".", "_") }
-	want := norm(name)
+	want := collisionKey(name)
 	for _, other := range sortedKeys(s.topicsByName) {
-		if other != name && norm(other) == want {
+		if other != name && collisionKey(other) == want {
 			return other, true
 		}
 	}
 	return "", false
 }
+
+// collisionKey is a topic name with '.' replaced by '_'.
+func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
 // newTopicID draws a random (version 4) UUID from rng that no topic uses.
 func (s *State) newTopicID(rng *rand.Rand) uuid.UUID {
@@ -386,6 +394,11 @@ func (s *State) PlanCreatePartitions(req CreatePartitionsRequest, rng *rand.Rand
 		cur := len(t.partitions)
 		if int(ct.Count) <= cur {
 			results[i].Err = fmt.Errorf("%w: topic %q has %d partitions, asked for %d", kerr.InvalidPartitions, ct.Name, cur, ct.Count)
+			continue
+		}
+		if cur == 0 {
+			// Only if a batch creating the topic was partly refused.
+			results[i].Err = fmt.Errorf("%w: topic %q has no partitions to take a replication factor from", kerr.InvalidRequest, ct.Name)
 			continue
 		}
 		rf := len(t.partitions[0].Replicas)
