@@ -91,8 +91,13 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
 		failed: make(chan error, 1), stop: make(chan struct{}),
 	}
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: create data dir: %w", err)
+	if _, err := o.FS.Stat(o.Dir); err != nil {
+		if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("storage: create data dir: %w", err)
+		}
+		if err := o.FS.SyncDir(filepath.Dir(o.Dir)); err != nil {
+			return nil, fmt.Errorf("storage: sync data dir parent: %w", err)
+		}
 	}
 	marker := filepath.Join(o.Dir, CleanShutdownFile)
 	_, statErr := o.FS.Stat(marker)
