@@ -181,6 +181,7 @@ func (s *Storage) recover() error {
 	if err != nil {
 		return err
 	}
+	rep.DroppedEntries = dropped
 	if dropped > 0 {
 		s.logger.Warn("raftlog: dropped entries of a branch the snapshot superseded", "after", snapI, "entries", dropped)
 	}

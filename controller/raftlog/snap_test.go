@@ -245,6 +245,9 @@ func TestLeaderSnapshotWithLostWALBatch(t *testing.T) {
 	s = openMem(t, mem.CrashClone(0, nil), Options{})
 	defer s.Close()
 	checkRange(t, s, 9, 8)
+	if rep := s.Recovery(); rep.DroppedEntries != 2 || rep.SnapshotIndex != 8 {
+		t.Fatalf("report %+v, want 2 stale entries (9, 10) dropped", rep)
+	}
 	hs, cs, _ := s.InitialState()
 	if !proto.Equal(hs, hardState(2, 0, 8)) {
 		t.Fatalf("hard state %v", hs)

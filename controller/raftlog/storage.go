@@ -75,6 +75,10 @@ type RecoveryReport struct {
 	// RemovedSegments are trailing segments dropped whole because even
 	// their header was torn.
 	RemovedSegments []string
+	// DroppedEntries counts entries after the snapshot that contradicted
+	// its term: a stale branch the leader's snapshot replaced, whose
+	// installing WAL batch a crash cut off. They were never committed.
+	DroppedEntries int
 	// CorruptSnapshots are snapshot files that failed their checksum and
 	// were renamed to *.corrupt; recovery fell back to an older one.
 	CorruptSnapshots []string
@@ -96,7 +100,7 @@ type Stats struct {
 	SnapshotBytes         int64     // size of the newest snapshot file
 	SnapshotTime          time.Time // when it was written (zero if none)
 	Saves                 uint64    // Save calls that wrote something
-	Syncs                 uint64    // file fsyncs issued by Save
+	Syncs                 uint64    // fsyncs issued by Save (files and directory)
 	LastSaveDuration      time.Duration
 }
 
@@ -266,6 +270,9 @@ func (s *Storage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) er
 	if err != nil {
 		return err
 	}
+	if !hasSnap && !hasHS && len(ents) == 0 {
+		return nil // only entries the log had already compacted away
+	}
 
 	var sinfo snapInfo
 	if hasSnap {
@@ -308,6 +315,7 @@ func (s *Storage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) er
 		return fmt.Errorf("raftlog: save of %d bytes exceeds the %d-byte frame limit", len(p), maxFrameLen)
 	}
 
+	syncs := uint64(1)
 	if roll {
 		next := base.lastIndex() + 1
 		if len(ents) > 0 {
@@ -316,6 +324,7 @@ func (s *Storage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) er
 		if err := s.rollLocked(next, p); err != nil {
 			return s.failLocked(err)
 		}
+		syncs++ // the directory
 	} else {
 		sg := s.segs[len(s.segs)-1]
 		s.buf = appendFrame(s.buf[:0], recBatch, p)
@@ -346,7 +355,7 @@ func (s *Storage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) er
 		s.hs = proto.Clone(hs).(*pb.HardState)
 	}
 	s.st.Saves++
-	s.st.Syncs++
+	s.st.Syncs += syncs
 	s.st.LastSaveDuration = time.Since(start)
 	s.mu.Unlock()
 	s.segStatsLocked()

@@ -214,7 +214,17 @@ type batch struct {
 // is corruption (or a bug), never a torn write.
 func decodeBatch(p []byte) (batch, error) {
 	var b batch
-	stage := 0 // sub-records must come in order: hs copy, snapshot, entries, hs
+	// Sub-records come in the order the writer puts them: a leading hard
+	// state (the copy at a segment's start), a snapshot reset, entries, a
+	// trailing hard state; every part optional.
+	const (
+		start = iota
+		leadHS
+		reset
+		entries
+		trailHS
+	)
+	stage := start
 	for len(p) > 0 {
 		kind := p[0]
 		n, k := binary.Uvarint(p[1:])
@@ -225,26 +235,32 @@ func decodeBatch(p []byte) (batch, error) {
 		p = p[1+k+int(n):]
 		switch kind {
 		case subHardState:
+			if stage == trailHS {
+				return batch{}, fmt.Errorf("%w: misplaced hard state", ErrCorrupt)
+			}
 			hs := &pb.HardState{}
 			if err := proto.Unmarshal(body, hs); err != nil {
 				return batch{}, fmt.Errorf("%w: hard state: %v", ErrCorrupt, err)
 			}
 			b.hs = append(b.hs, hs)
-			if stage > 0 {
-				stage = 3
+			if stage == start {
+				stage = leadHS
+			} else {
+				stage = trailHS
 			}
 		case subSnapshot:
-			if stage > 1 || len(body) != 16 {
+			if stage > leadHS || len(body) != 16 {
 				return batch{}, fmt.Errorf("%w: misplaced snapshot sub-record", ErrCorrupt)
 			}
-			b.snap, stage = true, 2
+			stage = reset
+			b.snap = true
 			b.snapIdx = binary.LittleEndian.Uint64(body)
 			b.snapTrm = binary.LittleEndian.Uint64(body[8:])
 		case subEntry:
-			if stage > 2 {
+			if stage == trailHS {
 				return batch{}, fmt.Errorf("%w: entry after hard state", ErrCorrupt)
 			}
-			stage = 2
+			stage = entries
 			e := &pb.Entry{}
 			if err := proto.Unmarshal(body, e); err != nil {
 				return batch{}, fmt.Errorf("%w: entry: %v", ErrCorrupt, err)
