@@ -29,7 +29,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -250,6 +252,11 @@ type recovered struct {
 // handed to OpenLog (what a checkpoint would say).
 func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave int, label string) recovered {
 	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("%s: panic: %v\n%s", label, p, debug.Stack())
+		}
+	}()
 	dump := func() string {
 		if m, ok := fs.(*vfs.MemFS); ok {
 			return "\n" + m.Dump()
@@ -303,7 +310,7 @@ func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave i
 		t.Errorf("%s: nothing was cut but the report says dropped from %d", label, rep.DroppedFromOffset)
 	}
 	checkIndexesAgree(t, l, got, label)
-	checkNoLeftovers(t, fs, label)
+	checkNoLeftovers(t, fs, crashDir, label)
 
 	// The recovered log takes an append and keeps everything across a
 	// clean close and reopen.
@@ -429,9 +436,9 @@ func checkIndexesAgree(t testing.TB, l *Log, got [][]byte, label string) {
 }
 
 // checkNoLeftovers fails if an interrupted rename's file survived.
-func checkNoLeftovers(t testing.TB, fs vfs.FS, label string) {
+func checkNoLeftovers(t testing.TB, fs vfs.FS, dir, label string) {
 	t.Helper()
-	names, err := fs.List(crashDir)
+	names, err := fs.List(dir)
 	if err != nil {
 		t.Fatalf("%s: list: %v", label, err)
 	}
@@ -587,8 +594,16 @@ type faultRun struct {
 	rp      int64 // the log's recovery point after the failure
 }
 
-func runFaulted(fs vfs.FS, seed uint64, steps int) faultRun {
-	r := faultRun{w: newCrashWorkload(seed)}
+func runFaulted(t testing.TB, fs vfs.FS, seed uint64, steps int) (r faultRun) {
+	t.Helper()
+	r = faultRun{w: newCrashWorkload(seed)}
+	defer func() {
+		// A panic on an I/O error is a failure of this run, reported with
+		// its stack, not the end of the whole test binary.
+		if p := recover(); p != nil {
+			t.Fatalf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
 	l, err := OpenLog(crashOptions(fs, 0, false))
 	if err != nil {
 		r.err = err
@@ -619,7 +634,7 @@ func TestCrashErrorSweepLatchesAndKeepsAcknowledged(t *testing.T) {
 	for _, kind := range crashFaultKinds() {
 		t.Run(kind.name, func(t *testing.T) {
 			count := kind.rule()
-			if r := runFaulted(errfs.Wrap(newCrashFS(t), count), seed, steps); r.err != nil {
+			if r := runFaulted(t, errfs.Wrap(newCrashFS(t), count), seed, steps); r.err != nil {
 				t.Fatalf("fault-free run failed: %v", r.err)
 			}
 			if count.Matched() == 0 {
@@ -630,7 +645,7 @@ func TestCrashErrorSweepLatchesAndKeepsAcknowledged(t *testing.T) {
 				label := fmt.Sprintf("%s nth=%d/%d", kind.name, n, count.Matched())
 				mem := newCrashFS(t)
 				rule := kind.act(kind.rule().Nth(n))
-				r := runFaulted(errfs.Wrap(mem, rule), seed, steps)
+				r := runFaulted(t, errfs.Wrap(mem, rule), seed, steps)
 				if rule.Fired() != 1 {
 					t.Fatalf("%s: fault fired %d times", label, rule.Fired())
 				}
@@ -695,7 +710,7 @@ func TestCrashPersistentFaultsLatch(t *testing.T) {
 			label := fmt.Sprintf("%s from=%d", kind.name, from)
 			mem := newCrashFS(t)
 			rule := kind.act(kind.rule().From(from))
-			r := runFaulted(errfs.Wrap(mem, rule), 21, 50)
+			r := runFaulted(t, errfs.Wrap(mem, rule), 21, 50)
 			if rule.Fired() == 0 {
 				continue
 			}
@@ -925,4 +940,162 @@ func TestCrashRandomDamageNeverPanics(t *testing.T) {
 			}
 		}()
 	}
+}
+
+// crashManagerOptions opens the data directory of fs with crash configs.
+func crashManagerOptions(fs vfs.FS) ManagerOptions {
+	return ManagerOptions{
+		Dir: crashDataDir, FS: fs, Default: crashConfig(),
+		Now:              func() time.Time { return time.UnixMilli(crashBaseTs) },
+		ProducerSnapshot: func(string, int32) func(int64) ([]byte, error) { return crashSnapshot },
+	}
+}
+
+// managerPoint is the file system as a sync was being issued during a
+// Manager workload over several partitions.
+type managerPoint struct {
+	fs        *vfs.MemFS
+	ev        vfs.SyncEvent
+	attempted []int
+	rp        []int64
+}
+
+// The Manager adds the partition directories, the checkpoints and the
+// clean-shutdown marker to what a crash can catch half done. The workload
+// runs in two sessions (the second opens after a clean shutdown, so the
+// marker must be gone before anything new is written) over three
+// partitions, checkpointing now and then; a crash at any sync must reopen
+// with every partition holding a prefix of its appends, and everything
+// flushed.
+func TestCrashManagerSweep(t *testing.T) {
+	const parts = 3
+	steps, maxPoints := 120, 30
+	if testing.Short() {
+		steps, maxPoints = 60, 10
+	}
+	mem := newCrashFS(t)
+	ws := make([]*crashWorkload, parts)
+	for i := range ws {
+		ws[i] = newCrashWorkload(uint64(40 + i))
+	}
+	var (
+		mu     sync.Mutex // guards logs, floor and points: recovery syncs from several goroutines
+		logs   = make([]*Log, parts)
+		floor  = make([]int64, parts) // offsets known durable from an earlier session
+		points []managerPoint
+	)
+	mem.SetSyncHook(func(ev vfs.SyncEvent) {
+		c := mem.Clone()
+		mu.Lock()
+		defer mu.Unlock()
+		p := managerPoint{fs: c, ev: ev, attempted: make([]int, parts), rp: make([]int64, parts)}
+		for i := range parts {
+			p.attempted[i] = len(ws[i].attempted)
+			p.rp[i] = floor[i]
+			if logs[i] != nil {
+				p.rp[i] = max(p.rp[i], logs[i].RecoveryPoint())
+			}
+		}
+		points = append(points, p)
+	})
+	defer mem.SetSyncHook(nil)
+	rng := rand.New(rand.NewPCG(4, 4))
+	for session := range 2 {
+		m, err := OpenManager(crashManagerOptions(mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range parts {
+			l, err := m.GetOrCreate("t", int32(i), crashConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			logs[i] = l
+			mu.Unlock()
+		}
+		for range steps {
+			i := rng.IntN(parts)
+			if rng.IntN(25) == 0 {
+				if err := m.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := ws[i].step(logs[i]); err != nil {
+				t.Fatalf("session %d: %v", session, err)
+			}
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		for i := range parts {
+			floor[i] = ws[i].next
+			logs[i] = nil
+		}
+		mu.Unlock()
+	}
+	mem.SetSyncHook(nil)
+	points = append(points, managerPoint{fs: mem.Clone(), ev: vfs.SyncEvent{Path: "(after Close)"},
+		attempted: []int{len(ws[0].attempted), len(ws[1].attempted), len(ws[2].attempted)}, rp: floor})
+
+	for n, i := range sample(len(points), maxPoints) {
+		p := points[i]
+		pct := []int{0, 100, rng.IntN(101)}[n%3]
+		label := fmt.Sprintf("manager sync=%d (%s dir=%v) keep=%d%%", p.ev.N, p.ev.Path, p.ev.Dir, pct)
+		fs := p.fs.CrashClone(pct, rng)
+		m, err := OpenManager(crashManagerOptions(fs))
+		if err != nil {
+			t.Fatalf("%s: OpenManager: %v\n%s", label, err, fs.Dump())
+		}
+		counts := make([]int, parts)
+		for j := range parts {
+			cand := ws[j].attempted[:p.attempted[j]]
+			must := flushedBatches(cand, p.rp[j])
+			l, ok := m.Get("t", int32(j))
+			if !ok {
+				if must > 0 {
+					t.Fatalf("%s: partition %d vanished with %d flushed batches\n%s", label, j, must, fs.Dump())
+				}
+				continue
+			}
+			got := readBatches(t, l, label)
+			if len(got) < must || len(got) > len(cand) {
+				t.Fatalf("%s: partition %d holds %d batches, want %d..%d\n%s", label, j, len(got), must, len(cand), fs.Dump())
+			}
+			for k := range got {
+				if !bytes.Equal(got[k], cand[k]) {
+					t.Fatalf("%s: partition %d batch %d differs", label, j, k)
+				}
+			}
+			checkIndexesAgree(t, l, got, label)
+			checkNoLeftovers(t, fs, l.Dir(), label)
+			counts[j] = len(got)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatalf("%s: Close: %v", label, err)
+		}
+		if _, err := fs.Stat(filepath.Join(crashDataDir, CleanShutdownFile)); err != nil {
+			t.Fatalf("%s: no clean-shutdown marker after Close: %v", label, err)
+		}
+		// The clean reopen trusts everything and must find the same logs.
+		m, err = OpenManager(crashManagerOptions(fs))
+		if err != nil {
+			t.Fatalf("%s: clean reopen: %v", label, err)
+		}
+		for j := range parts {
+			if l, ok := m.Get("t", int32(j)); ok {
+				if got := readBatches(t, l, label); len(got) != counts[j] {
+					t.Fatalf("%s: clean reopen: partition %d holds %d batches, had %d", label, j, len(got), counts[j])
+				}
+			} else if counts[j] > 0 {
+				t.Fatalf("%s: clean reopen lost partition %d", label, j)
+			}
+		}
+		if err := m.Close(); err != nil {
+			t.Fatalf("%s: Close after clean reopen: %v", label, err)
+		}
+	}
+	t.Logf("%d sync points over two sessions", len(points))
 }
