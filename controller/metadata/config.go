@@ -17,6 +17,12 @@ var ErrInvalidConfig = errors.New("metadata: invalid config")
 // validated by [ValidateTopicConfig].
 const (
 	ConfigCleanupPolicy               = "cleanup.policy"
+	ConfigCompressionGzipLevel        = "compression.gzip.level"
+	ConfigCompressionLz4Level         = "compression.lz4.level"
+	ConfigCompressionZstdLevel        = "compression.zstd.level"
+	ConfigMessageDownconversionEnable = "message.downconversion.enable"
+	ConfigRemoteLogCopyDisable        = "remote.log.copy.disable"
+	ConfigRemoteLogDeleteOnDisable    = "remote.log.delete.on.disable"
 	ConfigCompressionType             = "compression.type"
 	ConfigDeleteRetentionMs           = "delete.retention.ms"
 	ConfigFileDeleteDelayMs           = "file.delete.delay.ms"
@@ -73,6 +79,25 @@ func intAtLeast(min int64) configKind {
 	}
 }
 
+// intIn accepts ints in [lo, hi], except those listed in not.
+func intIn(lo, hi int64, not ...int64) configKind {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not an int", v)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("%d is not in [%d, %d]", n, lo, hi)
+		}
+		for _, x := range not {
+			if n == x {
+				return fmt.Errorf("%d is not allowed", n)
+			}
+		}
+		return nil
+	}
+}
+
 func boolean(v string) error {
 	switch strings.ToLower(v) {
 	case "true", "false":
@@ -124,6 +149,12 @@ func cleanupPolicy(v string) error {
 var topicConfigs = map[string]configKind{
 	ConfigCleanupPolicy:               cleanupPolicy,
 	ConfigCompressionType:             oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+	ConfigCompressionGzipLevel:        intIn(-1, 9, 0),
+	ConfigCompressionLz4Level:         intIn(1, 17),
+	ConfigCompressionZstdLevel:        intIn(-131072, 22),
+	ConfigMessageDownconversionEnable: boolean,
+	ConfigRemoteLogCopyDisable:        boolean,
+	ConfigRemoteLogDeleteOnDisable:    boolean,
 	ConfigDeleteRetentionMs:           longAtLeast(0),
 	ConfigFileDeleteDelayMs:           longAtLeast(0),
 	ConfigFlushMessages:               longAtLeast(1),
@@ -186,9 +217,12 @@ func ValidateTopicConfig(name, value string) error {
 
 // ValidateTopicConfigs checks a topic's complete set of configs: each one,
 // then the rules that relate them:
-//   - local.retention.ms must not exceed retention.ms unless one of them is
-//     unlimited (-1) or local is -2 ("same as retention.ms"); likewise
-//     local.retention.bytes against retention.bytes (Kafka's LogConfig);
+//   - on a topic with remote.storage.enable=true, local.retention.ms must
+//     not exceed retention.ms unless retention.ms is unlimited (-1) or
+//     local is -2 ("same as retention.ms"), and local may not be -1 under a
+//     bounded retention.ms; likewise local.retention.bytes against
+//     retention.bytes (Kafka's LogConfig checks these only when remote
+//     storage is enabled);
 //   - min.compaction.lag.ms must not exceed max.compaction.lag.ms.
 //
 // Unset configs take Kafka's defaults for the cross-checks.
@@ -205,6 +239,7 @@ func ValidateTopicConfigs(cfg map[string]string) error {
 		}
 		return def
 	}
+	tiered := strings.EqualFold(cfg[ConfigRemoteStorageEnable], "true")
 	for _, pair := range [][2]string{
 		{ConfigLocalRetentionMs, ConfigRetentionMs},
 		{ConfigLocalRetentionBytes, ConfigRetentionBytes},
@@ -214,7 +249,7 @@ func ValidateTopicConfigs(cfg map[string]string) error {
 			def = 7 * 24 * 60 * 60 * 1000
 		}
 		local, total := get(pair[0], -2), get(pair[1], def)
-		if local == -2 || total == -1 {
+		if !tiered || local == -2 || total == -1 {
 			continue
 		}
 		if local == -1 {
