@@ -14,6 +14,7 @@ package storage_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -90,11 +91,31 @@ func openBenchLog(tb testing.TB, o storage.LogOptions) *storage.Log {
 	return l
 }
 
-// fillLog appends batches until the log holds at least size bytes.
+// Byte positions in a v2 batch header (see internal/batch).
+const (
+	batchCRCPos     = 17
+	batchFirstTsPos = 27
+	batchMaxTsPos   = 35
+)
+
+// restamp moves a batch's timestamps to start at ts and fixes its CRC, as
+// if a producer had built it at ts.
+func restamp(b []byte, ts int64) {
+	span := int64(binary.BigEndian.Uint64(b[batchMaxTsPos:])) - int64(binary.BigEndian.Uint64(b[batchFirstTsPos:]))
+	binary.BigEndian.PutUint64(b[batchFirstTsPos:], uint64(ts))
+	binary.BigEndian.PutUint64(b[batchMaxTsPos:], uint64(ts+span))
+	binary.BigEndian.PutUint32(b[batchCRCPos:], batch.Checksum(b))
+}
+
+// fillLog appends batches until the log holds at least size bytes, each
+// batch stamped 1 ms after the previous one (producers stamp the time they
+// build a batch, so a partition's max timestamp keeps rising and the time
+// index gets an entry at every offset index entry).
 func fillLog(tb testing.TB, l *storage.Log, size int64) {
 	tb.Helper()
 	b := benchBatch(tb)
-	for l.Size() < size {
+	for i := int64(0); l.Size() < size; i++ {
+		restamp(b, benchBaseTs+i)
 		if _, err := l.Append(b, storage.AppendOptions{LeaderEpoch: 1, AssignOffsets: true}); err != nil {
 			tb.Fatal(err)
 		}

@@ -38,8 +38,16 @@ var ErrClosed = errors.New("index: index is closed")
 // the pages those lookups touch to the last two, so they stay in the page
 // cache even when the head of a large index has been evicted (Kafka's
 // "warm section", KAFKA-6432). 8 KiB = two pages = 1024 offset entries.
-// BenchmarkOffsetIndexLookup measures it (see bench_test.go).
+// BenchmarkOffsetIndexLookup measures the search itself with a hot page
+// cache (1.3 M entries, a loaded 2-core VM): 2.4 µs per random lookup with
+// or without the warm section, 0.4-0.6 µs per tail lookup either way. So it
+// costs nothing measurable and its benefit is only the one above, under
+// memory pressure, as in Kafka.
 const warmBytes = 8192
+
+// useWarmSection switches the warm-section search on; benchmarks turn it
+// off to measure what it buys.
+var useWarmSection = true
 
 // mmapIndex is the part both indexes share: a file of fixed-size entries,
 // preallocated and mapped, of which the first n are in use.
@@ -69,22 +77,24 @@ const warmBytes = 8192
 //   - mapMu guards the mapping itself (f, mmap, closed) and the contents of
 //     published slots. Readers hold it shared while they look at the
 //     mapping. Methods that remap (Seal, Resize, Close) or rewrite published
-//     slots (TruncateTo, Reset) take it exclusively, after wmu.
+//     slots (TruncateTo, Reset) take it exclusively, after wmu. Sync takes
+//     it shared, alone, so an fsync holds up neither appends nor lookups.
 type mmapIndex struct {
 	fs         vfs.FS
 	path       string
 	baseOffset int64
 	entrySize  int
 
-	// wmu serializes writers; guards sealed, tornTail, err and the writer's
-	// access to mmap (which only changes while wmu is held too).
+	// wmu serializes writers; guards sealed and tornTail, and the writer's
+	// access to mmap and err (which only change while both wmu and mapMu
+	// are held).
 	wmu      sync.Mutex
 	sealed   bool
 	tornTail int64 // file size on open when it was not a whole number of entries, else 0
 	err      error // latched when a remap failed: the index is unusable
 
-	// mapMu guards f, mmap and closed against remapping, and published
-	// slots against rewriting (see the type comment).
+	// mapMu guards f, mmap, closed and err against remapping, and
+	// published slots against rewriting (see the type comment).
 	mapMu  sync.RWMutex
 	f      vfs.File
 	mmap   []byte
@@ -179,7 +189,8 @@ func (m *mmapIndex) readView() (b []byte, n int) {
 	return m.mmap[:n*m.entrySize], n
 }
 
-// usable returns the error a mutating method must fail with, if any. wmu held.
+// usableLocked returns the error a mutating method must fail with, if
+// any. wmu or mapMu (shared or exclusive) held.
 func (m *mmapIndex) usableLocked() error {
 	if m.err != nil {
 		return m.err
@@ -308,9 +319,13 @@ func (m *mmapIndex) resize(maxBytes int) error {
 	return nil
 }
 
+// sync holds mapMu shared, not wmu: the file cannot be closed or remapped
+// under it, and appends (which take only wmu) go on during the fsync.
+// err and closed only change with mapMu held exclusively, so reading them
+// here is safe.
 func (m *mmapIndex) sync() error {
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
+	m.mapMu.RLock()
+	defer m.mapMu.RUnlock()
 	if err := m.usableLocked(); err != nil {
 		return err
 	}

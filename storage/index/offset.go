@@ -118,7 +118,7 @@ func (ix *OffsetIndex) Lookup(offset int64) (entryOffset int64, position int32) 
 // at most t, or -1. It searches the warm tail first (see warmBytes).
 func offsetFloor(b []byte, n int, t uint32) int {
 	lo, hi := 0, n
-	if warm := n - warmBytes/OffsetEntrySize; warm > 0 {
+	if warm := n - warmBytes/OffsetEntrySize; useWarmSection && warm > 0 {
 		if rel, _ := offsetEntry(b, warm); rel <= t {
 			lo = warm
 		} else {

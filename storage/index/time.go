@@ -108,7 +108,7 @@ func (ix *TimeIndex) Lookup(timestamp int64) (offset int64, ok bool) {
 // t, or -1, searching the warm tail first (see warmBytes).
 func timeFloor(b []byte, n int, t int64) int {
 	lo, hi := 0, n
-	if warm := n - warmBytes/TimeEntrySize; warm > 0 {
+	if warm := n - warmBytes/TimeEntrySize; useWarmSection && warm > 0 {
 		if ts, _ := timeEntry(b, warm); ts <= t {
 			lo = warm
 		} else {
