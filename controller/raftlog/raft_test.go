@@ -101,22 +101,41 @@ func (n *node) campaign() {
 // state machine from Snapshot and re-applying the committed entries raft
 // hands back, must reach exactly the state it had.
 func TestRawNodeRestartsFromStorageAfterCrash(t *testing.T) {
+	for _, boot := range []string{"snapshot", "peers"} {
+		for _, snapAt := range []int{120, -1} {
+			t.Run(fmt.Sprintf("bootstrap=%s/snapshot=%d", boot, snapAt), func(t *testing.T) {
+				testRawNodeRestart(t, boot, snapAt)
+			})
+		}
+	}
+}
+
+func testRawNodeRestart(t *testing.T, boot string, snapAt int) {
 	fs := vfs.NewMem()
 	o := Options{SegmentBytes: 1024}
 	s := openMem(t, fs, o)
-	// Bootstrap the way raft recommends: a first snapshot holding the
-	// voters, so the log starts at 2.
-	boot := pb.EnsureSnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{
-		Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: &pb.ConfState{Voters: []uint64{1}}}})
-	mustSave(t, s, nil, nil, boot)
-	n := newNode(t, s)
+	var n *node
+	if boot == "snapshot" {
+		// Bootstrap the way raft recommends: a first snapshot holding the
+		// voters, so the log starts at 2.
+		mustSave(t, s, nil, nil, pb.EnsureSnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{
+			Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: &pb.ConfState{Voters: []uint64{1}}}}))
+		n = newNode(t, s)
+	} else {
+		// raft's Bootstrap: conf-change entries 1.. in the first Ready.
+		n = newNode(t, s)
+		if err := n.rn.Bootstrap([]raft.Peer{{ID: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		n.drain()
+	}
 	n.campaign()
 	for i := range 200 {
 		if err := n.rn.Propose([]byte(fmt.Sprintf("v%d", i))); err != nil {
 			t.Fatal(err)
 		}
 		n.drain()
-		if i == 120 {
+		if i == snapAt {
 			cs := n.rn.Status().Config.Voters.IDs()
 			var voters []uint64
 			for id := range cs {
