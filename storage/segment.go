@@ -122,14 +122,16 @@ func openSegmentFiles(fs vfs.FS, dir string, base int64, oiMax, tiMax int) (*seg
 }
 
 func (s *segment) openIndexes(oiMax, tiMax int) error {
-	var err error
-	if s.oi, err = index.OpenOffsetIndex(s.fs, s.indexPath(), s.base, oiMax); err != nil {
+	oi, err := index.OpenOffsetIndex(s.fs, s.indexPath(), s.base, oiMax)
+	if err != nil {
 		return fmt.Errorf("storage: open offset index: %w", err)
 	}
-	if s.ti, err = index.OpenTimeIndex(s.fs, s.timeIndexPath(), s.base, tiMax); err != nil {
-		s.oi.Close()
+	ti, err := index.OpenTimeIndex(s.fs, s.timeIndexPath(), s.base, tiMax)
+	if err != nil {
+		oi.Close()
 		return fmt.Errorf("storage: open time index: %w", err)
 	}
+	s.oi, s.ti = oi, ti
 	return nil
 }
 
@@ -138,6 +140,7 @@ func (s *segment) openIndexes(oiMax, tiMax int) error {
 func (s *segment) recreateIndexes(maxBytes int) error {
 	s.oi.Close()
 	s.ti.Close()
+	s.oi, s.ti = nil, nil
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 		if err := s.fs.Remove(p); err != nil && !isNotExist(err) {
 			return err
@@ -174,10 +177,19 @@ func (s *segment) release() {
 	}
 }
 
+// closeFiles closes whatever is open (recovery may fail half-way through
+// reopening an index, leaving it nil).
 func (s *segment) closeFiles() error {
-	err := s.oi.Close()
-	if e := s.ti.Close(); err == nil {
-		err = e
+	var err error
+	if s.oi != nil {
+		err = s.oi.Close()
+		s.oi = nil
+	}
+	if s.ti != nil {
+		if e := s.ti.Close(); err == nil {
+			err = e
+		}
+		s.ti = nil
 	}
 	if e := s.log.Close(); err == nil {
 		err = e
