@@ -309,6 +309,9 @@ func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave i
 	case cut == 0 && rep.DroppedFromOffset != -1:
 		t.Errorf("%s: nothing was cut but the report says dropped from %d", label, rep.DroppedFromOffset)
 	}
+	if onDisk := logFileBytes(fs, crashDir); onDisk != l.Size() {
+		t.Errorf("%s: .log files hold %d bytes, the log %d: recovery left a cut tail on disk", label, onDisk, l.Size())
+	}
 	checkIndexesAgree(t, l, got, label)
 	checkNoLeftovers(t, fs, crashDir, label)
 
@@ -328,6 +331,9 @@ func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave i
 		t.Fatalf("%s: clean reopen after recovery: %v%s", label, err, dump())
 	}
 	defer l2.Close()
+	if rep := l2.Recovery(); rep.Recovered || rep.TruncatedBytes != 0 || rep.RebuiltIndexes != 0 {
+		t.Errorf("%s: clean reopen after a clean close repaired something: %+v", label, rep)
+	}
 	again := readBatches(t, l2, label+" (clean reopen)")
 	if len(again) != len(want) {
 		t.Fatalf("%s: clean reopen holds %d batches, want %d", label, len(again), len(want))
