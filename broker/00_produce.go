@@ -1,0 +1,159 @@
+package broker
+
+// Produce (key 0), versions 3 (the first with record batch v2) through
+// kmsg's newest (13; topics by id from v13).
+//
+// Behaviour: acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every
+// partition). Each partition's record set goes to the partition's log as
+// the leader appends it: storage validates every batch (CRC, magic 2,
+// framing, sizes, timestamps; compressed batches are decompressed only to
+// be counted and checked, and are stored as sent), assigns offsets in place
+// and appends with one write. acks=-1 completes once appended: on one node
+// the high watermark is the log end (replication will make it wait in
+// purgatory). LogAppendTime topics get the append time back. Errors per
+// partition: UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id),
+// INVALID_TOPIC_EXCEPTION, NOT_LEADER_OR_FOLLOWER, and storage's
+// CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
+// INVALID_TIMESTAMP, UNSUPPORTED_COMPRESSION_TYPE, KAFKA_STORAGE_ERROR.
+//
+// Produce is an ordered API: the requests of one connection append in
+// arrival order, which in-flight pipelining (max.in.flight > 1) relies on.
+//
+// acks=0 gets no response; as in Kafka, an acks=0 request with any failed
+// partition closes the connection, which is how the client learns of it.
+//
+// Differences from Kafka: no idempotent/transactional producer state yet
+// (sequence checks, duplicate detection: later); transactional requests
+// are appended as sent.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+func init() { register(0, 3, true, handleProduce) }
+
+func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.ProduceRequest)
+	resp := kmsg.NewPtrProduceResponse()
+	badAcks := req.Acks != -1 && req.Acks != 0 && req.Acks != 1
+	failed := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name, exists, topicErr := n.resolveTopic(r.version >= 13, t.Topic, t.TopicID)
+		for _, tp := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = tp.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			var err error
+			switch {
+			case badAcks:
+				err = kerr.InvalidRequiredAcks
+			case topicErr != nil:
+				err = topicErr
+			default:
+				err = n.producePartition(name, exists, tp, &rp)
+			}
+			if err != nil {
+				failed++
+				rp.ErrorCode = errCode(err)
+				if r.version >= 8 {
+					rp.ErrorMessage = kmsg.StringPtr(err.Error())
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Acks == 0 {
+		if failed > 0 {
+			return nil, fmt.Errorf("broker: acks=0 produce failed for %d partitions", failed)
+		}
+		return nil, nil
+	}
+	return encodeResponse(r, resp), nil
+}
+
+func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) error {
+	p := n.partition(topic, tp.Partition)
+	if p == nil {
+		return n.missingPartitionErr(topic, topicExists, tp.Partition)
+	}
+	if err := p.checkLeader(-1); err != nil {
+		return err
+	}
+	info, err := p.append(tp.Records)
+	if err != nil {
+		return err
+	}
+	rp.BaseOffset = info.FirstOffset
+	rp.LogAppendTime = info.LogAppendTime
+	rp.LogStartOffset = info.LogStartOffset
+	return nil
+}
+
+// resolveTopic finds a request's topic by name (byID false) or id. exists
+// reports that the metadata has it; err is the error every partition of a
+// topic that cannot be served carries.
+func (n *Node) resolveTopic(byID bool, name string, id [16]byte) (string, bool, error) {
+	var exists bool
+	n.view(func(st *metadata.State) {
+		if byID {
+			var t metadata.TopicInfo
+			if t, exists = st.TopicByID(uuid.UUID(id)); exists {
+				name = t.Name
+			}
+			return
+		}
+		_, exists = st.TopicByName(name)
+	})
+	switch {
+	case exists:
+		return name, true, nil
+	case byID:
+		return "", false, kerr.UnknownTopicID
+	case !legalTopicName(name):
+		return name, false, kerr.InvalidTopicException
+	}
+	return name, false, kerr.UnknownTopicOrPartition
+}
+
+// missingPartitionErr is the error for a partition this broker does not
+// host: NOT_LEADER_OR_FOLLOWER if the partition exists (another broker
+// leads it, or the log is being opened), else UNKNOWN_TOPIC_OR_PARTITION.
+func (n *Node) missingPartitionErr(topic string, topicExists bool, partition int32) error {
+	if !topicExists {
+		return kerr.UnknownTopicOrPartition
+	}
+	found := false
+	n.view(func(st *metadata.State) {
+		if t, ok := st.TopicByName(topic); ok {
+			_, found = st.Partition(t.ID, partition)
+		}
+	})
+	if found {
+		return kerr.NotLeaderForPartition
+	}
+	return kerr.UnknownTopicOrPartition
+}
+
+// legalTopicName is Kafka's rule: 1-249 of [a-zA-Z0-9._-], not "." or "..".
+func legalTopicName(s string) bool {
+	if s == "" || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range []byte(s) {
+		ok := c == '.' || c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,123 @@
+package broker
+
+// ListOffsets (key 2), versions 1 (the first returning one offset and a
+// timestamp) through kmsg's newest (11).
+//
+// Behaviour, per partition, by the requested timestamp:
+//
+//	-1 latest          the high watermark (also for read_committed: no
+//	                   transactions yet, so the last stable offset is the HW)
+//	-2 earliest        the log start offset
+//	-3 max timestamp   the record with the largest timestamp (v7+, KIP-734)
+//	-4 earliest local  the first offset on local disk (v8+, KIP-405)
+//	-5 latest tiered   -1: nothing is tiered yet (v9+, KIP-1005)
+//	>= 0               the first record whose timestamp is >= it, below the
+//	                   high watermark; offset and timestamp -1 when none
+//
+// The answer carries the leader epoch of the returned offset from the
+// log's leader-epoch cache (v4+), and checks CurrentLeaderEpoch (KIP-320).
+// Errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
+// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, INVALID_REQUEST (another
+// negative timestamp), KAFKA_STORAGE_ERROR.
+//
+// Differences from Kafka: v0 (several offsets per partition) is not served.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(2, 1, false, handleListOffsets) }
+
+// ListOffsets special timestamps.
+const (
+	listLatest         = -1
+	listEarliest       = -2
+	listMaxTimestamp   = -3
+	listEarliestLocal  = -4
+	listLatestTiered   = -5
+	listNoEpochOrValue = -1
+)
+
+func handleListOffsets(_ context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.ListOffsetsRequest)
+	resp := kmsg.NewPtrListOffsetsResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		_, exists, topicErr := n.resolveTopic(false, t.Topic, [16]byte{})
+		for _, tp := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = tp.Partition
+			rp.Offset, rp.Timestamp, rp.LeaderEpoch = listNoEpochOrValue, listNoEpochOrValue, listNoEpochOrValue
+			err := topicErr
+			if err == nil {
+				epoch := int32(-1)
+				if r.version >= 4 {
+					epoch = tp.CurrentLeaderEpoch
+				}
+				err = n.listOffset(t.Topic, exists, tp.Partition, epoch, tp.Timestamp, &rp)
+			}
+			rp.ErrorCode = errCode(err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return encodeResponse(r, resp), nil
+}
+
+func (n *Node) listOffset(topic string, exists bool, index, clientEpoch int32, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) error {
+	p := n.partition(topic, index)
+	if p == nil {
+		return n.missingPartitionErr(topic, exists, index)
+	}
+	if err := p.checkLeader(clientEpoch); err != nil {
+		return err
+	}
+	hw := p.hw.Load()
+	off, rts := int64(-1), int64(-1)
+	switch {
+	case ts == listLatest:
+		off = hw
+		rp.LeaderEpoch = p.leaderEpoch.Load()
+		rp.Offset, rp.Timestamp = off, rts
+		return nil
+	case ts == listEarliest:
+		off = p.log.LogStartOffset()
+	case ts == listEarliestLocal:
+		off = p.log.LocalLogStartOffset()
+	case ts == listMaxTimestamp:
+		off, rts = p.log.MaxTimestampOffset()
+	case ts == listLatestTiered:
+	case ts >= 0:
+		o, t, ok, err := p.log.OffsetForTimestamp(ts)
+		if err != nil {
+			return err
+		}
+		if ok && o < hw {
+			off, rts = o, t
+		}
+	default:
+		return kerr.InvalidRequest
+	}
+	rp.Offset, rp.Timestamp = off, rts
+	if off >= 0 {
+		rp.LeaderEpoch = p.epochAt(off)
+	}
+	return nil
+}
+
+// epochAt returns the leader epoch that wrote offset, from the log's
+// leader-epoch cache (-1 if the cache has no entry at or below it).
+func (p *partition) epochAt(offset int64) int32 {
+	e := int32(-1)
+	for _, ent := range p.log.LeaderEpochs().Entries() {
+		if ent.StartOffset > offset {
+			break
+		}
+		e = ent.Epoch
+	}
+	return e
+}

@@ -1,0 +1,218 @@
+package broker
+
+// Metadata (key 3), versions 0 through kmsg's newest (13).
+//
+// Behaviour: brokers are the registered, unfenced brokers of the metadata
+// image, each with its advertised listener of the name the request came in
+// on; topics are every topic (v0 empty list, v1+ null list) or the ones
+// asked for, by name or (v10+) by id, with partitions' leader, leader epoch,
+// replicas and ISR from the image. A partition without a leader carries
+// LEADER_NOT_AVAILABLE. ControllerID is the quorum leader (KRaft brokers
+// report a random live broker; we report the controller when it runs
+// here, else -1). Topic ids are returned from v10.
+//
+// Auto-creation: a topic asked for by name that does not exist is created
+// through the controller with num.partitions and default.replication.factor
+// when auto.create.topics.enable is true and the request allows it (always
+// before v4, AllowAutoTopicCreation from v4). The handler waits briefly for
+// the new topic to reach this broker's metadata view and returns it; if it
+// has not arrived, the topic carries LEADER_NOT_AVAILABLE and clients
+// retry, as with Kafka. An illegal name gets INVALID_TOPIC_EXCEPTION.
+//
+// Differences from Kafka: authorized operations are always "unknown"
+// (-2147483648) since there are no ACLs; no offline replicas are reported.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+const authorizedOpsUnknown = -2147483648
+
+// autoCreateWait bounds how long Metadata waits for an auto-created topic.
+const autoCreateWait = 2 * time.Second
+
+func init() { register(3, 0, false, handleMetadata) }
+
+func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.MetadataRequest)
+	resp := kmsg.NewPtrMetadataResponse()
+	all := req.Topics == nil || (r.version == 0 && len(req.Topics) == 0)
+
+	// Auto-create the missing topics first, so the response includes them.
+	if !all && n.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation) {
+		var missing []string
+		n.view(func(st *metadata.State) {
+			for _, t := range req.Topics {
+				if t.Topic == nil {
+					continue
+				}
+				if _, ok := st.TopicByName(*t.Topic); !ok {
+					missing = append(missing, *t.Topic)
+				}
+			}
+		})
+		created := n.autoCreate(ctx, missing)
+		for name, err := range created {
+			if err != nil {
+				st := kmsg.NewMetadataResponseTopic()
+				st.Topic = kmsg.StringPtr(name)
+				st.ErrorCode = errCode(err)
+				st.AuthorizedOperations = authorizedOpsUnknown
+				resp.Topics = append(resp.Topics, st)
+			}
+		}
+		failed := map[string]bool{}
+		for name, err := range created {
+			failed[name] = err != nil
+		}
+		filtered := req.Topics[:0:0]
+		for _, t := range req.Topics {
+			if t.Topic == nil || !failed[*t.Topic] {
+				filtered = append(filtered, t)
+			}
+		}
+		req.Topics = filtered
+	}
+
+	n.view(func(st *metadata.State) {
+		for _, b := range st.Brokers() {
+			if b.Fenced {
+				continue
+			}
+			l, ok := pickListener(b.Listeners, r.conn.listener)
+			if !ok {
+				continue
+			}
+			rb := kmsg.NewMetadataResponseBroker()
+			rb.NodeID, rb.Host, rb.Port = b.ID, l.Host, l.Port
+			if b.Rack != "" {
+				rb.Rack = kmsg.StringPtr(b.Rack)
+			}
+			resp.Brokers = append(resp.Brokers, rb)
+		}
+		if all {
+			for _, t := range st.Topics() {
+				resp.Topics = append(resp.Topics, metadataTopic(st, t))
+			}
+			return
+		}
+		for _, rt := range req.Topics {
+			var t metadata.TopicInfo
+			var ok bool
+			if rt.Topic != nil {
+				t, ok = st.TopicByName(*rt.Topic)
+			} else {
+				t, ok = st.TopicByID(uuid.UUID(rt.TopicID))
+			}
+			if !ok {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if rt.Topic == nil {
+					mt.ErrorCode = kerr.UnknownTopicID.Code
+				} else if n.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation) {
+					mt.ErrorCode = kerr.LeaderNotAvailable.Code // created, not here yet
+				}
+				mt.AuthorizedOperations = authorizedOpsUnknown
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, metadataTopic(st, t))
+		}
+	})
+	resp.ClusterID = kmsg.StringPtr(n.clusterID)
+	resp.ControllerID = n.controllerID()
+	resp.AuthorizedOperations = authorizedOpsUnknown
+	return encodeResponse(r, resp), nil
+}
+
+// autoCreate creates missing topics with the broker's defaults and waits
+// (up to autoCreateWait) for them to appear here. The result maps each
+// name to nil (created or already created meanwhile) or its error.
+func (n *Node) autoCreate(ctx context.Context, names []string) map[string]error {
+	out := map[string]error{}
+	if len(names) == 0 {
+		return out
+	}
+	req := metadata.CreateTopicsRequest{DefaultPartitions: n.cfg.NumPartitions, DefaultReplicationFactor: n.cfg.DefaultReplicationFactor}
+	for _, name := range names {
+		req.Topics = append(req.Topics, metadata.CreateTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+	}
+	ctx, cancel := context.WithTimeout(ctx, autoCreateWait)
+	defer cancel()
+	res, err := n.svc.CreateTopics(ctx, req)
+	if err != nil {
+		n.logger.Warn("broker: auto-create topics", "topics", names, "err", err)
+		return out // clients see LEADER_NOT_AVAILABLE and retry
+	}
+	var ok []string
+	for _, r := range res {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			out[r.Name] = r.Err
+			continue
+		}
+		out[r.Name] = nil
+		ok = append(ok, r.Name)
+	}
+	n.waitTopics(ctx, ok)
+	return out
+}
+
+// waitTopics waits until every named topic exists in the metadata view
+// with a leader for each partition, or ctx ends.
+func (n *Node) waitTopics(ctx context.Context, names []string) bool {
+	return n.waitMetadata(ctx, func(st *metadata.State) bool {
+		for _, name := range names {
+			t, ok := st.TopicByName(name)
+			if !ok {
+				return false
+			}
+			for _, p := range st.Partitions(t.ID) {
+				if p.Leader == metadata.NoLeader {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+func metadataTopic(st *metadata.State, t metadata.TopicInfo) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = t.ID
+	mt.AuthorizedOperations = authorizedOpsUnknown
+	for _, p := range st.Partitions(t.ID) {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		mp.Replicas = append([]int32{}, p.Replicas...)
+		mp.ISR = append([]int32{}, p.ISR...)
+		mp.OfflineReplicas = []int32{}
+		if p.Leader == metadata.NoLeader {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// pickListener returns the listener named name, else the first one.
+func pickListener(ls []metadata.Listener, name string) (metadata.Listener, bool) {
+	for _, l := range ls {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	if len(ls) > 0 {
+		return ls[0], true
+	}
+	return metadata.Listener{}, false
+}

@@ -1,0 +1,121 @@
+package broker
+
+// CreateTopics (key 19), versions 0 through kmsg's newest (7).
+//
+// Behaviour: the request goes to the controller (metadata.PlanCreateTopics
+// decides: names, counts, assignments, configs), with num.partitions and
+// default.replication.factor for counts of -1. Per-topic errors are the
+// controller's Kafka codes with a message (v1+). ValidateOnly (v1+) plans
+// without committing. On success the handler waits, within the request's
+// timeout, until each new topic has reached this broker's metadata view, so
+// a client that produces right after CreateTopics finds it. v5+ returns the
+// partition count, replication factor and the topic's configs (only the
+// ones set on the topic, as non-default); v7 the topic id.
+//
+// Differences from Kafka: configs in the v5+ response list only the
+// topic's own settings, not every default; a timeout of 0 does not skip
+// the wait for the controller (the controller always answers first).
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+func init() { register(19, 0, false, handleCreateTopics) }
+
+func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.CreateTopicsRequest)
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	creq := metadata.CreateTopicsRequest{
+		ValidateOnly:             req.ValidateOnly,
+		DefaultPartitions:        n.cfg.NumPartitions,
+		DefaultReplicationFactor: n.cfg.DefaultReplicationFactor,
+	}
+	for _, t := range req.Topics {
+		ct := metadata.CreateTopic{Name: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
+		if len(t.ReplicaAssignment) > 0 {
+			ct.Assignments = make([][]int32, len(t.ReplicaAssignment))
+			for _, a := range t.ReplicaAssignment {
+				if a.Partition < 0 || int(a.Partition) >= len(t.ReplicaAssignment) {
+					ct.Assignments = nil // malformed: let the planner reject the counts
+					ct.NumPartitions, ct.ReplicationFactor = 0, 0
+					break
+				}
+				ct.Assignments[a.Partition] = a.Replicas
+			}
+		}
+		if len(t.Configs) > 0 {
+			ct.Configs = map[string]string{}
+			for _, c := range t.Configs {
+				if c.Value != nil {
+					ct.Configs[c.Name] = *c.Value
+				}
+			}
+		}
+		creq.Topics = append(creq.Topics, ct)
+	}
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout(req.TimeoutMillis))
+	defer cancel()
+	results, err := n.svc.CreateTopics(cctx, creq)
+	if err != nil {
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, errCode(err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				rt.ErrorCode = kerr.RequestTimedOut.Code
+			}
+			rt.ErrorMessage = kmsg.StringPtr(err.Error())
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return encodeResponse(r, resp), nil
+	}
+	var created []string
+	for _, res := range results {
+		if res.Err == nil && !req.ValidateOnly {
+			created = append(created, res.Name)
+		}
+	}
+	n.waitTopics(cctx, created)
+	for _, res := range results {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = res.Name
+		rt.TopicID = res.TopicID
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		if res.Err != nil {
+			rt.ErrorCode = metadata.ErrorCode(res.Err)
+			rt.ErrorMessage = kmsg.StringPtr(res.Err.Error())
+		} else {
+			rt.NumPartitions, rt.ReplicationFactor = res.NumPartitions, res.ReplicationFactor
+			names := make([]string, 0, len(res.Configs))
+			for k := range res.Configs {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, k := range names {
+				c := kmsg.NewCreateTopicsResponseTopicConfig()
+				c.Name, c.Value = k, kmsg.StringPtr(res.Configs[k])
+				c.Source = 1 // DYNAMIC_TOPIC_CONFIG
+				rt.Configs = append(rt.Configs, c)
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return encodeResponse(r, resp), nil
+}
+
+// requestTimeout turns a request's TimeoutMillis into a duration, with 30s
+// for a missing or silly value.
+func requestTimeout(ms int32) time.Duration {
+	if ms <= 0 || ms > 5*60*1000 {
+		return 30 * time.Second
+	}
+	return time.Duration(ms) * time.Millisecond
+}

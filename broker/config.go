@@ -1,0 +1,466 @@
+package broker
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-io/strata/controller"
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage"
+)
+
+// Setting is one row of the configuration table: a Kafka property name, its
+// default (as the string a properties file would hold; "" = unset) and a
+// one-line description. [Settings] drives parsing, validation and
+// `strata serve --help`.
+type Setting struct {
+	Name    string
+	Default string
+	Doc     string
+}
+
+// Settings is the one table of everything `strata serve` understands, in
+// the order --help lists it. Names are Kafka's where Kafka has one; the
+// strata.* names are ours.
+var Settings = []Setting{
+	{"node.id", "1", "this node's id, as broker and as controller voter"},
+	{"process.roles", "broker,controller", "broker, controller, or both (combined mode)"},
+	{"listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "listeners to bind, NAME://host:port (port 0 = any)"},
+	{"advertised.listeners", "", "listeners given to clients in Metadata (default: the PLAINTEXT listener as bound)"},
+	{"controller.listener.names", "CONTROLLER", "the listener name the controller quorum uses"},
+	{"controller.quorum.voters", "1@127.0.0.1:9093", "the controller quorum, id@host:port,..."},
+	{"log.dirs", "./strata-data", "data directory (only the first of a comma-separated list is used)"},
+	{"metadata.log.dir", "", "where the metadata Raft log lives (default: the first log dir)"},
+	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener for /metrics, /healthz, /readyz, /debug/pprof (reserved: not served yet)"},
+	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
+	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1"},
+	{"auto.create.topics.enable", "true", "create a topic when Metadata asks for one that does not exist"},
+	{"socket.request.max.bytes", "104857600", "largest request accepted; a larger size prefix closes the connection before anything is allocated"},
+	{"connections.max.idle.ms", "600000", "close a connection idle for this long"},
+	{"queued.max.requests", "500", "requests read from one connection but not yet answered; the reader stops reading at this bound"},
+	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
+	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
+	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
+	{"log.roll.jitter.ms", "0", "segment.jitter.ms of topics that do not set it"},
+	{"log.index.size.max.bytes", "10485760", "segment.index.bytes of topics that do not set it"},
+	{"log.index.interval.bytes", "4096", "index.interval.bytes of topics that do not set it"},
+	{"message.max.bytes", "1048588", "max.message.bytes of topics that do not set it (whole batch size)"},
+	{"log.flush.interval.messages", "9223372036854775807", "flush.messages of topics that do not set it"},
+	{"log.flush.interval.ms", "9223372036854775807", "flush.ms of topics that do not set it"},
+	{"log.retention.ms", "604800000", "retention.ms of topics that do not set it (-1 = forever)"},
+	{"log.retention.bytes", "-1", "retention.bytes of topics that do not set it (-1 = unlimited)"},
+	{"log.local.retention.ms", "-2", "local.retention.ms of topics that do not set it (-2 = retention.ms)"},
+	{"log.local.retention.bytes", "-2", "local.retention.bytes of topics that do not set it (-2 = retention.bytes)"},
+	{"log.message.timestamp.type", "CreateTime", "message.timestamp.type of topics that do not set it"},
+	{"log.segment.delete.delay.ms", "60000", "file.delete.delay.ms of topics that do not set it"},
+	{"log.cleanup.policy", "delete", "cleanup.policy of topics that do not set it"},
+	{"log.retention.check.interval.ms", "300000", "how often retention runs"},
+	{"log.flush.scheduler.interval.ms", "1000", "how often flush.ms is checked"},
+	{"log.flush.offset.checkpoint.interval.ms", "60000", "how often recovery points are checkpointed"},
+	{"num.recovery.threads.per.data.dir", "2", "logs loaded in parallel at start"},
+	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
+	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
+	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
+	{"strata.log.level", "info", "debug, info, warn or error"},
+	{"strata.log.format", "text", "text or json"},
+}
+
+// EnvName returns the environment variable that sets name:
+// STRATA_ + name upper-cased with dots as underscores (log.dirs →
+// STRATA_LOG_DIRS).
+func EnvName(name string) string {
+	return "STRATA_" + strings.ToUpper(strings.ReplaceAll(name, ".", "_"))
+}
+
+func lookupSetting(name string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// ReadProperties parses a Kafka-style (Java) properties file: key=value or
+// key:value lines, '#' and '!' comments, blank lines, and a trailing
+// backslash continuing a line. Keys and values are trimmed.
+func ReadProperties(r io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var pending string
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		line := strings.TrimSpace(sc.Text())
+		if pending == "" && (line == "" || line[0] == '#' || line[0] == '!') {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") && !strings.HasSuffix(line, "\\\\") {
+			pending += strings.TrimSuffix(line, "\\")
+			continue
+		}
+		line, pending = pending+line, ""
+		i := strings.IndexAny(line, "=:")
+		if i <= 0 {
+			return nil, fmt.Errorf("%w: line %d: %q is not key=value", ErrInvalidConfig, lineNo, line)
+		}
+		out[strings.TrimSpace(line[:i])] = strings.TrimSpace(line[i+1:])
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("broker: read properties: %w", err)
+	}
+	if pending != "" {
+		return nil, fmt.Errorf("%w: continuation at end of file", ErrInvalidConfig)
+	}
+	return out, nil
+}
+
+// MergeProperties layers the sources of configuration, lowest precedence
+// first: the table's defaults, then file, then environment variables named
+// by [EnvName] (env as os.Environ gives it), then flags (--set name=value).
+// Names outside [Settings] are kept from file and flags (they may be
+// Kafka settings Strata ignores; [ParseConfig] reports them) but are
+// never read from the environment.
+func MergeProperties(file map[string]string, env []string, flags map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, s := range Settings {
+		if s.Default != "" {
+			out[s.Name] = s.Default
+		}
+	}
+	for k, v := range file {
+		out[k] = v
+	}
+	envVals := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			envVals[k] = v
+		}
+	}
+	for _, s := range Settings {
+		if v, ok := envVals[EnvName(s.Name)]; ok {
+			out[s.Name] = v
+		}
+	}
+	for k, v := range flags {
+		out[k] = v
+	}
+	return out
+}
+
+// Listener is one NAME://host:port entry of listeners or
+// advertised.listeners.
+type Listener struct {
+	Name string
+	Host string
+	Port int
+}
+
+// Addr returns host:port.
+func (l Listener) Addr() string { return net.JoinHostPort(l.Host, strconv.Itoa(l.Port)) }
+
+// String renders the listener as Kafka spells it.
+func (l Listener) String() string { return l.Name + "://" + l.Addr() }
+
+// ParseListeners parses "PLAINTEXT://127.0.0.1:9092,CONTROLLER://:9093".
+func ParseListeners(s string) ([]Listener, error) {
+	var out []Listener
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, addr, ok := strings.Cut(part, "://")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%w: listener %q is not NAME://host:port", ErrInvalidConfig, part)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: listener %q: %v", ErrInvalidConfig, part, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 0 || p > 65535 {
+			return nil, fmt.Errorf("%w: listener %q has a bad port", ErrInvalidConfig, part)
+		}
+		for _, o := range out {
+			if o.Name == strings.ToUpper(name) {
+				return nil, fmt.Errorf("%w: listener name %s repeated", ErrInvalidConfig, name)
+			}
+		}
+		out = append(out, Listener{Name: strings.ToUpper(name), Host: host, Port: p})
+	}
+	return out, nil
+}
+
+// Config is a parsed, validated node configuration. [ParseConfig] builds
+// it from properties; tests may build it by hand from [DefaultConfig].
+type Config struct {
+	NodeID                   int32
+	Roles                    []controller.Role
+	Listeners                []Listener // every listener, CONTROLLER included
+	AdvertisedListeners      []Listener // nil: the bound client listeners
+	ControllerListenerName   string
+	QuorumVoters             []controller.Voter
+	LogDir                   string
+	MetadataLogDir           string
+	AdminListener            string
+	NumPartitions            int32
+	DefaultReplicationFactor int16
+	AutoCreateTopics         bool
+	SocketRequestMaxBytes    int32
+	ConnectionsMaxIdle       time.Duration
+	QueuedMaxRequests        int
+	ShutdownTimeout          time.Duration
+
+	// Storage holds the broker-level defaults of topic configs (log.*).
+	Storage                storage.Config
+	RetentionCheckInterval time.Duration
+	FlushCheckInterval     time.Duration
+	CheckpointInterval     time.Duration
+	RecoveryThreads        int
+
+	BrokerSessionTimeout    time.Duration
+	BrokerHeartbeatInterval time.Duration
+	ElectionTimeout         time.Duration
+
+	LogLevel  slog.Level
+	LogFormat string
+
+	// Props is the merged property map the Config was parsed from.
+	Props map[string]string
+	// Unknown lists property names outside [Settings] (ignored).
+	Unknown []string
+}
+
+// DefaultConfig returns the configuration of the table's defaults.
+func DefaultConfig() Config {
+	c, err := ParseConfig(MergeProperties(nil, nil, nil))
+	if err != nil {
+		panic("broker: defaults do not parse: " + err.Error())
+	}
+	return c
+}
+
+// ClientListeners returns the listeners that serve Kafka clients: every
+// listener but the controller's.
+func (c *Config) ClientListeners() []Listener {
+	var out []Listener
+	for _, l := range c.Listeners {
+		if l.Name != c.ControllerListenerName {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (c *Config) hasRole(r controller.Role) bool {
+	for _, x := range c.Roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseConfig parses and validates merged properties (see
+// [MergeProperties]). Errors wrap [ErrInvalidConfig] and name the setting.
+func ParseConfig(props map[string]string) (Config, error) {
+	c := Config{Props: props}
+	var firstErr error
+	bad := func(name, v string, why string) {
+		if firstErr == nil {
+			firstErr = fmt.Errorf("%w: %s=%q: %s", ErrInvalidConfig, name, v, why)
+		}
+	}
+	get := func(name string) string {
+		if v, ok := props[name]; ok {
+			return strings.TrimSpace(v)
+		}
+		s, _ := lookupSetting(name)
+		return s.Default
+	}
+	i64 := func(name string, min int64) int64 {
+		v := get(name)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			bad(name, v, "not an integer")
+			return 0
+		}
+		if n < min {
+			bad(name, v, fmt.Sprintf("below %d", min))
+		}
+		return n
+	}
+	ms := func(name string, min int64) time.Duration {
+		n := i64(name, min)
+		if n > int64(time.Duration(1<<62)/time.Millisecond) {
+			return time.Duration(1 << 62)
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	boolean := func(name string) bool {
+		v := get(name)
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad(name, v, "not a boolean")
+		}
+		return b
+	}
+
+	c.NodeID = int32(i64("node.id", 1))
+	if c.NodeID > 1<<30 {
+		bad("node.id", get("node.id"), "too large")
+	}
+	for _, r := range strings.Split(get("process.roles"), ",") {
+		role := controller.Role(strings.TrimSpace(r))
+		if role != controller.RoleBroker && role != controller.RoleController {
+			bad("process.roles", get("process.roles"), "roles are broker and controller")
+		}
+		c.Roles = append(c.Roles, role)
+	}
+	c.ControllerListenerName = strings.ToUpper(strings.TrimSpace(strings.Split(get("controller.listener.names"), ",")[0]))
+	var err error
+	if c.Listeners, err = ParseListeners(get("listeners")); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if v := get("advertised.listeners"); v != "" {
+		if c.AdvertisedListeners, err = ParseListeners(v); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if c.QuorumVoters, err = controller.ParseVoters(get("controller.quorum.voters")); err != nil && firstErr == nil {
+		firstErr = fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	c.LogDir = strings.TrimSpace(strings.Split(get("log.dirs"), ",")[0])
+	if c.LogDir == "" {
+		bad("log.dirs", get("log.dirs"), "empty")
+	}
+	c.MetadataLogDir = get("metadata.log.dir")
+	if c.MetadataLogDir == "" {
+		c.MetadataLogDir = c.LogDir
+	}
+	c.AdminListener = get("admin.listener")
+	c.NumPartitions = int32(i64("num.partitions", 1))
+	c.DefaultReplicationFactor = int16(i64("default.replication.factor", 1))
+	c.AutoCreateTopics = boolean("auto.create.topics.enable")
+	c.SocketRequestMaxBytes = int32(min(i64("socket.request.max.bytes", 64), 1<<31-1))
+	c.ConnectionsMaxIdle = ms("connections.max.idle.ms", 1)
+	c.QueuedMaxRequests = int(min(i64("queued.max.requests", 1), 1<<20))
+	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
+
+	s := storage.DefaultConfig()
+	s.SegmentBytes = i64("log.segment.bytes", 14)
+	s.SegmentMs = i64("log.roll.ms", 1)
+	s.SegmentJitterMs = i64("log.roll.jitter.ms", 0)
+	s.SegmentIndexBytes = int(min(i64("log.index.size.max.bytes", 4), 1<<31-1))
+	s.IndexIntervalBytes = int(min(i64("log.index.interval.bytes", 0), 1<<31-1))
+	s.MaxMessageBytes = int(min(i64("message.max.bytes", 0), 1<<31-1))
+	s.FlushMessages = i64("log.flush.interval.messages", 1)
+	s.FlushMs = i64("log.flush.interval.ms", 0)
+	s.RetentionMs = i64("log.retention.ms", -1)
+	s.RetentionBytes = i64("log.retention.bytes", -1)
+	s.LocalRetentionMs = i64("log.local.retention.ms", -2)
+	s.LocalRetentionBytes = i64("log.local.retention.bytes", -2)
+	switch v := get("log.message.timestamp.type"); v {
+	case "CreateTime":
+		s.TimestampType = batch.TimestampType(0)
+	case "LogAppendTime":
+		s.TimestampType = batch.TimestampType(1)
+	default:
+		bad("log.message.timestamp.type", v, "CreateTime or LogAppendTime")
+	}
+	s.FileDeleteDelayMs = i64("log.segment.delete.delay.ms", 0)
+	s.CleanupPolicy = get("log.cleanup.policy")
+	if s.CleanupPolicy != "delete" {
+		bad("log.cleanup.policy", s.CleanupPolicy, "only delete is supported")
+	}
+	c.Storage = s
+	c.RetentionCheckInterval = ms("log.retention.check.interval.ms", 1)
+	c.FlushCheckInterval = ms("log.flush.scheduler.interval.ms", 1)
+	c.CheckpointInterval = ms("log.flush.offset.checkpoint.interval.ms", 1)
+	c.RecoveryThreads = int(min(i64("num.recovery.threads.per.data.dir", 1), 64))
+	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)
+	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms", 1)
+	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
+	if err := c.LogLevel.UnmarshalText([]byte(get("strata.log.level"))); err != nil {
+		bad("strata.log.level", get("strata.log.level"), "debug, info, warn or error")
+	}
+	c.LogFormat = get("strata.log.format")
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("strata.log.format", c.LogFormat, "text or json")
+	}
+	for k := range props {
+		if _, ok := lookupSetting(k); !ok {
+			c.Unknown = append(c.Unknown, k)
+		}
+	}
+	sort.Strings(c.Unknown)
+	if firstErr != nil {
+		return c, firstErr
+	}
+	return c, c.validate()
+}
+
+func (c *Config) validate() error {
+	if !c.hasRole(controller.RoleBroker) {
+		return fmt.Errorf("%w: process.roles must include broker (a controller-only node is not built yet)", ErrInvalidConfig)
+	}
+	if len(c.ClientListeners()) == 0 {
+		return fmt.Errorf("%w: listeners has no client listener", ErrInvalidConfig)
+	}
+	for _, l := range c.ClientListeners() {
+		if l.Name != "PLAINTEXT" {
+			return fmt.Errorf("%w: listener %s: only PLAINTEXT is supported", ErrInvalidConfig, l.Name)
+		}
+	}
+	if c.hasRole(controller.RoleController) {
+		found := false
+		for _, l := range c.Listeners {
+			found = found || l.Name == c.ControllerListenerName
+		}
+		if !found {
+			return fmt.Errorf("%w: process.roles has controller but listeners has no %s listener", ErrInvalidConfig, c.ControllerListenerName)
+		}
+	}
+	if c.BrokerHeartbeatInterval >= c.BrokerSessionTimeout {
+		return fmt.Errorf("%w: broker.heartbeat.interval.ms must be below broker.session.timeout.ms", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// controllerConfig builds the controller's configuration from the node's.
+func (c *Config) controllerConfig(listenAddr string, voters []controller.Voter, logger *slog.Logger) controller.Config {
+	tick := controller.DefaultTickInterval
+	return controller.Config{
+		NodeID:                  c.NodeID,
+		Roles:                   c.Roles,
+		Voters:                  voters,
+		ListenerName:            c.ControllerListenerName,
+		ListenAddr:              listenAddr,
+		MetadataLogDir:          c.MetadataLogDir,
+		BrokerSessionTimeout:    c.BrokerSessionTimeout,
+		BrokerHeartbeatInterval: c.BrokerHeartbeatInterval,
+		TickInterval:            tick,
+		ElectionTicks:           max(int(c.ElectionTimeout/tick), 2),
+		Logger:                  logger,
+	}
+}
+
+// Help writes the settings table: name, default, description.
+func Help(w io.Writer) {
+	for _, s := range Settings {
+		d := s.Default
+		if d == "" {
+			d = "(unset)"
+		}
+		fmt.Fprintf(w, "  %-42s default %s\n      %s (env %s)\n", s.Name, d, s.Doc, EnvName(s.Name))
+	}
+}

@@ -1,0 +1,339 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request framing, as read by conn.readLoop (all integers big endian):
+//
+//	+------------+---------+-------------+----------------+-----------------------+--------------+------+
+//	| size int32 | key i16 | version i16 | correlation i32| client id (i16 len,   | tagged fields| body |
+//	| (excludes  |         |             |                | -1 = null) | uvarint | (header v2:  |      |
+//	|  itself)   |         |             |                |                       |  flexible)   |      |
+//	+------------+---------+-------------+----------------+-----------------------+--------------+------+
+//
+// Response framing, as built by encodeResponse:
+//
+//	+------------+----------------+------------------------------+------+
+//	| size int32 | correlation i32| tagged fields (header v1:    | body |
+//	|            |                | flexible, except ApiVersions)|      |
+//	+------------+----------------+------------------------------+------+
+const (
+	sizeLen         = 4
+	minRequestBytes = 2 + 2 + 4 + 2 // key, version, correlation id, client id length
+	writeTimeout    = 30 * time.Second
+)
+
+// request is one decoded request as a handler sees it.
+type request struct {
+	key, version  int16
+	correlationID int32
+	clientID      string
+	msg           kmsg.Request
+	conn          *conn
+}
+
+// slot is one request's place in the connection's response order. The
+// handler fills f (or err) and closes done.
+type slot struct {
+	done chan struct{}
+	f    *frame
+	err  error
+}
+
+// conn is one client connection: a reader goroutine that decodes requests
+// and dispatches them, and a writer goroutine that sends responses strictly
+// in request order.
+//
+// The queue is the in-flight bound: the reader pushes a slot per request
+// before dispatching it and blocks when queued.max.requests slots are
+// waiting to be written; the writer pops them in order, waiting for each
+// to be done.
+type conn struct {
+	n        *Node
+	nc       net.Conn
+	listener string
+	logger   *slog.Logger
+
+	ctx    context.Context // cancelled when the connection dies
+	cancel context.CancelFunc
+	queue  chan *slot
+	// pending counts slots pushed and not yet written, for idle detection.
+	pending  atomic.Int32
+	stopRead atomic.Bool // shutdown: the reader stops at the next frame boundary
+	handlers sync.WaitGroup
+	killOnce sync.Once
+	done     chan struct{} // closed when the writer has finished
+}
+
+func newConn(n *Node, nc net.Conn, listener string) *conn {
+	ctx, cancel := context.WithCancel(n.ctx)
+	return &conn{
+		n: n, nc: nc, listener: listener,
+		logger: n.logger.With("remote", nc.RemoteAddr().String(), "listener", listener),
+		ctx:    ctx, cancel: cancel,
+		queue: make(chan *slot, n.cfg.QueuedMaxRequests),
+		done:  make(chan struct{}),
+	}
+}
+
+func (c *conn) serve() {
+	go c.writeLoop()
+	c.readLoop()
+}
+
+// kill closes the socket at once: for malformed input, write errors and
+// forced shutdown. Queued responses are dropped.
+func (c *conn) kill(reason error) {
+	c.killOnce.Do(func() {
+		if reason != nil && !errors.Is(reason, io.EOF) && !errors.Is(reason, net.ErrClosed) {
+			c.logger.Info("broker: closing connection", "reason", reason)
+		}
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+// shutdown asks the reader to stop at the next frame boundary; in-flight
+// requests are still answered, then the connection closes.
+func (c *conn) shutdown() {
+	c.stopRead.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) readLoop() {
+	defer close(c.queue)
+	br := bufio.NewReaderSize(c.nc, 32<<10)
+	var sizeBuf [sizeLen]byte
+	idle := c.n.cfg.ConnectionsMaxIdle
+	for {
+		if c.stopRead.Load() {
+			return
+		}
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+		got, err := io.ReadFull(br, sizeBuf[:])
+		if err != nil {
+			var ne net.Error
+			if got == 0 && errors.As(err, &ne) && ne.Timeout() && !c.stopRead.Load() {
+				if c.pending.Load() > 0 {
+					continue // a long poll or a slow handler: not idle
+				}
+				c.kill(fmt.Errorf("idle for %v", idle))
+				return
+			}
+			if got > 0 {
+				c.kill(fmt.Errorf("%w: truncated size prefix: %v", ErrMalformedRequest, err))
+			}
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		// Enforce the limit before allocating anything for the body.
+		if size > c.n.cfg.SocketRequestMaxBytes {
+			c.kill(fmt.Errorf("%w: %d bytes > socket.request.max.bytes %d", ErrRequestTooLarge, size, c.n.cfg.SocketRequestMaxBytes))
+			return
+		}
+		if size < minRequestBytes {
+			c.kill(fmt.Errorf("%w: size %d", ErrMalformedRequest, size))
+			return
+		}
+		body := make([]byte, size)
+		if _, err := io.ReadFull(br, body); err != nil {
+			c.kill(fmt.Errorf("%w: truncated frame: %v", ErrMalformedRequest, err))
+			return
+		}
+		if err := c.dispatch(body); err != nil {
+			c.kill(err)
+			return
+		}
+	}
+}
+
+// dispatch decodes one frame and runs its handler. An error closes the
+// connection.
+func (c *conn) dispatch(b []byte) error {
+	r := &request{conn: c}
+	r.key = int16(binary.BigEndian.Uint16(b[0:]))
+	r.version = int16(binary.BigEndian.Uint16(b[2:]))
+	r.correlationID = int32(binary.BigEndian.Uint32(b[4:]))
+	a := apis[r.key]
+	if a == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownAPI, r.key)
+	}
+	rest := b[8:]
+	idLen := int16(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if idLen > 0 {
+		if int(idLen) > len(rest) {
+			return fmt.Errorf("%w: client id length %d", ErrMalformedRequest, idLen)
+		}
+		r.clientID = string(rest[:idLen])
+		rest = rest[idLen:]
+	}
+	if r.version < a.min || r.version > a.max {
+		if r.key == apiVersionsKey {
+			// KIP-511: answer an unknown ApiVersions version with v0.
+			return c.enqueue(a, r, func(context.Context) (*frame, error) {
+				return apiVersionsFallback(r), nil
+			})
+		}
+		return fmt.Errorf("%w: %s v%d not in [%d, %d]", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, a.min, a.max)
+	}
+	r.msg = kmsg.RequestForKey(r.key)
+	r.msg.SetVersion(r.version)
+	if r.msg.IsFlexible() {
+		var err error
+		if rest, err = skipTags(rest); err != nil {
+			return err
+		}
+	}
+	if err := r.msg.ReadFrom(rest); err != nil {
+		return fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, err)
+	}
+	return c.enqueue(a, r, func(ctx context.Context) (*frame, error) { return a.fn(ctx, c.n, r) })
+}
+
+// enqueue takes the request's place in the response order (blocking while
+// the in-flight bound is reached) and runs the handler: inline for ordered
+// APIs, on its own goroutine for the others.
+func (c *conn) enqueue(a *api, r *request, fn func(context.Context) (*frame, error)) error {
+	s := &slot{done: make(chan struct{})}
+	c.pending.Add(1)
+	select {
+	case c.queue <- s:
+	case <-c.ctx.Done():
+		c.pending.Add(-1)
+		return c.ctx.Err()
+	}
+	run := func() {
+		defer close(s.done)
+		defer func() {
+			if p := recover(); p != nil {
+				s.f, s.err = nil, fmt.Errorf("broker: panic in %s v%d handler: %v", kmsg.NameForKey(r.key), r.version, p)
+				c.logger.Error("broker: handler panicked", "api", kmsg.NameForKey(r.key), "version", r.version, "panic", p)
+			}
+		}()
+		s.f, s.err = fn(c.ctx)
+	}
+	if a.ordered {
+		run()
+		if s.err != nil {
+			return s.err
+		}
+		return nil
+	}
+	c.handlers.Add(1)
+	go func() {
+		defer c.handlers.Done()
+		run()
+	}()
+	return nil
+}
+
+// writeLoop sends responses in request order. After a write error it keeps
+// draining (so every frame's views are released) without writing.
+func (c *conn) writeLoop() {
+	defer close(c.done)
+	defer c.nc.Close()
+	dead := false
+	for s := range c.queue {
+		select {
+		case <-s.done:
+		case <-c.ctx.Done():
+			<-s.done // handlers watch ctx; they finish promptly
+		}
+		c.pending.Add(-1)
+		if s.err != nil && !dead {
+			dead = true
+			c.kill(s.err)
+		}
+		if s.f == nil {
+			continue
+		}
+		if !dead {
+			c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if err := s.f.writeTo(c.nc); err != nil {
+				dead = true
+				c.kill(fmt.Errorf("broker: write response: %w", err))
+			}
+		}
+		s.f.release()
+	}
+	c.handlers.Wait()
+}
+
+// skipTags skips a tagged-field section (KIP-482): a uvarint count, then
+// per field a uvarint tag, a uvarint size and the bytes.
+func skipTags(b []byte) ([]byte, error) {
+	n, l := binary.Uvarint(b)
+	if l <= 0 {
+		return nil, fmt.Errorf("%w: bad tag count", ErrMalformedRequest)
+	}
+	b = b[l:]
+	for range n {
+		_, l = binary.Uvarint(b)
+		if l <= 0 {
+			return nil, fmt.Errorf("%w: bad tag", ErrMalformedRequest)
+		}
+		b = b[l:]
+		size, l := binary.Uvarint(b)
+		if l <= 0 || size > uint64(len(b)-l) {
+			return nil, fmt.Errorf("%w: bad tag size", ErrMalformedRequest)
+		}
+		b = b[l+int(size):]
+	}
+	return b, nil
+}
+
+// responseHeaderFlexible reports whether the response to r uses header v1
+// (with tagged fields): flexible versions, except ApiVersions, whose
+// response header is always v0 so a client can read it before knowing the
+// broker's versions.
+func responseHeaderFlexible(r *request) bool {
+	return r.key != apiVersionsKey && r.msg != nil && r.msg.IsFlexible()
+}
+
+// encodeResponse builds the frame of a kmsg response to r.
+func encodeResponse(r *request, resp kmsg.Response) *frame {
+	resp.SetVersion(r.version)
+	buf := make([]byte, sizeLen, 256)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(r.correlationID))
+	if responseHeaderFlexible(r) {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-sizeLen))
+	return &frame{buf: buf}
+}
+
+// errCode returns the Kafka error code err carries: 0 for nil, the code
+// of a wrapped *kerr.Error, UNKNOWN_SERVER_ERROR otherwise.
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return kerr.RequestTimedOut.Code
+	}
+	if errors.Is(err, os.ErrClosed) {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.UnknownServerError.Code
+}

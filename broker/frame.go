@@ -1,0 +1,98 @@
+package broker
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// frame is one encoded response: buf holds every byte the broker builds
+// (size prefix, header, body), and splices say where record bytes from
+// segment files go between them. writeTo sends buf[:s0.at], then s0's file
+// region, then buf[s0.at:s1.at], then s1's region, and so on: record data
+// never enters the Go heap on the sendfile path.
+type frame struct {
+	buf     []byte
+	splices []splice // ascending at
+}
+
+// splice is a file region sent at position at of the frame's buf.
+type splice struct {
+	at   int
+	view storage.ReadView
+}
+
+// size is the number of bytes the frame puts on the wire.
+func (f *frame) size() int64 {
+	n := int64(len(f.buf))
+	for _, s := range f.splices {
+		n += s.view.Size
+	}
+	return n
+}
+
+func (f *frame) release() {
+	for _, s := range f.splices {
+		s.view.Release()
+	}
+	f.splices = nil
+}
+
+func (f *frame) writeTo(nc net.Conn) error {
+	pos := 0
+	for _, s := range f.splices {
+		if _, err := nc.Write(f.buf[pos:s.at]); err != nil {
+			return err
+		}
+		pos = s.at
+		if err := sendView(nc, s.view); err != nil {
+			return err
+		}
+	}
+	_, err := nc.Write(f.buf[pos:])
+	return err
+}
+
+var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+// sendView sends a view's file region: with sendfile(2) when the file is an
+// OS file and the connection a TCP socket, else through a pooled buffer
+// (MemFS, errfs, TLS later).
+func sendView(nc net.Conn, v storage.ReadView) error {
+	if v.Size == 0 {
+		return nil
+	}
+	if of, ok := v.File.(vfs.OSFile); ok {
+		if tc, ok := nc.(*net.TCPConn); ok {
+			if done, err := sendfile(tc, of.OSFile(), v.Pos, v.Size); done {
+				return err
+			}
+		}
+	}
+	return copyView(nc, v)
+}
+
+func copyView(w io.Writer, v storage.ReadView) error {
+	bp := copyBufPool.Get().(*[]byte)
+	defer copyBufPool.Put(bp)
+	buf := *bp
+	for off, end := v.Pos, v.Pos+v.Size; off < end; {
+		n := int(min(int64(len(buf)), end-off))
+		got, err := v.File.ReadAt(buf[:n], off)
+		if got < n {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("broker: read segment: %w", err)
+		}
+		if _, err := w.Write(buf[:n]); err != nil {
+			return err
+		}
+		off += int64(n)
+	}
+	return nil
+}

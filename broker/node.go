@@ -1,0 +1,731 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/controller"
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage"
+)
+
+// Options are what [Open] builds a [Node] from. Only Config is required.
+type Options struct {
+	Config Config
+	// Logger, nil means slog.Default().
+	Logger *slog.Logger
+	// Registry receives the controller's metrics; nil registers nowhere.
+	Registry prometheus.Registerer
+	// StartTimeout bounds Open's wait for the controller to accept this
+	// broker (0 = 30s).
+	StartTimeout time.Duration
+}
+
+// Node is one Strata process: a broker, and in combined mode the
+// controller too. It serves Kafka clients on its PLAINTEXT listeners from
+// the partitions the controller's metadata says it leads.
+//
+// All methods are safe for concurrent use.
+type Node struct {
+	cfg       Config
+	logger    *slog.Logger
+	ctx       context.Context // cancelled by Close: long polls return, loops stop
+	cancel    context.CancelFunc
+	clusterID string
+
+	store *storage.Manager
+	ctl   *controller.Controller // nil when this node is broker-only
+	svc   controller.Service
+
+	lns        []net.Listener // client listeners, in Config order
+	lnNames    []string
+	advertised []metadata.Listener
+	ctlAddr    string
+
+	connMu sync.Mutex // guards conns
+	conns  map[*conn]struct{}
+
+	metaMu     sync.RWMutex // guards meta, metaNotify, topicCfgs
+	meta       *metadata.State
+	metaNotify chan struct{} // closed and replaced after each applied delta
+	reconciled int64         // the metadata offset the hosted partitions match
+	topicCfgs  map[string]map[string]string
+
+	partsMu sync.RWMutex // guards parts
+	parts   map[tpKey]*partition
+
+	brokerEpoch atomic.Int64
+	fenced      atomic.Bool
+
+	loops     sync.WaitGroup // accept loops, metadata follower, heartbeats
+	connWG    sync.WaitGroup // connections
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type tpKey struct {
+	topic     string
+	partition int32
+}
+
+// Open starts a node: the storage manager on log.dirs, the client
+// listeners, the controller (combined mode) or a client of the quorum, the
+// metadata follower, the broker registration and heartbeats. It returns
+// once the controller has unfenced this broker, with every listener
+// accepting. Close stops everything.
+func Open(o Options) (n *Node, err error) {
+	cfg := o.Config
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if cfg.QueuedMaxRequests <= 0 || cfg.SocketRequestMaxBytes <= 0 || cfg.ConnectionsMaxIdle <= 0 {
+		return nil, fmt.Errorf("%w: connection limits unset (build Config with ParseConfig or DefaultConfig)", ErrInvalidConfig)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n = &Node{
+		cfg: cfg, logger: o.Logger, ctx: ctx, cancel: cancel,
+		conns: map[*conn]struct{}{}, meta: metadata.NewState(), metaNotify: make(chan struct{}),
+		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{},
+	}
+	n.fenced.Store(true)
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: create log dir: %w", err)
+	}
+	if n.clusterID, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
+		return nil, err
+	}
+	n.store, err = storage.OpenManager(storage.ManagerOptions{
+		Dir: cfg.LogDir, Default: cfg.Storage, Logger: o.Logger,
+		RetentionCheckInterval: cfg.RetentionCheckInterval, FlushCheckInterval: cfg.FlushCheckInterval,
+		CheckpointInterval: cfg.CheckpointInterval, RecoveryThreads: cfg.RecoveryThreads,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.store.Start()
+
+	for _, l := range cfg.ClientListeners() {
+		ln, err := net.Listen("tcp", l.Addr())
+		if err != nil {
+			return nil, fmt.Errorf("broker: listen %s: %w", l, err)
+		}
+		n.lns = append(n.lns, ln)
+		n.lnNames = append(n.lnNames, l.Name)
+	}
+	n.advertised = n.advertisedListeners()
+
+	if cfg.hasRole(controller.RoleController) {
+		if err := n.startController(o); err != nil {
+			return nil, err
+		}
+	} else {
+		addrs := make([]string, len(cfg.QuorumVoters))
+		for i, v := range cfg.QuorumVoters {
+			addrs[i] = v.Addr
+		}
+		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs})
+	}
+
+	n.loops.Add(1)
+	go func() { defer n.loops.Done(); n.followMetadata() }()
+
+	startCtx, startCancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer startCancel()
+	if err := n.register(startCtx); err != nil {
+		return nil, err
+	}
+	n.loops.Add(1)
+	go func() { defer n.loops.Done(); n.heartbeatLoop() }()
+	if err := n.waitUnfenced(startCtx); err != nil {
+		return nil, err
+	}
+	n.removeStrayLogs()
+	n.loops.Add(1)
+	go func() {
+		defer n.loops.Done()
+		select {
+		case err := <-n.store.Failed():
+			// Kafka stops a broker whose only log dir is offline.
+			n.logger.Error("broker: data directory failed, stopping", "err", err)
+			n.cancel()
+		case <-n.ctx.Done():
+		}
+	}()
+	for i, ln := range n.lns {
+		n.loops.Add(1)
+		go func() { defer n.loops.Done(); n.acceptLoop(ln, n.lnNames[i]) }()
+	}
+	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.clusterID, "listeners", n.Addrs())
+	return n, nil
+}
+
+// startController binds the CONTROLLER listener and opens the controller.
+// A quorum of one whose only voter is this node takes the bound address
+// (so port 0 works in tests).
+func (n *Node) startController(o Options) error {
+	var addr string
+	for _, l := range n.cfg.Listeners {
+		if l.Name == n.cfg.ControllerListenerName {
+			addr = l.Addr()
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("broker: listen %s://%s: %w", n.cfg.ControllerListenerName, addr, err)
+	}
+	voters := append([]controller.Voter(nil), n.cfg.QuorumVoters...)
+	if len(voters) == 1 && voters[0].ID == n.cfg.NodeID {
+		voters[0].Addr = ln.Addr().String()
+	}
+	n.ctl, err = controller.Open(controller.Options{
+		Config:   n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
+		Listener: ln,
+		Registry: o.Registry,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	n.svc = n.ctl
+	n.ctlAddr = ln.Addr().String()
+	return nil
+}
+
+// advertisedListeners returns what this broker registers: advertised.listeners
+// if set, else the bound client listeners.
+func (n *Node) advertisedListeners() []metadata.Listener {
+	var out []metadata.Listener
+	if len(n.cfg.AdvertisedListeners) > 0 {
+		for _, l := range n.cfg.AdvertisedListeners {
+			out = append(out, metadata.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: "PLAINTEXT"})
+		}
+		return out
+	}
+	for i, ln := range n.lns {
+		a := ln.Addr().(*net.TCPAddr)
+		host := a.IP.String()
+		if a.IP.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		out = append(out, metadata.Listener{Name: n.lnNames[i], Host: host, Port: int32(a.Port), SecurityProtocol: "PLAINTEXT"})
+	}
+	return out
+}
+
+// Addrs returns the bound address of every listener by name
+// (PLAINTEXT, CONTROLLER).
+func (n *Node) Addrs() map[string]string {
+	out := map[string]string{}
+	for i, ln := range n.lns {
+		out[n.lnNames[i]] = ln.Addr().String()
+	}
+	if n.ctlAddr != "" {
+		out[n.cfg.ControllerListenerName] = n.ctlAddr
+	}
+	return out
+}
+
+// Addr returns the bound address of the first client listener.
+func (n *Node) Addr() string { return n.lns[0].Addr().String() }
+
+// ClusterID returns the cluster id from meta.properties.
+func (n *Node) ClusterID() string { return n.clusterID }
+
+// Done is closed when Close starts, or when the data directory fails.
+func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
+
+// Close stops accepting, lets in-flight requests finish (up to
+// strata.shutdown.timeout.ms, then closes connections), stops the
+// heartbeats, the metadata follower and the controller, and closes the
+// storage manager, which flushes every log and writes the clean-shutdown
+// marker. Idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		for _, ln := range n.lns {
+			ln.Close()
+		}
+		n.connMu.Lock()
+		conns := make([]*conn, 0, len(n.conns))
+		for c := range n.conns {
+			conns = append(conns, c)
+			c.shutdown()
+		}
+		n.connMu.Unlock()
+		drained := make(chan struct{})
+		go func() {
+			for _, c := range conns {
+				<-c.done
+			}
+			close(drained)
+		}()
+		select {
+		case <-drained:
+		case <-time.After(n.cfg.ShutdownTimeout):
+			n.logger.Warn("broker: shutdown timeout, closing connections with requests in flight")
+		}
+		n.cancel() // wakes long polls and stops the loops
+		for _, c := range conns {
+			c.kill(nil)
+		}
+		n.connWG.Wait()
+		n.loops.Wait()
+		var errs []error
+		if n.ctl != nil {
+			errs = append(errs, n.ctl.Close())
+		} else if cl, ok := n.svc.(*controller.Client); ok {
+			errs = append(errs, cl.Close())
+		}
+		if n.store != nil {
+			errs = append(errs, n.store.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+func (n *Node) acceptLoop(ln net.Listener, name string) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if n.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				n.logger.Warn("broker: accept", "err", err)
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return
+		}
+		c := newConn(n, nc, name)
+		n.connMu.Lock()
+		if n.ctx.Err() != nil {
+			n.connMu.Unlock()
+			nc.Close()
+			return
+		}
+		n.conns[c] = struct{}{}
+		n.connWG.Add(1)
+		n.connMu.Unlock()
+		go func() {
+			defer n.connWG.Done()
+			c.serve()
+			<-c.done
+			n.connMu.Lock()
+			delete(n.conns, c)
+			n.connMu.Unlock()
+		}()
+	}
+}
+
+// register registers this broker with the controller, retrying until the
+// quorum has a leader or ctx ends.
+func (n *Node) register(ctx context.Context) error {
+	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: uuid.New(), Listeners: n.advertised}
+	for {
+		resp, err := n.svc.RegisterBroker(ctx, req)
+		if err == nil {
+			n.brokerEpoch.Store(resp.BrokerEpoch)
+			return nil
+		}
+		n.logger.Debug("broker: registration failed, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("broker: register with the controller: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// heartbeatLoop heartbeats every 50ms while fenced (to be unfenced as soon
+// as the metadata follower has caught up), then every
+// broker.heartbeat.interval.ms.
+func (n *Node) heartbeatLoop() {
+	for {
+		every := n.cfg.BrokerHeartbeatInterval
+		if n.fenced.Load() {
+			every = 50 * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.BrokerSessionTimeout)
+		resp, err := n.svc.BrokerHeartbeat(ctx, metadata.BrokerHeartbeatRequest{
+			BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(), CurrentMetadataOffset: n.metadataOffset(),
+		})
+		cancel()
+		if err == nil {
+			n.fenced.Store(resp.IsFenced)
+		} else if n.ctx.Err() == nil {
+			n.logger.Warn("broker: heartbeat failed", "err", err)
+			if metadata.ErrorCode(err) == kerr.StaleBrokerEpoch.Code {
+				// The controller dropped our registration: register again.
+				if rerr := n.register(n.ctx); rerr != nil {
+					return
+				}
+			}
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+func (n *Node) waitUnfenced(ctx context.Context) error {
+	for n.fenced.Load() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("broker: waiting to be unfenced: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (n *Node) metadataOffset() int64 {
+	n.metaMu.RLock()
+	defer n.metaMu.RUnlock()
+	return n.meta.Offset()
+}
+
+// followMetadata applies the controller's metadata log to this broker's
+// view and reconciles the partitions after each delta. After a broken
+// stream it watches again from the last applied offset + 1.
+func (n *Node) followMetadata() {
+	for n.ctx.Err() == nil {
+		w, err := n.svc.Watch(n.ctx, n.metadataOffset()+1)
+		if err != nil {
+			if n.ctx.Err() == nil {
+				n.logger.Warn("broker: watch metadata", "err", err)
+			}
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		for {
+			d, err := w.Next(n.ctx)
+			if err != nil {
+				if n.ctx.Err() == nil {
+					n.logger.Warn("broker: metadata stream ended", "err", err)
+				}
+				break
+			}
+			n.applyDelta(d)
+		}
+		w.Close()
+	}
+}
+
+func (n *Node) applyDelta(d controller.Delta) {
+	n.metaMu.Lock()
+	if d.Image != nil {
+		n.meta = d.Image
+	} else if d.Offset > n.meta.Offset() {
+		if err := n.meta.ApplyBatch(d.Offset, d.Records); err != nil {
+			n.logger.Debug("broker: metadata records refused (as by the controller)", "offset", d.Offset, "err", err)
+		}
+	}
+	n.metaMu.Unlock()
+	n.reconcile()
+	n.metaMu.Lock()
+	n.reconciled = n.meta.Offset()
+	close(n.metaNotify)
+	n.metaNotify = make(chan struct{})
+	n.metaMu.Unlock()
+}
+
+// wantedPartition is one partition of the metadata image as reconcile sees
+// it.
+type wantedPartition struct {
+	topic   string
+	id      uuid.UUID
+	index   int32
+	leader  bool
+	epoch   int32
+	configs map[string]string
+}
+
+// reconcile makes the hosted partitions match the metadata view: a log is
+// opened (and partition.metadata written) for every partition this broker
+// leads; leadership and epochs follow the image; partitions of deleted
+// topics are closed and their logs deleted. Only the follower goroutine
+// calls it.
+func (n *Node) reconcile() {
+	var want []wantedPartition
+	n.metaMu.RLock()
+	for _, t := range n.meta.Topics() {
+		cfgs := n.meta.TopicConfig(t.Name)
+		for _, p := range n.meta.Partitions(t.ID) {
+			isReplica := false
+			for _, r := range p.Replicas {
+				isReplica = isReplica || r == n.cfg.NodeID
+			}
+			if !isReplica {
+				continue
+			}
+			want = append(want, wantedPartition{topic: t.Name, id: t.ID, index: p.Partition,
+				leader: p.Leader == n.cfg.NodeID, epoch: p.LeaderEpoch, configs: cfgs})
+		}
+	}
+	n.metaMu.RUnlock()
+
+	seen := map[tpKey]bool{}
+	for _, w := range want {
+		k := tpKey{w.topic, w.index}
+		seen[k] = true
+		n.metaMu.Lock()
+		prev, had := n.topicCfgs[w.topic]
+		changed := !had || !maps.Equal(prev, w.configs)
+		n.topicCfgs[w.topic] = w.configs
+		n.metaMu.Unlock()
+		scfg := topicStorageConfig(n.cfg.Storage, w.configs)
+		if changed && had {
+			n.store.UpdateConfig(w.topic, scfg)
+		}
+		n.partsMu.RLock()
+		p := n.parts[k]
+		n.partsMu.RUnlock()
+		if p != nil && p.topicID != w.id {
+			n.dropPartition(k, true) // the topic was deleted and re-created under the same name
+			p = nil
+		}
+		if p == nil {
+			var err error
+			if p, err = n.openPartition(w, scfg); err != nil {
+				n.logger.Error("broker: open partition", "topic", w.topic, "partition", w.index, "err", err)
+				continue
+			}
+		}
+		p.leaderEpoch.Store(w.epoch)
+		p.leader.Store(w.leader)
+	}
+	n.partsMu.RLock()
+	var gone []tpKey
+	for k := range n.parts {
+		if !seen[k] {
+			gone = append(gone, k)
+		}
+	}
+	n.partsMu.RUnlock()
+	for _, k := range gone {
+		n.dropPartition(k, true)
+	}
+}
+
+func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition, error) {
+	l, err := n.store.GetOrCreate(w.topic, w.index, scfg)
+	if err != nil {
+		return nil, err
+	}
+	l.SetConfig(scfg)
+	id, ok, err := readPartitionMetadata(l.Dir())
+	if err != nil {
+		return nil, err
+	}
+	if ok && id != w.id {
+		// A log left from an earlier topic of this name: start over.
+		if err := n.store.Delete(w.topic, w.index); err != nil {
+			return nil, err
+		}
+		if l, err = n.store.GetOrCreate(w.topic, w.index, scfg); err != nil {
+			return nil, err
+		}
+		ok = false
+	}
+	if !ok {
+		if err := writePartitionMetadata(l.Dir(), w.id); err != nil {
+			return nil, err
+		}
+	}
+	p := newPartition(w.topic, w.id, w.index, l)
+	n.partsMu.Lock()
+	n.parts[tpKey{w.topic, w.index}] = p
+	n.partsMu.Unlock()
+	return p, nil
+}
+
+// dropPartition stops hosting a partition; with deleteLog its log is
+// deleted (the topic is gone).
+func (n *Node) dropPartition(k tpKey, deleteLog bool) {
+	n.partsMu.Lock()
+	p := n.parts[k]
+	delete(n.parts, k)
+	n.partsMu.Unlock()
+	if p == nil {
+		return
+	}
+	p.leader.Store(false)
+	p.wake() // fetches waiting on it answer now
+	if deleteLog {
+		if err := n.store.Delete(k.topic, k.partition); err != nil {
+			n.logger.Error("broker: delete log", "topic", k.topic, "partition", k.partition, "err", err)
+		}
+	}
+}
+
+// removeStrayLogs deletes logs found on disk whose topic no longer exists
+// (deleted while this node was down), once the metadata has caught up.
+func (n *Node) removeStrayLogs() {
+	for _, l := range n.store.Logs() {
+		n.partsMu.RLock()
+		_, hosted := n.parts[tpKey{l.Topic(), l.Partition()}]
+		n.partsMu.RUnlock()
+		if hosted {
+			continue
+		}
+		n.logger.Info("broker: removing stray log", "topic", l.Topic(), "partition", l.Partition())
+		if err := n.store.Delete(l.Topic(), l.Partition()); err != nil {
+			n.logger.Error("broker: remove stray log", "dir", l.Dir(), "err", err)
+		}
+	}
+}
+
+// partition returns the hosted partition, or nil.
+func (n *Node) partition(topic string, index int32) *partition {
+	n.partsMu.RLock()
+	defer n.partsMu.RUnlock()
+	return n.parts[tpKey{topic, index}]
+}
+
+// view runs fn with the metadata image under the read lock. fn must not
+// keep st.
+func (n *Node) view(fn func(st *metadata.State)) {
+	n.metaMu.RLock()
+	defer n.metaMu.RUnlock()
+	fn(n.meta)
+}
+
+// waitMetadata waits until cond holds on the metadata view (checked now
+// and after each applied delta) or ctx ends; it reports whether cond held.
+func (n *Node) waitMetadata(ctx context.Context, cond func(st *metadata.State) bool) bool {
+	for {
+		n.metaMu.RLock()
+		// Only a view whose partitions are open counts: a handler woken
+		// here finds the logs the metadata promises.
+		ok := n.reconciled == n.meta.Offset() && cond(n.meta)
+		ch := n.metaNotify
+		n.metaMu.RUnlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// controllerID returns the id of the controller quorum's leader, -1 when
+// unknown.
+func (n *Node) controllerID() int32 {
+	if n.ctl != nil {
+		if id, _, ok := n.ctl.Leader(); ok {
+			return id
+		}
+	}
+	return -1
+}
+
+// topicStorageConfig overlays a topic's configs (Kafka names, validated by
+// the controller) on the broker's defaults.
+func topicStorageConfig(base storage.Config, m map[string]string) storage.Config {
+	c := base
+	i64 := func(name string, dst *int64) {
+		if v, ok := m[name]; ok {
+			if x, err := strconv.ParseInt(v, 10, 64); err == nil {
+				*dst = x
+			}
+		}
+	}
+	i32 := func(name string, dst *int) {
+		var x int64 = int64(*dst)
+		i64(name, &x)
+		*dst = int(x)
+	}
+	i64(metadata.ConfigSegmentBytes, &c.SegmentBytes)
+	i64(metadata.ConfigSegmentMs, &c.SegmentMs)
+	i64(metadata.ConfigSegmentJitterMs, &c.SegmentJitterMs)
+	i32(metadata.ConfigSegmentIndexBytes, &c.SegmentIndexBytes)
+	i32(metadata.ConfigIndexIntervalBytes, &c.IndexIntervalBytes)
+	i32(metadata.ConfigMaxMessageBytes, &c.MaxMessageBytes)
+	i64(metadata.ConfigFlushMessages, &c.FlushMessages)
+	i64(metadata.ConfigFlushMs, &c.FlushMs)
+	i64(metadata.ConfigRetentionMs, &c.RetentionMs)
+	i64(metadata.ConfigRetentionBytes, &c.RetentionBytes)
+	i64(metadata.ConfigLocalRetentionMs, &c.LocalRetentionMs)
+	i64(metadata.ConfigLocalRetentionBytes, &c.LocalRetentionBytes)
+	i64(metadata.ConfigMessageTimestampBeforeMaxMs, &c.TimestampBeforeMaxMs)
+	i64(metadata.ConfigMessageTimestampAfterMaxMs, &c.TimestampAfterMaxMs)
+	i64(metadata.ConfigFileDeleteDelayMs, &c.FileDeleteDelayMs)
+	if v, ok := m[metadata.ConfigRemoteStorageEnable]; ok {
+		c.RemoteStorageEnable = strings.EqualFold(v, "true")
+	}
+	if v, ok := m[metadata.ConfigMessageTimestampType]; ok {
+		c.TimestampType = batch.TimestampType(0)
+		if v == "LogAppendTime" {
+			c.TimestampType = batch.TimestampType(1)
+		}
+	}
+	if v, ok := m[metadata.ConfigPreallocate]; ok {
+		c.Preallocate = strings.EqualFold(v, "true")
+	}
+	if v, ok := m[metadata.ConfigCleanupPolicy]; ok {
+		c.CleanupPolicy = v
+	}
+	return c
+}
+
+// loadMetaProperties reads <dir>/meta.properties (cluster.id, node.id),
+// creating it with a new cluster id on first start. A node.id that differs
+// from the file's is refused, as Kafka refuses it.
+func loadMetaProperties(dir string, nodeID int32) (string, error) {
+	path := filepath.Join(dir, "meta.properties")
+	f, err := os.Open(path)
+	if err == nil {
+		defer f.Close()
+		props, err := ReadProperties(f)
+		if err != nil {
+			return "", fmt.Errorf("broker: %s: %w", path, err)
+		}
+		if id := props["node.id"]; id != strconv.Itoa(int(nodeID)) {
+			return "", fmt.Errorf("%w: node.id=%d but %s says %s", ErrInvalidConfig, nodeID, path, id)
+		}
+		if props["cluster.id"] == "" {
+			return "", fmt.Errorf("%w: %s has no cluster.id", ErrInvalidConfig, path)
+		}
+		return props["cluster.id"], nil
+	}
+	if !os.IsNotExist(err) {
+		return "", fmt.Errorf("broker: read %s: %w", path, err)
+	}
+	id := encodeTopicID(uuid.New())
+	data := fmt.Sprintf("#\n#Written by strata\nversion=1\ncluster.id=%s\nnode.id=%d\n", id, nodeID)
+	if err := writeFileDurably(path, []byte(data)); err != nil {
+		return "", err
+	}
+	return id, nil
+}

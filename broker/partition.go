@@ -1,0 +1,184 @@
+package broker
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/storage"
+)
+
+// partition is the broker's state of one partition it hosts: the log,
+// whether this broker leads it and in which leader epoch, the high
+// watermark, and the fetches waiting for its next append.
+//
+// On one node the high watermark is the log end offset after each append;
+// replication will move it to the ISR's minimum LEO. Consumers never read
+// above it.
+type partition struct {
+	topic   string
+	topicID uuid.UUID
+	index   int32
+	log     *storage.Log
+
+	leader      atomic.Bool
+	leaderEpoch atomic.Int32
+	hw          atomic.Int64
+
+	mu      sync.Mutex // guards waiters
+	waiters map[*waiter]struct{}
+}
+
+// waiter is one long-polling fetch: a buffered channel that appends to any
+// of its partitions signal.
+type waiter struct{ c chan struct{} }
+
+func newWaiter() *waiter { return &waiter{c: make(chan struct{}, 1)} }
+
+func newPartition(topic string, id uuid.UUID, index int32, l *storage.Log) *partition {
+	p := &partition{topic: topic, topicID: id, index: index, log: l, waiters: map[*waiter]struct{}{}}
+	p.hw.Store(l.LogEndOffset())
+	return p
+}
+
+// checkLeader returns NOT_LEADER_OR_FOLLOWER unless this broker leads the
+// partition, and the leader-epoch errors of KIP-320 for a client that knows
+// another epoch (-1: the client does not say).
+func (p *partition) checkLeader(clientEpoch int32) error {
+	if !p.leader.Load() {
+		return kerr.NotLeaderForPartition
+	}
+	if clientEpoch >= 0 {
+		switch e := p.leaderEpoch.Load(); {
+		case clientEpoch < e:
+			return kerr.FencedLeaderEpoch
+		case clientEpoch > e:
+			return kerr.UnknownLeaderEpoch
+		}
+	}
+	return nil
+}
+
+// append appends a produce request's records as leader, raises the high
+// watermark and wakes the waiting fetches.
+func (p *partition) append(records []byte) (storage.AppendInfo, error) {
+	info, err := p.log.Append(records, storage.AppendOptions{LeaderEpoch: p.leaderEpoch.Load(), AssignOffsets: true})
+	if err != nil {
+		return info, err
+	}
+	p.raiseHW(info.LastOffset + 1)
+	return info, nil
+}
+
+// raiseHW moves the high watermark up (never down) and wakes waiters.
+func (p *partition) raiseHW(to int64) {
+	for {
+		cur := p.hw.Load()
+		if to <= cur {
+			return
+		}
+		if p.hw.CompareAndSwap(cur, to) {
+			break
+		}
+	}
+	p.wake()
+}
+
+// wake signals every waiting fetch.
+func (p *partition) wake() {
+	p.mu.Lock()
+	for w := range p.waiters {
+		select {
+		case w.c <- struct{}{}:
+		default:
+		}
+	}
+	p.mu.Unlock()
+}
+
+func (p *partition) addWaiter(w *waiter) {
+	p.mu.Lock()
+	p.waiters[w] = struct{}{}
+	p.mu.Unlock()
+}
+
+func (p *partition) removeWaiter(w *waiter) {
+	p.mu.Lock()
+	delete(p.waiters, w)
+	p.mu.Unlock()
+}
+
+// partition.metadata, as Kafka writes it:
+//
+//	version: 0
+//	topic_id: <topic id, URL-safe base64 without padding>
+const partitionMetadataVersion = 0
+
+func encodeTopicID(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// readPartitionMetadata returns the topic id a log directory was created
+// for; ok is false when the file is missing.
+func readPartitionMetadata(dir string) (uuid.UUID, bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, storage.PartitionMetadataFile))
+	if os.IsNotExist(err) {
+		return uuid.UUID{}, false, nil
+	}
+	if err != nil {
+		return uuid.UUID{}, false, fmt.Errorf("broker: read partition.metadata: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == "topic_id" {
+			raw, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(v))
+			if err != nil || len(raw) != 16 {
+				return uuid.UUID{}, false, fmt.Errorf("broker: partition.metadata in %s: bad topic id %q", dir, v)
+			}
+			return uuid.UUID(raw), true, nil
+		}
+	}
+	return uuid.UUID{}, false, fmt.Errorf("broker: partition.metadata in %s has no topic_id", dir)
+}
+
+// writePartitionMetadata writes the file durably: tmp, fsync, rename,
+// fsync of the directory.
+func writePartitionMetadata(dir string, id uuid.UUID) error {
+	data := fmt.Sprintf("version: %d\ntopic_id: %s\n", partitionMetadataVersion, encodeTopicID(id))
+	return writeFileDurably(filepath.Join(dir, storage.PartitionMetadataFile), []byte(data))
+}
+
+func writeFileDurably(path string, data []byte) error {
+	tmp := path + storage.TmpFileSuffix
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("broker: write %s: %w", path, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		var d *os.File
+		if d, err = os.Open(filepath.Dir(path)); err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("broker: write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+// Command strata is the Strata broker binary. Subcommands:
+//
+//	strata serve [--config server.properties] [--set name=value]...
+//
+// serve starts a node (broker and, by default, controller) and runs until
+// SIGINT or SIGTERM. Configuration precedence: --set, then STRATA_*
+// environment variables, then the properties file, then defaults; `strata
+// serve --help` lists every setting. On start it prints one line with the
+// bound addresses:
+//
+//	strata: listening PLAINTEXT=127.0.0.1:9092 CONTROLLER=127.0.0.1:9093
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/strata-io/strata/broker"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: strata <command> [flags]\n\ncommands:\n  serve   run a broker (and controller) node")
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "strata: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+// setFlags collects repeated --set name=value.
+type setFlags map[string]string
+
+func (s setFlags) String() string { return "" }
+
+func (s setFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want name=value, got %q", v)
+	}
+	s[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	return nil
+}
+
+func serve(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "Kafka-style properties file")
+	sets := setFlags{}
+	fs.Var(sets, "set", "name=value, overrides file and environment (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(stdout, "usage: strata serve [--config server.properties] [--set name=value]...")
+		fmt.Fprintln(stdout, "\nprecedence: --set > STRATA_* environment > --config file > default\n\nsettings:")
+		broker.Help(stdout)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var file map[string]string
+	if *configPath != "" {
+		f, err := os.Open(*configPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "strata: %v\n", err)
+			return 1
+		}
+		file, err = broker.ReadProperties(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "strata: %s: %v\n", *configPath, err)
+			return 1
+		}
+	}
+	cfg, err := broker.ParseConfig(broker.MergeProperties(file, os.Environ(), sets))
+	if err != nil {
+		fmt.Fprintf(stderr, "strata: %v\n", err)
+		return 1
+	}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	logger := slog.New(h)
+	slog.SetDefault(logger)
+	for _, k := range cfg.Unknown {
+		logger.Warn("strata: unknown setting ignored", "name", k)
+	}
+
+	sigc := make(chan os.Signal, 2)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+
+	node, err := broker.Open(broker.Options{Config: cfg, Logger: logger})
+	if err != nil {
+		logger.Error("strata: start failed", "err", err)
+		return 1
+	}
+	addrs := node.Addrs()
+	names := make([]string, 0, len(addrs))
+	for k := range addrs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + "=" + addrs[k]
+	}
+	fmt.Fprintf(stdout, "strata: listening %s\n", strings.Join(parts, " "))
+
+	code := 0
+	select {
+	case sig := <-sigc:
+		logger.Info("strata: shutting down", "signal", sig.String())
+	case <-node.Done():
+		logger.Error("strata: node stopped on a failure")
+		code = 1
+	}
+	if err := node.Close(); err != nil {
+		logger.Error("strata: shutdown", "err", err)
+		return 1
+	}
+	logger.Info("strata: stopped cleanly")
+	return code
+}
