@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/snappy/xerial"
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,21 +22,25 @@ var noLimits = Limits{TimestampBeforeMaxMs: -1, TimestampAfterMaxMs: -1}
 // baseTs is the FirstTimestamp of test batches: 2026-01-01T00:00:00Z.
 const baseTs = int64(1767225600000)
 
-// variant is one way a producer may compress a batch. Snappy comes twice:
-// franz-go and librdkafka send a raw block, Java clients xerial framing.
+// variant is one way a producer may compress a batch. Snappy and zstd come
+// twice: franz-go and librdkafka send a raw snappy block and a zstd frame
+// that declares its size, Java clients xerial-framed snappy and a zstd
+// stream without one (xerial and stream select those).
 type variant struct {
 	name   string
 	codec  Codec
 	xerial bool
+	stream bool
 }
 
 var variants = []variant{
-	{"none", CodecNone, false},
-	{"gzip", CodecGzip, false},
-	{"snappy", CodecSnappy, false},
-	{"snappy-xerial", CodecSnappy, true},
-	{"lz4", CodecLZ4, false},
-	{"zstd", CodecZstd, false},
+	{"none", CodecNone, false, false},
+	{"gzip", CodecGzip, false, false},
+	{"snappy", CodecSnappy, false, false},
+	{"snappy-xerial", CodecSnappy, true, false},
+	{"lz4", CodecLZ4, false, false},
+	{"zstd", CodecZstd, false, false},
+	{"zstd-stream", CodecZstd, false, true},
 }
 
 // testRecords returns n records as a franz-go producer numbers them (offset
@@ -105,6 +110,29 @@ func compress(tb testing.TB, v variant, raw []byte) []byte {
 			raw = raw[n:]
 		}
 		return out
+	}
+	if v.stream {
+		var out bytes.Buffer
+		zw, err := zstd.NewWriter(&out, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := zw.Write(raw); err != nil {
+			tb.Fatal(err)
+		}
+		// Flushing before Close keeps the encoder from writing the whole
+		// frame at once, with its size, as it does for small inputs.
+		if err := zw.Flush(); err != nil {
+			tb.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		var fh zstd.Header
+		if err := fh.Decode(out.Bytes()); err != nil || fh.HasFCS {
+			tb.Fatalf("zstd stream declares its size (%v) or is broken: %v", fh.HasFCS, err)
+		}
+		return out.Bytes()
 	}
 	codecs := map[Codec]kgo.CompressionCodec{
 		CodecGzip:   kgo.GzipCompression(),

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -159,4 +160,32 @@ func TestRecordsHeadersSliceIsReused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestRecordsZstdSeveralFrames(t *testing.T) {
+	// Two frames, each declaring its own size: the fast path must notice the
+	// second and fall back to the stream decoder, which reads both.
+	recs := testRecords(30, 50, 26)
+	raw := encodeRecords(recs)
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := len(encodeRecords(recs[:15]))
+	frames := enc.EncodeAll(raw[half:], enc.EncodeAll(raw[:half], nil))
+	zstdAttr := func(rb *kmsg.RecordBatch) { rb.Attributes = int16(CodecZstd) }
+	b := newBatchRaw(t, variants[0], recs, frames, zstdAttr)
+	if _, err := Validate(b, noLimits); err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(t, b)
+	if err != nil || len(got) != 30 || !bytes.Equal(got[29].Value, recs[29].Value) {
+		t.Fatalf("%d records, %v", len(got), err)
+	}
+
+	// A small declared frame followed by a bomb: still bounded.
+	bomb := append(enc.EncodeAll(raw, nil), zstdRLEFrame(5<<20, false)...)
+	b = newBatchRaw(t, variants[0], recs, bomb, zstdAttr)
+	_, err = Validate(b, noLimits)
+	wantErr(t, err, ErrCorrupt, kerr.CorruptMessage)
 }
