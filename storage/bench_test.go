@@ -212,6 +212,8 @@ func BenchmarkReadByOffset(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := cpuTime(b)
+			defer reportCPU(b, cpu0)
 			for range b.N {
 				off := rng.Int64N(leo)
 				v, err := l.Read(off, benchBatchBytes, leo)
@@ -260,8 +262,11 @@ func BenchmarkReopen(b *testing.B) {
 				o.RecoveryPoint = leo
 			}
 			b.ResetTimer()
+			var cpu time.Duration
 			for range b.N {
+				cpu0 := cpuTime(b)
 				l := openBenchLog(b, o)
+				cpu += cpuTime(b) - cpu0
 				b.StopTimer()
 				if got := l.LogEndOffset(); got != leo {
 					b.Fatalf("reopened at log end %d, want %d", got, leo)
@@ -274,6 +279,7 @@ func BenchmarkReopen(b *testing.B) {
 				}
 				b.StartTimer()
 			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
