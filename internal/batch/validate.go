@@ -52,11 +52,19 @@ const noTimestamp = -1
 // concurrent use; for an uncompressed batch it does not allocate (except to
 // build a returned error).
 //
-// Differences from Kafka: Kafka rewrites a wrong MaxTimestamp and ignores
-// unknown attribute bits; Strata stores batches byte for byte, so it rejects
-// both instead. Control batches, null keys on compacted topics, a zero base
-// offset and producer sequences are the broker's to check: the header says
-// everything needed.
+// Differences from Kafka's LogValidator, because Strata stores batches byte
+// for byte and never recompresses: Kafka rewrites a wrong MaxTimestamp, and
+// recompresses a compressed batch whose offset deltas are not 0..n-1; Validate
+// rejects both. Kafka ignores attribute bits 7-15; Validate rejects them.
+//
+// Left to the broker, since the header carries everything it needs: Kafka
+// refuses client batches that are control batches (INVALID_RECORD) or that
+// already carry LogAppendTime (INVALID_TIMESTAMP), null keys on compacted
+// topics ([Records]), and producer sequence and epoch checks. Validate itself
+// accepts LogAppendTime batches, so a batch can be re-checked after
+// [SetLogAppendTime]. It is the produce-path check: a batch read back from a
+// compacted log (gaps in offset deltas, possibly no records) fails it; use
+// [ParseHeader], [Checksum] and [Records] there.
 func Validate(b []byte, lim Limits) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
