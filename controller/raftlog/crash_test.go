@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -289,6 +290,11 @@ func TestWriteErrorSweep(t *testing.T) {
 			}
 			if err := matchOne(s, models[acked], models[acked+1], partial); err != nil {
 				t.Fatalf("n=%d keep %d%%: %v", n, pct, err)
+			}
+			for _, name := range listNames(t, s.fs) {
+				if strings.HasSuffix(name, tmpSuffix) {
+					t.Fatalf("n=%d keep %d%%: %s left after reopening", n, pct, name)
+				}
 			}
 			s.Close()
 		}

@@ -298,3 +298,34 @@ func TestWritesAfterCloseReturnErrClosed(t *testing.T) {
 	}
 	checkRange(t, s, 1, 3) // reads still served from memory
 }
+
+func TestStatsCountSavesSyncsAndSnapshots(t *testing.T) {
+	s := openMem(t, vfs.NewMem(), Options{SegmentBytes: 150})
+	defer s.Close()
+	fill(t, s, 0, 10, 1)
+	if _, err := s.CreateSnapshot(6, nil, []byte("six")); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	// Every Save fsyncs its segment; each roll also fsyncs the directory.
+	if st.Saves != 10 || st.Syncs != 10+uint64(st.Segments) {
+		t.Fatalf("saves %d syncs %d segments %d", st.Saves, st.Syncs, st.Segments)
+	}
+	if st.FirstIndex != 1 || st.LastIndex != 10 || st.Entries != 10 || st.EntryBytes == 0 {
+		t.Fatalf("log stats %+v", st)
+	}
+	if st.SnapshotIndex != 6 || st.SnapshotTerm != 1 || st.SnapshotBytes == 0 || st.SnapshotTime.IsZero() {
+		t.Fatalf("snapshot stats %+v", st)
+	}
+	var wal int64
+	for _, n := range listDir(t, s.fs, walSuffix) {
+		fi, err := s.fs.Stat(joinDir(testDir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wal += fi.Size()
+	}
+	if st.WALBytes != wal || st.LastSaveDuration <= 0 {
+		t.Fatalf("WAL bytes %d, files hold %d; last save %v", st.WALBytes, wal, st.LastSaveDuration)
+	}
+}
