@@ -51,9 +51,9 @@ func findSegment(segs []*segment, off int64) int {
 	return i
 }
 
-// acquireList loads the segment list and takes a reference on segs[i:]'s
-// first element the caller needs. It retries when a deletion closed the
-// segment between the load and the acquire.
+// acquireAt loads the segment list and takes a reference on the segment
+// holding off. It retries when a deletion closed that segment between the
+// load and the acquire.
 func (l *Log) acquireAt(off int64) (segs []*segment, i int, ok bool) {
 	for range 100 {
 		segs = l.segments()
@@ -182,13 +182,12 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 // >= ts, searching batches whose max timestamp is >= ts through the time
 // index (ListOffsets semantics). ok is false when no such record exists.
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool, err error) {
-	segs, i, got := l.acquireAt(l.localStart.Load())
-	if !got {
+	if l.closed.Load() {
 		return 0, 0, false, ErrClosed
 	}
-	segs[i].release()
 	start := l.localStart.Load()
-	for ; i < len(segs); i++ {
+	segs := l.segments()
+	for i := findSegment(segs, start); i < len(segs); i++ {
 		s := segs[i]
 		if mts, _ := s.maxTimestamp(); mts < ts {
 			continue
