@@ -274,16 +274,6 @@ func (s *Storage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) er
 		return nil // only entries the log had already compacted away
 	}
 
-	var sinfo snapInfo
-	if hasSnap {
-		// The snapshot file first: once the WAL says "reset to snapshot i"
-		// (below), the file must already be there. A crash between the two
-		// leaves a newer snapshot than the WAL knows, which Open reconciles.
-		if sinfo, err = writeSnapshotFile(s.fs, s.dir, snap); err != nil {
-			return s.failLocked(err)
-		}
-	}
-
 	roll := s.f == nil || s.segs[len(s.segs)-1].size >= s.segBytes
 	p := s.pbuf[:0]
 	if roll && s.hs != nil {
@@ -311,8 +301,23 @@ func (s *Storage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) er
 		}
 	}
 	s.pbuf = p
+	if cap(s.pbuf) > 4<<20 {
+		s.pbuf = nil // do not pin the memory of one huge Save
+	}
 	if len(p)+1 > maxFrameLen {
 		return fmt.Errorf("raftlog: save of %d bytes exceeds the %d-byte frame limit", len(p), maxFrameLen)
+	}
+
+	// Everything that can be refused has been checked; from here on a
+	// failure latches.
+	var sinfo snapInfo
+	if hasSnap {
+		// The snapshot file first: once the WAL says "reset to snapshot i"
+		// (below), the file must already be there. A crash between the two
+		// leaves a newer snapshot than the WAL knows, which Open reconciles.
+		if sinfo, err = writeSnapshotFile(s.fs, s.dir, snap); err != nil {
+			return s.failLocked(err)
+		}
 	}
 
 	syncs := uint64(1)
@@ -335,6 +340,10 @@ func (s *Storage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) er
 			return s.failLocked(fmt.Errorf("raftlog: sync %s: %w", sg.name, err))
 		}
 		sg.size += int64(len(s.buf))
+	}
+
+	if cap(s.buf) > 4<<20 {
+		s.buf = nil
 	}
 
 	// Durable: now publish.
