@@ -262,10 +262,12 @@ func (h Header) HasProducerID() bool { return h.ProducerID >= 0 }
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Checksum computes the CRC-32C (Castagnoli) that a v2 batch stores at byte
-// 17: the checksum of b[21:]. b must be exactly one batch (at least 21 bytes).
+// 17: the checksum of b[21:]. b must be exactly one batch. Checksum and the
+// Set functions index the header directly and panic on a b too short for the
+// fields they touch: call them on batches [Split] or [Validate] accepted.
 func Checksum(b []byte) uint32 { return crc32.Checksum(b[offAttributes:], castagnoli) }
 
-// SetBaseOffset writes base into the batch header in place. The CRC does not
+// SetBaseOffset writes base into the batch header of b in place. The CRC does not
 // cover the base offset, so it stays valid.
 func SetBaseOffset(b []byte, base int64) {
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(base))

@@ -20,8 +20,9 @@ type Limits struct {
 	// TimestampAfterMaxMs is log.message.timestamp.after.max.ms: how far a
 	// CreateTime record may lie in the future of Now. < 0 disables the check.
 	TimestampAfterMaxMs int64
-	// SkipTimestampCheck disables the Now-relative checks, e.g. for
-	// LogAppendTime topics, where the broker overwrites the timestamps.
+	// SkipTimestampCheck disables every timestamp check, the Now-relative
+	// ones and MaxTimestamp against the records, e.g. for LogAppendTime
+	// topics, where the broker overwrites MaxTimestamp anyway.
 	SkipTimestampCheck bool
 }
 
@@ -44,9 +45,10 @@ const noTimestamp = -1
 //     pooled buffer ([ErrCorrupt] when undecodable or larger than 64 MiB);
 //   - the records present number exactly NumRecords, and record i has
 //     offset delta i ([ErrInvalidRecord]);
-//   - for CreateTime batches: MaxTimestamp equals the largest record
-//     timestamp, and every record timestamp other than -1 is within the
-//     [Limits] around Now ([ErrTimestamp]).
+//   - for CreateTime batches, unless [Limits.SkipTimestampCheck]:
+//     MaxTimestamp equals the largest record timestamp, and every record
+//     timestamp other than -1 is within the [Limits] around Now
+//     ([ErrTimestamp]).
 //
 // It returns the parsed header, and never modifies b. Validate is safe for
 // concurrent use; for an uncompressed batch it does not allocate (except to
@@ -126,9 +128,8 @@ func checkRecords(h Header, data []byte, lim Limits) error {
 		n     int32
 		maxTs int64
 	)
-	createTime := h.TimestampType() == CreateTime
-	checkLimits := createTime && !lim.SkipTimestampCheck &&
-		(lim.TimestampBeforeMaxMs >= 0 || lim.TimestampAfterMaxMs >= 0)
+	checkMax := h.TimestampType() == CreateTime && !lim.SkipTimestampCheck
+	checkLimits := checkMax && (lim.TimestampBeforeMaxMs >= 0 || lim.TimestampAfterMaxMs >= 0)
 	for pos < len(data) {
 		if n == h.NumRecords {
 			return errf(ErrInvalidRecord, "%d trailing bytes after the %d records the header declares", len(data)-pos, h.NumRecords)
@@ -156,7 +157,7 @@ func checkRecords(h Header, data []byte, lim Limits) error {
 	if n != h.NumRecords {
 		return errf(ErrInvalidRecord, "header declares %d records, batch holds %d", h.NumRecords, n)
 	}
-	if createTime && maxTs != h.MaxTimestamp {
+	if checkMax && maxTs != h.MaxTimestamp {
 		return errf(ErrTimestamp, "max timestamp %d, records' largest is %d", h.MaxTimestamp, maxTs)
 	}
 	return nil

@@ -234,6 +234,21 @@ func TestValidateTimestampLimitBoundsAreInclusive(t *testing.T) {
 	}
 }
 
+func TestValidateSkipTimestampCheckSkipsMaxTimestamp(t *testing.T) {
+	// On a LogAppendTime topic the broker overwrites MaxTimestamp, so a
+	// producer's wrong one does not matter.
+	b := handBatch(t, variants[0], okRecords(3), func(rb *kmsg.RecordBatch) { rb.MaxTimestamp = 7 })
+	if _, err := Validate(b, Limits{SkipTimestampCheck: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Validate(b, noLimits)
+	wantErr(t, err, ErrTimestamp, kerr.InvalidTimestamp)
+	SetLogAppendTime(b, baseTs)
+	if _, err := Validate(b, noLimits); err != nil {
+		t.Fatalf("after SetLogAppendTime: %v", err)
+	}
+}
+
 func TestValidateExemptsNoTimestampRecords(t *testing.T) {
 	// Records with timestamp -1 (Kafka's NO_TIMESTAMP) skip the limits.
 	b := handBatch(t, variants[0], okRecords(2), func(rb *kmsg.RecordBatch) {
