@@ -36,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/batch"
@@ -772,6 +773,41 @@ func flipByte(t *testing.T, fs vfs.FS, name string, pos int64) {
 	}
 }
 
+// dirContents returns the .log files of dir by name (indexes are derived
+// data and may be rebuilt freely).
+func dirContents(t *testing.T, fs vfs.FS, dir string) map[string]string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		if !strings.HasSuffix(n, LogFileSuffix) {
+			continue
+		}
+		f, err := fs.Open(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		b := make([]byte, st.Size())
+		f.ReadAt(b, 0)
+		f.Close()
+		out[n] = string(b)
+	}
+	return out
+}
+
+func checkUnchanged(t *testing.T, before, after map[string]string) {
+	t.Helper()
+	for n, b := range before {
+		if a, ok := after[n]; !ok || a != b {
+			t.Errorf("OpenLog refused the log with ErrCorruption but changed %s (%d -> %d bytes)", n, len(b), len(a))
+		}
+	}
+}
+
 // batchIndexAt returns the index in w.attempted of the batch holding off.
 func batchIndexAt(w *crashWorkload, off int64) int {
 	for i, b := range w.attempted {
@@ -857,11 +893,13 @@ func TestCrashMidLogDamage(t *testing.T) {
 		// may refuse with ErrCorruption, or (trusting sealed segments
 		// below the checkpoint, as Kafka does) open without noticing, but
 		// it must never quietly drop flushed data.
+		before := dirContents(t, fs, crashDir)
 		l, err := OpenLog(crashOptions(fs, leo, false))
 		if err != nil {
 			if !errors.Is(err, ErrCorruption) {
 				t.Fatalf("OpenLog: %v, want ErrCorruption", err)
 			}
+			checkUnchanged(t, before, dirContents(t, fs, crashDir))
 			return
 		}
 		defer l.Close()
@@ -877,10 +915,14 @@ func TestCrashMidLogDamage(t *testing.T) {
 			t.Skip("the active segment holds a single batch")
 		}
 		flipByte(t, fs, act.LogPath, int64(len(w.attempted[ai]))/2)
+		before := dirContents(t, fs, crashDir)
 		_, err := OpenLog(crashOptions(fs, leo, false))
 		if !errors.Is(err, ErrCorruption) {
 			t.Fatalf("OpenLog with damage below the recovery point in the rescanned segment: %v, want ErrCorruption", err)
 		}
+		// Refusing must not repair: a retry (or an operator's tool) has to
+		// find the flushed data as it was, not quietly cut.
+		checkUnchanged(t, before, dirContents(t, fs, crashDir))
 	})
 }
 
@@ -1104,4 +1146,243 @@ func TestCrashManagerSweep(t *testing.T) {
 		}
 	}
 	t.Logf("%d sync points over two sessions", len(points))
+}
+
+// crashScenario is the state of one datadriven script in testdata/crash.
+type crashScenario struct {
+	mem  *vfs.MemFS
+	inj  *switchInjector
+	log  *Log
+	w    *crashWorkload
+	rng  *rand.Rand
+	want [][]byte // every batch handed to Append, as stored
+}
+
+// switchInjector lets a script install and remove a fault rule.
+type switchInjector struct {
+	mu   sync.Mutex // guards rule
+	rule *errfs.Rule
+}
+
+func (s *switchInjector) Inject(c errfs.Call) *errfs.Fault {
+	s.mu.Lock()
+	r := s.rule
+	s.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.Inject(c)
+}
+
+var crashOps = map[string][]errfs.Op{
+	"write": {errfs.OpWrite, errfs.OpWriteAt}, "sync": {errfs.OpSync}, "syncdir": {errfs.OpSyncDir},
+	"rename": {errfs.OpRename}, "create": {errfs.OpCreate}, "truncate": {errfs.OpTruncate},
+	"mmap": {errfs.OpMmap}, "remove": {errfs.OpRemove},
+}
+
+// errName renders an error as the sentinels it matches, so traces do not
+// depend on message wording.
+func errName(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var names []string
+	for _, s := range []struct {
+		err  error
+		name string
+	}{
+		{ErrLogFailed, "ErrLogFailed"}, {ErrCorruption, "ErrCorruption"}, {ErrClosed, "ErrClosed"},
+		{ErrOffsetOutOfRange, "ErrOffsetOutOfRange"}, {syscall.EIO, "EIO"}, {syscall.ENOSPC, "ENOSPC"},
+	} {
+		if errors.Is(err, s.err) {
+			names = append(names, s.name)
+		}
+	}
+	if len(names) == 0 {
+		return "error: " + err.Error()
+	}
+	return "error: " + strings.Join(names, " ")
+}
+
+// TestCrashScenarios runs the scripts in testdata/crash. Commands:
+//
+//	open [rp=<offset>] [clean]      open the log (no clean flag: recovery runs)
+//	append [n=<batches>]            append n batches of 1-4 random records, one call each
+//	flush | roll | close
+//	inject op=<write|sync|...> [glob=<pattern>] [nth=<n>|from=<n>] err=<eio|enospc|short>
+//	inject off
+//	crash keep=<pct> [seed=<n>]     power loss: the log object is abandoned
+//	flip seg=<i> pos=<n>            invert one byte of segment i's .log (pos<0: from the end)
+//	read                            the batches the log serves, checked against what was appended
+//	ls                              the partition directory
+//
+// Regenerate the expected traces with -rewrite.
+func TestCrashScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata/crash", func(t *testing.T, path string) {
+		sc := &crashScenario{mem: newCrashFS(t), inj: &switchInjector{}, w: newCrashWorkload(77), rng: rand.New(rand.NewPCG(77, 1))}
+		defer func() {
+			if sc.log != nil {
+				sc.log.Close()
+			}
+		}()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return sc.run(t, d)
+		})
+	})
+}
+
+func (sc *crashScenario) fs() vfs.FS { return errfs.Wrap(sc.mem, sc.inj) }
+
+func (sc *crashScenario) run(t *testing.T, d *datadriven.TestData) string {
+	var out strings.Builder
+	switch d.Cmd {
+	case "append", "flush", "roll", "close", "read":
+		if sc.log == nil {
+			return "no open log"
+		}
+	}
+	switch d.Cmd {
+	case "open":
+		var rp int64
+		d.MaybeScanArgs(t, "rp", &rp)
+		if sc.log != nil {
+			t.Fatal("open: a log is already open")
+		}
+		l, err := OpenLog(crashOptions(sc.fs(), rp, d.HasArg("clean")))
+		if err != nil {
+			return errName(err)
+		}
+		sc.log = l
+		r := l.Recovery()
+		fmt.Fprintf(&out, "recovered=%v truncated=%d dropped-from=%d dropped-segments=%d rebuilt=%d leftovers=%d\n",
+			r.Recovered, r.TruncatedBytes, r.DroppedFromOffset, r.DroppedSegments, r.RebuiltIndexes, r.RemovedLeftovers)
+		fmt.Fprintf(&out, "log-end=%d recovery-point=%d segments=%d", l.LogEndOffset(), l.RecoveryPoint(), l.NumSegments())
+		// What the log holds from here on is what was appended up to its end.
+		sc.w.next = l.LogEndOffset()
+		sc.want = sc.want[:flushedBatches(sc.want, sc.w.next)]
+		return out.String()
+	case "append":
+		n := 1
+		d.MaybeScanArgs(t, "n", &n)
+		for range n {
+			b := sc.w.nextBatch()
+			sc.want = append(sc.want, bytes.Clone(b))
+			info, err := sc.log.Append(b, AppendOptions{LeaderEpoch: crashEpoch, AssignOffsets: true})
+			if err != nil {
+				// The log is failed: no later batch reuses these offsets
+				// until a reopen resets the workload to the log end.
+				sc.want = sc.want[:len(sc.want)-1]
+				fmt.Fprintf(&out, "%s\n", errName(err))
+				continue
+			}
+			fmt.Fprintf(&out, "[%d, %d]\n", info.FirstOffset, info.LastOffset)
+		}
+		return strings.TrimSuffix(out.String(), "\n")
+	case "flush", "roll", "close":
+		var err error
+		switch d.Cmd {
+		case "flush":
+			err = sc.log.Flush()
+		case "roll":
+			err = sc.log.Roll()
+		default:
+			err = sc.log.Close()
+			sc.log = nil
+			return errName(err)
+		}
+		return fmt.Sprintf("%s recovery-point=%d", errName(err), sc.log.RecoveryPoint())
+	case "inject":
+		sc.inj.mu.Lock()
+		defer sc.inj.mu.Unlock()
+		if d.HasArg("off") {
+			sc.inj.rule = nil
+			return "ok"
+		}
+		var op, glob, kind string
+		var nth, from int
+		d.ScanArgs(t, "op", &op)
+		d.MaybeScanArgs(t, "glob", &glob)
+		d.MaybeScanArgs(t, "nth", &nth)
+		d.MaybeScanArgs(t, "from", &from)
+		d.ScanArgs(t, "err", &kind)
+		ops, ok := crashOps[op]
+		if !ok {
+			t.Fatalf("unknown op %q", op)
+		}
+		r := errfs.On(ops...).Glob(glob).Nth(nth).From(from)
+		switch kind {
+		case "eio":
+			r.Err(syscall.EIO)
+		case "enospc":
+			r.Err(syscall.ENOSPC)
+		case "short":
+			r.Short(-1, syscall.ENOSPC)
+		default:
+			t.Fatalf("unknown err %q", kind)
+		}
+		sc.inj.rule = r
+		return "ok"
+	case "crash":
+		var keep int
+		var seed uint64 = 1
+		d.ScanArgs(t, "keep", &keep)
+		d.MaybeScanArgs(t, "seed", &seed)
+		sc.mem = sc.mem.CrashClone(keep, rand.New(rand.NewPCG(seed, seed)))
+		sc.log = nil // abandoned with the old file system, like a dead process
+		return "ok"
+	case "flip":
+		var seg int
+		var pos int64
+		d.ScanArgs(t, "seg", &seg)
+		d.ScanArgs(t, "pos", &pos)
+		names := sc.segmentLogs(t)
+		if seg >= len(names) {
+			t.Fatalf("no segment %d in %v", seg, names)
+		}
+		st, err := sc.mem.Stat(names[seg])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos < 0 {
+			pos += st.Size()
+		}
+		flipByte(t, sc.mem, names[seg], pos)
+		return fmt.Sprintf("flipped %s byte %d", filepath.Base(names[seg]), pos)
+	case "read":
+		got := readBatches(t, sc.log, d.Pos)
+		for i, b := range got {
+			h, _ := batch.ParseHeader(b)
+			same := i < len(sc.want) && bytes.Equal(b, sc.want[i])
+			fmt.Fprintf(&out, "[%d, %d] %d bytes as-appended=%v\n", h.BaseOffset, h.LastOffset(), len(b), same)
+		}
+		fmt.Fprintf(&out, "log-end=%d", sc.log.LogEndOffset())
+		return out.String()
+	case "ls":
+		names, err := sc.mem.List(crashDir)
+		if err != nil {
+			return errName(err)
+		}
+		for _, n := range names {
+			st, _ := sc.mem.Stat(filepath.Join(crashDir, n))
+			fmt.Fprintf(&out, "%s %d\n", n, st.Size())
+		}
+		return strings.TrimSuffix(out.String(), "\n")
+	}
+	t.Fatalf("unknown command %q", d.Cmd)
+	return ""
+}
+
+// segmentLogs lists the .log files of the partition, oldest first.
+func (sc *crashScenario) segmentLogs(t *testing.T) []string {
+	names, err := sc.mem.List(crashDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if _, suf, ok := parseSegmentFileName(n); ok && suf == LogFileSuffix {
+			out = append(out, filepath.Join(crashDir, n))
+		}
+	}
+	return out
 }
