@@ -75,6 +75,7 @@ type node struct {
 	rn  *raft.RawNode // owned by run
 
 	recvc   chan *raftpb.Message
+	campc   chan struct{}
 	propc   chan proposal
 	reportc chan report
 	stopc   chan struct{}
@@ -111,6 +112,7 @@ func newNode(cfg nodeConfig) (*node, error) {
 	n := &node{
 		cfg:      cfg,
 		recvc:    make(chan *raftpb.Message, recvQueueLen),
+		campc:    make(chan struct{}, 1),
 		propc:    make(chan proposal, propQueueLen),
 		reportc:  make(chan report, reportQueueLen),
 		stopc:    make(chan struct{}),
@@ -188,8 +190,12 @@ func (n *node) start() error {
 	return nil
 }
 
-// Receive implements Receiver.
+// Receive implements Receiver. Local message types (MsgHup, MsgBeat, ...)
+// are never accepted from the network.
 func (n *node) Receive(m *raftpb.Message) {
+	if raft.IsLocalMsg(m.GetType()) {
+		return
+	}
 	select {
 	case n.recvc <- m:
 	default: // full: drop, raft retransmits
@@ -229,6 +235,8 @@ func (n *node) run() {
 			// Step errors are for messages raft ignores (stale terms, local
 			// message types from a peer); nothing to do about them.
 			_ = n.rn.Step(m)
+		case <-n.campc:
+			_ = n.rn.Campaign()
 		case p := <-n.propc:
 			n.propose(p)
 		case r := <-n.reportc:
@@ -611,8 +619,8 @@ func (n *node) isLeaderReady() bool {
 // that should not wait an election timeout).
 func (n *node) campaign() {
 	select {
-	case n.recvc <- &raftpb.Message{Type: raftpb.MsgHup.Enum()}:
-	case <-n.stopc:
+	case n.campc <- struct{}{}:
+	default: // one already pending
 	}
 }
 
