@@ -790,3 +790,40 @@ func TestOffsetIndexSyncMakesEntriesDurable(t *testing.T) {
 		t.Fatalf("after a crash: time index last entry (%d, %d, %v), %d entries", ts, off, ok, gotT.Entries())
 	}
 }
+
+// TestIndexReopenCountsEntriesAcrossScanChunks: the entry count of a
+// preallocated file is found by reading it backwards in 64 KiB chunks; the
+// last entry may end just before, at, or just after a chunk boundary, or
+// straddle it.
+func TestIndexReopenCountsEntriesAcrossScanChunks(t *testing.T) {
+	forEachFS(t, func(t *testing.T, tf testFS) {
+		for _, n := range []int{1, 8191, 8192, 8193, 16384, 32767} {
+			name := fmt.Sprintf("%d.index", n)
+			ix := openOffset(t, tf, name, 0, 256<<10)
+			for i := 1; i <= n; i++ {
+				if err := ix.Append(int64(i), int32(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if again := openOffset(t, tf, name, 0, 256<<10); again.Entries() != n {
+				t.Errorf("offset index of %d entries reopened with %d", n, again.Entries())
+			}
+		}
+		for _, n := range []int{5461, 5462, 10922, 10923} { // 12-byte entries straddle 64 KiB at 5461.33
+			name := fmt.Sprintf("%d.timeindex", n)
+			ix := openTime(t, tf, name, 0, 256<<10)
+			for i := 1; i <= n; i++ {
+				if err := ix.Append(int64(i), int64(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			again := openTime(t, tf, name, 0, 256<<10)
+			if again.Entries() != n {
+				t.Errorf("time index of %d entries reopened with %d", n, again.Entries())
+			}
+			if ts, _, _ := again.LastEntry(); ts != int64(n) {
+				t.Errorf("time index of %d entries: last timestamp %d", n, ts)
+			}
+		}
+	})
+}
