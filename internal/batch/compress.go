@@ -255,8 +255,16 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 // per-call limit.
 //
 // Decoders run with concurrency 1, so they start no goroutines and one that
-// a pool drops needs no Close. WithDecoderMaxMemory bounds the window a frame
-// may ask for, so the history buffer cannot outgrow what we would accept.
+// a pool drops needs no Close. WithDecoderMaxMemory caps DecodeAll's output.
+//
+// The stream decoder allocates its whole window up front (a ring of window
+// plus two blocks) and keeps it while pooled, so a 100-byte frame declaring a
+// 60 MiB window would cost 60 MiB. Its window is capped at 8 MiB: zstd's
+// levels up to 19 use at most that (Kafka's default level 3 uses 2 MiB);
+// streams from the "ultra" levels 20-22 are rejected. Single-segment frames,
+// whose window is their content size, take the DecodeAll path instead.
+const maxZstdStreamWindow = 8 << 20
+
 func newZstdDecoder(opts ...zstd.DOption) *zstd.Decoder {
 	opts = append(opts,
 		zstd.WithDecoderConcurrency(1),
@@ -278,7 +286,9 @@ type zstdStream struct {
 	zr  *zstd.Decoder
 }
 
-var zstdStreamPool = sync.Pool{New: func() any { return &zstdStream{zr: newZstdDecoder()} }}
+var zstdStreamPool = sync.Pool{New: func() any {
+	return &zstdStream{zr: newZstdDecoder(zstd.WithDecoderMaxWindow(maxZstdStreamWindow))}
+}}
 
 func unzstd(dst, src []byte, limit int) ([]byte, error) {
 	var fh zstd.Header
@@ -311,7 +321,7 @@ func unzstd(dst, src []byte, limit int) ([]byte, error) {
 		return dst[:0], err
 	}
 	out, err := readBounded(dst, st.zr, limit)
-	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
 		return out[:0], errTooBig
 	}
 	return out, err

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -464,4 +466,34 @@ func zstdRLEFrame(size int, declareSize bool) []byte {
 		f = append(f, byte(hdr), byte(hdr>>8), byte(hdr>>16), 0)
 	}
 	return f
+}
+
+func TestValidateRejectsHugeZstdWindowCheaply(t *testing.T) {
+	// A 20-byte zstd stream declaring a 60 MiB window (exponent 15, mantissa
+	// 7) would make the decoder allocate its whole window.
+	frame := binary.LittleEndian.AppendUint32(nil, 0xFD2FB528)
+	frame = append(frame, 0x00, 0x7F)
+	hdr := uint32(16)<<3 | 1<<1 | 1 // last RLE block of 16 bytes
+	frame = append(frame, byte(hdr), byte(hdr>>8), byte(hdr>>16), 'x')
+	b := newBatchRaw(t, variants[0], []kmsg.Record{{}}, frame, func(rb *kmsg.RecordBatch) { rb.Attributes = int16(CodecZstd) })
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Validate(b, noLimits)
+	runtime.ReadMemStats(&after)
+	wantErr(t, err, ErrCorrupt, kerr.CorruptMessage)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("rejecting a 60 MiB window allocated %d bytes", n)
+	}
+
+	// An 8 MiB window, zstd level 19's, is fine.
+	frame[5] = 13 << 3
+	b = newBatchRaw(t, variants[0], []kmsg.Record{{}}, frame, func(rb *kmsg.RecordBatch) { rb.Attributes = int16(CodecZstd) })
+	_, err = Validate(b, noLimits)
+	// The 16 bytes of 'x' are not a valid record; the point is that the
+	// decoder accepted the window and the record walk rejected the content.
+	wantErr(t, err, ErrCorrupt, kerr.CorruptMessage)
+	if !strings.Contains(err.Error(), "record 0") {
+		t.Errorf("an 8 MiB window should decode; got %v", err)
+	}
 }
