@@ -99,6 +99,17 @@ func TestControllerFollowerForwardsToLeader(t *testing.T) {
 	// Every controller applied what the leader decided.
 	off := lead.State().Offset()
 	c.waitApplied(off)
+	// A broker can follow the log from a follower.
+	w, err := cl.Watch(ctx(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	st, _ := follow(t, w, off)
+	want, _ := lead.State().Marshal()
+	if got, _ := st.Marshal(); !bytes.Equal(got, want) {
+		t.Fatal("image rebuilt by watching a follower differs from the leader's")
+	}
 	for _, ctl := range c.ctrls {
 		if _, ok := ctl.State().TopicByName("via-client"); !ok {
 			t.Fatalf("controller %d lacks the topic", ctl.ID())
