@@ -579,8 +579,15 @@ func (m *MemFS) CrashClone(keepUnsyncedPct int, rng *rand.Rand) *MemFS {
 			nn := newMemDir()
 			nn.modTime = n.modTime
 			built[n] = nn
-			for k, v := range entries(n) {
-				c := build(v)
+			// Sorted, so a seeded rng tears the same files the same way.
+			e := entries(n)
+			names := make([]string, 0, len(e))
+			for k := range e {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, k := range names {
+				c := build(e[k])
 				nn.entries[k] = c
 				nn.durable[k] = c
 			}

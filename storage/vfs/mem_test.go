@@ -405,3 +405,22 @@ func TestMemConcurrentUse(t *testing.T) {
 		t.Fatalf("SyncCount = %d", m.SyncCount())
 	}
 }
+
+func TestMemCrashIsDeterministicAcrossManyFiles(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("/d", 0o755)
+	durable(t, m, "/d")
+	rng := newRand(5)
+	for i := range 20 {
+		name := fmt.Sprintf("/d/f%02d", i)
+		writeFile(t, m, name, randBytes(rng, 100))
+		durable(t, m, name)
+		f, _ := m.OpenReadWrite(name)
+		f.WriteAt(randBytes(rng, 500), 100)
+		f.Close()
+	}
+	a, b := m.CrashClone(50, newRand(1)).Dump(), m.CrashClone(50, newRand(1)).Dump()
+	if a != b {
+		t.Fatalf("two crashes with the same seed differ:\n%s\n%s", a, b)
+	}
+}
