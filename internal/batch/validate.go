@@ -41,8 +41,9 @@ const noTimestamp = -1
 //     == NumRecords-1, a transactional batch has a producer id, a producer id
 //     comes with a sequence >= 0 ([ErrInvalidRecord]);
 //   - every record's varint framing ([ErrCorrupt]), after decompressing
-//     gzip, snappy (raw or xerial-framed), lz4 (frame) or zstd into a bounded
-//     pooled buffer ([ErrCorrupt] when undecodable or larger than 64 MiB);
+//     gzip, snappy (raw or xerial-framed), lz4 (frame) or zstd into a pooled
+//     buffer ([ErrCorrupt] when undecodable, or when the records inflate
+//     beyond max(4 MiB, 256 x compressed size), capped at 64 MiB);
 //   - the records present number exactly NumRecords, and record i has
 //     offset delta i ([ErrInvalidRecord]);
 //   - for CreateTime batches, unless [Limits.SkipTimestampCheck]:
