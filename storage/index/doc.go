@@ -19,6 +19,18 @@
 // operations that change the mapping or rewrite published entries (Seal,
 // Resize, TruncateTo, Reset, Close).
 //
+// Errors: Append returns [ErrIndexFull] (no free slot, or sealed: the log
+// rolls) and [ErrInvalidEntry] (out of order; nothing written);
+// SanityCheck wraps [ErrCorruptIndex] (the log rebuilds the index); every
+// mutating method returns [ErrClosed] after Close. Lookups never fail: on a
+// closed or broken index they answer the segment's start, which is always
+// a safe place to scan from.
+//
+// Idempotent: Seal, Reset, Sync, Close, and TruncateTo or Resize repeated
+// with the same argument. Append is not.
+//
+// Buffers: nothing is handed out; lookups return values.
+//
 // Usage:
 //
 //	ix, err := index.OpenOffsetIndex(vfs.Default, dir+"/00000000000000000000.index", 0, 10<<20)

@@ -132,9 +132,14 @@ func (m *mmapIndex) load(maxBytes int) error {
 	size := st.Size()
 	es := int64(m.entrySize)
 	if size%es != 0 {
-		// A torn or foreign file. Keep the whole entries (SanityCheck
-		// reports the damage) and drop the fragment when resizing below.
+		// A torn or foreign file. Keep the whole entries and drop the
+		// fragment now, before growing the file could leave it inside a
+		// slot; SanityCheck reports the damage.
 		m.tornTail = size
+		size -= size % es
+		if err := m.f.Truncate(size); err != nil {
+			return err
+		}
 	}
 	slots := max(int64(maxBytes)/es, size/es)
 	if slots > int64(maxInt32) {
