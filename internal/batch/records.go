@@ -8,6 +8,10 @@ import (
 // callback. Key, Value and the header values alias a buffer owned by the
 // iterator (the batch itself, or a pooled decompression buffer): they are
 // valid only during the callback, and must be copied to be kept.
+//
+// Its offset is the batch's BaseOffset + OffsetDelta. Its timestamp is
+// FirstTimestamp + TimestampDelta in a CreateTime batch, and the batch's
+// MaxTimestamp in a LogAppendTime batch (as Kafka's consumers read it).
 type Record struct {
 	OffsetDelta    int32
 	TimestampDelta int64
