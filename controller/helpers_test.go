@@ -20,7 +20,7 @@ import (
 // Test timings: 10ms ticks, elections after 10 ticks (100-200ms).
 const (
 	testTick          = 10 * time.Millisecond
-	testElectionTicks = 10
+	testElectionTicks = 15
 	testWait          = 5 * time.Second
 )
 
