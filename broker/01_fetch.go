@@ -96,6 +96,7 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 	deadline := time.Now().Add(wait)
 	var w *waiter
 	var timer *time.Timer
+	stopping := false
 	defer func() {
 		if w != nil {
 			for _, ps := range parts {
@@ -124,7 +125,7 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 			}
 		}
 		total, anyErr := n.readFetch(parts, req, r.version)
-		if anyErr || total >= int64(max(req.MinBytes, 1)) || w == nil || ctx.Err() != nil {
+		if anyErr || total >= int64(max(req.MinBytes, 1)) || w == nil || ctx.Err() != nil || stopping {
 			break
 		}
 		left := time.Until(deadline)
@@ -141,6 +142,8 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 		case <-w.c:
 		case <-timer.C:
 		case <-ctx.Done():
+		case <-n.stopping:
+			stopping = true // shutdown: answer with what there is now
 		}
 	}
 	return encodeFetch(r, resp, parts)

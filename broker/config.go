@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,7 +38,7 @@ var Settings = []Setting{
 	{"controller.listener.names", "CONTROLLER", "the listener name the controller quorum uses"},
 	{"controller.quorum.voters", "1@127.0.0.1:9093", "the controller quorum, id@host:port,..."},
 	{"log.dirs", "./strata-data", "data directory (only the first of a comma-separated list is used)"},
-	{"metadata.log.dir", "", "where the metadata Raft log lives (default: the first log dir)"},
+	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: <first log dir>/metadata; must not be a log dir itself)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener for /metrics, /healthz, /readyz, /debug/pprof (reserved: not served yet)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
 	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1"},
@@ -343,9 +344,15 @@ func ParseConfig(props map[string]string) (Config, error) {
 	if c.LogDir == "" {
 		bad("log.dirs", get("log.dirs"), "empty")
 	}
+	// Not the log dir itself: storage.Manager would load the Raft WAL
+	// directory __cluster_metadata-0 as a partition log (Kafka's LogManager
+	// skips it; ours does not yet), so the default is a subdirectory.
 	c.MetadataLogDir = get("metadata.log.dir")
 	if c.MetadataLogDir == "" {
-		c.MetadataLogDir = c.LogDir
+		c.MetadataLogDir = filepath.Join(c.LogDir, "metadata")
+	}
+	if filepath.Clean(c.MetadataLogDir) == filepath.Clean(c.LogDir) {
+		bad("metadata.log.dir", c.MetadataLogDir, "must differ from the log dir (storage would load __cluster_metadata-0 as a partition)")
 	}
 	c.AdminListener = get("admin.listener")
 	c.NumPartitions = int32(i64("num.partitions", 1))

@@ -45,9 +45,15 @@ type Options struct {
 type Node struct {
 	cfg       Config
 	logger    *slog.Logger
-	ctx       context.Context // cancelled by Close: long polls return, loops stop
+	ctx       context.Context // cancelled by Close once connections drained: loops stop
 	cancel    context.CancelFunc
+	stopping  chan struct{} // closed when Close starts: long polls answer at once
 	clusterID string
+	// incarnation is kept in meta.properties, so a restart on the same
+	// data directory re-registers as the same incarnation and is accepted
+	// at once; another process claiming this node.id from another
+	// directory is still refused (DUPLICATE_BROKER_REGISTRATION).
+	incarnation uuid.UUID
 
 	store *storage.Manager
 	ctl   *controller.Controller // nil when this node is broker-only
@@ -102,7 +108,7 @@ func Open(o Options) (n *Node, err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n = &Node{
-		cfg: cfg, logger: o.Logger, ctx: ctx, cancel: cancel,
+		cfg: cfg, logger: o.Logger, ctx: ctx, cancel: cancel, stopping: make(chan struct{}),
 		conns: map[*conn]struct{}{}, meta: metadata.NewState(), metaNotify: make(chan struct{}),
 		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{},
 	}
@@ -115,7 +121,7 @@ func Open(o Options) (n *Node, err error) {
 	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create log dir: %w", err)
 	}
-	if n.clusterID, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
+	if n.clusterID, n.incarnation, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	n.store, err = storage.OpenManager(storage.ManagerOptions{
@@ -265,6 +271,7 @@ func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 // marker. Idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		close(n.stopping)
 		for _, ln := range n.lns {
 			ln.Close()
 		}
@@ -342,7 +349,7 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 // register registers this broker with the controller, retrying until the
 // quorum has a leader or ctx ends.
 func (n *Node) register(ctx context.Context) error {
-	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: uuid.New(), Listeners: n.advertised}
+	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: n.incarnation, Listeners: n.advertised}
 	for {
 		resp, err := n.svc.RegisterBroker(ctx, req)
 		if err == nil {
@@ -593,7 +600,7 @@ func (n *Node) removeStrayLogs() {
 		n.partsMu.RLock()
 		_, hosted := n.parts[tpKey{l.Topic(), l.Partition()}]
 		n.partsMu.RUnlock()
-		if hosted {
+		if hosted || strings.HasPrefix(l.Topic(), "__cluster_metadata") {
 			continue
 		}
 		n.logger.Info("broker: removing stray log", "topic", l.Topic(), "partition", l.Partition())
@@ -699,33 +706,34 @@ func topicStorageConfig(base storage.Config, m map[string]string) storage.Config
 	return c
 }
 
-// loadMetaProperties reads <dir>/meta.properties (cluster.id, node.id),
-// creating it with a new cluster id on first start. A node.id that differs
-// from the file's is refused, as Kafka refuses it.
-func loadMetaProperties(dir string, nodeID int32) (string, error) {
+// loadMetaProperties reads <dir>/meta.properties (cluster.id, node.id and
+// Strata's incarnation.id), creating it on first start. A node.id that
+// differs from the file's is refused, as Kafka refuses it.
+func loadMetaProperties(dir string, nodeID int32) (string, uuid.UUID, error) {
 	path := filepath.Join(dir, "meta.properties")
 	f, err := os.Open(path)
 	if err == nil {
 		defer f.Close()
 		props, err := ReadProperties(f)
 		if err != nil {
-			return "", fmt.Errorf("broker: %s: %w", path, err)
+			return "", uuid.UUID{}, fmt.Errorf("broker: %s: %w", path, err)
 		}
 		if id := props["node.id"]; id != strconv.Itoa(int(nodeID)) {
-			return "", fmt.Errorf("%w: node.id=%d but %s says %s", ErrInvalidConfig, nodeID, path, id)
+			return "", uuid.UUID{}, fmt.Errorf("%w: node.id=%d but %s says %s", ErrInvalidConfig, nodeID, path, id)
 		}
-		if props["cluster.id"] == "" {
-			return "", fmt.Errorf("%w: %s has no cluster.id", ErrInvalidConfig, path)
+		inc, err := uuid.Parse(props["incarnation.id"])
+		if props["cluster.id"] == "" || err != nil {
+			return "", uuid.UUID{}, fmt.Errorf("%w: %s lacks cluster.id or incarnation.id", ErrInvalidConfig, path)
 		}
-		return props["cluster.id"], nil
+		return props["cluster.id"], inc, nil
 	}
 	if !os.IsNotExist(err) {
-		return "", fmt.Errorf("broker: read %s: %w", path, err)
+		return "", uuid.UUID{}, fmt.Errorf("broker: read %s: %w", path, err)
 	}
-	id := encodeTopicID(uuid.New())
-	data := fmt.Sprintf("#\n#Written by strata\nversion=1\ncluster.id=%s\nnode.id=%d\n", id, nodeID)
+	id, inc := encodeTopicID(uuid.New()), uuid.New()
+	data := fmt.Sprintf("#\n#Written by strata\nversion=1\ncluster.id=%s\nnode.id=%d\nincarnation.id=%s\n", id, nodeID, inc)
 	if err := writeFileDurably(path, []byte(data)); err != nil {
-		return "", err
+		return "", uuid.UUID{}, err
 	}
-	return id, nil
+	return id, inc, nil
 }
