@@ -18,6 +18,7 @@ import (
 //
 // entry (31 bytes + 32 per batch):
 //
+//	offset  size  field
 //	     0     8  producerId        int64   >= 0
 //	     8     2  epoch             int16
 //	    10     4  coordinatorEpoch  int32   -1 until transactions
@@ -28,6 +29,7 @@ import (
 //
 // batch (32 bytes):
 //
+//	offset  size  field
 //	     0     4  firstSeq     int32  >= 0
 //	     4     4  lastSeq      int32  = firstSeq + (lastOffset - firstOffset), wrapping at MaxInt32
 //	     8     8  firstOffset  int64  >= 0, above the previous batch's lastOffset
