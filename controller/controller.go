@@ -146,11 +146,9 @@ func Open(o Options) (*Controller, error) {
 		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger})
 		c.transport = tcp
 	}
-	m, err := newMetrics(o.Registry, cfg.NodeID, c.Status)
-	if err != nil {
-		return fail(err)
-	}
+	m := newMetrics(cfg.NodeID, c.Status)
 	c.metrics = m
+	var err error
 	c.node, err = newNode(nodeConfig{
 		id:              uint64(cfg.NodeID),
 		peers:           cfg.voterIDs(),
@@ -169,6 +167,9 @@ func Open(o Options) (*Controller, error) {
 		onLeader:        func(lead, term uint64) { c.live.reset() },
 	})
 	if err != nil {
+		return fail(err)
+	}
+	if err := m.register(o.Registry); err != nil {
 		return fail(err)
 	}
 	c.srv = newServer(c, tcp)
@@ -218,12 +219,7 @@ func (c *Controller) ID() int32 { return c.cfg.NodeID }
 
 // Status returns the Raft state: term, leader, commit and applied index,
 // snapshot index and time.
-func (c *Controller) Status() Status {
-	if c.node == nil {
-		return Status{ID: uint64(c.cfg.NodeID)}
-	}
-	return c.node.status()
-}
+func (c *Controller) Status() Status { return c.node.status() }
 
 // Leader returns the known leader's id and CONTROLLER address; ok is false
 // when no leader is known.

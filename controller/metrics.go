@@ -22,9 +22,9 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 }
 
-// newMetrics builds the metrics reading n's published state; reg may be
-// nil (metrics are still kept, just not exported).
-func newMetrics(reg prometheus.Registerer, nodeID int32, status func() Status) (*metrics, error) {
+// newMetrics builds the metrics; the gauge functions read status, which
+// must be safe to call once register has been called.
+func newMetrics(nodeID int32, status func() Status) *metrics {
 	labels := prometheus.Labels{"node_id": itoa(nodeID)}
 	gf := func(name, help string, f func(Status) float64) prometheus.GaugeFunc {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -52,15 +52,22 @@ func newMetrics(reg prometheus.Registerer, nodeID int32, status func() Status) (
 		}
 		return time.Since(s.SnapshotTime).Seconds()
 	})
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.term, m.leader, m.commit, m.applied, m.snapshotBytes,
-			m.snapshotTime, m.snapshotAge, m.proposals, m.leaderChanges} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
+	return m
+}
+
+// register exports the metrics on reg (nil: nowhere). Called once the
+// node exists, so a scrape never sees a half-built controller.
+func (m *metrics) register(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{m.term, m.leader, m.commit, m.applied, m.snapshotBytes,
+		m.snapshotTime, m.snapshotAge, m.proposals, m.leaderChanges} {
+		if err := reg.Register(c); err != nil {
+			return err
 		}
 	}
-	return m, nil
+	return nil
 }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
