@@ -308,3 +308,17 @@ func (f *failFile) WriteAt(b []byte, off int64) (int, error) {
 	}
 	return f.File.WriteAt(b, off)
 }
+
+// splitForScript splits off the first batch of b and describes it as
+// "[base,last]".
+func splitForScript(b []byte) (string, []byte, error) {
+	first, rest, err := batch.Split(b)
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := batch.ParseHeader(first)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("[%d,%d]", h.BaseOffset, h.LastOffset()), rest, nil
+}

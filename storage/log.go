@@ -40,6 +40,11 @@ type LogOptions struct {
 	// OnFailure is called once when the log latches into its failed state
 	// (the Manager takes the whole directory offline).
 	OnFailure func(err error)
+
+	// OnTruncate is called after Truncate or TruncateFullyAndStartAt
+	// lowered the recovery point, without the log's lock held (the Manager
+	// writes its checkpoints).
+	OnTruncate func()
 }
 
 // AppendOptions qualify one [Log.Append].
@@ -76,14 +81,15 @@ type AppendInfo struct {
 // LogAppendTime) and does not keep it. ReadView regions belong to the log
 // and stay readable until Release.
 type Log struct {
-	dir       string
-	topic     string
-	partition int32
-	fs        vfs.FS
-	now       func() time.Time
-	logger    *slog.Logger
-	snapshot  func(int64) ([]byte, error)
-	onFailure func(error)
+	dir        string
+	topic      string
+	partition  int32
+	fs         vfs.FS
+	now        func() time.Time
+	logger     *slog.Logger
+	snapshot   func(int64) ([]byte, error)
+	onFailure  func(error)
+	onTruncate func()
 
 	cfg  atomic.Pointer[Config]
 	segs atomic.Pointer[[]*segment] // copy-on-write, oldest first; never empty while open

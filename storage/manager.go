@@ -91,13 +91,8 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
 		failed: make(chan error, 1), stop: make(chan struct{}),
 	}
-	if _, err := o.FS.Stat(o.Dir); err != nil {
-		if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("storage: create data dir: %w", err)
-		}
-		if err := o.FS.SyncDir(filepath.Dir(o.Dir)); err != nil {
-			return nil, fmt.Errorf("storage: sync data dir parent: %w", err)
-		}
+	if err := mkdirAllDurable(o.FS, o.Dir); err != nil {
+		return nil, err
 	}
 	marker := filepath.Join(o.Dir, CleanShutdownFile)
 	_, statErr := o.FS.Stat(marker)
@@ -191,6 +186,10 @@ func (m *Manager) logOptions(tp checkpoint.TopicPartition, cfg Config, rp, lso i
 		FS: m.opts.FS, Config: cfg, Now: m.opts.Now, Logger: m.opts.Logger,
 		RecoveryPoint: rp, LogStartOffset: lso, CleanShutdown: clean,
 		OnFailure: m.fail,
+		// A truncation lowers the recovery point: checkpoint it at once,
+		// or a crash would rescan with a stale, higher one and take the
+		// torn tail of the new history for damage to flushed data.
+		OnTruncate: func() { _ = m.Checkpoint() },
 	}
 	if m.opts.ProducerSnapshot != nil {
 		o.ProducerSnapshot = m.opts.ProducerSnapshot(tp.Topic, tp.Partition)

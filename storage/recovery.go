@@ -54,19 +54,12 @@ func OpenLog(o LogOptions) (*Log, error) {
 	l := &Log{
 		dir: o.Dir, topic: o.Topic, partition: o.Partition, fs: o.FS, now: o.Now,
 		logger:   o.Logger.With("topic", o.Topic, "partition", o.Partition),
-		snapshot: o.ProducerSnapshot, onFailure: o.OnFailure,
+		snapshot: o.ProducerSnapshot, onFailure: o.OnFailure, onTruncate: o.OnTruncate,
 	}
 	l.cfg.Store(&cfg)
 	l.remoteUploaded.Store(-1)
-	if _, err := o.FS.Stat(o.Dir); err != nil {
-		// A new partition directory must itself be durable before anything
-		// in it can be: sync its parent once.
-		if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("storage: create %s: %w", o.Dir, err)
-		}
-		if err := o.FS.SyncDir(filepath.Dir(o.Dir)); err != nil {
-			return nil, fmt.Errorf("storage: sync %s: %w", filepath.Dir(o.Dir), err)
-		}
+	if err := mkdirAllDurable(o.FS, o.Dir); err != nil {
+		return nil, err
 	}
 	epochs, err := checkpoint.OpenLeaderEpochCache(o.FS, filepath.Join(o.Dir, LeaderEpochCheckpointFile))
 	if err != nil {
@@ -124,6 +117,31 @@ func (l *Log) cleanLeftovers() ([]int64, error) {
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	return bases, nil
+}
+
+// mkdirAllDurable creates dir and any missing parents, then syncs every
+// directory that gained an entry, so a new directory is itself durable
+// before anything in it can be.
+func mkdirAllDurable(fs vfs.FS, dir string) error {
+	if _, err := fs.Stat(dir); err == nil {
+		return nil
+	}
+	var created []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		created = append(created, d)
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := fs.SyncDir(filepath.Dir(created[i])); err != nil {
+			return fmt.Errorf("storage: sync %s: %w", filepath.Dir(created[i]), err)
+		}
+	}
+	return nil
 }
 
 func isNotExist(err error) bool {
@@ -188,34 +206,34 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 				continue
 			}
 			// Missing or corrupt index: rebuild it from the log.
-			cut, bad, err := rebuild(s)
+			_, bad, err := rebuild(s)
 			if err != nil {
 				return fail(fmt.Errorf("storage: rebuild index of segment %d: %w", s.base, err))
 			}
-			if bad >= 0 && !o.CleanShutdown {
-				return fail(fmt.Errorf("%w: segment %d: invalid batch at position %d below the recovery point %d",
-					ErrCorruption, s.base, bad, o.RecoveryPoint))
+			if bad >= 0 {
+				// Trusted data (flushed, or closed cleanly) cannot hold a
+				// torn write: refuse, leaving the log file as found.
+				return fail(fmt.Errorf("%w: segment %d: invalid batch at position %d in flushed data (recovery point %d, clean shutdown %v)",
+					ErrCorruption, s.base, bad, o.RecoveryPoint, o.CleanShutdown))
 			}
-			if cut == 0 {
-				continue
-			}
-			// A clean shutdown with a bad tail: treat it like a torn one.
-			l.report.TruncatedBytes += cut
-		} else {
-			l.report.SegmentsScanned++
-			cut, bad, err := rebuild(s)
-			if err != nil {
-				return fail(fmt.Errorf("storage: recover segment %d: %w", s.base, err))
-			}
-			if bad < 0 {
-				continue
-			}
-			if s.next.Load() < o.RecoveryPoint {
-				return fail(fmt.Errorf("%w: segment %d: invalid batch at position %d below the recovery point %d",
-					ErrCorruption, s.base, bad, o.RecoveryPoint))
-			}
-			l.report.TruncatedBytes += cut
+			continue
 		}
+		l.report.SegmentsScanned++
+		cut, bad, err := rebuild(s)
+		if err != nil {
+			return fail(fmt.Errorf("storage: recover segment %d: %w", s.base, err))
+		}
+		if bad < 0 {
+			continue
+		}
+		if s.next.Load() < o.RecoveryPoint {
+			return fail(fmt.Errorf("%w: segment %d: invalid batch at position %d below the recovery point %d",
+				ErrCorruption, s.base, bad, o.RecoveryPoint))
+		}
+		if err := s.cutTail(); err != nil {
+			return fail(fmt.Errorf("storage: cut segment %d: %w", s.base, err))
+		}
+		l.report.TruncatedBytes += cut
 		// Everything after the cut is lost: drop the later segments.
 		if l.report.DroppedFromOffset < 0 {
 			l.report.DroppedFromOffset = s.next.Load()

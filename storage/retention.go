@@ -253,6 +253,16 @@ func (l *Log) Segments() []SegmentInfo {
 // above the log end offset is a no-op; one below the log start offset
 // empties the log and restarts it at offset.
 func (l *Log) Truncate(offset int64) error {
+	if err := l.truncate(offset); err != nil {
+		return err
+	}
+	if l.onTruncate != nil {
+		l.onTruncate()
+	}
+	return nil
+}
+
+func (l *Log) truncate(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
@@ -309,11 +319,15 @@ func (l *Log) Truncate(offset int64) error {
 // empty, at offset (a follower far behind a leader whose log starts later).
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usableLocked(); err != nil {
-		return err
+	err := l.usableLocked()
+	if err == nil {
+		err = l.truncateFullyLocked(offset)
 	}
-	return l.truncateFullyLocked(offset)
+	l.mu.Unlock()
+	if err == nil && l.onTruncate != nil {
+		l.onTruncate()
+	}
+	return err
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {

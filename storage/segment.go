@@ -332,9 +332,9 @@ func (s *segment) loadTrusted() error {
 }
 
 // rebuild rescans the whole log, validating every batch, rewrites both
-// indexes, and truncates the log after the last whole valid batch. It
-// returns how many bytes were cut and the first invalid position (-1 if
-// none).
+// indexes and publishes the end of the last whole valid batch as the
+// segment's size. It returns how many bytes lie past that end and the
+// first invalid position (-1 if none).
 func (s *segment) rebuild(interval int, buf *[]byte) (cut int64, badPos int64, err error) {
 	st, err := s.log.Stat()
 	if err != nil {
@@ -383,14 +383,24 @@ func (s *segment) rebuild(interval int, buf *[]byte) (cut int64, badPos int64, e
 		next = h.LastOffset() + 1
 		pos += int64(h.Size())
 	}
-	if pos < fileSize {
-		if err := s.log.Truncate(pos); err != nil {
-			return 0, badPos, err
-		}
-	}
+	// The log itself is not cut here: the caller first decides whether
+	// the damage is a torn tail (cut it: cutTail) or flushed data (refuse,
+	// leaving the file as found).
 	s.size.Store(pos)
 	s.next.Store(next)
 	return fileSize - pos, badPos, nil
+}
+
+// cutTail truncates the log file to the published size after rebuild.
+func (s *segment) cutTail() error {
+	st, err := s.log.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() > s.size.Load() {
+		return s.log.Truncate(s.size.Load())
+	}
+	return nil
 }
 
 // sanity checks a trusted segment's indexes against its log.
