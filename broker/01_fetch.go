@@ -174,12 +174,12 @@ func (n *Node) readFetch(parts [][]fetchPart, req *kmsg.FetchRequest, version in
 				anyErr = true
 				continue
 			}
-			limit := int64(fp.req.PartitionMaxBytes)
-			if total > 0 {
-				limit = min(limit, budget-total)
-			}
+			limit := min(int64(fp.req.PartitionMaxBytes), budget-total)
 			if limit <= 0 {
-				continue
+				if total > 0 {
+					continue
+				}
+				limit = 1 // still the first batch whole (KIP-74)
 			}
 			v, err := fp.p.log.Read(fp.req.FetchOffset, int(min(limit, 1<<31-1)), fp.p.hw.Load())
 			if err != nil {

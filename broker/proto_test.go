@@ -1,0 +1,464 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/binary"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func produceReq(version int16, topic string, id [16]byte, partition int32, acks int16, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(version)
+	req.Acks, req.TimeoutMillis = acks, 5000
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic, t.TopicID = topic, id
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Partition, p.Records = partition, records
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return req
+}
+
+func fetchReq(version int16, topic string, id [16]byte, partition int32, offset int64, maxWaitMs, minBytes, partMax int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(version)
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, maxWaitMs, minBytes, 50<<20
+	req.SessionEpoch = -1
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic, t.TopicID = topic, id
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.Partition, p.FetchOffset, p.PartitionMaxBytes = partition, offset, partMax
+	p.CurrentLeaderEpoch = -1
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return req
+}
+
+func produceErr(t *testing.T, resp kmsg.Response) (int16, int64) {
+	t.Helper()
+	pr := resp.(*kmsg.ProduceResponse)
+	p := pr.Topics[0].Partitions[0]
+	return p.ErrorCode, p.BaseOffset
+}
+
+func fetchPart0(t *testing.T, resp kmsg.Response) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	fr := resp.(*kmsg.FetchResponse)
+	if fr.ErrorCode != 0 {
+		t.Fatalf("fetch error %d", fr.ErrorCode)
+	}
+	return fr.Topics[0].Partitions[0]
+}
+
+// logBytes returns the stored record bytes of a partition up to its HW.
+func logBytes(t *testing.T, n *Node, topic string, part int32) []byte {
+	t.Helper()
+	p := n.partition(topic, part)
+	v, err := p.log.Read(0, 1<<30, p.hw.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	b, err := v.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	c := dialRaw(t, n)
+	for v := int16(0); v <= kmsg.NewPtrApiVersionsRequest().MaxVersion(); v++ {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(v)
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+		resp := c.roundTrip(req).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
+		}
+		got := map[int16][2]int16{}
+		for _, k := range resp.ApiKeys {
+			got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+		}
+		want := map[int16][2]int16{
+			0:  {3, kmsg.NewPtrProduceRequest().MaxVersion()},
+			1:  {4, kmsg.NewPtrFetchRequest().MaxVersion()},
+			2:  {1, kmsg.NewPtrListOffsetsRequest().MaxVersion()},
+			3:  {0, kmsg.NewPtrMetadataRequest().MaxVersion()},
+			18: {0, kmsg.NewPtrApiVersionsRequest().MaxVersion()},
+			19: {0, kmsg.NewPtrCreateTopicsRequest().MaxVersion()},
+			20: {0, kmsg.NewPtrDeleteTopicsRequest().MaxVersion()},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("v%d: advertised %v, want %v", v, got, want)
+		}
+		for k, r := range want {
+			if got[k] != r {
+				t.Errorf("v%d: key %d advertised %v, want %v", v, k, got[k], r)
+			}
+		}
+	}
+}
+
+func TestAPIVersionsUnknownVersionGetsV0Fallback(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	c := dialRaw(t, n)
+	// Version 127 of ApiVersions, with a body this broker cannot know.
+	b := []byte{0, 0, 0, 0, 0, 18, 0, 127, 0, 0, 0, 7, 0, 0, 0, 0xde, 0xad}
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	if _, err := c.nc.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	corr, body, err := c.readFrame()
+	if err != nil || corr != 7 {
+		t.Fatalf("corr %d err %v", corr, err)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("fallback is not a v0 response: %v", err)
+	}
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 ||
+		resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != kmsg.NewPtrApiVersionsRequest().MaxVersion() {
+		t.Fatalf("fallback %+v", resp)
+	}
+}
+
+// TestConnBadInputClosesConnection sends each kind of bad frame on its own
+// connection: the broker closes it, keeps serving others, and the log is
+// unchanged.
+func TestConnBadInputClosesConnection(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"socket.request.max.bytes": "1048576"})
+	createTopic(t, newAdmin(t, n), "bad", 1, nil)
+	good := dialRaw(t, n)
+	if code, _ := produceErr(t, good.roundTrip(produceReq(9, "bad", [16]byte{}, 0, -1, recordBatch(1000, "a", "b")))); code != 0 {
+		t.Fatalf("good produce: %d", code)
+	}
+	before := logBytes(t, n, "bad", 0)
+
+	header := func(key, version int16) []byte {
+		b := binary.BigEndian.AppendUint16(nil, uint16(key))
+		b = binary.BigEndian.AppendUint16(b, uint16(version))
+		b = binary.BigEndian.AppendUint32(b, 1)
+		return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
+	}
+	sized := func(body []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
+	goodProduce := frameRequest(produceReq(7, "bad", [16]byte{}, 0, -1, recordBatch(1000, "c")), 1)
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+	}{
+		{"unknown api key", sized(header(999, 0))},
+		{"api key the broker does not serve", sized(header(9, 5))}, // OffsetFetch: not registered yet
+		{"produce v2 (before record batch v2)", sized(append(header(0, 2), 0xff, 0xff, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0))},
+		{"negative size", []byte{0xff, 0xff, 0xff, 0xf0}},
+		{"size below a header", sized([]byte{0, 1, 0})},
+		{"oversized", binary.BigEndian.AppendUint32(nil, 512<<20)},
+		{"truncated body", goodProduce[:len(goodProduce)-9]},
+		{"body cut inside a field", sized(append(header(3, 12), 0, 0))},
+		{"client id longer than frame", sized(append(header(18, 0)[:8], 0x7f, 0xff))},
+		{"bad tag section", sized(append(header(3, 12), 5, 1))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			c := dialRaw(t, n)
+			if _, err := c.nc.Write(tc.bytes); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "truncated body" {
+				c.nc.(interface{ CloseWrite() error }).CloseWrite()
+			}
+			c.expectClosed()
+			runtime.ReadMemStats(&ms1)
+			if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 64<<20 {
+				t.Errorf("allocated %d MiB for a rejected frame", grew>>20)
+			}
+		})
+	}
+	if after := logBytes(t, n, "bad", 0); !bytes.Equal(before, after) {
+		t.Fatal("log changed by bad input")
+	}
+	// The node still serves.
+	if code, off := produceErr(t, good.roundTrip(produceReq(9, "bad", [16]byte{}, 0, -1, recordBatch(1000, "d")))); code != 0 || off != 2 {
+		t.Fatalf("produce after bad input: code %d offset %d", code, off)
+	}
+}
+
+func TestProduceRejectsBadBatchesAndLeavesLogUnchanged(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"auto.create.topics.enable": "false"})
+	createTopic(t, newAdmin(t, n), "crc", 1, nil)
+	c := dialRaw(t, n)
+	flipped := recordBatch(1000, "x", "y")
+	flipped[len(flipped)-1] ^= 0xff
+	badMagic := recordBatch(1000, "x")
+	badMagic[16] = 1
+	for _, tc := range []struct {
+		name string
+		req  *kmsg.ProduceRequest
+		want *kerr.Error
+	}{
+		{"bad crc", produceReq(9, "crc", [16]byte{}, 0, -1, flipped), kerr.CorruptMessage},
+		{"bad magic", produceReq(9, "crc", [16]byte{}, 0, 1, badMagic), kerr.UnsupportedForMessageFormat},
+		{"truncated batch", produceReq(9, "crc", [16]byte{}, 0, 1, recordBatch(1000, "x")[:40]), kerr.CorruptMessage},
+		{"acks 2", produceReq(9, "crc", [16]byte{}, 0, 2, recordBatch(1000, "x")), kerr.InvalidRequiredAcks},
+		{"unknown topic", produceReq(9, "nope", [16]byte{}, 0, 1, recordBatch(1000, "x")), kerr.UnknownTopicOrPartition},
+		{"illegal topic name", produceReq(9, "a/b", [16]byte{}, 0, 1, recordBatch(1000, "x")), kerr.InvalidTopicException},
+		{"unknown partition", produceReq(9, "crc", [16]byte{}, 7, 1, recordBatch(1000, "x")), kerr.UnknownTopicOrPartition},
+		{"unknown topic id", produceReq(13, "", [16]byte{1}, 0, 1, recordBatch(1000, "x")), kerr.UnknownTopicID},
+	} {
+		code, _ := produceErr(t, c.roundTrip(tc.req))
+		if code != tc.want.Code {
+			t.Errorf("%s: error %d, want %s", tc.name, code, tc.want.Message)
+		}
+	}
+	if p := n.partition("crc", 0); p.log.LogEndOffset() != 0 {
+		t.Fatalf("log end offset %d after rejected batches", p.log.LogEndOffset())
+	}
+	if code, off := produceErr(t, c.roundTrip(produceReq(9, "crc", [16]byte{}, 0, -1, recordBatch(1000, "ok")))); code != 0 || off != 0 {
+		t.Fatalf("good batch after bad ones: code %d offset %d", code, off)
+	}
+}
+
+func TestProduceAcksZeroSendsNoResponse(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "acks0", 1, nil)
+	c := dialRaw(t, n)
+	c.send(produceReq(9, "acks0", [16]byte{}, 0, 0, recordBatch(1000, "fire", "forget")))
+	av := kmsg.NewPtrApiVersionsRequest()
+	resp := c.roundTrip(av) // fails if the produce had been answered first
+	if resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
+		t.Fatal("api versions failed")
+	}
+	if got := n.partition("acks0", 0).log.LogEndOffset(); got != 2 {
+		t.Fatalf("log end offset %d, want 2", got)
+	}
+	// An acks=0 request that fails closes the connection.
+	c.send(produceReq(9, "acks0", [16]byte{}, 5, 0, recordBatch(1000, "x")))
+	c.expectClosed()
+}
+
+// TestProduceFetchEveryVersion produces with every Produce version and
+// reads back with every Fetch version: flexible and not, by name and by
+// topic id. The fetched bytes are the stored bytes exactly, which proves
+// the splice framing around sendfile regions for each version.
+func TestProduceFetchEveryVersion(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "versions", 1, nil)
+	id := topicID(t, n, "versions")
+	c := dialRaw(t, n)
+	maxProduce := kmsg.NewPtrProduceRequest().MaxVersion()
+	for v := int16(3); v <= maxProduce; v++ {
+		name := "versions"
+		if v >= 13 {
+			name = ""
+		}
+		code, off := produceErr(t, c.roundTrip(produceReq(v, name, id, 0, -1, recordBatch(int64(v)*1000, "p", string(rune('a'+v))))))
+		if code != 0 || off != int64(v-3)*2 {
+			t.Fatalf("produce v%d: code %d offset %d", v, code, off)
+		}
+	}
+	stored := logBytes(t, n, "versions", 0)
+	maxFetch := kmsg.NewPtrFetchRequest().MaxVersion()
+	for v := int16(4); v <= maxFetch; v++ {
+		name := "versions"
+		if v >= 13 {
+			name = ""
+		}
+		p := fetchPart0(t, c.roundTrip(fetchReq(v, name, id, 0, 0, 0, 0, 1<<20)))
+		if p.ErrorCode != 0 || p.HighWatermark != int64(maxProduce-2)*2 {
+			t.Fatalf("fetch v%d: code %d hw %d", v, p.ErrorCode, p.HighWatermark)
+		}
+		if !bytes.Equal(p.RecordBatches, stored) {
+			t.Fatalf("fetch v%d: %d bytes differ from the %d stored", v, len(p.RecordBatches), len(stored))
+		}
+		// Two partitions' worth of framing: an empty partition after a
+		// full one keeps its own framing intact.
+		req := fetchReq(v, name, id, 0, int64(maxProduce-2)*2, 0, 0, 1<<20)
+		req.Topics[0].Partitions = append([]kmsg.FetchRequestTopicPartition{req.Topics[0].Partitions[0]}, req.Topics[0].Partitions...)
+		req.Topics[0].Partitions[0].FetchOffset = 2
+		fr := c.roundTrip(req).(*kmsg.FetchResponse)
+		if got := fr.Topics[0].Partitions; len(got) != 2 || !bytes.Equal(got[0].RecordBatches, stored[len(stored)-len(got[0].RecordBatches):]) || len(got[1].RecordBatches) != 0 {
+			t.Fatalf("fetch v%d with two partitions: bad framing", v)
+		}
+	}
+}
+
+func TestFetchLimitsFollowKIP74(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "limits", 2, nil)
+	c := dialRaw(t, n)
+	big := string(bytes.Repeat([]byte("z"), 1000))
+	for i := range 5 {
+		for p := int32(0); p < 2; p++ {
+			if code, _ := produceErr(t, c.roundTrip(produceReq(9, "limits", [16]byte{}, p, -1, recordBatch(int64(i), big)))); code != 0 {
+				t.Fatal(code)
+			}
+		}
+	}
+	batch := len(recordBatch(0, big))
+	one := fetchPart0(t, c.roundTrip(fetchReq(11, "limits", [16]byte{}, 0, 0, 0, 0, 1)))
+	if len(one.RecordBatches) != batch {
+		t.Errorf("partition max 1 byte: got %d bytes, want the first batch whole (%d)", len(one.RecordBatches), batch)
+	}
+	two := fetchPart0(t, c.roundTrip(fetchReq(11, "limits", [16]byte{}, 0, 0, 0, 0, int32(2*batch+batch/2))))
+	if len(two.RecordBatches) != 2*batch {
+		t.Errorf("partition max 2.5 batches: got %d bytes, want 2 batches", len(two.RecordBatches))
+	}
+	// Response limit: the first partition's first batch is whole, the
+	// second partition gets nothing.
+	req := fetchReq(11, "limits", [16]byte{}, 0, 0, 0, 0, 1<<20)
+	req.MaxBytes = 10
+	p1 := req.Topics[0].Partitions[0]
+	p1.Partition = 1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+	fr := c.roundTrip(req).(*kmsg.FetchResponse)
+	if a, b := len(fr.Topics[0].Partitions[0].RecordBatches), len(fr.Topics[0].Partitions[1].RecordBatches); a != batch || b != 0 {
+		t.Errorf("response max 10 bytes: partitions got %d and %d bytes, want %d and 0", a, b, batch)
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "ferr", 1, nil)
+	c := dialRaw(t, n)
+	c.roundTrip(produceReq(9, "ferr", [16]byte{}, 0, -1, recordBatch(0, "a")))
+	check := func(name string, req *kmsg.FetchRequest, want *kerr.Error) {
+		t.Helper()
+		code := int16(0)
+		if want != nil {
+			code = want.Code
+		}
+		if got := fetchPart0(t, c.roundTrip(req)).ErrorCode; got != code {
+			t.Errorf("%s: error %d, want %v", name, got, want)
+		}
+	}
+	check("offset past end", fetchReq(11, "ferr", [16]byte{}, 0, 5, 0, 0, 1<<20), kerr.OffsetOutOfRange)
+	check("unknown topic", fetchReq(11, "nope", [16]byte{}, 0, 0, 0, 0, 1<<20), kerr.UnknownTopicOrPartition)
+	check("unknown topic id", fetchReq(13, "", [16]byte{9}, 0, 0, 0, 0, 1<<20), kerr.UnknownTopicID)
+	newer := fetchReq(11, "ferr", [16]byte{}, 0, 0, 0, 0, 1<<20)
+	newer.Topics[0].Partitions[0].CurrentLeaderEpoch = 5
+	check("newer leader epoch", newer, kerr.UnknownLeaderEpoch)
+	newer.Topics[0].Partitions[0].CurrentLeaderEpoch = 0
+	check("current leader epoch", newer, nil)
+	sess := fetchReq(11, "ferr", [16]byte{}, 0, 0, 0, 0, 1<<20)
+	sess.SessionID, sess.SessionEpoch = 42, 3
+	if fr := c.roundTrip(sess).(*kmsg.FetchResponse); fr.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Errorf("unknown session: %d", fr.ErrorCode)
+	}
+}
+
+func TestFetchLongPollWokenByAppend(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "poll", 1, nil)
+	c := dialRaw(t, n)
+
+	// Nothing arrives: the fetch waits out MaxWaitMs.
+	start := time.Now()
+	p := fetchPart0(t, c.roundTrip(fetchReq(11, "poll", [16]byte{}, 0, 0, 300, 1, 1<<20)))
+	if el := time.Since(start); el < 300*time.Millisecond || len(p.RecordBatches) != 0 {
+		t.Fatalf("empty long poll returned after %v with %d bytes", el, len(p.RecordBatches))
+	}
+
+	// An append wakes a 20s long poll at once.
+	corr := c.send(fetchReq(11, "poll", [16]byte{}, 0, 0, 20000, 1, 1<<20))
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	prod := dialRaw(t, n)
+	prod.roundTrip(produceReq(9, "poll", [16]byte{}, 0, 1, recordBatch(0, "wake")))
+	got, body, err := c.readFrame()
+	if err != nil || got != corr {
+		t.Fatalf("long poll: corr %d err %v", got, err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("append woke the fetch after %v", el)
+	}
+	fr := decodeResponse(t, fetchReq(11, "", [16]byte{}, 0, 0, 0, 0, 0), body).(*kmsg.FetchResponse)
+	if len(fr.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatal("woken fetch returned no records")
+	}
+}
+
+// TestConnPipelinedResponsesInOrder pipelines a long poll followed by
+// quick requests on one connection, with an in-flight bound of 2: the
+// quick ones finish first but every response leaves in request order.
+func TestConnPipelinedResponsesInOrder(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"queued.max.requests": "2"})
+	createTopic(t, newAdmin(t, n), "pipe", 1, nil)
+	c := dialRaw(t, n)
+	var reqs []kmsg.Request
+	reqs = append(reqs, fetchReq(11, "pipe", [16]byte{}, 0, 0, 400, 1, 1<<20))
+	for i := range 6 {
+		if i%2 == 0 {
+			reqs = append(reqs, kmsg.NewPtrApiVersionsRequest())
+		} else {
+			m := kmsg.NewPtrMetadataRequest()
+			m.SetVersion(12)
+			reqs = append(reqs, m)
+		}
+	}
+	var buf []byte
+	for i, r := range reqs {
+		buf = append(buf, frameRequest(r, int32(100+i))...)
+	}
+	start := time.Now()
+	if _, err := c.nc.Write(buf); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		corr, body, err := c.readFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if corr != int32(100+i) {
+			t.Fatalf("response %d has correlation id %d, want %d", i, corr, 100+i)
+		}
+		decodeResponse(t, r, body)
+		if i == 0 && time.Since(start) < 400*time.Millisecond {
+			t.Fatal("long poll answered before MaxWaitMs")
+		}
+	}
+}
+
+func TestConnIdleConnectionClosed(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"connections.max.idle.ms": "200"})
+	c := dialRaw(t, n)
+	c.roundTrip(kmsg.NewPtrApiVersionsRequest())
+	start := time.Now()
+	c.expectClosed()
+	if el := time.Since(start); el < 150*time.Millisecond {
+		t.Fatalf("closed after %v, before the idle timeout", el)
+	}
+}
+
+// TestNodeCloseAnswersInFlightLongPoll: shutdown does not cut a pending
+// long poll; it is answered, then the connection closes.
+func TestNodeCloseAnswersInFlightLongPoll(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "bye", 1, nil)
+	c := dialRaw(t, n)
+	corr := c.send(fetchReq(11, "bye", [16]byte{}, 0, 0, 20000, 1, 1<<20))
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- n.Close() }()
+	got, _, err := c.readFrame()
+	if err != nil || got != corr {
+		t.Fatalf("in-flight fetch not answered at shutdown: corr %d err %v", got, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("shutdown took %v", el)
+	}
+	c.expectClosed()
+}
