@@ -59,6 +59,7 @@ func crashConfig() Config {
 	cfg.SegmentIndexBytes = 240
 	cfg.IndexIntervalBytes = 200
 	cfg.FileDeleteDelayMs = 0
+	cfg.RetentionBytes = 6 << 10 // only workloads with retention call EnforceRetention
 	return cfg
 }
 
@@ -85,10 +86,15 @@ func crashSnapshot(next int64) ([]byte, error) {
 }
 
 func crashOptions(fs vfs.FS, rp int64, clean bool) LogOptions {
+	return crashOptionsLSO(fs, rp, 0, clean)
+}
+
+// crashOptionsLSO also passes a checkpointed log start offset.
+func crashOptionsLSO(fs vfs.FS, rp, lso int64, clean bool) LogOptions {
 	return LogOptions{
 		Dir: crashDir, Topic: "t", Partition: 0, FS: fs, Config: crashConfig(),
 		Now:           func() time.Time { return time.UnixMilli(crashBaseTs) },
-		RecoveryPoint: rp, CleanShutdown: clean, ProducerSnapshot: crashSnapshot,
+		RecoveryPoint: rp, LogStartOffset: lso, CleanShutdown: clean, ProducerSnapshot: crashSnapshot,
 	}
 }
 
@@ -97,6 +103,7 @@ func crashOptions(fs vfs.FS, rp int64, clean bool) LogOptions {
 // and leader epoch the log will stamp on it and recorded in attempted
 // before Append is called, so attempted is exactly what the log may hold.
 type crashWorkload struct {
+	retention bool // also run retention.bytes and DeleteRecords
 	rng       *rand.Rand
 	attempted [][]byte
 	acked     int   // attempted[:acked] were acknowledged
@@ -163,6 +170,12 @@ func (w *crashWorkload) step(l *Log) error {
 		return l.Flush()
 	case r < 10:
 		return l.Roll()
+	case r < 13 && w.retention:
+		_, err := l.EnforceRetention(time.UnixMilli(crashBaseTs))
+		return err
+	case r < 15 && w.retention:
+		lso, leo := l.LogStartOffset(), l.LogEndOffset()
+		return l.SetLogStartOffset(lso + w.rng.Int64N(leo-lso+1))
 	default:
 		var rec []byte
 		first := w.next
@@ -243,7 +256,8 @@ func readBatches(t testing.TB, l *Log, label string) [][]byte {
 
 // recovered is what checkRecovered found.
 type recovered struct {
-	batches int // how many leading batches of cand survived
+	first   int // index in cand of the first batch the log holds
+	batches int // how many batches of cand survived, from first
 	leo     int64
 }
 
@@ -252,6 +266,15 @@ type recovered struct {
 // order; the first mustHave batches must be. rp is the recovery point
 // handed to OpenLog (what a checkpoint would say).
 func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave int, label string) recovered {
+	t.Helper()
+	return checkRecoveredRange(t, fs, rp, 0, cand, 0, mustHave, label)
+}
+
+// checkRecoveredRange is checkRecovered for logs whose start moves
+// (retention, DeleteRecords): the log must hold a contiguous run
+// cand[a:b] with a <= mustFrom and b >= mustTo. lso is the log start
+// offset handed to OpenLog.
+func checkRecoveredRange(t testing.TB, fs vfs.FS, rp, lso int64, cand [][]byte, mustFrom, mustTo int, label string) recovered {
 	t.Helper()
 	defer func() {
 		if p := recover(); p != nil {
@@ -265,17 +288,32 @@ func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave i
 		return ""
 	}
 	before := logFileBytes(fs, crashDir)
-	l, err := OpenLog(crashOptions(fs, rp, false))
+	l, err := OpenLog(crashOptionsLSO(fs, rp, lso, false))
 	if err != nil {
 		t.Fatalf("%s: OpenLog after crash: %v%s", label, err, dump())
 	}
 	got := readBatches(t, l, label)
-	if len(got) > len(cand) {
+	a := 0
+	if len(got) > 0 {
+		h0, _ := batch.ParseHeader(got[0])
+		for a < len(cand) && !bytes.Equal(cand[a][:8], got[0][:8]) {
+			a++
+		}
+		if a == len(cand) {
+			l.Close()
+			t.Fatalf("%s: the log starts with a batch at %d that was never appended", label, h0.BaseOffset)
+		}
+	}
+	if a > mustFrom && len(got) > 0 {
 		l.Close()
-		t.Fatalf("%s: log holds %d batches, only %d were appended", label, len(got), len(cand))
+		t.Fatalf("%s: the log starts at batch %d, but batches from %d on were never deleted", label, a, mustFrom)
+	}
+	if a+len(got) > len(cand) {
+		l.Close()
+		t.Fatalf("%s: log holds %d batches from %d, only %d were appended", label, len(got), a, len(cand))
 	}
 	for j := range got {
-		if !bytes.Equal(got[j], cand[j]) {
+		if !bytes.Equal(got[j], cand[a+j]) {
 			l.Close()
 			t.Fatalf("%s: batch %d differs from the one appended at its place (%d vs %d bytes)%s", label, j, len(got[j]), len(cand[j]), dump())
 		}
@@ -284,11 +322,11 @@ func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave i
 			t.Fatalf("%s: batch %d is invalid: %v", label, j, err)
 		}
 	}
-	if len(got) < mustHave {
+	if mustTo > mustFrom && (len(got) == 0 || a+len(got) < mustTo) {
 		l.Close()
-		t.Fatalf("%s: only %d batches survived, %d were flushed (recovery point %d)%s", label, len(got), mustHave, rp, dump())
+		t.Fatalf("%s: only batches [%d, %d) survived, [%d, %d) were flushed (recovery point %d)%s", label, a, a+len(got), mustFrom, mustTo, rp, dump())
 	}
-	leo := int64(0)
+	leo := l.LogEndOffset()
 	if len(got) > 0 {
 		h, _ := batch.ParseHeader(got[len(got)-1])
 		leo = h.LastOffset() + 1
@@ -303,11 +341,14 @@ func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave i
 	switch {
 	case !rep.Recovered:
 		t.Errorf("%s: recovery report says the slow path did not run", label)
-	case rep.TruncatedBytes != cut:
+	case lso > 0 && rep.TruncatedBytes > cut:
+		// Segments below the log start offset go without being "lost".
+		t.Errorf("%s: report says %d bytes truncated, the .log files shrank by only %d (%+v)", label, rep.TruncatedBytes, cut, rep)
+	case lso == 0 && rep.TruncatedBytes != cut:
 		t.Errorf("%s: report says %d bytes truncated, the .log files shrank by %d (%+v)", label, rep.TruncatedBytes, cut, rep)
-	case cut > 0 && rep.DroppedFromOffset != leo:
+	case rep.TruncatedBytes > 0 && rep.DroppedFromOffset != leo:
 		t.Errorf("%s: report says data dropped from %d, the log now ends at %d", label, rep.DroppedFromOffset, leo)
-	case cut == 0 && rep.DroppedFromOffset != -1:
+	case rep.TruncatedBytes == 0 && rep.DroppedFromOffset != -1:
 		t.Errorf("%s: nothing was cut but the report says dropped from %d", label, rep.DroppedFromOffset)
 	}
 	if onDisk := logFileBytes(fs, crashDir); onDisk != l.Size() {
@@ -324,10 +365,11 @@ func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave i
 		l.Close()
 		t.Fatalf("%s: append after recovery: %v", label, err)
 	}
+	startAfter := l.LogStartOffset()
 	if err := l.Close(); err != nil {
 		t.Fatalf("%s: close after recovery: %v", label, err)
 	}
-	l2, err := OpenLog(crashOptions(fs, leo+2, true))
+	l2, err := OpenLog(crashOptionsLSO(fs, leo+2, startAfter, true))
 	if err != nil {
 		t.Fatalf("%s: clean reopen after recovery: %v%s", label, err, dump())
 	}
@@ -345,7 +387,7 @@ func checkRecovered(t testing.TB, fs vfs.FS, rp int64, cand [][]byte, mustHave i
 		}
 	}
 	checkIndexesAgree(t, l2, want, label+" (clean reopen)")
-	return recovered{batches: len(got), leo: leo}
+	return recovered{first: a, batches: len(got), leo: leo}
 }
 
 // checkIndexesAgree compares the indexes, Read, OffsetForTimestamp and
@@ -406,9 +448,12 @@ func checkIndexesAgree(t testing.TB, l *Log, got [][]byte, label string) {
 			}
 		}
 	}
-	leo := l.LogEndOffset()
+	leo, start := l.LogEndOffset(), l.LocalLogStartOffset()
 	for j, h := range hdrs {
 		for _, off := range []int64{h.BaseOffset, h.LastOffset()} {
+			if off < start {
+				continue // the first batch may straddle the log start
+			}
 			v, err := l.Read(off, 1, leo)
 			if err != nil {
 				t.Fatalf("%s: Read(%d): %v", label, off, err)
@@ -422,8 +467,8 @@ func checkIndexesAgree(t testing.TB, l *Log, got [][]byte, label string) {
 		// Records carry FirstTimestamp+i, strictly increasing across the log.
 		for _, ts := range []int64{h.FirstTimestamp, h.MaxTimestamp, h.FirstTimestamp - 1} {
 			wantOff, wantTs := h.BaseOffset+max(ts-h.FirstTimestamp, 0), max(ts, h.FirstTimestamp)
-			if j > 0 && ts <= hdrs[j-1].MaxTimestamp {
-				continue // answered by the previous batch
+			if (j > 0 && ts <= hdrs[j-1].MaxTimestamp) || h.BaseOffset < start {
+				continue // answered by the previous batch, or below the start
 			}
 			off, rts, ok, err := l.OffsetForTimestamp(ts)
 			if err != nil || !ok || off != wantOff || rts != wantTs {
@@ -565,6 +610,92 @@ func TestCrashSweepRecoversAPrefixAtEverySync(t *testing.T) {
 	}
 }
 
+// Retention and DeleteRecords move the start of the log: segments are
+// renamed to .deleted, synced away and unlinked. A crash at any sync must
+// leave a contiguous run of the appended batches that reaches back at
+// least to the log start offset of the moment (whether or not the
+// checkpoint of it survived) and forward to the recovery point, with no
+// hole where an older segment came back beside a deleted newer one, and
+// no .deleted file left.
+func TestCrashSweepWithRetention(t *testing.T) {
+	steps, maxPoints := 200, 40
+	if testing.Short() {
+		steps, maxPoints = 160, 15
+	}
+	mem := newCrashFS(t)
+	w := newCrashWorkload(31)
+	w.retention = true
+	var cur *Log
+	type point struct {
+		fs        *vfs.MemFS
+		ev        vfs.SyncEvent
+		attempted int
+		rp, lso   int64
+	}
+	var points []point
+	mem.SetSyncHook(func(ev vfs.SyncEvent) {
+		p := point{fs: mem.Clone(), ev: ev, attempted: len(w.attempted)}
+		if cur != nil {
+			p.rp, p.lso = cur.RecoveryPoint(), cur.LogStartOffset()
+		}
+		points = append(points, p)
+	})
+	l, err := OpenLog(crashOptions(mem, 0, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur = l
+	deleted := 0
+	for range steps {
+		before := l.NumSegments()
+		if err := w.step(l); err != nil {
+			t.Fatalf("workload: %v", err)
+		}
+		if l.NumSegments() < before {
+			deleted++
+		}
+	}
+	mem.SetSyncHook(nil)
+	points = append(points, point{fs: mem.Clone(), ev: vfs.SyncEvent{Path: "(end)"}, attempted: len(w.attempted), rp: l.RecoveryPoint(), lso: l.LogStartOffset()})
+	l.Close()
+	t.Logf("%d sync points, %d batches, %d deletions, log start %d", len(points), len(w.attempted), deleted, l.LogStartOffset())
+	if deleted < 3 || l.LogStartOffset() == 0 {
+		t.Fatalf("retention deleted segments %d times, log start %d: the sweep does not exercise deletion", deleted, l.LogStartOffset())
+	}
+	rng := rand.New(rand.NewPCG(31, 1))
+	started, resurrected := 0, 0
+	for n, i := range sample(len(points), maxPoints) {
+		p := points[i]
+		cand := w.attempted[:p.attempted]
+		mustFrom := 0
+		for mustFrom < len(cand) {
+			if h, _ := batch.ParseHeader(cand[mustFrom]); h.LastOffset() >= p.lso {
+				break
+			}
+			mustFrom++
+		}
+		mustTo := flushedBatches(cand, p.rp)
+		pct := []int{0, 100, rng.IntN(101)}[n%3]
+		for _, lso := range []int64{p.lso, 0} {
+			label := fmt.Sprintf("retention sync=%d (%s dir=%v) keep=%d%% rp=%d lso=%d", p.ev.N, p.ev.Path, p.ev.Dir, pct, p.rp, lso)
+			r := checkRecoveredRange(t, p.fs.CrashClone(pct, rand.New(rand.NewPCG(uint64(i), 3))), p.rp, lso, cand, mustFrom, mustTo, label)
+			if lso > 0 && r.batches > 0 && r.first != mustFrom {
+				t.Fatalf("%s: with the checkpointed log start the log starts at batch %d, want %d", label, r.first, mustFrom)
+			}
+			if r.first > 0 {
+				started++
+			}
+			if lso == 0 && r.first < mustFrom {
+				resurrected++
+			}
+		}
+	}
+	t.Logf("%d crashes recovered a log not starting at 0; %d without the checkpoint brought back deleted batches", started, resurrected)
+	if started == 0 {
+		t.Fatal("no recovered log started after offset 0")
+	}
+}
+
 // faultKind is one class of injected failure for the error sweep.
 type faultKind struct {
 	name string
@@ -634,7 +765,7 @@ func runFaulted(t testing.TB, fs vfs.FS, seed uint64, steps int) (r faultRun) {
 
 func TestCrashErrorSweepLatchesAndKeepsAcknowledged(t *testing.T) {
 	const seed = 11
-	steps, perKind := 70, 24
+	steps, perKind := 70, 12
 	if testing.Short() {
 		steps, perKind = 40, 6
 	}
