@@ -374,3 +374,18 @@ func TestFSRemovedFileStaysReadableThroughOpenHandle(t *testing.T) {
 		}
 	})
 }
+
+func TestFSMmapPastTheEndFails(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		f, err := fsys.Create(join(dir, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		f.Truncate(100)
+		if b, err := f.Mmap(8192); err == nil {
+			f.Munmap(b)
+			t.Fatal("mapping past the end of the file succeeded (the OS would SIGBUS on touching it)")
+		}
+	})
+}

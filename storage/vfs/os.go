@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,9 +18,19 @@ type osFile struct{ *os.File }
 
 func (f osFile) OSFile() *os.File { return f.File }
 
+// Mmap maps the first length bytes. The kernel would map past the end of
+// the file and deliver SIGBUS on the first touch of a page beyond it; the
+// check turns that crash into an error (MemFS refuses the same way).
 func (f osFile) Mmap(length int) ([]byte, error) {
 	if length == 0 {
 		return nil, nil
+	}
+	st, err := f.File.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("vfs: mmap %s: %w", f.Name(), err)
+	}
+	if length < 0 || int64(length) > st.Size() {
+		return nil, &os.PathError{Op: "mmap", Path: f.Name(), Err: syscall.EINVAL}
 	}
 	b, err := unix.Mmap(int(f.Fd()), 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
