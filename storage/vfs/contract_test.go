@@ -3,6 +3,7 @@ package vfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -388,4 +389,140 @@ func TestFSMmapPastTheEndFails(t *testing.T) {
 			t.Fatal("mapping past the end of the file succeeded (the OS would SIGBUS on touching it)")
 		}
 	})
+}
+
+// TestMemMatchesOSOnRandomOperations drives the OS and MemFS with the same
+// random sequence of namespace and handle operations and compares every
+// outcome: results, error classes, bytes read, sizes and listings.
+func TestMemMatchesOSOnRandomOperations(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rng := newRand(seed)
+			osDir := t.TempDir()
+			mem := NewMem()
+			mem.MkdirAll("/m", 0o755)
+			type side struct {
+				fs  FS
+				dir string
+			}
+			sides := [2]side{{Default, osDir}, {mem, "/m"}}
+			for _, s := range sides {
+				if err := s.fs.MkdirAll(join(s.dir, "sub"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			names := []string{"a", "b", "c", "sub/d"}
+			var handles [][2]File
+			defer func() {
+				for _, h := range handles {
+					h[0].Close()
+					h[1].Close()
+				}
+			}()
+			class := func(err error) string {
+				switch {
+				case err == nil:
+					return "ok"
+				case errors.Is(err, io.EOF):
+					return "EOF"
+				case errors.Is(err, fs.ErrNotExist):
+					return "notexist"
+				case errors.Is(err, os.ErrClosed):
+					return "closed"
+				}
+				return "error"
+			}
+			for step := range 400 {
+				var out [2]string
+				name := names[rng.IntN(len(names))]
+				other := names[rng.IntN(len(names))]
+				op := rng.IntN(13)
+				if len(handles) == 0 && op >= 6 {
+					op = rng.IntN(6)
+				}
+				hi := 0
+				if len(handles) > 0 {
+					hi = rng.IntN(len(handles))
+				}
+				data := randBytes(rng, 1+rng.IntN(50)) // zero-length I/O on a closed os.File succeeds; MemFS fails it
+				off := rng.Int64N(120)
+				var opened [2]File
+				for i, s := range sides {
+					var res string
+					switch op {
+					case 0, 1, 2:
+						var f File
+						var err error
+						switch op {
+						case 0:
+							f, err = s.fs.Create(join(s.dir, name))
+						case 1:
+							f, err = s.fs.OpenReadWrite(join(s.dir, name))
+						case 2:
+							f, err = s.fs.Open(join(s.dir, name))
+						}
+						opened[i] = f
+						res = class(err)
+					case 3:
+						res = class(s.fs.Rename(join(s.dir, name), join(s.dir, other)))
+					case 4:
+						res = class(s.fs.Remove(join(s.dir, name)))
+					case 5:
+						st, err := s.fs.Stat(join(s.dir, name))
+						res = class(err)
+						if err == nil {
+							res += fmt.Sprint(" size=", st.Size())
+						}
+						l, err := s.fs.List(join(s.dir, "sub"))
+						res += fmt.Sprint(" list=", l, class(err))
+					case 6:
+						n, err := handles[hi][i].Write(data)
+						res = fmt.Sprint(n, " ", class(err))
+					case 7:
+						n, err := handles[hi][i].WriteAt(data, off)
+						res = fmt.Sprint(n, " ", class(err))
+					case 8:
+						buf := make([]byte, len(data))
+						n, err := handles[hi][i].Read(buf)
+						res = fmt.Sprintf("%d %s %x", n, class(err), buf[:n])
+					case 9:
+						buf := make([]byte, len(data))
+						n, err := handles[hi][i].ReadAt(buf, off)
+						res = fmt.Sprintf("%d %s %x", n, class(err), buf[:n])
+					case 10:
+						res = class(handles[hi][i].Truncate(off))
+					case 11:
+						res = class(handles[hi][i].Sync())
+						st, err := handles[hi][i].Stat()
+						if err == nil {
+							res += fmt.Sprint(" size=", st.Size())
+						}
+					case 12:
+						res = class(handles[hi][i].Close())
+					}
+					out[i] = res
+				}
+				if opened[0] != nil && opened[1] != nil {
+					handles = append(handles, opened)
+				} else {
+					for _, f := range opened {
+						if f != nil {
+							f.Close()
+						}
+					}
+				}
+				if out[0] != out[1] {
+					t.Fatalf("step %d op %d on %s/%s handle %d: os %q, mem %q", step, op, name, other, hi, out[0], out[1])
+				}
+			}
+			// Same files, same bytes.
+			for _, n := range names {
+				a, aok := readFile(t, Default, join(osDir, n))
+				b, bok := readFile(t, mem, join("/m", n))
+				if aok != bok || !bytes.Equal(a, b) {
+					t.Fatalf("%s differs at the end: os %v %d bytes, mem %v %d bytes", n, aok, len(a), bok, len(b))
+				}
+			}
+		})
+	}
 }
