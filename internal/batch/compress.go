@@ -21,8 +21,9 @@ import (
 // A compressed batch is inflated whole into a pooled buffer. Zip bombs are
 // the danger, for memory and for CPU: a 2 KiB zstd batch of RLE blocks
 // inflates to 64 MiB, and producing those 64 MiB took 0.5-1.3 s of CPU on the
-// project's machines (see TestValidateBoundsDecompressionAtDefaultLimit).
-// So every decoder stops, and the batch is rejected as ErrCorrupt, past
+// project's machines (4 MiB: 50-120 ms; TestValidateBoundsDecompressionByRatio
+// logs the times). So every decoder stops, and the batch is rejected as
+// ErrCorrupt, past
 //
 //	limit = min(64 MiB, max(4 MiB, 256 x compressed size))
 //
@@ -31,8 +32,10 @@ import (
 // beyond that a batch must come from a producer configured for huge batches,
 // and real data (logs, JSON, Avro) compresses 3-30x, far below 256x. 64 MiB
 // caps what one validation may hold. Where the format announces its size
-// (snappy) the check runs before decoding; otherwise (gzip, lz4, zstd
-// streams) while reading, so no decoder writes more than limit+1 bytes.
+// (snappy blocks, zstd frames that declare it) the check runs before
+// decoding; otherwise while decoding (gzip and lz4 through readBounded, zstd
+// into a buffer of limited capacity), so no decoder writes more than
+// limit+1 bytes.
 const (
 	maxDecompressedDefault = 64 << 20
 	minDecompressLimit     = 4 << 20
@@ -252,10 +255,11 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 // limit first. Otherwise (Java's zstd-jni stream declares none, and more
 // frames may follow the first) it starts from a guess, eight times the
 // input, and when decoding fails decodes again with four times the capacity,
-// up to the limit: a bomb costs at most 4/3 of decoding limit bytes. Any
-// failure is retried, not only ErrDecoderSizeExceeded, because a capacity
-// overrun inside a block surfaces as a plain "output bigger than max block
-// size" error; corrupt input just fails each attempt early.
+// up to the limit: a bomb costs at most 4/3 of decoding limit bytes. Failures
+// are retried, not only ErrDecoderSizeExceeded, because a capacity overrun
+// inside a block surfaces as a plain "output bigger than max block size"
+// error; only the errors zstdInputError lists, which bad input alone causes,
+// are final at once.
 //
 // The stream decoder is not used: measured on an 18 KiB batch it ran at
 // 180 MB/s against DecodeAll's 400-580 MB/s, it allocates its whole window
@@ -309,8 +313,26 @@ func unzstd(dst, src []byte, limit int) ([]byte, error) {
 			}
 			return dst[:0], fmt.Errorf("%w (decoding into the %d-byte limit)", err, limit)
 		}
+		if zstdInputError(err) {
+			return dst[:0], err
+		}
 		// Unknown size, more frames than the first declared, or corrupt:
 		// retry with more room.
 		n = min(limit, 4*max(n, zstdFirstGuess))
 	}
+}
+
+// zstdInputError reports errors that only bad input causes, never a lack of
+// output capacity, so retrying with more room is pointless.
+func zstdInputError(err error) bool {
+	for _, e := range []error{
+		zstd.ErrMagicMismatch, zstd.ErrCRCMismatch, zstd.ErrReservedBlockType,
+		zstd.ErrWindowSizeExceeded, zstd.ErrWindowSizeTooSmall, zstd.ErrUnknownDictionary,
+		zstd.ErrFrameSizeExceeded, zstd.ErrFrameSizeMismatch,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
