@@ -1,0 +1,126 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaultsMatchTheBrief(t *testing.T) {
+	c := DefaultConfig()
+	if c.NodeID != 1 || len(c.Roles) != 2 || c.LogDir != "./strata-data" ||
+		c.MetadataLogDir != filepath.Join("strata-data", "metadata") || c.AdminListener != "127.0.0.1:9644" ||
+		c.NumPartitions != 1 || c.DefaultReplicationFactor != 1 || !c.AutoCreateTopics ||
+		c.SocketRequestMaxBytes != 104857600 || c.ConnectionsMaxIdle != 10*time.Minute {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if cl := c.ClientListeners(); len(cl) != 1 || cl[0].String() != "PLAINTEXT://127.0.0.1:9092" {
+		t.Fatalf("client listeners %v", cl)
+	}
+	if len(c.QuorumVoters) != 1 || c.QuorumVoters[0].String() != "1@127.0.0.1:9093" {
+		t.Fatalf("voters %v", c.QuorumVoters)
+	}
+	if c.Storage.SegmentBytes != 1<<30 || c.Storage.RetentionMs != 7*24*3600*1000 {
+		t.Fatalf("storage defaults %+v", c.Storage)
+	}
+}
+
+func TestConfigPrecedenceFlagOverEnvOverFileOverDefault(t *testing.T) {
+	file, err := ReadProperties(strings.NewReader(`
+# a comment
+! another
+num.partitions = 3
+log.dirs: /from/file
+log.retention.ms=1000
+listeners=PLAINTEXT://127.0.0.1:0,\
+  CONTROLLER://127.0.0.1:0
+some.kafka.setting=ignored
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"STRATA_LOG_DIRS=/from/env", "STRATA_LOG_RETENTION_MS=2000", "UNRELATED=1", "STRATA_SOME_KAFKA_SETTING=no"}
+	flags := map[string]string{"log.retention.ms": "3000"}
+	c, err := ParseConfig(MergeProperties(file, env, flags))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumPartitions != 3 {
+		t.Errorf("file value lost: num.partitions=%d", c.NumPartitions)
+	}
+	if c.LogDir != "/from/env" {
+		t.Errorf("env should beat file: log.dirs=%s", c.LogDir)
+	}
+	if c.Storage.RetentionMs != 3000 {
+		t.Errorf("flag should beat env: retention %d", c.Storage.RetentionMs)
+	}
+	if c.ConnectionsMaxIdle != 10*time.Minute {
+		t.Errorf("default lost: %v", c.ConnectionsMaxIdle)
+	}
+	if len(c.Listeners) != 2 || c.Listeners[1].Name != "CONTROLLER" {
+		t.Errorf("continued line: %v", c.Listeners)
+	}
+	if len(c.Unknown) != 1 || c.Unknown[0] != "some.kafka.setting" {
+		t.Errorf("unknown settings %v", c.Unknown)
+	}
+	if EnvName("log.dirs") != "STRATA_LOG_DIRS" {
+		t.Error(EnvName("log.dirs"))
+	}
+}
+
+func TestConfigRejectsBadValues(t *testing.T) {
+	for name, v := range map[string]string{
+		"node.id":                    "x",
+		"num.partitions":             "0",
+		"auto.create.topics.enable":  "maybe",
+		"listeners":                  "PLAINTEXT//127.0.0.1:9092",
+		"controller.quorum.voters":   "1@nohostport",
+		"log.message.timestamp.type": "Sometimes",
+		"process.roles":              "broker,chef",
+		"metadata.log.dir":           "./strata-data",
+		"log.cleanup.policy":         "compact",
+		"strata.log.level":           "loud",
+	} {
+		_, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: v}))
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s=%q: err %v, want ErrInvalidConfig", name, v, err)
+		}
+	}
+	if _, err := ReadProperties(strings.NewReader("novalue\n")); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("line without '=': %v", err)
+	}
+}
+
+func TestConfigHelpListsEverySettingWithDefault(t *testing.T) {
+	var b bytes.Buffer
+	Help(&b)
+	out := b.String()
+	for _, s := range Settings {
+		if !strings.Contains(out, s.Name) || !strings.Contains(out, EnvName(s.Name)) {
+			t.Errorf("help lacks %s", s.Name)
+		}
+		if s.Default != "" && !strings.Contains(out, "default "+s.Default) {
+			t.Errorf("help lacks the default of %s", s.Name)
+		}
+	}
+	// Every setting in the table parses with its own default.
+	if _, err := ParseConfig(MergeProperties(nil, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTopicConfigOverlaysBrokerDefaults(t *testing.T) {
+	base := DefaultConfig().Storage
+	c := topicStorageConfig(base, map[string]string{
+		"segment.bytes": "1048576", "retention.ms": "-1", "message.timestamp.type": "LogAppendTime", "max.message.bytes": "200",
+	})
+	if c.SegmentBytes != 1<<20 || c.RetentionMs != -1 || c.TimestampType != 1 || c.MaxMessageBytes != 200 {
+		t.Fatalf("%+v", c)
+	}
+	if c.IndexIntervalBytes != base.IndexIntervalBytes {
+		t.Fatal("unset config lost its default")
+	}
+}
