@@ -174,6 +174,13 @@ func (l *Log) countBreachingLocked(nowMs, ms, bytes, limit int64) int {
 			break
 		}
 		ts, _ := s.maxTimestamp()
+		if ts < 0 {
+			// No batch carries a timestamp: judge by the file's age, as
+			// Kafka does.
+			if st, err := s.log.Stat(); err == nil {
+				ts = st.ModTime().UnixMilli()
+			}
+		}
 		byTime := ms >= 0 && ts < nowMs-ms
 		bySize := bytes >= 0 && size-s.size.Load() >= bytes
 		if !byTime && !bySize {

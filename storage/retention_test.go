@@ -251,3 +251,70 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 		t.Fatalf("truncate below start: %v end %d", err, e.log.LogEndOffset())
 	}
 }
+
+func TestSegmentsDescribeSealedFilesForTiering(t *testing.T) {
+	e := newEnv(t)
+	e.log.Close()
+	e.snap = func(off int64) ([]byte, error) { return []byte{byte(off)}, nil }
+	e.open(true, 0, 0)
+	e.appendBatches(2, 2, 10)
+	e.log.Roll()
+	e.appendBatches(1, 1, 10)
+	segs := e.log.Segments()
+	if len(segs) != 2 || !segs[0].Sealed || segs[1].Sealed {
+		t.Fatalf("segments %+v", segs)
+	}
+	s := segs[0]
+	if s.BaseOffset != 0 || s.NextOffset != 4 || s.MaxTimestamp != baseTs+1 || s.SnapshotPath != "" {
+		t.Fatalf("sealed segment %+v", s)
+	}
+	if segs[1].SnapshotPath == "" || segs[1].BaseOffset != 4 {
+		t.Fatalf("the roll's snapshot is not listed with segment 4: %+v", segs[1])
+	}
+	for _, p := range []string{s.LogPath, s.IndexPath, s.TimeIndexPath} {
+		st, err := e.fs.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == s.LogPath && st.Size() != s.Size {
+			t.Fatalf("log size %d, info says %d", st.Size(), s.Size)
+		}
+	}
+}
+
+func TestLogDeleteRemovesDirectory(t *testing.T) {
+	e := newEnv(t)
+	e.appendBatches(3, 1, 10)
+	if err := e.log.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Stat(e.dir); err == nil {
+		t.Fatal("directory survives Delete")
+	}
+	if _, err := e.log.Append(makeBatch(t, 1, 1, baseTs), AppendOptions{AssignOffsets: true}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after Delete: %v", err)
+	}
+	if _, err := e.log.Read(0, 10, 10); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read after Delete: %v", err)
+	}
+	e.log = nil
+}
+
+func TestRetentionByTimeUsesFileAgeWithoutTimestamps(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.RetentionMs = 60_000 })
+	// A sealed segment whose only batch carries no timestamp (-1).
+	if _, err := e.log.Append(makeBatch(t, 1, 10, -1), AppendOptions{AssignOffsets: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.log.Roll()
+	e.appendBatches(1, 1, 10)
+	if ts := e.log.Segments()[0].MaxTimestamp; ts != -1 {
+		t.Fatalf("max timestamp %d, want -1", ts)
+	}
+	if n, _ := e.log.EnforceRetention(time.Now()); n != 0 {
+		t.Fatalf("a just-written segment without timestamps was deleted (%d)", n)
+	}
+	if n, _ := e.log.EnforceRetention(time.Now().Add(time.Hour)); n != 1 {
+		t.Fatalf("an hour-old file past retention.ms: deleted %d, want 1", n)
+	}
+}
