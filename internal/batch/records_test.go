@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -186,6 +187,38 @@ func TestRecordsZstdSeveralFrames(t *testing.T) {
 	// A small declared frame followed by a bomb: still bounded.
 	bomb := append(enc.EncodeAll(raw, nil), zstdRLEFrame(5<<20, false)...)
 	b = newBatchRaw(t, variants[0], recs, bomb, zstdAttr)
+	_, err = Validate(b, noLimits)
+	wantErr(t, err, ErrCorrupt, kerr.CorruptMessage)
+}
+
+func TestRecordsGzipSeveralMembers(t *testing.T) {
+	// Java's GZIPInputStream reads concatenated gzip members; so do we.
+	recs := testRecords(12, 30, 27)
+	raw := encodeRecords(recs)
+	half := len(encodeRecords(recs[:5]))
+	var members []byte
+	for _, part := range [][]byte{raw[:half], raw[half:]} {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write(part); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, buf.Bytes()...)
+	}
+	b := newBatchRaw(t, variants[0], recs, members, func(rb *kmsg.RecordBatch) { rb.Attributes = int16(CodecGzip) })
+	if _, err := Validate(b, noLimits); err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(t, b)
+	if err != nil || len(got) != len(recs) {
+		t.Fatalf("%d records, %v", len(got), err)
+	}
+
+	// Garbage after the last member is corruption, not ignored.
+	b = newBatchRaw(t, variants[0], recs, append(bytes.Clone(members), 1, 2, 3), func(rb *kmsg.RecordBatch) { rb.Attributes = int16(CodecGzip) })
 	_, err = Validate(b, noLimits)
 	wantErr(t, err, ErrCorrupt, kerr.CorruptMessage)
 }
