@@ -404,3 +404,71 @@ func testConcurrent(t *testing.T, e *testEnv, total int) {
 	}
 	checkSegmentsContiguous(t, e.log)
 }
+
+// TestLogConcurrentReadersDuringTruncation runs a follower that appends and
+// truncates while readers read: a reader may see data that a truncation
+// then removes (as in Kafka), but never an error other than out of range
+// and never a partial batch.
+func TestLogConcurrentReadersDuringTruncation(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SegmentBytes = 2048 })
+	done := make(chan struct{})
+	errc := make(chan error, 4)
+	var wg sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				leo := e.log.LogEndOffset()
+				v, err := e.log.Read(int64(i)%(leo+1), 4096, math.MaxInt64)
+				if errors.Is(err, ErrOffsetOutOfRange) {
+					continue
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+				if v.Size > 0 {
+					b, err := v.Bytes()
+					if err == nil {
+						for rest := b; len(rest) > 0; {
+							if _, rest, err = batch.Split(rest); err != nil {
+								break
+							}
+						}
+					}
+					if err != nil && e.log.LogEndOffset() >= v.NextOffset {
+						errc <- fmt.Errorf("partial view [%d,%d): %w", v.FirstOffset, v.NextOffset, err)
+					}
+				}
+				v.Release()
+			}
+		}()
+	}
+	for round := 0; round < 60; round++ {
+		leo := e.log.LogEndOffset()
+		for i := 0; i < 5; i++ {
+			if _, err := e.log.Append(withBase(makeBatch(t, 2, 100, baseTs), leo+int64(2*i)), AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.log.Truncate(leo + 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	if e.log.LogEndOffset() != 60*4 {
+		t.Fatalf("LEO %d", e.log.LogEndOffset())
+	}
+	checkIndexAgainstScan(t, e.log)
+}

@@ -142,6 +142,11 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 		}
 		h, err = readHeader(s.log, pos, limit)
 		if err != nil {
+			if s.size.Load() < limit {
+				// A truncation (replication) cut the segment under us:
+				// the offset is gone, nothing to return.
+				return v, true, nil
+			}
 			return v, false, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, pos, err)
 		}
 		if h.LastOffset() >= offset {
@@ -168,6 +173,9 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 		}
 		h, err = readHeader(s.log, end, limit)
 		if err != nil {
+			if s.size.Load() < limit {
+				break // truncated under us: return what was whole before
+			}
 			return v, false, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, end, err)
 		}
 		if h.LastOffset() >= maxOffset {
