@@ -200,7 +200,7 @@ func (c *conn) dispatch(b []byte) error {
 			return err
 		}
 	}
-	if err := r.msg.ReadFrom(rest); err != nil {
+	if err := decodeBody(r.msg, rest); err != nil {
 		return fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, err)
 	}
 	return c.enqueue(a, r, func(ctx context.Context) (*frame, error) { return a.fn(ctx, c.n, r) })
@@ -273,6 +273,18 @@ func (c *conn) writeLoop() {
 		s.f.release()
 	}
 	c.handlers.Wait()
+}
+
+// decodeBody decodes a request body; a panic in the decoder (kmsg is
+// meant never to panic, but this is the network edge) is an error that
+// closes the connection, never a crash.
+func decodeBody(req kmsg.Request, b []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("decoder panicked: %v", p)
+		}
+	}()
+	return req.ReadFrom(b)
 }
 
 // skipTags skips a tagged-field section (KIP-482): a uvarint count, then
