@@ -158,13 +158,16 @@ func decodeSnapshot(b []byte) (map[int64]*entry, error) {
 		return nil, corrupt("%d entries cannot fit in %d bytes", count, len(b)-snapHeaderSize)
 	}
 	m := make(map[int64]*entry, count)
+	// One slab for all entries: two allocations for any count.
+	slab := make([]entry, count)
 	p := snapHeaderSize
 	prevID := int64(-1)
 	for i := uint32(0); i < count; i++ {
 		if len(b)-p < snapEntrySize {
 			return nil, corrupt("entry %d truncated", i)
 		}
-		e := &entry{
+		e := &slab[i]
+		*e = entry{
 			id:               int64(be.Uint64(b[p:])),
 			epoch:            int16(be.Uint16(b[p+8:])),
 			coordinatorEpoch: int32(be.Uint32(b[p+10:])),

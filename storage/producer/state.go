@@ -3,7 +3,7 @@ package producer
 import (
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/strata-io/strata/internal/batch"
 )
@@ -294,7 +294,7 @@ func (s *State) sortedIDs() []int64 {
 	for id := range s.producers {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	return ids
 }
 
