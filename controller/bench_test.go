@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -17,11 +18,7 @@ import (
 // fsync; each op is one ConfigRecord proposed on the leader and waited for
 // until applied there.
 func BenchmarkCommit3Voters(b *testing.B) {
-	c := newCtrlCluster(b, clusterOpts{n: 3, tcp: true, disk: benchDisk, tune: func(cfg *Config) {
-		cfg.SnapshotEntries = 100000
-		cfg.SnapshotCatchUpEntries = 10000
-		cfg.ProposalTimeout = 0
-	}})
+	c := newCtrlCluster(b, clusterOpts{n: 3, tcp: true, disk: benchDisk, tune: benchTune})
 	lead := c.leader()
 	var n atomic.Int64
 	b.SetParallelism(32)
@@ -41,3 +38,41 @@ func BenchmarkCommit3Voters(b *testing.B) {
 }
 
 var benchDisk = os.Getenv("STRATA_TEST_BENCH_MEM") == ""
+
+// BenchmarkCreateTopics3Voters measures leader decisions per second: each
+// op is a CreateTopics of one single-partition topic from one of 32
+// concurrent callers. Decisions are serialised (each waits for its entry to
+// apply before the next plan), so this is bounded by commit latency, not
+// by batching.
+func BenchmarkCreateTopics3Voters(b *testing.B) {
+	c := newCtrlCluster(b, clusterOpts{n: 3, tcp: true, disk: benchDisk, tune: benchTune})
+	lead := c.leader()
+	registerBrokers(b, lead, 3, 0)
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			name := "bench-" + strconv.FormatInt(n.Add(1), 10)
+			res, err := lead.CreateTopics(context.Background(), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: 3}}})
+			if err != nil || res[0].Err != nil {
+				b.Errorf("create %s: %v %v", name, err, res)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+func benchTune(cfg *Config) {
+	cfg.SnapshotEntries = 100000
+	cfg.SnapshotCatchUpEntries = 10000
+	// Production-like timing (elections after 0.5-1s): with the tests' 10ms
+	// ticks a saturated leader, or an fsync stalled by other work on the
+	// machine, makes it step down (CheckQuorum) mid-run.
+	cfg.TickInterval = 50 * time.Millisecond
+	cfg.ElectionTicks = 10
+	// Nobody heartbeats here: keep the brokers' sessions alive.
+	cfg.BrokerSessionTimeout = time.Hour
+}

@@ -61,11 +61,12 @@ type Controller struct {
 	resolve   func(id int32) string
 	live      *liveness
 
-	// decide serialises every plan-then-propose on the leader, so a plan
-	// always sees the effects of the previous one. It guards rng.
-	// Lock order: decide → metadataFSM.mu; decide → fwdMu.
-	decide sync.Mutex
-	rng    *rand.Rand
+	// decisions feeds the decider goroutine, the only one that plans: a
+	// plan always sees the effects of every decision before it. rng is
+	// used by the decider only.
+	decisions   chan *decision
+	deciderDone chan struct{}
+	rng         *rand.Rand
 
 	// fwdMu guards fwd, the clients used to forward to the leader.
 	fwdMu sync.Mutex
@@ -95,6 +96,9 @@ func Open(o Options) (*Controller, error) {
 		fwd:     map[string]*Client{},
 		stopc:   make(chan struct{}),
 		live:    newLiveness(cfg.BrokerSessionTimeout),
+
+		decisions:   make(chan *decision, decisionQueueLen),
+		deciderDone: make(chan struct{}),
 	}
 	seed := o.Seed
 	if seed == 0 {
@@ -176,9 +180,10 @@ func Open(o Options) (*Controller, error) {
 	if err := c.node.start(); err != nil {
 		return fail(err)
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.srv.serve(c.ln) }()
 	go func() { defer c.wg.Done(); c.livenessLoop() }()
+	go func() { defer c.wg.Done(); c.decider() }()
 	if len(cfg.Voters) == 1 {
 		// A quorum of one need not wait an election timeout.
 		c.node.campaign()
@@ -357,21 +362,137 @@ func (c *Controller) route(ctx context.Context, forwarded bool, local func(conte
 
 var errNotReady = errors.New("controller: leader not ready")
 
-// decideAndPropose runs plan on the current image under the decide lock
-// and proposes what it returns, waiting for it to apply, so the next plan
-// sees it. plan must not keep st.
+// decision is one request's plan waiting for the decider.
+type decision struct {
+	ctx  context.Context
+	plan func(st *metadata.State) []metadata.Record
+	done chan struct{}
+	off  int64
+	err  error
+}
+
+const (
+	decisionQueueLen = 1024
+	// maxDecisionBatch bounds how many queued decisions share one entry.
+	maxDecisionBatch = 128
+)
+
+// decideAndPropose has the decider run plan on the current image (as
+// extended by the decisions ahead of it) and waits until the records it
+// returned are applied. plan runs on the decider goroutine and must not
+// keep st; whatever it writes is safe to read once this returns.
 func (c *Controller) decideAndPropose(ctx context.Context, plan func(st *metadata.State) []metadata.Record) (int64, error) {
-	c.decide.Lock()
-	defer c.decide.Unlock()
+	d := &decision{ctx: ctx, plan: plan, done: make(chan struct{})}
+	select {
+	case c.decisions <- d:
+	case <-ctx.Done():
+		return 0, c.proposeErr(ctx.Err())
+	case <-c.deciderDone:
+		return 0, ErrStopped
+	}
+	// Wait even if ctx expires: the plan may still be writing the caller's
+	// results. The decider's own proposal timeout bounds the wait.
+	select {
+	case <-d.done:
+		return d.off, d.err
+	case <-c.deciderDone:
+		select {
+		case <-d.done:
+			return d.off, d.err
+		default:
+			return 0, ErrStopped
+		}
+	}
+}
+
+// decider is the one goroutine that plans. It takes every decision already
+// queued (up to maxDecisionBatch), plans them one after another — each on
+// a speculative copy of the image that includes the records planned before
+// it — and proposes all their records as one entry, answering them all
+// once it is applied. While one batch commits, the next one queues, so
+// decisions are group-committed like raft entries are. It runs until Close.
+func (c *Controller) decider() {
+	defer close(c.deciderDone)
+	for {
+		var batch []*decision
+		select {
+		case d := <-c.decisions:
+			batch = append(batch, d)
+		case <-c.stopc:
+			return
+		}
+	fill:
+		for len(batch) < maxDecisionBatch {
+			select {
+			case d := <-c.decisions:
+				batch = append(batch, d)
+			default:
+				break fill
+			}
+		}
+		c.decideBatch(batch)
+	}
+}
+
+func (c *Controller) decideBatch(batch []*decision) {
+	finish := func(ds []*decision, off int64, err error) {
+		for _, d := range ds {
+			d.off, d.err = off, err
+			close(d.done)
+		}
+	}
 	if !c.node.isLeaderReady() {
-		return 0, errNotReady
+		finish(batch, 0, errNotReady)
+		return
 	}
 	var recs []metadata.Record
-	c.fsm.read(func(st *metadata.State) { recs = plan(st) })
+	var live []*decision
+	c.fsm.read(func(st *metadata.State) {
+		var spec *metadata.State // the image plus this batch so far
+		for i, d := range batch {
+			if err := d.ctx.Err(); err != nil {
+				finish([]*decision{d}, 0, c.proposeErr(err))
+				continue
+			}
+			cur := st
+			if spec != nil {
+				cur = spec
+			}
+			r := d.plan(cur)
+			live = append(live, d)
+			if len(r) == 0 {
+				continue
+			}
+			recs = append(recs, r...)
+			if i < len(batch)-1 {
+				if spec == nil {
+					spec = st.Clone()
+				}
+				// The offset is a placeholder: the entry's index is known
+				// only once it is appended. Plans do not depend on it.
+				if err := spec.ApplyBatch(spec.Offset()+1, r); err != nil {
+					c.cfg.Logger.Warn("controller: planned records refused by the speculative image", "err", err)
+				}
+			}
+		}
+	})
 	if len(recs) == 0 {
-		return c.fsmOffset(), nil
+		finish(live, c.fsmOffset(), nil)
+		return
 	}
-	return c.Propose(ctx, recs)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ProposalTimeout)
+	defer cancel()
+	go func() { // ends with the proposal: cancel is deferred above
+		select {
+		case <-c.stopc:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	off, err := c.Propose(ctx, recs)
+	// Every decision in the batch was planned on state that includes the
+	// records before it, so all of them wait for the whole entry.
+	finish(live, off, err)
 }
 
 func (c *Controller) forwarder(addr string) *Client {

@@ -21,8 +21,8 @@ import (
 // under mu's write lock; planners and readers take the read lock.
 type metadataFSM struct {
 	logger *slog.Logger
-	// mu guards st and refused. Lock order: Controller.decide →
-	// metadataFSM.mu.
+	// mu guards st and refused. The decider holds the read lock while
+	// planning; the Ready loop takes the write lock to apply.
 	mu sync.RWMutex
 	st *metadata.State
 	// refused counts records ApplyBatch refused (inconsistent with the

@@ -110,8 +110,8 @@ func (c *Controller) fenceBroker(id int32) {
 		}
 	}()
 	off, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-		// Re-check under the decide lock: a heartbeat may have just renewed
-		// the session, or another decision fenced it already.
+		// Re-check on the decider: a heartbeat may have just renewed the
+		// session, or another decision fenced it already.
 		if b, ok := st.Broker(id); !ok || b.Fenced || c.live.alive(id) {
 			return nil
 		}
