@@ -61,8 +61,9 @@ func startNode(t testing.TB, dir string, extra map[string]string) *Node {
 	return n
 }
 
-// newClient returns a kgo client of n. Idempotent writes are off until
-// InitProducerId and producer state exist.
+// newClient returns a kgo client of n. Idempotent writes are off: there is
+// no producer state yet, and most tests are about something else
+// (TestInitProducerIDAndIdempotentKgoProducer runs the default producer).
 func newClient(t testing.TB, n *Node, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts = append([]kgo.Opt{

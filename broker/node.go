@@ -56,6 +56,7 @@ type Node struct {
 	incarnation uuid.UUID
 
 	store *storage.Manager
+	pids  *producerIDs
 	ctl   *controller.Controller // nil when this node is broker-only
 	svc   controller.Service
 
@@ -122,6 +123,9 @@ func Open(o Options) (n *Node, err error) {
 		return nil, fmt.Errorf("broker: create log dir: %w", err)
 	}
 	if n.clusterID, n.incarnation, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
+		return nil, err
+	}
+	if n.pids, err = openProducerIDs(cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	n.store, err = storage.OpenManager(storage.ManagerOptions{

@@ -94,6 +94,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			18: {0, kmsg.NewPtrApiVersionsRequest().MaxVersion()},
 			19: {0, kmsg.NewPtrCreateTopicsRequest().MaxVersion()},
 			20: {0, kmsg.NewPtrDeleteTopicsRequest().MaxVersion()},
+			22: {0, kmsg.NewPtrInitProducerIDRequest().MaxVersion()},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("v%d: advertised %v, want %v", v, got, want)

@@ -1,0 +1,49 @@
+package broker
+
+// InitProducerId (key 22), versions 0 through kmsg's newest (5).
+//
+// Behaviour: a non-transactional request gets a new producer id (node id
+// in the high 32 bits, a per-node counter persisted in blocks below, see
+// producer_ids.go) with epoch 0. From v3 a producer that names its current
+// id and epoch (KIP-360, after an error) keeps its id with the epoch
+// bumped, or gets a new id once the epoch would overflow.
+//
+// Differences from Kafka: there is no producer state yet, so the broker
+// does not check sequence numbers or drop duplicate batches: a client
+// retrying a batch that was appended but whose response was lost can
+// still write it twice (at-least-once). This lets franz-go's default
+// (idempotent) producer work; exactly-once per partition arrives with the
+// producer-state work. Ids come from the node, not from controller blocks
+// (AllocateProducerIds). Transactional ids are refused with
+// INVALID_REQUEST: there is no transaction coordinator.
+
+import (
+	"context"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(22, 0, false, handleInitProducerID) }
+
+func handleInitProducerID(_ context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.InitProducerIDRequest)
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	switch {
+	case req.TransactionalID != nil:
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	case r.version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16-1:
+		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
+	default:
+		id, err := n.pids.allocate()
+		if err != nil {
+			n.logger.Error("broker: allocate producer id", "err", err)
+			resp.ErrorCode = kerr.KafkaStorageError.Code
+			break
+		}
+		resp.ProducerID, resp.ProducerEpoch = id, 0
+	}
+	return encodeResponse(r, resp), nil
+}
