@@ -672,7 +672,10 @@ func resize(b []byte, size int64) []byte {
 		clear(b[old:])
 		return b
 	}
-	nb := make([]byte, size, size+size/4)
+	// Double, as append does: files grow mostly by appending, and a
+	// smaller factor made a 4 KiB append cost a copy of the whole file
+	// every few calls.
+	nb := make([]byte, size, max(size, 2*int64(cap(b)), 4096))
 	copy(nb, b)
 	return nb
 }
