@@ -9,13 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/storage"
 )
 
 // Request framing, as read by conn.readLoop (all integers big endian):
@@ -344,7 +345,9 @@ func errCode(err error) int16 {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return kerr.RequestTimedOut.Code
 	}
-	if errors.Is(err, os.ErrClosed) {
+	if errors.Is(err, storage.ErrClosed) {
+		// The partition was dropped (deleted, or moved away) under the
+		// request: the client refreshes metadata and retries.
 		return kerr.NotLeaderForPartition.Code
 	}
 	return kerr.UnknownServerError.Code

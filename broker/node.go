@@ -265,7 +265,9 @@ func (n *Node) Addr() string { return n.lns[0].Addr().String() }
 // ClusterID returns the cluster id from meta.properties.
 func (n *Node) ClusterID() string { return n.clusterID }
 
-// Done is closed when Close starts, or when the data directory fails.
+// Done is closed when the node stops serving: during Close (once
+// in-flight requests are answered), or when the data directory fails (the
+// caller should then Close and exit non-zero).
 func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 
 // Close stops accepting, lets in-flight requests finish (up to
