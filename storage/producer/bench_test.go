@@ -2,6 +2,7 @@ package producer
 
 import (
 	"fmt"
+	"math"
 	"syscall"
 	"testing"
 	"time"
@@ -111,13 +112,13 @@ func BenchmarkSnapshot(b *testing.B) {
 					hs[j].BaseSequence += 4
 				}
 			}
-			buf := s.AppendSnapshot(nil)
+			buf := s.AppendSnapshotAt(nil, math.MaxInt64)
 			b.SetBytes(int64(len(buf)))
 			b.ReportAllocs()
 			b.ResetTimer()
 			start := cpuTime(b)
 			for i := 0; i < b.N; i++ {
-				buf = s.AppendSnapshot(buf[:0])
+				buf = s.AppendSnapshotAt(buf[:0], math.MaxInt64)
 			}
 			reportCPU(b, start)
 		})

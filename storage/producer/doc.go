@@ -11,36 +11,49 @@
 // It owns the rules ([State.Check]), the table ([State.Update],
 // [State.TruncateTo], [State.RemoveExpired]), the undo of a failed request
 // ([Tx]), the snapshot format written at each segment roll
-// ([State.Snapshot], [State.Restore]) and the rebuild at open ([Load]). It
+// ([State.SnapshotAt], [State.Restore]) and the rebuild at open ([Load]). It
 // must never do I/O, start goroutines, take locks or read the clock: the
-// broker calls it under the partition's append lock and passes times in
-// milliseconds, and the storage layer reads and writes the snapshot files
+// broker serialises calls to it and passes times in milliseconds, and the
+// storage layer reads and writes the snapshot files
 // (storage.LogOptions.ProducerSnapshot, storage.Log.LatestProducerSnapshot).
 // It knows nothing of transactions beyond keeping their fields (coordinator
 // epoch, first offset of the open transaction) for later.
 //
 // The broker's produce path, one batch per partition as Kafka's v3+
-// Produce allows, under the append lock:
+// Produce allows, under the partition's append lock. The State also needs
+// its own small mutex (mu below), held for State calls but never across
+// the log append: storage calls LogOptions.ProducerSnapshot under its own
+// lock from inside Append (a roll before the write) and from the retention
+// goroutine (a roll when every segment expires), and that callback takes
+// mu to call [State.SnapshotAt]. Recording the batch in a [Tx] before the
+// append and committing after makes that snapshot exact on either side of
+// the write:
 //
 //	h, err := batch.Validate(b, limits)
-//	dup, err := st.Check(h)
-//	switch {
-//	case err != nil:
-//		return err // wraps kerr.OutOfOrderSequenceNumber, InvalidProducerEpoch, ...
-//	case dup != nil:
-//		return ack(dup.FirstOffset, dup.Timestamp) // nothing appended
+//	mu.Lock()
+//	tx := st.Begin()
+//	dup, err := tx.Check(h)
+//	if err != nil || dup != nil {
+//		tx.Abort()
+//		mu.Unlock()
+//		return answer(err, dup) // err wraps kerr.OutOfOrderSequenceNumber, ...;
+//		                        // dup: ack dup.FirstOffset, append nothing
 //	}
-//	base := log.EndOffset()
-//	if err := log.Append(b); err != nil {
-//		return err // state untouched
-//	}
-//	st.Update(h, base, nowMs)
+//	tx.Update(h, log.EndOffset(), nowMs)
+//	mu.Unlock()
+//	_, err = log.Append(b, opts) // may roll: ProducerSnapshot locks mu, calls st.SnapshotAt(next)
+//	mu.Lock()
+//	if err != nil { tx.Abort() } else { tx.Commit() }
+//	mu.Unlock()
 //
-// Several batches in one request go through a [Tx] (see its doc), so a
-// failure part way leaves the State as it was. Followers call
-// [State.Update] for each batch they append (Kafka checks only client
-// appends) and [State.TruncateTo] when they truncate; a timer calls
-// [State.RemoveExpired] under the lock.
+// Several batches in one request are Checked and Updated in order in the
+// same Tx, so each is checked against the ones before it, and a failure
+// part way leaves the State as it was. Followers do the same with Update
+// alone (Kafka checks only client appends) and call [State.TruncateTo]
+// when they truncate (under the append lock: no Tx may be open); a timer
+// calls [State.RemoveExpired] under mu, which spares the producers of an
+// open Tx. At
+// open, [Load] rebuilds the State from the latest snapshot and the log.
 //
 // A State is not safe for concurrent use. Errors wrap this package's
 // sentinels ([ErrOutOfOrderSequence], [ErrInvalidProducerEpoch],

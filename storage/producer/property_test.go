@@ -168,6 +168,7 @@ func runProperty(t *testing.T, seed uint64, steps int, seen *outcomes) {
 	// Check with the model, and acknowledges (or not) the batches.
 	send := func(sp *simProducer, hs []batch.Header, failAppend bool) {
 		staged := m.clone()
+		before := p.st.Snapshot()
 		tx := p.st.Begin()
 		next := p.next
 		ok := true
@@ -204,6 +205,12 @@ func runProperty(t *testing.T, seed uint64, steps int, seen *outcomes) {
 			staged.apply(h, next, p.now)
 			next += int64(h.LastOffsetDelta) + 1
 		}
+		// A roll inside the append, before the write, snapshots the state
+		// before the Tx; one after the write, the state after Commit.
+		if got := p.st.SnapshotAt(p.next); !bytes.Equal(got, before) {
+			fail("SnapshotAt(%d) inside a Tx is not the state before it", p.next)
+		}
+		after := p.st.SnapshotAt(next)
 		if !ok || failAppend {
 			if len(hs) > 1 {
 				seen.txAborted++
@@ -212,6 +219,9 @@ func runProperty(t *testing.T, seed uint64, steps int, seen *outcomes) {
 			return
 		}
 		tx.Commit()
+		if !bytes.Equal(after, p.st.Snapshot()) {
+			fail("SnapshotAt(%d) before Commit is not the committed state", next)
+		}
 		if len(hs) > 1 {
 			seen.txCommitted++
 		}

@@ -63,49 +63,114 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Snapshot encodes the State in the format drawn above. The bytes are the
-// caller's and are the same for equal States, whatever order producers
-// were added in.
+// Snapshot encodes the whole State, an open [Tx]'s updates included, in
+// the format drawn above: [State.SnapshotAt] with no offset limit.
 func (s *State) Snapshot() []byte {
-	return s.AppendSnapshot(nil)
+	return s.AppendSnapshotAt(nil, math.MaxInt64)
 }
 
-// AppendSnapshot appends the snapshot to dst and returns the extended
-// slice, so the caller can reuse a buffer.
-func (s *State) AppendSnapshot(dst []byte) []byte {
-	size := snapHeaderSize
-	for _, e := range s.producers {
-		size += snapEntrySize + e.n*snapBatchSize
-	}
+// SnapshotAt encodes the State as it stands for a log that ends at
+// nextOffset, which is what storage.LogOptions.ProducerSnapshot asks for
+// at a roll: batches at or above nextOffset are left out. The bytes are
+// the caller's and are the same for equal States, whatever order producers
+// were added in.
+//
+// It gives the exact answer whatever the roll interleaves with, provided
+// every append goes through a [Tx] (Begin, Update, log append, Commit):
+// the roll inside the log append, before the request's batches are
+// written, asks for their first offset and gets the entries as they were
+// before the Tx (from its undo records); a roll after the write and before
+// Commit asks for the new end and gets them with the Tx's batches. Batches
+// at or above nextOffset recorded outside a Tx are simply dropped, as
+// [State.TruncateTo] would, which can forget batches they had evicted.
+func (s *State) SnapshotAt(nextOffset int64) []byte {
+	return s.AppendSnapshotAt(nil, nextOffset)
+}
+
+// AppendSnapshotAt appends [State.SnapshotAt]'s bytes to dst and returns
+// the extended slice, so the caller can reuse a buffer.
+func (s *State) AppendSnapshotAt(dst []byte, nextOffset int64) []byte {
 	start := len(dst)
-	dst = grow(dst, size)
-	b := dst[start:]
+	dst = grow(dst, snapHeaderSize)
+	h := dst[start:]
 	be := binary.BigEndian
-	be.PutUint32(b[offSnapMagic:], snapMagic)
-	be.PutUint16(b[offSnapVersion:], snapVersion)
-	be.PutUint32(b[offSnapCount:], uint32(len(s.producers)))
-	p := snapHeaderSize
+	be.PutUint32(h[offSnapMagic:], snapMagic)
+	be.PutUint16(h[offSnapVersion:], snapVersion)
+	count := uint32(0)
 	for _, id := range s.sortedIDs() {
-		e := s.producers[id]
-		be.PutUint64(b[p:], uint64(e.id))
-		be.PutUint16(b[p+8:], uint16(e.epoch))
-		be.PutUint32(b[p+10:], uint32(e.coordinatorEpoch))
-		be.PutUint64(b[p+14:], uint64(e.txnFirstOffset))
-		be.PutUint64(b[p+22:], uint64(e.lastTimestamp))
-		b[p+30] = uint8(e.n)
-		p += snapEntrySize
+		e, ok := s.entryAt(s.producers[id], nextOffset)
+		if !ok {
+			continue
+		}
+		count++
+		dst = be.AppendUint64(dst, uint64(e.id))
+		dst = be.AppendUint16(dst, uint16(e.epoch))
+		dst = be.AppendUint32(dst, uint32(e.coordinatorEpoch))
+		dst = be.AppendUint64(dst, uint64(e.txnFirstOffset))
+		dst = be.AppendUint64(dst, uint64(e.lastTimestamp))
+		dst = append(dst, uint8(e.n))
 		for i := 0; i < e.n; i++ {
 			m := &e.batches[i]
-			be.PutUint32(b[p:], uint32(m.FirstSeq))
-			be.PutUint32(b[p+4:], uint32(m.LastSeq))
-			be.PutUint64(b[p+8:], uint64(m.FirstOffset))
-			be.PutUint64(b[p+16:], uint64(m.LastOffset))
-			be.PutUint64(b[p+24:], uint64(m.Timestamp))
-			p += snapBatchSize
+			dst = be.AppendUint32(dst, uint32(m.FirstSeq))
+			dst = be.AppendUint32(dst, uint32(m.LastSeq))
+			dst = be.AppendUint64(dst, uint64(m.FirstOffset))
+			dst = be.AppendUint64(dst, uint64(m.LastOffset))
+			dst = be.AppendUint64(dst, uint64(m.Timestamp))
 		}
 	}
-	be.PutUint32(b[offSnapCRC:], crc32.Checksum(b[offSnapCount:], castagnoli))
+	h = dst[start:]
+	be.PutUint32(h[offSnapCount:], count)
+	be.PutUint32(h[offSnapCRC:], crc32.Checksum(h[offSnapCount:], castagnoli))
 	return dst
+}
+
+// entryAt returns e as it stands for a log ending at next, and false if
+// the producer would not exist yet.
+func (s *State) entryAt(e *entry, next int64) (entry, bool) {
+	v := *e
+	if v.n == 0 || v.batches[v.n-1].LastOffset < next {
+		if v.txnFirstOffset >= next {
+			v.txnFirstOffset = -1
+		}
+		return v, true
+	}
+	if r := s.tx.record(e.id); r != nil {
+		// Start from the entry before the Tx and replay the Tx's batches
+		// that lie below next: those are the batches after the old
+		// entry's last offset still in the window.
+		oldLast := int64(-1)
+		if r.existed {
+			v = r.old
+			if v.n > 0 {
+				oldLast = v.batches[v.n-1].LastOffset
+			}
+		} else {
+			v = entry{id: e.id, epoch: e.epoch, coordinatorEpoch: -1, txnFirstOffset: -1}
+		}
+		for i := 0; i < e.n; i++ {
+			b := e.batches[i]
+			if b.FirstOffset <= oldLast || b.LastOffset >= next {
+				continue
+			}
+			if v.epoch != e.epoch {
+				v.epoch = e.epoch
+				v.n = 0
+			}
+			v.push(b)
+			v.lastTimestamp = b.Timestamp
+			if e.txnFirstOffset > oldLast && e.txnFirstOffset < next && v.txnFirstOffset < 0 {
+				v.txnFirstOffset = e.txnFirstOffset
+			}
+		}
+		return v, r.existed || v.n > 0
+	}
+	for v.n > 0 && v.batches[v.n-1].LastOffset >= next {
+		v.n--
+	}
+	if v.txnFirstOffset >= next {
+		v.txnFirstOffset = -1
+	}
+	return v, v.n > 0
 }
 
 func grow(b []byte, n int) []byte {

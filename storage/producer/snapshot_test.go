@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -91,16 +92,16 @@ func TestSnapshotEmptyState(t *testing.T) {
 	}
 }
 
-func TestAppendSnapshotAppends(t *testing.T) {
+func TestAppendSnapshotAtAppends(t *testing.T) {
 	s := sampleState()
 	prefix := []byte("keep")
-	out := s.AppendSnapshot(append(make([]byte, 0, 8), prefix...))
+	out := s.AppendSnapshotAt(append(make([]byte, 0, 8), prefix...), math.MaxInt64)
 	if !bytes.HasPrefix(out, prefix) || !bytes.Equal(out[len(prefix):], s.Snapshot()) {
-		t.Fatal("AppendSnapshot did not append the snapshot after dst")
+		t.Fatal("AppendSnapshotAt did not append the snapshot after dst")
 	}
 	buf := make([]byte, 0, 4096)
-	if out := s.AppendSnapshot(buf); &out[0] != &buf[:1][0] {
-		t.Fatal("AppendSnapshot reallocated a large enough buffer")
+	if out := s.AppendSnapshotAt(buf, math.MaxInt64); &out[0] != &buf[:1][0] {
+		t.Fatal("AppendSnapshotAt reallocated a large enough buffer")
 	}
 }
 
@@ -236,5 +237,58 @@ func TestRestoreRejectsUnsortedOrDuplicateIDs(t *testing.T) {
 	binary.BigEndian.PutUint64(dup[snapHeaderSize+n:], 1)
 	if err := New(Options{}).Restore(reseal(dup)); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("duplicate ids: %v", err)
+	}
+}
+
+// TestSnapshotAtDuringTxIsExactOnBothSidesOfTheWrite: a roll inside the
+// log append, before the request's batches are written, snapshots at
+// their first offset and must see the state before the Tx, evictions and
+// epoch bumps undone; a roll after the write and before Commit snapshots
+// at the new end and must see the committed result.
+func TestSnapshotAtDuringTxIsExactOnBothSidesOfTheWrite(t *testing.T) {
+	s := sampleState()
+	end := int64(1000)
+	before := s.Snapshot()
+	tx := s.Begin()
+	tx.Update(hdr(7, 0, 21, 2), end, 9)   // evicts producer 7's oldest batch
+	tx.Update(hdr(3, 3, 0, 1), end+2, 9)  // epoch bump clears producer 3's batches
+	tx.Update(hdr(55, 0, 0, 1), end+3, 9) // a new producer
+	tx.Update(hdr(12, 1, 2, 1), end+4, 9) // producer 12 has a transaction open
+	if got := s.SnapshotAt(end); !bytes.Equal(got, before) {
+		t.Fatal("snapshot at the Tx's first offset is not the state before the Tx")
+	}
+	during := s.SnapshotAt(end + 5)
+	tx.Commit()
+	if !bytes.Equal(during, s.Snapshot()) {
+		t.Fatal("snapshot at the end after the write is not the committed state")
+	}
+	// Part way through the request (a torn view no roll can see, but the
+	// rule is the same): the first two batches in, the rest out.
+	s2 := sampleState()
+	tx = s2.Begin()
+	tx.Update(hdr(7, 0, 21, 2), end, 9)
+	tx.Update(hdr(3, 3, 0, 1), end+2, 9)
+	part := s2.SnapshotAt(end + 2)
+	tx.Abort()
+	tx = s2.Begin()
+	tx.Update(hdr(7, 0, 21, 2), end, 9)
+	tx.Commit()
+	if !bytes.Equal(part, s2.Snapshot()) {
+		t.Fatal("snapshot part way through a Tx is not the state after its first batch")
+	}
+}
+
+func TestSnapshotAtOutsideTxDropsBatchesAtOrAboveOffset(t *testing.T) {
+	s := New(Options{})
+	s.Update(hdr(1, 0, 0, 2), 0, 1) // 0-1
+	s.Update(hdr(2, 0, 0, 1), 2, 1) // 2
+	s.Update(hdr(1, 0, 2, 2), 3, 1) // 3-4
+	h := hdr(3, 0, 0, 1)
+	h.Attributes = attrTransactional
+	s.Update(h, 5, 1) // 5
+	got := s.SnapshotAt(3)
+	s.TruncateTo(3)
+	if !bytes.Equal(got, s.Snapshot()) {
+		t.Fatal("SnapshotAt(3) differs from the state truncated to 3")
 	}
 }

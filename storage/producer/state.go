@@ -193,7 +193,8 @@ func (s *State) Check(h batch.Header) (*BatchMeta, error) {
 // every batch they append and recovery for every batch it replays, without
 // checks: Update trusts the log. Batches without a producer id are ignored.
 //
-// A batch with a new epoch clears the producer's retained batches. A
+// A batch at or below the producer's last recorded offset is ignored. A
+// batch with a new epoch clears the producer's retained batches. A
 // transactional batch opens the producer's transaction if none is open; a
 // control batch (a transaction marker) closes it and adds no batch.
 func (s *State) Update(h batch.Header, firstOffset, appendTime int64) {
@@ -215,6 +216,12 @@ func (s *State) update(h batch.Header, firstOffset, appendTime int64) {
 	if e == nil {
 		e = &entry{id: h.ProducerID, epoch: h.ProducerEpoch, coordinatorEpoch: -1, txnFirstOffset: -1}
 		s.producers[h.ProducerID] = e
+	}
+	// Offsets only grow: a batch at or below the last one recorded is
+	// already recorded (a replay overlapping its snapshot), and taking it
+	// again would break the window's order.
+	if e.n > 0 && firstOffset <= e.last().LastOffset {
+		return
 	}
 	if e.epoch != h.ProducerEpoch {
 		e.epoch = h.ProducerEpoch
@@ -272,15 +279,16 @@ func (s *State) TruncateTo(offset int64) {
 
 // RemoveExpired forgets producers whose last write is at least
 // ExpirationMs before now (ms) and that have no open transaction, like
-// Kafka's removeExpiredProducers. It returns how many it removed.
+// Kafka's removeExpiredProducers. It returns how many it removed. It may
+// run while a [Tx] is open (a timer does not hold the append lock) and
+// then spares the producers the Tx has touched: they are writing now.
 func (s *State) RemoveExpired(now int64) int {
-	s.mustNotBeInTx("RemoveExpired")
 	if s.expirationMs < 0 {
 		return 0
 	}
 	removed := 0
 	for id, e := range s.producers {
-		if e.txnFirstOffset < 0 && now-e.lastTimestamp >= s.expirationMs {
+		if e.txnFirstOffset < 0 && now-e.lastTimestamp >= s.expirationMs && s.tx.record(id) == nil {
 			delete(s.producers, id)
 			removed++
 		}

@@ -31,10 +31,11 @@ import "github.com/strata-io/strata/internal/batch"
 // more for several.
 //
 // A State has one Tx, reused: [State.Begin] returns it and panics if it is
-// still open. While it is open, only its own methods may change the State:
-// [State.Update], [State.TruncateTo], [State.RemoveExpired] and
-// [State.Restore] panic. [State.Check] and [State.Snapshot] may be called
-// and see the Tx's updates.
+// still open. While it is open, only its own methods may change the
+// State: [State.Update], [State.TruncateTo] and [State.Restore] panic;
+// [State.RemoveExpired] spares the producers the Tx touched. [State.Check]
+// and [State.Snapshot] see the Tx's updates; [State.SnapshotAt] sees those
+// below its offset.
 type Tx struct {
 	s    *State
 	open bool
@@ -69,7 +70,7 @@ func (t *Tx) Update(h batch.Header, firstOffset, appendTime int64) {
 	if !h.HasProducerID() {
 		return
 	}
-	if !t.saved(h.ProducerID) {
+	if t.record(h.ProducerID) == nil {
 		r := undoRecord{id: h.ProducerID}
 		if e := t.s.producers[h.ProducerID]; e != nil {
 			r.existed = true
@@ -80,15 +81,18 @@ func (t *Tx) Update(h batch.Header, firstOffset, appendTime int64) {
 	t.s.update(h, firstOffset, appendTime)
 }
 
-// saved reports whether the Tx already holds an undo record for id. A
-// request carries few producers, so a scan beats a map here.
-func (t *Tx) saved(id int64) bool {
+// record returns the Tx's undo record for id, or nil (also when the Tx
+// is not open).
+func (t *Tx) record(id int64) *undoRecord {
+	if !t.open {
+		return nil
+	}
 	for i := range t.undo {
 		if t.undo[i].id == id {
-			return true
+			return &t.undo[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // Commit keeps the Tx's updates and closes it.

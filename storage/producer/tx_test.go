@@ -78,10 +78,27 @@ func TestTxMisusePanics(t *testing.T) {
 	mustPanic("Begin twice", func() { s.Begin() })
 	mustPanic("Update", func() { s.Update(hdr(1, 0, 0, 1), 0, 0) })
 	mustPanic("TruncateTo", func() { s.TruncateTo(0) })
-	mustPanic("RemoveExpired", func() { s.RemoveExpired(0) })
 	mustPanic("Restore", func() { _ = s.Restore(New(Options{}).Snapshot()) })
 	tx.Commit()
 	mustPanic("Check after Commit", func() { _, _ = tx.Check(hdr(1, 0, 0, 1)) })
 	mustPanic("Update after Commit", func() { tx.Update(hdr(1, 0, 0, 1), 0, 0) })
 	mustPanic("Commit after Commit", func() { tx.Commit() })
+}
+
+func TestRemoveExpiredSparesProducersOfOpenTx(t *testing.T) {
+	s := New(Options{ExpirationMs: 10})
+	s.Update(hdr(1, 0, 0, 1), 0, 0)
+	s.Update(hdr(2, 0, 0, 1), 1, 0)
+	tx := s.Begin()
+	tx.Update(hdr(1, 0, 1, 1), 2, 0) // an old append time: would expire
+	if n := s.RemoveExpired(100); n != 1 {
+		t.Fatalf("removed %d, want 1 (producer 2 only)", n)
+	}
+	if _, ok := s.Producer(1); !ok {
+		t.Fatal("producer of the open Tx expired")
+	}
+	tx.Abort()
+	if pr, ok := s.Producer(1); !ok || len(pr.Batches) != 1 {
+		t.Fatalf("Abort after RemoveExpired: %+v %v", pr, ok)
+	}
 }
