@@ -1517,3 +1517,125 @@ func (sc *crashScenario) segmentLogs(t *testing.T) []string {
 	}
 	return out
 }
+
+// The Manager's own files (checkpoints, the clean-shutdown marker, the
+// partition directories) fail like any other: every fault must surface as
+// an error, and a restart or a power loss afterwards must find every
+// acknowledged (restart) or flushed (power loss) batch. A marker left by a
+// failed Close must never make a restart trust data that was not flushed.
+func TestCrashManagerErrorSweep(t *testing.T) {
+	const parts = 2
+	steps, perKind := 60, 10
+	if testing.Short() {
+		steps, perKind = 30, 4
+	}
+	type outcome struct {
+		ws  []*crashWorkload
+		err error
+		rp  []int64
+	}
+	run := func(fs vfs.FS) (o outcome) {
+		o.ws = []*crashWorkload{newCrashWorkload(61), newCrashWorkload(62)}
+		o.rp = make([]int64, parts)
+		m, err := OpenManager(crashManagerOptions(fs))
+		if err != nil {
+			o.err = err
+			return o
+		}
+		logs := make([]*Log, parts)
+		defer func() {
+			for i, l := range logs {
+				if l != nil {
+					o.rp[i] = l.RecoveryPoint()
+				}
+			}
+			if cerr := m.Close(); o.err == nil {
+				o.err = cerr
+			}
+		}()
+		for i := range parts {
+			if logs[i], err = m.GetOrCreate("t", int32(i), crashConfig()); err != nil {
+				o.err = err
+				return o
+			}
+		}
+		rng := rand.New(rand.NewPCG(6, 6))
+		for s := range steps {
+			if s%15 == 14 {
+				if err := m.Checkpoint(); err != nil {
+					o.err = err
+					return o
+				}
+				continue
+			}
+			i := rng.IntN(parts)
+			if err := o.ws[i].step(logs[i]); err != nil {
+				o.err = err
+				return o
+			}
+		}
+		return o
+	}
+	for _, kind := range crashFaultKinds() {
+		t.Run(kind.name, func(t *testing.T) {
+			count := kind.rule().Glob(crashDataDir + "/*")
+			if o := run(errfs.Wrap(newCrashFS(t), count)); o.err != nil {
+				t.Fatalf("fault-free run: %v", o.err)
+			}
+			if count.Matched() == 0 {
+				t.Skip("the Manager never makes this call on its own files")
+			}
+			for _, n := range sample(count.Matched(), perKind) {
+				n++
+				label := fmt.Sprintf("manager %s nth=%d/%d", kind.name, n, count.Matched())
+				mem := newCrashFS(t)
+				rule := kind.act(kind.rule().Glob(crashDataDir + "/*").Nth(n))
+				o := run(errfs.Wrap(mem, rule))
+				if rule.Fired() != 1 {
+					t.Fatalf("%s: fired %d times", label, rule.Fired())
+				}
+				if o.err == nil {
+					t.Fatalf("%s: the fault never surfaced", label)
+				}
+				for _, c := range []struct {
+					name string
+					fs   *vfs.MemFS
+					must func(i int) int
+				}{
+					{"restart", mem.Clone(), func(i int) int { return o.ws[i].acked }},
+					{"power loss", mem.CrashClone(0, rand.New(rand.NewPCG(uint64(n), 5))), func(i int) int {
+						return flushedBatches(o.ws[i].attempted, o.rp[i])
+					}},
+				} {
+					m, err := OpenManager(crashManagerOptions(c.fs))
+					if err != nil {
+						t.Fatalf("%s %s: OpenManager: %v\n%s", label, c.name, err, c.fs.Dump())
+					}
+					for i := range parts {
+						cand := o.ws[i].attempted
+						l, ok := m.Get("t", int32(i))
+						if !ok {
+							if c.must(i) > 0 {
+								t.Fatalf("%s %s: partition %d vanished with %d batches it must hold", label, c.name, i, c.must(i))
+							}
+							continue
+						}
+						got := readBatches(t, l, label)
+						if len(got) < c.must(i) || len(got) > len(cand) {
+							t.Fatalf("%s %s: partition %d holds %d batches, want %d..%d", label, c.name, i, len(got), c.must(i), len(cand))
+						}
+						for k := range got {
+							if !bytes.Equal(got[k], cand[k]) {
+								t.Fatalf("%s %s: partition %d batch %d differs", label, c.name, i, k)
+							}
+						}
+						checkNoLeftovers(t, c.fs, l.Dir(), label)
+					}
+					if err := m.Close(); err != nil {
+						t.Fatalf("%s %s: Close: %v", label, c.name, err)
+					}
+				}
+			}
+		})
+	}
+}
