@@ -71,7 +71,7 @@ func checkRestore(t *testing.T, data []byte) {
 		t.Fatalf("accepted snapshot is not canonical:\n in  %x\n out %x", data, got)
 	}
 	for _, id := range s.sortedIDs() {
-		pr, _ := s.Producer(id)
+		pr, _ := s.Entry(id)
 		h := hdr(id, pr.Epoch, 0, 1)
 		if n := len(pr.Batches); n > 0 {
 			h.BaseSequence = incSeq(pr.Batches[n-1].LastSeq, 1)

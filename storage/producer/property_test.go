@@ -346,7 +346,7 @@ func compareWithModel(t *testing.T, seed uint64, step int, s *State, m model) {
 		t.Fatalf("seed %d step %d: %d producers, model %d", seed, step, s.Producers(), len(m))
 	}
 	for id, mp := range m {
-		pr, ok := s.Producer(id)
+		pr, ok := s.Entry(id)
 		want := mp.batches[max(0, len(mp.batches)-5):]
 		if !ok || pr.Epoch != mp.epoch || !equalBatches(pr.Batches, want) {
 			t.Fatalf("seed %d step %d: producer %d = %+v, model epoch %d batches %v", seed, step, id, pr, mp.epoch, want)

@@ -25,8 +25,8 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 		t.Fatalf("%d producers restored, want %d", r.Producers(), s.Producers())
 	}
 	for _, id := range s.sortedIDs() {
-		a, _ := s.Producer(id)
-		b, _ := r.Producer(id)
+		a, _ := s.Entry(id)
+		b, _ := r.Entry(id)
 		if !equalProducer(a, b) {
 			t.Errorf("producer %d: restored %+v, want %+v", id, b, a)
 		}
@@ -37,7 +37,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	// The restored State answers as the original does.
 	for _, h := range []struct{ pid, seq, n int64 }{{7, 21, 1}, {7, 18, 3}, {3, 11, 1}, {1 << 40, 2, 1}, {0, 101, 1}, {7, 5, 1}} {
 		hd := hdr(h.pid, 0, int32(h.seq), int32(h.n))
-		if pr, ok := s.Producer(h.pid); ok {
+		if pr, ok := s.Entry(h.pid); ok {
 			hd.ProducerEpoch = pr.Epoch
 		}
 		d1, e1 := s.Check(hd)
@@ -48,7 +48,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	}
 }
 
-func equalProducer(a, b Producer) bool {
+func equalProducer(a, b Entry) bool {
 	if a.ID != b.ID || a.Epoch != b.Epoch || a.CoordinatorEpoch != b.CoordinatorEpoch ||
 		a.TxnFirstOffset != b.TxnFirstOffset || a.LastTimestamp != b.LastTimestamp || len(a.Batches) != len(b.Batches) {
 		return false

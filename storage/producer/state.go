@@ -38,8 +38,8 @@ type BatchMeta struct {
 	Timestamp   int64 // append time in ms, the LogAppendTime a duplicate reports
 }
 
-// Producer is a copy of one producer's entry, as [State.Producer] returns it.
-type Producer struct {
+// Entry is a copy of one producer's state, as [State.Entry] returns it.
+type Entry struct {
 	ID               int64
 	Epoch            int16
 	CoordinatorEpoch int32       // -1 until transactions write markers
@@ -110,13 +110,13 @@ func New(opts Options) *State {
 // Producers returns how many producers the State tracks.
 func (s *State) Producers() int { return len(s.producers) }
 
-// Producer returns a copy of producer id's entry.
-func (s *State) Producer(id int64) (Producer, bool) {
+// Entry returns a copy of producer id's state.
+func (s *State) Entry(id int64) (Entry, bool) {
 	e := s.producers[id]
 	if e == nil {
-		return Producer{}, false
+		return Entry{}, false
 	}
-	return Producer{
+	return Entry{
 		ID:               e.id,
 		Epoch:            e.epoch,
 		CoordinatorEpoch: e.coordinatorEpoch,
@@ -188,10 +188,12 @@ func (s *State) Check(h batch.Header) (*BatchMeta, error) {
 }
 
 // Update records a batch that has been appended at firstOffset, at
-// appendTime (ms). The broker calls it after a successful client append
-// that [State.Check] accepted (or inside a [Tx]); followers call it for
-// every batch they append and recovery for every batch it replays, without
-// checks: Update trusts the log. Batches without a producer id are ignored.
+// appendTime (ms), for a batch [State.Check] accepted; followers call it
+// for every batch they append and recovery for every batch it replays,
+// without checks: Update trusts the log. Batches without a producer id are
+// ignored. The broker records appends through [Tx.Update] instead, before
+// the append, so that a snapshot taken by a roll is exact (see the package
+// doc); outside a Tx, call Update after the append succeeds.
 //
 // A batch at or below the producer's last recorded offset is ignored. A
 // batch with a new epoch clears the producer's retained batches. A

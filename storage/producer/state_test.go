@@ -137,7 +137,7 @@ func TestUpdateKeepsLastFiveBatches(t *testing.T) {
 	for i := int32(0); i < 8; i++ {
 		p.mustProduce(t, hdr(1, 0, i*2, 2))
 	}
-	pr, ok := p.st.Producer(1)
+	pr, ok := p.st.Entry(1)
 	if !ok || len(pr.Batches) != BatchesPerProducer {
 		t.Fatalf("producer %+v ok %v", pr, ok)
 	}
@@ -155,7 +155,7 @@ func TestUpdateNewEpochClearsBatches(t *testing.T) {
 	p.mustProduce(t, hdr(1, 0, 0, 1))
 	p.mustProduce(t, hdr(1, 0, 1, 1))
 	p.mustProduce(t, hdr(1, 1, 0, 1))
-	pr, _ := p.st.Producer(1)
+	pr, _ := p.st.Entry(1)
 	if pr.Epoch != 1 || len(pr.Batches) != 1 || pr.Batches[0].FirstOffset != 2 {
 		t.Fatalf("after bump: %+v", pr)
 	}
@@ -181,14 +181,14 @@ func TestUpdateTransactionFieldsAndMarker(t *testing.T) {
 	h.Attributes = attrTransactional
 	s.Update(h, 10, 1)
 	s.Update(hdr(4, 0, 2, 2), 12, 2)
-	pr, _ := s.Producer(4)
+	pr, _ := s.Entry(4)
 	if pr.TxnFirstOffset != 10 || pr.CoordinatorEpoch != -1 {
 		t.Fatalf("open transaction: %+v", pr)
 	}
 	m := hdr(4, 0, -1, 1) // markers carry no sequence
 	m.Attributes = attrTransactional | attrControl
 	s.Update(m, 14, 3)
-	pr, _ = s.Producer(4)
+	pr, _ = s.Entry(4)
 	if pr.TxnFirstOffset != -1 || len(pr.Batches) != 2 || pr.LastTimestamp != 3 {
 		t.Fatalf("after marker: %+v", pr)
 	}
@@ -199,7 +199,7 @@ func TestReplayBatchUsesBaseOffsetAndMaxTimestamp(t *testing.T) {
 	h := hdr(1, 0, 0, 3)
 	h.BaseOffset, h.MaxTimestamp = 77, 5555
 	s.ReplayBatch(h)
-	pr, _ := s.Producer(1)
+	pr, _ := s.Entry(1)
 	if want := (BatchMeta{0, 2, 77, 79, 5555}); len(pr.Batches) != 1 || pr.Batches[0] != want || pr.LastTimestamp != 5555 {
 		t.Fatalf("%+v", pr)
 	}
@@ -218,10 +218,10 @@ func TestTruncateToDropsBatchesAtAndAboveOffset(t *testing.T) {
 	if p.st.Producers() != 2 {
 		t.Fatalf("%d producers, want 2", p.st.Producers())
 	}
-	if _, ok := p.st.Producer(3); ok {
+	if _, ok := p.st.Entry(3); ok {
 		t.Fatal("producer 3 lost all batches but survived")
 	}
-	pr, _ := p.st.Producer(1)
+	pr, _ := p.st.Entry(1)
 	if len(pr.Batches) != 1 || pr.Batches[0].LastOffset != 1 {
 		t.Fatalf("producer 1: %+v", pr)
 	}
@@ -243,7 +243,7 @@ func TestTruncateToClosesTransactionStartedAbove(t *testing.T) {
 	h.Attributes = attrTransactional
 	s.Update(h, 5, 1)
 	s.TruncateTo(5)
-	pr, ok := s.Producer(1)
+	pr, ok := s.Entry(1)
 	if !ok || pr.TxnFirstOffset != -1 || len(pr.Batches) != 1 {
 		t.Fatalf("%+v %v", pr, ok)
 	}
@@ -262,7 +262,7 @@ func TestRemoveExpiredForgetsIdleProducers(t *testing.T) {
 	if n := s.RemoveExpired(1100); n != 1 {
 		t.Fatalf("removed %d at 1100, want 1 (expiry is inclusive)", n)
 	}
-	if _, ok := s.Producer(1); ok {
+	if _, ok := s.Entry(1); ok {
 		t.Fatal("producer 1 survived")
 	}
 	if n := s.RemoveExpired(1 << 40); n != 1 || s.Producers() != 1 {
@@ -289,12 +289,12 @@ func TestRemoveExpiredDefaultsAndNever(t *testing.T) {
 
 func TestProducerReturnsCopy(t *testing.T) {
 	s := sampleState()
-	pr, _ := s.Producer(7)
+	pr, _ := s.Entry(7)
 	pr.Batches[0].FirstOffset = -5
-	if again, _ := s.Producer(7); again.Batches[0].FirstOffset == -5 {
+	if again, _ := s.Entry(7); again.Batches[0].FirstOffset == -5 {
 		t.Fatal("Producer exposes internal state")
 	}
-	if _, ok := s.Producer(99); ok {
+	if _, ok := s.Entry(99); ok {
 		t.Fatal("unknown producer found")
 	}
 }

@@ -22,7 +22,7 @@ func TestTxCheckSeesEarlierBatchesOfTheRequest(t *testing.T) {
 	}
 	tx.Update(hdr(1, 0, 4, 1), 4, 1)
 	tx.Commit()
-	pr, _ := s.Producer(1)
+	pr, _ := s.Entry(1)
 	if len(pr.Batches) != 3 || pr.Batches[2].LastSeq != 4 {
 		t.Fatalf("after commit: %+v", pr)
 	}
@@ -58,7 +58,7 @@ func TestTxAbortRestoresState(t *testing.T) {
 	tx.Update(hdr(1234, 0, 0, 1), 1000, 9)
 	tx.Commit()
 	tx.Abort() // closed: no-op, does not undo the commit
-	if _, ok := s.Producer(1234); !ok {
+	if _, ok := s.Entry(1234); !ok {
 		t.Fatal("committed producer missing")
 	}
 }
@@ -94,11 +94,11 @@ func TestRemoveExpiredSparesProducersOfOpenTx(t *testing.T) {
 	if n := s.RemoveExpired(100); n != 1 {
 		t.Fatalf("removed %d, want 1 (producer 2 only)", n)
 	}
-	if _, ok := s.Producer(1); !ok {
+	if _, ok := s.Entry(1); !ok {
 		t.Fatal("producer of the open Tx expired")
 	}
 	tx.Abort()
-	if pr, ok := s.Producer(1); !ok || len(pr.Batches) != 1 {
+	if pr, ok := s.Entry(1); !ok || len(pr.Batches) != 1 {
 		t.Fatalf("Abort after RemoveExpired: %+v %v", pr, ok)
 	}
 }
