@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +280,55 @@ func TestDecideBatchPlansOnSpeculativeImage(t *testing.T) {
 	}
 	if _, ok := ctl.State().TopicByName("one"); !ok {
 		t.Fatal("topic not applied")
+	}
+}
+
+// TestControllerFencedLeaderReplacedFromISROnlyUnlessUnclean: a leader that
+// asks to be fenced loses its partitions to ISR members; where the ISR was
+// only itself, the partition goes leaderless, unless the topic enables
+// unclean.leader.election, where an out-of-ISR replica takes over.
+func TestControllerFencedLeaderReplacedFromISROnlyUnlessUnclean(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 1})
+	ctl := c.leader()
+	epochs := registerBrokers(t, ctl, 2, 0)
+	// Both partitions on brokers 101 (leader) and 102.
+	res, err := ctl.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{
+		Name: "clean", NumPartitions: -1, ReplicationFactor: -1, Assignments: [][]int32{{101, 102}},
+	}, {
+		Name: "unclean", NumPartitions: -1, ReplicationFactor: -1, Assignments: [][]int32{{101, 102}},
+		Configs: map[string]string{metadata.ConfigUncleanLeaderElectionEnable: "true"},
+	}}})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("create: %v %+v", err, res)
+	}
+	clean, unclean := res[0], res[1]
+	// Shrink both ISRs to the leader alone.
+	var leaders []int32
+	for _, id := range []uuid.UUID{clean.TopicID, unclean.TopicID} {
+		p, _ := ctl.State().Partition(id, 0)
+		ar, err := ctl.AlterPartition(ctx(t), metadata.AlterPartitionRequest{
+			BrokerID: p.Leader, BrokerEpoch: epochs[p.Leader], TopicID: id, Partition: 0,
+			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: []int32{p.Leader},
+		})
+		if err != nil || ar.Err != nil {
+			t.Fatalf("shrink ISR: %v %+v", err, ar)
+		}
+		leaders = append(leaders, p.Leader)
+	}
+	if !slices.Equal(leaders, []int32{101, 101}) {
+		t.Fatalf("leaders %v, want 101 for both", leaders)
+	}
+	hb, err := ctl.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 101, BrokerEpoch: epochs[101], CurrentMetadataOffset: 1 << 40, WantFence: true})
+	if err != nil || !hb.IsFenced {
+		t.Fatalf("fence 101: %v %+v", err, hb)
+	}
+	st := ctl.State()
+	pc, _ := st.Partition(clean.TopicID, 0)
+	if pc.Leader != metadata.NoLeader {
+		t.Fatalf("clean topic elected %d from outside its ISR: %+v", pc.Leader, pc)
+	}
+	pu, _ := st.Partition(unclean.TopicID, 0)
+	if pu.Leader != 102 || !slices.Equal(pu.ISR, []int32{102}) || pu.LeaderEpoch == 0 {
+		t.Fatalf("unclean topic: %+v", pu)
 	}
 }
