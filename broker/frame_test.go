@@ -33,23 +33,12 @@ func (m memFile) ReadAt(b []byte, off int64) (int, error) {
 // tcpPair returns both ends of a loopback TCP connection.
 func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := netListen()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	acc := make(chan net.Conn, 1)
-	go func() { c, _ := ln.Accept(); acc <- c }()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := <-acc
-	if b == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a.(*net.TCPConn), b.(*net.TCPConn)
+	return tcpPairFrom(t, ln)
 }
 
 // TestFrameSplicesFileRegionsBetweenBufferBytes writes a frame with three
@@ -113,4 +102,23 @@ func TestFrameSplicesFileRegionsBetweenBufferBytes(t *testing.T) {
 	if err := sendView(a, storage.ReadView{File: osf, Pos: 3<<20 - 10, Size: 100}); err == nil {
 		t.Fatal("short file: no error")
 	}
+}
+
+func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// tcpPairFrom connects to ln and returns both ends.
+func tcpPairFrom(tb testing.TB, ln net.Listener) (*net.TCPConn, *net.TCPConn) {
+	tb.Helper()
+	acc := make(chan net.Conn, 1)
+	go func() { c, _ := ln.Accept(); acc <- c }()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := <-acc
+	if b == nil {
+		tb.Fatal("accept failed")
+	}
+	tb.Cleanup(func() { a.Close(); b.Close() })
+	return a.(*net.TCPConn), b.(*net.TCPConn)
 }
