@@ -134,13 +134,15 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 	}
 	_, p := s.oi.Lookup(offset)
 	pos := int64(p)
+	hs := newHeaderScanner(s.log, limit)
+	defer hs.release()
 	// Forward scan to the batch whose last offset reaches offset.
 	var h batch.Header
 	for {
 		if pos >= limit {
 			return v, false, nil
 		}
-		h, err = readHeader(s.log, pos, limit)
+		h, err = hs.header(pos)
 		if err != nil {
 			if s.size.Load() < limit {
 				// A truncation (replication) cut the segment under us:
@@ -171,7 +173,7 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 		if end >= limit {
 			break
 		}
-		h, err = readHeader(s.log, end, limit)
+		h, err = hs.header(end)
 		if err != nil {
 			if s.size.Load() < limit {
 				break // truncated under us: return what was whole before
@@ -227,8 +229,10 @@ func (s *segment) findTimestamp(ts, minOffset int64) (int64, int64, bool, error)
 	}
 	_, p := s.oi.Lookup(from)
 	pos, limit := int64(p), s.size.Load()
+	hs := newHeaderScanner(s.log, limit)
+	defer hs.release()
 	for pos < limit {
-		h, err := readHeader(s.log, pos, limit)
+		h, err := hs.header(pos)
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, pos, err)
 		}

@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -228,4 +230,34 @@ func contains(names []string, n string) bool {
 		}
 	}
 	return false
+}
+
+// BenchmarkReadFetch measures a consumer-sized fetch (1 MiB) of small
+// batches from a log on the OS file system: the cost of walking batch
+// headers to find the view's end.
+func BenchmarkReadFetch(b *testing.B) {
+	for _, size := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("batch=%dB", size), func(b *testing.B) {
+			e := newOSEnv(b, func(c *Config) { c.IndexIntervalBytes = 4096; c.SegmentIndexBytes = 1 << 20 })
+			rec := makeBatch(b, 1, size, baseTs)
+			for e.log.Size() < 16<<20 {
+				if _, err := e.log.Append(bytes.Clone(rec), AppendOptions{AssignOffsets: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			leo := e.log.LogEndOffset()
+			rng := rand.New(rand.NewPCG(1, 1))
+			b.ResetTimer()
+			var n int64
+			for i := 0; i < b.N; i++ {
+				v, err := e.log.Read(rng.Int64N(leo/2), 1<<20, leo)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += v.Size
+				v.Release()
+			}
+			b.SetBytes(n / int64(b.N))
+		})
+	}
 }

@@ -272,13 +272,81 @@ func readHeader(f vfs.File, pos, limit int64) (batch.Header, error) {
 	return h, nil
 }
 
+// headerScanner reads batch headers walking forward through a file with
+// one ReadAt per window instead of one per batch. Measured here
+// (BenchmarkReadFetch, 1 MiB fetches): one 61-byte read per header gave
+// 47 MB/s with 100-byte batches and 330 MB/s with 1 KiB ones; 4 KiB
+// windows gave 620 and 680 MB/s. With 16 KiB batches (BenchmarkReadByOffset)
+// a 64 KiB window made locating a batch 3x slower (copying the window),
+// a 4 KiB one cost nothing; so the window grows only after small batches.
+type headerScanner struct {
+	f     vfs.File
+	limit int64
+	buf   *[]byte
+	start int64 // file position of (*buf)[0]
+	n     int   // valid bytes in buf
+	small bool  // the last batch was small: read the big window
+}
+
+// Window sizes: small batches are walked through entirely, so one large
+// read beats many; for large batches only each header is needed.
+const (
+	scanWindow      = 4 << 10
+	scanWindowLarge = 64 << 10
+	smallBatch      = 2 << 10
+)
+
+var scanPool = sync.Pool{New: func() any { b := make([]byte, scanWindowLarge); return &b }}
+
+func newHeaderScanner(f vfs.File, limit int64) *headerScanner {
+	return &headerScanner{f: f, limit: limit, buf: scanPool.Get().(*[]byte)}
+}
+
+func (hs *headerScanner) release() { scanPool.Put(hs.buf) }
+
+// header parses the batch header at pos, which must leave a whole batch
+// before the scanner's limit.
+func (hs *headerScanner) header(pos int64) (batch.Header, error) {
+	if hs.limit-pos < batch.HeaderSize {
+		return batch.Header{}, io.ErrUnexpectedEOF
+	}
+	if pos < hs.start || pos+batch.HeaderSize > hs.start+int64(hs.n) {
+		w := int64(scanWindow)
+		if hs.small {
+			w = scanWindowLarge
+		}
+		n := int(min(w, hs.limit-pos))
+		m, err := hs.f.ReadAt((*hs.buf)[:n], pos)
+		if m < batch.HeaderSize {
+			hs.n = 0
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return batch.Header{}, err
+		}
+		hs.start, hs.n = pos, m
+	}
+	off := int(pos - hs.start)
+	h, err := batch.ParseHeader((*hs.buf)[off : off+batch.HeaderSize])
+	if err != nil {
+		return h, err
+	}
+	if pos+int64(h.Size()) > hs.limit {
+		return h, io.ErrUnexpectedEOF
+	}
+	hs.small = h.Size() <= smallBatch
+	return h, nil
+}
+
 // scanFrom walks batch headers from pos to limit and returns the offset
 // after the last batch (or prev if none) and the largest max timestamp seen
 // with the base offset of the batch that first reached it.
 func (s *segment) scanFrom(pos, limit, prevNext int64) (next, maxTS, maxTSOff int64, err error) {
 	next, maxTS, maxTSOff = prevNext, -1, s.base
+	hs := newHeaderScanner(s.log, limit)
+	defer hs.release()
 	for pos < limit {
-		h, err := readHeader(s.log, pos, limit)
+		h, err := hs.header(pos)
 		if err != nil {
 			return next, maxTS, maxTSOff, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, pos, err)
 		}
@@ -516,8 +584,10 @@ func (s *segment) positionOf(off int64) (pos, next int64, err error) {
 	if pos == 0 {
 		next = s.base
 	}
+	hs := newHeaderScanner(s.log, limit)
+	defer hs.release()
 	for pos < limit {
-		h, err := readHeader(s.log, pos, limit)
+		h, err := hs.header(pos)
 		if err != nil {
 			return 0, 0, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, pos, err)
 		}
