@@ -228,6 +228,11 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	hdrs := (*hp)[:0]
 	defer func() { *hp = hdrs[:0]; hdrsPool.Put(hp) }()
 	lim := cfg.batchLimits(nowMs)
+	if !o.AssignOffsets {
+		// A follower copies what its leader accepted under the leader's
+		// clock and limits (as Kafka: no timestamp or size checks).
+		lim.SkipTimestampCheck, lim.MaxBatchBytes = true, 0
+	}
 	var count int64
 	for rest := records; len(rest) > 0; {
 		first, r, err := batch.Split(rest)

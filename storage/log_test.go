@@ -472,3 +472,26 @@ func TestLogConcurrentReadersDuringTruncation(t *testing.T) {
 	}
 	checkIndexAgainstScan(t, e.log)
 }
+
+func TestLogFollowerAppendSkipsLeaderOnlyLimits(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxMessageBytes = 500; c.TimestampAfterMaxMs = 1000 })
+	future := e.clock.Now().Add(time.Hour).UnixMilli()
+	big := makeBatch(t, 1, 800, baseTs)
+	if _, err := e.log.Append(bytes.Clone(big), AppendOptions{AssignOffsets: true}); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("leader append of a too-large batch: %v", err)
+	}
+	if _, err := e.log.Append(makeBatch(t, 1, 10, future), AppendOptions{AssignOffsets: true}); !errors.Is(err, kerr.InvalidTimestamp) {
+		t.Fatalf("leader append from the future: %v", err)
+	}
+	if _, err := e.log.Append(withBase(big, 0), AppendOptions{}); err != nil {
+		t.Fatalf("follower copy of a batch the leader accepted: %v", err)
+	}
+	if _, err := e.log.Append(withBase(makeBatch(t, 1, 10, future), 1), AppendOptions{}); err != nil {
+		t.Fatalf("follower copy with the leader's timestamps: %v", err)
+	}
+	bad := withBase(makeBatch(t, 1, 10, baseTs), 2)
+	bad[len(bad)-1] ^= 1
+	if _, err := e.log.Append(bad, AppendOptions{}); !errors.Is(err, kerr.CorruptMessage) {
+		t.Fatalf("follower append of a corrupt batch: %v", err)
+	}
+}
