@@ -618,9 +618,9 @@ func TestCrashSweepRecoversAPrefixAtEverySync(t *testing.T) {
 // hole where an older segment came back beside a deleted newer one, and
 // no .deleted file left.
 func TestCrashSweepWithRetention(t *testing.T) {
-	steps, maxPoints := 200, 40
+	steps, maxPoints := 200, 30
 	if testing.Short() {
-		steps, maxPoints = 160, 15
+		steps, maxPoints = 160, 12
 	}
 	mem := newCrashFS(t)
 	w := newCrashWorkload(31)
@@ -765,7 +765,7 @@ func runFaulted(t testing.TB, fs vfs.FS, seed uint64, steps int) (r faultRun) {
 
 func TestCrashErrorSweepLatchesAndKeepsAcknowledged(t *testing.T) {
 	const seed = 11
-	steps, perKind := 70, 12
+	steps, perKind := 70, 8
 	if testing.Short() {
 		steps, perKind = 40, 6
 	}
@@ -1060,7 +1060,7 @@ func TestCrashMidLogDamage(t *testing.T) {
 // Random byte flips anywhere in a segment's files never panic, and index
 // damage never loses data or misdirects a read.
 func TestCrashRandomDamageNeverPanics(t *testing.T) {
-	iters := 120
+	iters := 60
 	if testing.Short() {
 		iters = 30
 	}
@@ -1148,9 +1148,9 @@ type managerPoint struct {
 // flushed.
 func TestCrashManagerSweep(t *testing.T) {
 	const parts = 3
-	steps, maxPoints := 120, 30
+	steps, maxPoints := 120, 18
 	if testing.Short() {
-		steps, maxPoints = 60, 10
+		steps, maxPoints = 60, 8
 	}
 	mem := newCrashFS(t)
 	ws := make([]*crashWorkload, parts)
