@@ -57,7 +57,7 @@ func TestControllerSingleVoterRegistersBrokersAndCreatesTopics(t *testing.T) {
 	}
 }
 
-func TestControllerFiveVotersCommit(t *testing.T) {
+func TestControllerFiveVotersSurviveTwoLossesNotThree(t *testing.T) {
 	c := newCtrlCluster(t, clusterOpts{n: 5})
 	lead := c.leader()
 	registerBrokers(t, lead, 2, 0)
@@ -66,6 +66,25 @@ func TestControllerFiveVotersCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitApplied(off)
+	// Lose the leader and one follower: three of five still decide.
+	c.stop(lead.ID())
+	c.stop(c.follower().ID())
+	lead = c.leader()
+	if r := createTopic(t, lead, "three-of-five", 1, 2); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	// Lose a third: two of five cannot.
+	c.stop(c.follower().ID())
+	cx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := lead.CreateTopics(cx, metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "two-of-five", NumPartitions: 1, ReplicationFactor: 1}}}); err == nil {
+		t.Fatal("two of five voters committed")
+	}
+	for _, ctl := range c.ctrls {
+		if _, ok := ctl.State().TopicByName("two-of-five"); ok {
+			t.Fatal("two of five voters applied a decision")
+		}
+	}
 }
 
 func TestControllerFollowerForwardsToLeader(t *testing.T) {

@@ -101,8 +101,9 @@ type node struct {
 	snapTime    atomic.Int64 // unix nanos of the last snapshot taken or restored
 
 	// Owned by run.
-	lastLeader uint64
-	lastTerm   uint64
+	lastLeader   uint64
+	lastTerm     uint64
+	wantCampaign bool
 }
 
 // newNode opens raft over cfg.storage, restoring the FSM from the stored
@@ -236,7 +237,7 @@ func (n *node) run() {
 			// message types from a peer); nothing to do about them.
 			_ = n.rn.Step(m)
 		case <-n.campc:
-			_ = n.rn.Campaign()
+			n.wantCampaign = true
 		case p := <-n.propc:
 			n.propose(p)
 		case r := <-n.reportc:
@@ -255,6 +256,7 @@ func (n *node) run() {
 			return
 		}
 		n.drain()
+		n.maybeCampaign()
 		for n.rn.HasReady() {
 			if err := n.handleReady(n.rn.Ready()); err != nil {
 				n.cfg.logger.Error("controller: raft node failed, stopping", "node", n.cfg.id, "err", err)
@@ -267,6 +269,25 @@ func (n *node) run() {
 				return
 			}
 		}
+	}
+}
+
+// maybeCampaign starts the election campaign asked for, once everything
+// committed is applied: raft ignores a campaign while committed conf
+// changes (the bootstrap's, on first start) are unapplied, and a quorum of
+// one would otherwise wait a whole election timeout.
+func (n *node) maybeCampaign() {
+	if !n.wantCampaign {
+		return
+	}
+	st := n.rn.BasicStatus()
+	if st.RaftState == raft.StateLeader {
+		n.wantCampaign = false
+		return
+	}
+	if st.Applied >= st.HardState.GetCommit() {
+		n.wantCampaign = false
+		_ = n.rn.Campaign()
 	}
 }
 
