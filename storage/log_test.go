@@ -495,3 +495,20 @@ func TestLogFollowerAppendSkipsLeaderOnlyLimits(t *testing.T) {
 		t.Fatalf("follower append of a corrupt batch: %v", err)
 	}
 }
+
+func TestLogSegmentMsCountsFromFirstBatchAfterReopen(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SegmentMs = 60_000 })
+	e.appendBatches(1, 1, 10) // stamped at the clock's time
+	e.reopen()
+	e.clock.Advance(30 * time.Second)
+	e.appendBatches(1, 1, 10)
+	if e.log.NumSegments() != 1 {
+		t.Fatal("rolled before segment.ms")
+	}
+	e.reopen()
+	e.clock.Advance(31 * time.Second)
+	e.appendBatches(1, 1, 10)
+	if e.log.NumSegments() != 2 {
+		t.Fatal("a reopen restarted the segment.ms clock")
+	}
+}

@@ -233,3 +233,29 @@ func TestManagerReportsLogFailureAndSkipsCleanMarker(t *testing.T) {
 		t.Fatal("clean-shutdown marker written despite a failed log")
 	}
 }
+
+func TestManagerUpdateConfigReachesLogs(t *testing.T) {
+	fs := vfs.NewMem()
+	m := openManager(t, managerOptions(fs))
+	defer m.Close()
+	l0, _ := m.GetOrCreate("t", 0, m.opts.Default)
+	l1, _ := m.GetOrCreate("t", 1, m.opts.Default)
+	other, _ := m.GetOrCreate("u", 0, m.opts.Default)
+	cfg := m.opts.Default
+	cfg.SegmentBytes = 200
+	m.UpdateConfig("t", cfg)
+	for _, l := range []*Log{l0, l1} {
+		for i := 0; i < 3; i++ {
+			l.Append(makeBatch(t, 1, 100, baseTs), AppendOptions{AssignOffsets: true})
+		}
+		if l.NumSegments() != 3 {
+			t.Fatalf("%s-%d: %d segments after UpdateConfig", l.Topic(), l.Partition(), l.NumSegments())
+		}
+	}
+	for i := 0; i < 3; i++ {
+		other.Append(makeBatch(t, 1, 100, baseTs), AppendOptions{AssignOffsets: true})
+	}
+	if other.NumSegments() != 1 || other.Config().SegmentBytes != m.opts.Default.SegmentBytes {
+		t.Fatal("UpdateConfig leaked to another topic")
+	}
+}
