@@ -39,7 +39,7 @@
 //		return answer(err, dup) // err wraps kerr.OutOfOrderSequenceNumber, ...;
 //		                        // dup: ack dup.FirstOffset, append nothing
 //	}
-//	tx.Update(h, log.EndOffset(), nowMs)
+//	tx.Update(h, log.LogEndOffset(), nowMs)
 //	mu.Unlock()
 //	_, err = log.Append(b, opts) // may roll: ProducerSnapshot locks mu, calls st.SnapshotAt(next)
 //	mu.Lock()

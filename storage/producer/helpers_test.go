@@ -2,7 +2,10 @@ package producer
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/batch"
 )
@@ -116,4 +119,42 @@ func sampleState() *State {
 	p.now += 5
 	p.produce(hdr(0, 0, 100, 1))
 	return p.st
+}
+
+// makeBatch builds a valid uncompressed v2 batch of n small records from
+// producer pid at epoch, starting at sequence seq, base offset 0, as an
+// idempotent client sends it.
+func makeBatch(tb testing.TB, pid int64, epoch int16, seq int32, n int, ts int64) []byte {
+	tb.Helper()
+	var raw []byte
+	for i := 0; i < n; i++ {
+		r := kmsg.Record{
+			OffsetDelta:      int32(i),
+			TimestampDelta64: int64(i),
+			Key:              fmt.Appendf(nil, "p%d-s%d", pid, int64(seq)+int64(i)),
+			Value:            []byte("value"),
+		}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		raw = r.AppendTo(raw)
+	}
+	rb := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                batch.Magic,
+		LastOffsetDelta:      int32(n - 1),
+		FirstTimestamp:       ts,
+		MaxTimestamp:         ts + int64(n-1),
+		ProducerID:           pid,
+		ProducerEpoch:        epoch,
+		FirstSequence:        seq,
+		NumRecords:           int32(n),
+		Records:              raw,
+	}
+	rb.Length = int32(len(raw) + batch.HeaderSize - 12)
+	b := rb.AppendTo(nil)
+	rb.CRC = int32(batch.Checksum(b))
+	b = rb.AppendTo(b[:0])
+	if _, err := batch.ParseHeader(b); err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
