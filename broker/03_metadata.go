@@ -7,9 +7,10 @@ package broker
 // on; topics are every topic (v0 empty list, v1+ null list) or the ones
 // asked for, by name or (v10+) by id, with partitions' leader, leader epoch,
 // replicas and ISR from the image. A partition without a leader carries
-// LEADER_NOT_AVAILABLE. ControllerID is the quorum leader (KRaft brokers
-// report a random live broker; we report the controller when it runs
-// here, else -1). Topic ids are returned from v10.
+// LEADER_NOT_AVAILABLE. ControllerID is this broker: clients send admin
+// requests there and every broker forwards them to the quorum (KRaft
+// brokers report a random live broker for the same reason). Topic ids are
+// returned from v10.
 //
 // Auto-creation: a topic asked for by name that does not exist is created
 // through the controller with num.partitions and default.replication.factor

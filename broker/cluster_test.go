@@ -58,6 +58,10 @@ func TestBrokerOnlyNodeJoinsAndServesItsPartitions(t *testing.T) {
 	if !used[1] || !used[2] {
 		t.Fatalf("placement used only %v", used)
 	}
+	// Admin requests work through the broker-only node too (it names
+	// itself controller and forwards to the quorum).
+	createTopic(t, kadm.NewClient(newClient(t, b)), "via-b", 2, nil)
+
 	// A client bootstrapped on either node finds every partition.
 	cl := newClient(t, b, kgo.ConsumeTopics("spread"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := 0

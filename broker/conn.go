@@ -153,8 +153,10 @@ func (c *conn) readLoop() {
 		}
 		body := make([]byte, size)
 		if _, err := io.ReadFull(br, body); err != nil {
-			c.kill(fmt.Errorf("%w: truncated frame: %v", ErrMalformedRequest, err))
-			return
+			if !c.stopRead.Load() {
+				c.kill(fmt.Errorf("%w: truncated frame: %v", ErrMalformedRequest, err))
+			}
+			return // shutdown: the writer answers what is in flight, then closes
 		}
 		if err := c.dispatch(body); err != nil {
 			c.kill(err)

@@ -652,16 +652,11 @@ func (n *Node) waitMetadata(ctx context.Context, cond func(st *metadata.State) b
 	}
 }
 
-// controllerID returns the id of the controller quorum's leader, -1 when
-// unknown.
-func (n *Node) controllerID() int32 {
-	if n.ctl != nil {
-		if id, _, ok := n.ctl.Leader(); ok {
-			return id
-		}
-	}
-	return -1
-}
+// controllerID is the ControllerID Metadata reports. Clients send admin
+// requests (CreateTopics, DeleteTopics, ...) there; every Strata broker
+// serves them by forwarding to the quorum, so, like a KRaft broker (which
+// reports a random live broker), this broker reports itself.
+func (n *Node) controllerID() int32 { return n.cfg.NodeID }
 
 // topicStorageConfig overlays a topic's configs (Kafka names, validated by
 // the controller) on the broker's defaults.
