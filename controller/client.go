@@ -323,42 +323,106 @@ func (c *Client) commitRemoteSegment(ctx context.Context, rec metadata.RemoteSeg
 }
 
 // Watch implements [Service]: a dedicated connection to one controller
-// streams deltas from fromOffset. If that connection breaks, Next returns
-// the error and the caller watches again from its last offset + 1.
+// streams deltas from fromOffset. When that connection breaks (the
+// controller stopped, the network failed), Next reconnects — to the next
+// address, with backoff — and resumes after the last delta it returned, so
+// a broker's view never skips or repeats an entry. Next fails only when its
+// ctx ends or the Client is closed.
 func (c *Client) Watch(ctx context.Context, fromOffset int64) (Watcher, error) {
-	addr := c.pick()
-	cc, err := c.conn(ctx, addr)
-	if err != nil {
+	w := &remoteWatcher{c: c, next: max(fromOffset, 0)}
+	if err := w.connect(ctx); err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(watchReq{From: fromOffset})
-	cc.conn.SetWriteDeadline(time.Now().Add(c.o.DialTimeout))
-	if err := writeFrame(cc.bw, kindRequest, []byte{methodWatch, 0}, body); err != nil {
-		cc.conn.Close()
-		return nil, err
-	}
-	if err := cc.bw.Flush(); err != nil {
-		cc.conn.Close()
-		return nil, err
-	}
-	cc.conn.SetWriteDeadline(time.Time{})
-	return &remoteWatcher{cc: cc}, nil
+	return w, nil
 }
 
 type remoteWatcher struct {
-	cc   *clientConn
-	once sync.Once
+	c    *Client
+	next int64 // the first offset not yet returned
+	// cc is the current stream; nil between a failure and a reconnect.
+	cc     *clientConn
+	closed bool
+}
+
+// connect opens a stream from w.next on the next address.
+func (w *remoteWatcher) connect(ctx context.Context) error {
+	addr := w.c.pick()
+	cc, err := w.c.conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(watchReq{From: w.next})
+	cc.conn.SetWriteDeadline(time.Now().Add(w.c.o.DialTimeout))
+	if err := writeFrame(cc.bw, kindRequest, []byte{methodWatch, 0}, body); err != nil {
+		cc.conn.Close()
+		return err
+	}
+	if err := cc.bw.Flush(); err != nil {
+		cc.conn.Close()
+		return err
+	}
+	cc.conn.SetWriteDeadline(time.Time{})
+	w.cc = cc
+	return nil
 }
 
 func (w *remoteWatcher) Next(ctx context.Context) (Delta, error) {
-	stop := context.AfterFunc(ctx, func() { w.cc.conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	kind, payload, err := readFrame(w.cc.br)
-	if err != nil {
-		w.Close()
+	for {
+		if w.closed {
+			return Delta{}, ErrStopped
+		}
+		if w.cc == nil {
+			if err := w.connect(ctx); err != nil {
+				if ctx.Err() != nil || errors.Is(err, ErrStopped) {
+					return Delta{}, err
+				}
+				if err := w.pause(ctx); err != nil {
+					return Delta{}, err
+				}
+				continue
+			}
+		}
+		d, err := w.read(ctx)
+		if err == nil {
+			w.next = d.Offset + 1
+			return d, nil
+		}
+		w.drop()
 		if ctx.Err() != nil {
 			return Delta{}, ctx.Err()
 		}
+		if errors.Is(err, ErrProtocol) {
+			return Delta{}, err
+		}
+		// The stream ended (controller stopped, connection lost): resume
+		// elsewhere after the last delta returned.
+		w.c.mu.Lock()
+		w.c.hint = ""
+		w.c.mu.Unlock()
+		if err := w.pause(ctx); err != nil {
+			return Delta{}, err
+		}
+	}
+}
+
+func (w *remoteWatcher) pause(ctx context.Context) error {
+	t := time.NewTimer(w.c.o.RetryBackoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// read reads one delta from the current stream.
+func (w *remoteWatcher) read(ctx context.Context) (Delta, error) {
+	conn := w.cc.conn
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	kind, payload, err := readFrame(w.cc.br)
+	if err != nil {
 		return Delta{}, err
 	}
 	switch kind {
@@ -367,9 +431,12 @@ func (w *remoteWatcher) Next(ctx context.Context) (Delta, error) {
 		if err := json.Unmarshal(payload, &dw); err != nil {
 			return Delta{}, fmt.Errorf("%w: %v", ErrProtocol, err)
 		}
-		return deltaFromW(dw)
+		d, err := deltaFromW(dw)
+		if err != nil {
+			return Delta{}, fmt.Errorf("%w: %v", ErrProtocol, err)
+		}
+		return d, nil
 	case kindResponse:
-		w.Close()
 		var env struct {
 			Err *wireErr `json:"err"`
 		}
@@ -378,11 +445,18 @@ func (w *remoteWatcher) Next(ctx context.Context) (Delta, error) {
 		}
 		return Delta{}, fromWireErr(env.Err)
 	}
-	w.Close()
 	return Delta{}, fmt.Errorf("%w: frame kind %d in watch", ErrProtocol, kind)
 }
 
+func (w *remoteWatcher) drop() {
+	if w.cc != nil {
+		w.cc.conn.Close()
+		w.cc = nil
+	}
+}
+
 func (w *remoteWatcher) Close() error {
-	w.once.Do(func() { w.cc.conn.Close() })
+	w.closed = true
+	w.drop()
 	return nil
 }

@@ -572,3 +572,51 @@ func TestControllerMetricsExported(t *testing.T) {
 		t.Error("snapshot age missing")
 	}
 }
+
+// TestClientWatchFailsOverWithoutGapOrRepeat: a broker's watch on a
+// controller that stops resumes on another one right after the last delta
+// it saw: the view rebuilt from the stream equals the leader's image.
+func TestClientWatchFailsOverWithoutGapOrRepeat(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	lead := c.leader()
+	f := c.follower()
+	addrs := []string{f.Addr()}
+	for _, ctl := range c.ctrls {
+		if ctl != f {
+			addrs = append(addrs, ctl.Addr())
+		}
+	}
+	cl := NewClient(ClientOptions{Addrs: addrs, RetryBackoff: 5 * time.Millisecond})
+	defer cl.Close()
+	registerBrokers(t, lead, 2, 0)
+	w, err := cl.Watch(ctx(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	st, _ := follow(t, w, lead.State().Offset())
+	c.stop(f.ID())
+	for i := range 5 {
+		if r := createTopic(t, lead, fmt.Sprint("after-failover-", i), 1, 2); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	off := lead.State().Offset()
+	for st.Offset() < off {
+		d, err := w.Next(ctx(t))
+		if err != nil {
+			t.Fatalf("watch after failover: %v", err)
+		}
+		if d.Image != nil {
+			st = d.Image
+			continue
+		}
+		if err := st.ApplyBatch(d.Offset, d.Records); err != nil {
+			t.Fatalf("delta at %d after %d: %v", d.Offset, st.Offset(), err)
+		}
+	}
+	want, _ := lead.State().Marshal()
+	if got, _ := st.Marshal(); !bytes.Equal(got, want) {
+		t.Fatal("view rebuilt across the failover differs from the leader's image")
+	}
+}
