@@ -12,7 +12,12 @@ import (
 	"testing"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/snapshot golden files")
+// rewriting reports the -rewrite flag, which cockroachdb/datadriven
+// registers: one flag regenerates the scripts and the golden files.
+func rewriting() bool {
+	f := flag.Lookup("rewrite")
+	return f != nil && f.Value.String() == "true"
+}
 
 func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	s := sampleState()
@@ -110,7 +115,7 @@ func TestAppendSnapshotAtAppends(t *testing.T) {
 func TestSnapshotGoldenV1(t *testing.T) {
 	path := filepath.Join("testdata", "snapshot", "v1.bin")
 	got := sampleState().Snapshot()
-	if *rewrite {
+	if rewriting() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
