@@ -533,6 +533,22 @@ func clone(b []byte) []byte { return append([]byte(nil), b...) }
 // In the clone everything is durable and nothing is open. The receiver is
 // unchanged.
 func (m *MemFS) CrashClone(keepUnsyncedPct int, rng *rand.Rand) *MemFS {
+	return m.crashClone(keepUnsyncedPct, rng, false)
+}
+
+// CrashCloneReordered is [MemFS.CrashClone] under a harsher model of file
+// contents, closer to a disk whose write-back reorders: every 4 KiB page
+// that changed since the file's last Sync independently keeps its new or
+// its synced contents (with probability keepUnsyncedPct percent for the
+// new), and the file's size is its size after a random prefix of the
+// unsynced writes and truncations, so a later page can survive while an
+// earlier one is lost, leaving a hole of old bytes or zeros in the middle.
+// Directory entries follow the CrashClone model.
+func (m *MemFS) CrashCloneReordered(keepUnsyncedPct int, rng *rand.Rand) *MemFS {
+	return m.crashClone(keepUnsyncedPct, rng, true)
+}
+
+func (m *MemFS) crashClone(keepUnsyncedPct int, rng *rand.Rand, reorder bool) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	pct := min(max(keepUnsyncedPct, 0), 100)
@@ -593,7 +609,12 @@ func (m *MemFS) CrashClone(keepUnsyncedPct int, rng *rand.Rand) *MemFS {
 			}
 			return nn
 		}
-		data := n.crashContentLocked(pct, rng)
+		var data []byte
+		if reorder {
+			data = n.crashPagesLocked(pct, rng)
+		} else {
+			data = n.crashContentLocked(pct, rng)
+		}
 		nn := &memNode{modTime: n.modTime, data: data, synced: clone(data)}
 		built[n] = nn
 		return nn
@@ -657,6 +678,46 @@ func (n *memNode) crashContentLocked(pct int, rng *rand.Rand) []byte {
 				copy(out[p:e], n.data[p:e])
 			}
 		}
+	}
+	return out
+}
+
+// crashPagesLocked computes a file's contents after a crash under the
+// reordering model of CrashCloneReordered.
+func (n *memNode) crashPagesLocked(pct int, rng *rand.Rand) []byte {
+	n.pullLocked()
+	if pct <= 0 || (len(n.ops) == 0 && !n.mapDirty) {
+		return clone(n.synced)
+	}
+	if pct >= 100 {
+		return clone(n.data)
+	}
+	// The size: as after the first k unsynced operations.
+	size := int64(len(n.synced))
+	k := rng.IntN(len(n.ops) + 1)
+	for _, op := range n.ops[:k] {
+		if op.trunc {
+			size = op.size
+		} else {
+			size = max(size, op.off+int64(len(op.data)))
+		}
+	}
+	out := make([]byte, size)
+	copy(out, n.synced)
+	for p := int64(0); p < size; p += memPageSize {
+		e := min(p+memPageSize, size)
+		var cur, old []byte
+		if p < int64(len(n.data)) {
+			cur = n.data[p:min(e, int64(len(n.data)))]
+		}
+		if p < int64(len(n.synced)) {
+			old = n.synced[p:min(e, int64(len(n.synced)))]
+		}
+		if string(cur) == string(old) || rng.IntN(100) >= pct {
+			continue // the page as synced (or zeros past the synced end)
+		}
+		clear(out[p:e])
+		copy(out[p:e], cur)
 	}
 	return out
 }

@@ -424,3 +424,47 @@ func TestMemCrashIsDeterministicAcrossManyFiles(t *testing.T) {
 		t.Fatalf("two crashes with the same seed differ:\n%s\n%s", a, b)
 	}
 }
+
+func TestMemCrashReorderedKeepsPagesIndependently(t *testing.T) {
+	const pages = 6
+	old := bytes.Repeat([]byte{'o'}, 2*memPageSize)
+	m, f := memWithFile(t, old)
+	defer f.Close()
+	for i := range pages {
+		f.WriteAt(bytes.Repeat([]byte{byte('0' + i)}, memPageSize), int64(i)*memPageSize)
+	}
+	final := make([]byte, 0, pages*memPageSize)
+	for i := range pages {
+		final = append(final, bytes.Repeat([]byte{byte('0' + i)}, memPageSize)...)
+	}
+	mustContain(t, m.CrashCloneReordered(0, newRand(1)), "/d/f", old)
+	mustContain(t, m.CrashCloneReordered(100, newRand(1)), "/d/f", final)
+	reordered := false
+	for seed := range uint64(64) {
+		got, _ := readFile(t, m.CrashCloneReordered(50, newRand(seed)), "/d/f")
+		if len(got) < len(old) || len(got)%memPageSize != 0 {
+			t.Fatalf("seed %d: size %d", seed, len(got))
+		}
+		sawOld := false
+		for p := 0; p < len(got)/memPageSize; p++ {
+			page := got[p*memPageSize : (p+1)*memPageSize]
+			was := make([]byte, memPageSize)
+			if p < 2 {
+				was = old[:memPageSize]
+			}
+			switch {
+			case bytes.Equal(page, final[p*memPageSize:(p+1)*memPageSize]):
+				if sawOld {
+					reordered = true // this page is new, an earlier one is not
+				}
+			case bytes.Equal(page, was):
+				sawOld = true
+			default:
+				t.Fatalf("seed %d: page %d is neither old nor new", seed, p)
+			}
+		}
+	}
+	if !reordered {
+		t.Fatal("no crash kept a later page while losing an earlier one")
+	}
+}
