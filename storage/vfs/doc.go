@@ -12,8 +12,11 @@
 //
 //   - [Default], the operating system;
 //   - [MemFS] ([NewMem]), in memory, tracking synced and unsynced file
-//     bytes and directory entries, with [MemFS.CrashClone] to produce the
-//     file system as it would be found after a power loss;
+//     bytes and directory entries, with [MemFS.CrashClone] (unsynced writes
+//     survive as a torn prefix) and [MemFS.CrashCloneReordered] (unsynced
+//     pages survive independently) to produce the file system as it would
+//     be found after a power loss, and [MemFS.SetSyncHook] to take such a
+//     crash at every sync;
 //   - errfs.Wrap, which injects errors, short writes and latency into any
 //     FS.
 //
