@@ -55,6 +55,22 @@
 // open Tx. At
 // open, [Load] rebuilds the State from the latest snapshot and the log.
 //
+// Times: Kafka records each batch's MaxTimestamp, which is the append time
+// on LogAppendTime topics and the producer's clock on CreateTime ones, for
+// expiry and for the LogAppendTime a duplicate's acknowledgement reports.
+// Replay does the same ([State.ReplayBatch]); the broker should pass
+// h.MaxTimestamp to Update on CreateTime topics and its append clock on
+// LogAppendTime ones, so that a rebuilt State matches the live one.
+//
+// Differences from Kafka: the snapshot keeps all five batches of each
+// producer (Kafka keeps the last), so a retry across a restart is still
+// recognised as a duplicate; [State.TruncateTo] forgets what it cannot
+// keep instead of reloading from a snapshot (an unknown producer is
+// accepted, so forgetting is the safe side); transaction markers only
+// close the open transaction (their coordinator epoch is not read, and
+// there is no KIP-890 verification); [Load] skips a corrupt snapshot and
+// replays the whole log instead of failing.
+//
 // A State is not safe for concurrent use. Errors wrap this package's
 // sentinels ([ErrOutOfOrderSequence], [ErrInvalidProducerEpoch],
 // [ErrInvalidSequence], [ErrCorruptSnapshot]); the first three wrap the

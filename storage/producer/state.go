@@ -35,7 +35,7 @@ type BatchMeta struct {
 	LastSeq     int32 // FirstSeq + LastOffsetDelta, wrapping past MaxInt32 to 0
 	FirstOffset int64 // offset of the batch's first record
 	LastOffset  int64 // offset of its last record
-	Timestamp   int64 // append time in ms, the LogAppendTime a duplicate reports
+	Timestamp   int64 // ms, as given to Update: the LogAppendTime a duplicate reports
 }
 
 // Entry is a copy of one producer's state, as [State.Entry] returns it.

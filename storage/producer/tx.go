@@ -6,7 +6,7 @@ import "github.com/strata-io/strata/internal/batch"
 // if a later batch of the request fails its check or the log append fails:
 //
 //	tx := s.Begin()
-//	next := log.EndOffset()
+//	next := log.LogEndOffset()
 //	for _, h := range headers { // in request order
 //		dup, err := tx.Check(h) // sees the earlier batches' updates
 //		if err != nil || dup != nil {
@@ -16,7 +16,7 @@ import "github.com/strata-io/strata/internal/batch"
 //		tx.Update(h, next, now)
 //		next += int64(h.LastOffsetDelta) + 1
 //	}
-//	if err := log.Append(records); err != nil {
+//	if _, err := log.Append(records, opts); err != nil {
 //		tx.Abort()
 //		return
 //	}
