@@ -964,7 +964,7 @@ func batchIndexAt(w *crashWorkload, off int64) int {
 func TestCrashDamagedTailIsTruncatedAndReported(t *testing.T) {
 	damage := map[string]func(t *testing.T, fs vfs.FS, name string, size int64){
 		"flip-last-byte": func(t *testing.T, fs vfs.FS, name string, size int64) { flipByte(t, fs, name, size-1) },
-		"flip-header":    func(t *testing.T, fs vfs.FS, name string, size int64) { flipByte(t, fs, name, size-1) },
+		"flip-header":    nil, // the length field of the last batch, below
 		"cut-mid-batch": func(t *testing.T, fs vfs.FS, name string, size int64) {
 			f, _ := fs.OpenReadWrite(name)
 			defer f.Close()
@@ -986,8 +986,7 @@ func TestCrashDamagedTailIsTruncatedAndReported(t *testing.T) {
 			last := segs[len(segs)-1]
 			lastBatch := w.attempted[len(w.attempted)-1]
 			h, _ := batch.ParseHeader(lastBatch)
-			if name == "flip-header" {
-				// The length field of the last batch.
+			if fn == nil {
 				flipByte(t, mem, last.LogPath, last.Size-int64(len(lastBatch))+9)
 			} else {
 				fn(t, mem, last.LogPath, last.Size)
