@@ -232,6 +232,9 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts [][]fetchPart) (*fr
 			fp := &ps[i]
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = fp.req.Partition
+			// Empty, not null: librdkafka rejects a null record set
+			// ("invalid MessageSetSize -1"), and Kafka never sends one.
+			rp.RecordBatches = []byte{}
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 			if fp.p != nil {
 				hw := fp.p.hw.Load()
