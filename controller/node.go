@@ -104,6 +104,7 @@ type node struct {
 	lastLeader   uint64
 	lastTerm     uint64
 	wantCampaign bool
+	raftState    raft.StateType // from the last SoftState
 }
 
 // newNode opens raft over cfg.storage, restoring the FSM from the stored
@@ -280,12 +281,11 @@ func (n *node) maybeCampaign() {
 	if !n.wantCampaign {
 		return
 	}
-	st := n.rn.BasicStatus()
-	if st.RaftState == raft.StateLeader {
+	if n.raftState == raft.StateLeader {
 		n.wantCampaign = false
 		return
 	}
-	if st.Applied >= st.HardState.GetCommit() {
+	if st := n.rn.BasicStatus(); st.Applied >= st.HardState.GetCommit() {
 		n.wantCampaign = false
 		_ = n.rn.Campaign()
 	}
@@ -313,7 +313,7 @@ func (n *node) drain() {
 const drainMax = 512
 
 func (n *node) propose(p proposal) {
-	if n.rn.BasicStatus().RaftState != raft.StateLeader {
+	if n.raftState != raft.StateLeader {
 		n.finish(p.w.id, 0, ErrNotLeader)
 		return
 	}
@@ -383,6 +383,7 @@ func (n *node) handleReady(rd raft.Ready) error {
 }
 
 func (n *node) softState(lead uint64, st raft.StateType) {
+	n.raftState = st
 	n.leader.Store(lead)
 	if st != raft.StateLeader {
 		// Entries we proposed may yet commit under the new leader or be
