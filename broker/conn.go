@@ -60,10 +60,12 @@ type slot struct {
 // and dispatches them, and a writer goroutine that sends responses strictly
 // in request order.
 //
-// The queue is the in-flight bound: the reader pushes a slot per request
-// before dispatching it and blocks when queued.max.requests slots are
-// waiting to be written; the writer pops them in order, waiting for each
-// to be done.
+// The in-flight bound is a token per request: the reader takes one before
+// reading a frame and the writer returns it once the response is written
+// (or skipped, for acks=0), so at most queued.max.requests requests are
+// read and not yet answered; at the bound the reader stops reading and TCP
+// pushes back on the client. The queue carries the slots in request
+// order; the writer pops them, waiting for each to be done.
 type conn struct {
 	n        *Node
 	nc       net.Conn
@@ -73,6 +75,8 @@ type conn struct {
 	ctx    context.Context // cancelled when the connection dies
 	cancel context.CancelFunc
 	queue  chan *slot
+	tokens chan struct{} // in-flight bound: one per request read and not answered
+	stopc  chan struct{} // closed by shutdown
 	// pending counts slots pushed and not yet written, for idle detection.
 	pending  atomic.Int32
 	stopRead atomic.Bool // shutdown: the reader stops at the next frame boundary
@@ -87,8 +91,10 @@ func newConn(n *Node, nc net.Conn, listener string) *conn {
 		n: n, nc: nc, listener: listener,
 		logger: n.logger.With("remote", nc.RemoteAddr().String(), "listener", listener),
 		ctx:    ctx, cancel: cancel,
-		queue: make(chan *slot, n.cfg.QueuedMaxRequests),
-		done:  make(chan struct{}),
+		queue:  make(chan *slot, n.cfg.QueuedMaxRequests),
+		tokens: make(chan struct{}, n.cfg.QueuedMaxRequests),
+		stopc:  make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 }
 
@@ -112,7 +118,9 @@ func (c *conn) kill(reason error) {
 // shutdown asks the reader to stop at the next frame boundary; in-flight
 // requests are still answered, then the connection closes.
 func (c *conn) shutdown() {
-	c.stopRead.Store(true)
+	if !c.stopRead.Swap(true) {
+		close(c.stopc)
+	}
 	c.nc.SetReadDeadline(time.Now())
 }
 
@@ -122,6 +130,13 @@ func (c *conn) readLoop() {
 	var sizeBuf [sizeLen]byte
 	idle := c.n.cfg.ConnectionsMaxIdle
 	for {
+		select {
+		case c.tokens <- struct{}{}:
+		case <-c.stopc:
+			return
+		case <-c.ctx.Done():
+			return
+		}
 		if c.stopRead.Load() {
 			return
 		}
@@ -131,7 +146,8 @@ func (c *conn) readLoop() {
 			var ne net.Error
 			if got == 0 && errors.As(err, &ne) && ne.Timeout() && !c.stopRead.Load() {
 				if c.pending.Load() > 0 {
-					continue // a long poll or a slow handler: not idle
+					<-c.tokens // not used: no frame was read
+					continue   // a long poll or a slow handler: not idle
 				}
 				c.kill(fmt.Errorf("idle for %v", idle))
 				return
@@ -259,6 +275,7 @@ func (c *conn) writeLoop() {
 			<-s.done // handlers watch ctx; they finish promptly
 		}
 		c.pending.Add(-1)
+		<-c.tokens
 		if s.err != nil && !dead {
 			dead = true
 			c.kill(s.err)

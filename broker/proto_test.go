@@ -416,6 +416,19 @@ func TestConnPipelinedResponsesInOrder(t *testing.T) {
 	if _, err := c.nc.Write(buf); err != nil {
 		t.Fatal(err)
 	}
+	// While the long poll holds the head of the queue, the reader stops at
+	// the bound: two requests read and unanswered, the rest left unread.
+	time.Sleep(150 * time.Millisecond)
+	n.connMu.Lock()
+	for sc := range n.conns {
+		if sc.nc.RemoteAddr().String() != c.nc.LocalAddr().String() {
+			continue
+		}
+		if tok, p := len(sc.tokens), sc.pending.Load(); tok != 2 || p != 2 {
+			t.Errorf("in flight: %d tokens taken, %d pending; want 2 and 2 (bound 2)", tok, p)
+		}
+	}
+	n.connMu.Unlock()
 	for i, r := range reqs {
 		corr, body, err := c.readFrame()
 		if err != nil {
