@@ -73,6 +73,8 @@ type Controller struct {
 	fwd   map[string]*Client
 
 	stopc     chan struct{}
+	stopCtx   context.Context // cancelled by Close, for work of our own
+	stopAll   context.CancelFunc
 	wg        sync.WaitGroup // the liveness loop and the listener's goroutines
 	closeOnce sync.Once
 	closeErr  error
@@ -100,6 +102,7 @@ func Open(o Options) (*Controller, error) {
 		decisions:   make(chan *decision, decisionQueueLen),
 		deciderDone: make(chan struct{}),
 	}
+	c.stopCtx, c.stopAll = context.WithCancel(context.Background())
 	seed := o.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -197,6 +200,7 @@ func Open(o Options) (*Controller, error) {
 func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.stopc)
+		c.stopAll()
 		c.ln.Close()
 		c.srv.closeConns()
 		c.node.Stop()
@@ -480,15 +484,8 @@ func (c *Controller) decideBatch(batch []*decision) {
 		finish(live, c.fsmOffset(), nil)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ProposalTimeout)
+	ctx, cancel := context.WithTimeout(c.stopCtx, c.cfg.ProposalTimeout)
 	defer cancel()
-	go func() { // ends with the proposal: cancel is deferred above
-		select {
-		case <-c.stopc:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	off, err := c.Propose(ctx, recs)
 	// Every decision in the batch was planned on state that includes the
 	// records before it, so all of them wait for the whole entry.

@@ -100,15 +100,8 @@ func (c *Controller) livenessLoop() {
 }
 
 func (c *Controller) fenceBroker(id int32) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ProposalTimeout)
+	ctx, cancel := context.WithTimeout(c.stopCtx, c.cfg.ProposalTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.stopc:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	off, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
 		// Re-check on the decider: a heartbeat may have just renewed the
 		// session, or another decision fenced it already.
