@@ -111,7 +111,7 @@ func Open(o Options) (n *Node, err error) {
 	n = &Node{
 		cfg: cfg, logger: o.Logger, ctx: ctx, cancel: cancel, stopping: make(chan struct{}),
 		conns: map[*conn]struct{}{}, meta: metadata.NewState(), metaNotify: make(chan struct{}),
-		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{},
+		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{}, reconciled: -1,
 	}
 	n.fenced.Store(true)
 	defer func() {
@@ -415,7 +415,17 @@ func (n *Node) waitUnfenced(ctx context.Context) error {
 	return nil
 }
 
+// metadataOffset is the offset heartbeats report: the last one whose
+// partitions are reconciled, so "caught up" (and so unfenced, and so
+// serving) implies every log the metadata promises is open.
 func (n *Node) metadataOffset() int64 {
+	n.metaMu.RLock()
+	defer n.metaMu.RUnlock()
+	return n.reconciled
+}
+
+// appliedOffset is the last metadata offset applied to the view.
+func (n *Node) appliedOffset() int64 {
 	n.metaMu.RLock()
 	defer n.metaMu.RUnlock()
 	return n.meta.Offset()
@@ -426,7 +436,7 @@ func (n *Node) metadataOffset() int64 {
 // stream it watches again from the last applied offset + 1.
 func (n *Node) followMetadata() {
 	for n.ctx.Err() == nil {
-		w, err := n.svc.Watch(n.ctx, n.metadataOffset()+1)
+		w, err := n.svc.Watch(n.ctx, n.appliedOffset()+1)
 		if err != nil {
 			if n.ctx.Err() == nil {
 				n.logger.Warn("broker: watch metadata", "err", err)
@@ -600,14 +610,32 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 }
 
 // removeStrayLogs deletes logs found on disk whose topic no longer exists
-// (deleted while this node was down), once the metadata has caught up.
+// (deleted while this node was down): no topic of that name, a partition
+// index the topic does not have, or a partition.metadata naming another
+// topic id. It runs once the metadata has caught up, and judges by the
+// metadata only (never by which partitions happen to be open), so a log
+// that failed to open is kept.
 func (n *Node) removeStrayLogs() {
 	for _, l := range n.store.Logs() {
-		n.partsMu.RLock()
-		_, hosted := n.parts[tpKey{l.Topic(), l.Partition()}]
-		n.partsMu.RUnlock()
-		if hosted || strings.HasPrefix(l.Topic(), "__cluster_metadata") {
+		if strings.HasPrefix(l.Topic(), "__cluster_metadata") {
 			continue
+		}
+		var stray bool
+		var topicID uuid.UUID
+		n.view(func(st *metadata.State) {
+			t, ok := st.TopicByName(l.Topic())
+			if !ok {
+				stray = true
+				return
+			}
+			_, ok = st.Partition(t.ID, l.Partition())
+			stray, topicID = !ok, t.ID
+		})
+		if !stray {
+			id, ok, err := readPartitionMetadata(l.Dir())
+			if err != nil || !ok || id == topicID {
+				continue
+			}
 		}
 		n.logger.Info("broker: removing stray log", "topic", l.Topic(), "partition", l.Partition())
 		if err := n.store.Delete(l.Topic(), l.Partition()); err != nil {

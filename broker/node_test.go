@@ -294,3 +294,36 @@ func TestNodeDeleteTopicRemovesLogsAndAllowsRecreate(t *testing.T) {
 		t.Fatalf("re-created topic starts at offset %d", r.Offset)
 	}
 }
+
+// TestNodeRemovesStrayLogsAtStart: a log on disk whose topic the metadata
+// does not have (deleted while the node was down) is removed at start;
+// the logs of live topics are kept.
+func TestNodeRemovesStrayLogsAtStart(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, nil)
+	createTopic(t, newAdmin(t, n), "kept", 1, nil)
+	if err := newClient(t, n).ProduceSync(testCtx(t), &kgo.Record{Topic: "kept", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(dir, "phantom-0"), os.DirFS(filepath.Join(dir, "kept-0"))); err != nil {
+		t.Fatal(err)
+	}
+	n2 := startNode(t, dir, nil)
+	deadline := time.Now().Add(testWait)
+	for {
+		_, err := os.Stat(filepath.Join(dir, "phantom-0"))
+		if os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("stray log phantom-0 not removed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := n2.partition("kept", 0); p == nil || p.log.LogEndOffset() != 1 {
+		t.Fatal("live topic's log lost")
+	}
+}
