@@ -137,10 +137,12 @@ func (c *conn) readLoop() {
 		case <-c.ctx.Done():
 			return
 		}
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+		// Checked after setting the deadline: a shutdown that set its own
+		// (immediate) deadline before ours is seen here.
 		if c.stopRead.Load() {
 			return
 		}
-		c.nc.SetReadDeadline(time.Now().Add(idle))
 		got, err := io.ReadFull(br, sizeBuf[:])
 		if err != nil {
 			var ne net.Error
