@@ -584,6 +584,8 @@ func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition
 		}
 	}
 	p := newPartition(w.topic, w.id, w.index, l)
+	p.leaderEpoch.Store(w.epoch) // before publishing: never seen as a non-leader by mistake
+	p.leader.Store(w.leader)
 	n.partsMu.Lock()
 	n.parts[tpKey{w.topic, w.index}] = p
 	n.partsMu.Unlock()
