@@ -20,7 +20,9 @@
 // Resize, TruncateTo, Reset, Close).
 //
 // Errors: Append returns [ErrIndexFull] (no free slot, or sealed: the log
-// rolls) and [ErrInvalidEntry] (out of order; nothing written);
+// rolls; a time index keeps its last slot for [TimeIndex.AppendFinal], the
+// max-timestamp entry a segment writes when it rolls, so that entry always
+// fits) and [ErrInvalidEntry] (out of order; nothing written);
 // SanityCheck wraps [ErrCorruptIndex] (the log rebuilds the index); every
 // mutating method returns [ErrClosed] after Close. Lookups never fail: on a
 // closed or broken index they answer the segment's start, which is always

@@ -253,18 +253,64 @@ func TestOffsetIndexFullReturnsErrIndexFull(t *testing.T) {
 		if off, _, _ := ix.LastEntry(); off != 50 {
 			t.Fatalf("last entry %d after a refused append", off)
 		}
+		// Two slots: one for Append, the last kept for AppendFinal.
 		ti := openTime(t, tf, "a.timeindex", 0, 24)
-		for i := range 2 {
-			if err := ti.Append(int64(i+1), int64(i)); err != nil {
-				t.Fatal(err)
-			}
+		if err := ti.Append(1, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !ti.IsFull() {
+			t.Fatal("time index not full with only the reserved slot left")
 		}
 		if err := ti.Append(3, 3); !errors.Is(err, ErrIndexFull) {
 			t.Fatalf("time index Append when full = %v", err)
 		}
 		// A no-op append on a full time index is still a no-op.
-		if err := ti.Append(2, 3); err != nil {
+		if err := ti.Append(1, 3); err != nil {
 			t.Fatalf("no-op Append on a full time index = %v", err)
+		}
+	})
+}
+
+// TestTimeIndexAppendFinalUsesReservedSlot: regular appends stop one slot
+// short, so the entry a rolling segment writes always fits, and after it
+// the last entry is the segment's max timestamp whether or not it raised
+// the index's maximum.
+func TestTimeIndexAppendFinalUsesReservedSlot(t *testing.T) {
+	forEachFS(t, func(t *testing.T, tf testFS) {
+		ti := openTime(t, tf, "a.timeindex", 10, 4*TimeEntrySize)
+		for i := int64(1); i <= 3; i++ {
+			if err := ti.Append(i*100, 10+i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ti.Append(400, 14); !errors.Is(err, ErrIndexFull) {
+			t.Fatalf("Append into the reserved slot = %v, want ErrIndexFull", err)
+		}
+		if err := ti.AppendFinal(450, 15); err != nil {
+			t.Fatalf("AppendFinal into the reserved slot = %v", err)
+		}
+		if ts, off, ok := ti.LastEntry(); !ok || ts != 450 || off != 15 || ti.Entries() != 4 {
+			t.Fatalf("last entry %d@%d (%v), %d entries; want 450@15, 4", ts, off, ok, ti.Entries())
+		}
+		if err := ti.AppendFinal(500, 16); !errors.Is(err, ErrIndexFull) {
+			t.Fatalf("AppendFinal with no slot left = %v, want ErrIndexFull", err)
+		}
+		// Not raising the maximum: a no-op that leaves the exact entry.
+		if err := ti.AppendFinal(450, 15); err != nil {
+			t.Fatalf("AppendFinal of the current maximum = %v", err)
+		}
+		if err := ti.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		if err := ti.AppendFinal(600, 17); !errors.Is(err, ErrIndexFull) {
+			t.Fatalf("AppendFinal on a sealed index = %v, want ErrIndexFull", err)
+		}
+		if err := ti.Close(); err != nil {
+			t.Fatal(err)
+		}
+		again := openTime(t, tf, "a.timeindex", 10, 0)
+		if ts, off, ok := again.LastEntry(); !ok || ts != 450 || off != 15 || !again.IsFull() {
+			t.Fatalf("reopened sealed: last %d@%d (%v), full %v", ts, off, ok, again.IsFull())
 		}
 	})
 }

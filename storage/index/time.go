@@ -56,8 +56,25 @@ func timeEntry(b []byte, i int) (ts int64, rel uint32) {
 // NoTimestamp or below on an empty index) Append does nothing and returns
 // nil: the index only records increases of the maximum. Otherwise offset
 // must be within the segment and not below the last entry's offset
-// (ErrInvalidEntry), and a slot must be free (ErrIndexFull).
+// (ErrInvalidEntry), and a slot other than the last must be free
+// (ErrIndexFull): the last slot is kept for AppendFinal, as Kafka's
+// TimeIndex keeps it (isFull is entries >= maxEntries-1).
 func (ix *TimeIndex) Append(timestamp int64, offset int64) error {
+	return ix.append(timestamp, offset, false)
+}
+
+// AppendFinal is Append for the entry a segment writes when it becomes
+// inactive (roll): it may take the reserved last slot, so on an index
+// that was opened appendable it cannot fail with ErrIndexFull (Kafka's
+// maybeAppend with skipFullCheck). After a successful AppendFinal of the
+// segment's max timestamp and the offset that first reached it, the last
+// entry is exactly that pair, whether or not an entry was added: it is
+// either the new entry or an earlier one that already held the maximum.
+func (ix *TimeIndex) AppendFinal(timestamp int64, offset int64) error {
+	return ix.append(timestamp, offset, true)
+}
+
+func (ix *TimeIndex) append(timestamp int64, offset int64, final bool) error {
 	m := ix.m
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
@@ -78,6 +95,9 @@ func (ix *TimeIndex) Append(timestamp int64, offset int64) error {
 	if m.n.Load() > 0 && rel < lastRel {
 		return fmt.Errorf("%w: offset %d below last entry's %d in %s",
 			ErrInvalidEntry, offset, m.baseOffset+int64(lastRel), m.path)
+	}
+	if !final && !m.sealed && m.n.Load() >= m.capacity.Load()-1 {
+		return fmt.Errorf("%w: %s holds %d entries (the last slot is kept for the final entry)", ErrIndexFull, m.path, m.n.Load())
 	}
 	slot, err := m.appendSlotLocked()
 	if err != nil {
@@ -144,8 +164,9 @@ func (ix *TimeIndex) LastEntry() (timestamp, offset int64, ok bool) {
 }
 
 // IsFull reports whether an Append that raises the timestamp would return
-// ErrIndexFull.
-func (ix *TimeIndex) IsFull() bool { return ix.m.isFull() }
+// ErrIndexFull: every slot but the reserved last one is used. A sealed
+// index, trimmed to its entries, is always full.
+func (ix *TimeIndex) IsFull() bool { return ix.m.n.Load() >= ix.m.capacity.Load()-1 }
 
 // TruncateTo removes every entry whose offset is at or above offset.
 func (ix *TimeIndex) TruncateTo(offset int64) error {
