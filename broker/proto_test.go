@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"runtime"
 	"testing"
@@ -477,4 +478,29 @@ func TestNodeCloseAnswersInFlightLongPoll(t *testing.T) {
 		t.Fatalf("shutdown took %v", el)
 	}
 	c.expectClosed()
+}
+
+// TestHandlerPanicClosesOnlyThatConnection registers a panicking handler
+// for an unused key (ordered and not): the connection closes, the node
+// keeps serving.
+func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
+	const key = 9 // OffsetFetch: not served yet
+	for _, ordered := range []bool{false, true} {
+		apis[key] = &api{key: key, min: 0, max: kmsg.NewPtrOffsetFetchRequest().MaxVersion(), ordered: ordered,
+			fn: func(context.Context, *Node, *request) (*frame, error) { panic("boom") }}
+		func() {
+			defer delete(apis, key)
+			n := startNode(t, t.TempDir(), nil)
+			c := dialRaw(t, n)
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.SetVersion(5)
+			c.send(req)
+			c.expectClosed()
+			other := dialRaw(t, n)
+			if resp := other.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+				t.Fatal("node stopped serving after a handler panic")
+			}
+			n.Close()
+		}()
+	}
 }
