@@ -6,6 +6,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/controller/metadata"
 )
 
 func TestMetadataEveryVersion(t *testing.T) {
@@ -164,5 +166,25 @@ func TestTopicConfigsReachTheLog(t *testing.T) {
 	}
 	if segs := n.partition("cfg", 0).log.NumSegments(); segs < 2 {
 		t.Fatalf("segment.bytes=1024 but %d segments after 10 appends", segs)
+	}
+}
+
+// TestTopicConfigChangeFollowsTheController: a config changed through the
+// controller reaches the open log's storage config.
+func TestTopicConfigChangeFollowsTheController(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "live", 1, nil)
+	v := "4096"
+	res, err := n.svc.AlterConfigs(testCtx(t), metadata.AlterConfigsRequest{Incremental: true, Resources: []metadata.AlterConfigResource{{
+		Type: metadata.ResourceTopic, Name: "live", Configs: []metadata.AlterConfigEntry{{Name: "segment.bytes", Value: &v, Op: metadata.OpSet}},
+	}}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, res)
+	}
+	ok := n.waitMetadata(testCtx(t), func(*metadata.State) bool {
+		return n.partition("live", 0).log.Config().SegmentBytes == 4096
+	})
+	if !ok {
+		t.Fatalf("segment.bytes still %d", n.partition("live", 0).log.Config().SegmentBytes)
 	}
 }
