@@ -8,8 +8,9 @@
 // It owns: the Ready loop (persist → send → apply → advance) and its
 // ticker; proposals that wait until applied; snapshots every N entries and
 // log compaction; catching up lagging followers by snapshot; broker
-// liveness on the leader (broker.session.timeout.ms → fence); serialising
-// the leader's decisions so each plan sees the previous one applied;
+// liveness on the leader (broker.session.timeout.ms → fence); ordering
+// the leader's decisions through one planner so each plan sees every
+// decision before it (group-committed, one entry per batch);
 // forwarding follower requests to the leader; metrics; configuration under
 // Kafka's names (node.id, process.roles, controller.quorum.voters,
 // metadata.log.dir, ...).

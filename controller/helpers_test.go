@@ -17,11 +17,13 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-// Test timings: 10ms ticks, elections after 10 ticks (100-200ms).
+// Test timings: 20ms ticks, elections after 15-30 ticks (300-600ms), so a
+// leader starved for a moment under -race on 2 busy cores does not step
+// down; clusters start by having node 1 campaign at once.
 const (
-	testTick          = 10 * time.Millisecond
+	testTick          = 20 * time.Millisecond
 	testElectionTicks = 15
-	testWait          = 5 * time.Second
+	testWait          = 10 * time.Second
 )
 
 func testLogger() *slog.Logger {
@@ -99,6 +101,7 @@ func newNodeCluster(t testing.TB, n int, snapEntries uint64) *nodeCluster {
 	for _, id := range c.ids {
 		c.start(id)
 	}
+	c.nodes[1].campaign()
 	t.Cleanup(func() {
 		for _, id := range c.ids {
 			c.stop(id)
@@ -274,6 +277,7 @@ func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 	for _, v := range c.voters {
 		c.startWith(v.ID, lns[v.ID])
 	}
+	c.ctrls[1].node.campaign()
 	return c
 }
 
