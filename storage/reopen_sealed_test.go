@@ -218,3 +218,82 @@ func TestLogSealWritesFinalTimeEntryWhenIndexFull(t *testing.T) {
 		t.Fatalf("OffsetForTimestamp(%d) after reopen = %v, want offset 8", baseTs+800, got)
 	}
 }
+
+// TestLogReopenHalfSealedSegmentScansFromFullTimeIndex: a crash during a
+// roll after the old segment's indexes were trimmed but before its final
+// entry (and the next segment) reached the disk leaves that segment last,
+// without its final entry and with a full time index. Reopened, it is the
+// active segment again and must not trust its time index's last entry:
+// its max timestamp is found by scanning from that entry.
+func TestLogReopenHalfSealedSegmentScansFromFullTimeIndex(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		name := "unclean"
+		if clean {
+			name = "clean"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) {
+				c.SegmentIndexBytes = 48 // time index: 4 slots, 3 for regular appends
+				c.IndexIntervalBytes = 0
+			})
+			// Offset-index entries go to batches 1-6 (full after six),
+			// time-index entries to 1-3; batch 4 holds the max, between the
+			// two indexes' last entries, where only a scan from the time
+			// index's last entry finds it.
+			var records []byte
+			for i := range int64(10) {
+				ts := baseTs + 100*i
+				if i == 4 {
+					ts = baseTs + 5000
+				}
+				records = append(records, makeBatch(t, 1, 10, ts)...)
+			}
+			if _, err := e.log.Append(records, AppendOptions{LeaderEpoch: 1, AssignOffsets: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.log.Roll(); err != nil {
+				t.Fatal(err)
+			}
+			rp := e.log.RecoveryPoint()
+			if err := e.log.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Undo what the crash lost: the successor and the final entry.
+			for _, suf := range []string{LogFileSuffix, IndexFileSuffix, TimeIndexFileSuffix} {
+				if err := e.fs.Remove(e.dir + "/" + SegmentFileName(10, suf)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := e.fs.OpenReadWrite(e.dir + "/" + SegmentFileName(0, TimeIndexFileSuffix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := f.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Truncate(st.Size() - 12); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+
+			l := e.open(clean, rp, 0)
+			if ts, off, _ := l.active().ti.LastEntry(); ts == baseTs+5000 {
+				t.Fatalf("time index still holds the final entry %d@%d", ts, off)
+			}
+			if off, ts := l.MaxTimestampOffset(); ts != baseTs+5000 || off != 4 {
+				t.Fatalf("MaxTimestampOffset after reopen = %d@%d, want %d@4", ts, off, baseTs+5000)
+			}
+			if off, ts, ok, err := l.OffsetForTimestamp(baseTs + 1000); err != nil || !ok || off != 4 || ts != baseTs+5000 {
+				t.Fatalf("OffsetForTimestamp = %d,%d,%v,%v; want 4", off, ts, ok, err)
+			}
+			// The next roll seals it with a final entry again.
+			if err := l.Roll(); err != nil {
+				t.Fatal(err)
+			}
+			if ts, off, _ := l.segments()[0].ti.LastEntry(); ts != baseTs+5000 || off != 4 {
+				t.Fatalf("final entry after the new roll %d@%d", ts, off)
+			}
+		})
+	}
+}
