@@ -144,6 +144,16 @@ func ParseVoters(s string) ([]Voter, error) {
 	return vs, nil
 }
 
+// VoterAddrs returns the voters' CONTROLLER addresses: what a broker-only
+// process (process.roles=broker) passes to [NewClient] as Addrs.
+func VoterAddrs(vs []Voter) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Addr
+	}
+	return out
+}
+
 // FormatVoters renders voters as controller.quorum.voters.
 func FormatVoters(vs []Voter) string {
 	parts := make([]string, len(vs))

@@ -38,6 +38,9 @@ func TestConfigParsesKafkaNames(t *testing.T) {
 	if got := FormatVoters(cfg.Voters); got != "1@127.0.0.1:9093,2@127.0.0.1:9094,3@localhost:9095" {
 		t.Fatalf("FormatVoters %q", got)
 	}
+	if got := VoterAddrs(cfg.Voters); len(got) != 3 || got[2] != "localhost:9095" {
+		t.Fatalf("VoterAddrs %v", got)
+	}
 	// Defaults: the listener address comes from our voter entry.
 	cfg, err = ParseConfig(map[string]string{"node.id": "1", "controller.quorum.voters": "1@127.0.0.1:9093"})
 	if err != nil {
