@@ -57,12 +57,12 @@ const markerLen = 20
 
 // fetchPart is one requested partition during a fetch.
 type fetchPart struct {
-	topic  string
-	req    *kmsg.FetchRequestTopicPartition
-	p      *partition
-	err    error
-	view   storage.ReadView
-	hasVew bool
+	topic   string
+	req     *kmsg.FetchRequestTopicPartition
+	p       *partition
+	err     error
+	view    storage.ReadView
+	hasView bool
 }
 
 func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
@@ -197,7 +197,7 @@ func (n *Node) readFetch(parts [][]fetchPart, req *kmsg.FetchRequest, version in
 				v.Release()
 				continue
 			}
-			fp.view, fp.hasVew = v, true
+			fp.view, fp.hasView = v, true
 			total += v.Size
 		}
 	}
@@ -207,9 +207,9 @@ func (n *Node) readFetch(parts [][]fetchPart, req *kmsg.FetchRequest, version in
 func releaseFetch(parts [][]fetchPart) {
 	for _, ps := range parts {
 		for i := range ps {
-			if ps[i].hasVew {
+			if ps[i].hasView {
 				ps[i].view.Release()
-				ps[i].hasVew = false
+				ps[i].hasView = false
 			}
 		}
 	}
@@ -246,13 +246,13 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts [][]fetchPart) (*fr
 					rp.ErrorCode = kerr.OffsetOutOfRange.Code
 				}
 			}
-			if fp.hasVew {
+			if fp.hasView {
 				m := make([]byte, markerLen)
 				copy(m, nonce[:])
 				binary.BigEndian.PutUint32(m[16:], uint32(len(markers)))
 				markers = append(markers, m)
 				views = append(views, fp.view)
-				fp.hasVew = false
+				fp.hasView = false
 				rp.RecordBatches = m
 			}
 			rt.Partitions = append(rt.Partitions, rp)
