@@ -327,3 +327,50 @@ func TestNodeRemovesStrayLogsAtStart(t *testing.T) {
 		t.Fatal("live topic's log lost")
 	}
 }
+
+// TestNodeConcurrentProducersAndTailingConsumers: producers on several
+// connections and consumers tailing (long polls woken by appends) at the
+// same time; every acknowledged record is consumed once, offsets dense.
+func TestNodeConcurrentProducersAndTailingConsumers(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "busy", 6, nil)
+	const producers, perProducer = 4, 500
+	consumed := make(chan map[[2]int64]*kgo.Record, 1)
+	go func() {
+		cl := newClient(t, n, kgo.ConsumeTopics("busy"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+		got := map[[2]int64]*kgo.Record{}
+		ctx := testCtx(t)
+		for len(got) < producers*perProducer && ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got[[2]int64{int64(r.Partition), r.Offset}] = r })
+		}
+		consumed <- got
+	}()
+	errs := make(chan error, producers)
+	var all []*kgo.Record
+	recsBy := make([][]*kgo.Record, producers)
+	for p := range producers {
+		for i := range perProducer {
+			recsBy[p] = append(recsBy[p], &kgo.Record{Topic: "busy", Key: []byte(fmt.Sprintf("p%d-%d", p, i)), Value: []byte(fmt.Sprint(i))})
+		}
+		all = append(all, recsBy[p]...)
+	}
+	for p := range producers {
+		go func() {
+			cl := newClient(t, n, kgo.ProducerLinger(time.Millisecond))
+			for _, r := range recsBy[p] {
+				cl.Produce(testCtx(t), r, func(_ *kgo.Record, err error) {
+					if err != nil {
+						errs <- err
+					}
+				})
+			}
+			errs <- cl.Flush(testCtx(t))
+		}()
+	}
+	for range producers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkConsumed(t, all, <-consumed)
+}
