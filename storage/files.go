@@ -21,6 +21,8 @@ import (
 //	    partition.metadata                  topic id (written by the broker)
 //	    *.deleted                           removed by retention, closed and unlinked later
 //	  <topic>-<partition>.<uuid>-delete/    a deleted log, removed in the background
+//	  __cluster_metadata-0/                 the controller's Raft log when metadata.log.dir
+//	                                        is this directory: never loaded as a partition
 //
 // A segment is named by its base offset: the offset of its first batch, or
 // the log end offset when it was rolled. Files change state only by
@@ -58,6 +60,12 @@ const (
 	PartitionMetadataFile = "partition.metadata"
 	// DeleteDirSuffix ends the name of a log directory being removed.
 	DeleteDirSuffix = "-delete"
+	// MetadataTopic is the name of the controller's metadata log. Its
+	// directory (__cluster_metadata-0, the Raft WAL) may share a data
+	// directory with partition logs, as in Kafka's combined mode, and is
+	// never loaded, created or deleted as one (Kafka's LogManager skips it
+	// too).
+	MetadataTopic = "__cluster_metadata"
 )
 
 // SegmentFileName returns the file name of the segment starting at

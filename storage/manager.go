@@ -64,7 +64,9 @@ type Manager struct {
 // marker each log recovers from its checkpointed recovery point; with it,
 // logs reopen without rescanning. The marker is removed once everything is
 // loaded, so a crash from here on is detected next time. Directories named
-// <...>-delete are removed in the background.
+// <...>-delete are removed in the background; __cluster_metadata-<n> (the
+// controller's Raft log, when metadata.log.dir is this directory) is
+// skipped.
 func OpenManager(o ManagerOptions) (*Manager, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
@@ -124,7 +126,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 			continue
 		}
 		topic, part, ok := ParseLogDirName(n)
-		if !ok {
+		if !ok || topic == MetadataTopic {
 			continue
 		}
 		toLoad = append(toLoad, checkpoint.TopicPartition{Topic: topic, Partition: part})
@@ -210,7 +212,8 @@ func (m *Manager) fail(err error) {
 }
 
 // GetOrCreate returns the log of topic/partition, creating it (empty,
-// configured with cfg) if it does not exist. Idempotent.
+// configured with cfg) if it does not exist. Idempotent. The topic
+// [MetadataTopic] is refused: its directory is the controller's.
 func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, error) {
 	tp := checkpoint.TopicPartition{Topic: topic, Partition: partition}
 	m.mu.Lock()
@@ -221,7 +224,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 	if l, ok := m.logs[tp]; ok {
 		return l, nil
 	}
-	if topic == "" || strings.ContainsAny(topic, "/\\") || partition < 0 {
+	if topic == "" || topic == MetadataTopic || strings.ContainsAny(topic, "/\\") || partition < 0 {
 		return nil, fmt.Errorf("storage: invalid topic partition %q-%d", topic, partition)
 	}
 	m.configs[topic] = cfg
