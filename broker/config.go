@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -38,7 +39,7 @@ var Settings = []Setting{
 	{"controller.listener.names", "CONTROLLER", "the listener name the controller quorum uses"},
 	{"controller.quorum.voters", "1@127.0.0.1:9093", "the controller quorum, id@host:port,..."},
 	{"log.dirs", "./strata-data", "data directory (only the first of a comma-separated list is used)"},
-	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: <first log dir>/metadata; must not be a log dir itself)"},
+	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener for /metrics, /healthz, /readyz, /debug/pprof (reserved: not served yet)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
 	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1"},
@@ -344,15 +345,17 @@ func ParseConfig(props map[string]string) (Config, error) {
 	if c.LogDir == "" {
 		bad("log.dirs", get("log.dirs"), "empty")
 	}
-	// Not the log dir itself: storage.Manager would load the Raft WAL
-	// directory __cluster_metadata-0 as a partition log (Kafka's LogManager
-	// skips it; ours does not yet), so the default is a subdirectory.
+	// As in Kafka, the Raft log defaults to <first log dir>/__cluster_metadata-0:
+	// storage.Manager skips that directory. A data directory written before
+	// this default (WAL under <log dir>/metadata) keeps its WAL there, or the
+	// node would start with empty metadata and remove every log as stray.
 	c.MetadataLogDir = get("metadata.log.dir")
 	if c.MetadataLogDir == "" {
-		c.MetadataLogDir = filepath.Join(c.LogDir, "metadata")
-	}
-	if filepath.Clean(c.MetadataLogDir) == filepath.Clean(c.LogDir) {
-		bad("metadata.log.dir", c.MetadataLogDir, "must differ from the log dir (storage would load __cluster_metadata-0 as a partition)")
+		c.MetadataLogDir = c.LogDir
+		legacy := filepath.Join(c.LogDir, "metadata")
+		if _, err := os.Stat(filepath.Join(legacy, storage.MetadataTopic+"-0")); err == nil {
+			c.MetadataLogDir = legacy
+		}
 	}
 	c.AdminListener = get("admin.listener")
 	c.NumPartitions = int32(i64("num.partitions", 1))

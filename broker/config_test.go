@@ -3,7 +3,6 @@ package broker
 import (
 	"bytes"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,7 @@ import (
 func TestConfigDefaultsMatchTheBrief(t *testing.T) {
 	c := DefaultConfig()
 	if c.NodeID != 1 || len(c.Roles) != 2 || c.LogDir != "./strata-data" ||
-		c.MetadataLogDir != filepath.Join("strata-data", "metadata") || c.AdminListener != "127.0.0.1:9644" ||
+		c.MetadataLogDir != "./strata-data" || c.AdminListener != "127.0.0.1:9644" ||
 		c.NumPartitions != 1 || c.DefaultReplicationFactor != 1 || !c.AutoCreateTopics ||
 		c.SocketRequestMaxBytes != 104857600 || c.ConnectionsMaxIdle != 10*time.Minute {
 		t.Fatalf("defaults: %+v", c)
@@ -80,7 +79,6 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		"controller.quorum.voters":   "1@nohostport",
 		"log.message.timestamp.type": "Sometimes",
 		"process.roles":              "broker,chef",
-		"metadata.log.dir":           "./strata-data",
 		"log.cleanup.policy":         "compact",
 		"strata.log.level":           "loud",
 	} {
