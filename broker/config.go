@@ -47,6 +47,7 @@ var Settings = []Setting{
 	{"socket.request.max.bytes", "104857600", "largest request accepted; a larger size prefix closes the connection before anything is allocated"},
 	{"connections.max.idle.ms", "600000", "close a connection idle for this long"},
 	{"queued.max.requests", "500", "requests read from one connection but not yet answered; the reader stops reading at this bound"},
+	{"max.incremental.fetch.session.cache.slots", "1000", "fetch sessions (KIP-227) this broker keeps; 0 disables them"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
 	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
@@ -220,6 +221,7 @@ type Config struct {
 	SocketRequestMaxBytes    int32
 	ConnectionsMaxIdle       time.Duration
 	QueuedMaxRequests        int
+	FetchSessionCacheSlots   int
 	ShutdownTimeout          time.Duration
 
 	// Storage holds the broker-level defaults of topic configs (log.*).
@@ -364,6 +366,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.SocketRequestMaxBytes = int32(min(i64("socket.request.max.bytes", 64), 1<<31-1))
 	c.ConnectionsMaxIdle = ms("connections.max.idle.ms", 1)
 	c.QueuedMaxRequests = int(min(i64("queued.max.requests", 1), 1<<20))
+	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
 
 	s := storage.DefaultConfig()
