@@ -330,10 +330,19 @@ func (c *Client) commitRemoteSegment(ctx context.Context, rec metadata.RemoteSeg
 // ctx ends or the Client is closed.
 func (c *Client) Watch(ctx context.Context, fromOffset int64) (Watcher, error) {
 	w := &remoteWatcher{c: c, next: max(fromOffset, 0)}
-	if err := w.connect(ctx); err != nil {
-		return nil, err
+	for {
+		err := w.connect(ctx)
+		if err == nil {
+			return w, nil
+		}
+		if ctx.Err() != nil || errors.Is(err, ErrStopped) {
+			return nil, err
+		}
+		// That controller is unreachable: try the next address.
+		if perr := w.pause(ctx); perr != nil {
+			return nil, err
+		}
 	}
-	return w, nil
 }
 
 type remoteWatcher struct {

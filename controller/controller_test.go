@@ -620,3 +620,47 @@ func TestClientWatchFailsOverWithoutGapOrRepeat(t *testing.T) {
 		t.Fatal("view rebuilt across the failover differs from the leader's image")
 	}
 }
+
+// TestBrokerSessionSurvivesControllerFailover: a broker heartbeating
+// through a Client that knows every voter keeps its session through the
+// loss of the controller leader: it is never fenced, and its watch keeps
+// following the log.
+func TestBrokerSessionSurvivesControllerFailover(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3, tcp: true, tune: func(cfg *Config) {
+		cfg.BrokerSessionTimeout = 1500 * time.Millisecond
+		cfg.BrokerHeartbeatInterval = 100 * time.Millisecond
+	}})
+	cl := NewClient(ClientOptions{Addrs: VoterAddrs(c.voters), RetryBackoff: 10 * time.Millisecond})
+	defer cl.Close()
+	epochs := registerBrokers(t, cl, 1, 0)
+	h := startHeartbeats(t, cl, epochs, 100*time.Millisecond)
+	defer h.halt()
+	lead := c.leader()
+	old := lead.ID()
+	c.stop(old)
+	var others []int32
+	for id := range c.ctrls {
+		others = append(others, id)
+	}
+	lead = c.leader(others...)
+	if r := createTopic(t, cl, "after-failover", 1, 1); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	// Two sessions' worth of time on the new leader.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := lead.State().Broker(101); b.Fenced {
+			t.Fatal("a heartbeating broker was fenced across the failover")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w, err := cl.Watch(ctx(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	st, _ := follow(t, w, lead.State().Offset())
+	if _, ok := st.TopicByName("after-failover"); !ok {
+		t.Fatal("watch after failover misses the new topic")
+	}
+}
