@@ -331,6 +331,12 @@ func (c *Controller) route(ctx context.Context, forwarded bool, local func(conte
 			return ErrStopped
 		default:
 		}
+		if err := c.node.failed(); err != nil {
+			// This node's log failed and it stopped taking part: another
+			// controller must answer.
+			c.cfg.Logger.Debug("controller: refusing request, raft node failed", "err", err)
+			return &NotControllerError{LeaderID: -1}
+		}
 		if c.node.isLeaderReady() {
 			err := local(ctx)
 			if errors.Is(err, errNotReady) {

@@ -2,10 +2,15 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage/vfs"
@@ -76,5 +81,59 @@ func TestControllerCrashKeepsEveryAcknowledgedDecision(t *testing.T) {
 				t.Fatal("broker registration lost")
 			}
 		})
+	}
+}
+
+// failingStorage is a MemoryStorage whose Save fails once broken is set.
+type failingStorage struct {
+	*MemoryStorage
+	broken atomic.Bool
+}
+
+var errDiskGone = errors.New("test: disk gone")
+
+func (f *failingStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot) error {
+	if f.broken.Load() {
+		return errDiskGone
+	}
+	return f.MemoryStorage.Save(hs, ents, snap)
+}
+
+// TestControllerStorageFailureStopsNodeAndRedirects: when Save fails the
+// node stops taking part (never runs on a disk in an unknown state); the
+// request in flight fails, and later requests are told NOT_CONTROLLER at
+// once so clients go to another controller.
+func TestControllerStorageFailureStopsNodeAndRedirects(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &failingStorage{MemoryStorage: NewMemoryStorage()}
+	ctl, err := Open(Options{Config: Config{NodeID: 1, Voters: []Voter{{1, ln.Addr().String()}},
+		TickInterval: testTick, Logger: testLogger()}, Storage: fs, Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	registerBrokers(t, ctl, 1, 0)
+	fs.broken.Store(true)
+	res, err := ctl.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "lost", NumPartitions: 1, ReplicationFactor: 1}}})
+	if err == nil {
+		t.Fatalf("create on a failed disk succeeded: %+v", res)
+	}
+	start := time.Now()
+	_, err = ctl.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 101, BrokerEpoch: 1})
+	var nc *NotControllerError
+	if !errors.As(err, &nc) || nc.LeaderID != -1 {
+		t.Fatalf("request to a failed controller: %v, want NOT_CONTROLLER", err)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("NOT_CONTROLLER took %v", el)
+	}
+	if ctl.IsLeader() {
+		t.Fatal("a failed node still claims leadership")
+	}
+	if _, ok := ctl.State().TopicByName("lost"); ok {
+		t.Fatal("a decision whose save failed was applied")
 	}
 }

@@ -264,6 +264,8 @@ func (n *node) run() {
 				n.mu.Lock()
 				n.fatal = err
 				n.mu.Unlock()
+				// A failed node leads nothing: callers go elsewhere.
+				n.leader.Store(0)
 				n.failAll(err)
 				// Keep draining stopc so Stop returns; refuse all work.
 				<-n.stopc
