@@ -16,19 +16,32 @@ package broker
 // CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
 // INVALID_TIMESTAMP, UNSUPPORTED_COMPRESSION_TYPE, KAFKA_STORAGE_ERROR.
 //
+// Each partition carries exactly one batch with base offset 0 (Kafka's
+// LogValidator and UnifiedLog: INVALID_RECORD otherwise). Batches of
+// idempotent producers (producer id >= 0) are checked against the
+// partition's producer state (idempotence.go, storage/producer): a batch
+// repeating one of the producer's last five is acknowledged with its
+// original base offset and not appended again; a sequence gap or a new
+// epoch not starting at 0 gets OUT_OF_ORDER_SEQUENCE_NUMBER, an epoch older
+// than the producer's INVALID_PRODUCER_EPOCH. Invalid batches are answered
+// as invalid before any producer check, as in Kafka.
+//
 // Produce is an ordered API: the requests of one connection append in
 // arrival order, which in-flight pipelining (max.in.flight > 1) relies on.
 //
 // acks=0 gets no response; as in Kafka, an acks=0 request with any failed
 // partition closes the connection, which is how the client learns of it.
 //
-// Differences from Kafka: no idempotent/transactional producer state yet
-// (sequence checks, duplicate detection: later); transactional requests
-// are appended as sent.
+// Differences from Kafka: transactional batches are appended as sent (no
+// transaction coordinator; InitProducerId refuses transactional ids); a
+// duplicate on a CreateTime topic answers LogAppendTime -1 (Kafka echoes
+// the batch's max timestamp there); a duplicate or out-of-sequence batch
+// is checked for corruption and size but not for timestamps.
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,6 +57,7 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 	resp := kmsg.NewPtrProduceResponse()
 	badAcks := req.Acks != -1 && req.Acks != 0 && req.Acks != 1
 	failed := 0
+	nowMs := time.Now().UnixMilli()
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -59,7 +73,7 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 			case topicErr != nil:
 				err = topicErr
 			default:
-				err = n.producePartition(name, exists, tp, &rp)
+				err = n.producePartition(name, exists, tp, nowMs, &rp)
 			}
 			if err != nil {
 				failed++
@@ -72,6 +86,11 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	if h := n.produceHook.Load(); h != nil {
+		if err := (*h)(req); err != nil {
+			return nil, err
+		}
+	}
 	if req.Acks == 0 {
 		if failed > 0 {
 			return nil, fmt.Errorf("broker: acks=0 produce failed for %d partitions", failed)
@@ -81,7 +100,7 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 	return encodeResponse(r, resp), nil
 }
 
-func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) error {
+func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, nowMs int64, rp *kmsg.ProduceResponseTopicPartition) error {
 	p := n.partition(topic, tp.Partition)
 	if p == nil {
 		return n.missingPartitionErr(topic, topicExists, tp.Partition)
@@ -89,13 +108,13 @@ func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceR
 	if err := p.checkLeader(-1); err != nil {
 		return err
 	}
-	info, err := p.append(tp.Records)
+	res, err := p.appendRecords(tp.Records, nowMs)
 	if err != nil {
 		return err
 	}
-	rp.BaseOffset = info.FirstOffset
-	rp.LogAppendTime = info.LogAppendTime
-	rp.LogStartOffset = info.LogStartOffset
+	rp.BaseOffset = res.baseOffset
+	rp.LogAppendTime = res.logAppendTime
+	rp.LogStartOffset = res.logStartOffset
 	return nil
 }
 

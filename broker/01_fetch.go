@@ -11,10 +11,18 @@ package broker
 // Later partitions whose next batch does not fit the remaining budget get
 // no records.
 //
-// Long polling: when fewer than MinBytes are available and MaxWaitMs > 0,
-// the request registers a waiter on each of its partitions and sleeps until
-// an append raises one's high watermark, the deadline passes, or the
-// connection or node closes; then it reads again. No polling loop.
+// Fetch sessions (KIP-227, v7+): see fetch_session.go. A full fetch with
+// epoch 0 creates a session; incremental fetches name only the partitions
+// that changed and are answered only with the partitions that changed.
+//
+// Long polling ("purgatory"): when fewer than MinBytes are available and
+// MaxWaitMs > 0, the request registers a waiter on each of its partitions
+// (partition.addWaiter) and sleeps until an append raises one's high
+// watermark, the deadline passes, or the connection or node closes; no
+// polling loop. On a wake only what can have changed is read again:
+// partitions whose high watermark moved (a partition with no data and an
+// unchanged high watermark still has none). A partition with an error
+// answers the fetch at once, as in Kafka's DelayedFetch.
 //
 // Zero copy: record bytes never enter the Go heap. The response is encoded
 // by kmsg with a unique 20-byte placeholder in each partition's
@@ -26,15 +34,21 @@ package broker
 // but the records, would duplicate kmsg's codec for 15 versions.)
 //
 // Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID,
-// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
-// (v9+, KIP-320), OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR.
+// INCONSISTENT_TOPIC_ID (a session's topic id no longer behind the name),
+// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+,
+// KIP-320), OFFSET_OUT_OF_RANGE (below the log start offset or past the
+// log end offset), KAFKA_STORAGE_ERROR. A partition with an error carries
+// -1 as high watermark, last stable offset and log start offset, as in
+// Kafka; the others carry all three. Errors of the whole request (session
+// errors) are top-level, with no partitions.
 //
-// Differences from Kafka: no fetch sessions yet (KIP-227): the response's
-// SessionID is 0, which tells the client none was created, and every fetch
-// is a full fetch; a request naming a session gets
-// FETCH_SESSION_ID_NOT_FOUND. Follower fetches (replica id >= 0) are
-// served like consumer fetches until replication exists. Read-committed
-// reads stop at the high watermark (there are no transactions yet).
+// Differences from Kafka: follower fetches (replica id >= 0) are served
+// like consumer fetches until replication exists (their sessions are
+// privileged in the session cache, as in Kafka). Read-committed reads stop
+// at the high watermark (there are no transactions yet, so the last stable
+// offset is the high watermark). Response topics are grouped by topic in
+// order of first appearance (Kafka starts a new topic entry whenever the
+// topic changes from the previous partition's).
 
 import (
 	"bytes"
@@ -55,41 +69,41 @@ func init() { register(1, 4, false, handleFetch) }
 
 const markerLen = 20
 
-// fetchPart is one requested partition during a fetch.
+// fetchPart is one partition a fetch reads: from the request (sessionless
+// and full fetches) or from the session (incremental fetches).
 type fetchPart struct {
-	topic   string
-	req     *kmsg.FetchRequestTopicPartition
+	topic       string   // "" when an id did not resolve
+	topicID     [16]byte // v13+
+	partition   int32
+	fetchOffset int64
+	maxBytes    int32
+	leaderEpoch int32
+	sp          *sessionPart // the session's entry, for sessions
+
 	p       *partition
 	err     error
 	view    storage.ReadView
 	hasView bool
+	read    bool  // read at least once
+	readHW  int64 // the high watermark the last read stopped at
 }
+
+// fetchKind is how a fetch relates to fetch sessions.
+type fetchKind int
+
+const (
+	fetchSessionless fetchKind = iota // no session: answer every partition
+	fetchFull                         // answer every partition, then create a session
+	fetchIncremental                  // read the session, answer what changed
+)
 
 func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.FetchRequest)
 	resp := kmsg.NewPtrFetchResponse()
-	if req.SessionID != 0 || req.SessionEpoch > 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	kind, sess, parts, err := n.fetchContext(req, r.version)
+	if err != nil {
+		resp.ErrorCode = errCode(err)
 		return encodeResponse(r, resp), nil
-	}
-	// Resolve every partition once.
-	var parts [][]fetchPart // per request topic
-	for ti := range req.Topics {
-		t := &req.Topics[ti]
-		name, exists, topicErr := n.resolveTopic(r.version >= 13, t.Topic, t.TopicID)
-		ps := make([]fetchPart, len(t.Partitions))
-		for pi := range t.Partitions {
-			fp := &ps[pi]
-			fp.topic, fp.req = name, &t.Partitions[pi]
-			if topicErr != nil {
-				fp.err = topicErr
-				continue
-			}
-			if fp.p = n.partition(name, fp.req.Partition); fp.p == nil {
-				fp.err = n.missingPartitionErr(name, exists, fp.req.Partition)
-			}
-		}
-		parts = append(parts, ps)
 	}
 
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
@@ -99,11 +113,9 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 	stopping := false
 	defer func() {
 		if w != nil {
-			for _, ps := range parts {
-				for i := range ps {
-					if ps[i].p != nil {
-						ps[i].p.removeWaiter(w)
-					}
+			for i := range parts {
+				if parts[i].p != nil {
+					parts[i].p.removeWaiter(w)
 				}
 			}
 		}
@@ -116,15 +128,13 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 		// wait still wakes us.
 		if w == nil && wait > 0 && req.MinBytes > 0 {
 			w = newWaiter()
-			for _, ps := range parts {
-				for i := range ps {
-					if ps[i].p != nil {
-						ps[i].p.addWaiter(w)
-					}
+			for i := range parts {
+				if parts[i].p != nil {
+					parts[i].p.addWaiter(w)
 				}
 			}
 		}
-		total, anyErr := n.readFetch(parts, req, r.version)
+		total, anyErr := n.readFetch(parts, req.MaxBytes, r.version)
 		if anyErr || total >= int64(max(req.MinBytes, 1)) || w == nil || ctx.Err() != nil || stopping {
 			break
 		}
@@ -132,7 +142,6 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 		if left <= 0 {
 			break
 		}
-		releaseFetch(parts)
 		if timer == nil {
 			timer = time.NewTimer(left)
 		} else {
@@ -146,118 +155,355 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 			stopping = true // shutdown: answer with what there is now
 		}
 	}
-	return encodeFetch(r, resp, parts)
+
+	answered := respondState(parts)
+	switch kind {
+	case fetchFull:
+		sps := make([]*sessionPart, len(parts))
+		for i := range parts {
+			sps[i] = parts[i].sessionPart(r.version >= 13, answered[i])
+		}
+		if len(sps) == 0 {
+			break // nothing to keep a session for
+		}
+		if s := n.fetchSessions.create(fetchPrivileged(req, r.version), r.version >= 13, sps); s != nil {
+			resp.SessionID = s.id
+		}
+	case fetchIncremental:
+		resp.SessionID = sess.id
+		answered = sess.update(parts, answered)
+	}
+	return encodeFetch(r, resp, parts, answered)
 }
 
-// readFetch reads every partition into its view, within the byte limits.
-// It returns the bytes read and whether any partition has an error (which
-// answers the fetch at once, as Kafka does).
-func (n *Node) readFetch(parts [][]fetchPart, req *kmsg.FetchRequest, version int16) (int64, bool) {
-	budget := int64(req.MaxBytes)
+// fetchPrivileged reports whether the fetch comes from a follower.
+func fetchPrivileged(req *kmsg.FetchRequest, version int16) bool {
+	if version >= 15 {
+		return req.ReplicaState.ID >= 0
+	}
+	return req.ReplicaID >= 0
+}
+
+// fetchContext decides the fetch's kind (see fetch_session.go) and the
+// partitions it reads. The error is a top-level one
+// (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
+// FETCH_SESSION_TOPIC_ID_ERROR).
+func (n *Node) fetchContext(req *kmsg.FetchRequest, version int16) (fetchKind, *fetchSession, []fetchPart, error) {
+	byID := version >= 13
+	fromRequest := func() []fetchPart {
+		var parts []fetchPart
+		for ti := range req.Topics {
+			t := &req.Topics[ti]
+			name, _, _ := n.resolveTopic(byID, t.Topic, t.TopicID)
+			for _, rp := range t.Partitions {
+				parts = append(parts, newFetchPart(name, t.TopicID, byID, &rp, version))
+			}
+		}
+		return parts
+	}
+	if version < 7 {
+		return fetchSessionless, nil, n.resolveParts(fromRequest(), byID), nil
+	}
+	switch req.SessionEpoch {
+	case -1, 0:
+		if req.SessionID != 0 {
+			n.fetchSessions.remove(req.SessionID)
+		}
+		kind := fetchFull
+		if req.SessionEpoch == -1 {
+			kind = fetchSessionless
+		}
+		return kind, nil, n.resolveParts(fromRequest(), byID), nil
+	}
+	s := n.fetchSessions.get(req.SessionID)
+	if s == nil {
+		return 0, nil, nil, kerr.FetchSessionIDNotFound
+	}
+	s.mu.Lock()
+	if s.epoch != req.SessionEpoch {
+		s.mu.Unlock()
+		return 0, nil, nil, kerr.InvalidFetchSessionEpoch
+	}
+	if s.byID != byID {
+		s.mu.Unlock()
+		return 0, nil, nil, kerr.FetchSessionTopicIDError
+	}
+	for _, fp := range fromRequest() {
+		s.addOrUpdateLocked(fp.sessionPart(byID, false))
+	}
+	for _, ft := range req.ForgottenTopics {
+		for _, p := range ft.Partitions {
+			s.forgetLocked(newSessionKey(ft.Topic, ft.TopicID, byID, p))
+		}
+	}
+	s.size.Store(int32(len(s.parts)))
+	if len(s.parts) == 0 {
+		// Kafka: a session left empty is closed and the fetch answered
+		// without one.
+		s.mu.Unlock()
+		n.fetchSessions.remove(s.id)
+		return fetchSessionless, nil, nil, nil
+	}
+	s.epoch = nextFetchEpoch(s.epoch)
+	parts := make([]fetchPart, len(s.parts))
+	for i, sp := range s.parts {
+		parts[i] = fetchPart{topic: sp.topic, topicID: sp.topicID, partition: sp.partition,
+			fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, leaderEpoch: sp.leaderEpoch, sp: sp}
+	}
+	s.mu.Unlock()
+	n.fetchSessions.touch(s)
+	return fetchIncremental, s, n.resolveParts(parts, byID), nil
+}
+
+func newSessionKey(topic string, id [16]byte, byID bool, part int32) sessionKey {
+	if byID {
+		return sessionKey{id: id, part: part}
+	}
+	return sessionKey{topic: topic, part: part}
+}
+
+func newFetchPart(name string, id [16]byte, byID bool, rp *kmsg.FetchRequestTopicPartition, version int16) fetchPart {
+	fp := fetchPart{topic: name, partition: rp.Partition, fetchOffset: rp.FetchOffset,
+		maxBytes: rp.PartitionMaxBytes, leaderEpoch: -1}
+	if byID {
+		fp.topicID = id
+	}
+	if version >= 9 {
+		fp.leaderEpoch = rp.CurrentLeaderEpoch
+	}
+	return fp
+}
+
+// sessionPart returns the session entry of a requested partition;
+// answered holds the state this response gives the client.
+func (fp *fetchPart) sessionPart(byID, answered bool) *sessionPart {
+	sp := &sessionPart{key: newSessionKey(fp.topic, fp.topicID, byID, fp.partition),
+		topic: fp.topic, topicID: fp.topicID, partition: fp.partition,
+		fetchOffset: fp.fetchOffset, maxBytes: fp.maxBytes, leaderEpoch: fp.leaderEpoch}
+	if answered {
+		sp.answered = true
+		sp.hw, sp.lastStable, sp.logStartOf = fp.offsets()
+	}
+	return sp
+}
+
+// resolveParts finds the hosted partition of each part, or its error.
+func (n *Node) resolveParts(parts []fetchPart, byID bool) []fetchPart {
+	for i := range parts {
+		fp := &parts[i]
+		if fp.topic == "" {
+			if byID {
+				fp.err = kerr.UnknownTopicID
+			} else {
+				fp.err = kerr.InvalidTopicException
+			}
+			continue
+		}
+		if fp.p = n.partition(fp.topic, fp.partition); fp.p != nil {
+			if byID && [16]byte(fp.p.topicID) != fp.topicID {
+				// The name now belongs to another topic (deleted and
+				// re-created): the client refreshes its metadata.
+				fp.p, fp.err = nil, kerr.InconsistentTopicID
+			}
+			continue
+		}
+		_, exists, err := n.resolveTopic(false, fp.topic, [16]byte{})
+		if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			fp.err = err
+			continue
+		}
+		fp.err = n.missingPartitionErr(fp.topic, exists, fp.partition)
+	}
+	return parts
+}
+
+// readFetch reads the partitions into their views, within the byte
+// limits. It returns the bytes read and whether any partition has an error
+// (which answers the fetch at once, as Kafka does).
+//
+// Called again after a wake, it reads only what can have changed: if a
+// partition holding a view has a new high watermark, everything is read
+// again (a bigger view changes the budget of the ones after it); otherwise
+// the views are kept and only empty partitions whose high watermark moved
+// are read, within what the kept views leave of the budget.
+func (n *Node) readFetch(parts []fetchPart, maxBytes int32, version int16) (int64, bool) {
+	budget := int64(maxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
 	}
 	var total int64
-	anyErr := false
-	for _, ps := range parts {
-		for i := range ps {
-			fp := &ps[i]
-			if fp.p == nil {
-				anyErr = true
-				continue
+	for i := range parts {
+		if fp := &parts[i]; fp.hasView {
+			if fp.p.hw.Load() != fp.readHW {
+				releaseFetch(parts)
+				total = 0
+				break
 			}
-			epoch := int32(-1)
-			if version >= 9 {
-				epoch = fp.req.CurrentLeaderEpoch
-			}
-			if fp.err = fp.p.checkLeader(epoch); fp.err != nil {
-				anyErr = true
-				continue
-			}
-			limit := min(int64(fp.req.PartitionMaxBytes), budget-total)
-			if limit <= 0 {
-				if total > 0 {
-					continue
-				}
-				limit = 1 // still the first batch whole (KIP-74)
-			}
-			v, err := fp.p.log.Read(fp.req.FetchOffset, int(min(limit, 1<<31-1)), fp.p.hw.Load())
-			if err != nil {
-				fp.err = err
-				anyErr = true
-				continue
-			}
-			if v.Size == 0 {
-				v.Release()
-				continue
-			}
-			if total > 0 && v.Size > limit {
-				// KIP-74's first-batch exception is for the first
-				// partition with data only.
-				v.Release()
-				continue
-			}
-			fp.view, fp.hasView = v, true
-			total += v.Size
+			total += fp.view.Size
 		}
+	}
+	anyErr := false
+	for i := range parts {
+		fp := &parts[i]
+		if fp.p == nil {
+			anyErr = true
+			continue
+		}
+		if fp.hasView {
+			continue
+		}
+		hw := fp.p.hw.Load()
+		if fp.read && fp.err == nil && hw == fp.readHW {
+			continue // no data before, and nothing appended since
+		}
+		fp.read, fp.readHW = true, hw
+		if fp.err = fp.p.checkLeader(fp.leaderEpoch); fp.err != nil {
+			anyErr = true
+			continue
+		}
+		limit := min(int64(fp.maxBytes), budget-total)
+		if limit <= 0 {
+			if total > 0 {
+				continue
+			}
+			limit = 1 // still the first batch whole (KIP-74)
+		}
+		v, err := fp.p.log.Read(fp.fetchOffset, int(min(limit, 1<<31-1)), hw)
+		if err != nil {
+			fp.err = err
+			anyErr = true
+			continue
+		}
+		if v.Size == 0 {
+			v.Release()
+			continue
+		}
+		if total > 0 && v.Size > limit {
+			// KIP-74's first-batch exception is for the first
+			// partition with data only.
+			v.Release()
+			continue
+		}
+		fp.view, fp.hasView = v, true
+		total += v.Size
 	}
 	return total, anyErr
 }
 
-func releaseFetch(parts [][]fetchPart) {
-	for _, ps := range parts {
-		for i := range ps {
-			if ps[i].hasView {
-				ps[i].view.Release()
-				ps[i].hasView = false
-			}
+func releaseFetch(parts []fetchPart) {
+	for i := range parts {
+		if parts[i].hasView {
+			parts[i].view.Release()
+			parts[i].hasView = false
 		}
 	}
 }
 
-// encodeFetch builds the response frame: kmsg encodes everything with
-// placeholders in RecordBatches, which are then replaced by splices of the
-// views (see the file comment). The views' ownership passes to the frame.
-func encodeFetch(r *request, resp *kmsg.FetchResponse, parts [][]fetchPart) (*frame, error) {
+// offsets are the high watermark, last stable offset and log start offset
+// the response carries for the partition: -1 for all three with an error,
+// as Kafka does.
+func (fp *fetchPart) offsets() (hw, lastStable, logStart int64) {
+	if fp.err != nil || fp.p == nil {
+		return -1, -1, -1
+	}
+	hw = fp.readHW
+	if !fp.read {
+		hw = fp.p.hw.Load()
+	}
+	return hw, hw, fp.p.log.LogStartOffset()
+}
+
+// respondState marks every partition as answered (sessionless and full
+// fetches answer all of them).
+func respondState(parts []fetchPart) []bool {
+	out := make([]bool, len(parts))
+	for i := range out {
+		out[i] = true
+	}
+	return out
+}
+
+// update decides which partitions an incremental response carries (those
+// that changed, see fetch_session.go), remembers what it tells the client,
+// and moves partitions with records to the end of the session's order.
+// Views of partitions left out are released (there are none: a partition
+// with records always changed).
+func (s *fetchSession) update(parts []fetchPart, answered []bool) []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	moved := map[*sessionPart]bool{}
+	for i := range parts {
+		fp := &parts[i]
+		sp := fp.sp
+		hw, ls, lso := fp.offsets()
+		must := fp.hasView || fp.err != nil || !sp.answered || hw != sp.hw || ls != sp.lastStable || lso != sp.logStartOf
+		answered[i] = must
+		if must {
+			sp.answered, sp.hw, sp.lastStable, sp.logStartOf = true, hw, ls, lso
+		}
+		if fp.hasView {
+			moved[sp] = true
+		}
+	}
+	s.moveToEndLocked(moved)
+	return answered
+}
+
+// encodeFetch builds the response frame of the partitions marked in
+// answer: kmsg encodes everything with placeholders in RecordBatches,
+// which are then replaced by splices of the views (see the file comment).
+// The views' ownership passes to the frame.
+func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer []bool) (*frame, error) {
 	var nonce [16]byte
 	binary.LittleEndian.PutUint64(nonce[0:], rand.Uint64())
 	binary.LittleEndian.PutUint64(nonce[8:], rand.Uint64())
 	var views []storage.ReadView
 	var markers [][]byte
-	for ti, ps := range parts {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = r.msg.(*kmsg.FetchRequest).Topics[ti].Topic
-		rt.TopicID = r.msg.(*kmsg.FetchRequest).Topics[ti].TopicID
-		for i := range ps {
-			fp := &ps[i]
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = fp.req.Partition
-			// Empty, not null: librdkafka rejects a null record set
-			// ("invalid MessageSetSize -1"), and Kafka never sends one.
-			rp.RecordBatches = []byte{}
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			if fp.p != nil {
-				hw := fp.p.hw.Load()
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, fp.p.log.LogStartOffset()
-			}
-			if fp.err != nil {
-				rp.ErrorCode = errCode(fp.err)
-				if errors.Is(fp.err, storage.ErrOffsetOutOfRange) {
-					rp.ErrorCode = kerr.OffsetOutOfRange.Code
-				}
-			}
+	type topicKey struct {
+		name string
+		id   [16]byte
+	}
+	topicAt := map[topicKey]int{}
+	for i := range parts {
+		fp := &parts[i]
+		if !answer[i] {
 			if fp.hasView {
-				m := make([]byte, markerLen)
-				copy(m, nonce[:])
-				binary.BigEndian.PutUint32(m[16:], uint32(len(markers)))
-				markers = append(markers, m)
-				views = append(views, fp.view)
+				fp.view.Release()
 				fp.hasView = false
-				rp.RecordBatches = m
 			}
-			rt.Partitions = append(rt.Partitions, rp)
+			continue
 		}
-		resp.Topics = append(resp.Topics, rt)
+		k := topicKey{fp.topic, fp.topicID}
+		ti, ok := topicAt[k]
+		if !ok {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = fp.topic, fp.topicID
+			resp.Topics = append(resp.Topics, rt)
+			ti = len(resp.Topics) - 1
+			topicAt[k] = ti
+		}
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = fp.partition
+		// Empty, not null: librdkafka rejects a null record set
+		// ("invalid MessageSetSize -1"), and Kafka never sends one.
+		rp.RecordBatches = []byte{}
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = fp.offsets()
+		if fp.err != nil {
+			rp.ErrorCode = errCode(fp.err)
+			if errors.Is(fp.err, storage.ErrOffsetOutOfRange) {
+				rp.ErrorCode = kerr.OffsetOutOfRange.Code
+			}
+		}
+		if fp.hasView {
+			m := make([]byte, markerLen)
+			copy(m, nonce[:])
+			binary.BigEndian.PutUint32(m[16:], uint32(len(markers)))
+			markers = append(markers, m)
+			views = append(views, fp.view)
+			fp.hasView = false
+			rp.RecordBatches = m
+		}
+		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
 	}
 	f := encodeResponse(r, resp)
 	if len(markers) == 0 {

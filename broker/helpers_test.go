@@ -61,14 +61,12 @@ func startNode(t testing.TB, dir string, extra map[string]string) *Node {
 	return n
 }
 
-// newClient returns a kgo client of n. Idempotent writes are off: there is
-// no producer state yet, and most tests are about something else
-// (TestInitProducerIDAndIdempotentKgoProducer runs the default producer).
+// newClient returns a kgo client of n, with franz-go's defaults (an
+// idempotent producer).
 func newClient(t testing.TB, n *Node, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts = append([]kgo.Opt{
 		kgo.SeedBrokers(n.Addr()),
-		kgo.DisableIdempotentWrite(),
 		kgo.RetryTimeout(testWait),
 	}, opts...)
 	cl, err := kgo.NewClient(opts...)

@@ -30,8 +30,13 @@ type Options struct {
 	Config Config
 	// Logger, nil means slog.Default().
 	Logger *slog.Logger
-	// Registry receives the controller's metrics; nil registers nowhere.
+	// Registry receives the node's metrics (broker, storage, controller,
+	// Go runtime, process); nil: the node makes its own registry. /metrics
+	// serves it when it is also a prometheus.Gatherer.
 	Registry prometheus.Registerer
+	// AdminListener, if set, serves the admin HTTP endpoints instead of
+	// binding admin.listener (tests use it to probe /readyz during Open).
+	AdminListener net.Listener
 	// StartTimeout bounds Open's wait for the controller to accept this
 	// broker (0 = 30s).
 	StartTimeout time.Duration
@@ -77,8 +82,21 @@ type Node struct {
 	partsMu sync.RWMutex // guards parts
 	parts   map[tpKey]*partition
 
+	fetchSessions *fetchSessionCache // KIP-227 sessions (fetch_session.go)
+
+	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
+	// produceHook, if set (tests), runs after a produce request's appends;
+	// an error closes the connection instead of answering.
+	produceHook atomic.Pointer[produceHookFunc]
+
 	brokerEpoch atomic.Int64
 	fenced      atomic.Bool
+
+	metrics  *metrics              // admin.go, metrics.go
+	reg      prometheus.Registerer // the node's registry: broker, storage, controller metrics
+	gatherer prometheus.Gatherer   // what /metrics serves
+	health   nodeHealth            // what /readyz judges
+	admin    *adminServer          // nil when admin.listener is empty
 
 	loops     sync.WaitGroup // accept loops, metadata follower, heartbeats
 	connWG    sync.WaitGroup // connections
@@ -112,6 +130,7 @@ func Open(o Options) (n *Node, err error) {
 		cfg: cfg, logger: o.Logger, ctx: ctx, cancel: cancel, stopping: make(chan struct{}),
 		conns: map[*conn]struct{}{}, meta: metadata.NewState(), metaNotify: make(chan struct{}),
 		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{}, reconciled: -1,
+		fetchSessions: newFetchSessionCache(cfg.FetchSessionCacheSlots),
 	}
 	n.fenced.Store(true)
 	defer func() {
@@ -119,6 +138,9 @@ func Open(o Options) (n *Node, err error) {
 			n.Close()
 		}
 	}()
+	if err := n.startMetrics(o); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create log dir: %w", err)
 	}
@@ -128,15 +150,19 @@ func Open(o Options) (n *Node, err error) {
 	if n.pids, err = openProducerIDs(cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
+	loadStart := time.Now()
 	n.store, err = storage.OpenManager(storage.ManagerOptions{
 		Dir: cfg.LogDir, Default: cfg.Storage, Logger: o.Logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval, FlushCheckInterval: cfg.FlushCheckInterval,
 		CheckpointInterval: cfg.CheckpointInterval, RecoveryThreads: cfg.RecoveryThreads,
+		ProducerSnapshot: n.pcells.hook,
 	})
 	if err != nil {
 		return nil, err
 	}
 	n.store.Start()
+	n.health.recovery.Store(summarizeRecovery(n.store.Logs(), time.Since(loadStart)))
+	n.health.storeLoaded.Store(true)
 
 	for _, l := range cfg.ClientListeners() {
 		ln, err := net.Listen("tcp", l.Addr())
@@ -189,6 +215,7 @@ func Open(o Options) (n *Node, err error) {
 		n.loops.Add(1)
 		go func() { defer n.loops.Done(); n.acceptLoop(ln, n.lnNames[i]) }()
 	}
+	n.health.serving.Store(true)
 	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.clusterID, "listeners", n.Addrs())
 	return n, nil
 }
@@ -214,7 +241,7 @@ func (n *Node) startController(o Options) error {
 	n.ctl, err = controller.Open(controller.Options{
 		Config:   n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
 		Listener: ln,
-		Registry: o.Registry,
+		Registry: n.reg,
 	})
 	if err != nil {
 		ln.Close()
@@ -256,6 +283,9 @@ func (n *Node) Addrs() map[string]string {
 	if n.ctlAddr != "" {
 		out[n.cfg.ControllerListenerName] = n.ctlAddr
 	}
+	if a := n.AdminAddr(); a != "" {
+		out["ADMIN"] = a
+	}
 	return out
 }
 
@@ -277,6 +307,7 @@ func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 // marker. Idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.health.serving.Store(false)
 		close(n.stopping)
 		for _, ln := range n.lns {
 			ln.Close()
@@ -315,12 +346,14 @@ func (n *Node) Close() error {
 		if n.store != nil {
 			errs = append(errs, n.store.Close())
 		}
+		errs = append(errs, n.admin.close())
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
 }
 
 func (n *Node) acceptLoop(ln net.Listener, name string) {
+	opened, closed := n.metrics.connOpened.WithLabelValues(name), n.metrics.connClosed.WithLabelValues(name)
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -341,6 +374,7 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 		n.conns[c] = struct{}{}
 		n.connWG.Add(1)
 		n.connMu.Unlock()
+		opened.Inc()
 		go func() {
 			defer n.connWG.Done()
 			c.serve()
@@ -348,6 +382,7 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 			n.connMu.Lock()
 			delete(n.conns, c)
 			n.connMu.Unlock()
+			closed.Inc()
 		}()
 	}
 }
@@ -360,6 +395,7 @@ func (n *Node) register(ctx context.Context) error {
 		resp, err := n.svc.RegisterBroker(ctx, req)
 		if err == nil {
 			n.brokerEpoch.Store(resp.BrokerEpoch)
+			n.health.registered.Store(true)
 			return nil
 		}
 		n.logger.Debug("broker: registration failed, retrying", "err", err)
@@ -387,6 +423,7 @@ func (n *Node) heartbeatLoop() {
 		cancel()
 		if err == nil {
 			n.fenced.Store(resp.IsFenced)
+			n.health.lastBeat.Store(time.Now().UnixNano())
 		} else if n.ctx.Err() == nil {
 			n.logger.Warn("broker: heartbeat failed", "err", err)
 			if metadata.ErrorCode(err) == kerr.StaleBrokerEpoch.Code {
@@ -500,7 +537,7 @@ func (n *Node) reconcile() {
 	var want []wantedPartition
 	n.metaMu.RLock()
 	for _, t := range n.meta.Topics() {
-		cfgs := n.meta.TopicConfig(t.Name)
+		cfgs := n.effectiveTopicConfigs(n.meta, t.Name) // dynamic broker configs, then the topic's own
 		for _, p := range n.meta.Partitions(t.ID) {
 			isReplica := false
 			for _, r := range p.Replicas {
@@ -584,6 +621,12 @@ func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition
 		}
 	}
 	p := newPartition(w.topic, w.id, w.index, l)
+	if res, err := p.loadProducerState(n.pcells.get(w.topic, w.index), time.Now().UnixMilli()); err != nil {
+		return nil, err
+	} else if res.SnapshotErr != nil {
+		n.logger.Warn("broker: producer snapshot unusable, replayed the log", "topic", w.topic, "partition", w.index, "err", res.SnapshotErr)
+	}
+	p.tm = n.metrics.topic(w.topic)
 	p.leaderEpoch.Store(w.epoch) // before publishing: never seen as a non-leader by mistake
 	p.leader.Store(w.leader)
 	n.partsMu.Lock()
@@ -602,9 +645,11 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	if p == nil {
 		return
 	}
+	n.metrics.releaseTopic(k.topic)
 	p.leader.Store(false)
 	p.wake() // fetches waiting on it answer now
 	if deleteLog {
+		n.pcells.forget(k.topic, k.partition, p.prod)
 		if err := n.store.Delete(k.topic, k.partition); err != nil {
 			n.logger.Error("broker: delete log", "topic", k.topic, "partition", k.partition, "err", err)
 		}

@@ -32,6 +32,11 @@ type partition struct {
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
 
+	// appendMu serialises leader appends (appendRecords), so the offset the
+	// producer state records for a batch is the one the log assigns.
+	appendMu sync.Mutex
+	prod     *producerCell // idempotent-producer state; set by loadProducerState before publishing
+
 	mu      sync.Mutex // guards waiters
 	waiters map[*waiter]struct{}
 }
@@ -67,7 +72,8 @@ func (p *partition) checkLeader(clientEpoch int32) error {
 }
 
 // append appends a produce request's records as leader, raises the high
-// watermark and wakes the waiting fetches.
+// watermark and wakes the waiting fetches. Client produces go through
+// appendRecords (idempotence.go), which calls it under appendMu.
 func (p *partition) append(records []byte) (storage.AppendInfo, error) {
 	info, err := p.log.Append(records, storage.AppendOptions{LeaderEpoch: p.leaderEpoch.Load(), AssignOffsets: true})
 	if err != nil {

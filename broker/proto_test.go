@@ -95,7 +95,15 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			18: {0, kmsg.NewPtrApiVersionsRequest().MaxVersion()},
 			19: {0, kmsg.NewPtrCreateTopicsRequest().MaxVersion()},
 			20: {0, kmsg.NewPtrDeleteTopicsRequest().MaxVersion()},
+			21: {0, kmsg.NewPtrDeleteRecordsRequest().MaxVersion()},
 			22: {0, kmsg.NewPtrInitProducerIDRequest().MaxVersion()},
+			23: {2, kmsg.NewPtrOffsetForLeaderEpochRequest().MaxVersion()},
+			32: {0, kmsg.NewPtrDescribeConfigsRequest().MaxVersion()},
+			33: {0, kmsg.NewPtrAlterConfigsRequest().MaxVersion()},
+			35: {0, kmsg.NewPtrDescribeLogDirsRequest().MaxVersion()},
+			37: {0, kmsg.NewPtrCreatePartitionsRequest().MaxVersion()},
+			44: {0, kmsg.NewPtrIncrementalAlterConfigsRequest().MaxVersion()},
+			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("v%d: advertised %v, want %v", v, got, want)

@@ -1,0 +1,105 @@
+package broker
+
+// AlterConfigs (key 33), versions 0 through kmsg's newest (2).
+//
+// Behaviour: each resource's configs are replaced by exactly the given set
+// (a null value: not set), through the controller (metadata.PlanAlterConfigs
+// validates the resulting config as a whole: INVALID_CONFIG with a message;
+// UNKNOWN_TOPIC_OR_PARTITION; INVALID_REQUEST for a repeated resource, a bad
+// broker id or an unsupported resource type). ValidateOnly plans without
+// committing. TOPIC and BROKER resources (a broker id, or "" for the
+// cluster-wide default) are supported; a committed change reaches the
+// partitions' logs through the metadata follower (reconcile →
+// storage.Manager.UpdateConfig). On success the handler waits, for at most
+// alterConfigsWait, until this broker's metadata view shows the change, so
+// a DescribeConfigs right after sees it.
+//
+// Differences from Kafka: a BROKER resource may name any broker id (the
+// controller checks only the syntax); BROKER_LOGGER is refused with
+// INVALID_REQUEST.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+func init() { register(33, 0, false, handleAlterConfigs) }
+
+// alterConfigsWait bounds the wait for a committed change to reach this
+// broker's view (it normally takes one metadata delta; a concurrent
+// change to the same resource by another client can keep it from ever
+// matching).
+const alterConfigsWait = 5 * time.Second
+
+func handleAlterConfigs(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.AlterConfigsRequest)
+	mreq := metadata.AlterConfigsRequest{ValidateOnly: req.ValidateOnly}
+	for _, rr := range req.Resources {
+		res := metadata.AlterConfigResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName}
+		for _, c := range rr.Configs {
+			res.Configs = append(res.Configs, metadata.AlterConfigEntry{Name: c.Name, Value: c.Value})
+		}
+		mreq.Resources = append(mreq.Resources, res)
+	}
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	for _, res := range n.alterConfigs(ctx, mreq) {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
+		rr.ErrorCode, rr.ErrorMessage = res.code, res.msg
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return encodeResponse(r, resp), nil
+}
+
+// alterResult is one resource's outcome as the responses carry it.
+type alterResult struct {
+	Type metadata.ResourceType
+	Name string
+	code int16
+	msg  *string
+}
+
+// alterConfigs sends an (incremental or full) alter to the controller and,
+// unless validating only, waits until this broker's view holds every
+// accepted change: planning the accepted part again on the view yields no
+// records. Results are in request order.
+func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsRequest) []alterResult {
+	out := make([]alterResult, len(mreq.Resources))
+	for i, res := range mreq.Resources {
+		out[i] = alterResult{Type: res.Type, Name: res.Name}
+	}
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout(0))
+	defer cancel()
+	results, err := n.svc.AlterConfigs(cctx, mreq)
+	if err == nil && len(results) != len(mreq.Resources) {
+		err = errResultCount
+	}
+	if err != nil {
+		for i := range out {
+			out[i].code, out[i].msg = errCode(err), kmsg.StringPtr(err.Error())
+		}
+		return out
+	}
+	applied := metadata.AlterConfigsRequest{Incremental: mreq.Incremental}
+	for i, res := range results {
+		if res.Err != nil {
+			out[i].code, out[i].msg = metadata.ErrorCode(res.Err), kmsg.StringPtr(res.Err.Error())
+			continue
+		}
+		applied.Resources = append(applied.Resources, mreq.Resources[i])
+	}
+	if mreq.ValidateOnly || len(applied.Resources) == 0 {
+		return out
+	}
+	wctx, wcancel := context.WithTimeout(ctx, alterConfigsWait)
+	defer wcancel()
+	n.waitMetadata(wctx, func(st *metadata.State) bool {
+		recs, _ := st.PlanAlterConfigs(applied)
+		return len(recs) == 0
+	})
+	return out
+}

@@ -1,0 +1,49 @@
+package broker
+
+// IncrementalAlterConfigs (key 44), versions 0 through kmsg's newest (1).
+//
+// Behaviour: per resource, each entry is SET (0), DELETE (1, back to the
+// inherited value), APPEND (2) or SUBTRACT (3; list configs such as
+// cleanup.policy only: INVALID_REQUEST otherwise), applied in order to the
+// resource's current configs by the controller, which validates the result
+// as a whole (INVALID_CONFIG with a message). ValidateOnly, resources, errors
+// and the wait for the change to reach this broker's view are those of
+// AlterConfigs (33_alter_configs.go).
+//
+// Differences from Kafka: a config named twice in one resource is applied
+// in order rather than refused with INVALID_REQUEST.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+func init() { register(44, 0, false, handleIncrementalAlterConfigs) }
+
+// errResultCount is answered (as UNKNOWN_SERVER_ERROR) if the controller
+// returns a result count that does not match the request's.
+var errResultCount = errors.New("broker: controller answered a different number of results")
+
+func handleIncrementalAlterConfigs(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.IncrementalAlterConfigsRequest)
+	mreq := metadata.AlterConfigsRequest{ValidateOnly: req.ValidateOnly, Incremental: true}
+	for _, rr := range req.Resources {
+		res := metadata.AlterConfigResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName}
+		for _, c := range rr.Configs {
+			res.Configs = append(res.Configs, metadata.AlterConfigEntry{Name: c.Name, Value: c.Value, Op: metadata.ConfigOp(c.Op)})
+		}
+		mreq.Resources = append(mreq.Resources, res)
+	}
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	for _, res := range n.alterConfigs(ctx, mreq) {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
+		rr.ErrorCode, rr.ErrorMessage = res.code, res.msg
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return encodeResponse(r, resp), nil
+}

@@ -1,0 +1,327 @@
+package broker
+
+// Idempotent producers: the glue between a partition's produce path and
+// storage/producer.
+//
+// Each log the storage manager opens gets a producerCell (the manager asks
+// for the log's snapshot function through
+// storage.ManagerOptions.ProducerSnapshot, and producerCells.hook builds
+// the cell then). The cell is the log's producer.State and the small mutex
+// guarding it. The State is loaded when the broker opens the partition
+// (partition.loadProducerState): the latest <offset>.snapshot, then every
+// batch after it, read back from the log's files header by header.
+//
+// Per produce (partition.appendRecords), under the partition's appendMu,
+// following storage/producer's doc:
+//
+//	cell.mu: Begin → Check(h) → Update(h, LEO, ts)   (dup or error: Abort, answer)
+//	log.Append(records)                              (may roll: hook takes cell.mu, SnapshotAt)
+//	cell.mu: Commit (Abort if the append failed)
+//
+// Lock order: partition.appendMu → cell.mu (briefly, never across Append);
+// storage's Log.mu → cell.mu (the roll hook). cell.mu is never held while
+// calling into storage, so the two orders never meet.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/producer"
+)
+
+// producerCell is one log's idempotent-producer state.
+type producerCell struct {
+	mu sync.Mutex      // guards st and lastExpiryMs; never held across a log call
+	st *producer.State // nil until the partition is opened and the state loaded
+
+	lastExpiryMs int64 // when RemoveExpired last ran (ms)
+}
+
+// snapshotAt is the log's ProducerSnapshot hook, called by storage under
+// the log's append lock at each roll. Before the state is loaded there is
+// nothing to write: the next load replays from an older snapshot.
+func (c *producerCell) snapshotAt(next int64) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st == nil {
+		return nil, nil
+	}
+	return c.st.SnapshotAt(next), nil
+}
+
+// producerCells maps each open log to its cell. A log reopened (a topic
+// deleted and created again) gets a new cell, replacing the old one.
+type producerCells struct {
+	mu sync.Mutex // guards m
+	m  map[tpKey]*producerCell
+}
+
+// hook is storage.ManagerOptions.ProducerSnapshot: called once per log
+// opened, concurrently while the manager loads its directory.
+func (pc *producerCells) hook(topic string, partition int32) func(int64) ([]byte, error) {
+	c := &producerCell{}
+	pc.mu.Lock()
+	if pc.m == nil {
+		pc.m = map[tpKey]*producerCell{}
+	}
+	pc.m[tpKey{topic, partition}] = c
+	pc.mu.Unlock()
+	return c.snapshotAt
+}
+
+// get returns the cell of the log opened last for topic/partition, or a
+// new unregistered one (a log opened without the hook: its rolls write no
+// snapshot, so each load replays the whole log).
+func (pc *producerCells) get(topic string, partition int32) *producerCell {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if c := pc.m[tpKey{topic, partition}]; c != nil {
+		return c
+	}
+	return &producerCell{}
+}
+
+// forget drops the cell of a deleted log, if it is still c.
+func (pc *producerCells) forget(topic string, partition int32, c *producerCell) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if k := (tpKey{topic, partition}); pc.m[k] == c {
+		delete(pc.m, k)
+	}
+}
+
+// producerExpiryCheckMs is producer.id.expiration.check.interval.ms (Kafka's
+// default, 10 minutes): how often a partition's produce path forgets
+// expired producers. Expiry runs on the produce path instead of a timer, so
+// an idle partition keeps its producers until it is written again, which
+// costs memory only.
+const producerExpiryCheckMs = 10 * 60 * 1000
+
+// loadProducerState rebuilds the partition's producer state from the
+// latest snapshot and the batches after it, once; a cell whose state is
+// already loaded (the partition reopened over the same log) is kept.
+func (p *partition) loadProducerState(c *producerCell, nowMs int64) (producer.LoadResult, error) {
+	p.prod = c
+	c.mu.Lock()
+	loaded := c.st != nil
+	c.mu.Unlock()
+	if loaded {
+		return producer.LoadResult{}, nil
+	}
+	off, snap, ok, err := p.log.LatestProducerSnapshot()
+	if err != nil {
+		// An unreadable snapshot file costs a full replay, like a corrupt one.
+		snap, ok = nil, false
+	}
+	if !ok {
+		snap = nil
+	}
+	// Load runs without c.mu: it reads the log, and a roll meanwhile would
+	// take c.mu from inside the log. c.st is still nil, so such a roll
+	// writes no snapshot, and replay reads up to the end at the time it
+	// runs; nothing appends before the partition is published.
+	st, res, err := producer.Load(producer.Options{}, off, snap, nowMs, func(from int64, apply func(batch.Header) error) error {
+		return replayBatchHeaders(p.log, from, apply)
+	})
+	if err != nil {
+		return res, fmt.Errorf("broker: load producer state of %s-%d: %w", p.topic, p.index, err)
+	}
+	c.mu.Lock()
+	c.st, c.lastExpiryMs = st, nowMs
+	c.mu.Unlock()
+	return res, nil
+}
+
+// replayChunk bounds one Log.Read during replay; only batch headers are
+// read from the returned region.
+const replayChunk = 8 << 20
+
+// replayBatchHeaders calls apply with the header of every batch from the
+// one holding from (or the local log start) to the log end, reading only
+// the 61 header bytes of each batch from the segment files.
+func replayBatchHeaders(l *storage.Log, from int64, apply func(batch.Header) error) error {
+	if ls := l.LocalLogStartOffset(); from < ls {
+		from = ls
+	}
+	end := l.LogEndOffset()
+	var hb [batch.HeaderSize]byte
+	for from < end {
+		v, err := l.Read(from, replayChunk, end)
+		if err != nil {
+			return err
+		}
+		if v.Size == 0 {
+			v.Release()
+			return nil
+		}
+		for pos, stop := v.Pos, v.Pos+v.Size; pos < stop; {
+			if stop-pos < batch.HeaderSize {
+				v.Release()
+				return fmt.Errorf("broker: replay: %d bytes left at position %d: %w", stop-pos, pos, io.ErrUnexpectedEOF)
+			}
+			if _, err := v.File.ReadAt(hb[:], pos); err != nil {
+				v.Release()
+				return fmt.Errorf("broker: replay: read header at %d: %w", pos, err)
+			}
+			h, err := batch.ParseHeader(hb[:])
+			if err == nil {
+				err = apply(h)
+			}
+			if err != nil {
+				v.Release()
+				return err
+			}
+			pos += int64(h.Size())
+		}
+		from = v.NextOffset
+		v.Release()
+	}
+	return nil
+}
+
+// errMultipleBatches answers a produce whose record set holds more than
+// one batch: Kafka's LogValidator allows exactly one v2 batch per
+// partition ("Compressed outer record has more than one batch").
+var errMultipleBatches = fmt.Errorf("broker: a produce request may carry one record batch per partition: %w", kerr.InvalidRecord)
+
+// clientBatch checks what Kafka checks of a client's record set before
+// anything else and returns its one batch's header. ok is false when the
+// set does not even split or parse: storage's validation then gives the
+// exact error (corrupt, truncated, bad magic).
+func clientBatch(records []byte) (h batch.Header, ok bool, err error) {
+	first, rest, err := batch.Split(records)
+	if err != nil {
+		return h, false, nil
+	}
+	if h, err = batch.ParseHeader(first); err != nil {
+		return h, false, nil
+	}
+	if len(rest) > 0 {
+		return h, true, errMultipleBatches
+	}
+	// UnifiedLog.analyzeAndValidateRecords: a client's v2 batch has base
+	// offset 0 (the broker assigns offsets).
+	if h.BaseOffset != 0 {
+		return h, true, fmt.Errorf("broker: batch base offset %d, want 0: %w", h.BaseOffset, kerr.InvalidRecord)
+	}
+	return h, true, nil
+}
+
+// produceResult is what a produce answers for one partition.
+type produceResult struct {
+	baseOffset     int64
+	logAppendTime  int64 // -1 on CreateTime topics
+	logStartOffset int64
+	duplicate      bool // acknowledged from the producer state, nothing appended
+}
+
+// appendRecords appends a client's record set as leader, with Kafka's
+// idempotent-producer checks: a batch repeating one of its producer's last
+// five is acknowledged at its original offsets and not appended; a
+// sequence gap (OUT_OF_ORDER_SEQUENCE_NUMBER) or an older epoch
+// (INVALID_PRODUCER_EPOCH) is refused. Invalid batches get storage's
+// errors, checked before the producer's (as Kafka validates first).
+func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, error) {
+	res := produceResult{baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
+	h, parsed, err := clientBatch(records)
+	if err != nil {
+		return res, err
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !parsed || !h.HasProducerID() {
+		info, err := p.append(records)
+		if err != nil {
+			return res, err
+		}
+		res.baseOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+		return res, nil
+	}
+
+	cfg := p.log.Config()
+	c := p.prod
+	c.mu.Lock()
+	if nowMs-c.lastExpiryMs >= producerExpiryCheckMs {
+		c.st.RemoveExpired(nowMs)
+		c.lastExpiryMs = nowMs
+	}
+	tx := c.st.Begin()
+	dup, err := tx.Check(h)
+	if err != nil || dup != nil {
+		tx.Abort()
+		c.mu.Unlock()
+		// Rare paths: an invalid batch is answered as invalid first.
+		if verr := validateForAnswer(records, cfg); verr != nil {
+			return res, verr
+		}
+		if err != nil {
+			return res, err
+		}
+		res.duplicate = true
+		res.baseOffset, res.logStartOffset = dup.FirstOffset, p.log.LogStartOffset()
+		if cfg.TimestampType == batch.LogAppendTime {
+			res.logAppendTime = dup.Timestamp
+		}
+		return res, nil
+	}
+	// Kafka keeps the batch's MaxTimestamp, which is the append time on
+	// LogAppendTime topics; storage stamps its own clock during Append,
+	// so the time kept here may differ from the stored one by the
+	// milliseconds the append takes.
+	ts := h.MaxTimestamp
+	if cfg.TimestampType == batch.LogAppendTime {
+		ts = nowMs
+	}
+	next := p.log.LogEndOffset() // appendMu: nothing else appends as leader
+	tx.Update(h, next, ts)
+	c.mu.Unlock()
+
+	info, err := p.append(records)
+
+	c.mu.Lock()
+	if err != nil || info.FirstOffset != next {
+		tx.Abort()
+	} else {
+		tx.Commit()
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return res, err
+	}
+	if info.FirstOffset != next {
+		// Cannot happen while appendMu serialises leader appends; if it
+		// did, the state would record wrong offsets, so say so loudly.
+		return res, fmt.Errorf("broker: append at %d, producer state expected %d: %w", info.FirstOffset, next, kerr.UnknownServerError)
+	}
+	res.baseOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+	return res, nil
+}
+
+// validateForAnswer runs the batch checks storage would run, for a batch
+// that will not reach storage (a duplicate or a sequence error), so a
+// corrupt or oversized batch is answered as such, as Kafka does.
+// Timestamps are not checked here.
+func validateForAnswer(records []byte, cfg storage.Config) error {
+	_, err := batch.Validate(records, batch.Limits{MaxBatchBytes: cfg.MaxMessageBytes, SkipTimestampCheck: true})
+	if err == nil {
+		return nil
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return fmt.Errorf("broker: %w", err)
+	}
+	return fmt.Errorf("broker: %w: %w", kerr.CorruptMessage, err)
+}
+
+// produceHookFunc is Node.produceHook's type: a test hook run after a
+// produce request's appends and before its response; an error closes the
+// connection instead of answering (a lost response, which makes a client
+// retry batches that were in fact appended).
+type produceHookFunc func(req *kmsg.ProduceRequest) error
