@@ -52,7 +52,7 @@ func handleDescribeLogDirs(_ context.Context, n *Node, r *request) (*frame, erro
 		}
 	}
 	failed := false
-	byTopic := map[string]int{} // topic → index in dir.Topics
+	byTopic := map[string]int{}        // topic → index in dir.Topics
 	for _, l := range n.store.Logs() { // sorted by topic, partition
 		k := tpKey{l.Topic(), l.Partition()}
 		if want != nil && !want[k] {
