@@ -78,6 +78,7 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 			if err != nil {
 				failed++
 				rp.ErrorCode = errCode(err)
+				r.metrics().partitionError("Produce", rp.ErrorCode)
 				if r.version >= 8 {
 					rp.ErrorMessage = kmsg.StringPtr(err.Error())
 				}

@@ -493,8 +493,10 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer
 			if errors.Is(fp.err, storage.ErrOffsetOutOfRange) {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 			}
+			r.metrics().partitionError("Fetch", rp.ErrorCode)
 		}
 		if fp.hasView {
+			fp.p.tm.sent(fp.view.Size)
 			m := make([]byte, markerLen)
 			copy(m, nonce[:])
 			binary.BigEndian.PutUint32(m[16:], uint32(len(markers)))

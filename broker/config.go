@@ -40,7 +40,7 @@ var Settings = []Setting{
 	{"controller.quorum.voters", "1@127.0.0.1:9093", "the controller quorum, id@host:port,..."},
 	{"log.dirs", "./strata-data", "data directory (only the first of a comma-separated list is used)"},
 	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
-	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener for /metrics, /healthz, /readyz, /debug/pprof (reserved: not served yet)"},
+	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener host:port serving /metrics, /healthz, /readyz, /debug/pprof/ (port 0 = any; empty = none)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
 	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1"},
 	{"auto.create.topics.enable", "true", "create a topic when Metadata asks for one that does not exist"},
@@ -359,7 +359,12 @@ func ParseConfig(props map[string]string) (Config, error) {
 			c.MetadataLogDir = legacy
 		}
 	}
-	c.AdminListener = get("admin.listener")
+	c.AdminListener = strings.TrimSpace(get("admin.listener"))
+	if c.AdminListener != "" {
+		if _, port, err := net.SplitHostPort(c.AdminListener); err != nil || port == "" {
+			bad("admin.listener", c.AdminListener, "want host:port")
+		}
+	}
 	c.NumPartitions = int32(i64("num.partitions", 1))
 	c.DefaultReplicationFactor = int16(i64("default.replication.factor", 1))
 	c.AutoCreateTopics = boolean("auto.create.topics.enable")

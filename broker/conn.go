@@ -46,6 +46,8 @@ type request struct {
 	clientID      string
 	msg           kmsg.Request
 	conn          *conn
+	start         time.Time // when its frame was read: request_duration_seconds
+	respCode      int16     // the response's top-level error code, set by encodeResponse
 }
 
 // slot is one request's place in the connection's response order. The
@@ -54,6 +56,7 @@ type slot struct {
 	done chan struct{}
 	f    *frame
 	err  error
+	r    *request // for the metrics, read once done is closed
 }
 
 // conn is one client connection: a reader goroutine that decodes requests
@@ -186,7 +189,7 @@ func (c *conn) readLoop() {
 // dispatch decodes one frame and runs its handler. An error closes the
 // connection.
 func (c *conn) dispatch(b []byte) error {
-	r := &request{conn: c}
+	r := &request{conn: c, start: time.Now()}
 	r.key = int16(binary.BigEndian.Uint16(b[0:]))
 	r.version = int16(binary.BigEndian.Uint16(b[2:]))
 	r.correlationID = int32(binary.BigEndian.Uint32(b[4:]))
@@ -208,6 +211,7 @@ func (c *conn) dispatch(b []byte) error {
 		if r.key == apiVersionsKey {
 			// KIP-511: answer an unknown ApiVersions version with v0.
 			return c.enqueue(a, r, func(context.Context) (*frame, error) {
+				r.respCode = kerr.UnsupportedVersion.Code
 				return apiVersionsFallback(r), nil
 			})
 		}
@@ -231,7 +235,7 @@ func (c *conn) dispatch(b []byte) error {
 // the in-flight bound is reached) and runs the handler: inline for ordered
 // APIs, on its own goroutine for the others.
 func (c *conn) enqueue(a *api, r *request, fn func(context.Context) (*frame, error)) error {
-	s := &slot{done: make(chan struct{})}
+	s := &slot{done: make(chan struct{}), r: r}
 	c.pending.Add(1)
 	select {
 	case c.queue <- s:
@@ -282,17 +286,21 @@ func (c *conn) writeLoop() {
 			dead = true
 			c.kill(s.err)
 		}
-		if s.f == nil {
-			continue
-		}
-		if !dead {
-			c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if err := s.f.writeTo(c.nc); err != nil {
-				dead = true
-				c.kill(fmt.Errorf("broker: write response: %w", err))
+		if s.f != nil {
+			if !dead {
+				c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+				if err := s.f.writeTo(c.nc); err != nil {
+					dead = true
+					c.kill(fmt.Errorf("broker: write response: %w", err))
+				}
 			}
+			s.f.release()
 		}
-		s.f.release()
+		code := s.r.respCode
+		if s.err != nil {
+			code = errCode(s.err)
+		}
+		c.n.metrics.observeRequest(s.r.key, s.r.version, code, s.r.start)
 	}
 	c.handlers.Wait()
 }
@@ -343,6 +351,9 @@ func responseHeaderFlexible(r *request) bool {
 // encodeResponse builds the frame of a kmsg response to r.
 func encodeResponse(r *request, resp kmsg.Response) *frame {
 	resp.SetVersion(r.version)
+	if r.conn != nil {
+		r.respCode = r.conn.n.metrics.responseErrorCode(r.key, resp)
+	}
 	buf := make([]byte, sizeLen, 256)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(r.correlationID))
 	if responseHeaderFlexible(r) {

@@ -37,6 +37,7 @@ func testConfig(t testing.TB, dir string, extra map[string]string) Config {
 		"listeners":                "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"controller.quorum.voters": "1@127.0.0.1:0",
 		"log.dirs":                 dir,
+		"admin.listener":           "127.0.0.1:0",
 		// A quorum of one elects itself after one election timeout.
 		"controller.quorum.election.timeout.ms": "300",
 	}

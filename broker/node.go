@@ -133,9 +133,10 @@ func Open(o Options) (n *Node, err error) {
 		fetchSessions: newFetchSessionCache(cfg.FetchSessionCacheSlots),
 	}
 	n.fenced.Store(true)
+	node := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
-			n.Close()
+			node.Close()
 		}
 	}()
 	if err := n.startMetrics(o); err != nil {

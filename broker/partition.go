@@ -31,6 +31,7 @@ type partition struct {
 	leader      atomic.Bool
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
+	tm          *topicMetrics // the topic's counters (metrics.go); nil-safe
 
 	// appendMu serialises leader appends (appendRecords), so the offset the
 	// producer state records for a batch is the one the log assigns.
@@ -80,6 +81,7 @@ func (p *partition) append(records []byte) (storage.AppendInfo, error) {
 		return info, err
 	}
 	p.raiseHW(info.LastOffset + 1)
+	p.tm.appended(info)
 	return info, nil
 }
 

@@ -1,0 +1,200 @@
+package broker
+
+// The admin HTTP listener (admin.listener, default 127.0.0.1:9644; empty
+// disables it):
+//
+//	/metrics       Prometheus text format from the node's own Registry:
+//	               broker, topic, log and storage metrics (metrics.go), the
+//	               controller's (combined mode), Go runtime and process
+//	               collectors. Names: DESIGN.md, "Metrics".
+//	/healthz       200 "ok" while the process serves HTTP at all (liveness).
+//	/readyz        200 "ready" when every check in [Node.readiness] passes,
+//	               else 503 with the failing checks, one per line. A node
+//	               is not ready before Open returns, nor once Close starts.
+//	/debug/pprof/  net/http/pprof: index, profiles, cmdline, symbol, trace.
+//
+// It is bound first thing in Open, before storage loads, so a node that is
+// recovering a large data directory already answers /healthz (200) and
+// /readyz (503: storage loading) — what an orchestrator's probes expect.
+// It closes last in Close.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// adminShutdownTimeout bounds how long Close waits for admin requests in
+// progress (a CPU profile runs for its seconds= parameter) before closing
+// their connections.
+const adminShutdownTimeout = 2 * time.Second
+
+// nodeHealth is what /readyz judges. Each field is written by the
+// goroutine that learns it and read by HTTP handlers, hence atomics.
+type nodeHealth struct {
+	storeLoaded atomic.Bool  // storage.Manager opened and started (n.store is set)
+	registered  atomic.Bool  // the controller accepted our registration
+	serving     atomic.Bool  // Open returned and Close has not started
+	lastBeat    atomic.Int64 // unix nanos of the last heartbeat the controller answered
+	recovery    atomic.Value // recoverySummary, once storage loaded
+}
+
+// readiness reports whether the node is ready to serve clients, and
+// otherwise which checks fail.
+//
+// Ready means: storage loaded every log; a controller leader answered this
+// broker's last heartbeat within broker.session.timeout.ms (the quorum has
+// a leader that knows us — in combined mode as in broker-only mode); the
+// broker is registered and unfenced; the metadata view is caught up (the
+// partitions match the last applied metadata offset); and Open has
+// returned (listeners accepting) and Close has not begun.
+func (n *Node) readiness() (bool, []string) {
+	var failing []string
+	check := func(ok bool, what string) {
+		if !ok {
+			failing = append(failing, what)
+		}
+	}
+	h := &n.health
+	check(h.storeLoaded.Load(), "storage: not loaded")
+	beat := h.lastBeat.Load()
+	check(beat != 0 && time.Since(time.Unix(0, beat)) < n.cfg.BrokerSessionTimeout,
+		"controller: no leader answered a heartbeat within broker.session.timeout.ms")
+	check(h.registered.Load(), "broker: not registered with the controller")
+	check(!n.fenced.Load(), "broker: fenced")
+	n.metaMu.RLock()
+	caughtUp := n.reconciled >= 0 && n.reconciled == n.meta.Offset()
+	n.metaMu.RUnlock()
+	check(caughtUp, "metadata: not caught up")
+	check(h.serving.Load(), "node: not serving (starting or stopping)")
+	return len(failing) == 0, failing
+}
+
+// adminServer is the running admin HTTP listener.
+type adminServer struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{} // closed when Serve returned
+}
+
+// startAdmin serves the admin endpoints on ln, or on a new listener bound
+// to admin.listener when ln is nil. An empty admin.listener (and no ln)
+// serves nothing.
+func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
+	if ln == nil {
+		if n.cfg.AdminListener == "" {
+			return nil
+		}
+		var err error
+		if ln, err = net.Listen("tcp", n.cfg.AdminListener); err != nil {
+			return fmt.Errorf("broker: listen admin %s: %w", n.cfg.AdminListener, err)
+		}
+	}
+	errLog := slog.NewLogLogger(n.logger.Handler(), slog.LevelWarn)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
+		ErrorLog:      errLog,
+		ErrorHandling: promhttp.ContinueOnError, // a failing collector never hides the others
+		Timeout:       10 * time.Second,
+	}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", n.serveReadyz)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	a := &adminServer{
+		srv: &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          errLog,
+		},
+		ln:   ln,
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(a.done)
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.logger.Error("broker: admin listener stopped", "err", err)
+		}
+	}()
+	n.admin = a
+	return nil
+}
+
+func (n *Node) serveReadyz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	ok, failing := n.readiness()
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, strings.Join(failing, "\n"))
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// close stops the admin listener: requests in progress get
+// adminShutdownTimeout to finish, then their connections are closed.
+func (a *adminServer) close() error {
+	if a == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
+	defer cancel()
+	err := a.srv.Shutdown(ctx)
+	if err != nil {
+		err = a.srv.Close()
+	}
+	<-a.done
+	if err != nil {
+		return fmt.Errorf("broker: close admin listener: %w", err)
+	}
+	return nil
+}
+
+// AdminAddr returns the bound address of the admin HTTP listener, or ""
+// when admin.listener is empty.
+func (n *Node) AdminAddr() string {
+	if n.admin == nil {
+		return ""
+	}
+	return n.admin.ln.Addr().String()
+}
+
+// Registry returns the Prometheus registry /metrics serves: the one given
+// in Options.Registry if it is a *prometheus.Registry, else the node's own.
+func (n *Node) Registry() prometheus.Gatherer { return n.gatherer }
+
+// startMetrics makes the node's registry (Options.Registry, or a new one:
+// never the global default, so nodes in one process do not collide),
+// registers the broker's metrics on it and starts the admin listener.
+// Open calls it first, before storage loads.
+func (n *Node) startMetrics(o Options) error {
+	n.reg = o.Registry
+	if n.reg == nil {
+		n.reg = prometheus.NewRegistry()
+	}
+	var ok bool
+	if n.gatherer, ok = n.reg.(prometheus.Gatherer); !ok {
+		n.gatherer = prometheus.Gatherers{} // registered elsewhere: the caller serves it
+	}
+	n.metrics = newMetrics()
+	if err := n.metrics.register(n.reg, newNodeCollector(n)); err != nil {
+		return fmt.Errorf("broker: register metrics: %w", err)
+	}
+	return n.startAdmin(o.AdminListener, n.gatherer)
+}
