@@ -8,7 +8,10 @@
 // serve --help` lists every setting. On start it prints one line with the
 // bound addresses:
 //
-//	strata: listening PLAINTEXT=127.0.0.1:9092 CONTROLLER=127.0.0.1:9093
+//	strata: listening ADMIN=127.0.0.1:9644 CONTROLLER=127.0.0.1:9093 PLAINTEXT=127.0.0.1:9092
+//
+// ADMIN is the admin HTTP listener (admin.listener): /metrics, /healthz,
+// /readyz, /debug/pprof/.
 package main
 
 import (

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,7 +63,8 @@ func TestServeRunsAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "serve",
 		"--set", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-		"--set", "controller.quorum.voters=1@127.0.0.1:0")
+		"--set", "controller.quorum.voters=1@127.0.0.1:0",
+		"--set", "admin.listener=127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "STRATA_LOG_DIRS="+dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -84,14 +86,22 @@ func TestServeRunsAndStopsCleanlyOnSIGTERM(t *testing.T) {
 		t.Fatal("no address line")
 	}
 	line := lines.Text()
-	var addr string
+	var addr, admin string
 	for _, f := range strings.Fields(line) {
 		if v, ok := strings.CutPrefix(f, "PLAINTEXT="); ok {
 			addr = v
 		}
+		if v, ok := strings.CutPrefix(f, "ADMIN="); ok {
+			admin = v
+		}
 	}
-	if !strings.HasPrefix(line, "strata: listening ") || addr == "" {
+	if !strings.HasPrefix(line, "strata: listening ") || addr == "" || admin == "" {
 		t.Fatalf("address line %q", line)
+	}
+	if resp, err := http.Get("http://" + admin + "/readyz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz on the started binary: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(), kgo.AllowAutoTopicCreation())
 	if err != nil {
