@@ -77,6 +77,12 @@ func (c *Client) Close() error {
 	return nil
 }
 
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // pick chooses the address for the next attempt: the leader hint, else
 // the configured addresses round robin.
 func (c *Client) pick() string {
@@ -208,7 +214,9 @@ func (c *Client) call(ctx context.Context, method byte, req any, out any) error 
 			c.mu.Lock()
 			c.hint = nc.LeaderAddr // "" when unknown: back to round robin
 			c.mu.Unlock()
-		case isNetErr(err):
+		case isNetErr(err), errors.Is(err, ErrStopped) && !c.isClosed():
+			// Unreachable, or that controller is shutting down: another
+			// one will answer.
 			c.mu.Lock()
 			c.hint = ""
 			c.mu.Unlock()

@@ -3,12 +3,16 @@ package controller
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/controller/metadata"
 )
 
 // FuzzDecodeEntry: for any bytes, decodeEntry never panics; whatever
@@ -97,5 +101,43 @@ func TestListenerSurvivesGarbage(t *testing.T) {
 	registerBrokers(t, ctl, 1, 0)
 	if _, ok := ctl.State().Broker(101); !ok {
 		t.Fatal("controller stopped serving after garbage")
+	}
+}
+
+// TestClientMovesOnFromAStoppingController: a controller answering "stopped"
+// (it is shutting down) sends the client to the next address instead of
+// failing the call.
+func TestClientMovesOnFromAStoppingController(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 1})
+	real := c.leader()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer func() { ln.Close(); wg.Wait() }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			br, bw := bufio.NewReader(conn), bufio.NewWriter(conn)
+			if _, _, err := readFrame(br); err == nil {
+				b, _ := json.Marshal(response{Err: toWireErr(ErrStopped)})
+				writeFrame(bw, kindResponse, b)
+				bw.Flush()
+			}
+			conn.Close()
+		}
+	}()
+	cl := NewClient(ClientOptions{Addrs: []string{ln.Addr().String(), real.Addr()}, RetryBackoff: time.Millisecond})
+	defer cl.Close()
+	registerBrokers(t, cl, 1, 0)
+	cl.Close()
+	if _, err := cl.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 101}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("call on a closed client: %v, want ErrStopped", err)
 	}
 }
