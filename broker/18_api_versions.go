@@ -8,6 +8,14 @@ package broker
 // advertised is exactly what the dispatcher accepts. v3+ adds
 // FinalizedFeaturesEpoch -1 and no features.
 //
+// One deliberate exception, as in Kafka 4.0 (KAFKA-18659): Produce is
+// advertised from v0 although only v3+ is served. librdkafka before 2.10
+// compresses with gzip, snappy or lz4 only if the broker lists Produce v0,
+// and otherwise sends every batch uncompressed without a word (found by
+// compat_kcat_test.go with Debian's librdkafka 2.0.2). Clients pick the
+// highest version both sides know, so none sends v0-v2; one that does is
+// closed like any version outside the registered range.
+//
 // A request whose version is above the newest known gets Kafka's KIP-511
 // fallback: a v0 response with UNSUPPORTED_VERSION and only the ApiVersions
 // range, so the client can retry with a version both sides know. The
@@ -25,7 +33,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const apiVersionsKey = 18
+const (
+	apiVersionsKey = 18
+	produceKey     = 0
+)
 
 func init() { register(apiVersionsKey, 0, false, handleAPIVersions) }
 
@@ -34,6 +45,9 @@ func handleAPIVersions(_ context.Context, _ *Node, r *request) (*frame, error) {
 	for _, a := range supportedAPIs() {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		if a.key == produceKey {
+			k.MinVersion = 0 // KAFKA-18659: see above
+		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	resp.FinalizedFeaturesEpoch = -1

@@ -88,7 +88,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 		}
 		want := map[int16][2]int16{
-			0:  {3, kmsg.NewPtrProduceRequest().MaxVersion()},
+			0:  {0, kmsg.NewPtrProduceRequest().MaxVersion()}, // served from v3; v0 advertised as Kafka does (KAFKA-18659)
 			1:  {4, kmsg.NewPtrFetchRequest().MaxVersion()},
 			2:  {1, kmsg.NewPtrListOffsetsRequest().MaxVersion()},
 			3:  {0, kmsg.NewPtrMetadataRequest().MaxVersion()},

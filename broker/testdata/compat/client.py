@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""A second Kafka client for broker/compat_python_test.go: librdkafka
+through python3-confluent-kafka, with its own protocol code (franz-go's kmsg
+is shared by the broker and kgo, so a codec bug could hide on both sides).
+
+Usage: client.py <command> <bootstrap> [args...]; every command prints JSON
+on stdout and exits non-zero on any client error. Keys, values and header
+values travel base64-encoded so arbitrary bytes compare byte-exact; None
+(a null key or header value) stays null.
+
+  metadata  <bootstrap>
+      {"brokers": {id: "host:port"}, "topics": {name: {partition: leader}}}
+  produce   <bootstrap> <topic> <codec> <idempotent 0|1>
+      stdin: one JSON record per line {"partition", "key", "value",
+      "headers": [[name, value]], "timestamp"}; stdout: one JSON delivery
+      report per record in send order {"partition", "offset", "error"}.
+  consume   <bootstrap> <topic> <partition> <offset> <count>
+      assign (no group), read until count records or the partition end;
+      stdout: one JSON record per line, with "offset" and "timestamp".
+  offsets_for_times <bootstrap> <topic> <partition> <ts>...
+      stdout: [offset per ts] (-1: no record at or after ts)
+"""
+
+import base64
+import json
+import os
+import sys
+
+import confluent_kafka as ck
+
+TIMEOUT = 20.0  # seconds; the Go test bounds the whole process too
+
+
+def b64(b):
+    return None if b is None else base64.b64encode(b).decode("ascii")
+
+
+def unb64(s):
+    return None if s is None else base64.b64decode(s)
+
+
+def common(bootstrap):
+    return {
+        "bootstrap.servers": bootstrap,
+        "broker.address.family": "v4",
+        "socket.timeout.ms": 10000,
+        "error_cb": fail,
+    }
+
+
+def fail(err):
+    # Transient connection notices are not failures; everything else is.
+    if err.code() in (ck.KafkaError._TRANSPORT, ck.KafkaError._ALL_BROKERS_DOWN):
+        print("client.py: transient: %s" % err, file=sys.stderr)
+        return
+    print("client.py: error: %s" % err, file=sys.stderr)
+    sys.exit(3)
+
+
+def metadata(bootstrap):
+    a = ck.Consumer(dict(common(bootstrap), **{"group.id": "unused"}))
+    md = a.list_topics(timeout=TIMEOUT)
+    out = {
+        "brokers": {str(b.id): "%s:%d" % (b.host, b.port) for b in md.brokers.values()},
+        "topics": {
+            t.topic: {str(p.id): p.leader for p in t.partitions.values()}
+            for t in md.topics.values()
+            if t.error is None
+        },
+    }
+    a.close()
+    print(json.dumps(out))
+
+
+def produce(bootstrap, topic, codec, idempotent):
+    conf = dict(common(bootstrap), **{
+        "compression.codec": codec,
+        "enable.idempotence": idempotent == "1",
+        "linger.ms": 20,  # several records per batch
+        "acks": "all",
+        "message.timeout.ms": int(TIMEOUT * 1000),
+    })
+    p = ck.Producer(conf)
+    reports = []
+
+    def done(i):
+        def cb(err, msg):
+            reports[i] = {
+                "partition": msg.partition(),
+                "offset": msg.offset(),
+                "error": None if err is None else str(err),
+            }
+        return cb
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        reports.append(None)
+        kw = {"partition": r.get("partition", 0), "on_delivery": done(len(reports) - 1)}
+        if r.get("key") is not None:
+            kw["key"] = unb64(r["key"])
+        if r.get("headers"):
+            kw["headers"] = [(h[0], unb64(h[1])) for h in r["headers"]]
+        if r.get("timestamp"):
+            kw["timestamp"] = r["timestamp"]
+        p.produce(topic, unb64(r["value"]) if r.get("value") is not None else None, **kw)
+        p.poll(0)
+    left = p.flush(TIMEOUT)
+    if left:
+        print("client.py: %d records undelivered" % left, file=sys.stderr)
+        sys.exit(2)
+    for rep in reports:
+        print(json.dumps(rep))
+    if any(rep is None or rep["error"] for rep in reports):
+        sys.exit(2)
+
+
+def consume(bootstrap, topic, partition, offset, count):
+    c = ck.Consumer(dict(common(bootstrap), **{
+        "group.id": "unused",  # required by the client, never joined: assign only
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "fetch.wait.max.ms": 100,
+        "check.crcs": True,
+    }))
+    c.assign([ck.TopicPartition(topic, int(partition), int(offset))])
+    got = 0
+    while got < int(count):
+        m = c.poll(TIMEOUT)
+        if m is None:
+            print("client.py: no record within %ss" % TIMEOUT, file=sys.stderr)
+            sys.exit(2)
+        if m.error():
+            if m.error().code() == ck.KafkaError._PARTITION_EOF:
+                break
+            print("client.py: consume: %s" % m.error(), file=sys.stderr)
+            sys.exit(2)
+        hs = m.headers() or []
+        print(json.dumps({
+            "partition": m.partition(),
+            "offset": m.offset(),
+            "timestamp": m.timestamp()[1],
+            "key": b64(m.key()),
+            "value": b64(m.value()),
+            "headers": [[h[0], b64(h[1])] for h in hs],
+        }))
+        got += 1
+    c.close()
+    # confluent-kafka-python 1.7 (Debian bookworm) drops a reference to
+    # None for each null header value it returns, and the interpreter then
+    # aborts at exit ("none_dealloc"): skip finalization once the output
+    # is out.
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def offsets_for_times(bootstrap, topic, partition, *tss):
+    c = ck.Consumer(dict(common(bootstrap), **{"group.id": "unused"}))
+    tps = [ck.TopicPartition(topic, int(partition), int(ts)) for ts in tss]
+    out = []
+    # One lookup per timestamp: the API takes one per partition.
+    for tp in tps:
+        res = c.offsets_for_times([tp], timeout=TIMEOUT)
+        if res[0].error:
+            print("client.py: offsets_for_times: %s" % res[0].error, file=sys.stderr)
+            sys.exit(2)
+        out.append(res[0].offset)
+    c.close()
+    print(json.dumps(out))
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {
+        "metadata": metadata,
+        "produce": produce,
+        "consume": consume,
+        "offsets_for_times": offsets_for_times,
+    }[cmd](*args)
+
+
+if __name__ == "__main__":
+    main()
