@@ -46,7 +46,7 @@ func handleAlterConfigs(ctx context.Context, n *Node, r *request) (*frame, error
 		mreq.Resources = append(mreq.Resources, res)
 	}
 	resp := kmsg.NewPtrAlterConfigsResponse()
-	for _, res := range n.alterConfigs(ctx, mreq) {
+	for _, res := range n.alterConfigs(ctx, mreq, nil) {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
 		rr.ErrorCode, rr.ErrorMessage = res.code, res.msg
@@ -67,30 +67,43 @@ type alterResult struct {
 // unless validating only, waits until this broker's view holds every
 // accepted change: planning the accepted part again on the view yields no
 // records. Results are in request order.
-func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsRequest) []alterResult {
+// A resource whose refused[i] is non-nil is answered with it and not sent.
+func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsRequest, refused []error) []alterResult {
 	out := make([]alterResult, len(mreq.Resources))
+	sent := mreq
+	sent.Resources = nil
+	var idx []int // sent.Resources[j] is mreq.Resources[idx[j]]
 	for i, res := range mreq.Resources {
 		out[i] = alterResult{Type: res.Type, Name: res.Name}
+		if i < len(refused) && refused[i] != nil {
+			out[i].code, out[i].msg = errCode(refused[i]), kmsg.StringPtr(refused[i].Error())
+			continue
+		}
+		sent.Resources = append(sent.Resources, res)
+		idx = append(idx, i)
+	}
+	if len(sent.Resources) == 0 {
+		return out
 	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout(0))
 	defer cancel()
-	results, err := n.svc.AlterConfigs(cctx, mreq)
-	if err == nil && len(results) != len(mreq.Resources) {
+	results, err := n.svc.AlterConfigs(cctx, sent)
+	if err == nil && len(results) != len(sent.Resources) {
 		err = errResultCount
 	}
 	if err != nil {
-		for i := range out {
+		for _, i := range idx {
 			out[i].code, out[i].msg = errCode(err), kmsg.StringPtr(err.Error())
 		}
 		return out
 	}
 	applied := metadata.AlterConfigsRequest{Incremental: mreq.Incremental}
-	for i, res := range results {
+	for j, res := range results {
 		if res.Err != nil {
-			out[i].code, out[i].msg = metadata.ErrorCode(res.Err), kmsg.StringPtr(res.Err.Error())
+			out[idx[j]].code, out[idx[j]].msg = metadata.ErrorCode(res.Err), kmsg.StringPtr(res.Err.Error())
 			continue
 		}
-		applied.Resources = append(applied.Resources, mreq.Resources[i])
+		applied.Resources = append(applied.Resources, sent.Resources[j])
 	}
 	if mreq.ValidateOnly || len(applied.Resources) == 0 {
 		return out

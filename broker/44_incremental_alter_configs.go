@@ -10,13 +10,17 @@ package broker
 // and the wait for the change to reach this broker's view are those of
 // AlterConfigs (33_alter_configs.go).
 //
-// Differences from Kafka: a config named twice in one resource is applied
-// in order rather than refused with INVALID_REQUEST.
+// A config named twice in one resource is INVALID_REQUEST for that
+// resource, as in Kafka.
+//
+// Differences from Kafka: none known.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
@@ -31,15 +35,21 @@ var errResultCount = errors.New("broker: controller answered a different number 
 func handleIncrementalAlterConfigs(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.IncrementalAlterConfigsRequest)
 	mreq := metadata.AlterConfigsRequest{ValidateOnly: req.ValidateOnly, Incremental: true}
-	for _, rr := range req.Resources {
+	refused := make([]error, len(req.Resources))
+	for i, rr := range req.Resources {
 		res := metadata.AlterConfigResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName}
+		seen := map[string]bool{}
 		for _, c := range rr.Configs {
+			if seen[c.Name] {
+				refused[i] = fmt.Errorf("%w: duplicate config key %q", kerr.InvalidRequest, c.Name)
+			}
+			seen[c.Name] = true
 			res.Configs = append(res.Configs, metadata.AlterConfigEntry{Name: c.Name, Value: c.Value, Op: metadata.ConfigOp(c.Op)})
 		}
 		mreq.Resources = append(mreq.Resources, res)
 	}
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
-	for _, res := range n.alterConfigs(ctx, mreq) {
+	for _, res := range n.alterConfigs(ctx, mreq, refused) {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
 		rr.ErrorCode, rr.ErrorMessage = res.code, res.msg

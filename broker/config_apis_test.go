@@ -479,3 +479,71 @@ func TestAPIVersionsAdvertisesConfigAndClusterAPIs(t *testing.T) {
 		}
 	}
 }
+
+// TestIncrementalAlterConfigsDuplicateKeyRefusesThatResource: a config
+// named twice is INVALID_REQUEST for its resource only; the others of the
+// request go ahead and answer in request order.
+func TestIncrementalAlterConfigsDuplicateKeyRefusesThatResource(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "dup", 1, nil)
+	createTopic(t, adm, "fine", 1, nil)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.SetVersion(1)
+	for _, name := range []string{"dup", "fine", "missing"} {
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, name
+		e := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		e.Op, e.Name, e.Value = kmsg.IncrementalAlterConfigOpSet, "segment.ms", kmsg.StringPtr("60000")
+		r.Configs = append(r.Configs, e)
+		if name == "dup" {
+			r.Configs = append(r.Configs, e)
+		}
+		req.Resources = append(req.Resources, r)
+	}
+	resp := dialRaw(t, n).roundTrip(req).(*kmsg.IncrementalAlterConfigsResponse)
+	for i, want := range []int16{kerr.InvalidRequest.Code, 0, kerr.UnknownTopicOrPartition.Code} {
+		r := resp.Resources[i]
+		if r.ResourceName != req.Resources[i].ResourceName || r.ErrorCode != want {
+			t.Errorf("resource %d: %s code %d, want %s code %d", i, r.ResourceName, r.ErrorCode, req.Resources[i].ResourceName, want)
+		}
+	}
+	if _, set := topicOverrides(n, "dup")["segment.ms"]; set {
+		t.Fatal("refused resource changed")
+	}
+	if topicOverrides(n, "fine")["segment.ms"] != "60000" {
+		t.Fatal("accepted resource not changed")
+	}
+}
+
+// TestAlteredConfigsAndPartitionsSurviveRestart: after a restart on the
+// same directory the logs open with the altered configs (topic and dynamic
+// broker ones) and every added partition is back.
+func TestAlteredConfigsAndPartitionsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, nil)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "kept", 1, nil)
+	if rs, err := adm.AlterTopicConfigs(testCtx(t), []kadm.AlterConfig{{Name: "segment.bytes", Value: kmsg.StringPtr("70000")}}, "kept"); err != nil || rs[0].Err != nil {
+		t.Fatalf("alter topic: %v %+v", err, rs)
+	}
+	if rs, err := adm.AlterBrokerConfigs(testCtx(t), []kadm.AlterConfig{{Name: "log.retention.bytes", Value: kmsg.StringPtr("9000000")}}); err != nil || rs[0].Err != nil {
+		t.Fatalf("alter cluster default: %v %+v", err, rs)
+	}
+	if rs, err := adm.CreatePartitions(testCtx(t), 2, "kept"); err != nil || rs["kept"].Err != nil {
+		t.Fatalf("create partitions: %v %+v", err, rs)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := startNode(t, dir, nil)
+	for p := int32(0); p < 3; p++ {
+		hp := n2.partition("kept", p)
+		if hp == nil {
+			t.Fatalf("partition %d missing after restart", p)
+		}
+		if c := hp.log.Config(); c.SegmentBytes != 70000 || c.RetentionBytes != 9000000 {
+			t.Fatalf("partition %d after restart: segment.bytes %d retention.bytes %d", p, c.SegmentBytes, c.RetentionBytes)
+		}
+	}
+}
