@@ -471,3 +471,53 @@ func TestMetricsDeletedTopicLeavesTheScrape(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestMetricsScrapesRaceNothing scrapes /metrics in a loop while topics
+// are created, produced to, consumed and deleted: under -race, the
+// scrape-time collector must read partitions, logs and connections
+// safely, and every scrape must parse.
+func TestMetricsScrapesRaceNothing(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	stop := make(chan struct{})
+	scraped := make(chan int)
+	go func() {
+		k := 0
+		defer func() { scraped <- k }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			resp, err := http.Get("http://" + n.AdminAddr() + "/metrics")
+			if err != nil {
+				return
+			}
+			p := expfmt.NewTextParser(model.UTF8Validation)
+			_, perr := p.TextToMetricFamilies(resp.Body)
+			resp.Body.Close()
+			if perr != nil || resp.StatusCode != 200 {
+				return
+			}
+			k++
+		}
+	}()
+	cl := newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 3 {
+		name := "churn" + string(rune('a'+i))
+		createTopic(t, adm, name, 3, nil)
+		for j := range 3 {
+			if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: name, Partition: int32(j), Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if resp, err := adm.DeleteTopics(testCtx(t), name); err != nil || resp[name].Err != nil {
+			t.Fatalf("delete %s: %v %v", name, err, resp)
+		}
+	}
+	close(stop)
+	if k := <-scraped; k < 2 {
+		t.Fatalf("only %d scrapes succeeded", k)
+	}
+}
