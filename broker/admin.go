@@ -55,9 +55,11 @@ type nodeHealth struct {
 // Ready means: storage loaded every log; a controller leader answered this
 // broker's last heartbeat within broker.session.timeout.ms (the quorum has
 // a leader that knows us — in combined mode as in broker-only mode); the
-// broker is registered and unfenced; the metadata view is caught up (the
-// partitions match the last applied metadata offset); and Open has
-// returned (listeners accepting) and Close has not begun.
+// broker is registered and unfenced (the controller unfences a broker once
+// its reconciled metadata offset has caught up); the broker has loaded and
+// reconciled a metadata image; and Open has returned (listeners accepting)
+// and Close has not begun. A delta being reconciled right now does not
+// make the node unready: that would flap /readyz on every metadata change.
 func (n *Node) readiness() (bool, []string) {
 	var failing []string
 	check := func(ok bool, what string) {
@@ -72,10 +74,7 @@ func (n *Node) readiness() (bool, []string) {
 		"controller: no leader answered a heartbeat within broker.session.timeout.ms")
 	check(h.registered.Load(), "broker: not registered with the controller")
 	check(!n.fenced.Load(), "broker: fenced")
-	n.metaMu.RLock()
-	caughtUp := n.reconciled >= 0 && n.reconciled == n.meta.Offset()
-	n.metaMu.RUnlock()
-	check(caughtUp, "metadata: not caught up")
+	check(n.metadataOffset() >= 0, "metadata: no image reconciled yet")
 	check(h.serving.Load(), "node: not serving (starting or stopping)")
 	return len(failing) == 0, failing
 }

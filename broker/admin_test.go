@@ -141,6 +141,9 @@ func TestAdminHealthzReadyzAndPprofOnAStartedNode(t *testing.T) {
 	if v := s.get(t, "strata_broker_ready"); v != 1 {
 		t.Fatalf("strata_broker_ready = %v", v)
 	}
+	if v := s.get(t, "strata_broker_info", "node_id", "1", "cluster_id", n.ClusterID()); v != 1 {
+		t.Fatalf("strata_broker_info = %v", v)
+	}
 	// The controller's, Go's and the process's collectors are on the same
 	// registry.
 	for _, name := range []string{"strata_controller_raft_term", "go_goroutines", "process_cpu_seconds_total"} {

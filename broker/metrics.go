@@ -276,7 +276,7 @@ func (m *metrics) responseErrorCode(key int16, resp kmsg.Response) int16 {
 type nodeCollector struct {
 	n *Node
 
-	connections, inFlight, partitions, partitionsLed, ready, metadataOffset               *prometheus.Desc
+	info, connections, inFlight, partitions, partitionsLed, ready, metadataOffset         *prometheus.Desc
 	logSize, logSegments, logEnd, logStart, localLogStart, hw, recoveryPoint, leaderEpoch *prometheus.Desc
 	recTruncated, recDroppedSegs, recLogsRecovered, recLogs, recSeconds                   *prometheus.Desc
 }
@@ -288,6 +288,7 @@ func newNodeCollector(n *Node) *nodeCollector {
 	tp := []string{"topic", "partition"}
 	return &nodeCollector{
 		n:                n,
+		info:             d("broker", "info", "Always 1; labels name the node and its cluster.", "node_id", "cluster_id"),
 		connections:      d("broker", "connections", "Open client connections, by listener.", "listener"),
 		inFlight:         d("broker", "requests_in_flight", "Requests read and not yet answered, over all connections."),
 		partitions:       d("broker", "partitions", "Partitions hosted by this broker."),
@@ -311,7 +312,7 @@ func newNodeCollector(n *Node) *nodeCollector {
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.connections, c.inFlight, c.partitions, c.partitionsLed, c.ready,
+	for _, d := range []*prometheus.Desc{c.info, c.connections, c.inFlight, c.partitions, c.partitionsLed, c.ready,
 		c.metadataOffset, c.logSize, c.logSegments, c.logEnd, c.logStart, c.localLogStart, c.hw,
 		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds} {
 		ch <- d
@@ -322,6 +323,11 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	n := c.n
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+
+	if n.health.storeLoaded.Load() {
+		// clusterID is set before storage loads; storeLoaded orders the read.
+		gauge(c.info, 1, strconv.Itoa(int(n.cfg.NodeID)), n.clusterID)
 	}
 
 	byListener := map[string]int{}
