@@ -524,3 +524,40 @@ func TestMetricsScrapesRaceNothing(t *testing.T) {
 		t.Fatalf("only %d scrapes succeeded", k)
 	}
 }
+
+// TestAdminReadyzTurnsUnreadyWhenTheControllerIsGone runs a broker-only
+// node beside a combined one, then stops the combined node (the whole
+// quorum): once no heartbeat has been answered for
+// broker.session.timeout.ms, the broker-only node's /readyz turns 503
+// naming the controller, while /healthz stays 200.
+func TestAdminReadyzTurnsUnreadyWhenTheControllerIsGone(t *testing.T) {
+	a := startNode(t, t.TempDir(), nil)
+	b := startNode(t, t.TempDir(), map[string]string{
+		"node.id":                      "2",
+		"process.roles":                "broker",
+		"listeners":                    "PLAINTEXT://127.0.0.1:0",
+		"controller.quorum.voters":     "1@" + a.Addrs()["CONTROLLER"],
+		"broker.heartbeat.interval.ms": "100",
+		"broker.session.timeout.ms":    "1000",
+	})
+	if code, body := httpGet(t, b.AdminAddr(), "/readyz"); code != 200 {
+		t.Fatalf("/readyz of the broker-only node: %d %q", code, body)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(testWait)
+	for {
+		code, body := httpGet(t, b.AdminAddr(), "/readyz")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "controller: no leader") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d %q with the quorum gone", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _ := httpGet(t, b.AdminAddr(), "/healthz"); code != 200 {
+		t.Fatalf("/healthz %d", code)
+	}
+}
