@@ -561,3 +561,21 @@ func TestAdminReadyzTurnsUnreadyWhenTheControllerIsGone(t *testing.T) {
 		t.Fatalf("/healthz %d", code)
 	}
 }
+
+func TestAdminListenerSettingIsValidatedAndCanBeTurnedOff(t *testing.T) {
+	props := map[string]string{"admin.listener": "no-port-here"}
+	if _, err := ParseConfig(MergeProperties(props, nil, nil)); err == nil || !strings.Contains(err.Error(), "admin.listener") {
+		t.Fatalf("admin.listener without a port: %v", err)
+	}
+	n := startNode(t, t.TempDir(), map[string]string{"admin.listener": ""})
+	if a := n.AdminAddr(); a != "" {
+		t.Fatalf("admin listener %q with admin.listener empty", a)
+	}
+	if _, ok := n.Addrs()["ADMIN"]; ok {
+		t.Fatalf("Addrs lists ADMIN: %v", n.Addrs())
+	}
+	// The metrics are still kept, for a caller serving the registry.
+	if fams, err := n.Registry().Gather(); err != nil || len(fams) == 0 {
+		t.Fatalf("gather: %d families, %v", len(fams), err)
+	}
+}
