@@ -134,7 +134,7 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 				}
 			}
 		}
-		total, anyErr := n.readFetch(parts, req.MaxBytes, r.version)
+		total, anyErr := n.readFetch(parts, req.MaxBytes)
 		if anyErr || total >= int64(max(req.MinBytes, 1)) || w == nil || ctx.Err() != nil || stopping {
 			break
 		}
@@ -321,25 +321,41 @@ func (n *Node) resolveParts(parts []fetchPart, byID bool) []fetchPart {
 // limits. It returns the bytes read and whether any partition has an error
 // (which answers the fetch at once, as Kafka does).
 //
-// Called again after a wake, it reads only what can have changed: if a
-// partition holding a view has a new high watermark, everything is read
-// again (a bigger view changes the budget of the ones after it); otherwise
-// the views are kept and only empty partitions whose high watermark moved
-// are read, within what the kept views leave of the budget.
-func (n *Node) readFetch(parts []fetchPart, maxBytes int32, version int16) (int64, bool) {
+// Called again after a wake, it reads only what can have changed: the
+// views are kept and only partitions that had no data and whose high
+// watermark moved are read, within what the kept views leave of the
+// budget. Everything is read again when that shortcut could be wrong: a
+// partition holding a view has a new high watermark (a bigger view changes
+// the budget of the ones after it), or a partition lost its leadership,
+// changed leader epoch, or moved its log start past the fetch offset (an
+// error to answer now, with the others' data read afresh).
+func (n *Node) readFetch(parts []fetchPart, maxBytes int32) (int64, bool) {
 	budget := int64(maxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
 	}
+	full := false
+	for i := range parts {
+		fp := &parts[i]
+		if fp.p == nil || !fp.read {
+			continue
+		}
+		if (fp.hasView && fp.p.hw.Load() != fp.readHW) || fp.p.checkLeader(fp.leaderEpoch) != nil ||
+			fp.fetchOffset < fp.p.log.LogStartOffset() {
+			full = true
+			break
+		}
+	}
+	if full {
+		releaseFetch(parts)
+		for i := range parts {
+			parts[i].read = false
+		}
+	}
 	var total int64
 	for i := range parts {
-		if fp := &parts[i]; fp.hasView {
-			if fp.p.hw.Load() != fp.readHW {
-				releaseFetch(parts)
-				total = 0
-				break
-			}
-			total += fp.view.Size
+		if parts[i].hasView {
+			total += parts[i].view.Size
 		}
 	}
 	anyErr := false
@@ -353,10 +369,9 @@ func (n *Node) readFetch(parts []fetchPart, maxBytes int32, version int16) (int6
 			continue
 		}
 		hw := fp.p.hw.Load()
-		if fp.read && fp.err == nil && hw == fp.readHW {
+		if fp.read && hw == fp.readHW {
 			continue // no data before, and nothing appended since
 		}
-		fp.read, fp.readHW = true, hw
 		if fp.err = fp.p.checkLeader(fp.leaderEpoch); fp.err != nil {
 			anyErr = true
 			continue
@@ -364,7 +379,7 @@ func (n *Node) readFetch(parts []fetchPart, maxBytes int32, version int16) (int6
 		limit := min(int64(fp.maxBytes), budget-total)
 		if limit <= 0 {
 			if total > 0 {
-				continue
+				continue // no budget left: read again next time
 			}
 			limit = 1 // still the first batch whole (KIP-74)
 		}
@@ -376,6 +391,7 @@ func (n *Node) readFetch(parts []fetchPart, maxBytes int32, version int16) (int6
 		}
 		if v.Size == 0 {
 			v.Release()
+			fp.read, fp.readHW = true, hw
 			continue
 		}
 		if total > 0 && v.Size > limit {
@@ -384,7 +400,7 @@ func (n *Node) readFetch(parts []fetchPart, maxBytes int32, version int16) (int6
 			v.Release()
 			continue
 		}
-		fp.view, fp.hasView = v, true
+		fp.view, fp.hasView, fp.read, fp.readHW = v, true, true, hw
 		total += v.Size
 	}
 	return total, anyErr

@@ -221,3 +221,32 @@ func TestFetchLongPollWaitsForMinBytesAcrossPartitions(t *testing.T) {
 		t.Fatalf("answered %+v, want one batch (%d bytes) from each partition", got, one)
 	}
 }
+
+// TestFetchLongPollAnswersAtOnceWhenLeadershipMoves parks a fetch on a
+// partition with no data, then takes the partition's leadership away as
+// reconcile does (leader flag, then a wake): the parked fetch answers
+// NOT_LEADER_OR_FOLLOWER at once rather than at MaxWaitMs, although no
+// append moved the high watermark.
+func TestFetchLongPollAnswersAtOnceWhenLeadershipMoves(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "moves", 1, nil)
+	c := dialRaw(t, n)
+	req := fetchReq(12, "moves", [16]byte{}, 0, 0, 20000, 1, 1<<20)
+	c.send(req)
+	time.Sleep(100 * time.Millisecond) // parked (or about to: it checks first)
+	p := n.partition("moves", 0)
+	p.leader.Store(false)
+	defer p.leader.Store(true)
+	start := time.Now()
+	p.wake()
+	_, body, err := c.readFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("answered after %v", el)
+	}
+	if got := fetchedParts(t, decodeResponse(t, req, body).(*kmsg.FetchResponse)); got[0].code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("answered %+v, want NOT_LEADER_OR_FOLLOWER", got)
+	}
+}
