@@ -219,6 +219,7 @@ func (n *Node) fetchContext(req *kmsg.FetchRequest, version int16) (fetchKind, *
 	if s == nil {
 		return 0, nil, nil, kerr.FetchSessionIDNotFound
 	}
+	requested := fromRequest() // resolves names under metaMu: before s.mu
 	s.mu.Lock()
 	if s.epoch != req.SessionEpoch {
 		s.mu.Unlock()
@@ -228,7 +229,7 @@ func (n *Node) fetchContext(req *kmsg.FetchRequest, version int16) (fetchKind, *
 		s.mu.Unlock()
 		return 0, nil, nil, kerr.FetchSessionTopicIDError
 	}
-	for _, fp := range fromRequest() {
+	for _, fp := range requested {
 		s.addOrUpdateLocked(fp.sessionPart(byID, false))
 	}
 	for _, ft := range req.ForgottenTopics {

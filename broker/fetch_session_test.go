@@ -281,3 +281,35 @@ func TestFetchSessionCacheEvictsByKafkasRules(t *testing.T) {
 		t.Fatalf("%d sessions cached with 2 slots", c.len())
 	}
 }
+
+// TestFetchSessionTopicRecreatedUnderItsName: a v13+ session names its
+// topic by id; once the topic is deleted its partition answers
+// UNKNOWN_TOPIC_OR_PARTITION, and once a new topic takes the name,
+// INCONSISTENT_TOPIC_ID (the session's id is not the log's), never the new
+// topic's records.
+func TestFetchSessionTopicRecreatedUnderItsName(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "again", 1, nil)
+	c := dialRaw(t, n)
+	producedOne(t, c, "again", 0, "old")
+	v := kmsg.NewPtrFetchRequest().MaxVersion()
+	old := topicID(t, n, "again")
+	full := c.roundTrip(sessionFetch(v, 0, 0, "", old, map[int32]int64{0: 0})).(*kmsg.FetchResponse)
+	if full.SessionID == 0 || fetchedParts(t, full)[0].bytes == 0 {
+		t.Fatalf("full fetch: session %d parts %+v", full.SessionID, fetchedParts(t, full))
+	}
+	if _, err := adm.DeleteTopics(testCtx(t), "again"); err != nil {
+		t.Fatal(err)
+	}
+	got := fetchedParts(t, c.roundTrip(sessionFetch(v, full.SessionID, 1, "", old, nil)).(*kmsg.FetchResponse))
+	if got[0].code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("deleted topic: answered %+v, want UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
+	createTopic(t, adm, "again", 1, nil)
+	producedOne(t, c, "again", 0, "new")
+	got = fetchedParts(t, c.roundTrip(sessionFetch(v, full.SessionID, 2, "", old, nil)).(*kmsg.FetchResponse))
+	if g := got[0]; g.code != kerr.InconsistentTopicID.Code || g.bytes != 0 || g.hw != -1 {
+		t.Fatalf("re-created topic: answered %+v, want INCONSISTENT_TOPIC_ID without records", got)
+	}
+}
