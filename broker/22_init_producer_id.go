@@ -8,14 +8,17 @@ package broker
 // id and epoch (KIP-360, after an error) keeps its id with the epoch
 // bumped, or gets a new id once the epoch would overflow.
 //
-// Differences from Kafka: there is no producer state yet, so the broker
-// does not check sequence numbers or drop duplicate batches: a client
-// retrying a batch that was appended but whose response was lost can
-// still write it twice (at-least-once). This lets franz-go's default
-// (idempotent) producer work; exactly-once per partition arrives with the
-// producer-state work. Ids come from the node, not from controller blocks
-// (AllocateProducerIds). Transactional ids are refused with
-// INVALID_REQUEST: there is no transaction coordinator.
+// The ids feed the idempotent producer: each partition keeps the
+// sequences of every producer id's last five batches (idempotence.go), so
+// a retried batch is acknowledged at its first offsets instead of being
+// written twice, and an older epoch is refused (INVALID_PRODUCER_EPOCH).
+//
+// Differences from Kafka: ids come from the node, not from controller
+// blocks (AllocateProducerIds); Kafka answers a non-transactional request
+// that names its id and epoch with a brand-new id, Strata bumps the epoch
+// of the same id (either way the producer restarts its sequences at 0).
+// Transactional ids are refused with INVALID_REQUEST: there is no
+// transaction coordinator.
 
 import (
 	"context"
