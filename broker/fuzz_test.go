@@ -262,7 +262,7 @@ func startFuzzNode(tb testing.TB) *fuzzNode {
 
 var apiVersionsProbe = frameRequest(kmsg.NewPtrApiVersionsRequest(), 424242)
 
-// check serves input and asserts the invariants of bad input:
+// verify serves input and checks the invariants of bad input:
 //
 //   - nothing panics: no handler panic, no decoder panic (both recovered
 //     by the broker and logged, which panicWatch counts);
@@ -274,13 +274,12 @@ var apiVersionsProbe = frameRequest(kmsg.NewPtrApiVersionsRequest(), 424242)
 //   - the logs are unchanged, except that a Produce may append (log ends
 //     grow, never shrink, and nothing else moves);
 //   - the node still answers ApiVersions on a new connection.
-func (fz *fuzzNode) check(t *testing.T, input []byte) served {
-	t.Helper()
+func (fz *fuzzNode) verify(input []byte) (served, error) {
 	frames := splitFrames(input)
 	hasProduce := false
 	for _, f := range frames {
 		if clusterMutatingKeys[f.key] && decodeRequestFrame(f.body) != nil {
-			return served{} // decoded, not run (see clusterMutatingKeys)
+			return served{}, nil // decoded, not run (see clusterMutatingKeys)
 		}
 		hasProduce = hasProduce || f.key == produceKey
 	}
@@ -290,18 +289,18 @@ func (fz *fuzzNode) check(t *testing.T, input []byte) served {
 	if fz.watch.n.Load() != panics {
 		fz.watch.mu.Lock()
 		defer fz.watch.mu.Unlock()
-		t.Fatalf("panic on input %q: %s", input, fz.watch.last)
+		return s, fmt.Errorf("panic on input %q: %s", input, fz.watch.last)
 	}
 
 	// Responses: whole frames, in request order, each decodable.
 	out, fi, answered := s.out, 0, 0
 	for len(out) > 0 {
 		if len(out) < 8 {
-			t.Fatalf("%d trailing response bytes", len(out))
+			return s, fmt.Errorf("%d trailing response bytes", len(out))
 		}
 		size := int(binary.BigEndian.Uint32(out))
 		if size < 4 || size > len(out)-4 {
-			t.Fatalf("response frame size %d with %d bytes left", size, len(out)-4)
+			return s, fmt.Errorf("response frame size %d with %d bytes left", size, len(out)-4)
 		}
 		corr, body := int32(binary.BigEndian.Uint32(out[4:])), out[8:4+size]
 		out = out[4+size:]
@@ -309,7 +308,7 @@ func (fz *fuzzNode) check(t *testing.T, input []byte) served {
 			fi++
 		}
 		if fi == len(frames) {
-			t.Fatalf("response with correlation id %d matches no request in order", corr)
+			return s, fmt.Errorf("response with correlation id %d matches no request in order", corr)
 		}
 		f := frames[fi]
 		fi++
@@ -317,11 +316,11 @@ func (fz *fuzzNode) check(t *testing.T, input []byte) served {
 		req := decodeRequestFrame(f.body)
 		if req == nil {
 			if f.key != apiVersionsKey {
-				t.Fatalf("a response to a request the broker cannot decode (key %d v%d)", f.key, f.version)
+				return s, fmt.Errorf("a response to a request the broker cannot decode (key %d v%d)", f.key, f.version)
 			}
 			resp := kmsg.NewPtrApiVersionsResponse() // KIP-511 fallback
 			if err := resp.ReadFrom(body); err != nil || resp.ErrorCode != kerr.UnsupportedVersion.Code {
-				t.Fatalf("ApiVersions v%d fallback: %v %+v", f.version, err, resp)
+				return s, fmt.Errorf("ApiVersions v%d fallback: %v %+v", f.version, err, resp)
 			}
 			continue
 		}
@@ -329,12 +328,12 @@ func (fz *fuzzNode) check(t *testing.T, input []byte) served {
 		resp.SetVersion(req.GetVersion())
 		if req.IsFlexible() && req.Key() != apiVersionsKey {
 			if _, err := skipTags(body); err != nil {
-				t.Fatalf("%s v%d response header: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+				return s, fmt.Errorf("%s v%d response header: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 			}
 			body = body[1:] // the broker writes no header tags
 		}
 		if err := resp.ReadFrom(body); err != nil {
-			t.Fatalf("%s v%d response does not decode: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+			return s, fmt.Errorf("%s v%d response does not decode: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 		}
 	}
 	if !s.closed && !s.timedOut {
@@ -348,7 +347,7 @@ func (fz *fuzzNode) check(t *testing.T, input []byte) served {
 			want++
 		}
 		if answered != want {
-			t.Fatalf("connection left open with %d of %d requests answered", answered, want)
+			return s, fmt.Errorf("connection left open with %d of %d requests answered", answered, want)
 		}
 	}
 
@@ -357,18 +356,28 @@ func (fz *fuzzNode) check(t *testing.T, input []byte) served {
 		a, ok := after[k]
 		switch {
 		case !ok:
-			t.Fatalf("partition %v gone", k)
+			return s, fmt.Errorf("partition %v gone", k)
 		case hasProduce && a[0] == b[0] && a[1] >= b[1] && a[2] >= b[2]:
 		case a != b:
-			t.Fatalf("partition %v: (start, end, hw) %v -> %v on input without a produce", k, b, a)
+			return s, fmt.Errorf("partition %v: (start, end, hw) %v -> %v on input without a produce", k, b, a)
 		}
 	}
 	if len(after) != len(before) {
-		t.Fatalf("%d partitions before, %d after", len(before), len(after))
+		return s, fmt.Errorf("%d partitions before, %d after", len(before), len(after))
 	}
 	if p := serveBytes(fz.n, apiVersionsProbe, testWait); p.closed || len(p.out) < 8 ||
 		int32(binary.BigEndian.Uint32(p.out[4:])) != 424242 {
-		t.Fatalf("node no longer answers ApiVersions (closed %v, %d bytes)", p.closed, len(p.out))
+		return s, fmt.Errorf("node no longer answers ApiVersions (closed %v, %d bytes)", p.closed, len(p.out))
+	}
+	return s, nil
+}
+
+// check is verify failing t.
+func (fz *fuzzNode) check(t *testing.T, input []byte) served {
+	t.Helper()
+	s, err := fz.verify(input)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return s
 }
@@ -840,6 +849,51 @@ func checkSeedCorpus(t *testing.T) {
 	for _, k := range []int16{0, 1, 2, 3, 18, 22} {
 		if !keys[k] {
 			t.Errorf("no seed for %s", kmsg.NameForKey(k))
+		}
+	}
+}
+
+// TestFuzzInvariantsCatchBrokenHandlers swaps in broken handlers for an
+// API key and checks verify reports each breakage, so the fuzzers' silence
+// means something.
+func TestFuzzInvariantsCatchBrokenHandlers(t *testing.T) {
+	const key = 9 // OffsetFetch
+	fz := startFuzzNode(t)
+	saved, had := apis[key]
+	t.Cleanup(func() {
+		if had {
+			apis[key] = saved
+		} else {
+			delete(apis, key)
+		}
+	})
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(5)
+	input := frameRequest(req, 77)
+	for _, tc := range []struct {
+		name string
+		fn   handlerFunc
+		want string
+	}{
+		{"panics", func(context.Context, *Node, *request) (*frame, error) { panic("boom") }, "panic"},
+		{"answers garbage", func(_ context.Context, _ *Node, r *request) (*frame, error) {
+			return &frame{buf: []byte{0, 0, 0, 6, 0, 0, 0, 77, 0xff, 0xff}}, nil
+		}, "does not decode"},
+		{"answers nothing", func(context.Context, *Node, *request) (*frame, error) { return nil, nil }, "0 of 1 requests answered"},
+		{"writes the log", func(_ context.Context, n *Node, r *request) (*frame, error) {
+			if _, err := n.partition("fuzz", 0).append(recordBatch(1, "sneaky")); err != nil {
+				return nil, err
+			}
+			return encodeResponse(r, kmsg.NewPtrOffsetFetchResponse()), nil
+		}, "without a produce"},
+		{"correct", func(_ context.Context, _ *Node, r *request) (*frame, error) {
+			return encodeResponse(r, kmsg.NewPtrOffsetFetchResponse()), nil
+		}, ""},
+	} {
+		apis[key] = &api{key: key, min: 0, max: req.MaxVersion(), fn: tc.fn}
+		_, err := fz.verify(input)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: verify says %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }
