@@ -8,7 +8,9 @@ package broker
 // list per new partition). Errors per topic, with a message:
 // INVALID_PARTITIONS (Count not above the current count),
 // UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (topic repeated),
-// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT. ValidateOnly
+// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT; POLICY_VIOLATION
+// for topics that would take the request past 10000 new partitions (Kafka's
+// per-operation record cap). ValidateOnly
 // plans without committing. On success the handler waits, within the
 // request's timeout, until this broker's metadata view has the new
 // partitions and their logs are open, so a producer that refreshes its
@@ -19,7 +21,9 @@ package broker
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
@@ -27,11 +31,43 @@ import (
 
 func init() { register(37, 0, false, handleCreatePartitions) }
 
+// maxNewPartitionsPerRequest caps the partitions one request may add, as
+// Kafka's controller caps the records of one operation (10000).
+const maxNewPartitionsPerRequest = 10000
+
 func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.CreatePartitionsRequest)
 	resp := kmsg.NewPtrCreatePartitionsResponse()
 	mreq := metadata.CreatePartitionsRequest{ValidateOnly: req.ValidateOnly}
-	for _, t := range req.Topics {
+	// Kafka's controller refuses a request adding more than
+	// maxNewPartitionsPerRequest partitions (its MAX_RECORDS_PER_USER_OP):
+	// a fuzzed Count of 2^31 must not make the controller plan billions.
+	var current map[string]int32
+	n.view(func(st *metadata.State) {
+		current = make(map[string]int32, len(req.Topics))
+		for _, t := range req.Topics {
+			if ti, ok := st.TopicByName(t.Topic); ok {
+				current[t.Topic] = ti.NumPartitions
+			}
+		}
+	})
+	refused := make([]error, len(req.Topics))
+	added := int64(0)
+	for i, t := range req.Topics {
+		if cur, ok := current[t.Topic]; ok && t.Count > cur {
+			added += int64(t.Count - cur)
+			if added > maxNewPartitionsPerRequest {
+				refused[i] = fmt.Errorf("%w: excessively large number of partitions per request (more than %d new)", kerr.PolicyViolation, maxNewPartitionsPerRequest)
+				added -= int64(t.Count - cur)
+			}
+		}
+	}
+	var sent []int // mreq.Topics[j] is req.Topics[sent[j]]
+	for i, t := range req.Topics {
+		if refused[i] != nil {
+			continue
+		}
+		sent = append(sent, i)
 		ct := metadata.CreatePartitionsTopic{Name: t.Topic, Count: t.Count}
 		if t.Assignment != nil {
 			ct.Assignments = make([][]int32, 0, len(t.Assignment))
@@ -41,30 +77,37 @@ func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, e
 		}
 		mreq.Topics = append(mreq.Topics, ct)
 	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		if refused[i] != nil {
+			rt.ErrorCode, rt.ErrorMessage = errCode(refused[i]), kmsg.StringPtr(refused[i].Error())
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(mreq.Topics) == 0 {
+		return encodeResponse(r, resp), nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	results, err := n.svc.CreatePartitions(cctx, mreq)
-	if err == nil && len(results) != len(req.Topics) {
+	if err == nil && len(results) != len(mreq.Topics) {
 		err = errResultCount
 	}
 	if err != nil {
-		for _, t := range req.Topics {
-			rt := kmsg.NewCreatePartitionsResponseTopic()
-			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, errCode(err), kmsg.StringPtr(err.Error())
-			resp.Topics = append(resp.Topics, rt)
+		for _, i := range sent {
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(err), kmsg.StringPtr(err.Error())
 		}
 		return encodeResponse(r, resp), nil
 	}
 	grown := map[string]int32{}
-	for i, res := range results {
-		rt := kmsg.NewCreatePartitionsResponseTopic()
-		rt.Topic = res.Name
+	for j, res := range results {
+		rt := &resp.Topics[sent[j]]
 		if res.Err != nil {
 			rt.ErrorCode, rt.ErrorMessage = metadata.ErrorCode(res.Err), kmsg.StringPtr(res.Err.Error())
 		} else if !req.ValidateOnly {
-			grown[res.Name] = req.Topics[i].Count
+			grown[res.Name] = mreq.Topics[j].Count
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
 	if len(grown) > 0 {
 		n.waitMetadata(cctx, func(st *metadata.State) bool {

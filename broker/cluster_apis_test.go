@@ -277,3 +277,33 @@ func TestDescribeLogDirsEveryVersion(t *testing.T) {
 		t.Fatalf("kadm dirs-1: %+v", p)
 	}
 }
+
+// TestCreatePartitionsCapsNewPartitionsPerRequest: a request adding more
+// than 10000 partitions (Kafka's per-operation cap) gets POLICY_VIOLATION
+// for the topics past the cap; the others in the same request go ahead,
+// answered in request order.
+func TestCreatePartitionsCapsNewPartitionsPerRequest(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "small", 1, nil)
+	createTopic(t, adm, "huge", 1, nil)
+	req := createPartitionsReq(3, false, "small", 2)
+	big := kmsg.NewCreatePartitionsRequestTopic()
+	big.Topic, big.Count = "huge", 1+maxNewPartitionsPerRequest
+	req.Topics = append(req.Topics, big)
+	resp := dialRaw(t, n).roundTrip(req).(*kmsg.CreatePartitionsResponse)
+	if len(resp.Topics) != 2 || resp.Topics[0].Topic != "small" || resp.Topics[1].Topic != "huge" {
+		t.Fatalf("response topics %+v", resp.Topics)
+	}
+	if resp.Topics[0].ErrorCode != 0 || resp.Topics[1].ErrorCode != kerr.PolicyViolation.Code || resp.Topics[1].ErrorMessage == nil {
+		t.Fatalf("codes %d, %d (%v)", resp.Topics[0].ErrorCode, resp.Topics[1].ErrorCode, resp.Topics[1].ErrorMessage)
+	}
+	if partitionCount(n, "small") != 2 || partitionCount(n, "huge") != 1 {
+		t.Fatalf("partitions: small %d huge %d", partitionCount(n, "small"), partitionCount(n, "huge"))
+	}
+	// 2^31-1 alone: refused at once, nothing planned.
+	resp = dialRaw(t, n).roundTrip(createPartitionsReq(0, false, "huge", 1<<31-1)).(*kmsg.CreatePartitionsResponse)
+	if resp.Topics[0].ErrorCode != kerr.PolicyViolation.Code || partitionCount(n, "huge") != 1 {
+		t.Fatalf("max count: code %d, %d partitions", resp.Topics[0].ErrorCode, partitionCount(n, "huge"))
+	}
+}
