@@ -10,7 +10,9 @@ package broker
 // below the current start changes nothing (idempotent). The answer carries
 // the low watermark: the log start offset afterwards. The log-start-offset
 // checkpoint is written before answering, so a deletion survives a crash,
-// not only a clean restart.
+// not only a clean restart. Fetches parked on the partition are woken, so
+// one whose offset fell below the new start answers OFFSET_OUT_OF_RANGE
+// at once.
 //
 // Errors: OFFSET_OUT_OF_RANGE for an offset above the high watermark or
 // negative (other than -1), POLICY_VIOLATION when the topic's
@@ -100,5 +102,9 @@ func (n *Node) deleteRecords(topic string, exists bool, tp kmsg.DeleteRecordsReq
 		return false, err // storage's errors carry their Kafka codes (OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR)
 	}
 	rp.LowWatermark = p.log.LogStartOffset()
-	return rp.LowWatermark > before, nil
+	if rp.LowWatermark > before {
+		p.wake() // a parked fetch below the new start answers OFFSET_OUT_OF_RANGE now
+		return true, nil
+	}
+	return false, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -217,5 +218,66 @@ func TestDeleteRecordsEveryVersionAndErrors(t *testing.T) {
 	}
 	if _, err := deleteRecordsTo(t, adm, "compacted", 1); !errors.Is(err, kerr.PolicyViolation) {
 		t.Fatalf("delete records of a compacted topic: %v, want POLICY_VIOLATION", err)
+	}
+}
+
+// TestDeleteRecordsWakesParkedFetchBelowNewStart: a fetch parked for more
+// bytes (MinBytes) at an offset that DeleteRecords then moves the log
+// start past answers OFFSET_OUT_OF_RANGE at once, not at MaxWaitMs.
+func TestDeleteRecordsWakesParkedFetchBelowNewStart(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "park", 1, nil)
+	c := dialRaw(t, n)
+	for range 10 {
+		if code, _ := produceErr(t, c.roundTrip(produceReq(9, "park", [16]byte{}, 0, -1, recordBatch(1000, "x")))); code != 0 {
+			t.Fatalf("produce: %d", code)
+		}
+	}
+	p := n.partition("park", 0)
+	start := time.Now()
+	fetched := make(chan kmsg.FetchResponseTopicPartition, 1)
+	go func() {
+		fc := dialRaw(t, n)
+		req := fetchReq(11, "park", [16]byte{}, 0, 2, 15000, 1<<20, 1<<20)
+		fc.send(req)
+		_, body, err := fc.readFrame()
+		if err != nil {
+			close(fetched)
+			return
+		}
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SetVersion(11)
+		if resp.ReadFrom(body) != nil || len(resp.Topics) != 1 {
+			close(fetched)
+			return
+		}
+		fetched <- resp.Topics[0].Partitions[0]
+	}()
+	for deadline := time.Now().Add(testWait); ; {
+		p.mu.Lock()
+		parked := len(p.waiters)
+		p.mu.Unlock()
+		if parked > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch never parked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if lw, err := deleteRecordsTo(t, adm, "park", 5); err != nil || lw != 5 {
+		t.Fatalf("delete to 5: %d %v", lw, err)
+	}
+	select {
+	case fp, ok := <-fetched:
+		if !ok || fp.ErrorCode != kerr.OffsetOutOfRange.Code {
+			t.Fatalf("parked fetch answered %+v", fp)
+		}
+		if waited := time.Since(start); waited > 10*time.Second {
+			t.Fatalf("parked fetch answered after %v: not woken by the deletion", waited)
+		}
+	case <-time.After(testWait):
+		t.Fatal("parked fetch never answered")
 	}
 }
