@@ -2,6 +2,7 @@ package broker
 
 import (
 	"crypto/rand"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -305,5 +306,74 @@ func TestCreatePartitionsCapsNewPartitionsPerRequest(t *testing.T) {
 	resp = dialRaw(t, n).roundTrip(createPartitionsReq(0, false, "huge", 1<<31-1)).(*kmsg.CreatePartitionsResponse)
 	if resp.Topics[0].ErrorCode != kerr.PolicyViolation.Code || partitionCount(n, "huge") != 1 {
 		t.Fatalf("max count: code %d, %d partitions", resp.Topics[0].ErrorCode, partitionCount(n, "huge"))
+	}
+}
+
+// TestAdminAPIsOnABrokerOnlyNode: a broker-only node (controller over TCP)
+// serves the admin APIs through the quorum: CreatePartitions and
+// AlterConfigs sent to it take effect and are visible on it when answered;
+// each broker describes its own broker resource and refuses the other's;
+// DescribeCluster on either lists both.
+func TestAdminAPIsOnABrokerOnlyNode(t *testing.T) {
+	a := startNode(t, t.TempDir(), nil)
+	b := startNode(t, t.TempDir(), map[string]string{
+		"node.id":                  "2",
+		"process.roles":            "broker",
+		"listeners":                "PLAINTEXT://127.0.0.1:0",
+		"controller.quorum.voters": "1@" + a.Addrs()["CONTROLLER"],
+	})
+	createTopic(t, newAdmin(t, a), "both", 2, nil)
+	cb := dialRaw(t, b)
+	resp := cb.roundTrip(createPartitionsReq(3, false, "both", 4)).(*kmsg.CreatePartitionsResponse)
+	if resp.Topics[0].ErrorCode != 0 || partitionCount(b, "both") != 4 {
+		t.Fatalf("create partitions on the broker-only node: code %d, %d partitions in its view", resp.Topics[0].ErrorCode, partitionCount(b, "both"))
+	}
+	ar := cb.roundTrip(alterReq(2, false, "both", "retention.ms", "4000000")).(*kmsg.AlterConfigsResponse)
+	if ar.Resources[0].ErrorCode != 0 || topicOverrides(b, "both")["retention.ms"] != "4000000" {
+		t.Fatalf("alter on the broker-only node: code %d, view %v", ar.Resources[0].ErrorCode, topicOverrides(b, "both"))
+	}
+	for p := int32(0); p < 4; p++ {
+		var hosted *partition
+		for _, n := range []*Node{a, b} {
+			if hp := n.partition("both", p); hp != nil && hp.leader.Load() {
+				hosted = hp
+			}
+		}
+		if hosted == nil {
+			eventually(t, fmt.Sprintf("a leader hosting both-%d", p), func() bool {
+				for _, n := range []*Node{a, b} {
+					if hp := n.partition("both", p); hp != nil && hp.leader.Load() {
+						hosted = hp
+						return true
+					}
+				}
+				return false
+			})
+		}
+		eventually(t, fmt.Sprintf("both-%d to run with retention.ms 4000000", p), func() bool { return hosted.log.Config().RetentionMs == 4000000 })
+	}
+	for _, tc := range []struct {
+		n          *Node
+		own, other string
+	}{{a, "1", "2"}, {b, "2", "1"}} {
+		c := dialRaw(t, tc.n)
+		d := c.roundTrip(describeConfigsReq(4, false, false,
+			configResource(kmsg.ConfigResourceTypeBroker, tc.own, "node.id", "process.roles"),
+			configResource(kmsg.ConfigResourceTypeBroker, tc.other, "node.id"))).(*kmsg.DescribeConfigsResponse)
+		if id := describedConfig(t, d.Resources[0], "node.id"); *id.Value != tc.own {
+			t.Fatalf("node %s describes node.id %s", tc.own, *id.Value)
+		}
+		if d.Resources[1].ErrorCode != kerr.InvalidRequest.Code {
+			t.Fatalf("node %s describing broker %s: code %d", tc.own, tc.other, d.Resources[1].ErrorCode)
+		}
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.SetVersion(1)
+		req.EndpointType = endpointTypeBroker
+		dc := c.roundTrip(req).(*kmsg.DescribeClusterResponse)
+		// Each node's own meta.properties (a broker-only node does not yet
+		// learn the cluster id from the quorum; see DESIGN.md).
+		if len(dc.Brokers) != 2 || dc.ClusterID != tc.n.ClusterID() {
+			t.Fatalf("describe cluster on node %s: %+v", tc.own, dc)
+		}
 	}
 }
