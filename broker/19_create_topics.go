@@ -12,6 +12,11 @@ package broker
 // partition count, replication factor and the topic's configs (only the
 // ones set on the topic, as non-default); v7 the topic id.
 //
+// A request whose topics would add more than maxNewPartitionsPerRequest
+// partitions in all gets POLICY_VIOLATION for the topics past the limit
+// (Kafka's controller caps one operation at 10000 records): a fuzzed
+// NumPartitions of 2^31 must not make the controller plan billions.
+//
 // Differences from Kafka: configs in the v5+ response list only the
 // topic's own settings, not every default; a timeout of 0 does not skip
 // the wait for the controller (the controller always answers first).
@@ -19,6 +24,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -38,7 +44,24 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 		DefaultPartitions:        n.cfg.NumPartitions,
 		DefaultReplicationFactor: n.cfg.DefaultReplicationFactor,
 	}
+	var refused []kmsg.CreateTopicsResponseTopic
+	added := int64(0)
 	for _, t := range req.Topics {
+		parts := int64(t.NumPartitions)
+		if len(t.ReplicaAssignment) > 0 {
+			parts = int64(len(t.ReplicaAssignment))
+		} else if parts == -1 {
+			parts = int64(n.cfg.NumPartitions)
+		}
+		if parts > 0 && added+parts > maxNewPartitionsPerRequest {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, kerr.PolicyViolation.Code
+			rt.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("excessively large number of partitions per request (more than %d new)", maxNewPartitionsPerRequest))
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			refused = append(refused, rt)
+			continue
+		}
+		added += max(parts, 0)
 		ct := metadata.CreateTopic{Name: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
 		if len(t.ReplicaAssignment) > 0 {
 			ct.Assignments = make([][]int32, len(t.ReplicaAssignment))
@@ -61,13 +84,17 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 		}
 		creq.Topics = append(creq.Topics, ct)
 	}
+	resp.Topics = refused
+	if len(creq.Topics) == 0 {
+		return encodeResponse(r, resp), nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	results, err := n.svc.CreateTopics(cctx, creq)
 	if err != nil {
-		for _, t := range req.Topics {
+		for _, t := range creq.Topics {
 			rt := kmsg.NewCreateTopicsResponseTopic()
-			rt.Topic, rt.ErrorCode = t.Topic, errCode(err)
+			rt.Topic, rt.ErrorCode = t.Name, errCode(err)
 			if errors.Is(err, context.DeadlineExceeded) {
 				rt.ErrorCode = kerr.RequestTimedOut.Code
 			}

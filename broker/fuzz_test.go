@@ -897,3 +897,51 @@ func TestFuzzInvariantsCatchBrokenHandlers(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateTopicsRefusesExcessivePartitions: a CreateTopics adding more
+// than 10000 partitions in all (a fuzzed count of 2^30, or several large
+// topics) gets POLICY_VIOLATION for the topics past the limit, at once,
+// while the others of the request proceed.
+func TestCreateTopicsRefusesExcessivePartitions(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	cl := newClient(t, n)
+	create := func(validateOnly bool, counts map[string]int32) map[string]int16 {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.ValidateOnly, req.TimeoutMillis = validateOnly, 10000
+		names := make([]string, 0, len(counts))
+		for name := range counts {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, counts[name], 1
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int16{}
+		for _, rt := range resp.Topics {
+			got[rt.Topic] = rt.ErrorCode
+		}
+		return got
+	}
+	start := time.Now()
+	got := create(false, map[string]int32{"a-huge": 1 << 30, "b-small": 3})
+	if got["a-huge"] != kerr.PolicyViolation.Code || got["b-small"] != 0 || len(got) != 2 {
+		t.Fatalf("huge + small: %v", got)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("refusal took %v", d)
+	}
+	if p := n.partition("b-small", 2); p == nil {
+		t.Fatal("the small topic of the request was not created")
+	}
+	got = create(true, map[string]int32{"c-6000": 6000, "d-6000": 6000})
+	if got["c-6000"] != 0 || got["d-6000"] != kerr.PolicyViolation.Code {
+		t.Fatalf("6000 + 6000 validate-only: %v", got)
+	}
+}
