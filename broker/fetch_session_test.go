@@ -313,3 +313,40 @@ func TestFetchSessionTopicRecreatedUnderItsName(t *testing.T) {
 		t.Fatalf("re-created topic: answered %+v, want INCONSISTENT_TOPIC_ID without records", got)
 	}
 }
+
+// TestFetchSessionRotatesPartitionsWithDataToTheEnd: under a response byte
+// limit that admits one batch, a session's partitions take turns: the one
+// that returned records moves behind the others (KIP-227), so incremental
+// fetches that change nothing serve partition 1, then 2, then 0 again.
+func TestFetchSessionRotatesPartitionsWithDataToTheEnd(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "turns", 3, nil)
+	c := dialRaw(t, n)
+	for p := int32(0); p < 3; p++ {
+		producedOne(t, c, "turns", p, string(make([]byte, 1000)))
+	}
+	served := func(fr *kmsg.FetchResponse) []int32 {
+		var out []int32
+		for p, g := range fetchedParts(t, fr) {
+			if g.bytes > 0 {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	req := sessionFetch(12, 0, 0, "turns", [16]byte{}, map[int32]int64{0: 0, 1: 0, 2: 0})
+	req.MaxBytes = 1
+	full := c.roundTrip(req).(*kmsg.FetchResponse)
+	if got := served(full); full.SessionID == 0 || len(got) != 1 || got[0] != 0 {
+		t.Fatalf("full fetch: session %d served %v, want partition 0 alone", full.SessionID, got)
+	}
+	// A full fetch keeps the request's order; from then on each partition
+	// served moves to the end.
+	for epoch, want := range []int32{0, 1, 2, 0, 1} {
+		req := sessionFetch(12, full.SessionID, int32(epoch)+1, "", [16]byte{}, nil)
+		req.MaxBytes = 1
+		if got := served(c.roundTrip(req).(*kmsg.FetchResponse)); len(got) != 1 || got[0] != want {
+			t.Fatalf("incremental epoch %d served %v, want partition %d", epoch+1, got, want)
+		}
+	}
+}
