@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +37,12 @@ type proc struct {
 // group is killed at cleanup.
 func startProc(t *testing.T, dataDir string, incarnation int) *proc {
 	t.Helper()
+	return startProcOn(t, dataDir, incarnation, "127.0.0.1:0")
+}
+
+// startProcOn is startProc with the PLAINTEXT listener on addr.
+func startProcOn(t *testing.T, dataDir string, incarnation int, addr string) *proc {
+	t.Helper()
 	logs := t.TempDir()
 	p := &proc{
 		out:  filepath.Join(logs, fmt.Sprintf("stdout-%d", incarnation)),
@@ -52,7 +60,7 @@ func startProc(t *testing.T, dataDir string, incarnation int) *proc {
 	defer stdout.Close()
 	defer stderr.Close()
 	p.cmd = exec.Command(binary, "serve",
-		"--set", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"--set", "listeners=PLAINTEXT://"+addr+",CONTROLLER://127.0.0.1:0",
 		"--set", "controller.quorum.voters=1@127.0.0.1:0",
 		"--set", "admin.listener=127.0.0.1:0",
 		"--set", "log.dirs="+dataDir)
@@ -297,4 +305,101 @@ func TestKill9KeepsEveryAcknowledgedRecord(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, ".kafka_cleanshutdown")); err != nil {
 		t.Fatalf("no clean-shutdown marker: %v", err)
 	}
+}
+
+// TestKill9IdempotentProducerRetriesAcrossRestarts keeps one idempotent
+// kgo producer (acks=all) streaming while the broker under it is killed
+// with SIGKILL and restarted on the same data directory and port, twice.
+// The producer retries its in-flight batches against the restarted broker,
+// which must recognise those it had already appended (producer state
+// rebuilt from the snapshot and the log after an unclean stop): every
+// record is acknowledged, and the log holds each exactly once, in send
+// order per partition, at dense offsets.
+func TestKill9IdempotentProducerRetriesAcrossRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // free for the broker; reused by each restart
+	data := t.TempDir()
+	const topic, partitions, total = "idem9", 3, 9000
+	var mu sync.Mutex // guards p
+	p := startProcOn(t, data, 0, addr)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(500),
+		kgo.RecordDeliveryTimeout(2*procWait), kgo.RetryTimeout(2*procWait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*procWait)
+	defer cancel()
+	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v / %v", err, resp.Err)
+	}
+
+	var (
+		acks    sync.WaitGroup
+		ackedN  atomic.Int64
+		errsMu  sync.Mutex
+		errs    []error
+		bounced = make(chan struct{})
+	)
+	// Two kill -9 and restarts, once 2000 and 5000 records are acknowledged.
+	go func() {
+		defer close(bounced)
+		for round, at := range []int64{2000, 5000} {
+			for ackedN.Load() < at && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			mu.Lock()
+			p.kill()
+			killedAt := ackedN.Load()
+			p = startProcOn(t, data, round+1, addr)
+			mu.Unlock()
+			t.Logf("kill -9 with %d of %d records acknowledged", killedAt, total)
+		}
+	}()
+	for i := range total {
+		acks.Add(1)
+		r := &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprintf("%06d", i))}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			defer acks.Done()
+			if err != nil {
+				errsMu.Lock()
+				errs = append(errs, err)
+				errsMu.Unlock()
+				return
+			}
+			ackedN.Add(1)
+		})
+	}
+	acks.Wait()
+	<-bounced
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d records failed, first: %v", len(errs), total, errs[0])
+	}
+	mu.Lock()
+	addrNow := p.addr
+	mu.Unlock()
+	// Each partition holds its records exactly once, in send order.
+	want := map[[2]int64]string{}
+	for i := range total {
+		part := int64(i % partitions)
+		want[[2]int64{part, int64(i / partitions)}] = fmt.Sprintf("%06d", i)
+	}
+	checkLog(t, addrNow, topic, partitions, want)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != total/partitions {
+			t.Errorf("partition %d ends at %d (%v), want %d: duplicates or losses", o.Partition, o.Offset, o.Err, total/partitions)
+		}
+	})
 }
