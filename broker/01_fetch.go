@@ -18,11 +18,14 @@ package broker
 // Long polling ("purgatory"): when fewer than MinBytes are available and
 // MaxWaitMs > 0, the request registers a waiter on each of its partitions
 // (partition.addWaiter) and sleeps until an append raises one's high
-// watermark, the deadline passes, or the connection or node closes; no
-// polling loop. On a wake only what can have changed is read again:
-// partitions whose high watermark moved (a partition with no data and an
-// unchanged high watermark still has none). A partition with an error
-// answers the fetch at once, as in Kafka's DelayedFetch.
+// watermark (or reconcile drops its leadership), the deadline passes, or
+// the connection or node closes; no polling loop. On a wake only what can
+// have changed is read again: partitions whose high watermark moved (a
+// partition with no data and an unchanged high watermark still has none);
+// everything is read again when a partition lost its leadership or leader
+// epoch, or its log start passed the fetch offset (see readFetch). A
+// partition with an error answers the fetch at once, as in Kafka's
+// DelayedFetch.
 //
 // Zero copy: record bytes never enter the Go heap. The response is encoded
 // by kmsg with a unique 20-byte placeholder in each partition's
