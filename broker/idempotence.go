@@ -293,9 +293,8 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 		return res, nil
 	}
 	// Kafka keeps the batch's MaxTimestamp, which is the append time on
-	// LogAppendTime topics; storage stamps its own clock during Append,
-	// so the time kept here may differ from the stored one by the
-	// milliseconds the append takes.
+	// LogAppendTime topics. Storage stamps its own clock during Append, so
+	// on those topics the update is redone with the stamped time below.
 	ts := h.MaxTimestamp
 	if cfg.TimestampType == batch.LogAppendTime {
 		ts = nowMs
@@ -307,9 +306,18 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 	info, err := p.append(records)
 
 	c.mu.Lock()
-	if err != nil || info.FirstOffset != next {
+	switch {
+	case err != nil || info.FirstOffset != next:
 		tx.Abort()
-	} else {
+	case info.LogAppendTime >= 0 && info.LogAppendTime != ts:
+		// Record the time storage stamped, so a duplicate's answer and a
+		// State rebuilt from the log agree. Redone under the same hold of
+		// c.mu as the commit: no snapshot can see the State in between.
+		tx.Abort()
+		tx = c.st.Begin()
+		tx.Update(h, next, info.LogAppendTime)
+		tx.Commit()
+	default:
 		tx.Commit()
 	}
 	c.mu.Unlock()

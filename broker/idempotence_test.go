@@ -608,3 +608,56 @@ func TestReplayBatchHeadersReadsEveryBatchOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotentDuplicateAnswersTheOriginalLogAppendTime: on a
+// LogAppendTime topic a duplicate is answered with the append time of the
+// batch it repeats, also after a restart (the state rebuilt from the log
+// keeps the stored time); on a CreateTime topic with -1.
+func TestIdempotentDuplicateAnswersTheOriginalLogAppendTime(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, nil)
+	lat := "LogAppendTime"
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "lat", 1, map[string]*string{"message.timestamp.type": &lat})
+	createTopic(t, adm, "ct", 1, nil)
+	c := dialRaw(t, n)
+	pid := initProducerID(t, c)
+	produce := func(c *rawConn, topic string, b []byte) kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		p := c.roundTrip(produceReq(9, topic, [16]byte{}, 0, -1, b)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("produce to %s: %v", topic, kerr.ErrorForCode(p.ErrorCode))
+		}
+		return p
+	}
+	var firsts []kmsg.ProduceResponseTopicPartition
+	var sent [][]byte
+	for i := range 3 {
+		b := producerBatch(pid, 0, int32(i), "v")
+		sent = append(sent, b)
+		firsts = append(firsts, produce(c, "lat", b))
+		time.Sleep(2 * time.Millisecond) // distinct append times
+	}
+	if firsts[0].LogAppendTime <= 0 {
+		t.Fatalf("LogAppendTime topic answered %d", firsts[0].LogAppendTime)
+	}
+	check := func(c *rawConn) {
+		t.Helper()
+		for i, b := range sent {
+			if d := produce(c, "lat", b); d.BaseOffset != firsts[i].BaseOffset || d.LogAppendTime != firsts[i].LogAppendTime {
+				t.Fatalf("duplicate %d answered offset %d time %d, first answer %d %d", i, d.BaseOffset, d.LogAppendTime, firsts[i].BaseOffset, firsts[i].LogAppendTime)
+			}
+		}
+	}
+	check(c)
+	ct := producerBatch(pid, 0, 0, "v")
+	produce(c, "ct", ct)
+	if d := produce(c, "ct", ct); d.BaseOffset != 0 || d.LogAppendTime != -1 {
+		t.Fatalf("CreateTime duplicate: offset %d time %d", d.BaseOffset, d.LogAppendTime)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = startNode(t, dir, nil)
+	check(dialRaw(t, n))
+}
