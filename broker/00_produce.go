@@ -102,6 +102,11 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 }
 
 func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, nowMs int64, rp *kmsg.ProduceResponseTopicPartition) error {
+	if topic == offsetsTopic {
+		// Kafka: "Cannot append to internal topic" for clients (only the
+		// group coordinator writes it, coordinator.go).
+		return kerr.InvalidTopicException
+	}
 	p := n.partition(topic, tp.Partition)
 	if p == nil {
 		return n.missingPartitionErr(topic, topicExists, tp.Partition)

@@ -55,7 +55,9 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 				if t.Topic == nil {
 					continue
 				}
-				if _, ok := st.TopicByName(*t.Topic); !ok {
+				// __consumer_offsets is made by the group coordinator
+				// (coordinator.go) with its own configs, never by Metadata.
+				if _, ok := st.TopicByName(*t.Topic); !ok && *t.Topic != offsetsTopic {
 					missing = append(missing, *t.Topic)
 				}
 			}
@@ -190,6 +192,7 @@ func metadataTopic(st *metadata.State, t metadata.TopicInfo) kmsg.MetadataRespon
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
+	mt.IsInternal = t.Name == offsetsTopic
 	mt.AuthorizedOperations = authorizedOpsUnknown
 	for _, p := range st.Partitions(t.ID) {
 		mp := kmsg.NewMetadataResponseTopicPartition()

@@ -68,6 +68,16 @@ var Settings = []Setting{
 	{"log.flush.scheduler.interval.ms", "1000", "how often flush.ms is checked"},
 	{"log.flush.offset.checkpoint.interval.ms", "60000", "how often recovery points are checkpointed"},
 	{"num.recovery.threads.per.data.dir", "2", "logs loaded in parallel at start"},
+	{"group.initial.rebalance.delay.ms", "3000", "how long the first rebalance of an empty group waits for more members to join"},
+	{"group.min.session.timeout.ms", "6000", "smallest session.timeout.ms a member may ask for"},
+	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
+	{"group.max.size", "2147483647", "most members one group may have"},
+	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
+	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets (capped at the live brokers when created)"},
+	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets"},
+	{"offsets.retention.minutes", "10080", "committed offsets of an Empty group expire this long after their commit"},
+	{"offsets.retention.check.interval.ms", "600000", "how often expired offsets are removed"},
+	{"offset.metadata.max.bytes", "4096", "largest metadata string an OffsetCommit may carry"},
 	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
 	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
 	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
@@ -224,6 +234,20 @@ type Config struct {
 	FetchSessionCacheSlots   int
 	ShutdownTimeout          time.Duration
 
+	// Consumer groups (group.*, broker/group).
+	GroupInitialRebalanceDelay time.Duration
+	GroupMinSessionTimeout     time.Duration
+	GroupMaxSessionTimeout     time.Duration
+	GroupMaxSize               int
+
+	// Committed offsets (offsets.*, coordinator.go).
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
+	OffsetsTopicSegmentBytes      int64
+	OffsetsRetention              time.Duration
+	OffsetsRetentionCheckInterval time.Duration
+	OffsetMetadataMaxBytes        int
+
 	// Storage holds the broker-level defaults of topic configs (log.*).
 	Storage                storage.Config
 	RetentionCheckInterval time.Duration
@@ -373,6 +397,16 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.QueuedMaxRequests = int(min(i64("queued.max.requests", 1), 1<<20))
 	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
+	c.GroupInitialRebalanceDelay = ms("group.initial.rebalance.delay.ms", 0)
+	c.GroupMinSessionTimeout = ms("group.min.session.timeout.ms", 0)
+	c.GroupMaxSessionTimeout = ms("group.max.session.timeout.ms", 0)
+	c.GroupMaxSize = int(min(i64("group.max.size", 1), 1<<31-1))
+	c.OffsetsTopicPartitions = int32(min(i64("offsets.topic.num.partitions", 1), 1<<20))
+	c.OffsetsTopicReplicationFactor = int16(min(i64("offsets.topic.replication.factor", 1), 1<<15-1))
+	c.OffsetsTopicSegmentBytes = i64("offsets.topic.segment.bytes", 14)
+	c.OffsetsRetention = time.Duration(min(i64("offsets.retention.minutes", 1), 1<<40)) * time.Minute
+	c.OffsetsRetentionCheckInterval = ms("offsets.retention.check.interval.ms", 1)
+	c.OffsetMetadataMaxBytes = int(min(i64("offset.metadata.max.bytes", 0), 1<<31-1))
 
 	s := storage.DefaultConfig()
 	s.SegmentBytes = i64("log.segment.bytes", 14)

@@ -83,6 +83,7 @@ type Node struct {
 	parts   map[tpKey]*partition
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions (fetch_session.go)
+	groups        *groupCoordinator  // consumer groups and committed offsets (coordinator.go)
 
 	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
 	// produceHook, if set (tests), runs after a produce request's appends;
@@ -187,6 +188,7 @@ func Open(o Options) (n *Node, err error) {
 		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs})
 	}
 
+	n.groups = newGroupCoordinator(n) // before the follower: reconcile tells it of __consumer_offsets
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
 
@@ -216,6 +218,8 @@ func Open(o Options) (n *Node, err error) {
 		n.loops.Add(1)
 		go func() { defer n.loops.Done(); n.acceptLoop(ln, n.lnNames[i]) }()
 	}
+	n.loops.Add(1)
+	go func() { defer n.loops.Done(); n.groups.run(n.ctx) }()
 	n.health.serving.Store(true)
 	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.clusterID, "listeners", n.Addrs())
 	return n, nil
@@ -338,6 +342,9 @@ func (n *Node) Close() error {
 		}
 		n.connWG.Wait()
 		n.loops.Wait()
+		if n.groups != nil {
+			n.groups.close()
+		}
 		var errs []error
 		if n.ctl != nil {
 			errs = append(errs, n.ctl.Close())
@@ -582,6 +589,9 @@ func (n *Node) reconcile() {
 		}
 		p.leaderEpoch.Store(w.epoch)
 		p.leader.Store(w.leader)
+		if w.topic == offsetsTopic {
+			n.groups.offsetsPartitionChanged(w.index, p)
+		}
 	}
 	n.partsMu.RLock()
 	var gone []tpKey
@@ -648,6 +658,9 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	}
 	n.metrics.releaseTopic(k.topic)
 	p.leader.Store(false)
+	if k.topic == offsetsTopic {
+		n.groups.offsetsPartitionChanged(k.partition, nil)
+	}
 	p.wake() // fetches waiting on it answer now
 	if deleteLog {
 		n.pcells.forget(k.topic, k.partition, p.prod)

@@ -258,7 +258,9 @@ func (s *Store) Unload(partition int32) {
 // expirable says is Empty (or unknown to the membership) expire retention
 // after their commit. It returns how many offsets it removed; a group
 // whose tombstones fail to append keeps its offsets (tried again next time).
-func (s *Store) ExpireOffsets(ctx context.Context, retention time.Duration, expirable func(group string) bool) (int, error) {
+// emptied lists the groups left with no offsets at all, with their
+// partitions (the caller may then remove an Empty group, as Kafka does).
+func (s *Store) ExpireOffsets(ctx context.Context, retention time.Duration, expirable func(group string) bool) (n int, emptied []GroupPartition, err error) {
 	nowMs := s.now().UnixMilli()
 	type victim struct {
 		partition int32
@@ -286,7 +288,6 @@ func (s *Store) ExpireOffsets(ctx context.Context, retention time.Duration, expi
 		}
 	}
 	s.mu.RUnlock()
-	n := 0
 	var errs []error
 	for _, v := range victims {
 		if err := s.DeleteOffsets(ctx, v.partition, v.group, v.tps); err != nil {
@@ -294,8 +295,35 @@ func (s *Store) ExpireOffsets(ctx context.Context, retention time.Duration, expi
 			continue
 		}
 		n += len(v.tps)
+		s.mu.RLock()
+		left := len(s.offsets[v.group])
+		s.mu.RUnlock()
+		if left == 0 {
+			emptied = append(emptied, GroupPartition{Group: v.group, Partition: v.partition})
+		}
 	}
-	return n, errors.Join(errs...)
+	return n, emptied, errors.Join(errs...)
+}
+
+// GroupPartition is a group and its __consumer_offsets partition.
+type GroupPartition struct {
+	Group     string
+	Partition int32
+}
+
+// GroupsOf returns the groups of partition that have committed offsets,
+// sorted.
+func (s *Store) GroupsOf(partition int32) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for g := range s.offsets {
+		if s.owner[g] == partition {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func sortedTPs(m map[TopicPartition]Offset) []TopicPartition {

@@ -153,16 +153,22 @@ func TestStoreExpireOffsetsOfEmptyGroupsOnly(t *testing.T) {
 	explicit := off(1, 1_000)
 	explicit.ExpireTimestamp = 5_000 // a v1 commit's retention: expires whatever the state
 	must(s.Commit(ctx, 0, "stable", []Commit{{TopicPartition{"u", 0}, explicit}}))
-	n, err := s.ExpireOffsets(ctx, time.Second, func(g string) bool { return g == "empty" })
+	n, emptied, err := s.ExpireOffsets(ctx, time.Second, func(g string) bool { return g == "empty" })
 	must(err)
-	if n != 2 {
-		t.Fatalf("expired %d, want 2", n)
+	if n != 2 || len(emptied) != 0 {
+		t.Fatalf("expired %d (emptied %v), want 2 and none emptied", n, emptied)
+	}
+	now = now.Add(time.Second)
+	n, emptied, err = s.ExpireOffsets(ctx, time.Second, func(g string) bool { return g == "empty" })
+	must(err)
+	if want := []GroupPartition{{"empty", 0}}; n != 1 || !reflect.DeepEqual(emptied, want) {
+		t.Fatalf("second pass expired %d emptied %v, want 1 and %v", n, emptied, want)
 	}
 	if _, ok := s.Fetch("empty", TopicPartition{"t", 0}); ok {
 		t.Fatal("old offset of an Empty group kept")
 	}
-	if _, ok := s.Fetch("empty", TopicPartition{"t", 1}); !ok {
-		t.Fatal("recent offset of an Empty group expired")
+	if _, ok := s.Fetch("empty", TopicPartition{"t", 1}); ok {
+		t.Fatal("offset of an Empty group kept past its retention")
 	}
 	if _, ok := s.Fetch("stable", TopicPartition{"t", 0}); !ok {
 		t.Fatal("offset of a Stable group expired")
@@ -185,6 +191,9 @@ func TestStoreUnloadForgetsOnlyThatPartition(t *testing.T) {
 	s.Unload(0)
 	if got := s.Groups(); !reflect.DeepEqual(got, []string{"b"}) {
 		t.Fatalf("groups after unload %v", got)
+	}
+	if got := s.GroupsOf(1); !reflect.DeepEqual(got, []string{"b"}) || len(s.GroupsOf(0)) != 0 {
+		t.Fatalf("GroupsOf(1) = %v, GroupsOf(0) = %v", got, s.GroupsOf(0))
 	}
 }
 

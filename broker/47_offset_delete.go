@@ -1,0 +1,119 @@
+package broker
+
+// OffsetDelete (key 47), version 0 (kmsg's newest).
+//
+// Behaviour (Kafka's GroupCoordinator.handleDeleteOffsets): the group's
+// partition must be led and loaded here (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE at the top). A
+// group with neither members nor committed offsets, or Dead, gets
+// GROUP_ID_NOT_FOUND. An Empty group (or offsets committed outside any
+// group) has the requested offsets deleted. A group with members may only
+// lose offsets of topics none of its members subscribes to: it must use
+// the consumer protocol, whose subscriptions (ConsumerMemberMetadata) say
+// which topics are in use (else NON_EMPTY_GROUP at the top), and partitions
+// of subscribed topics get GROUP_SUBSCRIBED_TO_TOPIC. Partitions the
+// metadata lacks get UNKNOWN_TOPIC_OR_PARTITION. Deletions are tombstones
+// appended to __consumer_offsets; the answer waits for the append.
+//
+// Differences from Kafka: none known.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/group"
+)
+
+func init() { register(47, 0, false, handleOffsetDelete) }
+
+func handleOffsetDelete(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.OffsetDeleteRequest)
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	partition, err := n.groups.partitionOf(req.Group)
+	if req.Group == "" {
+		err = kerr.InvalidGroupID
+	}
+	var subscribed map[string]bool
+	if err == nil {
+		subscribed, err = n.groupSubscriptions(ctx, req.Group)
+	}
+	if err != nil {
+		resp.ErrorCode = errCode(err)
+		return encodeResponse(r, resp), nil
+	}
+	var del []group.TopicPartition
+	type slot struct{ t, p int }
+	var slots []slot
+	for ti, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, tp := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = tp.Partition
+			switch {
+			case !n.partitionExists(t.Topic, tp.Partition):
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case subscribed[t.Topic]:
+				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			default:
+				del = append(del, group.TopicPartition{Topic: t.Topic, Partition: tp.Partition})
+				slots = append(slots, slot{ti, len(rt.Partitions)})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(del) > 0 {
+		if err := n.groups.store.DeleteOffsets(ctx, partition, req.Group, del); err != nil {
+			code := commitErrCode(err)
+			if code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code {
+				resp.ErrorCode, resp.Topics = code, nil
+			} else {
+				for _, s := range slots {
+					resp.Topics[s.t].Partitions[s.p].ErrorCode = code
+				}
+			}
+		}
+	}
+	return encodeResponse(r, resp), nil
+}
+
+// groupSubscriptions returns the topics a group's members subscribe to
+// (empty for an Empty group or offsets committed outside a group), or
+// GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP as OffsetDelete answers them.
+func (n *Node) groupSubscriptions(ctx context.Context, groupID string) (map[string]bool, error) {
+	st, known := n.groups.members.GroupState(groupID)
+	hasOffsets := len(n.groups.store.FetchAll(groupID)) > 0
+	switch {
+	case !known && !hasOffsets, st == "Dead":
+		return nil, kerr.GroupIDNotFound
+	case !known, st == "Empty":
+		return map[string]bool{}, nil
+	}
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.Groups = []string{groupID}
+	dresp := n.groups.members.DescribeGroups(ctx, dreq)
+	if len(dresp.Groups) != 1 {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	g := dresp.Groups[0]
+	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+		return nil, err
+	}
+	if g.ProtocolType != "consumer" {
+		return nil, kerr.NonEmptyGroup
+	}
+	out := map[string]bool{}
+	for _, m := range g.Members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+			return nil, kerr.NonEmptyGroup // subscriptions unknown: as Kafka, refuse
+		}
+		for _, t := range meta.Topics {
+			out[t] = true
+		}
+	}
+	return out, nil
+}
