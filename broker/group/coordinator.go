@@ -42,8 +42,8 @@ type Options struct {
 	Persister Persister
 	// Partitions is offsets.topic.num.partitions (group -> partition).
 	Partitions int32
-	// InitialRebalanceDelay is group.initial.rebalance.delay.ms; negative
-	// means none.
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (Kafka's
+	// default is [DefaultInitialRebalanceDelay]); zero means none.
 	InitialRebalanceDelay time.Duration
 	// MinSessionTimeout and MaxSessionTimeout are
 	// group.min.session.timeout.ms and group.max.session.timeout.ms.
@@ -81,11 +81,7 @@ func NewCoordinator(o Options) *Coordinator {
 	if o.Partitions <= 0 {
 		o.Partitions = DefaultPartitions
 	}
-	if o.InitialRebalanceDelay == 0 {
-		o.InitialRebalanceDelay = DefaultInitialRebalanceDelay
-	} else if o.InitialRebalanceDelay < 0 {
-		o.InitialRebalanceDelay = 0
-	}
+	o.InitialRebalanceDelay = max(o.InitialRebalanceDelay, 0)
 	if o.MinSessionTimeout <= 0 {
 		o.MinSessionTimeout = DefaultMinSessionTimeout
 	}

@@ -1,0 +1,49 @@
+package broker
+
+// JoinGroup (key 11), versions 0 through kmsg's newest (9).
+//
+// Behaviour: Kafka's classic group join (group.Coordinator.JoinGroup): a
+// new member of v4+ without group.instance.id first gets
+// MEMBER_ID_REQUIRED with its id (KIP-394) and rejoins with it; the answer
+// waits until the join phase completes (every known member rejoined, the
+// rebalance timeout, or group.initial.rebalance.delay.ms for the first
+// rebalance of an empty group), so the handler runs off the reader
+// goroutine (not ordered) and other requests of the connection proceed.
+// The leader's answer carries every member's protocol metadata. v0 has no
+// rebalance timeout: the session timeout is used. v5+ static members
+// (KIP-345) rejoining within their session keep their assignment.
+//
+// Differences from Kafka: v9 SkipAssignment is always false (it is for
+// KIP-848 consumer-protocol groups, which do not exist here); the reason
+// (v8+) is only logged in leaves. Protocol ties are broken by name rather
+// than hash-map order.
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/group"
+)
+
+func init() { register(11, 0, false, handleJoinGroup) }
+
+func handleJoinGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.JoinGroupRequest)
+	resp := n.groups.members.JoinGroup(group.WithClient(ctx, r.clientID, clientHost(r)), req)
+	return encodeResponse(r, resp), nil
+}
+
+// clientHost is the request's remote host as Kafka reports it in
+// DescribeGroups ("/127.0.0.1").
+func clientHost(r *request) string {
+	if r.conn == nil || r.conn.nc == nil {
+		return ""
+	}
+	addr := r.conn.nc.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		addr = h
+	}
+	return "/" + addr
+}

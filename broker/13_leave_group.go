@@ -1,0 +1,25 @@
+package broker
+
+// LeaveGroup (key 13), versions 0 through kmsg's newest (5).
+//
+// Behaviour: group.Coordinator.LeaveGroup. v0-v2 name one member id and
+// answer with a top-level error; v3+ name a batch of member identities
+// (member id and/or group.instance.id; an instance id alone removes that
+// static member, as kafka-consumer-groups does) and answer per member.
+// Every removal from a Stable or CompletingRebalance group starts a
+// rebalance.
+//
+// Differences from Kafka: none known.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(13, 0, false, handleLeaveGroup) }
+
+func handleLeaveGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.LeaveGroupRequest)
+	return encodeResponse(r, n.groups.members.LeaveGroup(ctx, req)), nil
+}

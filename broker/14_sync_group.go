@@ -1,0 +1,26 @@
+package broker
+
+// SyncGroup (key 14), versions 0 through kmsg's newest (5).
+//
+// Behaviour: group.Coordinator.SyncGroup. In CompletingRebalance the
+// leader's assignment is appended to __consumer_offsets (group metadata
+// with every member's assignment) and only then is anyone answered;
+// followers wait for it, so the handler runs off the reader goroutine. In
+// Stable a member gets its stored assignment at once (a static member that
+// rejoined without a rebalance). v5+ checks ProtocolType/ProtocolName
+// against the group (INCONSISTENT_GROUP_PROTOCOL) and returns them.
+//
+// Differences from Kafka: none known.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(14, 0, false, handleSyncGroup) }
+
+func handleSyncGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.SyncGroupRequest)
+	return encodeResponse(r, n.groups.members.SyncGroup(ctx, req)), nil
+}
