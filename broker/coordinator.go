@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,7 +64,7 @@ type groupCoordinator struct {
 
 	// loadHook, if set (tests), runs at the start of each partition load,
 	// before any read: a slow load is a hook that blocks.
-	loadHook func(partition int32)
+	loadHook atomic.Pointer[func(partition int32)]
 
 	commits     prometheus.Counter
 	commitFails prometheus.Counter
@@ -195,8 +196,8 @@ func (gc *groupCoordinator) offsetsPartitionChanged(index int32, p *partition) {
 // read leaves it Loading and retries after a second: clients keep getting
 // COORDINATOR_LOAD_IN_PROGRESS, as Kafka's do while its loader retries.
 func (gc *groupCoordinator) load(ctx context.Context, index int32, p *partition) {
-	if h := gc.loadHook; h != nil {
-		h(index)
+	if h := gc.loadHook.Load(); h != nil {
+		(*h)(index)
 	}
 	for {
 		start := time.Now()
