@@ -602,4 +602,3 @@ func TestConsumerGroupLagGauge(t *testing.T) {
 		t.Fatalf("lag %v, want lagging/t/0 = 7", got)
 	}
 }
-
