@@ -419,10 +419,13 @@ func TestIdempotentKgoProducerExactlyOnceAcrossRestarts(t *testing.T) {
 // producer's recent batches lie partly in the latest .snapshot (taken at a
 // roll) and partly after it (replayed from the log): every one of the last
 // five batches is still recognised as a duplicate, and the sequence goes
-// on. Then the same with the snapshots removed (replay of the whole log).
+// on. Then the same with the snapshots removed (replay of the whole log),
+// and without the clean-shutdown marker (storage recovers every log by
+// rescanning first, as after a crash).
 func TestIdempotentStateRestoredFromSnapshotAndReplay(t *testing.T) {
-	for _, removeSnapshots := range []bool{false, true} {
-		t.Run(fmt.Sprintf("removeSnapshots=%v", removeSnapshots), func(t *testing.T) {
+	for _, tc := range []struct{ removeSnapshots, unclean bool }{{false, false}, {true, false}, {false, true}} {
+		removeSnapshots := tc.removeSnapshots
+		t.Run(fmt.Sprintf("removeSnapshots=%v/unclean=%v", removeSnapshots, tc.unclean), func(t *testing.T) {
 			dir := t.TempDir()
 			n := startNode(t, dir, nil)
 			segBytes := "400" // a roll every three or four batches
@@ -462,6 +465,11 @@ func TestIdempotentStateRestoredFromSnapshotAndReplay(t *testing.T) {
 				}
 				for _, f := range files {
 					os.Remove(f)
+				}
+			}
+			if tc.unclean {
+				if err := os.Remove(filepath.Join(dir, storage.CleanShutdownFile)); err != nil {
+					t.Fatalf("no clean-shutdown marker to remove: %v", err)
 				}
 			}
 
