@@ -92,6 +92,9 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			1:  {4, kmsg.NewPtrFetchRequest().MaxVersion()},
 			2:  {1, kmsg.NewPtrListOffsetsRequest().MaxVersion()},
 			3:  {0, kmsg.NewPtrMetadataRequest().MaxVersion()},
+			8:  {0, kmsg.NewPtrOffsetCommitRequest().MaxVersion()},
+			9:  {0, kmsg.NewPtrOffsetFetchRequest().MaxVersion()},
+			10: {0, kmsg.NewPtrFindCoordinatorRequest().MaxVersion()},
 			11: {0, kmsg.NewPtrJoinGroupRequest().MaxVersion()},
 			12: {0, kmsg.NewPtrHeartbeatRequest().MaxVersion()},
 			13: {0, kmsg.NewPtrLeaveGroupRequest().MaxVersion()},
@@ -110,6 +113,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			37: {0, kmsg.NewPtrCreatePartitionsRequest().MaxVersion()},
 			42: {0, kmsg.NewPtrDeleteGroupsRequest().MaxVersion()},
 			44: {0, kmsg.NewPtrIncrementalAlterConfigsRequest().MaxVersion()},
+			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},
 		}
 		if len(got) != len(want) {
