@@ -602,3 +602,77 @@ func TestConsumerGroupLagGauge(t *testing.T) {
 		t.Fatalf("lag %v, want lagging/t/0 = 7", got)
 	}
 }
+
+// pyGroupScript is a librdkafka consumer (python3-confluent-kafka) in a
+// group: argv bootstrap, group, topic, count. It first prints the
+// committed offsets it finds (OffsetFetch through librdkafka's own codec),
+// then consumes count records from there, commits synchronously and prints
+// the values read and the offsets committed, one JSON line each.
+const pyGroupScript = `
+import json, sys
+import confluent_kafka as ck
+bootstrap, group, topic, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+c = ck.Consumer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "group.id": group,
+    "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+md = c.list_topics(topic, timeout=10)
+tps = [ck.TopicPartition(topic, p) for p in sorted(md.topics[topic].partitions)]
+before = c.committed(tps, timeout=10)
+print(json.dumps({"committed_before": {str(tp.partition): tp.offset for tp in before}}))
+c.subscribe([topic])
+vals = []
+while len(vals) < count:
+    m = c.poll(10)
+    if m is None:
+        print("timeout", file=sys.stderr); sys.exit(2)
+    if m.error():
+        print(str(m.error()), file=sys.stderr); sys.exit(3)
+    vals.append(m.value().decode())
+    c.commit(message=m, asynchronous=False)
+after = c.committed(tps, timeout=10)
+print(json.dumps({"values": vals, "committed_after": {str(tp.partition): tp.offset for tp in after}}))
+c.close()
+`
+
+// TestLibrdkafkaCommitsAndResumesWithFranzGo: offsets committed by kgo are
+// read by librdkafka (FindCoordinator, OffsetFetch in its codec), which
+// resumes there, commits its own progress (OffsetCommit), and kadm reads
+// that back.
+func TestLibrdkafkaCommitsAndResumesWithFranzGo(t *testing.T) {
+	py := needClient(t, systemPython, "-c", "import confluent_kafka")
+	n := startNode(t, t.TempDir(), groupTestSettings)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 1, nil)
+	prod := newClient(t, n, kgo.DefaultProduceTopic("t"))
+	for i := range 10 {
+		if err := prod.ProduceSync(testCtx(t), &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: "t", Partition: 0, At: 4, LeaderEpoch: -1})
+	if r, err := adm.CommitOffsets(testCtx(t), "shared", os); err != nil || r.Error() != nil {
+		t.Fatalf("kadm commit: %v %v", err, r.Error())
+	}
+	out := runClient(t, nil, py, "-c", pyGroupScript, n.Addr(), "shared", "t", "3")
+	lines := jsonLines[map[string]any](t, out)
+	if len(lines) != 2 {
+		t.Fatalf("client output: %s", out)
+	}
+	if got := lines[0]["committed_before"].(map[string]any)["0"]; got != float64(4) {
+		t.Fatalf("librdkafka read committed %v, want 4", got)
+	}
+	vals := lines[1]["values"].([]any)
+	if len(vals) != 3 || vals[0] != "4" || vals[2] != "6" {
+		t.Fatalf("librdkafka resumed with %v, want 4 5 6", vals)
+	}
+	if got := lines[1]["committed_after"].(map[string]any)["0"]; got != float64(7) {
+		t.Fatalf("librdkafka committed %v, want 7", got)
+	}
+	got, err := adm.FetchOffsets(testCtx(t), "shared")
+	if err != nil || got.Error() != nil {
+		t.Fatalf("kadm fetch: %v %v", err, got.Error())
+	}
+	if o, ok := got.Lookup("t", 0); !ok || o.At != 7 {
+		t.Fatalf("kadm reads %+v after librdkafka's commit, want 7", o)
+	}
+}
