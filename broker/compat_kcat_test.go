@@ -92,9 +92,9 @@ var codecAttr = map[string]int16{"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "z
 // librdkafkaCompresses reports whether librdkafka will compress with codec
 // against this broker. It enables lz4 only when the broker advertises
 // FindCoordinator (key 10: lz4 shipped with Kafka 0.8.2, as did the group
-// coordinator, and librdkafka dates it that way); consumer groups are not
-// served yet, so lz4 batches go uncompressed until they are. gzip and snappy
-// need Produce v0 advertised (18_api_versions.go, KAFKA-18659).
+// coordinator, and librdkafka dates it that way): a broker without consumer
+// groups gets lz4 batches uncompressed. gzip and snappy need Produce v0
+// advertised (18_api_versions.go, KAFKA-18659).
 func librdkafkaCompresses(codec string) bool {
 	return codec != "lz4" || apis[10] != nil
 }
