@@ -676,3 +676,59 @@ func TestLibrdkafkaCommitsAndResumesWithFranzGo(t *testing.T) {
 		t.Fatalf("kadm reads %+v after librdkafka's commit, want 7", o)
 	}
 }
+
+// BenchmarkOffsetCommit measures one OffsetCommit round trip over one
+// connection: validation, one batch appended to __consumer_offsets, the
+// answer (partitions=1: one offset per request; partitions=100: a
+// consumer's periodic commit of many partitions).
+func BenchmarkOffsetCommit(b *testing.B) {
+	for _, parts := range []int32{1, 100} {
+		b.Run("partitions="+strconv.Itoa(int(parts)), func(b *testing.B) {
+			n := startNode(b, b.TempDir(), groupTestSettings)
+			createTopic(b, newAdmin(b, n), "t", parts, nil)
+			c := dialRaw(b, n)
+			deadline := time.Now().Add(testWait)
+			for {
+				req := kmsg.NewPtrFindCoordinatorRequest()
+				req.CoordinatorKey = "bench"
+				if r := c.roundTrip(req).(*kmsg.FindCoordinatorResponse); r.ErrorCode == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatal("no coordinator")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for _, err := n.groups.partitionOf("bench"); err != nil; _, err = n.groups.partitionOf("bench") {
+				if time.Now().After(deadline) {
+					b.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.SetVersion(8)
+			req.Group, req.Generation = "bench", -1
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = "t"
+			for p := range parts {
+				rp := kmsg.NewOffsetCommitRequestTopicPartition()
+				rp.Partition = p
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+			c.nc.SetDeadline(time.Time{})
+			b.ResetTimer()
+			for i := range b.N {
+				for p := range rt.Partitions {
+					rt.Partitions[p].Offset = int64(i)
+				}
+				r := c.roundTrip(req).(*kmsg.OffsetCommitResponse)
+				if r.Topics[0].Partitions[0].ErrorCode != 0 {
+					b.Fatalf("commit: %d", r.Topics[0].Partitions[0].ErrorCode)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)*float64(parts)/b.Elapsed().Seconds(), "offsets/s")
+		})
+	}
+}
