@@ -732,3 +732,64 @@ func BenchmarkOffsetCommit(b *testing.B) {
 		})
 	}
 }
+
+// TestGroupMetadataLoadsAndDeleteGroupsSurvivesRestart: a consumer group's
+// GroupMetadata record brings it back Empty after a restart (the load hands
+// it to the membership), and DeleteGroups' tombstones keep it and its
+// offsets gone across the next one.
+func TestGroupMetadataLoadsAndDeleteGroupsSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, groupTestSettings)
+	createTopic(t, newAdmin(t, n), "t", 1, nil)
+	prod := newClient(t, n, kgo.DefaultProduceTopic("t"))
+	if err := prod.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, n, kgo.ConsumerGroup("dg"), kgo.ConsumeTopics("t"), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < 1; {
+		fs := cl.PollFetches(testCtx(t))
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += len(fs.Records())
+	}
+	if err := cl.CommitUncommittedOffsets(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close() // leaves the group: Empty, stored
+	n.Close()
+
+	n = startNode(t, dir, groupTestSettings)
+	adm := newAdmin(t, n)
+	dg, err := adm.DescribeGroups(testCtx(t), "dg")
+	if err != nil || dg["dg"].Err != nil || dg["dg"].State != "Empty" || dg["dg"].ProtocolType != "consumer" {
+		t.Fatalf("after restart: %v %+v", err, dg["dg"])
+	}
+	if o, err := adm.FetchOffsets(testCtx(t), "dg"); err != nil || o.Error() != nil {
+		t.Fatalf("fetch: %v", err)
+	} else if r, ok := o.Lookup("t", 0); !ok || r.At != 1 {
+		t.Fatalf("committed %+v, want 1", r)
+	}
+	del, err := adm.DeleteGroups(testCtx(t), "dg")
+	if err != nil || del["dg"].Err != nil {
+		t.Fatalf("delete: %v %+v", err, del["dg"])
+	}
+	n.Close()
+
+	n = startNode(t, dir, groupTestSettings)
+	adm = newAdmin(t, n)
+	waitLoaded(t, n, "dg")
+	listed, err := adm.ListGroups(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["dg"]; ok {
+		t.Fatalf("deleted group listed after restart: %+v", listed)
+	}
+	if o, err := adm.FetchOffsets(testCtx(t), "dg"); err != nil || o.Error() != nil {
+		t.Fatalf("fetch: %v", err)
+	} else if r, ok := o.Lookup("t", 0); ok && r.At >= 0 {
+		t.Fatalf("deleted group's offset back after restart: %+v", r)
+	}
+}
