@@ -2,6 +2,7 @@ package storage
 
 import (
 	"math"
+	"strings"
 
 	"github.com/strata-io/strata/internal/batch"
 )
@@ -27,8 +28,30 @@ type Config struct {
 	TimestampBeforeMaxMs int64               // message.timestamp.before.max.ms (math.MaxInt64 = unchecked)
 	TimestampAfterMaxMs  int64               // message.timestamp.after.max.ms (math.MaxInt64 = unchecked)
 	FileDeleteDelayMs    int64               // file.delete.delay.ms (60000)
-	CleanupPolicy        string              // cleanup.policy ("delete"; compaction arrives later)
+	CleanupPolicy        string              // cleanup.policy ("delete", "compact" or "compact,delete"; see Compact, Deletes)
 	Preallocate          bool                // preallocate (false): reserved, segment files grow as written
+
+	DeleteRetentionMs      int64   // delete.retention.ms (86400000): how long a tombstone outlives its record's timestamp
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio (0.5)
+	MinCompactionLagMs     int64   // min.compaction.lag.ms (0)
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms (math.MaxInt64)
+}
+
+// Compact reports whether cleanup.policy includes "compact".
+func (c Config) Compact() bool { return policyHas(c.CleanupPolicy, "compact") }
+
+// Deletes reports whether cleanup.policy includes "delete" (retention by
+// time and size applies); an empty policy means "delete".
+func (c Config) Deletes() bool { return c.CleanupPolicy == "" || policyHas(c.CleanupPolicy, "delete") }
+
+// policyHas reports whether the comma-separated policy list holds p.
+func policyHas(list, p string) bool {
+	for _, f := range strings.Split(list, ",") {
+		if strings.TrimSpace(f) == p {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultConfig returns Kafka's topic defaults.
@@ -50,6 +73,10 @@ func DefaultConfig() Config {
 		TimestampAfterMaxMs:  math.MaxInt64,
 		FileDeleteDelayMs:    60000,
 		CleanupPolicy:        "delete",
+
+		DeleteRetentionMs:      86400000,
+		MinCleanableDirtyRatio: 0.5,
+		MaxCompactionLagMs:     math.MaxInt64,
 	}
 }
 
@@ -89,6 +116,19 @@ func (c Config) normalized() Config {
 	}
 	if c.CleanupPolicy == "" {
 		c.CleanupPolicy = d.CleanupPolicy
+	}
+	if c.DeleteRetentionMs < 0 {
+		c.DeleteRetentionMs = 0
+	}
+	if c.MinCleanableDirtyRatio <= 0 && c.MaxCompactionLagMs == 0 && c.DeleteRetentionMs == 0 && c.MinCompactionLagMs == 0 {
+		// A hand-built Config that never set the compaction fields.
+		c.DeleteRetentionMs, c.MinCleanableDirtyRatio, c.MaxCompactionLagMs = d.DeleteRetentionMs, d.MinCleanableDirtyRatio, d.MaxCompactionLagMs
+	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = d.MaxCompactionLagMs
+	}
+	if c.MinCompactionLagMs < 0 {
+		c.MinCompactionLagMs = 0
 	}
 	return c
 }

@@ -239,7 +239,17 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		if err != nil {
 			return info, wrapBatchErr(err)
 		}
-		h, err := batch.Validate(first, lim)
+		var h batch.Header
+		if o.AssignOffsets {
+			h, err = batch.Validate(first, lim)
+			if err == nil && cfg.Compact() {
+				err = checkKeyed(first)
+			}
+		} else {
+			// A follower copies the leader's log, which compaction may
+			// have left with offset-delta gaps and empty batches.
+			h, err = batch.CheckStored(first)
+		}
 		if err != nil {
 			return info, wrapBatchErr(err)
 		}

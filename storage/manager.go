@@ -29,6 +29,13 @@ type ManagerOptions struct {
 	CheckpointInterval     time.Duration // log.flush.offset.checkpoint.interval.ms (1 min)
 	RecoveryThreads        int           // num.recovery.threads.per.data.dir (default 2)
 
+	// Log compaction (cleaner.go, cleaner_manager.go).
+	DisableCleaner             bool          // !log.cleaner.enable (Kafka default: enabled)
+	CleanerThreads             int           // log.cleaner.threads (1)
+	CleanerIOMaxBytesPerSecond float64       // log.cleaner.io.max.bytes.per.second (<= 0: unlimited, Kafka's Double.MAX_VALUE)
+	CleanerDedupeBufferSize    int64         // log.cleaner.dedupe.buffer.size (128 MiB, shared by the threads)
+	CleanerBackoff             time.Duration // log.cleaner.backoff.ms (15 s)
+
 	// ProducerSnapshot, if set, gives each log its snapshot function.
 	ProducerSnapshot func(topic string, partition int32) func(int64) ([]byte, error)
 	// TopicConfig, if set, gives the config of a topic found at load time
@@ -55,6 +62,7 @@ type Manager struct {
 	failed   chan error // closed-over by Failed; receives the first failure
 
 	cpMu    sync.Mutex // serializes checkpoint writes
+	cleaner *cleanerManager
 	stop    chan struct{}
 	started bool
 	wg      sync.WaitGroup
@@ -88,6 +96,15 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	}
 	if o.RecoveryThreads <= 0 {
 		o.RecoveryThreads = 2
+	}
+	if o.CleanerThreads <= 0 {
+		o.CleanerThreads = 1
+	}
+	if o.CleanerDedupeBufferSize <= 0 {
+		o.CleanerDedupeBufferSize = 128 << 20
+	}
+	if o.CleanerBackoff <= 0 {
+		o.CleanerBackoff = 15 * time.Second
 	}
 	m := &Manager{
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
@@ -168,6 +185,10 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		}
 		m.wg.Wait()
 		return nil, errors.Join(errs...)
+	}
+	if m.cleaner, err = newCleanerManager(m); err != nil {
+		m.closeLogs()
+		return nil, err
 	}
 	if clean {
 		if err := o.FS.Remove(marker); err != nil {
@@ -277,6 +298,7 @@ func (m *Manager) Delete(topic string, partition int32) error {
 	if !ok {
 		return nil
 	}
+	m.cleaner.forget(tp)
 	_ = l.Close()
 	gone := filepath.Join(m.opts.Dir, LogDirName(topic, partition)+"."+strings.ReplaceAll(uuid.NewString(), "-", "")+DeleteDirSuffix)
 	if err := m.opts.FS.Rename(l.dir, gone); err != nil {
@@ -316,8 +338,8 @@ func (m *Manager) UpdateConfig(topic string, cfg Config) {
 	}
 }
 
-// Start runs the background loops: retention, flush (flush.ms) and
-// checkpoints. Calling it twice is a no-op.
+// Start runs the background loops: retention, flush (flush.ms),
+// checkpoints and the log cleaner threads (unless DisableCleaner). Calling it twice is a no-op.
 func (m *Manager) Start() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -328,6 +350,15 @@ func (m *Manager) Start() {
 	m.loop(m.opts.RetentionCheckInterval, func() { m.RunRetention() })
 	m.loop(m.opts.FlushCheckInterval, m.flushDue)
 	m.loop(m.opts.CheckpointInterval, func() { _ = m.Checkpoint() })
+	if !m.opts.DisableCleaner {
+		for range m.opts.CleanerThreads {
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				m.cleaner.run(m.stop)
+			}()
+		}
+	}
 }
 
 func (m *Manager) loop(every time.Duration, fn func()) {

@@ -90,6 +90,16 @@ func (l *Log) cleanLeftovers() ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", l.dir, err)
 	}
+	// A compaction swap that reached its .log.swap is finished first
+	// (cleaner.go); whatever else a cleaning left is removed below.
+	if n, err := l.completeSwaps(names); err != nil {
+		return nil, err
+	} else if n > 0 {
+		l.report.RemovedLeftovers += n
+		if names, err = l.fs.List(l.dir); err != nil {
+			return nil, fmt.Errorf("storage: list %s: %w", l.dir, err)
+		}
+	}
 	logs := map[int64]bool{}
 	var bases []int64
 	for _, n := range names {

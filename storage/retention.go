@@ -127,6 +127,9 @@ func (l *Log) EnforceRetention(now time.Time) (deletedSegments int, err error) {
 		return 0, err
 	}
 	cfg := l.cfg.Load()
+	if !cfg.Deletes() {
+		return 0, nil // cleanup.policy=compact: the cleaner, not retention, discards
+	}
 	nowMs := now.UnixMilli()
 	total := 0
 	if cfg.RemoteStorageEnable {

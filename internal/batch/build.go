@@ -136,6 +136,12 @@ var xerialStart = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0
 // xerialBlock is the uncompressed block size Kafka's Java client uses.
 const xerialBlock = 32 << 10
 
+// Compressors are pooled: a gzip writer costs about 1 MiB to set up.
+var (
+	gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+	lz4Writers  = sync.Pool{New: func() any { return lz4.NewWriter(nil) }}
+)
+
 var zstdEnc = sync.OnceValue(func() *zstd.Encoder {
 	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 	return e
@@ -144,7 +150,9 @@ var zstdEnc = sync.OnceValue(func() *zstd.Encoder {
 func compressRecords(w *bytes.Buffer, c Codec, src []byte) error {
 	switch c {
 	case CodecGzip:
-		zw := gzip.NewWriter(w)
+		zw := gzipWriters.Get().(*gzip.Writer)
+		defer gzipWriters.Put(zw)
+		zw.Reset(w)
 		if _, err := zw.Write(src); err != nil {
 			return errf(ErrCompression, "gzip: %v", err)
 		}
@@ -163,7 +171,9 @@ func compressRecords(w *bytes.Buffer, c Codec, src []byte) error {
 			src = src[n:]
 		}
 	case CodecLZ4:
-		zw := lz4.NewWriter(w)
+		zw := lz4Writers.Get().(*lz4.Writer)
+		defer lz4Writers.Put(zw)
+		zw.Reset(w)
 		if _, err := zw.Write(src); err != nil {
 			return errf(ErrCompression, "lz4: %v", err)
 		}
