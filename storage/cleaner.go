@@ -383,8 +383,8 @@ func (l *Log) writeCleaned(group []*segment, cfg *Config, om *offsetMap, produce
 		out     []byte // pending output, flushed at 1 MiB
 		pos     int64  // file position of out[0]
 		next    int64  = -1
-		bld     = batch.NewBuilder(batch.Header{})
-		lastGrp = group[len(group)-1]
+		bld            = batch.NewBuilder(batch.Header{})
+		lastGrp        = group[len(group)-1]
 	)
 	flush := func() error {
 		if len(out) == 0 {
