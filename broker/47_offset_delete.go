@@ -86,34 +86,15 @@ func handleOffsetDelete(ctx context.Context, n *Node, r *request) (*frame, error
 func (n *Node) groupSubscriptions(ctx context.Context, groupID string) (map[string]bool, error) {
 	st, known := n.groups.members.GroupState(groupID)
 	hasOffsets := len(n.groups.store.FetchAll(groupID)) > 0
-	switch {
-	case !known && !hasOffsets, st == "Dead":
+	if !known && !hasOffsets || st == "Dead" {
 		return nil, kerr.GroupIDNotFound
-	case !known, st == "Empty":
-		return map[string]bool{}, nil
 	}
-	dreq := kmsg.NewPtrDescribeGroupsRequest()
-	dreq.Groups = []string{groupID}
-	dresp := n.groups.members.DescribeGroups(ctx, dreq)
-	if len(dresp.Groups) != 1 {
-		return nil, kerr.CoordinatorNotAvailable
-	}
-	g := dresp.Groups[0]
-	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+	topics, all, err := n.groups.topicsInUse(ctx, groupID)
+	switch {
+	case err != nil:
 		return nil, err
+	case all:
+		return nil, kerr.NonEmptyGroup // subscriptions unknown: as Kafka, refuse
 	}
-	if g.ProtocolType != "consumer" {
-		return nil, kerr.NonEmptyGroup
-	}
-	out := map[string]bool{}
-	for _, m := range g.Members {
-		var meta kmsg.ConsumerMemberMetadata
-		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
-			return nil, kerr.NonEmptyGroup // subscriptions unknown: as Kafka, refuse
-		}
-		for _, t := range meta.Topics {
-			out[t] = true
-		}
-	}
-	return out, nil
+	return topics, nil
 }

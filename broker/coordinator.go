@@ -36,6 +36,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
 	"github.com/strata-io/strata/controller/metadata"
@@ -335,7 +336,7 @@ func (gc *groupCoordinator) run(ctx context.Context) {
 // that are Empty (or unknown to the membership: simple consumers) past
 // offsets.retention.minutes after their commit.
 func (gc *groupCoordinator) expireOffsets(ctx context.Context) int {
-	n, emptied, err := gc.store.ExpireOffsets(ctx, gc.n.cfg.OffsetsRetention, gc.expirable)
+	n, emptied, err := gc.store.ExpireOffsets(ctx, gc.n.cfg.OffsetsRetention, gc.expirable(ctx))
 	if err != nil && ctx.Err() == nil {
 		gc.n.logger.Warn("broker: expire offsets", "err", err)
 	}
@@ -356,11 +357,62 @@ func (gc *groupCoordinator) expireOffsets(ctx context.Context) int {
 	return n
 }
 
-// expirable reports whether a group's offsets may expire by age: it has
-// no members (Empty, Dead, or never joined through the coordinator).
-func (gc *groupCoordinator) expirable(groupID string) bool {
-	st, ok := gc.members.GroupState(groupID)
-	return !ok || st == "Empty" || st == "Dead"
+// expirable returns the retention check's view of the groups: an offset
+// may expire by age when its group has no members (Empty, Dead, or never
+// joined through the coordinator) or, KIP-496, when no member of a
+// consumer group subscribes to its topic. Each group is asked once per
+// pass. It never calls into the store (the store holds its lock while
+// asking).
+func (gc *groupCoordinator) expirable(ctx context.Context) func(groupID, topic string) bool {
+	type inUse struct {
+		topics map[string]bool
+		all    bool
+	}
+	cache := map[string]inUse{}
+	return func(groupID, topic string) bool {
+		u, ok := cache[groupID]
+		if !ok {
+			var err error
+			u.topics, u.all, err = gc.topicsInUse(ctx, groupID)
+			u.all = u.all || err != nil
+			cache[groupID] = u
+		}
+		return !u.all && !u.topics[topic]
+	}
+}
+
+// topicsInUse returns the topics a group's members subscribe to: none for
+// a group without members, all (unknown) when the group is not a consumer
+// group or a subscription does not decode (ConsumerMemberMetadata).
+func (gc *groupCoordinator) topicsInUse(ctx context.Context, groupID string) (topics map[string]bool, all bool, err error) {
+	st, known := gc.members.GroupState(groupID)
+	if !known || st == "Empty" || st == "Dead" {
+		return nil, false, nil
+	}
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.Groups = []string{groupID}
+	dresp := gc.members.DescribeGroups(ctx, dreq)
+	if len(dresp.Groups) != 1 {
+		return nil, false, kerr.CoordinatorNotAvailable
+	}
+	g := dresp.Groups[0]
+	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+		return nil, false, err
+	}
+	if g.ProtocolType != "consumer" {
+		return nil, true, nil
+	}
+	topics = map[string]bool{}
+	for _, m := range g.Members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+			return nil, true, nil
+		}
+		for _, t := range meta.Topics {
+			topics[t] = true
+		}
+	}
+	return topics, false, nil
 }
 
 // lagCollector exports strata_consumer_group_lag{group,topic,partition}

@@ -337,34 +337,9 @@ func TestOffsetDeleteRules(t *testing.T) {
 		t.Fatalf("unknown group: %d", r.ErrorCode)
 	}
 
-	// A consumer group member subscribed to t (the membership state
-	// machine in process: two-step join, then sync).
+	// A consumer group member subscribed to t.
 	ctx := testCtx(t)
-	meta := kmsg.NewConsumerMemberMetadata()
-	meta.Topics = []string{"t"}
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.SetVersion(5)
-	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "g", 10000, 10000, "consumer"
-	proto := kmsg.NewJoinGroupRequestProtocol()
-	proto.Name, proto.Metadata = "range", meta.AppendTo(nil)
-	join.Protocols = []kmsg.JoinGroupRequestProtocol{proto}
-	jr := n.groups.members.JoinGroup(ctx, join)
-	if jr.ErrorCode == kerr.MemberIDRequired.Code {
-		join.MemberID = jr.MemberID
-		jr = n.groups.members.JoinGroup(ctx, join)
-	}
-	if jr.ErrorCode != 0 {
-		t.Fatalf("join: %d", jr.ErrorCode)
-	}
-	sync := kmsg.NewPtrSyncGroupRequest()
-	sync.SetVersion(3)
-	sync.Group, sync.Generation, sync.MemberID = "g", jr.Generation, jr.MemberID
-	sa := kmsg.NewSyncGroupRequestGroupAssignment()
-	sa.MemberID, sa.MemberAssignment = jr.MemberID, []byte{}
-	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{sa}
-	if sr := n.groups.members.SyncGroup(ctx, sync); sr.ErrorCode != 0 {
-		t.Fatalf("sync: %d", sr.ErrorCode)
-	}
+	jr := joinConsumer(t, n, "g", "t")
 	commit := kmsg.NewPtrOffsetCommitRequest()
 	commit.SetVersion(8)
 	commit.Group, commit.Generation, commit.MemberID = "g", jr.Generation, jr.MemberID
@@ -791,5 +766,93 @@ func TestGroupMetadataLoadsAndDeleteGroupsSurvivesRestart(t *testing.T) {
 		t.Fatalf("fetch: %v", err)
 	} else if r, ok := o.Lookup("t", 0); ok && r.At >= 0 {
 		t.Fatalf("deleted group's offset back after restart: %+v", r)
+	}
+}
+
+// joinConsumer makes a one-member consumer group subscribed to topics,
+// through the membership state machine in process (two-step join, then
+// sync), and returns the join answer (member id, generation).
+func joinConsumer(t *testing.T, n *Node, groupID string, topics ...string) *kmsg.JoinGroupResponse {
+	t.Helper()
+	ctx := testCtx(t)
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = topics
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(5)
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = groupID, 10000, 10000, "consumer"
+	proto := kmsg.NewJoinGroupRequestProtocol()
+	proto.Name, proto.Metadata = "range", meta.AppendTo(nil)
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{proto}
+	jr := n.groups.members.JoinGroup(ctx, join)
+	if jr.ErrorCode == kerr.MemberIDRequired.Code {
+		join.MemberID = jr.MemberID
+		jr = n.groups.members.JoinGroup(ctx, join)
+	}
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %d", jr.ErrorCode)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.SetVersion(3)
+	sync.Group, sync.Generation, sync.MemberID = groupID, jr.Generation, jr.MemberID
+	sa := kmsg.NewSyncGroupRequestGroupAssignment()
+	sa.MemberID, sa.MemberAssignment = jr.MemberID, []byte{}
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{sa}
+	if sr := n.groups.members.SyncGroup(ctx, sync); sr.ErrorCode != 0 {
+		t.Fatalf("sync: %d", sr.ErrorCode)
+	}
+	return jr
+}
+
+// TestOffsetsOfUnsubscribedTopicsExpireInStableGroups: KIP-496. A Stable
+// consumer group keeps the offsets of the topics its members subscribe to
+// past the retention, and loses the others.
+func TestOffsetsOfUnsubscribedTopicsExpireInStableGroups(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), groupTestSettings)
+	cfg.OffsetsRetention = 200 * time.Millisecond
+	cfg.OffsetsRetentionCheckInterval = 30 * time.Millisecond
+	n, err := Open(Options{Config: cfg, Logger: testLogger(), StartTimeout: testWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 1, nil)
+	createTopic(t, adm, "u", 1, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "s")
+	waitLoaded(t, n, "s")
+	jr := joinConsumer(t, n, "s", "t")
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(8)
+	commit.Group, commit.Generation, commit.MemberID = "s", jr.Generation, jr.MemberID
+	for _, tn := range []string{"t", "u"} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = tn
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{kmsg.NewOffsetCommitRequestTopicPartition()}
+		commit.Topics = append(commit.Topics, rt)
+	}
+	for _, rt := range c.roundTrip(commit).(*kmsg.OffsetCommitResponse).Topics {
+		if rt.Partitions[0].ErrorCode != 0 {
+			t.Fatalf("commit %s: %d", rt.Topic, rt.Partitions[0].ErrorCode)
+		}
+	}
+	deadline := time.Now().Add(testWait)
+	for {
+		if _, ok := n.groups.store.Fetch("s", group.TopicPartition{Topic: "u", Partition: 0}); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("offset of an unsubscribed topic never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Several retention periods later the subscribed topic's offset stays
+	// (the member's heartbeats are not needed: its session is 10s).
+	time.Sleep(3 * cfg.OffsetsRetention)
+	if st, _ := n.groups.members.GroupState("s"); st != "Stable" {
+		t.Fatalf("group state %s, want Stable", st)
+	}
+	if _, ok := n.groups.store.Fetch("s", group.TopicPartition{Topic: "t", Partition: 0}); !ok {
+		t.Fatal("offset of a subscribed topic expired in a Stable group")
 	}
 }

@@ -254,13 +254,14 @@ func (s *Store) Unload(partition int32) {
 
 // ExpireOffsets removes, with tombstones, the offsets that have expired at
 // now: with Kafka 2.1+ semantics (KIP-211), an offset with an explicit
-// ExpireTimestamp expires then; otherwise, offsets of a group that
-// expirable says is Empty (or unknown to the membership) expire retention
-// after their commit. It returns how many offsets it removed; a group
+// ExpireTimestamp expires then; otherwise an offset expires retention
+// after its commit if expirable(group, topic) says so: the caller answers
+// true for groups without members (Empty, or unknown to the membership)
+// and, KIP-496, for topics no member of a consumer group subscribes to. It returns how many offsets it removed; a group
 // whose tombstones fail to append keeps its offsets (tried again next time).
 // emptied lists the groups left with no offsets at all, with their
 // partitions (the caller may then remove an Empty group, as Kafka does).
-func (s *Store) ExpireOffsets(ctx context.Context, retention time.Duration, expirable func(group string) bool) (n int, emptied []GroupPartition, err error) {
+func (s *Store) ExpireOffsets(ctx context.Context, retention time.Duration, expirable func(group, topic string) bool) (n int, emptied []GroupPartition, err error) {
 	nowMs := s.now().UnixMilli()
 	type victim struct {
 		partition int32
@@ -270,7 +271,6 @@ func (s *Store) ExpireOffsets(ctx context.Context, retention time.Duration, expi
 	var victims []victim
 	s.mu.RLock()
 	for g, m := range s.offsets {
-		groupExpirable := expirable(g)
 		var tps []TopicPartition
 		for _, tp := range sortedTPs(m) {
 			o := m[tp]
@@ -279,7 +279,7 @@ func (s *Store) ExpireOffsets(ctx context.Context, retention time.Duration, expi
 				if nowMs >= o.ExpireTimestamp {
 					tps = append(tps, tp)
 				}
-			case groupExpirable && nowMs >= o.CommitTimestamp+retention.Milliseconds():
+			case nowMs >= o.CommitTimestamp+retention.Milliseconds() && expirable(g, tp.Topic):
 				tps = append(tps, tp)
 			}
 		}

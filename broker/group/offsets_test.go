@@ -153,13 +153,13 @@ func TestStoreExpireOffsetsOfEmptyGroupsOnly(t *testing.T) {
 	explicit := off(1, 1_000)
 	explicit.ExpireTimestamp = 5_000 // a v1 commit's retention: expires whatever the state
 	must(s.Commit(ctx, 0, "stable", []Commit{{TopicPartition{"u", 0}, explicit}}))
-	n, emptied, err := s.ExpireOffsets(ctx, time.Second, func(g string) bool { return g == "empty" })
+	n, emptied, err := s.ExpireOffsets(ctx, time.Second, func(g, _ string) bool { return g == "empty" })
 	must(err)
 	if n != 2 || len(emptied) != 0 {
 		t.Fatalf("expired %d (emptied %v), want 2 and none emptied", n, emptied)
 	}
 	now = now.Add(time.Second)
-	n, emptied, err = s.ExpireOffsets(ctx, time.Second, func(g string) bool { return g == "empty" })
+	n, emptied, err = s.ExpireOffsets(ctx, time.Second, func(g, _ string) bool { return g == "empty" })
 	must(err)
 	if want := []GroupPartition{{"empty", 0}}; n != 1 || !reflect.DeepEqual(emptied, want) {
 		t.Fatalf("second pass expired %d emptied %v, want 1 and %v", n, emptied, want)
