@@ -856,3 +856,64 @@ func TestOffsetsOfUnsubscribedTopicsExpireInStableGroups(t *testing.T) {
 		t.Fatal("offset of a subscribed topic expired in a Stable group")
 	}
 }
+
+// TestOffsetsLoadFromCompactedLog: __consumer_offsets is compacted by the
+// storage cleaner (many commits of the same keys shrink to the newest per
+// key, a deleted group's tombstones stay until delete.retention.ms), and a
+// restarted broker loads the compacted log (offset gaps, rewritten
+// segments) to the same committed offsets.
+func TestOffsetsLoadFromCompactedLog(t *testing.T) {
+	dir := t.TempDir()
+	settings := withSettings(map[string]string{"offsets.topic.num.partitions": "1", "offsets.topic.segment.bytes": "4096"})
+	n := startNode(t, dir, settings)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 3, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	const rounds = 200
+	for i := range rounds {
+		for p := range int32(3) {
+			if code := commitRaw(t, c, 8, "g", "t", p, int64(i*10)+int64(p), nil); code != 0 {
+				t.Fatalf("commit: %d", code)
+			}
+		}
+	}
+	if code := commitRaw(t, c, 8, "gone", "t", 0, 5, nil); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	if r, err := adm.DeleteGroups(testCtx(t), "gone"); err != nil || r["gone"].Err != nil {
+		t.Fatalf("delete group: %v %+v", err, r["gone"])
+	}
+	p := n.partition(offsetsTopic, 0)
+	end := p.log.LogEndOffset()
+	if runs := n.store.RunCleaner(); runs == 0 {
+		t.Fatal("the cleaner did not clean __consumer_offsets")
+	}
+	st := n.store.CleanerStats()
+	if st.BytesWritten*5 > st.BytesRead {
+		t.Fatalf("cleaning %d bytes kept %d: not compacted", st.BytesRead, st.BytesWritten)
+	}
+	if p.log.LogEndOffset() != end {
+		t.Fatalf("log end moved %d -> %d", end, p.log.LogEndOffset())
+	}
+	n.Close()
+
+	n = startNode(t, dir, settings)
+	waitLoaded(t, n, "g")
+	got := n.groups.store.FetchAll("g")
+	if len(got) != 3 {
+		t.Fatalf("after compaction and restart: %+v", got)
+	}
+	for _, o := range got {
+		if want := int64((rounds-1)*10) + int64(o.Partition); o.Offset.Offset != want {
+			t.Fatalf("t/%d: %d, want %d", o.Partition, o.Offset.Offset, want)
+		}
+	}
+	if len(n.groups.store.FetchAll("gone")) != 0 {
+		t.Fatal("deleted group's offsets back after compaction and restart")
+	}
+	if _, ok := n.groups.members.GroupState("gone"); ok {
+		t.Fatal("deleted group back after compaction and restart")
+	}
+}
