@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -266,4 +267,30 @@ func TestDecodeRecordRejectsGarbageAndSkipsNewKeys(t *testing.T) {
 	if _, ok, err := DecodeRecord([]byte{0, 5, 0, 0}, []byte{0}); ok || err != nil {
 		t.Fatalf("unknown key version: ok %v err %v", ok, err)
 	}
+}
+
+// BenchmarkLoaderReplay replays batches of 100 OffsetCommit records (the
+// load of a __consumer_offsets partition, minus the reads): records/s is
+// what bounds COORDINATOR_LOAD_IN_PROGRESS after a failover.
+func BenchmarkLoaderReplay(b *testing.B) {
+	const perBatch = 100
+	var batches [][]byte
+	for i := range 100 {
+		recs := make([]KV, perBatch)
+		for j := range recs {
+			recs[j] = OffsetCommitRecord("group-"+strconv.Itoa(j%10), "topic", int32(j), &Offset{Offset: int64(i), LeaderEpoch: 1, CommitTimestamp: 1, ExpireTimestamp: -1})
+		}
+		batches = append(batches, BuildBatch(recs, 1))
+	}
+	s := NewStore(StoreOptions{})
+	b.ResetTimer()
+	for range b.N {
+		l := NewLoader(s, 0)
+		for _, bt := range batches {
+			if err := l.Batch(bt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*len(batches)*perBatch)/b.Elapsed().Seconds(), "records/s")
 }
