@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -63,7 +64,16 @@ var Settings = []Setting{
 	{"log.local.retention.bytes", "-2", "local.retention.bytes of topics that do not set it (-2 = retention.bytes)"},
 	{"log.message.timestamp.type", "CreateTime", "message.timestamp.type of topics that do not set it"},
 	{"log.segment.delete.delay.ms", "60000", "file.delete.delay.ms of topics that do not set it"},
-	{"log.cleanup.policy", "delete", "cleanup.policy of topics that do not set it"},
+	{"log.cleanup.policy", "delete", "cleanup.policy of topics that do not set it: delete, compact or compact,delete"},
+	{"log.cleaner.enable", "true", "run the log cleaner that compacts cleanup.policy=compact topics"},
+	{"log.cleaner.threads", "1", "log cleaner threads"},
+	{"log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", "cleaner read+write bandwidth limit, bytes per second"},
+	{"log.cleaner.dedupe.buffer.size", "134217728", "memory for the cleaners' key maps, all threads together (24 bytes per key)"},
+	{"log.cleaner.backoff.ms", "15000", "how long a cleaner thread sleeps when no log needs cleaning"},
+	{"log.cleaner.delete.retention.ms", "86400000", "delete.retention.ms of topics that do not set it: how long tombstones are kept"},
+	{"log.cleaner.min.cleanable.ratio", "0.5", "min.cleanable.dirty.ratio of topics that do not set it"},
+	{"log.cleaner.min.compaction.lag.ms", "0", "min.compaction.lag.ms of topics that do not set it"},
+	{"log.cleaner.max.compaction.lag.ms", "9223372036854775807", "max.compaction.lag.ms of topics that do not set it"},
 	{"log.retention.check.interval.ms", "300000", "how often retention runs"},
 	{"log.flush.scheduler.interval.ms", "1000", "how often flush.ms is checked"},
 	{"log.flush.offset.checkpoint.interval.ms", "60000", "how often recovery points are checkpointed"},
@@ -255,6 +265,13 @@ type Config struct {
 	CheckpointInterval     time.Duration
 	RecoveryThreads        int
 
+	// Log cleaner (log.cleaner.*; storage/cleaner*.go).
+	CleanerEnable              bool
+	CleanerThreads             int
+	CleanerIOMaxBytesPerSecond float64
+	CleanerDedupeBufferSize    int64
+	CleanerBackoff             time.Duration
+
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
 	ElectionTimeout         time.Duration
@@ -431,9 +448,26 @@ func ParseConfig(props map[string]string) (Config, error) {
 	}
 	s.FileDeleteDelayMs = i64("log.segment.delete.delay.ms", 0)
 	s.CleanupPolicy = get("log.cleanup.policy")
-	if s.CleanupPolicy != "delete" {
-		bad("log.cleanup.policy", s.CleanupPolicy, "only delete is supported")
+	if !validCleanupPolicy(s.CleanupPolicy) {
+		bad("log.cleanup.policy", s.CleanupPolicy, "delete, compact or compact,delete")
 	}
+	s.DeleteRetentionMs = i64("log.cleaner.delete.retention.ms", 0)
+	s.MinCompactionLagMs = i64("log.cleaner.min.compaction.lag.ms", 0)
+	s.MaxCompactionLagMs = i64("log.cleaner.max.compaction.lag.ms", 1)
+	float := func(name string, lo, hi float64) float64 {
+		v := get(name)
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < lo || f > hi {
+			bad(name, v, fmt.Sprintf("not a number in [%g, %g]", lo, hi))
+		}
+		return f
+	}
+	s.MinCleanableDirtyRatio = float("log.cleaner.min.cleanable.ratio", 0, 1)
+	c.CleanerEnable = boolean("log.cleaner.enable")
+	c.CleanerThreads = int(min(i64("log.cleaner.threads", 1), 64))
+	c.CleanerIOMaxBytesPerSecond = float("log.cleaner.io.max.bytes.per.second", 1, math.MaxFloat64)
+	c.CleanerDedupeBufferSize = i64("log.cleaner.dedupe.buffer.size", 1<<20)
+	c.CleanerBackoff = ms("log.cleaner.backoff.ms", 1)
 	c.Storage = s
 	c.RetentionCheckInterval = ms("log.retention.check.interval.ms", 1)
 	c.FlushCheckInterval = ms("log.flush.scheduler.interval.ms", 1)
@@ -459,6 +493,19 @@ func ParseConfig(props map[string]string) (Config, error) {
 		return c, firstErr
 	}
 	return c, c.validate()
+}
+
+// validCleanupPolicy accepts cleanup.policy lists of delete and compact.
+func validCleanupPolicy(v string) bool {
+	if strings.TrimSpace(v) == "" {
+		return false
+	}
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "delete" && p != "compact" {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Config) validate() error {

@@ -158,6 +158,9 @@ func Open(o Options) (n *Node, err error) {
 		RetentionCheckInterval: cfg.RetentionCheckInterval, FlushCheckInterval: cfg.FlushCheckInterval,
 		CheckpointInterval: cfg.CheckpointInterval, RecoveryThreads: cfg.RecoveryThreads,
 		ProducerSnapshot: n.pcells.hook,
+		DisableCleaner:   !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
+		CleanerIOMaxBytesPerSecond: cfg.CleanerIOMaxBytesPerSecond, CleanerDedupeBufferSize: cfg.CleanerDedupeBufferSize,
+		CleanerBackoff: cfg.CleanerBackoff,
 	})
 	if err != nil {
 		return nil, err
@@ -778,6 +781,14 @@ func topicStorageConfig(base storage.Config, m map[string]string) storage.Config
 	i64(metadata.ConfigMessageTimestampBeforeMaxMs, &c.TimestampBeforeMaxMs)
 	i64(metadata.ConfigMessageTimestampAfterMaxMs, &c.TimestampAfterMaxMs)
 	i64(metadata.ConfigFileDeleteDelayMs, &c.FileDeleteDelayMs)
+	i64(metadata.ConfigDeleteRetentionMs, &c.DeleteRetentionMs)
+	i64(metadata.ConfigMinCompactionLagMs, &c.MinCompactionLagMs)
+	i64(metadata.ConfigMaxCompactionLagMs, &c.MaxCompactionLagMs)
+	if v, ok := m[metadata.ConfigMinCleanableDirtyRatio]; ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			c.MinCleanableDirtyRatio = f
+		}
+	}
 	if v, ok := m[metadata.ConfigRemoteStorageEnable]; ok {
 		c.RemoteStorageEnable = strings.EqualFold(v, "true")
 	}
