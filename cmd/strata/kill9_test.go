@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // procWait bounds each wait of the process tests: start, produce, consume.
@@ -270,7 +271,8 @@ func TestKill9KeepsEveryAcknowledgedRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), procWait)
-		resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+		segs := map[string]*string{"segment.bytes": kmsg.StringPtr("65536")} // recovery across many segments
+		resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, segs, topic)
 		cancel()
 		cl.Close()
 		if err != nil || resp.Err != nil {
@@ -338,7 +340,10 @@ func TestKill9IdempotentProducerRetriesAcrossRestarts(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*procWait)
 	defer cancel()
-	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil || resp.Err != nil {
+	// Small segments: rolls (each writing a producer-state snapshot) happen
+	// all through the stream, so the kills land near some.
+	segs := map[string]*string{"segment.bytes": kmsg.StringPtr("8192")}
+	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, segs, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create topic: %v / %v", err, resp.Err)
 	}
 
@@ -402,4 +407,9 @@ func TestKill9IdempotentProducerRetriesAcrossRestarts(t *testing.T) {
 			t.Errorf("partition %d ends at %d (%v), want %d: duplicates or losses", o.Partition, o.Offset, o.Err, total/partitions)
 		}
 	})
+	logs, _ := filepath.Glob(filepath.Join(data, topic+"-0", "*.log"))
+	snaps, _ := filepath.Glob(filepath.Join(data, topic+"-0", "*.snapshot"))
+	if len(logs) < 3 || len(snaps) < 1 {
+		t.Errorf("%d segments and %d producer snapshots in partition 0: the stream did not roll segments", len(logs), len(snaps))
+	}
 }
