@@ -12,11 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // groupMember is one kgo consumer-group member whose owned partitions are
@@ -406,4 +409,93 @@ func (b *safeBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// TestGroupMembershipAPIsEveryVersion drives one single-member group per
+// JoinGroup version through the raw protocol: join (two-step from v4),
+// sync, heartbeat, describe, leave, list, delete, each at the matching
+// version of its own API, decoding every answer at the version asked.
+func TestGroupMembershipAPIsEveryVersion(t *testing.T) {
+	n := startNode(t, t.TempDir(), groupTestSettings)
+	c := dialRaw(t, n)
+	for v := int16(0); v <= kmsg.NewPtrJoinGroupRequest().MaxVersion(); v++ {
+		groupID := "every-" + strconv.Itoa(int(v))
+		if r := findCoordinator(t, c, groupID); r.ErrorCode != 0 {
+			t.Fatalf("find coordinator: %d", r.ErrorCode)
+		}
+		waitLoaded(t, n, groupID)
+		join := kmsg.NewPtrJoinGroupRequest()
+		join.SetVersion(v)
+		join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = groupID, 10000, 10000, "consumer"
+		join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("sub")}}
+		jr := c.roundTrip(join).(*kmsg.JoinGroupResponse)
+		if v >= 4 {
+			if jr.ErrorCode != kerr.MemberIDRequired.Code || jr.MemberID == "" {
+				t.Fatalf("v%d: first join %+v", v, jr)
+			}
+			join.MemberID = jr.MemberID
+			jr = c.roundTrip(join).(*kmsg.JoinGroupResponse)
+		}
+		if jr.ErrorCode != 0 || jr.Generation != 1 || jr.LeaderID != jr.MemberID || jr.Protocol == nil || *jr.Protocol != "range" ||
+			len(jr.Members) != 1 || string(jr.Members[0].ProtocolMetadata) != "sub" || (v >= 7 && (jr.ProtocolType == nil || *jr.ProtocolType != "consumer")) {
+			t.Fatalf("v%d: join %+v", v, jr)
+		}
+		member := jr.MemberID
+
+		sync := kmsg.NewPtrSyncGroupRequest()
+		sync.SetVersion(min(v, sync.MaxVersion()))
+		sync.Group, sync.MemberID, sync.Generation = groupID, member, 1
+		sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: member, MemberAssignment: []byte("mine")}}
+		if sr := c.roundTrip(sync).(*kmsg.SyncGroupResponse); sr.ErrorCode != 0 || string(sr.MemberAssignment) != "mine" {
+			t.Fatalf("v%d: sync %+v", v, sr)
+		}
+
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.SetVersion(min(v, hb.MaxVersion()))
+		hb.Group, hb.MemberID, hb.Generation = groupID, member, 1
+		if hr := c.roundTrip(hb).(*kmsg.HeartbeatResponse); hr.ErrorCode != 0 {
+			t.Fatalf("v%d: heartbeat %d", v, hr.ErrorCode)
+		}
+
+		desc := kmsg.NewPtrDescribeGroupsRequest()
+		desc.SetVersion(min(v, desc.MaxVersion()))
+		desc.Groups = []string{groupID}
+		dr := c.roundTrip(desc).(*kmsg.DescribeGroupsResponse)
+		if len(dr.Groups) != 1 || dr.Groups[0].State != "Stable" || len(dr.Groups[0].Members) != 1 ||
+			string(dr.Groups[0].Members[0].MemberAssignment) != "mine" || dr.Groups[0].Members[0].ClientHost != "/127.0.0.1" {
+			t.Fatalf("v%d: describe %+v", v, dr.Groups)
+		}
+
+		leave := kmsg.NewPtrLeaveGroupRequest()
+		leave.SetVersion(min(v, leave.MaxVersion()))
+		leave.Group = groupID
+		if leave.Version < 3 {
+			leave.MemberID = member
+		} else {
+			leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: member}}
+		}
+		lr := c.roundTrip(leave).(*kmsg.LeaveGroupResponse)
+		if lr.ErrorCode != 0 || (leave.Version >= 3 && (len(lr.Members) != 1 || lr.Members[0].ErrorCode != 0)) {
+			t.Fatalf("v%d: leave %+v", v, lr)
+		}
+
+		list := kmsg.NewPtrListGroupsRequest()
+		list.SetVersion(min(v, list.MaxVersion()))
+		found := false
+		for _, g := range c.roundTrip(list).(*kmsg.ListGroupsResponse).Groups {
+			if g.Group == groupID {
+				found = g.ProtocolType == "consumer" && (list.Version < 4 || g.GroupState == "Empty")
+			}
+		}
+		if !found {
+			t.Fatalf("v%d: %s not listed as an Empty consumer group", v, groupID)
+		}
+
+		del := kmsg.NewPtrDeleteGroupsRequest()
+		del.SetVersion(min(v, del.MaxVersion()))
+		del.Groups = []string{groupID}
+		if dr := c.roundTrip(del).(*kmsg.DeleteGroupsResponse); len(dr.Groups) != 1 || dr.Groups[0].ErrorCode != 0 {
+			t.Fatalf("v%d: delete %+v", v, dr.Groups)
+		}
+	}
 }
