@@ -79,7 +79,7 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		"controller.quorum.voters":   "1@nohostport",
 		"log.message.timestamp.type": "Sometimes",
 		"process.roles":              "broker,chef",
-		"log.cleanup.policy":         "compact",
+		"log.cleanup.policy":         "compact,shred",
 		"strata.log.level":           "loud",
 	} {
 		_, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: v}))

@@ -276,9 +276,10 @@ func (m *metrics) responseErrorCode(key int16, resp kmsg.Response) int16 {
 type nodeCollector struct {
 	n *Node
 
-	info, connections, inFlight, partitions, partitionsLed, ready, metadataOffset         *prometheus.Desc
-	logSize, logSegments, logEnd, logStart, localLogStart, hw, recoveryPoint, leaderEpoch *prometheus.Desc
-	recTruncated, recDroppedSegs, recLogsRecovered, recLogs, recSeconds                   *prometheus.Desc
+	info, connections, inFlight, partitions, partitionsLed, ready, metadataOffset            *prometheus.Desc
+	logSize, logSegments, logEnd, logStart, localLogStart, hw, recoveryPoint, leaderEpoch    *prometheus.Desc
+	recTruncated, recDroppedSegs, recLogsRecovered, recLogs, recSeconds                      *prometheus.Desc
+	cleanerRuns, cleanerFailures, cleanerRead, cleanerWritten, cleanerDirty, cleanerMaxDirty *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -308,13 +309,20 @@ func newNodeCollector(n *Node) *nodeCollector {
 		recLogsRecovered: d("storage", "recovery_logs_rescanned", "Logs that took the slow recovery path (no clean shutdown) at start."),
 		recLogs:          d("storage", "recovery_logs_loaded", "Logs loaded from the data directory at start."),
 		recSeconds:       d("storage", "load_duration_seconds", "Wall time storage took to load and recover the data directory at start."),
+		cleanerRuns:      d("log_cleaner", "runs_total", "Log cleanings that rewrote segments (storage.Manager.CleanerStats)."),
+		cleanerFailures:  d("log_cleaner", "failures_total", "Log cleanings that failed."),
+		cleanerRead:      d("log_cleaner", "read_bytes_total", "Bytes the log cleaner read (rate() = cleaner read bytes per second)."),
+		cleanerWritten:   d("log_cleaner", "written_bytes_total", "Bytes the log cleaner wrote."),
+		cleanerDirty:     d("log_cleaner", "dirty_ratio", "Dirty bytes / cleanable bytes of a compacted partition, as last computed.", tp...),
+		cleanerMaxDirty:  d("log_cleaner", "max_dirty_ratio", "Highest dirty ratio over the compacted partitions (Kafka's max-clean-dirty-ratio)."),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.connections, c.inFlight, c.partitions, c.partitionsLed, c.ready,
 		c.metadataOffset, c.logSize, c.logSegments, c.logEnd, c.logStart, c.localLogStart, c.hw,
-		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds} {
+		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds,
+		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty} {
 		ch <- d
 	}
 }
@@ -376,6 +384,23 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.partitions, float64(len(parts)))
 	gauge(c.partitionsLed, float64(led))
+
+	if n.health.storeLoaded.Load() {
+		st := n.store.CleanerStats()
+		counter := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+		}
+		counter(c.cleanerRuns, st.Runs)
+		counter(c.cleanerFailures, st.Failures)
+		counter(c.cleanerRead, st.BytesRead)
+		counter(c.cleanerWritten, st.BytesWritten)
+		maxRatio := 0.0
+		for _, lg := range st.Logs {
+			gauge(c.cleanerDirty, lg.DirtyRatio, lg.Topic, strconv.Itoa(int(lg.Partition)))
+			maxRatio = max(maxRatio, lg.DirtyRatio)
+		}
+		gauge(c.cleanerMaxDirty, maxRatio)
+	}
 
 	if r, ok := n.health.recovery.Load().(recoverySummary); ok {
 		gauge(c.recTruncated, float64(r.truncatedBytes))
