@@ -63,6 +63,7 @@ func newCompactEnv(tb testing.TB, fs vfs.FS, mods ...func(*Config)) *testEnv {
 	all := append([]func(*Config){func(c *Config) {
 		c.CleanupPolicy = "compact"
 		c.SegmentBytes = 2048
+		c.SegmentIndexBytes = 4096 // small segments: small indexes keep -race fast
 		c.DeleteRetentionMs = time.Hour.Milliseconds()
 		c.MinCleanableDirtyRatio = 0.01
 		c.MaxCompactionLagMs = 1<<63 - 1

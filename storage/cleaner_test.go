@@ -125,7 +125,7 @@ func TestCleanerDropsTombstonesAfterDeleteRetention(t *testing.T) {
 }
 
 func TestCleanerMatchesModelOnRandomWorkloads(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
+	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 99))
 			e := newCompactEnv(t, nil, func(c *Config) {
@@ -348,7 +348,7 @@ func TestCleanerFailedRenameOrSyncLeavesReadableLog(t *testing.T) {
 	if total < 10 {
 		t.Fatalf("only %d renames and syncs counted", total)
 	}
-	for _, i := range sample(total, 40) {
+	for _, i := range sample(total, 24) {
 		n := i + 1
 		mem := vfs.NewMem()
 		rule := errfs.On(ops...).Err(syscall.EIO)
