@@ -66,9 +66,6 @@ import (
 // leftovers and the old segments stay. Old segments' readers keep their
 // files (refcount) until they release them.
 
-// CleanerCheckpointFile holds each compacted log's first dirty offset.
-const CleanerCheckpointFile = "cleaner-offset-checkpoint"
-
 // offsetMap maps a key's hash to the offset of its newest record.
 type offsetMap struct {
 	seed maphash.Seed

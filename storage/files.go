@@ -12,6 +12,7 @@ import (
 //	  .kafka_cleanshutdown                  written by Manager.Close, removed after load
 //	  recovery-point-offset-checkpoint      "0\n<count>\n<topic> <partition> <offset>\n..."
 //	  log-start-offset-checkpoint           same format
+//	  cleaner-offset-checkpoint             same format: first dirty offset of compacted logs
 //	  <topic>-<partition>/                  one [Log]
 //	    00000000000000000000.log            record batches (v2) exactly as on the wire
 //	    00000000000000000000.index          sparse offset index, mmap'd (see storage/index)
@@ -19,7 +20,8 @@ import (
 //	    00000000000000012345.snapshot       producer state at offset 12345 (taken at roll)
 //	    leader-epoch-checkpoint             epoch -> start offset
 //	    partition.metadata                  topic id (written by the broker)
-//	    *.deleted                           removed by retention, closed and unlinked later
+//	    *.deleted                           removed by retention or compaction, closed and unlinked later
+//	    *.cleaned, *.swap                   compaction output being swapped in (cleaner.go)
 //	  <topic>-<partition>.<uuid>-delete/    a deleted log, removed in the background
 //	  __cluster_metadata-0/                 the controller's Raft log when metadata.log.dir
 //	                                        is this directory: never loaded as a partition
@@ -54,6 +56,9 @@ const (
 	RecoveryPointCheckpointFile = "recovery-point-offset-checkpoint"
 	// LogStartOffsetCheckpointFile holds each log's start offset.
 	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
+	// CleanerCheckpointFile holds each compacted log's first dirty offset
+	// (where the next cleaning starts).
+	CleanerCheckpointFile = "cleaner-offset-checkpoint"
 	// LeaderEpochCheckpointFile holds a log's leader-epoch cache.
 	LeaderEpochCheckpointFile = "leader-epoch-checkpoint"
 	// PartitionMetadataFile holds a log's topic id.
