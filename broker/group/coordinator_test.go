@@ -826,3 +826,22 @@ func TestGroupMetrics(t *testing.T) {
 		t.Fatal("second coordinator's metrics not registered")
 	}
 }
+
+func TestRepeatedJoinAnswersTheParkedOne(t *testing.T) {
+	// A client that retries its JoinGroup (a request timeout) must not
+	// leave the first one parked forever: its connection answers in order.
+	h := newHarness(t, delay)
+	ids := h.stableGroup("g", 2, session, rebalance)
+	first := h.joinAsync(newJoin("g", ids[0], nil, session, rebalance, "range", "m"))
+	h.awaiting("g", 1)
+	second := h.joinAsync(newJoin("g", ids[0], nil, session, rebalance, "range", "m"))
+	if r := recv(t, first); r.ErrorCode != kerr.RebalanceInProgress.Code {
+		t.Fatalf("superseded join: %+v", r)
+	}
+	pending(t, second, "the retried join before the other member rejoined")
+	other := h.joinAsync(newJoin("g", ids[1], nil, session, rebalance, "range", "m"))
+	if r := recv(t, second); r.ErrorCode != 0 || r.Generation != 2 || len(r.Members) != 2 {
+		t.Fatalf("retried join: %+v", r)
+	}
+	recv(t, other)
+}

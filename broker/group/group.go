@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -207,6 +208,9 @@ func (g *group) setProtocols(m *member, protos []protocol) {
 // never stuck behind it.
 func (g *group) awaitJoin(m *member, ch chan *kmsg.JoinGroupResponse, superseded *kmsg.JoinGroupResponse) {
 	if m.joinCh != nil {
+		if superseded == nil {
+			superseded = joinError(m.id, kerr.RebalanceInProgress.Code)
+		}
 		m.joinCh <- superseded
 	} else {
 		g.numAwaiting++
