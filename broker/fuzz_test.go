@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -1007,5 +1008,46 @@ func TestCreateTopicsRefusesExcessivePartitions(t *testing.T) {
 	got = create(true, map[string]int32{"c-6000": 6000, "d-6000": 6000})
 	if got["c-6000"] != 0 || got["d-6000"] != kerr.PolicyViolation.Code {
 		t.Fatalf("6000 + 6000 validate-only: %v", got)
+	}
+}
+
+// TestRequestSizeLimitBoundary: a request of exactly socket.request.max.bytes
+// is served; one byte more closes the connection after reading only the
+// size prefix, allocating nothing of its size.
+func TestRequestSizeLimitBoundary(t *testing.T) {
+	fz := startFuzzNode(t)
+	limit := int(fz.n.cfg.SocketRequestMaxBytes)
+	sized := func(size int) []byte {
+		name := 0
+		for {
+			md := kmsg.NewPtrMetadataRequest()
+			md.SetVersion(12)
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(strings.Repeat("x", name))
+			md.Topics = append(md.Topics, rt)
+			b := frameRequest(md, 5)
+			switch got := len(b) - 4; {
+			case got == size:
+				return b
+			case got > size:
+				t.Fatalf("cannot build a %d-byte request (%d)", size, got)
+			default:
+				name += max(1, size-got-2) // the compact length may grow by a byte or two
+			}
+		}
+	}
+	if s := fz.check(t, sized(limit)); s.closed || len(s.out) < 8 {
+		t.Fatalf("request of exactly %d bytes: closed %v, %d bytes out", limit, s.closed, len(s.out))
+	}
+	over := sized(limit + 1)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	s := fz.check(t, over[:4+100]) // the size prefix and a little: the reader must not wait for the rest
+	runtime.ReadMemStats(&ms1)
+	if !s.closed || len(s.out) != 0 {
+		t.Fatalf("request of %d bytes: closed %v, %d bytes out", limit+1, s.closed, len(s.out))
+	}
+	if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > uint64(limit/2) {
+		t.Fatalf("allocated %d bytes refusing a %d-byte request", grew, limit+1)
 	}
 }
