@@ -294,3 +294,30 @@ func BenchmarkLoaderReplay(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(batches)*perBatch)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestStoreConcurrentCommitsMatchTheLog: commits racing on one partition
+// leave in memory exactly what a reload of the log gives (the write lock
+// installs them in log order).
+func TestStoreConcurrentCommitsMatchTheLog(t *testing.T) {
+	ml := &memLog{}
+	s := NewStore(StoreOptions{Append: ml.append})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				c := []Commit{{TopicPartition{"t", int32(i % 3)}, off(int64(w*1000+i), 0)}}
+				if err := s.Commit(context.Background(), 2, "g", c); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r, _ := ml.reload(t, 2, nil)
+	if got, want := s.FetchAll("g"), r.FetchAll("g"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("in memory %+v, log says %+v", got, want)
+	}
+}
