@@ -499,3 +499,45 @@ func TestGroupMembershipAPIsEveryVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerGroupStaticMembersSurviveBrokerRestart: the group metadata
+// stored at the end of the rebalance (members, assignments, generation)
+// is loaded back after a broker restart, so static members that come back
+// within their session get their partitions again without a rebalance.
+func TestConsumerGroupStaticMembersSurviveBrokerRestart(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Open(Options{Config: testConfig(t, dir, groupTestSettings), Logger: testLogger(), StartTimeout: testWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() }) // closed below; again here if the test fails first
+	createTopic(t, newAdmin(t, n), "t", 12, nil)
+	opts := func(id string) []kgo.Opt {
+		return []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), kgo.InstanceID(id), kgo.SessionTimeout(15 * time.Second)}
+	}
+	a := joinGroup(t, n, "g", "t", opts("a")...)
+	b := joinGroup(t, n, "g", "t", opts("b")...)
+	waitAssigned(t, 12, []*groupMember{a, b}, 6, 6)
+	_, gen := a.cl.GroupMetadata()
+	ownedA, ownedB := a.partitions(), b.partitions()
+	a.cl.Close()
+	b.cl.Close()
+	n.Close()
+
+	n2 := startNode(t, dir, groupTestSettings)
+	a2 := joinGroup(t, n2, "g", "t", opts("a")...)
+	b2 := joinGroup(t, n2, "g", "t", opts("b")...)
+	waitAssigned(t, 12, []*groupMember{a2, b2}, 6, 6)
+	if _, g := a2.cl.GroupMetadata(); g != gen {
+		t.Fatalf("generation %d after the restart, was %d: the members rebalanced", g, gen)
+	}
+	if _, g := b2.cl.GroupMetadata(); g != gen {
+		t.Fatalf("b: generation %d after the restart, was %d", g, gen)
+	}
+	if got := a2.partitions(); got[0] != ownedA[0] || got[5] != ownedA[5] {
+		t.Fatalf("a owns %v after the restart, had %v", got, ownedA)
+	}
+	if got := b2.partitions(); got[0] != ownedB[0] || got[5] != ownedB[5] {
+		t.Fatalf("b owns %v after the restart, had %v", got, ownedB)
+	}
+}
