@@ -525,6 +525,30 @@ func TestConsumerGroupStaticMembersSurviveBrokerRestart(t *testing.T) {
 	n.Close()
 
 	n2 := startNode(t, dir, groupTestSettings)
+	// Before anyone rejoins, the loaded group is Stable with both static
+	// members and their assignments.
+	adm := newAdmin(t, n2)
+	deadline := time.Now().Add(testWait)
+	for {
+		d, err := adm.DescribeGroups(testCtx(t), "g")
+		if err == nil && d.Error() == nil {
+			dg := d["g"]
+			if dg.State != "Stable" || len(dg.Members) != 2 {
+				t.Fatalf("loaded group %+v", dg)
+			}
+			for _, m := range dg.Members {
+				a, ok := m.Assigned.AsConsumer()
+				if m.InstanceID == nil || !ok || len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 6 {
+					t.Fatalf("loaded member %+v", m)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("describe after restart: %v %v", err, d.Error())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	a2 := joinGroup(t, n2, "g", "t", opts("a")...)
 	b2 := joinGroup(t, n2, "g", "t", opts("b")...)
 	waitAssigned(t, 12, []*groupMember{a2, b2}, 6, 6)
