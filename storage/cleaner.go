@@ -614,6 +614,9 @@ func (l *Log) completeSwaps(names []string) (int, error) {
 		if err != nil {
 			return done, err
 		}
+		if last < base {
+			continue // empty: the cleaner never swaps one in; a leftover
+		}
 		for b := range logs {
 			if b < base || b > last {
 				continue
