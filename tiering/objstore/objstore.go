@@ -7,6 +7,38 @@
 // It owns nothing but object I/O. It must never know what a segment, a
 // partition or a manifest is: keys are opaque strings built in one place
 // by tiering (paths.go).
+//
+// # Files
+//
+//	objstore.go   the interface, modes and sentinel errors
+//	mem.go        MemStore: the reference store, recording every call
+//	fs.go         FSStore: a directory (link/rename publish, MD5 xattr ETags)
+//	s3*.go        S3Store: aws-sdk-go-v2 (MinIO, AWS)
+//	faults.go     WithFaults: errors, latency, lost PUT acks, torn reads, outages
+//	retry.go      WithRetry: bounded retries with backoff and jitter
+//	metrics.go    WithMetrics: Prometheus counters and latency histograms
+//	objstoretest/ the contract suite every backend runs
+//
+// Decorators stack; production wiring is
+//
+//	store := objstore.WithMetrics(objstore.WithRetry(backend, objstore.RetryPolicy{}), reg, "s3")
+//
+// so the metrics count what the caller saw (one request, its total
+// latency including retries) while retries stay invisible to callers.
+//
+// # Semantics every backend keeps (checked by objstoretest.Run)
+//
+//   - Keys are opaque '/'-separated strings without empty, "." or ".."
+//     segments; a key is never also a "directory" of another key.
+//   - ETags are opaque strings compared for equality only (MemStore and
+//     FSStore use the hex MD5 of the content, as S3 does for single-part
+//     uploads; multipart S3 ETags differ). No quotes.
+//   - Put stores all size bytes or nothing: a short body, an error from
+//     the body or a cancelled context leaves no object (and no partial
+//     one) behind. IfMatch on a missing key is ErrPreconditionFailed.
+//   - Get ranges: off < 0, off > size, or off == size on a non-empty
+//     object is ErrInvalidRange; off+length past the end is cut at the end
+//     (as an HTTP Range is); off == 0 on an empty object reads nothing.
 package objstore
 
 import (
@@ -79,4 +111,10 @@ var (
 	ErrPreconditionFailed = errors.New("objstore: precondition failed")
 	// ErrInvalidRange is returned by Get when off lies past the object's end.
 	ErrInvalidRange = errors.New("objstore: invalid range")
+	// ErrInvalidKey is returned by every backend's calls for a key that is
+	// empty, starts or ends with '/', or has an empty, "." or ".." segment.
+	// FSStore also refuses a final segment containing ".tmp-" (its temporary
+	// files). Tiering builds every key in one place, so this is a bug, never
+	// a runtime condition.
+	ErrInvalidKey = errors.New("objstore: invalid key")
 )
