@@ -134,7 +134,7 @@ func TestCleanerMatchesModelOnRandomWorkloads(t *testing.T) {
 			})
 			model := map[string]string{}
 			fd := int64(0)
-			for round := range 5 {
+			for round := range 4 {
 				randomWorkload(e, rng, 30+rng.IntN(50), 25, model)
 				if rng.IntN(3) > 0 {
 					fd = e.cleanNow(fd).firstDirty
@@ -315,7 +315,8 @@ func TestCleanerCrashAtEverySyncKeepsNewestValues(t *testing.T) {
 	}
 	points = append(points, point{mem.CrashClone(0, nil), vfs.SyncEvent{Path: "(after cleaning)"}})
 	rp := e.log.RecoveryPoint()
-	for _, p := range points {
+	for _, i := range sample(len(points), 30) {
+		p := points[i]
 		label := fmt.Sprintf("crash at sync %d (%s)", p.ev.N, filepath.Base(p.ev.Path))
 		for _, rescan := range []bool{false, true} {
 			c := p.fs.Clone()
@@ -334,7 +335,7 @@ func TestCleanerCrashAtEverySyncKeepsNewestValues(t *testing.T) {
 			l.Close()
 		}
 	}
-	t.Logf("%d crash points", len(points))
+	t.Logf("%d crash points, 30 sampled", len(points))
 }
 
 func TestCleanerFailedRenameOrSyncLeavesReadableLog(t *testing.T) {
@@ -348,7 +349,7 @@ func TestCleanerFailedRenameOrSyncLeavesReadableLog(t *testing.T) {
 	if total < 10 {
 		t.Fatalf("only %d renames and syncs counted", total)
 	}
-	for _, i := range sample(total, 24) {
+	for _, i := range sample(total, 16) {
 		n := i + 1
 		mem := vfs.NewMem()
 		rule := errfs.On(ops...).Err(syscall.EIO)
