@@ -114,6 +114,9 @@ func TestBuilderEmptyBatchKeepsProducerState(t *testing.T) {
 		t.Fatal(err)
 	}
 	oh, _ := ParseHeader(orig)
+	if err := Records(out, func(Record) error { return errors.New("a record in an empty batch") }); err != nil {
+		t.Fatalf("Records of an empty compressed batch: %v", err)
+	}
 	if len(out) != HeaderSize || h.NumRecords != 0 || h.LastOffsetDelta != 9 || h.ProducerID != 42 ||
 		h.BaseSequence != 90 || h.MaxTimestamp != oh.MaxTimestamp {
 		t.Fatalf("empty batch %+v (%d bytes)", h, len(out))
