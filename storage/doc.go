@@ -6,7 +6,8 @@
 // memory-mapped offset and time indexes (storage/index), producer-state
 // snapshot files (their content belongs to the broker, their lifecycle
 // here), the recovery-point, log-start-offset and leader-epoch checkpoints
-// (storage/checkpoint), recovery after a crash, retention, truncation and
+// (storage/checkpoint), recovery after a crash, retention, log compaction
+// (cleanup.policy=compact: cleaner.go, cleaner-offset-checkpoint), truncation and
 // the hooks tiering needs (sealed segments, a local log start offset kept
 // apart from the log start offset). Every file is reached through
 // [vfs.FS], so tests swap in an in-memory, crash-modelling or
@@ -16,7 +17,8 @@
 // store, or call os.* for a file (CI greps for it). It never holds record
 // data in the Go heap beyond the caller's buffer: appends go from the
 // request buffer to the page cache, reads hand back file regions
-// ([ReadView]) for sendfile.
+// ([ReadView]) for sendfile. The log cleaner alone reads records into
+// memory, through bounded (1 MiB) windows.
 //
 // Usage:
 //

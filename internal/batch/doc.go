@@ -8,9 +8,12 @@
 // record set into batches ([Split]), the produce-path validator ([Validate])
 // and a record iterator ([Records]) that decompresses gzip, snappy, lz4 and
 // zstd batches. It is a leaf: no I/O, no goroutines, nothing imported from
-// storage, broker or net. It must never re-encode a batch or recompress one:
-// the bytes a producer sent are the bytes that reach disk, apart from the
-// header fields the patch functions name. Older formats (magic 0 and 1) are
+// storage, broker or net. It never re-encodes a batch or recompresses one on
+// the produce path: the bytes a producer sent are the bytes that reach disk,
+// apart from the header fields the patch functions name. The one exception is
+// log compaction, which drops records: [Builder] writes the survivors as a
+// new batch with the original header and codec, and [CheckStored] checks
+// batches read back from a compacted log (offset-delta gaps, no records). Older formats (magic 0 and 1) are
 // rejected, not converted. The wire codec for everything else is franz-go's
 // kmsg.
 //
