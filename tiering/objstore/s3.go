@@ -199,24 +199,53 @@ func (s *S3Store) fullKey(key string) string { return s.prefix + key }
 
 // Put implements ObjectStore.
 func (s *S3Store) Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+	if err := CheckKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
 	if size < 0 {
 		return ObjectInfo{}, fmt.Errorf("objstore: put %q: negative size %d", key, size)
 	}
-	if opts.Mode == IfMatch && opts.ETag == "" {
-		return ObjectInfo{}, fmt.Errorf("objstore: put %q: IfMatch without an ETag: %w", key, ErrPreconditionFailed)
+	switch opts.Mode {
+	case CreateOnly, Overwrite:
+	case IfMatch:
+		if opts.ETag == "" {
+			return ObjectInfo{}, fmt.Errorf("objstore: put %q: IfMatch without an ETag: %w", key, ErrPreconditionFailed)
+		}
+	default:
+		return ObjectInfo{}, fmt.Errorf("objstore: put %q: unknown put mode %d", key, opts.Mode)
 	}
+	var (
+		info ObjectInfo
+		err  error
+	)
 	if size >= s.threshold && size > 0 {
-		return s.putMultipart(ctx, key, r, size, opts)
+		info, err = s.putMultipart(ctx, key, r, size, opts)
+	} else {
+		info, err = s.putSingle(ctx, key, r, size, opts)
 	}
+	if err != nil && opts.Mode == IfMatch && errors.Is(err, ErrNotFound) {
+		// If-Match on a missing key: S3 answers 404, the contract 412.
+		err = fmt.Errorf("objstore: put %q: %w (%v)", key, ErrPreconditionFailed, err)
+	}
+	return info, err
+}
+
+func (s *S3Store) putSingle(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+	body := &exactReader{r: r, left: size}
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.fullKey(key)),
-		Body:          &exactReader{r: r, left: size},
+		Body:          body,
 		ContentLength: aws.Int64(size),
 	}
 	setPutCondition(opts, &in.IfNoneMatch, &in.IfMatch)
 	out, err := s.client.PutObject(ctx, in, unsignedPayload)
 	if err != nil {
+		if berr := body.err; berr != nil {
+			// The body failed, not the server: report that, unwrapped
+			// from the transport's error.
+			return ObjectInfo{}, fmt.Errorf("objstore: put %q: %w", key, berr)
+		}
 		return ObjectInfo{}, s.mapErr("put", key, err, true)
 	}
 	return ObjectInfo{Key: key, Size: size, ETag: unquote(aws.ToString(out.ETag))}, nil
@@ -309,7 +338,12 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, r io.Reader, siz
 			body = io.NewSectionReader(ra, start+off, n)
 		} else {
 			if _, err := io.ReadFull(r, buf[:n]); err != nil {
-				fail(fmt.Errorf("objstore: put %q: reading part %d: %w", key, i+1, err))
+				if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+					err = fmt.Errorf("%w: part %d: %v", errShortBody, i+1, err)
+				} else {
+					err = fmt.Errorf("objstore: reading body: part %d: %w", i+1, err)
+				}
+				fail(fmt.Errorf("objstore: put %q: %w", key, err))
 				sem <- buf
 				break
 			}
@@ -382,16 +416,20 @@ func readerAtOf(r io.Reader) (io.ReaderAt, int64, bool) {
 
 // Get implements ObjectStore.
 func (s *S3Store) Get(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
 	if off < 0 {
 		return nil, fmt.Errorf("objstore: get %q: negative offset %d: %w", key, off, ErrInvalidRange)
 	}
 	if length == 0 {
+		// No HTTP range is empty: ask for the size and check off.
 		info, err := s.Head(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		if off > info.Size {
-			return nil, fmt.Errorf("objstore: get %q at %d of %d: %w", key, off, info.Size, ErrInvalidRange)
+		if _, _, err := clampRange(info.Size, off, 0); err != nil {
+			return nil, fmt.Errorf("objstore: get %q: %w", key, err)
 		}
 		return io.NopCloser(bytes.NewReader(nil)), nil
 	}
@@ -406,10 +444,9 @@ func (s *S3Store) Get(ctx context.Context, key string, off, length int64) (io.Re
 	if err != nil {
 		err = s.mapErr("get", key, err, false)
 		if errors.Is(err, ErrInvalidRange) {
-			// S3 refuses a range starting at the object's end (and any
-			// range of an empty object); the store's contract reads that
-			// as empty, and only a start past the end as invalid.
-			if info, herr := s.Head(ctx, key); herr == nil && off == info.Size {
+			// S3 refuses any range of an empty object; the contract
+			// reads offset 0 of one as empty.
+			if info, herr := s.Head(ctx, key); herr == nil && off == 0 && info.Size == 0 {
 				return io.NopCloser(bytes.NewReader(nil)), nil
 			}
 		}
@@ -420,6 +457,9 @@ func (s *S3Store) Get(ctx context.Context, key string, off, length int64) (io.Re
 
 // Head implements ObjectStore.
 func (s *S3Store) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := CheckKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(s.fullKey(key)),
 	})
@@ -465,6 +505,9 @@ func (s *S3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 
 // Delete implements ObjectStore.
 func (s *S3Store) Delete(ctx context.Context, key string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(s.fullKey(key)),
 	})
@@ -519,6 +562,7 @@ func (s *S3Store) mapErr(op, key string, err error, conditional bool) error {
 type exactReader struct {
 	r    io.Reader
 	left int64
+	err  error // the body's own failure, kept for Put's answer
 }
 
 func (e *exactReader) Read(p []byte) (int, error) {
@@ -530,13 +574,15 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	}
 	n, err := e.r.Read(p)
 	e.left -= int64(n)
-	if err == io.EOF {
-		if e.left > 0 {
-			return n, io.ErrUnexpectedEOF
-		}
-		if n > 0 {
-			err = nil
-		}
+	switch {
+	case err == io.EOF && e.left > 0:
+		e.err = fmt.Errorf("%w: %d bytes missing", errShortBody, e.left)
+		return n, e.err
+	case err == io.EOF && n > 0:
+		err = nil
+	case err != nil && err != io.EOF:
+		e.err = fmt.Errorf("objstore: reading body: %w", err)
+		return n, e.err
 	}
 	return n, err
 }
