@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -40,6 +41,15 @@ func TestBrokerOnlyNodeJoinsAndServesItsPartitions(t *testing.T) {
 		t.Fatalf("leaders %v", leaders)
 	}
 	nodes := map[int32]*Node{1: a, 2: b}
+	// CreateTopics answers once the node that served it has reconciled; the
+	// other broker follows the metadata log on its own and may lag a little
+	// (a real client would retry NOT_LEADER_OR_FOLLOWER). Wait until each
+	// node has opened the partitions it leads.
+	for part, leader := range leaders {
+		eventually(t, fmt.Sprintf("node %d to host partition %d", leader, part), func() bool {
+			return nodes[leader].partition("spread", part) != nil && nodes[leader].metadataOffset() >= a.metadataOffset()
+		})
+	}
 	used := map[int32]bool{}
 	for part, leader := range leaders {
 		used[leader] = true
