@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -462,4 +463,94 @@ func TestManagerCleanerCleansCompactedLogsAndCheckpoints(t *testing.T) {
 	if st := m.CleanerStats(); len(st.Logs) != 1 || st.Logs[0].FirstDirtyOffset != leo {
 		t.Fatalf("after reopen the checkpointed first dirty offset is lost: %+v", st)
 	}
+}
+
+func TestCleanerConcurrentWithAppendsRollsAndReads(t *testing.T) {
+	e := newCompactEnv(t, nil)
+	model := map[string]string{}
+	stop := make(chan struct{})
+	errc := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // the cleaner
+		defer wg.Done()
+		fd := int64(0)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := e.log.clean(cleanParams{firstDirty: fd, now: e.clock.Now(), dedupeBytes: 1 << 20, stop: stop})
+			if err != nil && !errors.Is(err, errCleanAborted) {
+				errc <- err
+				return
+			}
+			if err == nil {
+				fd = res.firstDirty
+			}
+		}
+	}()
+	go func() { // a reader walking the log from its start again and again
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			prev := int64(-1)
+			for off := e.log.LocalLogStartOffset(); off < e.log.LogEndOffset(); {
+				v, err := e.log.Read(off, 8<<10, e.log.LogEndOffset())
+				if err != nil {
+					errc <- fmt.Errorf("Read(%d): %w", off, err)
+					return
+				}
+				b, err := v.Bytes()
+				v.Release()
+				if err != nil {
+					errc <- err
+					return
+				}
+				for rest := b; len(rest) > 0; {
+					first, r, err := batch.Split(rest)
+					if err != nil {
+						errc <- fmt.Errorf("view at %d: %w", off, err)
+						return
+					}
+					h, err := batch.CheckStored(first)
+					if err != nil || h.BaseOffset <= prev {
+						errc <- fmt.Errorf("batch %d after %d: %v", h.BaseOffset, prev, err)
+						return
+					}
+					prev = h.LastOffset()
+					rest = r
+				}
+				if v.Size == 0 {
+					break
+				}
+				off = v.NextOffset
+			}
+		}
+	}()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 15 {
+		randomWorkload(e, rng, 20, 15, model)
+		select {
+		case err := <-errc:
+			t.Fatal(err)
+		default:
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	e.log.Roll()
+	e.cleanNow(0)
+	sameMap(t, "after concurrent cleaning", latest(readRecords(t, e.log)), model)
+	checkSegmentsContiguous(t, e.log)
+	checkIndexAgainstScan(t, e.log)
 }
