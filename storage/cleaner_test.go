@@ -554,3 +554,53 @@ func TestCleanerConcurrentWithAppendsRollsAndReads(t *testing.T) {
 	checkSegmentsContiguous(t, e.log)
 	checkIndexAgainstScan(t, e.log)
 }
+
+func TestManagerCleanerThreadsCleanInBackgroundUnlessDisabled(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		t.Run(fmt.Sprint("disabled=", disabled), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.SegmentBytes = 2048
+			cfg.FileDeleteDelayMs = 0
+			cfg.CleanupPolicy = "compact,delete"
+			m, err := OpenManager(ManagerOptions{Dir: "/data", FS: vfs.NewMem(), Default: cfg,
+				CleanerBackoff: 5 * time.Millisecond, CleanerThreads: 2, DisableCleaner: disabled})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			m.Start()
+			l, _ := m.GetOrCreate("c", 0, cfg)
+			for r := range 60 {
+				b := keyedBatch(t, []op{{key: "a", value: fmt.Sprint(r)}}, time.Now().UnixMilli(), batch.CodecNone, nil)
+				if _, err := l.Append(b, AppendOptions{AssignOffsets: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.Roll()
+			wait := 5 * time.Second
+			if disabled {
+				wait = 300 * time.Millisecond // 60 backoffs: an enabled cleaner ran long before
+			}
+			deadline := time.Now().Add(wait)
+			for m.CleanerStats().Runs == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if got := m.CleanerStats().Runs > 0; got == disabled {
+				t.Fatalf("cleaner ran: %v, disabled: %v", got, disabled)
+			}
+			if !disabled {
+				// Cleanings may have started before the last roll: wait for
+				// the threads to catch up with everything sealed.
+				n := 0
+				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					if n = len(readRecords(t, l)); n == 1 {
+						break
+					}
+				}
+				if n != 1 {
+					t.Fatalf("%d records after background cleaning, want 1", n)
+				}
+			}
+		})
+	}
+}
