@@ -96,7 +96,7 @@ func (s *FSStore) Root() string { return s.root }
 
 // path maps a key to its file, after the shared key rules.
 func (s *FSStore) path(key string) (string, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return "", err
 	}
 	if strings.Contains(key[strings.LastIndexByte(key, '/')+1:], tmpMarker) {
@@ -190,12 +190,16 @@ func (s *FSStore) Put(ctx context.Context, key string, r io.Reader, size int64, 
 
 // createTemp makes the key's directories (fsyncing each new one into its
 // parent) and a temp file in the last. A concurrent Delete may prune an
-// empty directory between the two steps, so ENOENT is retried; once the
-// temp file exists its directory is not empty and cannot be pruned.
+// empty directory (the key's own, or a parent between its check and the
+// child's mkdir) at any step, so ENOENT is retried; once the temp file
+// exists its directory is not empty and cannot be pruned.
 func (s *FSStore) createTemp(dir, base string) (*os.File, error) {
 	var err error
 	for range 10 {
 		if err = s.mkdirAll(dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // a parent was pruned between its check and the mkdir
+			}
 			return nil, err
 		}
 		var f *os.File
@@ -492,11 +496,16 @@ func (s *FSStore) Delete(ctx context.Context, key string) error {
 	if err := syncDir(dir); err != nil {
 		return err
 	}
+	pruned := false
 	for dir != s.root && strings.HasPrefix(dir, s.root) {
 		if os.Remove(dir) != nil {
 			break
 		}
+		pruned = true
 		dir = filepath.Dir(dir)
+	}
+	if pruned {
+		return syncDir(dir)
 	}
 	return nil
 }
@@ -533,10 +542,14 @@ func (s *FSStore) Sweep(olderThan time.Duration) (int, error) {
 }
 
 // syncDir fsyncs a directory so entries created, renamed or removed in
-// it survive a crash.
+// it survive a crash. A directory already gone was pruned by a racing
+// Delete, which found it empty and fsyncs its parent: nothing to do.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		return fmt.Errorf("objstore: %w", err)
 	}
 	defer d.Close()
