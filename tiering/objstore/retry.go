@@ -90,7 +90,7 @@ func (r *Retry) do(ctx context.Context, fn func(attempt int) error) error {
 		}
 		d := delay/2 + rand.N(delay/2+1)
 		if serr := sleepCtx(ctx, d); serr != nil {
-			return fmt.Errorf("%w (retrying after: %v)", serr, err)
+			return fmt.Errorf("%w (retrying after: %w)", serr, err)
 		}
 		delay = min(delay*2, r.p.MaxDelay)
 	}
