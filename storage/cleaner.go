@@ -137,6 +137,9 @@ type cleanParams struct {
 	dedupeBytes int64
 	throttle    *throttler
 	stop        <-chan struct{}
+	// expireTombstones rewrites the cleanable section even when nothing
+	// is dirty, to drop tombstones that outlived delete.retention.ms.
+	expireTombstones bool
 }
 
 // cleanResult is what one cleaning did.
@@ -146,6 +149,9 @@ type cleanResult struct {
 	bytesWritten int64
 	groups       int
 	dirtyRatio   float64 // before the cleaning
+	// tombstoneExpiry is when the earliest tombstone kept by this
+	// cleaning passes delete.retention.ms (ms; math.MaxInt64: none kept).
+	tombstoneExpiry int64
 }
 
 // errCleanAborted is returned when the log changed under the cleaner
@@ -208,9 +214,10 @@ func (l *Log) dirtyRatio(firstDirty int64, now time.Time) (ratio float64, overdu
 // the cleaned files only removes them.
 func (l *Log) clean(p cleanParams) (res cleanResult, err error) {
 	res.firstDirty = p.firstDirty
+	res.tombstoneExpiry = math.MaxInt64
 	res.dirtyRatio, _ = l.dirtyRatio(p.firstDirty, p.now)
 	section, dirty := l.cleanableSection(p.firstDirty, p.now)
-	if dirty >= len(section) {
+	if dirty >= len(section) && (!p.expireTombstones || len(section) == 0) {
 		return res, nil
 	}
 	for i, s := range section {
@@ -258,7 +265,10 @@ func (l *Log) clean(p cleanParams) (res cleanResult, err error) {
 		}
 		mapped = i + 1
 	}
-	endOffset := section[mapped-1].next.Load()
+	if mapped == 0 {
+		mapped = len(section) // only expiring tombstones: an empty map
+	}
+	endOffset := max(section[mapped-1].next.Load(), p.firstDirty)
 
 	// Pass 2: rewrite section[:mapped] group by group.
 	tombstoneHorizon := p.now.UnixMilli() - cfg.DeleteRetentionMs
@@ -433,8 +443,12 @@ func (l *Log) writeCleaned(group []*segment, cfg *Config, om *offsetMap, produce
 						if latest, ok := om.get(r.Key); ok && off < latest {
 							return nil // superseded
 						}
-						if r.ValueNull && recordTimestamp(h, r) < tombstoneHorizon {
-							return nil // an expired tombstone
+						if r.ValueNull {
+							ts := recordTimestamp(h, r)
+							if ts < tombstoneHorizon {
+								return nil // an expired tombstone
+							}
+							res.tombstoneExpiry = min(res.tombstoneExpiry, ts+cfg.DeleteRetentionMs)
 						}
 					}
 					bld.Add(r)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"math"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -22,9 +23,10 @@ type cleanerManager struct {
 	m        *Manager
 	throttle *throttler
 
-	mu         sync.Mutex // guards firstDirty, ratios, inProgress
+	mu         sync.Mutex // guards firstDirty, ratios, expiries, inProgress
 	firstDirty map[checkpoint.TopicPartition]int64
 	ratios     map[checkpoint.TopicPartition]float64
+	expiries   map[checkpoint.TopicPartition]int64 // when the log's oldest kept tombstone expires (ms)
 	inProgress map[*Log]bool
 
 	runs, bytesRead, bytesWritten, failures atomic.Int64
@@ -53,6 +55,7 @@ func newCleanerManager(m *Manager) (*cleanerManager, error) {
 	c := &cleanerManager{
 		m: m, throttle: newThrottler(m.opts.CleanerIOMaxBytesPerSecond),
 		ratios: map[checkpoint.TopicPartition]float64{}, inProgress: map[*Log]bool{},
+		expiries: map[checkpoint.TopicPartition]int64{},
 	}
 	fd, err := checkpoint.ReadOffsets(m.opts.FS, filepath.Join(m.opts.Dir, CleanerCheckpointFile))
 	if err != nil {
@@ -84,11 +87,12 @@ func (c *cleanerManager) firstDirtyOf(l *Log) int64 {
 // grab picks the compacted log most in need of cleaning and marks it in
 // progress: the highest dirty ratio at or above min.cleanable.dirty.ratio,
 // or any log with a dirty segment past max.compaction.lag.ms.
-func (c *cleanerManager) grab(now time.Time) (*Log, int64) {
+func (c *cleanerManager) grab(now time.Time) (*Log, int64, bool) {
 	var (
-		best      *Log
-		bestFD    int64
-		bestRatio = -1.0
+		best       *Log
+		bestFD     int64
+		bestRatio  = -1.0
+		bestExpire bool
 	)
 	for _, l := range c.m.Logs() {
 		cfg := l.Config()
@@ -100,15 +104,19 @@ func (c *cleanerManager) grab(now time.Time) (*Log, int64) {
 		c.mu.Lock()
 		c.ratios[tpOf(l)] = ratio
 		busy := c.inProgress[l]
+		exp, hasExp := c.expiries[tpOf(l)]
 		c.mu.Unlock()
-		if busy || ratio == 0 || (ratio < cfg.MinCleanableDirtyRatio && !overdue) {
+		// Kept tombstones past delete.retention.ms make a log cleanable
+		// even without dirty data (Kafka: KIP-534).
+		expire := hasExp && exp <= now.UnixMilli()
+		if busy || (ratio < cfg.MinCleanableDirtyRatio && !overdue && !expire) || (ratio == 0 && !expire) {
 			continue
 		}
 		if overdue {
 			ratio += 1 // overdue logs first
 		}
 		if ratio > bestRatio {
-			best, bestFD, bestRatio = l, fd, ratio
+			best, bestFD, bestRatio, bestExpire = l, fd, ratio, expire
 		}
 	}
 	if best != nil {
@@ -120,13 +128,13 @@ func (c *cleanerManager) grab(now time.Time) (*Log, int64) {
 		}
 		c.mu.Unlock()
 	}
-	return best, bestFD
+	return best, bestFD, bestExpire
 }
 
 // cleanOne cleans the dirtiest log, if any; it reports whether it found one.
 func (c *cleanerManager) cleanOne(stop <-chan struct{}) bool {
 	now := c.m.opts.Now()
-	l, fd := c.grab(now)
+	l, fd, expire := c.grab(now)
 	if l == nil {
 		return false
 	}
@@ -137,7 +145,7 @@ func (c *cleanerManager) cleanOne(stop <-chan struct{}) bool {
 	}()
 	res, err := l.clean(cleanParams{
 		firstDirty: fd, now: now, dedupeBytes: c.m.opts.CleanerDedupeBufferSize / int64(c.m.opts.CleanerThreads),
-		throttle: c.throttle, stop: stop,
+		throttle: c.throttle, stop: stop, expireTombstones: expire,
 	})
 	c.bytesRead.Add(res.bytesRead)
 	c.bytesWritten.Add(res.bytesWritten)
@@ -157,6 +165,13 @@ func (c *cleanerManager) cleanOne(stop <-chan struct{}) bool {
 	c.mu.Lock()
 	c.firstDirty[tpOf(l)] = res.firstDirty
 	c.ratios[tpOf(l)], _ = l.dirtyRatio(res.firstDirty, now)
+	if res.groups > 0 {
+		if res.tombstoneExpiry == math.MaxInt64 {
+			delete(c.expiries, tpOf(l))
+		} else {
+			c.expiries[tpOf(l)] = res.tombstoneExpiry
+		}
+	}
 	c.mu.Unlock()
 	c.writeCheckpoint()
 	c.m.opts.Logger.Debug("storage: log cleaned", "dir", l.dir, "first_dirty", res.firstDirty,
@@ -190,6 +205,7 @@ func (c *cleanerManager) forget(tp checkpoint.TopicPartition) {
 	c.mu.Lock()
 	delete(c.firstDirty, tp)
 	delete(c.ratios, tp)
+	delete(c.expiries, tp)
 	c.mu.Unlock()
 }
 

@@ -604,3 +604,52 @@ func TestManagerCleanerThreadsCleanInBackgroundUnlessDisabled(t *testing.T) {
 		})
 	}
 }
+
+func TestManagerCleanerExpiresTombstonesWithoutNewDirtyData(t *testing.T) {
+	clock := newFakeClock()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 2048
+	cfg.FileDeleteDelayMs = 0
+	cfg.CleanupPolicy = "compact"
+	cfg.DeleteRetentionMs = time.Hour.Milliseconds()
+	m, err := OpenManager(ManagerOptions{Dir: "/data", FS: vfs.NewMem(), Default: cfg, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, _ := m.GetOrCreate("c", 0, cfg)
+	for r := range 40 {
+		o := op{key: fmt.Sprint("k", r%8), value: "v"}
+		if r >= 32 && r%2 == 0 {
+			o = op{key: o.key, del: true}
+		}
+		if _, err := l.Append(keyedBatch(t, []op{o}, clock.Now().UnixMilli(), batch.CodecNone, nil), AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Roll()
+	tombstones := func() (n int) {
+		for _, r := range readRecords(t, l) {
+			if r.del {
+				n++
+			}
+		}
+		return n
+	}
+	if n := m.RunCleaner(); n != 1 || tombstones() != 4 {
+		t.Fatalf("first cleaning: %d runs, %d tombstones (want 1, 4)", n, tombstones())
+	}
+	if n := m.RunCleaner(); n != 0 {
+		t.Fatalf("cleaned again before any tombstone expired (%d)", n)
+	}
+	clock.Advance(2 * time.Hour)
+	if n := m.RunCleaner(); n != 1 || tombstones() != 0 {
+		t.Fatalf("after delete.retention.ms: %d runs, %d tombstones (want 1, 0)", n, tombstones())
+	}
+	if n := m.RunCleaner(); n != 0 {
+		t.Fatalf("cleaned again with nothing to do (%d)", n)
+	}
+	if got := latest(readRecords(t, l)); len(got) != 4 {
+		t.Fatalf("live keys %v, want the 4 never deleted", got)
+	}
+}
