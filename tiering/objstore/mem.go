@@ -122,7 +122,7 @@ func (m *MemStore) record(c Call) int {
 // S3 PUT sends its body before the answer).
 func (m *MemStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
 	call := Call{Op: OpPut, Key: key, Mode: opts.Mode}
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		call.Err = err
 		m.record(call)
 		return ObjectInfo{}, err
@@ -174,7 +174,7 @@ func (m *MemStore) Get(ctx context.Context, key string, off, length int64) (io.R
 	defer m.mu.Unlock()
 	err := ctx.Err()
 	if err == nil {
-		err = checkKey(key)
+		err = CheckKey(key)
 	}
 	obj, ok := m.objects[key]
 	if err == nil && !ok {
@@ -225,7 +225,7 @@ func (m *MemStore) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	defer m.mu.Unlock()
 	err := ctx.Err()
 	if err == nil {
-		err = checkKey(key)
+		err = CheckKey(key)
 	}
 	obj, ok := m.objects[key]
 	if err == nil && !ok {
@@ -267,7 +267,7 @@ func (m *MemStore) Delete(ctx context.Context, key string) error {
 	defer m.mu.Unlock()
 	err := ctx.Err()
 	if err == nil {
-		err = checkKey(key)
+		err = CheckKey(key)
 	}
 	if err == nil {
 		delete(m.objects, key)
@@ -277,8 +277,10 @@ func (m *MemStore) Delete(ctx context.Context, key string) error {
 	return err
 }
 
-// checkKey enforces the key rules every backend shares.
-func checkKey(key string) error {
+// CheckKey returns an error wrapping [ErrInvalidKey] unless key keeps the
+// rules every backend shares (see the package comment); backends call it
+// first.
+func CheckKey(key string) error {
 	if key == "" || strings.ContainsRune(key, 0) {
 		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
 	}
