@@ -571,25 +571,40 @@ func (c *Controller) brokerHeartbeat(ctx context.Context, req metadata.BrokerHea
 	return resp, err
 }
 
+// decideRouted is the shape of every metadata-changing request: on the
+// leader, plan it against the current image (through the one decider, so no
+// two plans race on stale state) and propose the planned records; on a
+// follower, forward it to the leader with remote. It returns the planner's
+// result once the records are applied.
+func decideRouted[R any](ctx context.Context, c *Controller, fwd bool, plan func(st *metadata.State) ([]metadata.Record, R), remote func(ctx context.Context, cl *Client) (R, error)) (R, error) {
+	var res R
+	err := c.route(ctx, fwd, func(ctx context.Context) error {
+		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+			var recs []metadata.Record
+			recs, res = plan(st)
+			return recs
+		})
+		return err
+	}, func(ctx context.Context, cl *Client) error {
+		var err error
+		res, err = remote(ctx, cl)
+		return err
+	})
+	return res, err
+}
+
 // CreateTopics creates topics with replicas placed over live, unfenced
 // brokers (rack-aware). Per-topic errors are in the results.
 func (c *Controller) CreateTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error) {
 	return c.createTopics(ctx, req, false)
 }
 
-func (c *Controller) createTopics(ctx context.Context, req metadata.CreateTopicsRequest, fwd bool) (res []metadata.CreateTopicResult, err error) {
-	err = c.route(ctx, fwd, func(ctx context.Context) error {
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			var recs []metadata.Record
-			recs, res = st.PlanCreateTopics(req, c.rng)
-			return recs
-		})
-		return err
-	}, func(ctx context.Context, cl *Client) error {
-		res, err = cl.createTopics(ctx, req)
-		return err
+func (c *Controller) createTopics(ctx context.Context, req metadata.CreateTopicsRequest, fwd bool) ([]metadata.CreateTopicResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.CreateTopicResult) {
+		return st.PlanCreateTopics(req, c.rng)
+	}, func(ctx context.Context, cl *Client) ([]metadata.CreateTopicResult, error) {
+		return cl.createTopics(ctx, req)
 	})
-	return res, err
 }
 
 // DeleteTopics deletes topics by name or id.
@@ -597,19 +612,12 @@ func (c *Controller) DeleteTopics(ctx context.Context, names []string, ids []uui
 	return c.deleteTopics(ctx, names, ids, false)
 }
 
-func (c *Controller) deleteTopics(ctx context.Context, names []string, ids []uuid.UUID, fwd bool) (res []metadata.DeleteTopicResult, err error) {
-	err = c.route(ctx, fwd, func(ctx context.Context) error {
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			var recs []metadata.Record
-			recs, res = st.PlanDeleteTopics(names, ids)
-			return recs
-		})
-		return err
-	}, func(ctx context.Context, cl *Client) error {
-		res, err = cl.deleteTopics(ctx, names, ids)
-		return err
+func (c *Controller) deleteTopics(ctx context.Context, names []string, ids []uuid.UUID, fwd bool) ([]metadata.DeleteTopicResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.DeleteTopicResult) {
+		return st.PlanDeleteTopics(names, ids)
+	}, func(ctx context.Context, cl *Client) ([]metadata.DeleteTopicResult, error) {
+		return cl.deleteTopics(ctx, names, ids)
 	})
-	return res, err
 }
 
 // CreatePartitions grows topics.
@@ -617,19 +625,12 @@ func (c *Controller) CreatePartitions(ctx context.Context, req metadata.CreatePa
 	return c.createPartitions(ctx, req, false)
 }
 
-func (c *Controller) createPartitions(ctx context.Context, req metadata.CreatePartitionsRequest, fwd bool) (res []metadata.CreatePartitionsResult, err error) {
-	err = c.route(ctx, fwd, func(ctx context.Context) error {
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			var recs []metadata.Record
-			recs, res = st.PlanCreatePartitions(req, c.rng)
-			return recs
-		})
-		return err
-	}, func(ctx context.Context, cl *Client) error {
-		res, err = cl.createPartitions(ctx, req)
-		return err
+func (c *Controller) createPartitions(ctx context.Context, req metadata.CreatePartitionsRequest, fwd bool) ([]metadata.CreatePartitionsResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.CreatePartitionsResult) {
+		return st.PlanCreatePartitions(req, c.rng)
+	}, func(ctx context.Context, cl *Client) ([]metadata.CreatePartitionsResult, error) {
+		return cl.createPartitions(ctx, req)
 	})
-	return res, err
 }
 
 // AlterConfigs changes topic or broker configs, incrementally or by full
@@ -638,19 +639,12 @@ func (c *Controller) AlterConfigs(ctx context.Context, req metadata.AlterConfigs
 	return c.alterConfigs(ctx, req, false)
 }
 
-func (c *Controller) alterConfigs(ctx context.Context, req metadata.AlterConfigsRequest, fwd bool) (res []metadata.AlterConfigsResult, err error) {
-	err = c.route(ctx, fwd, func(ctx context.Context) error {
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			var recs []metadata.Record
-			recs, res = st.PlanAlterConfigs(req)
-			return recs
-		})
-		return err
-	}, func(ctx context.Context, cl *Client) error {
-		res, err = cl.alterConfigs(ctx, req)
-		return err
+func (c *Controller) alterConfigs(ctx context.Context, req metadata.AlterConfigsRequest, fwd bool) ([]metadata.AlterConfigsResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.AlterConfigsResult) {
+		return st.PlanAlterConfigs(req)
+	}, func(ctx context.Context, cl *Client) ([]metadata.AlterConfigsResult, error) {
+		return cl.alterConfigs(ctx, req)
 	})
-	return res, err
 }
 
 // AlterPartition applies a partition leader's ISR change, refused when the
@@ -659,19 +653,12 @@ func (c *Controller) AlterPartition(ctx context.Context, req metadata.AlterParti
 	return c.alterPartition(ctx, req, false)
 }
 
-func (c *Controller) alterPartition(ctx context.Context, req metadata.AlterPartitionRequest, fwd bool) (res metadata.AlterPartitionResult, err error) {
-	err = c.route(ctx, fwd, func(ctx context.Context) error {
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			var recs []metadata.Record
-			recs, res = st.PlanAlterPartition(req)
-			return recs
-		})
-		return err
-	}, func(ctx context.Context, cl *Client) error {
-		res, err = cl.alterPartition(ctx, req)
-		return err
+func (c *Controller) alterPartition(ctx context.Context, req metadata.AlterPartitionRequest, fwd bool) (metadata.AlterPartitionResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, metadata.AlterPartitionResult) {
+		return st.PlanAlterPartition(req)
+	}, func(ctx context.Context, cl *Client) (metadata.AlterPartitionResult, error) {
+		return cl.alterPartition(ctx, req)
 	})
-	return res, err
 }
 
 // CommitRemoteSegment records a remote-segment state transition (legal
