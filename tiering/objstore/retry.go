@@ -16,6 +16,13 @@ type RetryPolicy struct {
 	MaxDelay    time.Duration // cap on one delay; default 5s
 	// Retryable says whether err is transient. Default [Transient].
 	Retryable func(error) bool
+	// ResumeGets makes a Get body that fails midway with a transient error
+	// re-open itself at the first byte not yet read (a ranged Get of the
+	// rest) instead of returning the error, up to MaxAttempts opens per
+	// body. Only for immutable objects (segment data, whose keys never
+	// repeat): an object overwritten meanwhile would be spliced from two
+	// versions. Off by default.
+	ResumeGets bool
 }
 
 // Transient reports whether err may go away on retry: anything but the
@@ -58,8 +65,9 @@ type Retry struct {
 // [ErrPreconditionFailed] for an object that is in fact the caller's: the
 // caller resolves that (Head, compare size/ETag), as [ObjectStore] says.
 //
-// Get: only opening the body is retried; an error while reading it is
-// the caller's to handle with a new ranged Get from where it stopped.
+// Get: opening the body is retried; an error while reading it is
+// returned to the caller (who may issue a ranged Get from where it
+// stopped) unless RetryPolicy.ResumeGets does that here.
 func WithRetry(store ObjectStore, p RetryPolicy) *Retry {
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = 5
@@ -125,6 +133,14 @@ func (r *Retry) Put(ctx context.Context, key string, body io.Reader, size int64,
 
 // Get implements [ObjectStore].
 func (r *Retry) Get(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	rc, err := r.open(ctx, key, off, length)
+	if err != nil || !r.p.ResumeGets {
+		return rc, err
+	}
+	return &resumingReader{r: r, ctx: ctx, key: key, off: off, length: length, rc: rc, opens: 1}, nil
+}
+
+func (r *Retry) open(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
 	var rc io.ReadCloser
 	err := r.do(ctx, func(int) error {
 		var err error
@@ -133,6 +149,65 @@ func (r *Retry) Get(ctx context.Context, key string, off, length int64) (io.Read
 	})
 	return rc, err
 }
+
+// resumingReader re-opens a torn body at off+read. off and length
+// describe what is still to be read (length < 0: to the end).
+type resumingReader struct {
+	r      *Retry
+	ctx    context.Context
+	key    string
+	off    int64
+	length int64
+	rc     io.ReadCloser
+	opens  int
+	pend   error // a read error that came with bytes, handled next Read
+}
+
+func (b *resumingReader) Read(p []byte) (int, error) {
+	for {
+		var n int
+		err := b.pend
+		if err != nil {
+			b.pend = nil
+		} else {
+			n, err = b.rc.Read(p)
+			b.off += int64(n)
+			if b.length >= 0 {
+				b.length -= int64(n)
+			}
+			if err == nil || err == io.EOF {
+				return n, err
+			}
+			if n > 0 {
+				// Hand over the bytes now and deal with the error on the
+				// next Read (a torn body need not repeat its error).
+				b.pend = err
+				return n, nil
+			}
+		}
+		if !b.r.p.Retryable(err) || b.opens >= b.r.p.MaxAttempts || b.length == 0 || b.ctx.Err() != nil {
+			b.rc.Close()
+			b.rc = errBody{err}
+			return 0, err
+		}
+		b.rc.Close()
+		b.opens++
+		rc, oerr := b.r.open(b.ctx, b.key, b.off, b.length)
+		if oerr != nil {
+			b.rc = errBody{oerr}
+			return 0, fmt.Errorf("%w (resuming after: %w)", oerr, err)
+		}
+		b.rc = rc
+	}
+}
+
+func (b *resumingReader) Close() error { return b.rc.Close() }
+
+// errBody is a closed body that keeps failing with err.
+type errBody struct{ err error }
+
+func (e errBody) Read([]byte) (int, error) { return 0, e.err }
+func (e errBody) Close() error             { return nil }
 
 // Head implements [ObjectStore].
 func (r *Retry) Head(ctx context.Context, key string) (ObjectInfo, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -156,5 +157,87 @@ func TestRetryBackoffGrowsAndIsCapped(t *testing.T) {
 	}
 	if total > 5*time.Second {
 		t.Fatalf("total backoff %v: not capped", total)
+	}
+}
+
+// With ResumeGets a body torn midway re-opens at the first unread byte:
+// the caller reads every byte once, in order, and never sees the tears.
+func TestRetryResumesTornGetBody(t *testing.T) {
+	mem := objstore.NewMemStore()
+	data := make([]byte, 10000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	mustPutBytes(t, mem, "seg.log", data)
+	f := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpGet, Times: 3, FailReadAfter: 1500})
+	p := fastRetry
+	p.ResumeGets = true
+	s := objstore.WithRetry(f, p)
+	got, err := readAll(t, s, "seg.log", 1000, 6000)
+	if err != nil || !bytes.Equal(got, data[1000:7000]) {
+		t.Fatalf("read %d bytes, %v; want bytes [1000,7000)", len(got), err)
+	}
+	var offs []int64
+	for _, c := range mem.Calls() {
+		if c.Op == objstore.OpGet {
+			offs = append(offs, c.Off)
+		}
+	}
+	if fmtOffs := fmt.Sprint(offs); fmtOffs != "[1000 2500 4000 5500]" {
+		t.Fatalf("gets at %s, want [1000 2500 4000 5500]", fmtOffs)
+	}
+
+	// Without ResumeGets the tear reaches the caller.
+	f2 := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpGet, FailReadAfter: 1500})
+	if _, err := readAll(t, objstore.WithRetry(f2, fastRetry), "seg.log", 0, -1); !errors.Is(err, objstore.ErrInjected) {
+		t.Fatalf("err = %v, want the tear", err)
+	}
+	// Nor is a tear resumed more than MaxAttempts opens.
+	f3 := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpGet, FailReadAfter: 100})
+	if _, err := readAll(t, objstore.WithRetry(f3, p), "seg.log", 0, -1); !errors.Is(err, objstore.ErrInjected) {
+		t.Fatalf("err = %v, want the tear after %d opens", err, p.MaxAttempts)
+	}
+}
+
+// tearingStore's first Get body returns its first 1000 bytes together
+// with an error, in one Read, and never repeats the error.
+type tearingStore struct {
+	objstore.ObjectStore
+	torn bool
+}
+
+func (s *tearingStore) Get(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	rc, err := s.ObjectStore.Get(ctx, key, off, length)
+	if err != nil || s.torn {
+		return rc, err
+	}
+	s.torn = true
+	b, _ := io.ReadAll(io.LimitReader(rc, 1000))
+	rc.Close()
+	return io.NopCloser(&oneShotTear{b: b}), nil
+}
+
+type oneShotTear struct {
+	b    []byte
+	done bool
+}
+
+func (r *oneShotTear) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF // a body that forgets its error: must not end the read
+	}
+	r.done = true
+	return copy(p, r.b), errors.New("connection reset by peer")
+}
+
+func TestRetryResumesTearThatCameWithBytes(t *testing.T) {
+	mem := objstore.NewMemStore()
+	data := bytes.Repeat([]byte("0123456789"), 500)
+	mustPutBytes(t, mem, "k", data)
+	p := fastRetry
+	p.ResumeGets = true
+	got, err := readAll(t, objstore.WithRetry(&tearingStore{ObjectStore: mem}, p), "k", 0, -1)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, %v; want all %d", len(got), err, len(data))
 	}
 }
