@@ -128,6 +128,13 @@ func (s *FSStore) Put(ctx context.Context, key string, r io.Reader, size int64, 
 	if err := ctx.Err(); err != nil {
 		return ObjectInfo{}, err
 	}
+	if opts.Mode == CreateOnly {
+		// Cheap early refusal (a retry after a lost acknowledgement should
+		// not rewrite a whole segment to learn it exists); link decides.
+		if _, err := os.Lstat(p); err == nil {
+			return ObjectInfo{}, ErrPreconditionFailed
+		}
+	}
 	f, err := s.createTemp(filepath.Dir(p), filepath.Base(p))
 	if err != nil {
 		return ObjectInfo{}, err
