@@ -21,7 +21,7 @@
 //
 // Decorators stack; production wiring is
 //
-//	store := objstore.WithMetrics(objstore.WithRetry(backend, objstore.RetryPolicy{}), reg, "s3")
+//	store, err := objstore.WithMetrics(objstore.WithRetry(backend, objstore.RetryPolicy{}), reg, "s3")
 //
 // so the metrics count what the caller saw (one request, its total
 // latency including retries) while retries stay invisible to callers.
