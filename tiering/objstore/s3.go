@@ -337,7 +337,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, r io.Reader, siz
 		if inPlace {
 			body = io.NewSectionReader(ra, start+off, n)
 		} else {
-			if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			if err := readPart(pctx, r, buf[:n]); err != nil {
 				if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 					err = fmt.Errorf("%w: part %d: %v", errShortBody, i+1, err)
 				} else {
@@ -394,6 +394,25 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, r io.Reader, siz
 	}
 	done = true
 	return ObjectInfo{Key: key, Size: size, ETag: unquote(aws.ToString(out.ETag))}, nil
+}
+
+// readPart fills buf from r, checking ctx between reads so a slow body
+// cannot outlive the caller's deadline.
+func readPart(ctx context.Context, r io.Reader, buf []byte) error {
+	for n := 0; n < len(buf); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k, err := r.Read(buf[n:min(len(buf), n+1<<20)])
+		n += k
+		if err == io.EOF && n < len(buf) {
+			return io.ErrUnexpectedEOF
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+	}
+	return nil
 }
 
 // readerAtOf returns r as an io.ReaderAt and its current offset when r can
