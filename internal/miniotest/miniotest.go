@@ -177,6 +177,7 @@ func (s *Server) start() error {
 		"MINIO_UPDATE=off",
 		"MINIO_CALLHOME_ENABLE=off",
 	)
+	cmd.SysProcAttr = procAttr()
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {
