@@ -16,7 +16,8 @@ package objstore
 //     twice, or buffer; PUTs to a loopback MinIO are CPU-bound already. So
 //     segment bodies stream once, with a known ContentLength. Integrity in
 //     flight comes from TLS on real endpoints; the data itself carries a
-//     CRC32C per record batch that readers check.
+//     CRC32C per record batch that readers check. S3Options.Checksums
+//     turns the SDK's checksums back on where that is wanted.
 //   - Multipart: objects of MultipartThreshold bytes or more (32 MiB by
 //     default) go up in PartSize parts (16 MiB), PartConcurrency at a time.
 //     A reader that is also an io.ReaderAt and io.Seeker (an *os.File) is
@@ -110,6 +111,12 @@ type S3Options struct {
 	MaxAttempts int
 	// HTTPClient replaces the SDK's HTTP client when set.
 	HTTPClient *http.Client
+	// Checksums turns the SDK's request checksums back on (a CRC32 of
+	// every PUT and part, checked by the server). Over HTTPS it is sent as
+	// a trailer and bodies still stream once; over plain HTTP the SDK
+	// reads the body twice, so the body must be seekable (*os.File,
+	// *bytes.Reader): a plain io.Reader is refused.
+	Checksums bool
 }
 
 // S3Store is an ObjectStore on an S3 bucket. It is safe for concurrent use.
@@ -120,6 +127,8 @@ type S3Store struct {
 	threshold int64
 	partSize  int64
 	partConc  int
+	bodyOpts  []func(*s3.Options) // per-call options of requests with a body
+	checksums bool
 }
 
 var _ ObjectStore = (*S3Store)(nil)
@@ -166,7 +175,11 @@ func NewS3Store(ctx context.Context, opts S3Options) (*S3Store, error) {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
 		o.UsePathStyle = opts.PathStyle
-		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		if opts.Checksums {
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenSupported
+		} else {
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		}
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
 		if opts.MaxAttempts > 1 {
@@ -175,6 +188,10 @@ func NewS3Store(ctx context.Context, opts S3Options) (*S3Store, error) {
 			o.Retryer = aws.NopRetryer{}
 		}
 	})
+	bodyOpts := []func(*s3.Options){unsignedPayload}
+	if opts.Checksums {
+		bodyOpts = nil
+	}
 	prefix := opts.Prefix
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
@@ -186,6 +203,8 @@ func NewS3Store(ctx context.Context, opts S3Options) (*S3Store, error) {
 		threshold: opts.MultipartThreshold,
 		partSize:  opts.PartSize,
 		partConc:  opts.PartConcurrency,
+		bodyOpts:  bodyOpts,
+		checksums: opts.Checksums,
 	}, nil
 }
 
@@ -238,8 +257,15 @@ func (s *S3Store) putSingle(ctx context.Context, key string, r io.Reader, size i
 		Body:          body,
 		ContentLength: aws.Int64(size),
 	}
+	ra, start, inPlace := readerAtOf(r)
+	if s.checksums && inPlace {
+		// The SDK may read a checksummed body twice: give it a seekable
+		// window of r, and leave r at its end afterwards.
+		in.Body = io.NewSectionReader(ra, start, size)
+		defer func() { _, _ = r.(io.Seeker).Seek(start+size, io.SeekStart) }()
+	}
 	setPutCondition(opts, &in.IfNoneMatch, &in.IfMatch)
-	out, err := s.client.PutObject(ctx, in, unsignedPayload)
+	out, err := s.client.PutObject(ctx, in, s.bodyOpts...)
 	if err != nil {
 		if berr := body.err; berr != nil {
 			// The body failed, not the server: report that, unwrapped
@@ -279,10 +305,15 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, r io.Reader, siz
 	}
 	nparts := int((size + partSize - 1) / partSize)
 
-	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+	createIn := &s3.CreateMultipartUploadInput{
 		Bucket: aws.String(s.bucket),
 		Key:    aws.String(full),
-	})
+	}
+	if s.checksums {
+		// Parts then carry CRC32s, which Complete lists back.
+		createIn.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
+	}
+	created, err := s.client.CreateMultipartUpload(ctx, createIn)
 	if err != nil {
 		return ObjectInfo{}, s.mapErr("put", key, err, false)
 	}
@@ -360,12 +391,12 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, r io.Reader, siz
 				PartNumber:    aws.Int32(int32(i + 1)),
 				Body:          body,
 				ContentLength: aws.Int64(n),
-			}, unsignedPayload)
+			}, s.bodyOpts...)
 			if err != nil {
 				fail(s.mapErr("put", key, err, false))
 				return
 			}
-			parts[i] = types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(int32(i + 1))}
+			parts[i] = types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(int32(i + 1)), ChecksumCRC32: out.ChecksumCRC32}
 		}(i, body, n, buf)
 	}
 	wg.Wait()

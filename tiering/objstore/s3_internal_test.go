@@ -284,3 +284,30 @@ func TestS3StoreHonoursContextDeadline(t *testing.T) {
 		t.Fatalf("Head took %v past a 100ms deadline", d)
 	}
 }
+
+func TestS3StoreChecksumsOptionSendsCRC32(t *testing.T) {
+	f := &fakeS3{respond: func(w http.ResponseWriter, r *http.Request) { w.Header().Set("ETag", `"e"`) }}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := NewS3Store(ctx, S3Options{Endpoint: srv.URL, Bucket: "b", PathStyle: true, AccessKey: "k", SecretKey: "secretsecret", Checksums: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("checksummed body")
+	r := bytes.NewReader(data)
+	if _, err := s.Put(ctx, "k", r, int64(len(data)), PutOptions{Mode: CreateOnly}); err != nil {
+		t.Fatal(err)
+	}
+	req, body := f.last(t)
+	if req.Header.Get("X-Amz-Checksum-Crc32") == "" {
+		t.Fatalf("no CRC32 checksum header: %v", req.Header)
+	}
+	if !bytes.Equal(body, data) {
+		t.Fatalf("body %q", body)
+	}
+	if r.Len() != 0 {
+		t.Fatalf("body reader left with %d unread bytes", r.Len())
+	}
+}

@@ -382,6 +382,28 @@ func TestS3StoreMultipartUploadsInPartsAndKeepsCreateOnly(t *testing.T) {
 	}
 }
 
+func TestS3StoreChecksumsOptionAgainstMinio(t *testing.T) {
+	srv := miniotest.Start(t)
+	s := newMinioS3Store(t, srv, func(o *objstore.S3Options) {
+		o.Checksums = true
+		o.MultipartThreshold = 5 << 20
+		o.PartSize = 5 << 20
+	})
+	mc := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), s3TestTimeout)
+	defer cancel()
+	for _, n := range []int{1 << 20, 11 << 20} { // single PUT, then 3 parts
+		data := randBytes(uint64(n), n)
+		key := fmt.Sprintf("ck/%d", n)
+		if _, err := s.Put(ctx, key, bytes.NewReader(data), int64(n), objstore.PutOptions{Mode: objstore.CreateOnly}); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if got := minioGet(t, mc, srv.Bucket, key); !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: minio-go read differs", n)
+		}
+	}
+}
+
 type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
