@@ -1,0 +1,70 @@
+// Package tiering moves a partition's sealed segments to an object store
+// and back, so a topic keeps months of data while its local disk holds
+// hours.
+//
+// # What it owns
+//
+// Status as of this writing: only the foundation exists.
+//
+//	piece              status   where
+//	object store seam  built    objstore/ (filesystem, S3, in-memory; faults, retry, metrics)
+//	object keys        built    paths.go: the one place every key is built
+//	partition manifest built    manifest.go: JSON per partition, conditional updates
+//	uploader           not yet  sealed segments below the high watermark → bucket, on a bounded pool
+//	remote reader      not yet  fetches below the local log start, off the request goroutines
+//	chunk cache        not yet  bounded local cache of remote reads
+//	remote retention   not yet  retention.* applied to the bucket
+//	restore            not yet  rebuild a topic's partitions from the bucket's manifests
+//
+// # What it must never do
+//
+// Block a produce or a tail fetch on the object store (invariant 5 of
+// docs/architecture.md): every object-store call runs on a tiering
+// goroutine under a deadline, never on the request path of data that is
+// still local. It never deletes a local segment itself: storage's local
+// retention does, and only below the offset whose upload the controller
+// has committed. It never writes a segment object twice: keys carry the
+// segment's uuid and segment data is put create-only.
+//
+// # Remote segment lifecycle
+//
+// Each remote segment moves through Kafka's RemoteLogSegmentState, each
+// step committed in the controller (controller/metadata
+// RemoteSegmentRecord) and mirrored in the bucket's manifest:
+//
+//	(none) ──▶ COPY_STARTED ──▶ COPY_FINISHED
+//	                │                 │
+//	                │ (orphan)        │ (retention)
+//	                ▼                 ▼
+//	           DELETE_STARTED ◀───────┘
+//	                │
+//	                ▼
+//	           DELETE_FINISHED ──▶ (gone from the manifest)
+//
+// What each step means:
+//
+//   - COPY_STARTED is recorded before the first byte is put; a crash after
+//     it leaves objects no COPY_FINISHED names: orphans that remote
+//     retention deletes (COPY_STARTED → DELETE_STARTED), never a hole,
+//     because readers only read COPY_FINISHED segments.
+//   - COPY_FINISHED is recorded after every object of the segment is put;
+//     only then may the local copy be deleted.
+//   - DELETE_STARTED is recorded before the first object is deleted,
+//     DELETE_FINISHED after the last; then the segment leaves the manifest.
+//   - Every state may be recorded again (a self-transition), so each step
+//     is safe to retry after a crash or a lost acknowledgement.
+//
+// # Keys and manifest
+//
+//	key := tiering.SegmentKey(prefix, "orders", topicID, 3, 123456, segID, tiering.ExtLog)
+//	// prefix/orders-<topicID>/3/00000000000000123456-<segID>.log
+//
+//	ms := tiering.NewManifestStore(store)
+//	_, err := ms.Update(ctx, tiering.ManifestKey(prefix, "orders", topicID, 3), func(m *tiering.Manifest) error {
+//		m.Topic, m.TopicID, m.Partition = "orders", topicID, 3
+//		if m.Find(segID) < 0 {
+//			m.Segments = append(m.Segments, seg) // idempotent: fn may run more than once
+//		}
+//		return nil
+//	})
+package tiering
