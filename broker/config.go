@@ -17,6 +17,8 @@ import (
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/tiering"
+	"github.com/strata-io/strata/tiering/objstore"
 )
 
 // Setting is one row of the configuration table: a Kafka property name, its
@@ -91,6 +93,20 @@ var Settings = []Setting{
 	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
 	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
 	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
+	{"remote.log.storage.system.enable", "true", "open the remote (tiered) object store at start; topics tier with remote.storage.enable"},
+	{"remote.storage.backend", "fs", "object store of the remote tier: fs (a directory) or s3 (AWS S3, MinIO, S3-compatible)"},
+	{"remote.storage.fs.path", "", "directory of the fs backend (default: <first log dir>/objects)"},
+	{"remote.storage.s3.endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:9000 for MinIO (empty: AWS S3 of the region)"},
+	{"remote.storage.s3.bucket", "", "S3 bucket (must exist; required with backend s3)"},
+	{"remote.storage.s3.region", "us-east-1", "S3 region"},
+	{"remote.storage.s3.prefix", "", "key prefix inside the bucket (empty: the bucket root)"},
+	{"remote.storage.s3.path.style", "false", "path-style addressing <endpoint>/<bucket>/<key>; MinIO and most S3-compatible stores need true"},
+	{"remote.storage.s3.access.key", "", "S3 access key (empty with secret.key empty: the AWS default credential chain)"},
+	{"remote.storage.s3.secret.key", "", "S3 secret key (empty with access.key empty: the AWS default credential chain)"},
+	{"remote.storage.request.timeout.ms", "30000", "deadline of one object-store request attempt (a Get's until its body is read); a timed-out attempt is retried"},
+	{"remote.storage.retry.max.attempts", "5", "attempts per object-store call, the first included, on transient errors"},
+	{"remote.storage.retry.backoff.ms", "100", "delay before the second attempt; doubles per attempt, with jitter"},
+	{"remote.storage.retry.backoff.max.ms", "5000", "cap on one retry delay"},
 	{"strata.log.level", "info", "debug, info, warn or error"},
 	{"strata.log.format", "text", "text or json"},
 }
@@ -275,6 +291,10 @@ type Config struct {
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
 	ElectionTimeout         time.Duration
+
+	// Remote tier (remote.*; tiering.OpenStore, broker/tiering_store.go).
+	RemoteStorageEnable bool
+	RemoteStore         tiering.StoreConfig
 
 	LogLevel  slog.Level
 	LogFormat string
@@ -476,6 +496,29 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)
 	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms", 1)
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
+	c.RemoteStorageEnable = boolean("remote.log.storage.system.enable")
+	c.RemoteStore = tiering.StoreConfig{
+		Backend: get("remote.storage.backend"),
+		FSPath:  get("remote.storage.fs.path"),
+		S3: objstore.S3Options{
+			Endpoint:  get("remote.storage.s3.endpoint"),
+			Bucket:    get("remote.storage.s3.bucket"),
+			Region:    get("remote.storage.s3.region"),
+			Prefix:    get("remote.storage.s3.prefix"),
+			PathStyle: boolean("remote.storage.s3.path.style"),
+			AccessKey: get("remote.storage.s3.access.key"),
+			SecretKey: get("remote.storage.s3.secret.key"),
+		},
+		RequestTimeout: ms("remote.storage.request.timeout.ms", 1),
+		Retry: objstore.RetryPolicy{
+			MaxAttempts: int(min(i64("remote.storage.retry.max.attempts", 1), 1000)),
+			BaseDelay:   ms("remote.storage.retry.backoff.ms", 1),
+			MaxDelay:    ms("remote.storage.retry.backoff.max.ms", 1),
+		},
+	}
+	if c.RemoteStore.FSPath == "" {
+		c.RemoteStore.FSPath = filepath.Join(c.LogDir, "objects")
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(get("strata.log.level"))); err != nil {
 		bad("strata.log.level", get("strata.log.level"), "debug, info, warn or error")
 	}
@@ -527,6 +570,16 @@ func (c *Config) validate() error {
 		}
 		if !found {
 			return fmt.Errorf("%w: process.roles has controller but listeners has no %s listener", ErrInvalidConfig, c.ControllerListenerName)
+		}
+	}
+	if c.RemoteStorageEnable {
+		// The store itself is opened (and an s3 bucket probed) by Open;
+		// what needs no network fails here, naming the setting.
+		if err := c.RemoteStore.Validate(); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+		if c.RemoteStore.Retry.BaseDelay > c.RemoteStore.Retry.MaxDelay {
+			return fmt.Errorf("%w: remote.storage.retry.backoff.ms must not exceed remote.storage.retry.backoff.max.ms", ErrInvalidConfig)
 		}
 	}
 	if c.BrokerHeartbeatInterval >= c.BrokerSessionTimeout {

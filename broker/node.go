@@ -23,6 +23,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/tiering/objstore"
 )
 
 // Options are what [Open] builds a [Node] from. Only Config is required.
@@ -60,10 +61,11 @@ type Node struct {
 	// directory is still refused (DUPLICATE_BROKER_REGISTRATION).
 	incarnation uuid.UUID
 
-	store *storage.Manager
-	pids  *producerIDs
-	ctl   *controller.Controller // nil when this node is broker-only
-	svc   controller.Service
+	store  *storage.Manager
+	remote objstore.ObjectStore // nil unless remote.log.storage.system.enable (tiering_store.go)
+	pids   *producerIDs
+	ctl    *controller.Controller // nil when this node is broker-only
+	svc    controller.Service
 
 	lns        []net.Listener // client listeners, in Config order
 	lnNames    []string
@@ -168,6 +170,9 @@ func Open(o Options) (n *Node, err error) {
 	n.store.Start()
 	n.health.recovery.Store(summarizeRecovery(n.store.Logs(), time.Since(loadStart)))
 	n.health.storeLoaded.Store(true)
+	if err := n.openRemoteStore(ctx); err != nil {
+		return nil, err
+	}
 
 	for _, l := range cfg.ClientListeners() {
 		ln, err := net.Listen("tcp", l.Addr())
