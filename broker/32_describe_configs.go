@@ -19,7 +19,8 @@ package broker
 // v1+: Source, and with IncludeSynonyms the whole chain, value first. v0:
 // IsDefault. v3+: ConfigType always, Documentation with
 // IncludeDocumentation. Broker configs that cannot change at run time are
-// ReadOnly; no config is sensitive.
+// ReadOnly; sensitive ones (remote.storage.s3.secret.key) have IsSensitive
+// and a null value, their synonyms' values null too, as Kafka.
 //
 // Errors per resource, as Kafka: INVALID_TOPIC_EXCEPTION (illegal name),
 // UNKNOWN_TOPIC_OR_PARTITION; a BROKER resource naming another broker id or
@@ -134,6 +135,12 @@ var brokerSettingTypes = map[string]kmsg.ConfigType{
 	"log.cleanup.policy": kmsg.ConfigTypeList, "log.message.timestamp.type": kmsg.ConfigTypeString,
 	"metadata.log.dir": kmsg.ConfigTypeString, "admin.listener": kmsg.ConfigTypeString,
 	"strata.log.level": kmsg.ConfigTypeString, "strata.log.format": kmsg.ConfigTypeString,
+	"remote.log.storage.system.enable": kmsg.ConfigTypeBoolean, "remote.storage.backend": kmsg.ConfigTypeString,
+	"remote.storage.fs.path": kmsg.ConfigTypeString, "remote.storage.s3.endpoint": kmsg.ConfigTypeString,
+	"remote.storage.s3.bucket": kmsg.ConfigTypeString, "remote.storage.s3.region": kmsg.ConfigTypeString,
+	"remote.storage.s3.prefix": kmsg.ConfigTypeString, "remote.storage.s3.path.style": kmsg.ConfigTypeBoolean,
+	"remote.storage.s3.access.key": kmsg.ConfigTypeString, "remote.storage.s3.secret.key": kmsg.ConfigTypePassword,
+	"remote.storage.request.timeout.ms": kmsg.ConfigTypeInt, "remote.storage.retry.max.attempts": kmsg.ConfigTypeInt,
 }
 
 func brokerSettingType(name string) kmsg.ConfigType {
@@ -280,6 +287,12 @@ func (n *Node) describeResource(st *metadata.State, req *kmsg.DescribeConfigsReq
 				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 				s.Name, s.Value, s.Source = l.name, kmsg.StringPtr(l.value), l.source
 				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+			}
+		}
+		if sensitiveSettings[name] { // a secret: say it is set, never what it is
+			c.Value, c.IsSensitive = nil, true
+			for i := range c.ConfigSynonyms {
+				c.ConfigSynonyms[i].Value = nil
 			}
 		}
 		c.ConfigType = typ

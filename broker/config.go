@@ -111,6 +111,13 @@ var Settings = []Setting{
 	{"strata.log.format", "text", "text or json"},
 }
 
+// sensitiveSettings are the settings whose values are secrets:
+// DescribeConfigs answers them with IsSensitive and a null value, as Kafka
+// does for passwords.
+var sensitiveSettings = map[string]bool{
+	"remote.storage.s3.secret.key": true,
+}
+
 // EnvName returns the environment variable that sets name:
 // STRATA_ + name upper-cased with dots as underscores (log.dirs →
 // STRATA_LOG_DIRS).

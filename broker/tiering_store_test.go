@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/miniotest"
 	"github.com/strata-io/strata/tiering"
@@ -190,5 +191,35 @@ func TestNodeOpenFailsOnMissingBucket(t *testing.T) {
 	}
 	if !errors.Is(err, tiering.ErrStoreUnavailable) || !strings.Contains(err.Error(), `remote.storage.s3.bucket "no-such-bucket": bucket does not exist`) {
 		t.Fatalf("Open on a missing bucket: %v", err)
+	}
+}
+
+// TestDescribeConfigsHidesS3SecretKey: the secret key is described as set
+// and sensitive with a null value (synonyms too), never echoed, while the
+// access key, an identifier, is shown.
+func TestDescribeConfigsHidesS3SecretKey(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{
+		"remote.log.storage.system.enable": "false", // nothing to reach: only the settings matter
+		"remote.storage.s3.access.key":     "AKIDEXAMPLE",
+		"remote.storage.s3.secret.key":     "wJalrXUtnFEMI-very-secret",
+	})
+	c := dialRaw(t, n)
+	resp := c.roundTrip(describeConfigsReq(4, true, false, configResource(kmsg.ConfigResourceTypeBroker, "1"))).(*kmsg.DescribeConfigsResponse)
+	res := resp.Resources[0]
+	sk := describedConfig(t, res, "remote.storage.s3.secret.key")
+	if !sk.IsSensitive || sk.Value != nil || sk.Source != kmsg.ConfigSourceStaticBrokerConfig || sk.ConfigType != kmsg.ConfigTypePassword {
+		t.Fatalf("secret key described as %+v", sk)
+	}
+	for _, s := range sk.ConfigSynonyms {
+		if s.Value != nil {
+			t.Fatalf("secret key synonym %s carries a value", s.Name)
+		}
+	}
+	if ak := describedConfig(t, res, "remote.storage.s3.access.key"); ak.IsSensitive || ak.Value == nil || *ak.Value != "AKIDEXAMPLE" || ak.ConfigType != kmsg.ConfigTypeString {
+		t.Fatalf("access key described as %+v", ak)
+	}
+	// Belt and braces: the secret appears nowhere in the encoded answer.
+	if strings.Contains(string(resp.AppendTo(nil)), "very-secret") {
+		t.Fatal("the secret key's value is in the DescribeConfigs response")
 	}
 }
