@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -242,6 +243,35 @@ func (m *Manifest) Find(id uuid.UUID) int {
 		}
 	}
 	return -1
+}
+
+// Readable returns the COPY_FINISHED segment whose offsets contain
+// offset: the only segments a remote reader may serve (a COPY_STARTED
+// segment may be partial, a deleting one may be gone). It searches in
+// O(log n) over a valid manifest's sorted segments.
+func (m *Manifest) Readable(offset int64) (Segment, bool) {
+	i, _ := slices.BinarySearchFunc(m.Segments, offset, func(s Segment, off int64) int {
+		if s.EndOffset < off {
+			return -1
+		}
+		if s.BaseOffset > off {
+			return 1
+		}
+		return 0
+	})
+	if i < len(m.Segments) {
+		s := m.Segments[i]
+		if s.BaseOffset <= offset && offset <= s.EndOffset && s.State == StateCopyFinished {
+			return s, true
+		}
+	}
+	return Segment{}, false
+}
+
+// SegmentKey returns the key of the file with extension ext of segment s
+// of this manifest's partition, under prefix (see [SegmentKey]).
+func (m *Manifest) SegmentKey(prefix string, s *Segment, ext string) string {
+	return SegmentKey(prefix, m.Topic, m.TopicID, m.Partition, s.BaseOffset, s.SegmentID, ext)
 }
 
 // Encode returns the manifest's canonical JSON: equal manifests encode to

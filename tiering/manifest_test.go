@@ -673,3 +673,51 @@ func TestManifestTestdataIsCanonical(t *testing.T) {
 		}
 	}
 }
+
+func TestManifestReadableFindsOnlyCopyFinishedSegments(t *testing.T) {
+	m := testManifest(0, 100, 200, 500) // 500..599 after a gap left by deletion
+	m.Segments[1].State = StateCopyStarted
+	m.Segments[2].State = StateDeleteStarted
+	cases := []struct {
+		off  int64
+		base int64 // -1: none
+	}{
+		{-1, -1}, {0, 0}, {50, 0}, {99, 0},
+		{100, -1}, {150, -1}, // COPY_STARTED: maybe partial
+		{250, -1},            // DELETE_STARTED: maybe gone
+		{300, -1}, {499, -1}, // gap
+		{500, 500}, {599, 500}, {600, -1},
+	}
+	for _, c := range cases {
+		s, ok := m.Readable(c.off)
+		if ok != (c.base >= 0) || (ok && s.BaseOffset != c.base) {
+			t.Errorf("Readable(%d) = base %d, %v; want base %d", c.off, s.BaseOffset, ok, c.base)
+		}
+	}
+	var empty Manifest
+	if _, ok := empty.Readable(0); ok {
+		t.Error("an empty manifest found a segment")
+	}
+}
+
+func TestManifestSegmentKeyNamesTheSegmentsFiles(t *testing.T) {
+	m := testManifest(0, 100)
+	for _, ext := range SegmentExts {
+		key := m.SegmentKey("strata", &m.Segments[1], ext)
+		info, err := ParseSegmentKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := SegmentKeyInfo{Prefix: "strata", Topic: m.Topic, TopicID: m.TopicID, Partition: m.Partition,
+			BaseOffset: 100, SegmentID: m.Segments[1].SegmentID, Ext: ext}
+		if info != want {
+			t.Fatalf("key %s parses to %+v, want %+v", key, info, want)
+		}
+		if _, ok := m.Segments[1].Files.Size(ext); !ok {
+			t.Fatalf("FileSizes has no size for %s", ext)
+		}
+	}
+	if _, ok := (FileSizes{}).Size("txt"); ok {
+		t.Fatal("FileSizes.Size accepted an unknown extension")
+	}
+}
