@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -393,6 +394,9 @@ func (s *ManifestStore) Load(ctx context.Context, key string) (Manifest, string,
 		if err != nil {
 			return Manifest{}, "", fmt.Errorf("%s: %w", key, err)
 		}
+		if err := checkManifestKey(key, &m); err != nil {
+			return Manifest{}, "", fmt.Errorf("%w: %w", ErrCorruptManifest, err)
+		}
 		return m, info.ETag, nil
 	}
 	return Manifest{}, "", fmt.Errorf("%w: manifest %s kept changing while read", ErrManifestContention, key)
@@ -483,6 +487,9 @@ func (s *ManifestStore) Update(ctx context.Context, key string, fn func(*Manifes
 		if err := m.Validate(); err != nil {
 			return Manifest{}, fmt.Errorf("tiering: update manifest %s: %w", key, err)
 		}
+		if err := checkManifestKey(key, &m); err != nil {
+			return Manifest{}, fmt.Errorf("tiering: update manifest: %w", err)
+		}
 		data, err := m.Encode()
 		if err != nil {
 			return Manifest{}, err
@@ -501,6 +508,17 @@ func (s *ManifestStore) Update(ctx context.Context, key string, fn func(*Manifes
 		lastErr = err
 	}
 	return Manifest{}, fmt.Errorf("%w: %s: %d rounds lost: %w", ErrManifestContention, key, attempts, lastErr)
+}
+
+// checkManifestKey returns an error wrapping [ErrInvalidManifest] unless
+// key is m's partition's manifest key under some prefix: a manifest is
+// never read from, or written to, another partition's place.
+func checkManifestKey(key string, m *Manifest) error {
+	want := ManifestKey("", m.Topic, m.TopicID, m.Partition)
+	if key == want || strings.HasSuffix(key, "/"+want) {
+		return nil
+	}
+	return fmt.Errorf("%w: manifest of %s-%s/%d at key %s", ErrInvalidManifest, m.Topic, m.TopicID, m.Partition, key)
 }
 
 func (s *ManifestStore) now() time.Time {

@@ -515,7 +515,7 @@ func TestManifestStoreUpdateStopsAtDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := ms.Update(ctx, ManifestKey("", "t", testTopicID, 0), addSegment(testSegment(0, 9)))
+	_, err := ms.Update(ctx, ManifestKey("", "orders.v2_eu-west", testTopicID, 3), addSegment(testSegment(0, 9)))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Update = %v, want DeadlineExceeded", err)
 	}
@@ -719,5 +719,36 @@ func TestManifestSegmentKeyNamesTheSegmentsFiles(t *testing.T) {
 	}
 	if _, ok := (FileSizes{}).Size("txt"); ok {
 		t.Fatal("FileSizes.Size accepted an unknown extension")
+	}
+}
+
+// A manifest lives only at its own partition's key: Update refuses to
+// write one elsewhere, and Load refuses one found elsewhere (a copy
+// gone wrong would otherwise restore another partition's data).
+func TestManifestStoreRefusesManifestAtAnotherPartitionsKey(t *testing.T) {
+	ctx := testCtx(t)
+	mem := objstore.NewMemStore()
+	ms := NewManifestStore(mem)
+	own := ManifestKey("p", "orders.v2_eu-west", testTopicID, 3)
+	other := ManifestKey("p", "orders.v2_eu-west", testTopicID, 4)
+	if _, err := ms.Update(ctx, other, addSegment(testSegment(0, 99))); !errors.Is(err, ErrInvalidManifest) {
+		t.Fatalf("Update at partition 4's key = %v, want ErrInvalidManifest", err)
+	}
+	if _, err := ms.Update(ctx, "x"+ManifestKey("", "orders.v2_eu-west", testTopicID, 3), addSegment(testSegment(0, 99))); !errors.Is(err, ErrInvalidManifest) {
+		t.Fatalf("Update at a key merely ending like ours = %v, want ErrInvalidManifest", err)
+	}
+	if _, err := ms.Update(ctx, own, addSegment(testSegment(0, 99))); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := ms.Load(ctx, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := m.Encode()
+	if _, err := mem.Put(ctx, other, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ms.Load(ctx, other); !errors.Is(err, ErrCorruptManifest) {
+		t.Fatalf("Load of a misplaced manifest = %v, want ErrCorruptManifest", err)
 	}
 }
