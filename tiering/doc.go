@@ -8,6 +8,7 @@
 //
 //	piece              status   where
 //	object store seam  built    objstore/ (filesystem, S3, in-memory; faults, retry, metrics)
+//	store wiring       built    store.go: OpenStore from broker config (backend, retry, metrics)
 //	object keys        built    paths.go: the one place every key is built
 //	partition manifest built    manifest.go: JSON per partition, conditional updates
 //	uploader           not yet  sealed segments below the high watermark → bucket, on a bounded pool
