@@ -503,12 +503,21 @@ func TestNodeCloseAnswersInFlightLongPoll(t *testing.T) {
 // for an unused key (ordered and not): the connection closes, the node
 // keeps serving.
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
-	const key = 9 // OffsetFetch: not served yet
+	const key = 9 // OffsetFetch, swapped for a panicking handler and restored
+	saved, had := apis[key]
+	restore := func() {
+		if had {
+			apis[key] = saved
+		} else {
+			delete(apis, key)
+		}
+	}
+	defer restore()
 	for _, ordered := range []bool{false, true} {
 		apis[key] = &api{key: key, min: 0, max: kmsg.NewPtrOffsetFetchRequest().MaxVersion(), ordered: ordered,
 			fn: func(context.Context, *Node, *request) (*frame, error) { panic("boom") }}
 		func() {
-			defer delete(apis, key)
+			defer restore()
 			n := startNode(t, t.TempDir(), nil)
 			c := dialRaw(t, n)
 			req := kmsg.NewPtrOffsetFetchRequest()
