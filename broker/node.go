@@ -210,6 +210,15 @@ func Open(o Options) (n *Node, err error) {
 	if err := n.waitUnfenced(startCtx); err != nil {
 		return nil, err
 	}
+	// The controller has unfenced us; serve only once our own view says so
+	// too, or a client connecting right away would find no broker in
+	// Metadata.
+	if !n.waitMetadata(startCtx, func(st *metadata.State) bool {
+		b, ok := st.Broker(cfg.NodeID)
+		return ok && !b.Fenced
+	}) {
+		return nil, fmt.Errorf("broker: waiting for the metadata view to show this broker unfenced: %w", startCtx.Err())
+	}
 	n.removeStrayLogs()
 	n.loops.Add(1)
 	go func() {
