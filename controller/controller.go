@@ -519,28 +519,14 @@ func (c *Controller) RegisterBroker(ctx context.Context, req metadata.RegisterBr
 	return c.registerBroker(ctx, req, false)
 }
 
-func (c *Controller) registerBroker(ctx context.Context, req metadata.RegisterBrokerRequest, fwd bool) (resp metadata.RegisterBrokerResponse, err error) {
-	err = c.route(ctx, fwd, func(ctx context.Context) error {
-		var perr error
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			b, ok := st.Broker(req.BrokerID)
-			req.ExistingSessionAlive = ok && !b.Fenced && c.live.alive(req.BrokerID)
-			var recs []metadata.Record
-			recs, resp, perr = st.PlanRegisterBroker(req)
-			return recs
-		})
-		if err == nil {
-			err = perr
-		}
-		if err == nil {
-			c.live.touch(req.BrokerID)
-		}
-		return err
-	}, func(ctx context.Context, cl *Client) error {
-		resp, err = cl.registerBroker(ctx, req)
-		return err
+func (c *Controller) registerBroker(ctx context.Context, req metadata.RegisterBrokerRequest, fwd bool) (metadata.RegisterBrokerResponse, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, metadata.RegisterBrokerResponse, error) {
+		b, ok := st.Broker(req.BrokerID)
+		req.ExistingSessionAlive = ok && !b.Fenced && c.live.alive(req.BrokerID)
+		return st.PlanRegisterBroker(req)
+	}, func() { c.live.touch(req.BrokerID) }, func(ctx context.Context, cl *Client) (metadata.RegisterBrokerResponse, error) {
+		return cl.registerBroker(ctx, req)
 	})
-	return resp, err
 }
 
 // BrokerHeartbeat renews a broker's session and may fence, unfence or
@@ -549,41 +535,35 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req metadata.BrokerHea
 	return c.brokerHeartbeat(ctx, req, false)
 }
 
-func (c *Controller) brokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest, fwd bool) (resp metadata.BrokerHeartbeatResponse, err error) {
-	err = c.route(ctx, fwd, func(ctx context.Context) error {
+func (c *Controller) brokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest, fwd bool) (metadata.BrokerHeartbeatResponse, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, metadata.BrokerHeartbeatResponse, error) {
+		return st.PlanBrokerHeartbeat(req)
+	}, func() { c.live.touch(req.BrokerID) }, func(ctx context.Context, cl *Client) (metadata.BrokerHeartbeatResponse, error) {
+		return cl.brokerHeartbeat(ctx, req)
+	})
+}
+
+// decideRouted is the shape of every metadata-changing request: on the
+// leader, plan it against the current image (through the one decider, so no
+// two plans race on stale state), propose the planned records and, once they
+// are applied and the plan did not fail, run onApplied (if any); on a
+// follower, forward the request to the leader with remote. It returns the
+// planner's result.
+func decideRouted[R any](ctx context.Context, c *Controller, fwd bool, plan func(st *metadata.State) ([]metadata.Record, R, error), onApplied func(), remote func(ctx context.Context, cl *Client) (R, error)) (R, error) {
+	var res R
+	err := c.route(ctx, fwd, func(ctx context.Context) error {
 		var perr error
 		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
 			var recs []metadata.Record
-			recs, resp, perr = st.PlanBrokerHeartbeat(req)
+			recs, res, perr = plan(st)
 			return recs
 		})
 		if err == nil {
 			err = perr
 		}
-		if err == nil {
-			c.live.touch(req.BrokerID)
+		if err == nil && onApplied != nil {
+			onApplied()
 		}
-		return err
-	}, func(ctx context.Context, cl *Client) error {
-		resp, err = cl.brokerHeartbeat(ctx, req)
-		return err
-	})
-	return resp, err
-}
-
-// decideRouted is the shape of every metadata-changing request: on the
-// leader, plan it against the current image (through the one decider, so no
-// two plans race on stale state) and propose the planned records; on a
-// follower, forward it to the leader with remote. It returns the planner's
-// result once the records are applied.
-func decideRouted[R any](ctx context.Context, c *Controller, fwd bool, plan func(st *metadata.State) ([]metadata.Record, R), remote func(ctx context.Context, cl *Client) (R, error)) (R, error) {
-	var res R
-	err := c.route(ctx, fwd, func(ctx context.Context) error {
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			var recs []metadata.Record
-			recs, res = plan(st)
-			return recs
-		})
 		return err
 	}, func(ctx context.Context, cl *Client) error {
 		var err error
@@ -600,9 +580,10 @@ func (c *Controller) CreateTopics(ctx context.Context, req metadata.CreateTopics
 }
 
 func (c *Controller) createTopics(ctx context.Context, req metadata.CreateTopicsRequest, fwd bool) ([]metadata.CreateTopicResult, error) {
-	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.CreateTopicResult) {
-		return st.PlanCreateTopics(req, c.rng)
-	}, func(ctx context.Context, cl *Client) ([]metadata.CreateTopicResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.CreateTopicResult, error) {
+		recs, res := st.PlanCreateTopics(req, c.rng)
+		return recs, res, nil
+	}, nil, func(ctx context.Context, cl *Client) ([]metadata.CreateTopicResult, error) {
 		return cl.createTopics(ctx, req)
 	})
 }
@@ -613,9 +594,10 @@ func (c *Controller) DeleteTopics(ctx context.Context, names []string, ids []uui
 }
 
 func (c *Controller) deleteTopics(ctx context.Context, names []string, ids []uuid.UUID, fwd bool) ([]metadata.DeleteTopicResult, error) {
-	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.DeleteTopicResult) {
-		return st.PlanDeleteTopics(names, ids)
-	}, func(ctx context.Context, cl *Client) ([]metadata.DeleteTopicResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.DeleteTopicResult, error) {
+		recs, res := st.PlanDeleteTopics(names, ids)
+		return recs, res, nil
+	}, nil, func(ctx context.Context, cl *Client) ([]metadata.DeleteTopicResult, error) {
 		return cl.deleteTopics(ctx, names, ids)
 	})
 }
@@ -626,9 +608,10 @@ func (c *Controller) CreatePartitions(ctx context.Context, req metadata.CreatePa
 }
 
 func (c *Controller) createPartitions(ctx context.Context, req metadata.CreatePartitionsRequest, fwd bool) ([]metadata.CreatePartitionsResult, error) {
-	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.CreatePartitionsResult) {
-		return st.PlanCreatePartitions(req, c.rng)
-	}, func(ctx context.Context, cl *Client) ([]metadata.CreatePartitionsResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.CreatePartitionsResult, error) {
+		recs, res := st.PlanCreatePartitions(req, c.rng)
+		return recs, res, nil
+	}, nil, func(ctx context.Context, cl *Client) ([]metadata.CreatePartitionsResult, error) {
 		return cl.createPartitions(ctx, req)
 	})
 }
@@ -640,9 +623,10 @@ func (c *Controller) AlterConfigs(ctx context.Context, req metadata.AlterConfigs
 }
 
 func (c *Controller) alterConfigs(ctx context.Context, req metadata.AlterConfigsRequest, fwd bool) ([]metadata.AlterConfigsResult, error) {
-	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.AlterConfigsResult) {
-		return st.PlanAlterConfigs(req)
-	}, func(ctx context.Context, cl *Client) ([]metadata.AlterConfigsResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, []metadata.AlterConfigsResult, error) {
+		recs, res := st.PlanAlterConfigs(req)
+		return recs, res, nil
+	}, nil, func(ctx context.Context, cl *Client) ([]metadata.AlterConfigsResult, error) {
 		return cl.alterConfigs(ctx, req)
 	})
 }
@@ -654,9 +638,10 @@ func (c *Controller) AlterPartition(ctx context.Context, req metadata.AlterParti
 }
 
 func (c *Controller) alterPartition(ctx context.Context, req metadata.AlterPartitionRequest, fwd bool) (metadata.AlterPartitionResult, error) {
-	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, metadata.AlterPartitionResult) {
-		return st.PlanAlterPartition(req)
-	}, func(ctx context.Context, cl *Client) (metadata.AlterPartitionResult, error) {
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, metadata.AlterPartitionResult, error) {
+		recs, res := st.PlanAlterPartition(req)
+		return recs, res, nil
+	}, nil, func(ctx context.Context, cl *Client) (metadata.AlterPartitionResult, error) {
 		return cl.alterPartition(ctx, req)
 	})
 }
@@ -668,20 +653,13 @@ func (c *Controller) CommitRemoteSegment(ctx context.Context, rec metadata.Remot
 }
 
 func (c *Controller) commitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord, fwd bool) error {
-	return c.route(ctx, fwd, func(ctx context.Context) error {
-		var perr error
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			var recs []metadata.Record
-			recs, perr = st.PlanRemoteSegment(rec)
-			return recs
-		})
-		if err == nil {
-			err = perr
-		}
-		return err
-	}, func(ctx context.Context, cl *Client) error {
-		return cl.commitRemoteSegment(ctx, rec)
+	_, err := decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, struct{}, error) {
+		recs, err := st.PlanRemoteSegment(rec)
+		return recs, struct{}{}, err
+	}, nil, func(ctx context.Context, cl *Client) (struct{}, error) {
+		return struct{}{}, cl.commitRemoteSegment(ctx, rec)
 	})
+	return err
 }
 
 // Service is the API brokers use, implemented in-process by [*Controller]
