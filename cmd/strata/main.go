@@ -33,8 +33,39 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// command is one subcommand of the binary. Each lives in its own file and
+// adds itself to commands from an init function, so subcommands never edit
+// one another's code.
+type command struct {
+	name    string
+	summary string // one line for the usage text
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]command{}
+
+func addCommand(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("strata: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+func init() {
+	addCommand(command{name: "serve", summary: "run a broker (and controller) node", run: serve})
+}
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: strata <command> [flags]\n\ncommands:\n  serve   run a broker (and controller) node")
+	fmt.Fprintln(w, "usage: strata <command> [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'strata <command> --help' for a command's flags.")
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -43,11 +74,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
-	case "serve":
-		return serve(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
+	}
+	if c, ok := commands[args[0]]; ok {
+		return c.run(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "strata: unknown command %q\n", args[0])
 	usage(stderr)
