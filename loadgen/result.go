@@ -1,0 +1,110 @@
+package loadgen
+
+// Result is what one run reports: the JSON result file (`--out run.json`),
+// the input of the HTML report and of `strata loadgen compare`. Fields are
+// only ever added (Version says which were present), so old results stay
+// comparable.
+type Result struct {
+	Version   int       `json:"version"` // 1
+	Scenario  string    `json:"scenario"`
+	Workload  Workload  `json:"workload"`          // as run, defaults filled in
+	Brokers   []string  `json:"brokers"`           // --brokers
+	Target    string    `json:"target"`            // "strata", "kafka-compatible" or "kfake"
+	StartedAt string    `json:"startedAt"`         // RFC 3339
+	Duration  float64   `json:"durationSeconds"`   // measured phase, warm-up excluded
+	Produce   Summary   `json:"produce"`           // publish side
+	Consume   Summary   `json:"consume"`           // consume side (zero when no consumers)
+	EndToEnd  Latency   `json:"endToEnd"`          // record timestamp → receipt
+	CatchUp   *CatchUp  `json:"catchUp,omitempty"` // the catch-up scenario only
+	Cost      *Cost     `json:"cost,omitempty"`    // Strata targets only
+	Series    []Sample  `json:"series"`            // one per second
+	Errors    []string  `json:"errors,omitempty"`  // distinct errors with counts, "n× message"
+	Machine   *Machine  `json:"machine,omitempty"` // raw limits measured in the same run, if asked
+	Notes     []string  `json:"notes,omitempty"`
+	Histogram Histogram `json:"histograms"` // percentile distributions for the report
+}
+
+// Summary is one side's totals over the measured phase.
+type Summary struct {
+	Records       int64   `json:"records"`
+	Bytes         int64   `json:"bytes"`
+	Errors        int64   `json:"errors"`
+	RecordsPerSec float64 `json:"recordsPerSec"`
+	MBPerSec      float64 `json:"mbPerSec"` // 10^6 bytes/s of record values+keys
+	Latency       Latency `json:"latency"`  // publish: from the intended send time to the ack
+}
+
+// Latency is a latency distribution in milliseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	P9999 float64 `json:"p9999"`
+	Max   float64 `json:"max"`
+}
+
+// Sample is one second of the run (t seconds since the measured phase
+// started; negative during warm-up).
+type Sample struct {
+	T              float64 `json:"t"`
+	ProduceRecords int64   `json:"produceRecords"` // in this second
+	ProduceBytes   int64   `json:"produceBytes"`
+	ConsumeRecords int64   `json:"consumeRecords"`
+	ConsumeBytes   int64   `json:"consumeBytes"`
+	PublishP99     float64 `json:"publishP99Ms"` // of this second
+	EndToEndP99    float64 `json:"endToEndP99Ms"`
+	Lag            int64   `json:"lag"` // consumer lag in records, summed over groups and partitions
+}
+
+// Histogram holds percentile distributions (HdrHistogram's percentile
+// iteration) for the report's latency chart.
+type Histogram struct {
+	Publish  []Percentile `json:"publish"`
+	EndToEnd []Percentile `json:"endToEnd"`
+}
+
+// Percentile is one point of a distribution: Percentile (0-100) of the
+// values are <= ValueMs.
+type Percentile struct {
+	Percentile float64 `json:"percentile"`
+	ValueMs    float64 `json:"valueMs"`
+	Count      int64   `json:"count"`
+}
+
+// CatchUp reports the catch-up read scenario: a reader from the earliest
+// offset while producers keep writing.
+type CatchUp struct {
+	BacklogRecords      int64   `json:"backlogRecords"`
+	BacklogBytes        int64   `json:"backlogBytes"`
+	CaughtUpSeconds     float64 `json:"caughtUpSeconds"` // -1 if it never caught up
+	ReadMBPerSec        float64 `json:"readMBPerSec"`
+	ProducerP99Before   float64 `json:"producerP99BeforeMs"` // producer alone
+	ProducerP99During   float64 `json:"producerP99DuringMs"` // while the reader catches up
+	ProducerP99Increase float64 `json:"producerP99Increase"` // During / Before
+}
+
+// Cost is the object-store activity the run caused, from the node's
+// /metrics before and after, and its estimated request cost.
+type Cost struct {
+	MetricsURL       string  `json:"metricsUrl"`
+	Puts             float64 `json:"puts"`
+	Gets             float64 `json:"gets"`
+	Lists            float64 `json:"lists"`
+	Deletes          float64 `json:"deletes"`
+	BytesPut         float64 `json:"bytesPut"`
+	BytesGot         float64 `json:"bytesGot"`
+	PutsPerGiBIn     float64 `json:"putsPerGiBProduced"`
+	GetsPerGiBOut    float64 `json:"getsPerGiBConsumed"`
+	PricePerKPut     float64 `json:"pricePer1000Put"` // USD, from flags
+	PricePerKGet     float64 `json:"pricePer1000Get"`
+	EstimatedCostUSD float64 `json:"estimatedCostUsd"`
+}
+
+// Machine is the machine's raw limits, measured in the same run.
+type Machine struct {
+	SeqWriteMBPerSec    float64 `json:"seqWriteMBPerSec"`
+	LoopbackSendfileMBs float64 `json:"loopbackSendfileMBPerSec"`
+}
