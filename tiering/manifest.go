@@ -167,7 +167,11 @@ type Manifest struct {
 
 // Validate checks the manifest's invariants: a known version, a legal
 // topic name and a non-nil topic id, a partition >= 0, and segments sorted
-// by base offset, non-overlapping, each with 0 <= baseOffset <= endOffset,
+// by base offset with strictly increasing end offsets (segments may
+// overlap: after a leader change a new leader's segmentation can straddle
+// the old remote end, and it uploads that segment whole, since committed
+// offsets hold the same batches on every replica; a segment wholly inside
+// another is never written), each with 0 <= baseOffset <= endOffset,
 // a known state, a non-nil unique id, sizes >= 0, sizeBytes equal to the
 // log file's size, and leader epochs rising in epoch with non-decreasing
 // start offsets within [baseOffset, endOffset] (the first at baseOffset).
@@ -204,9 +208,13 @@ func (m *Manifest) Validate() error {
 		if s.BaseOffset < 0 || s.EndOffset < s.BaseOffset {
 			return bad("segment %s: offsets [%d, %d]", s.SegmentID, s.BaseOffset, s.EndOffset)
 		}
-		if i > 0 && s.BaseOffset <= m.Segments[i-1].EndOffset {
-			return bad("segment %s at %d overlaps or precedes the one ending at %d",
-				s.SegmentID, s.BaseOffset, m.Segments[i-1].EndOffset)
+		if i > 0 && s.BaseOffset < m.Segments[i-1].BaseOffset {
+			return bad("segment %s at %d precedes the one at %d",
+				s.SegmentID, s.BaseOffset, m.Segments[i-1].BaseOffset)
+		}
+		if i > 0 && s.EndOffset <= m.Segments[i-1].EndOffset {
+			return bad("segment %s ends at %d, not after the previous one's end %d",
+				s.SegmentID, s.EndOffset, m.Segments[i-1].EndOffset)
 		}
 		if !s.State.Valid() {
 			return bad("segment %s: state %q", s.SegmentID, s.State)
@@ -246,24 +254,26 @@ func (m *Manifest) Find(id uuid.UUID) int {
 	return -1
 }
 
-// Readable returns the COPY_FINISHED segment whose offsets contain
-// offset: the only segments a remote reader may serve (a COPY_STARTED
-// segment may be partial, a deleting one may be gone). It searches in
-// O(log n) over a valid manifest's sorted segments.
+// Readable returns the COPY_FINISHED segment that serves offset: among
+// the COPY_FINISHED segments containing it, the one with the greatest base
+// offset (segments may overlap; see [Manifest.Validate]). Only
+// COPY_FINISHED segments are served: a COPY_STARTED segment may be
+// partial, a deleting one may be gone. It searches in O(log n) over a
+// valid manifest's sorted segments: the candidates are the segments up to
+// the last with base <= offset, walked back while they still reach offset
+// (end offsets rise, so once one ends below offset every earlier one
+// does).
 func (m *Manifest) Readable(offset int64) (Segment, bool) {
+	// i: the number of segments with base <= offset.
 	i, _ := slices.BinarySearchFunc(m.Segments, offset, func(s Segment, off int64) int {
-		if s.EndOffset < off {
+		if s.BaseOffset <= off {
 			return -1
 		}
-		if s.BaseOffset > off {
-			return 1
-		}
-		return 0
+		return 1
 	})
-	if i < len(m.Segments) {
-		s := m.Segments[i]
-		if s.BaseOffset <= offset && offset <= s.EndOffset && s.State == StateCopyFinished {
-			return s, true
+	for j := i - 1; j >= 0 && m.Segments[j].EndOffset >= offset; j-- {
+		if m.Segments[j].State == StateCopyFinished {
+			return m.Segments[j], true
 		}
 	}
 	return Segment{}, false

@@ -50,9 +50,15 @@ func TestManifestValidateRejectsBrokenInvariants(t *testing.T) {
 		"negative partition": func(m *Manifest) { m.Partition = -1 },
 		"negative log start": func(m *Manifest) { m.LogStartOffset = -1 },
 		"unsorted":           func(m *Manifest) { m.Segments[0], m.Segments[1] = m.Segments[1], m.Segments[0] },
-		"overlapping": func(m *Manifest) {
-			m.Segments[1].BaseOffset = m.Segments[0].EndOffset
-			m.Segments[1].LeaderEpochs[0].StartOffset = m.Segments[0].EndOffset
+		"end not rising": func(m *Manifest) {
+			m.Segments[1].BaseOffset = m.Segments[0].BaseOffset + 10
+			m.Segments[1].EndOffset = m.Segments[0].EndOffset
+			m.Segments[1].LeaderEpochs[0].StartOffset = m.Segments[1].BaseOffset
+		},
+		"inside the previous one": func(m *Manifest) {
+			m.Segments[1].BaseOffset = m.Segments[0].BaseOffset + 10
+			m.Segments[1].EndOffset = m.Segments[0].EndOffset - 10
+			m.Segments[1].LeaderEpochs[0].StartOffset = m.Segments[1].BaseOffset
 		},
 		"end below base":         func(m *Manifest) { m.Segments[0].EndOffset = m.Segments[0].BaseOffset - 1 },
 		"negative base":          func(m *Manifest) { m.Segments[0].BaseOffset = -5 },
@@ -697,6 +703,40 @@ func TestManifestReadableFindsOnlyCopyFinishedSegments(t *testing.T) {
 	var empty Manifest
 	if _, ok := empty.Readable(0); ok {
 		t.Error("an empty manifest found a segment")
+	}
+}
+
+// After a leader change the new leader may upload a segment straddling
+// the old remote end: overlap is valid, and each offset is served by the
+// finished segment with the greatest base that contains it.
+func TestManifestReadableWithOverlappingSegments(t *testing.T) {
+	m := testManifest(0, 100, 300)
+	m.Segments[1] = testSegment(50, 249) // straddles [0, 99]'s end
+	m.Segments[2].State = StateCopyStarted
+	m.Segments = append(m.Segments, testSegment(380, 450))
+	if err := m.Validate(); err != nil {
+		t.Fatalf("overlapping segments refused: %v", err)
+	}
+	cases := []struct {
+		off  int64
+		base int64 // -1: none
+	}{
+		{0, 0}, {49, 0}, {50, 50}, {99, 50}, {100, 50}, {249, 50},
+		{250, -1}, {300, -1}, {379, -1}, // [300,399] is COPY_STARTED
+		{380, 380}, {450, 380}, {451, -1},
+	}
+	for _, c := range cases {
+		s, ok := m.Readable(c.off)
+		if ok != (c.base >= 0) || (ok && s.BaseOffset != c.base) {
+			t.Errorf("Readable(%d) = base %d, %v; want base %d", c.off, s.BaseOffset, ok, c.base)
+		}
+	}
+	// A COPY_STARTED newest segment leaves the older finished one serving.
+	m2 := testManifest(0)
+	m2.Segments = append(m2.Segments, testSegment(50, 149))
+	m2.Segments[1].State = StateCopyStarted
+	if s, ok := m2.Readable(60); !ok || s.BaseOffset != 0 {
+		t.Errorf("Readable(60) = base %d, %v; want the finished segment at 0", s.BaseOffset, ok)
 	}
 }
 
