@@ -31,6 +31,18 @@ type Workload struct {
 	Warmup      string `json:"warmup" yaml:"warmup"`                 // default 5s
 	FillBytes   string `json:"fillBytes,omitempty" yaml:"fillBytes"` // fill scenario: stop after this many bytes
 	MaxInFlight int    `json:"maxInFlight" yaml:"maxInFlight"`       // produce requests per broker
+
+	// Scenario selects a multi-phase run: "" or max-throughput, fixed-rate
+	// and e2e-latency run one phase; "fill" writes FillBytes as fast as it
+	// can; "catch-up" fills a FillBytes backlog, waits for the remote tier,
+	// measures producers alone for Baseline, then starts consumers from the
+	// earliest offset and measures until they catch up (Duration at most).
+	Scenario   string `json:"scenario,omitempty" yaml:"scenario"`
+	Baseline   string `json:"baseline,omitempty" yaml:"baseline"`     // catch-up: producer-alone phase, default 10s
+	RemoteWait string `json:"remoteWait,omitempty" yaml:"remoteWait"` // catch-up: max wait for the remote tier, default 2m
+	Drain      string `json:"drain,omitempty" yaml:"drain"`           // max wait for consumers to read everything after producing stops, default 30s
+	Seed       uint64 `json:"seed,omitempty" yaml:"seed"`             // key and size randomness (0: time-based)
+	Window     int    `json:"window,omitempty" yaml:"window"`         // records in flight per producer when Rate is 0, default 10000
 }
 
 // SizeDist is a record size distribution: fixed, uniform between Min and

@@ -1,0 +1,116 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// The Strata metrics the cost accounting reads (tiering/objstore exports
+// them; loadgen names them here rather than importing the server).
+const (
+	metricObjRequests = "strata_objstore_requests_total" // {backend,op,result}
+	metricObjBytes    = "strata_objstore_bytes_total"    // {backend,op}
+	metricRemoteBytes = "strata_tiering_remote_bytes"    // gauge {topic}
+)
+
+// scrape reads a Prometheus text exposition and returns every sample
+// summed by name and the labels that matter here: "name" alone (summed
+// over all labels), "name{op}" and "name{topic}".
+func scrape(ctx context.Context, url string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: metrics URL %q: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: metrics %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("loadgen: metrics %s: HTTP %s", url, resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics sums the counters and gauges of a text exposition: m[name]
+// over every label set, m[name{op=x}] per op and m[name{topic=x}] per topic.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			var v float64
+			switch {
+			case m.GetCounter() != nil:
+				v = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				v = m.GetGauge().GetValue()
+			case m.GetUntyped() != nil:
+				v = m.GetUntyped().GetValue()
+			default:
+				continue
+			}
+			out[name] += v
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "op" || l.GetName() == "topic" {
+					out[fmt.Sprintf("%s{%s=%s}", name, l.GetName(), l.GetValue())] += v
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// isStrata reports whether a scrape came from a Strata node.
+func isStrata(m map[string]float64) bool {
+	for k := range m {
+		if strings.HasPrefix(k, "strata_") {
+			return true
+		}
+	}
+	return false
+}
+
+// costOf is the object-store activity between two scrapes, per GiB moved
+// and priced: PUT and LIST at the PUT-class price, GET and HEAD at the
+// GET-class price (S3's request classes; DELETE is free).
+func costOf(before, after map[string]float64, produced, consumed int64, o Options) *Cost {
+	d := func(name, op string) float64 {
+		k := fmt.Sprintf("%s{op=%s}", name, op)
+		return max(after[k]-before[k], 0)
+	}
+	c := &Cost{
+		MetricsURL:   o.MetricsURL,
+		Puts:         d(metricObjRequests, "put"),
+		Gets:         d(metricObjRequests, "get"),
+		Lists:        d(metricObjRequests, "list"),
+		Deletes:      d(metricObjRequests, "delete"),
+		BytesPut:     d(metricObjBytes, "put"),
+		BytesGot:     d(metricObjBytes, "get"),
+		PricePerKPut: o.PricePut,
+		PricePerKGet: o.PriceGet,
+	}
+	heads := d(metricObjRequests, "head")
+	const gib = 1 << 30
+	if produced > 0 {
+		c.PutsPerGiBIn = c.Puts / (float64(produced) / gib)
+	}
+	if consumed > 0 {
+		c.GetsPerGiBOut = c.Gets / (float64(consumed) / gib)
+	}
+	c.EstimatedCostUSD = (c.Puts+c.Lists)/1000*o.PricePut + (c.Gets+heads)/1000*o.PriceGet
+	return c
+}
