@@ -32,7 +32,11 @@
 // Deleting a topic removes its partitions and configs but leaves its remote
 // segments in the image (KIP-405): the tiering layer deletes the objects
 // and records DELETE_STARTED then DELETE_FINISHED, after which a segment
-// leaves the image.
+// leaves the image. Until the topic's last segment has left, the image
+// keeps the removed topic's name ([State.TopicNameByID]), because object
+// keys carry it, and refuses a new topic under its ID. A restore creates
+// a topic under a given ID ([CreateTopic].TopicID): the one its objects
+// sit under in the bucket.
 //
 // Usage, as the controller leader and every follower would. One plan's
 // records take effect together, so they travel as one Raft entry

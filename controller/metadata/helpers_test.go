@@ -35,6 +35,11 @@ func newHarness() *harness {
 	}
 }
 
+// scriptTopicID is the topic ID a script gives with create-topic id=name.
+func scriptTopicID(name string) uuid.UUID {
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("topic/"+name))
+}
+
 // segID names a remote segment deterministically from its script name.
 func segID(name string) uuid.UUID { return uuid.NewSHA1(uuid.NameSpaceOID, []byte("segment/"+name)) }
 
@@ -77,6 +82,9 @@ func (h *harness) format(r Record) string {
 		}
 		return s
 	case *TopicRecord:
+		if n := h.name(r.TopicID); n != r.Name { // an ID the script gave
+			return "Topic " + r.Name + " id=" + n
+		}
 		return "Topic " + r.Name
 	case *PartitionRecord:
 		return fmt.Sprintf("Partition %s replicas=%s isr=%s leader=%d", h.tp(r.TopicID, r.Partition), ints(r.Replicas), ints(r.ISR), r.Leader)
@@ -119,7 +127,9 @@ func (h *harness) apply(t testing.TB, out *strings.Builder, recs []Record) {
 			t.Fatalf("decode of planned %s: %v", h.format(r), err)
 		}
 		if tr, ok := dec.(*TopicRecord); ok {
-			h.names[tr.TopicID] = tr.Name
+			if _, named := h.names[tr.TopicID]; !named { // given IDs keep their script name
+				h.names[tr.TopicID] = tr.Name
+			}
 		}
 		fmt.Fprintf(out, "%s\n", h.format(dec))
 		if err := h.st.Apply(h.next, dec); err != nil {
@@ -167,6 +177,20 @@ func (h *harness) show() string {
 				b.WriteString(" (topic deleted)")
 			}
 			b.WriteString("\n")
+		}
+	}
+	// What the image knows of removed topics with remote data left.
+	var removed []uuid.UUID
+	for _, tp := range s.RemotePartitions() {
+		if _, exists, _ := s.TopicNameByID(tp.TopicID); !exists && !slices.Contains(removed, tp.TopicID) {
+			removed = append(removed, tp.TopicID)
+		}
+	}
+	for _, id := range removed {
+		if name, _, known := s.TopicNameByID(id); known {
+			fmt.Fprintf(&b, "removed-topic %s name=%s\n", h.name(id), name)
+		} else {
+			fmt.Fprintf(&b, "removed-topic %s name unknown\n", h.name(id))
 		}
 	}
 	if b.Len() == 0 {
@@ -310,6 +334,11 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			NumPartitions:     int32(argInt(t, td, "partitions", -1)),
 			ReplicationFactor: int16(argInt(t, td, "rf", -1)),
 		}
+		if td.HasArg("id") { // a given topic ID, named in the script
+			idName := argStr(t, td, "id", "")
+			ct.TopicID = scriptTopicID(idName)
+			h.names[ct.TopicID] = idName
+		}
 		for _, line := range strings.Split(td.Input, "\n") {
 			line = strings.TrimSpace(line)
 			switch {
@@ -442,6 +471,8 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 		case "remote-segment":
 			h.names[segID(argStr(t, td, "seg", ""))] = argStr(t, td, "seg", "")
 			r = &RemoteSegmentRecord{SegmentID: segID(argStr(t, td, "seg", "")), TopicID: h.topicID(t, td), State: RemoteSegmentState(argInt(t, td, "state", 0)), EndOffset: 1}
+		case "topic":
+			r = &TopicRecord{Name: argStr(t, td, "name", ""), TopicID: scriptTopicID(argStr(t, td, "topic-id", ""))}
 		case "unregister-broker":
 			r = &UnregisterBrokerRecord{BrokerID: int32(argInt(t, td, "id", 0)), BrokerEpoch: argInt(t, td, "epoch", 0)}
 		default:

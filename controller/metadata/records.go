@@ -170,7 +170,9 @@ type ConfigRecord struct {
 
 // RemoveTopicRecord deletes a topic with its partitions and configs. Its
 // remote segments stay in the image (KIP-405: the tiering layer deletes them
-// from the object store and records DELETE_STARTED / DELETE_FINISHED).
+// from the object store and records DELETE_STARTED / DELETE_FINISHED), and
+// so does its name, which their object keys carry, until the last of them
+// reaches DELETE_FINISHED (see [State.TopicNameByID]).
 type RemoveTopicRecord struct {
 	TopicID uuid.UUID
 }

@@ -7,7 +7,7 @@ package metadata
 //	| "SMDI" 4B | uint8   | uint32 BE, body  |                        |
 //	+-----------+---------+------------------+------------------------+
 //
-// body (version 0), in the primitive forms of codec.go, every collection in
+// body (version 1), in the primitive forms of codec.go, every collection in
 // sorted order so that equal images give byte-identical snapshots:
 //
 //	offset i64 | maxBrokerEpoch i64
@@ -26,9 +26,15 @@ package metadata
 //	                     epochs count | (epoch i32, start i64)..., size i64,
 //	                     state u8, broker i32, eventTs i64)...)...
 //	                                     by (topic, partition), (base, id)
+//	removed:   count | (id uuid, name str)...                 by id
+//	           (names of removed topics whose remote segments remain)
 //
-// Format migration: version 0 is the only version. A change bumps the
-// version byte and Unmarshal keeps reading older versions.
+// Format migration: a change bumps the version byte and Unmarshal keeps
+// reading older versions; Marshal writes only the newest.
+//
+//	version 0  no removed section. A removed topic's remote segments are
+//	           restored without its name (TopicNameByID: not known).
+//	version 1  adds the removed section.
 
 import (
 	"encoding/binary"
@@ -48,7 +54,7 @@ var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
 
 const (
 	snapshotMagic   = "SMDI"
-	snapshotVersion = 0
+	snapshotVersion = 1
 	snapshotHeader  = len(snapshotMagic) + 1 + 4
 )
 
@@ -150,6 +156,16 @@ func (s *State) Marshal() ([]byte, error) {
 			e.i64(g.EventTimestamp)
 		}
 	}
+	removed := make([]uuid.UUID, 0, len(s.removedNames))
+	for id := range s.removedNames {
+		removed = append(removed, id)
+	}
+	slices.SortFunc(removed, compareUUID)
+	e.count(len(removed))
+	for _, id := range removed {
+		e.uuid(id)
+		e.str(s.removedNames[id])
+	}
 	putCRC(e.b)
 	return e.b, nil
 }
@@ -166,21 +182,22 @@ func Unmarshal(b []byte) (*State, error) {
 	if len(b) < snapshotHeader || string(b[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, fmt.Errorf("%w: bad header", ErrCorruptSnapshot)
 	}
-	if v := b[len(snapshotMagic)]; v != snapshotVersion {
+	v := b[len(snapshotMagic)]
+	if v > snapshotVersion {
 		return nil, fmt.Errorf("%w: unknown version %d", ErrCorruptSnapshot, v)
 	}
 	body := b[snapshotHeader:]
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(b[len(snapshotMagic)+1:]); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorruptSnapshot, got, want)
 	}
-	s, err := decodeSnapshot(&decoder{b: body})
+	s, err := decodeSnapshot(&decoder{b: body}, v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
 	return s, nil
 }
 
-func decodeSnapshot(d *decoder) (*State, error) {
+func decodeSnapshot(d *decoder, version uint8) (*State, error) {
 	s := NewState()
 	s.offset = d.i64()
 	s.maxBrokerEpoch = d.i64()
@@ -269,6 +286,11 @@ func decodeSnapshot(d *decoder) (*State, error) {
 			}
 		}
 	}
+	if version >= 1 {
+		if err := s.restoreRemovedNames(d); err != nil {
+			return nil, err
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))
 	}
@@ -293,10 +315,37 @@ func (s *State) restoreSegment(g *RemoteSegmentInfo) error {
 	if m == nil {
 		m = map[uuid.UUID]*RemoteSegmentInfo{}
 		s.remote[tp] = m
+		s.remoteTopics[tp.TopicID]++
 	}
 	if _, dup := m[g.SegmentID]; dup {
 		return fmt.Errorf("segment %s repeated", g.SegmentID)
 	}
 	m[g.SegmentID] = g
+	return nil
+}
+
+// restoreRemovedNames reads the removed section (version 1). Each entry
+// must be what Apply could have left: in ascending id order (so accepted
+// bytes re-marshal identically), a valid name, an ID no live topic has,
+// with remote segments still in the image (read before this section).
+func (s *State) restoreRemovedNames(d *decoder) error {
+	var prev uuid.UUID
+	for n := d.count(17); n > 0 && d.err == nil; n-- {
+		id, name := d.uuid(), d.str()
+		if d.err != nil {
+			break
+		}
+		if len(s.removedNames) > 0 && compareUUID(prev, id) >= 0 {
+			return fmt.Errorf("removed topic %s out of order", id)
+		}
+		prev = id
+		if err := validTopicName(name); err != nil {
+			return fmt.Errorf("removed topic %s: %v", id, err)
+		}
+		if _, live := s.topics[id]; live || !s.hasRemote(id) {
+			return fmt.Errorf("removed topic %s is live or has no remote segments", id)
+		}
+		s.removedNames[id] = name
+	}
 	return nil
 }

@@ -1,6 +1,11 @@
 package metadata
 
 import (
+	"bytes"
+	"errors"
+	"os"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -53,4 +58,237 @@ func snapshotFixture(t testing.TB) *State {
 		}
 	}
 	return st
+}
+
+// removedView is what the image knows of topics that are gone but whose
+// remote segments remain: topic ID → (name, known).
+func removedView(st *State) map[uuid.UUID]string {
+	out := map[uuid.UUID]string{}
+	for _, tp := range st.RemotePartitions() {
+		if name, exists, known := st.TopicNameByID(tp.TopicID); !exists {
+			if !known {
+				name = "<unknown>"
+			}
+			out[tp.TopicID] = name
+		}
+	}
+	return out
+}
+
+func wantName(t *testing.T, st *State, id uuid.UUID, name string, exists, known bool) {
+	t.Helper()
+	n, e, k := st.TopicNameByID(id)
+	if n != name || e != exists || k != known {
+		t.Fatalf("TopicNameByID(%s) = (%q, exists %t, known %t), want (%q, %t, %t)", id, n, e, k, name, exists, known)
+	}
+}
+
+func TestStateKeepsRemovedTopicNameUntilLastRemoteSegmentIsDeleted(t *testing.T) {
+	st := snapshotFixture(t)
+	wantName(t, st, fixtureOrders, "orders", true, true)
+	wantName(t, st, fixtureGone, "gone", false, true)
+	wantName(t, st, uuid.MustParse("44444444-4444-4444-8444-444444444444"), "", false, false)
+
+	step := func(r Record) {
+		t.Helper()
+		if err := st.Apply(st.Offset()+1, r); err != nil {
+			t.Fatal(err)
+		}
+		// Every step survives a snapshot round trip and a clone.
+		b := marshal(t, st)
+		back, err := Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(marshal(t, back), b) || !bytes.Equal(marshal(t, st.Clone()), b) {
+			t.Fatal("round trip or clone differs")
+		}
+		if !reflect.DeepEqual(removedView(back), removedView(st)) {
+			t.Fatalf("removed names after round trip %v, want %v", removedView(back), removedView(st))
+		}
+	}
+	// A new topic may take the name; the removed one's name stays known.
+	other := uuid.MustParse("55555555-5555-4555-8555-555555555555")
+	step(&TopicRecord{Name: "gone", TopicID: other})
+	wantName(t, st, other, "gone", true, true)
+	wantName(t, st, fixtureGone, "gone", false, true)
+
+	// DELETE_FINISHED of one of two segments: still known.
+	step(&RemoteSegmentRecord{SegmentID: fixtureSegC, TopicID: fixtureGone, Partition: 0, State: DeleteFinished})
+	wantName(t, st, fixtureGone, "gone", false, true)
+	// A clone forgets independently of its original.
+	c := st.Clone()
+	step(&RemoteSegmentRecord{SegmentID: fixtureSegB, TopicID: fixtureGone, Partition: 0, State: DeleteStarted})
+	step(&RemoteSegmentRecord{SegmentID: fixtureSegB, TopicID: fixtureGone, Partition: 0, State: DeleteFinished})
+	wantName(t, st, fixtureGone, "", false, false)
+	wantName(t, c, fixtureGone, "gone", false, true)
+
+	// Removing a topic with no remote segment remembers nothing; removing
+	// one whose segments are all deleting still does.
+	step(&RemoveTopicRecord{TopicID: other})
+	wantName(t, st, other, "", false, false)
+	step(&RemoveTopicRecord{TopicID: fixtureOrders})
+	wantName(t, st, fixtureOrders, "orders", false, true)
+	step(&RemoteSegmentRecord{SegmentID: fixtureSegA, TopicID: fixtureOrders, Partition: 1, State: DeleteStarted})
+	wantName(t, st, fixtureOrders, "orders", false, true)
+	step(&RemoteSegmentRecord{SegmentID: fixtureSegA, TopicID: fixtureOrders, Partition: 1, State: DeleteFinished})
+	wantName(t, st, fixtureOrders, "", false, false)
+	if len(st.RemotePartitions()) != 0 || len(st.removedNames) != 0 || len(st.remoteTopics) != 0 {
+		t.Fatalf("leftovers: %v %v %v", st.RemotePartitions(), st.removedNames, st.remoteTopics)
+	}
+}
+
+func TestStateRefusesTopicRecordForIDWhoseRemoteSegmentsRemain(t *testing.T) {
+	st := snapshotFixture(t)
+	before := marshal(t, st)
+	err := st.Apply(st.Offset()+1, &TopicRecord{Name: "restored", TopicID: fixtureGone})
+	if !errors.Is(err, ErrInconsistentRecord) {
+		t.Fatalf("err %v, want ErrInconsistentRecord", err)
+	}
+	if !bytes.Equal(marshal(t, st), before) {
+		t.Fatal("refused record changed the state")
+	}
+}
+
+func TestSnapshotVersion1CarriesRemovedTopicNames(t *testing.T) {
+	st := snapshotFixture(t)
+	b := marshal(t, st)
+	if b[len(snapshotMagic)] != 1 {
+		t.Fatalf("version %d, want 1", b[len(snapshotMagic)])
+	}
+	back, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantName(t, back, fixtureGone, "gone", false, true)
+	if !reflect.DeepEqual(imageView(back), imageView(st)) {
+		t.Fatal("accessors differ after Unmarshal")
+	}
+	if !bytes.Equal(marshal(t, back), b) {
+		t.Fatal("re-marshal differs")
+	}
+	// The restored image goes on forgetting the name as Apply does.
+	for _, r := range []Record{
+		&RemoteSegmentRecord{SegmentID: fixtureSegB, TopicID: fixtureGone, State: DeleteStarted},
+		&RemoteSegmentRecord{SegmentID: fixtureSegB, TopicID: fixtureGone, State: DeleteFinished},
+		&RemoteSegmentRecord{SegmentID: fixtureSegC, TopicID: fixtureGone, State: DeleteFinished},
+	} {
+		if err := back.Apply(back.Offset()+1, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantName(t, back, fixtureGone, "", false, false)
+}
+
+// TestSnapshotVersion0StillDecodes reads testdata/snapshot/v0.snap, written
+// by the version 0 encoder from snapshotFixture before version 1 existed.
+// Everything but the removed topic's name comes back; the image re-marshals
+// as version 1 and keeps working.
+func TestSnapshotVersion0StillDecodes(t *testing.T) {
+	v0, err := os.ReadFile("testdata/snapshot/v0.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v0[len(snapshotMagic)] != 0 {
+		t.Fatalf("golden file is version %d", v0[len(snapshotMagic)])
+	}
+	st, err := Unmarshal(v0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := snapshotFixture(t)
+	got, want := imageView(st), imageView(fresh)
+	if g, w := got["removed"], map[uuid.UUID]string{fixtureGone: "<unknown>"}; !reflect.DeepEqual(g, w) {
+		t.Fatalf("removed topics from v0: %v, want %v", g, w)
+	}
+	delete(got, "removed")
+	delete(want, "removed")
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("v0 image differs from the fixture:\n%v\n%v", got, want)
+	}
+	wantName(t, st, fixtureOrders, "orders", true, true)
+	wantName(t, st, fixtureGone, "", false, false) // version 0 never recorded it
+	b := marshal(t, st)
+	back, err := Unmarshal(b)
+	if err != nil || b[len(snapshotMagic)] != snapshotVersion || !bytes.Equal(marshal(t, back), b) {
+		t.Fatalf("re-marshal of a v0 image: version %d, %v", b[len(snapshotMagic)], err)
+	}
+	// Its removed topic's ID stays unusable until its segments are gone.
+	if err := st.Apply(st.Offset()+1, &TopicRecord{Name: "gone", TopicID: fixtureGone}); !errors.Is(err, ErrInconsistentRecord) {
+		t.Fatalf("recreating under a v0 removed topic's ID: %v", err)
+	}
+	// A damaged v0 snapshot is still refused.
+	c := slices.Clone(v0)
+	c[len(c)-1] ^= 1
+	if _, err := Unmarshal(c); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("damaged v0: %v", err)
+	}
+}
+
+// withRemovedSection re-encodes st's snapshot with its removed section
+// replaced by entries, for testing what Unmarshal accepts there.
+func withRemovedSection(t *testing.T, st *State, entries []struct {
+	id   uuid.UUID
+	name string
+}) []byte {
+	t.Helper()
+	saved := st.removedNames
+	st.removedNames = map[uuid.UUID]string{}
+	b := marshal(t, st) // ends with an empty section: one zero count byte
+	st.removedNames = saved
+	e := encoder{b: b[:len(b)-1]}
+	e.count(len(entries))
+	for _, en := range entries {
+		e.uuid(en.id)
+		e.str(en.name)
+	}
+	putCRC(e.b)
+	return e.b
+}
+
+func TestSnapshotUnmarshalRejectsBadRemovedSection(t *testing.T) {
+	st := snapshotFixture(t)
+	// A second removed topic with remote data, so ordering can be tested.
+	for _, r := range []Record{
+		&RemoveTopicRecord{TopicID: fixtureOrders},
+	} {
+		if err := st.Apply(st.Offset()+1, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type entry = struct {
+		id   uuid.UUID
+		name string
+	}
+	good := []entry{{fixtureGone, "gone"}, {fixtureOrders, "orders"}} // ascending
+	if b := withRemovedSection(t, st, good); !bytes.Equal(b, marshal(t, st)) {
+		t.Fatal("hand-built section differs from Marshal's")
+	}
+	live := snapshotFixture(t)
+	for name, c := range map[string]struct {
+		st      *State
+		entries []entry
+	}{
+		"out of order":       {st, []entry{good[1], good[0]}},
+		"repeated":           {st, []entry{good[0], good[0]}},
+		"invalid name":       {st, []entry{{fixtureGone, "a/b"}}},
+		"empty name":         {st, []entry{{fixtureGone, ""}}},
+		"no remote segments": {st, []entry{{uuid.MustParse("66666666-6666-4666-8666-666666666666"), "x"}}},
+		"nil id":             {st, []entry{{uuid.Nil, "x"}}},
+		"live topic":         {live, []entry{{fixtureOrders, "orders"}}},
+	} {
+		if _, err := Unmarshal(withRemovedSection(t, c.st, c.entries)); !errors.Is(err, ErrCorruptSnapshot) {
+			t.Errorf("%s: %v, want ErrCorruptSnapshot", name, err)
+		}
+	}
+	b := marshal(t, st)
+	b[len(snapshotMagic)] = snapshotVersion + 1
+	if _, err := Unmarshal(b); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("unknown version: %v", err)
+	}
+	// A version 1 body read as version 0 has trailing bytes.
+	b[len(snapshotMagic)] = 0
+	if _, err := Unmarshal(b); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("v1 body as v0: %v", err)
+	}
 }

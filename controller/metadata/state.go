@@ -102,6 +102,15 @@ type State struct {
 	// remote holds segments per partition, including partitions of deleted
 	// topics until their segments reach DELETE_FINISHED.
 	remote map[TopicPartition]map[uuid.UUID]*RemoteSegmentInfo
+	// remoteTopics counts, per topic ID, the partitions in remote. It is
+	// derived from remote (never snapshotted) so that "does this topic
+	// still have remote data" is one lookup.
+	remoteTopics map[uuid.UUID]int
+	// removedNames remembers the name of each removed topic that still has
+	// remote segments: object keys carry the name, and the tiering layer
+	// deletes the objects after the RemoveTopicRecord. An entry goes when
+	// the topic's last remote segment reaches DELETE_FINISHED.
+	removedNames map[uuid.UUID]string
 }
 
 // NewState returns an empty image at offset -1 (nothing applied).
@@ -114,6 +123,8 @@ func NewState() *State {
 		topicsByName: map[string]uuid.UUID{},
 		configs:      map[configKey]map[string]string{},
 		remote:       map[TopicPartition]map[uuid.UUID]*RemoteSegmentInfo{},
+		remoteTopics: map[uuid.UUID]int{},
+		removedNames: map[uuid.UUID]string{},
 	}
 }
 
@@ -166,6 +177,12 @@ func (s *State) Clone() *State {
 			cm[id] = &cs
 		}
 		c.remote[tp] = cm
+	}
+	for id, n := range s.remoteTopics {
+		c.remoteTopics[id] = n
+	}
+	for id, name := range s.removedNames {
+		c.removedNames[id] = name
 	}
 	return c
 }
@@ -239,6 +256,26 @@ func (s *State) TopicByID(id uuid.UUID) (TopicInfo, bool) {
 	}
 	return s.topicInfo(t), true
 }
+
+// TopicNameByID returns the name of topic id. exists reports whether the
+// topic is live; known whether its name is known at all: live, or removed
+// while it still has remote segments (the name is kept, because object keys
+// carry it, until the topic's last remote segment reaches DELETE_FINISHED).
+// A removed topic restored from a version 0 snapshot, which did not record
+// removed names, is not known.
+func (s *State) TopicNameByID(id uuid.UUID) (name string, exists, known bool) {
+	if t, ok := s.topics[id]; ok {
+		return t.name, true, true
+	}
+	if name, ok := s.removedNames[id]; ok {
+		return name, false, true
+	}
+	return "", false, false
+}
+
+// hasRemote reports whether any remote segment of topic ID id is in the
+// image, whether the topic is live or removed.
+func (s *State) hasRemote(id uuid.UUID) bool { return s.remoteTopics[id] > 0 }
 
 // Topics returns every topic, by name.
 func (s *State) Topics() []TopicInfo {
@@ -468,6 +505,11 @@ func (s *State) applyTopic(r *TopicRecord) error {
 	if _, ok := s.topics[r.TopicID]; ok {
 		return inconsistent("topic ID %s exists", r.TopicID)
 	}
+	if s.hasRemote(r.TopicID) {
+		// A removed topic's segments are still being deleted under this
+		// ID; a new topic would inherit them.
+		return inconsistent("topic ID %s has remote segments of a removed topic", r.TopicID)
+	}
 	s.topics[r.TopicID] = &topicState{name: r.Name, id: r.TopicID}
 	s.topicsByName[r.Name] = r.TopicID
 	return nil
@@ -606,7 +648,11 @@ func (s *State) applyRemoveTopic(r *RemoveTopicRecord) error {
 	delete(s.topics, r.TopicID)
 	delete(s.topicsByName, t.name)
 	delete(s.configs, configKey{ResourceTopic, t.name})
-	// Remote segments stay: see RemoveTopicRecord.
+	// Remote segments stay, and with them the name their object keys
+	// carry: see RemoveTopicRecord.
+	if s.hasRemote(r.TopicID) {
+		s.removedNames[r.TopicID] = t.name
+	}
 	return nil
 }
 
@@ -654,6 +700,7 @@ func (s *State) applyRemoteSegment(r *RemoteSegmentRecord) error {
 		if m == nil {
 			m = map[uuid.UUID]*RemoteSegmentInfo{}
 			s.remote[tp] = m
+			s.remoteTopics[tp.TopicID]++
 		}
 		m[r.SegmentID] = &RemoteSegmentInfo{
 			SegmentID: r.SegmentID, TopicID: r.TopicID, Partition: r.Partition,
@@ -667,6 +714,10 @@ func (s *State) applyRemoteSegment(r *RemoteSegmentRecord) error {
 		delete(s.remote[tp], r.SegmentID)
 		if len(s.remote[tp]) == 0 {
 			delete(s.remote, tp)
+			if s.remoteTopics[tp.TopicID]--; s.remoteTopics[tp.TopicID] == 0 {
+				delete(s.remoteTopics, tp.TopicID)
+				delete(s.removedNames, tp.TopicID) // its last object is gone
+			}
 		}
 		return nil
 	}
