@@ -149,6 +149,78 @@ func TestPlanCreateTopicsRequestLevelErrors(t *testing.T) {
 	}
 }
 
+func TestPlanCreateTopicsWithGivenTopicID(t *testing.T) {
+	st := brokersState(t, "", "")
+	rng := rand.New(rand.NewPCG(3, 3))
+	given := uuid.MustParse("7a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d")
+	twice := uuid.MustParse("8a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d")
+	// Validate-only answers as a real create would, without records or an ID.
+	recs, res := st.PlanCreateTopics(CreateTopicsRequest{ValidateOnly: true, Topics: []CreateTopic{{Name: "r", NumPartitions: 1, ReplicationFactor: 1, TopicID: given}}}, rng)
+	if len(recs) != 0 || res[0].Err != nil || res[0].TopicID != uuid.Nil {
+		t.Fatalf("validate-only: %d records, %+v", len(recs), res[0])
+	}
+	recs, res = st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{
+		{Name: "r", NumPartitions: 2, ReplicationFactor: 1, TopicID: given},
+		{Name: "a", NumPartitions: 1, ReplicationFactor: 1, TopicID: twice},
+		{Name: "b", NumPartitions: 1, ReplicationFactor: 1, TopicID: twice},
+		{Name: "gen", NumPartitions: 1, ReplicationFactor: 1},
+	}}, rng)
+	if res[0].Err != nil || res[0].TopicID != given {
+		t.Fatalf("given id: %+v", res[0])
+	}
+	for _, r := range res[1:3] {
+		if !errors.Is(r.Err, kerr.InvalidRequest) {
+			t.Fatalf("%s: id given twice: %v", r.Name, r.Err)
+		}
+	}
+	if res[3].Err != nil || res[3].TopicID == given || res[3].TopicID == twice || res[3].TopicID == uuid.Nil {
+		t.Fatalf("generated id: %+v", res[3])
+	}
+	if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+		t.Fatal(err)
+	}
+	if ti, ok := st.TopicByID(given); !ok || ti.Name != "r" || ti.NumPartitions != 2 {
+		t.Fatalf("topic under the given id: %+v %t", ti, ok)
+	}
+	// The ID is now taken, for a real create and a validate-only one alike.
+	for _, validate := range []bool{false, true} {
+		recs, res = st.PlanCreateTopics(CreateTopicsRequest{ValidateOnly: validate, Topics: []CreateTopic{{Name: "r2", NumPartitions: 1, ReplicationFactor: 1, TopicID: given}}}, rng)
+		if len(recs) != 0 || !errors.Is(res[0].Err, kerr.TopicAlreadyExists) {
+			t.Fatalf("validate-only=%t: taken id: %d records, %v", validate, len(recs), res[0].Err)
+		}
+	}
+	// Removed while its segments remain: INVALID_REQUEST until they are
+	// deleted, then a restore under the ID succeeds.
+	seg := RemoteSegmentRecord{SegmentID: uuid.MustParse("9a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d"), TopicID: given, Partition: 1, EndOffset: 9}
+	apply := func(recs ...Record) {
+		t.Helper()
+		if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(&seg)
+	del, _ := st.PlanDeleteTopics([]string{"r"}, nil)
+	apply(del...)
+	restore := CreateTopicsRequest{Topics: []CreateTopic{{Name: "r", NumPartitions: 2, ReplicationFactor: 1, TopicID: given}}}
+	for _, validate := range []bool{false, true} {
+		restore.ValidateOnly = validate
+		recs, res = st.PlanCreateTopics(restore, rng)
+		if len(recs) != 0 || !errors.Is(res[0].Err, kerr.InvalidRequest) {
+			t.Fatalf("validate-only=%t: id with remote data left: %d records, %v", validate, len(recs), res[0].Err)
+		}
+	}
+	seg.State = DeleteStarted
+	apply(&seg)
+	seg.State = DeleteFinished
+	apply(&seg)
+	restore.ValidateOnly = false
+	recs, res = st.PlanCreateTopics(restore, rng)
+	if res[0].Err != nil || res[0].TopicID != given {
+		t.Fatalf("restore after deletion: %v", res[0].Err)
+	}
+	apply(recs...)
+}
+
 func TestErrorCodeMapsKafkaAndOtherErrors(t *testing.T) {
 	if ErrorCode(nil) != 0 || ErrorName(nil) != "NONE" {
 		t.Fatal("nil")
@@ -240,6 +312,9 @@ func TestPlannersOnArbitraryRequestsNeverPlanRefusedRecords(t *testing.T) {
 		for _, ti := range st.Topics() {
 			topicIDs = append(topicIDs, ti.ID)
 		}
+		for _, tp := range st.RemotePartitions() { // removed topics' segments too
+			topicIDs = append(topicIDs, tp.TopicID)
+		}
 		topicIDs = append(topicIDs, uuid.Nil, uuid.MustParse("00000000-0000-4000-8000-0000000000bb"))
 		anyTopic := func() uuid.UUID { return topicIDs[rng.IntN(len(topicIDs))] }
 		names := []string{"t0", "t1", "t2", "x", "", "a.b", "a_b"}
@@ -256,6 +331,9 @@ func TestPlannersOnArbitraryRequestsNeverPlanRefusedRecords(t *testing.T) {
 				ct := CreateTopic{Name: names[rng.IntN(len(names))], NumPartitions: rng.Int32N(4) - 1, ReplicationFactor: int16(rng.IntN(5) - 1)}
 				if rng.IntN(3) == 0 {
 					ct = CreateTopic{Name: ct.Name, Assignments: [][]int32{anyList(), anyList()}}
+				}
+				if rng.IntN(3) == 0 { // live, removed-with-segments, nil or fresh
+					ct.TopicID = anyTopic()
 				}
 				recs, _ = st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{ct}}, rng)
 			case 4:

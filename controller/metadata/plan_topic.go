@@ -24,6 +24,11 @@ type CreateTopic struct {
 	// preferred leader.
 	Assignments [][]int32
 	Configs     map[string]string
+	// TopicID, if not the nil UUID, is the ID the topic gets instead of a
+	// generated one: a restore recreates a topic under the ID its objects
+	// sit under in the bucket. Omitted from JSON when nil, so requests
+	// without it look as they did before the field existed.
+	TopicID uuid.UUID `json:",omitzero"`
 }
 
 // CreateTopicsRequest asks to create topics (Kafka's CreateTopics).
@@ -60,20 +65,32 @@ type CreateTopicResult struct {
 // yet used by the partition while one remains. With racks unset this is
 // Kafka's rack-unaware round robin. Brokers without a rack form the rack "".
 //
-// Errors per topic: INVALID_REQUEST (name repeated in the request, or
-// counts given with Assignments), INVALID_TOPIC_EXCEPTION (illegal name, or
-// one colliding with an existing topic once '.' and '_' are equated),
-// TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (below
+// A topic given a TopicID gets that ID. Generated IDs avoid the IDs of
+// live topics, of removed topics whose remote segments remain, and the IDs
+// given in the same request.
+//
+// Errors per topic: INVALID_REQUEST (name or given TopicID repeated in the
+// request, counts given with Assignments, or a given TopicID whose removed
+// topic's remote segments are still in the image, i.e. still being
+// deleted), INVALID_TOPIC_EXCEPTION (illegal name, or one colliding with an
+// existing topic once '.' and '_' are equated), TOPIC_ALREADY_EXISTS (the
+// name, or a given TopicID, belongs to a live topic), INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (below
 // 1 or above the number of usable brokers), INVALID_REPLICA_ASSIGNMENT,
 // INVALID_CONFIG. With ValidateOnly no records are returned but results are
 // computed as if they were.
 func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Record, []CreateTopicResult) {
 	seen := map[string]int{}
+	givenIDs := map[uuid.UUID]int{} // given TopicIDs → how often given
 	for _, t := range req.Topics {
 		seen[t.Name]++
+		if t.TopicID != uuid.Nil {
+			givenIDs[t.TopicID]++
+		}
 	}
 	usable := s.usableBrokers()
-	accepted := map[string]string{} // collisionKey → name, of topics accepted so far
+	accepted := map[string]string{}  // collisionKey → name, of topics accepted so far
+	assigned := map[uuid.UUID]bool{} // IDs handed out so far in this request
+	taken := func(id uuid.UUID) bool { return givenIDs[id] > 0 || assigned[id] }
 	var recs []Record
 	results := make([]CreateTopicResult, len(req.Topics))
 	for i, t := range req.Topics {
@@ -81,6 +98,10 @@ func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Rec
 		res.Name = t.Name
 		if seen[t.Name] > 1 {
 			res.Err = fmt.Errorf("%w: topic %q appears %d times in the request", kerr.InvalidRequest, t.Name, seen[t.Name])
+			continue
+		}
+		if t.TopicID != uuid.Nil && givenIDs[t.TopicID] > 1 {
+			res.Err = fmt.Errorf("%w: topic id %s appears %d times in the request", kerr.InvalidRequest, t.TopicID, givenIDs[t.TopicID])
 			continue
 		}
 		assign, err := s.checkNewTopic(t, req, usable, rng)
@@ -93,7 +114,11 @@ func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Rec
 			continue
 		}
 		accepted[collisionKey(t.Name)] = t.Name
-		id := s.newTopicID(rng)
+		id := t.TopicID
+		if id == uuid.Nil {
+			id = s.newTopicID(rng, taken)
+		}
+		assigned[id] = true
 		res.TopicID = id
 		res.NumPartitions = int32(len(assign))
 		res.ReplicationFactor = int16(len(assign[0]))
@@ -138,6 +163,16 @@ func (s *State) checkNewTopic(t CreateTopic, req CreateTopicsRequest, usable []B
 	}
 	if other, ok := s.collidingTopic(t.Name); ok {
 		return nil, fmt.Errorf("%w: topic %q collides with existing topic %q", kerr.InvalidTopicException, t.Name, other)
+	}
+	if t.TopicID != uuid.Nil {
+		if live, ok := s.topics[t.TopicID]; ok {
+			return nil, fmt.Errorf("%w: topic id %s belongs to topic %q", kerr.TopicAlreadyExists, t.TopicID, live.name)
+		}
+		if s.hasRemote(t.TopicID) {
+			// Apply would refuse the TopicRecord too: the new topic would
+			// inherit segments the tiering layer is deleting.
+			return nil, fmt.Errorf("%w: topic id %s: remote segments of its removed topic are still being deleted", kerr.InvalidRequest, t.TopicID)
+		}
 	}
 	if err := ValidateTopicConfigs(t.Configs); err != nil {
 		return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
@@ -212,8 +247,10 @@ func (s *State) collidingTopic(name string) (string, bool) {
 // collisionKey is a topic name with '.' replaced by '_'.
 func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
-// newTopicID draws a random (version 4) UUID from rng that no topic uses.
-func (s *State) newTopicID(rng *rand.Rand) uuid.UUID {
+// newTopicID draws a random (version 4) UUID from rng that no live topic
+// uses, that no removed topic's remote segments still carry, and that
+// taken (IDs given in the same request) does not claim.
+func (s *State) newTopicID(rng *rand.Rand, taken func(uuid.UUID) bool) uuid.UUID {
 	for {
 		var id uuid.UUID
 		for i := 0; i < 16; i += 8 {
@@ -224,7 +261,7 @@ func (s *State) newTopicID(rng *rand.Rand) uuid.UUID {
 		}
 		id[6] = id[6]&0x0f | 0x40
 		id[8] = id[8]&0x3f | 0x80
-		if _, taken := s.topics[id]; !taken && id != uuid.Nil {
+		if _, live := s.topics[id]; !live && !s.hasRemote(id) && !taken(id) && id != uuid.Nil {
 			return id
 		}
 	}
