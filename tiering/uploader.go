@@ -1,0 +1,575 @@
+package tiering
+
+// The uploader: the write side of the remote tier. One per node; the
+// broker feeds it the partitions it leads (Lead/Resign) and it
+//
+//   - copies their sealed, committed segments to the object store
+//     (uploader_copy.go),
+//   - applies remote retention and deletes orphans (uploader_delete.go),
+//   - deletes the remote data of deleted topics when this broker is the
+//     janitor (uploader_delete.go).
+//
+// Goroutines: one per led partition (its passes run in order, so one copy
+// at most is in flight per partition and segments go up in offset order),
+// one janitor loop, all owned by the Uploader and stopped by Resign/Close.
+// Copies share a node-wide pool of Threads slots
+// (remote.log.manager.copier.thread.pool.size) and a token bucket on the
+// bytes read from local files (remote.log.manager.copy.max.bytes.per.second).
+// Nothing here runs on a produce or fetch path: a failing object store only
+// delays uploads (and so local deletion), never an append or a read.
+//
+// # What Lead expects and does
+//
+// The broker calls Lead once it leads a partition with
+// remote.storage.enable=true and its log is open, BEFORE serving produce
+// and fetch on it; Lead reads only the local metadata image and the log
+// (no object store call), so it returns at once. It
+//
+//  1. computes remoteEnd, the last offset of the partition's COPY_FINISHED
+//     segments, and calls Log.SetRemoteUploadedOffset(remoteEnd+1), so
+//     local retention may delete what is already remote;
+//  2. if the local log is empty (LogEndOffset == LocalLogStartOffset: the
+//     disk was lost, or the partition is being restored) and the remote
+//     tier ends above it, calls Log.RestartAt(remoteStart, remoteEnd+1):
+//     the partition serves [remoteStart, remoteEnd] from the remote tier
+//     and appends after it (the HW the broker then computes starts at
+//     remoteEnd+1);
+//  3. otherwise, when remote data exists, calls
+//     Log.SetRemoteLogStart(remoteStart) so the log start covers the
+//     remote tier (refused, and ignored, when the local start is lower).
+//
+// Resign (leadership lost, topic deleted, partition closed) stops the
+// partition's goroutine; an in-flight copy is cancelled and its
+// COPY_STARTED segment becomes an orphan the next leader deletes.
+//
+// # The .epochs object
+//
+// A segment's leader-epoch entries, in the text format of Kafka's
+// leader-epoch-checkpoint file (storage/checkpoint), restricted to the
+// segment: the entry in force at the base offset (its start clamped to the
+// base), then every entry starting inside the segment:
+//
+//	0            format version
+//	2            number of entries
+//	4 1000       <epoch> <start offset>, one line each, start offsets rising
+//	5 1500
+//
+// The same entries are in the controller's record and the manifest; the
+// object lets a reader or a restore rebuild a leader-epoch cache from the
+// bucket alone.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/tiering/objstore"
+)
+
+// Uploader defaults for UploaderConfig's zero fields.
+const (
+	DefaultUploaderThreads  = 2
+	DefaultUploaderInterval = 5 * time.Second
+	DefaultOrphanGrace      = 2 * time.Minute
+	// orphanScanEvery is how often a led partition's prefix is listed for
+	// objects no metadata segment names.
+	orphanScanEvery = 10 * time.Minute
+	// maxBackoff caps the pause between retries of one step.
+	maxBackoff = 30 * time.Second
+)
+
+// UploaderConfig configures [NewUploader].
+type UploaderConfig struct {
+	// Store is the object store, already timed and retried per request by
+	// the broker (OpenStore); the uploader's own retries, with backoff up
+	// to 30s, ride out longer outages.
+	Store  objstore.ObjectStore
+	Prefix string
+	Meta   Metadata
+	// BrokerID is recorded in every segment record this node commits.
+	BrokerID int32
+	// Threads bounds concurrent segment copies node-wide
+	// (remote.log.manager.copier.thread.pool.size); 0 means 2.
+	Threads int
+	// Interval is how often each led partition is examined
+	// (remote.log.manager.task.interval.ms); 0 means 5s. Kick examines at
+	// once.
+	Interval time.Duration
+	// CopyMaxBytesPerSecond caps the bytes read from local segment files
+	// for upload, node-wide (remote.log.manager.copy.max.bytes.per.second);
+	// 0 means unlimited.
+	CopyMaxBytesPerSecond int64
+	// OrphanGrace: a COPY_STARTED segment this process is not copying,
+	// committed by this broker id, is an orphan once its EventTimestamp is
+	// older than this; one committed by another broker id is an orphan at
+	// once. 0 means 2m.
+	OrphanGrace time.Duration
+	Registerer  prometheus.Registerer // may be nil
+	Logger      *slog.Logger          // nil: discard
+	Now         func() time.Time      // nil: time.Now
+}
+
+// Uploader copies led partitions' sealed segments to the object store and
+// applies remote retention; see the file comment. Safe for concurrent use.
+type Uploader struct {
+	cfg     UploaderConfig
+	ms      *ManifestStore
+	log     *slog.Logger
+	metrics *uploaderMetrics
+	slots   chan struct{} // copier pool: one token per concurrent copy
+	bucket  *copyThrottle  // nil: unlimited
+
+	// backoffBase is the first retry pause (tests shorten it).
+	backoffBase time.Duration
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the Uploader started
+
+	mu       sync.Mutex // guards parts, inflight, started, closed, unknown
+	parts    map[Partition]*partTask
+	inflight map[uuid.UUID]struct{} // segment ids this process is copying
+	started  bool
+	closed   bool
+	unknown  map[uuid.UUID]bool // deleted topics whose name is unknown, logged once
+
+	janitorKick chan struct{}
+}
+
+// partTask is one led partition's goroutine and what it last saw.
+type partTask struct {
+	lp     LeaderPartition
+	epoch  int32
+	ctx    context.Context
+	cancel context.CancelFunc
+	kick   chan struct{} // buffered 1
+	done   chan struct{}
+
+	lastOrphanScan time.Time // partition goroutine only
+
+	mu     sync.Mutex // guards status
+	status PartitionStatus
+}
+
+// NewUploader checks cfg and builds an Uploader; Start starts it.
+func NewUploader(cfg UploaderConfig) (*Uploader, error) {
+	if cfg.Store == nil || cfg.Meta == nil {
+		return nil, errors.New("tiering: uploader needs a Store and Meta")
+	}
+	if cfg.Threads < 0 || cfg.Interval < 0 || cfg.CopyMaxBytesPerSecond < 0 || cfg.OrphanGrace < 0 {
+		return nil, fmt.Errorf("tiering: uploader: negative setting (threads %d, interval %v, copy max bytes/s %d, orphan grace %v)",
+			cfg.Threads, cfg.Interval, cfg.CopyMaxBytesPerSecond, cfg.OrphanGrace)
+	}
+	if cfg.Threads == 0 {
+		cfg.Threads = DefaultUploaderThreads
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultUploaderInterval
+	}
+	if cfg.OrphanGrace == 0 {
+		cfg.OrphanGrace = DefaultOrphanGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newUploaderMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("tiering: uploader metrics: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	u := &Uploader{
+		cfg:         cfg,
+		ms:          NewManifestStore(cfg.Store),
+		log:         cfg.Logger.With("component", "tiering-uploader"),
+		metrics:     m,
+		slots:       make(chan struct{}, cfg.Threads),
+		backoffBase: 200 * time.Millisecond,
+		ctx:         ctx,
+		cancel:      cancel,
+		parts:       map[Partition]*partTask{},
+		inflight:    map[uuid.UUID]struct{}{},
+		unknown:     map[uuid.UUID]bool{},
+		janitorKick: make(chan struct{}, 1),
+	}
+	u.ms.Now = cfg.Now
+	if cfg.CopyMaxBytesPerSecond > 0 {
+		u.bucket = newCopyThrottle(cfg.CopyMaxBytesPerSecond)
+	}
+	return u, nil
+}
+
+// Start starts the janitor loop and the goroutines of partitions led
+// before Start. Calling it twice is a no-op.
+func (u *Uploader) Start() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.started || u.closed {
+		return
+	}
+	u.started = true
+	u.wg.Add(1)
+	go u.janitorLoop()
+	for _, t := range u.parts {
+		u.startTaskLocked(t)
+	}
+}
+
+// Close stops every loop and waits for them: in-flight copies are
+// cancelled through their contexts (every object-store call honours its
+// context), so Close returns promptly even while the store hangs. Further
+// Lead calls are ignored. Idempotent.
+func (u *Uploader) Close() error {
+	u.mu.Lock()
+	u.closed = true
+	for p, t := range u.parts {
+		t.cancel()
+		delete(u.parts, p)
+	}
+	u.mu.Unlock()
+	u.cancel()
+	u.wg.Wait()
+	return nil
+}
+
+// Lead tells the uploader this broker leads p (see the file comment for
+// what it expects and does at once). Calling it again with the same log
+// and leader epoch is a no-op; a new leader epoch or log replaces the
+// partition's task.
+func (u *Uploader) Lead(p LeaderPartition) {
+	epoch := p.LeaderEpoch()
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return
+	}
+	if old, ok := u.parts[p.Partition]; ok {
+		if old.epoch == epoch && old.lp.Log == p.Log {
+			u.mu.Unlock()
+			return
+		}
+		old.cancel()
+		delete(u.parts, p.Partition)
+	}
+	u.mu.Unlock()
+
+	u.onLead(p)
+
+	ctx, cancel := context.WithCancel(u.ctx)
+	t := &partTask{lp: p, epoch: epoch, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		cancel()
+		return
+	}
+	if prev, ok := u.parts[p.Partition]; ok { // a racing Lead won
+		prev.cancel()
+	}
+	u.parts[p.Partition] = t
+	if u.started {
+		u.startTaskLocked(t)
+	}
+}
+
+// onLead applies the remote tier's extent to the log (steps 1–3 of the
+// file comment). Only local calls: the metadata image and the log.
+func (u *Uploader) onLead(p LeaderPartition) {
+	segs := u.cfg.Meta.RemoteSegments(p.TopicID, p.Index)
+	start, end, ok := finishedExtent(segs)
+	if !ok {
+		return
+	}
+	l := p.Log
+	l.SetRemoteUploadedOffset(end + 1)
+	if l.LogEndOffset() == l.LocalLogStartOffset() && end+1 > l.LogEndOffset() {
+		if err := l.RestartAt(start, end+1); err != nil {
+			u.log.Error("restart empty log after the remote tier", "partition", p.Partition, "remote_start", start, "next", end+1, "err", err)
+		} else {
+			u.log.Info("empty local log restarted after the remote tier", "partition", p.Partition, "remote_start", start, "next", end+1)
+		}
+		return
+	}
+	if err := l.SetRemoteLogStart(start); err != nil && !errors.Is(err, storage.ErrOffsetOutOfRange) {
+		u.log.Warn("set remote log start", "partition", p.Partition, "remote_start", start, "err", err)
+	}
+}
+
+// Resign stops the uploader's work on p (leadership lost or topic
+// deleted). It does not wait for an in-flight copy to stop: Close does.
+func (u *Uploader) Resign(p Partition) {
+	u.mu.Lock()
+	t, ok := u.parts[p]
+	if ok {
+		t.cancel()
+		delete(u.parts, p)
+	}
+	last := true
+	for q := range u.parts {
+		if q.Topic == p.Topic {
+			last = false
+			break
+		}
+	}
+	u.mu.Unlock()
+	if ok && last {
+		u.metrics.dropTopic(p.Topic)
+	}
+}
+
+// Kick makes every led partition, and the janitor, run a pass now.
+func (u *Uploader) Kick() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, t := range u.parts {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+	select {
+	case u.janitorKick <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns a led partition's status, computed now from the log and
+// the metadata image.
+func (u *Uploader) Status(p Partition) (PartitionStatus, bool) {
+	u.mu.Lock()
+	t, ok := u.parts[p]
+	u.mu.Unlock()
+	if !ok {
+		return PartitionStatus{}, false
+	}
+	return u.statusOf(t.lp), true
+}
+
+// Statuses returns every led partition's status, by topic then partition.
+func (u *Uploader) Statuses() []PartitionStatus {
+	u.mu.Lock()
+	lps := make([]LeaderPartition, 0, len(u.parts))
+	for _, t := range u.parts {
+		lps = append(lps, t.lp)
+	}
+	u.mu.Unlock()
+	out := make([]PartitionStatus, 0, len(lps))
+	for _, lp := range lps {
+		out = append(out, u.statusOf(lp))
+	}
+	slices.SortFunc(out, func(a, b PartitionStatus) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Index) - int(b.Index)
+	})
+	return out
+}
+
+func (u *Uploader) statusOf(lp LeaderPartition) PartitionStatus {
+	segs := u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index)
+	st := PartitionStatus{Partition: lp.Partition, RemoteStart: -1, RemoteEnd: -1}
+	remoteEnd := int64(-1)
+	if s, e, ok := finishedExtent(segs); ok {
+		st.RemoteStart, st.RemoteEnd, remoteEnd = s, e, e
+	}
+	for _, s := range segs {
+		if s.State == metadata.CopyFinished {
+			st.RemoteBytes += s.SizeBytes
+			st.RemoteSegments++
+		}
+	}
+	l := lp.Log
+	st.LogStart, st.LocalStart, st.LogEnd = l.LogStartOffset(), l.LocalLogStartOffset(), l.LogEndOffset()
+	hw := lp.HighWatermark()
+	for _, s := range l.Segments() {
+		st.LocalBytes += s.Size
+		if s.Sealed && s.NextOffset > s.BaseOffset && s.NextOffset <= hw && s.NextOffset-1 > remoteEnd {
+			st.UploadLagBytes += s.Size
+			st.UploadLagSegments++
+		}
+	}
+	return st
+}
+
+// finishedExtent returns the first and last offsets of the COPY_FINISHED
+// segments (segs sorted by base offset), and false if there are none.
+func finishedExtent(segs []metadata.RemoteSegmentInfo) (start, end int64, ok bool) {
+	start, end = -1, -1
+	for _, s := range segs {
+		if s.State != metadata.CopyFinished {
+			continue
+		}
+		if !ok || s.BaseOffset < start {
+			start = s.BaseOffset
+		}
+		end = max(end, s.EndOffset)
+		ok = true
+	}
+	return start, end, ok
+}
+
+func (u *Uploader) startTaskLocked(t *partTask) {
+	u.wg.Add(1)
+	go u.partitionLoop(t)
+}
+
+// partitionLoop runs a pass at once, then every Interval or Kick, until
+// the task is cancelled (Resign, a new Lead, Close).
+func (u *Uploader) partitionLoop(t *partTask) {
+	defer u.wg.Done()
+	defer close(t.done)
+	tick := time.NewTicker(u.cfg.Interval)
+	defer tick.Stop()
+	for {
+		u.pass(t)
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		case <-t.kick:
+		}
+	}
+}
+
+// pass is one examination of a led partition: orphans, remote retention,
+// then copies until nothing is left to copy, then the metrics.
+func (u *Uploader) pass(t *partTask) {
+	ctx := t.ctx
+	if ctx.Err() != nil {
+		return
+	}
+	u.deleteOrphans(ctx, t)
+	if now := u.cfg.Now(); t.lastOrphanScan.IsZero() || now.Sub(t.lastOrphanScan) >= orphanScanEvery {
+		if err := u.scanOrphanObjects(ctx, t.lp.Partition); err == nil {
+			t.lastOrphanScan = now
+		}
+	}
+	u.applyRemoteRetention(ctx, t)
+	for ctx.Err() == nil {
+		copied, err := u.copyNext(ctx, t)
+		if err != nil || !copied {
+			break
+		}
+	}
+	u.publishTopic(t.lp.Topic)
+}
+
+// publishTopic sets a topic's gauges from its led partitions.
+func (u *Uploader) publishTopic(topic string) {
+	u.mu.Lock()
+	var lps []LeaderPartition
+	for p, t := range u.parts {
+		if p.Topic == topic {
+			lps = append(lps, t.lp)
+		}
+	}
+	u.mu.Unlock()
+	if len(lps) == 0 {
+		return
+	}
+	sts := make([]PartitionStatus, len(lps))
+	for i, lp := range lps {
+		sts[i] = u.statusOf(lp)
+	}
+	u.metrics.setTopic(topic, sts)
+}
+
+// permanent reports whether err will not go away by retrying the same
+// step: a refused state transition, a bad request, a corrupt manifest, a
+// bad key. Anything else (an unavailable store or controller, a timeout,
+// manifest contention) is retried with backoff.
+func permanent(err error) bool {
+	switch {
+	case errors.Is(err, metadata.ErrIllegalSegmentTransition),
+		errors.Is(err, objstore.ErrInvalidKey),
+		errors.Is(err, objstore.ErrInvalidRange),
+		errors.Is(err, ErrCorruptManifest),
+		errors.Is(err, ErrInvalidManifest),
+		errors.Is(err, errSegmentVanished),
+		errors.Is(err, errAckMismatch):
+		return true
+	}
+	// The controller answers with Kafka error codes: a non-retriable one
+	// (INVALID_REQUEST, UNKNOWN_TOPIC_ID, ...) will be answered again.
+	var ke *kerr.Error
+	return errors.As(err, &ke) && !ke.Retriable
+}
+
+// retry runs fn until it succeeds, fails permanently, or ctx ends,
+// pausing with exponential backoff and full jitter (capped at 30s)
+// between attempts. Each failed attempt counts as an upload error.
+func (u *Uploader) retry(ctx context.Context, what string, fn func() error) error {
+	delay := u.backoffBase
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		u.metrics.errors.Inc()
+		if permanent(err) {
+			return err
+		}
+		if attempt == 0 || attempt%10 == 9 {
+			u.log.Warn("tiering step failed; retrying", "step", what, "attempt", attempt+1, "err", err)
+		}
+		d := delay/2 + rand.N(delay/2+1)
+		timer := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+		delay = min(2*delay, maxBackoff)
+	}
+}
+
+// commit records a segment state change, retrying transient failures.
+func (u *Uploader) commit(ctx context.Context, seg metadata.RemoteSegmentInfo, state metadata.RemoteSegmentState) error {
+	rec := metadata.RemoteSegmentRecord{
+		SegmentID: seg.SegmentID, TopicID: seg.TopicID, Partition: seg.Partition,
+		BaseOffset: seg.BaseOffset, EndOffset: seg.EndOffset, MaxTimestamp: seg.MaxTimestamp,
+		LeaderEpochs: seg.LeaderEpochs, SizeBytes: seg.SizeBytes,
+		State: state, BrokerID: u.cfg.BrokerID, EventTimestamp: u.cfg.Now().UnixMilli(),
+	}
+	return u.retry(ctx, "commit "+state.String(), func() error {
+		return u.cfg.Meta.CommitRemoteSegment(ctx, rec)
+	})
+}
+
+func (u *Uploader) isInflight(id uuid.UUID) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.inflight[id]
+	return ok
+}
+
+func (u *Uploader) setInflight(id uuid.UUID, on bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if on {
+		u.inflight[id] = struct{}{}
+	} else {
+		delete(u.inflight, id)
+	}
+}

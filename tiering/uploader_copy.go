@@ -1,0 +1,479 @@
+package tiering
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/vfs"
+	"github.com/strata-io/strata/tiering/objstore"
+)
+
+var (
+	// errSegmentVanished: a sealed segment's file is gone because
+	// retention.ms deleted it (it now lies below the log start): skipped,
+	// not retried.
+	errSegmentVanished = errors.New("tiering: segment deleted locally before upload")
+	// errAckMismatch: a create-only Put answered precondition-failed (a
+	// retry after a lost acknowledgement) but the object there is not the
+	// size we put: not ours to trust, so the copy restarts under a new id.
+	errAckMismatch = errors.New("tiering: existing object does not match the upload")
+)
+
+// maxCopyRestarts bounds how often one segment's copy restarts under a
+// new id after errAckMismatch within one pass.
+const maxCopyRestarts = 3
+
+// copyNext copies the oldest local segment that should be remote and is
+// not: sealed, non-empty, wholly below the high watermark and the log
+// start, ending above the remote end. A segment straddling the remote end
+// (a new leader's segmentation) goes up whole with its true base: overlap
+// of committed offsets is harmless, each holds the same batches on every
+// replica. It reports whether it copied one.
+func (u *Uploader) copyNext(ctx context.Context, t *partTask) (bool, error) {
+	lp := t.lp
+	remoteEnd := int64(-1)
+	if _, e, ok := finishedExtent(u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index)); ok {
+		remoteEnd = e
+	}
+	hw := lp.HighWatermark()
+	logStart := lp.Log.LogStartOffset()
+	local := lp.Log.Segments()
+	i := slices.IndexFunc(local, func(s storage.SegmentInfo) bool {
+		return s.Sealed && s.NextOffset > s.BaseOffset && s.NextOffset <= hw &&
+			s.NextOffset-1 > remoteEnd && s.NextOffset > logStart
+	})
+	if i < 0 {
+		return false, nil
+	}
+	select {
+	case u.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-u.slots }()
+	for restart := 0; ; restart++ {
+		err := u.copySegment(ctx, lp, local, i)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, errSegmentVanished):
+			return true, nil // below the log start now; the next call skips it
+		case errors.Is(err, errAckMismatch) && restart < maxCopyRestarts:
+			continue
+		}
+		return false, err
+	}
+}
+
+// localFile is one file of a segment to upload: open (nil for an absent
+// producer snapshot: a zero-byte object) and its size.
+type localFile struct {
+	ext  string
+	f    vfs.File
+	size int64
+	data []byte // for the generated .epochs object
+}
+
+// copySegment uploads local[i] under a new segment id (see the package
+// comment's lifecycle):
+//
+//  1. open its files and note their sizes (a vanished file of a segment
+//     now below the log start is errSegmentVanished);
+//  2. commit COPY_STARTED with the full description;
+//  3. put .log, .index, .timeindex, .snapshot (the producer state at the
+//     segment's end: the next segment's snapshot), .epochs, create-only;
+//  4. add the segment to the manifest as COPY_FINISHED;
+//  5. commit COPY_FINISHED, then Log.SetRemoteUploadedOffset(end+1).
+//
+// A crash or cancellation between 2 and 5 leaves a COPY_STARTED orphan
+// that deleteOrphans removes; objects are never put before step 2, so
+// every object in the bucket is named by some record.
+func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, local []storage.SegmentInfo, i int) error {
+	info := local[i]
+	begin := time.Now()
+	base, end := info.BaseOffset, info.NextOffset-1
+	files, err := u.openSegment(lp, local, i)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, f := range files {
+			if f.f != nil {
+				f.f.Close()
+			}
+		}
+	}()
+	epochs := segmentEpochs(lp.Log.LeaderEpochs().Entries(), base, end)
+	epochsData := encodeEpochs(epochs)
+	files = append(files, localFile{ext: ExtEpochs, size: int64(len(epochsData)), data: epochsData})
+
+	id := uuid.New()
+	u.setInflight(id, true)
+	defer u.setInflight(id, false)
+	desc := metadata.RemoteSegmentInfo{
+		SegmentID: id, TopicID: lp.TopicID, Partition: lp.Index,
+		BaseOffset: base, EndOffset: end, MaxTimestamp: info.MaxTimestamp,
+		LeaderEpochs: epochs, SizeBytes: files[0].size,
+	}
+	if err := u.commit(ctx, desc, metadata.CopyStarted); err != nil {
+		return fmt.Errorf("tiering: copy %s/%d [%d, %d]: %w", lp.Topic, lp.Index, base, end, err)
+	}
+	rs := RemoteSegment{Partition: lp.Partition, SegmentID: id, BaseOffset: base, EndOffset: end}
+	var putBytes int64
+	for _, f := range files {
+		var body io.ReadSeeker
+		switch {
+		case f.data != nil:
+			body = bytes.NewReader(f.data)
+		case f.f == nil:
+			body = bytes.NewReader(nil)
+		default:
+			body = io.NewSectionReader(f.f, 0, f.size)
+		}
+		if u.bucket != nil {
+			body = &throttledReader{ctx: ctx, r: body, b: u.bucket}
+		}
+		if err := u.putObject(ctx, rs.Key(u.cfg.Prefix, f.ext), body, f.size); err != nil {
+			u.abandon(ctx, desc, err)
+			return fmt.Errorf("tiering: copy %s/%d [%d, %d] %s: %w", lp.Topic, lp.Index, base, end, f.ext, err)
+		}
+		putBytes += f.size
+	}
+
+	seg := Segment{
+		SegmentID: id, BaseOffset: base, EndOffset: end, MaxTimestamp: info.MaxTimestamp,
+		SizeBytes: files[0].size, LeaderEpochs: toManifestEpochs(epochs), State: StateCopyFinished,
+		Files: FileSizes{Log: files[0].size, Index: files[1].size, TimeIndex: files[2].size, Snapshot: files[3].size, Epochs: files[4].size},
+	}
+	live := map[uuid.UUID]bool{id: true}
+	for _, s := range u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index) {
+		if s.State == metadata.CopyFinished {
+			live[s.SegmentID] = true
+		}
+	}
+	key := ManifestKey(u.cfg.Prefix, lp.Topic, lp.TopicID, lp.Index)
+	if err := u.retry(ctx, "manifest add", func() error {
+		_, err := u.ms.Update(ctx, key, func(m *Manifest) error {
+			addToManifest(m, lp.Partition, seg, live)
+			return nil
+		})
+		return err
+	}); err != nil {
+		u.abandon(ctx, desc, err)
+		return fmt.Errorf("tiering: copy %s/%d [%d, %d] manifest: %w", lp.Topic, lp.Index, base, end, err)
+	}
+	if err := u.commit(ctx, desc, metadata.CopyFinished); err != nil {
+		return fmt.Errorf("tiering: copy %s/%d [%d, %d]: %w", lp.Topic, lp.Index, base, end, err)
+	}
+	// Only now may local retention delete the segment (invariant 3).
+	lp.Log.SetRemoteUploadedOffset(end + 1)
+	u.metrics.uploadedBytes.Add(float64(putBytes))
+	u.metrics.uploadedSegments.Inc()
+	u.metrics.copySeconds.Observe(time.Since(begin).Seconds())
+	u.log.Debug("segment uploaded", "topic", lp.Topic, "partition", lp.Index, "base", base, "end", end, "segment", id, "bytes", putBytes)
+	return nil
+}
+
+// abandon cleans up a copy that failed for good after COPY_STARTED
+// (a mismatched object after a lost ack): the segment goes through the
+// delete path now rather than waiting for the orphan grace. Best effort:
+// whatever fails here is an orphan deleteOrphans finds later.
+func (u *Uploader) abandon(ctx context.Context, desc metadata.RemoteSegmentInfo, cause error) {
+	if ctx.Err() != nil || !permanent(cause) {
+		return
+	}
+	topic := ""
+	if name, _, known := u.cfg.Meta.TopicName(desc.TopicID); known {
+		topic = name
+	}
+	if topic == "" {
+		return
+	}
+	if u.deleteSegments(ctx, topic, []metadata.RemoteSegmentInfo{desc}, true) == nil {
+		u.metrics.orphans.Inc()
+	}
+}
+
+// openSegment opens local[i]'s .log, .index and .timeindex and the
+// producer snapshot at its end (the next segment's; none: a zero-byte
+// object), with their sizes. Called before anything is committed.
+func (u *Uploader) openSegment(lp LeaderPartition, local []storage.SegmentInfo, i int) ([]localFile, error) {
+	info := local[i]
+	fsys := lp.Log.FS()
+	snap := ""
+	if i+1 < len(local) && local[i+1].BaseOffset == info.NextOffset {
+		snap = local[i+1].SnapshotPath
+	}
+	var files []localFile
+	fail := func(err error) ([]localFile, error) {
+		for _, f := range files {
+			if f.f != nil {
+				f.f.Close()
+			}
+		}
+		return nil, err
+	}
+	for _, x := range []struct{ ext, path string }{
+		{ExtLog, info.LogPath}, {ExtIndex, info.IndexPath}, {ExtTimeIndex, info.TimeIndexPath}, {ExtSnapshot, snap},
+	} {
+		if x.path == "" {
+			files = append(files, localFile{ext: x.ext})
+			continue
+		}
+		f, err := fsys.Open(x.path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				if info.NextOffset <= lp.Log.LogStartOffset() {
+					return fail(fmt.Errorf("%w: %s", errSegmentVanished, x.path))
+				}
+				if x.ext == ExtSnapshot {
+					files = append(files, localFile{ext: x.ext}) // rolled away meanwhile: none
+					continue
+				}
+			}
+			return fail(fmt.Errorf("tiering: open %s: %w", x.path, err))
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fail(fmt.Errorf("tiering: stat %s: %w", x.path, err))
+		}
+		files = append(files, localFile{ext: x.ext, f: f, size: st.Size()})
+	}
+	return files, nil
+}
+
+// putObject puts one segment object create-only, retrying transient
+// failures. ErrPreconditionFailed means the key is taken: keys carry a
+// fresh uuid, so only our own earlier attempt (whose acknowledgement was
+// lost) can hold it; it counts as done if Head shows the size we put,
+// otherwise errAckMismatch.
+func (u *Uploader) putObject(ctx context.Context, key string, body io.ReadSeeker, size int64) error {
+	return u.retry(ctx, "put "+key, func() error {
+		if _, err := body.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := u.cfg.Store.Put(ctx, key, body, size, objstore.PutOptions{Mode: objstore.CreateOnly})
+		if !errors.Is(err, objstore.ErrPreconditionFailed) {
+			return err
+		}
+		info, herr := u.cfg.Store.Head(ctx, key)
+		if herr != nil {
+			return herr
+		}
+		if info.Size != size {
+			return fmt.Errorf("%w: %s is %d bytes, put %d", errAckMismatch, key, info.Size, size)
+		}
+		return nil
+	})
+}
+
+// addToManifest adds seg to m (idempotent). It also reconciles m with the
+// controller: segments not COPY_FINISHED there (live) are dropped (a crash
+// between the manifest write and COPY_FINISHED leaves such an entry; its
+// segment is an orphan), and so are segments seg covers wholly (a new
+// leader's larger segment), keeping end offsets strictly rising as
+// Validate requires.
+func addToManifest(m *Manifest, p Partition, seg Segment, live map[uuid.UUID]bool) {
+	m.Topic, m.TopicID, m.Partition = p.Topic, p.TopicID, p.Index
+	if m.Find(seg.SegmentID) >= 0 {
+		return
+	}
+	out := make([]Segment, 0, len(m.Segments)+1)
+	for _, s := range m.Segments {
+		if !live[s.SegmentID] || (s.BaseOffset >= seg.BaseOffset && s.EndOffset <= seg.EndOffset) {
+			continue
+		}
+		out = append(out, s)
+	}
+	out = append(out, seg)
+	slices.SortFunc(out, func(a, b Segment) int {
+		if a.BaseOffset != b.BaseOffset {
+			return cmpInt64(a.BaseOffset, b.BaseOffset)
+		}
+		return cmpInt64(a.EndOffset, b.EndOffset)
+	})
+	// Drop any segment a later one covers (same base, larger end) or that
+	// ends no later than its predecessor.
+	kept := out[:0]
+	for _, s := range out {
+		for len(kept) > 0 && kept[len(kept)-1].BaseOffset == s.BaseOffset {
+			kept = kept[:len(kept)-1]
+		}
+		if len(kept) > 0 && s.EndOffset <= kept[len(kept)-1].EndOffset {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	m.Segments = kept
+	if len(kept) > 0 && m.LogStartOffset < kept[0].BaseOffset {
+		m.LogStartOffset = kept[0].BaseOffset
+	}
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// segmentEpochs returns the leader-epoch entries covering [base, end]: the
+// entry in force at base (or the first entry, if none began at or before
+// base), its start clamped to base, then every entry starting in
+// (base, end].
+func segmentEpochs(entries []checkpoint.EpochEntry, base, end int64) []metadata.EpochStart {
+	first := -1
+	for j, e := range entries {
+		if e.StartOffset <= base {
+			first = j
+		}
+	}
+	if first < 0 && len(entries) > 0 {
+		first = 0
+	}
+	if first < 0 {
+		return nil
+	}
+	var out []metadata.EpochStart
+	for _, e := range entries[first:] {
+		if e.StartOffset > end {
+			break
+		}
+		out = append(out, metadata.EpochStart{Epoch: e.Epoch, StartOffset: max(e.StartOffset, base)})
+	}
+	return out
+}
+
+func toManifestEpochs(es []metadata.EpochStart) []EpochEntry {
+	out := make([]EpochEntry, len(es))
+	for i, e := range es {
+		out[i] = EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
+	}
+	return out
+}
+
+// encodeEpochs writes entries in the leader-epoch-checkpoint text format
+// (see the .epochs section of uploader.go's comment).
+func encodeEpochs(es []metadata.EpochStart) []byte {
+	var b strings.Builder
+	b.WriteString("0\n")
+	b.WriteString(strconv.Itoa(len(es)))
+	b.WriteByte('\n')
+	for _, e := range es {
+		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	return []byte(b.String())
+}
+
+// DecodeEpochs parses an .epochs object (see [encodeEpochs]'s format):
+// version 0, a count, then that many "<epoch> <start offset>" lines with
+// rising epochs and start offsets.
+func DecodeEpochs(data []byte) ([]EpochEntry, error) {
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	bad := func(why string) ([]EpochEntry, error) {
+		return nil, fmt.Errorf("tiering: bad .epochs object: %s", why)
+	}
+	if len(lines) < 2 || lines[0] != "0" {
+		return bad("version")
+	}
+	n, err := strconv.Atoi(lines[1])
+	if err != nil || n < 0 || n != len(lines)-2 {
+		return bad("count")
+	}
+	out := make([]EpochEntry, 0, n)
+	for _, l := range lines[2:] {
+		var e EpochEntry
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			return bad("line " + strconv.Quote(l))
+		}
+		ep, err1 := strconv.ParseInt(f[0], 10, 32)
+		so, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil || ep < 0 || so < 0 {
+			return bad("line " + strconv.Quote(l))
+		}
+		e.Epoch, e.StartOffset = int32(ep), so
+		if len(out) > 0 && (e.Epoch <= out[len(out)-1].Epoch || e.StartOffset < out[len(out)-1].StartOffset) {
+			return bad("entries not rising")
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// copyThrottle paces bytes node-wide at rate bytes per second: each take
+// of n bytes reserves the next n/rate of a virtual timeline and waits for
+// its slot (GCRA without burst beyond one chunk).
+type copyThrottle struct {
+	rate float64
+	mu   sync.Mutex // guards tat
+	tat  time.Time  // when the reserved timeline ends
+}
+
+func newCopyThrottle(bytesPerSec int64) *copyThrottle {
+	return &copyThrottle{rate: float64(bytesPerSec)}
+}
+
+func (b *copyThrottle) wait(ctx context.Context, n int) error {
+	b.mu.Lock()
+	now := time.Now()
+	if b.tat.Before(now) {
+		b.tat = now
+	}
+	start := b.tat
+	b.tat = b.tat.Add(time.Duration(float64(n) / b.rate * float64(time.Second)))
+	b.mu.Unlock()
+	d := time.Until(start)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// throttleChunk is the most one Read takes from the bucket at once.
+const throttleChunk = 64 << 10
+
+// throttledReader paces reads of an upload body through a copyThrottle;
+// it stays seekable so a retried Put can rewind it.
+type throttledReader struct {
+	ctx context.Context
+	r   io.ReadSeeker
+	b   *copyThrottle
+}
+
+func (t *throttledReader) Read(p []byte) (int, error) {
+	if len(p) > throttleChunk {
+		p = p[:throttleChunk]
+	}
+	if err := t.b.wait(t.ctx, len(p)); err != nil {
+		return 0, err
+	}
+	return t.r.Read(p)
+}
+
+func (t *throttledReader) Seek(off int64, whence int) (int64, error) { return t.r.Seek(off, whence) }

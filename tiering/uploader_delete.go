@@ -1,0 +1,393 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+// Deletion, in one order everywhere (remote retention, orphans, redundant
+// segments, deleted topics):
+//
+//	DELETE_STARTED committed (readers stop using the segment)
+//	  → its objects deleted (a missing one is fine: Delete is idempotent)
+//	  → the manifest drops it (one conditional write per batch)
+//	  → DELETE_FINISHED committed (the segment leaves the image)
+//
+// A crash anywhere leaves a DELETE_STARTED segment, which the next pass
+// (of this leader or the next) resumes from the top; every step is
+// idempotent. Objects no record names (a partial delete followed by a
+// manual DELETE_FINISHED, a manual mess) are found by listing the
+// partition's prefix on Lead and every 10 minutes.
+
+// errNoManifest ends a manifest update that would otherwise create a
+// manifest just to remove segments from it.
+var errNoManifest = errors.New("tiering: no manifest")
+
+// startDelete commits DELETE_STARTED for every segment not already there.
+func (u *Uploader) startDelete(ctx context.Context, segs []metadata.RemoteSegmentInfo) error {
+	for _, s := range segs {
+		if s.State == metadata.DeleteStarted {
+			continue
+		}
+		if err := u.commit(ctx, s, metadata.DeleteStarted); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteObjects deletes the objects of segs, of topic name topic.
+func (u *Uploader) deleteObjects(ctx context.Context, topic string, segs []metadata.RemoteSegmentInfo) error {
+	for _, s := range segs {
+		rs := FromInfo(topic, s)
+		for _, ext := range SegmentExts {
+			key := rs.Key(u.cfg.Prefix, ext)
+			if err := u.retry(ctx, "delete "+key, func() error { return u.cfg.Store.Delete(ctx, key) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finishDelete commits DELETE_FINISHED for every segment.
+func (u *Uploader) finishDelete(ctx context.Context, segs []metadata.RemoteSegmentInfo) error {
+	for _, s := range segs {
+		if err := u.commit(ctx, s, metadata.DeleteFinished); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropFromManifest removes segs from p's manifest and raises its log
+// start to logStart (-1: leave it), in one conditional write. A missing
+// manifest is left missing.
+func (u *Uploader) dropFromManifest(ctx context.Context, p Partition, segs []metadata.RemoteSegmentInfo, logStart int64) error {
+	gone := make(map[uuid.UUID]bool, len(segs))
+	for _, s := range segs {
+		gone[s.SegmentID] = true
+	}
+	key := ManifestKey(u.cfg.Prefix, p.Topic, p.TopicID, p.Index)
+	err := u.retry(ctx, "manifest drop", func() error {
+		_, err := u.ms.Update(ctx, key, func(m *Manifest) error {
+			if m.Topic == "" {
+				return errNoManifest
+			}
+			m.Segments = slices.DeleteFunc(m.Segments, func(s Segment) bool { return gone[s.SegmentID] })
+			if logStart > m.LogStartOffset {
+				m.LogStartOffset = logStart
+			}
+			return nil
+		})
+		if errors.Is(err, errNoManifest) {
+			return nil
+		}
+		return err
+	})
+	return err
+}
+
+// deleteSegments runs the whole deletion of segs of led partition p;
+// started (may be nil) runs once every DELETE_STARTED is committed.
+func (u *Uploader) deleteSegments(ctx context.Context, topic string, segs []metadata.RemoteSegmentInfo, withManifest bool, started ...func()) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	if err := u.startDelete(ctx, segs); err != nil {
+		return err
+	}
+	for _, f := range started {
+		f()
+	}
+	if err := u.deleteObjects(ctx, topic, segs); err != nil {
+		return err
+	}
+	if withManifest {
+		p := Partition{Topic: topic, TopicID: segs[0].TopicID, Index: segs[0].Partition}
+		if err := u.dropFromManifest(ctx, p, segs, -1); err != nil {
+			return err
+		}
+	}
+	return u.finishDelete(ctx, segs)
+}
+
+// deleteOrphans deletes p's COPY_STARTED segments nobody is copying: not
+// in flight in this process, and either committed by another broker id
+// (a former leader) or older than OrphanGrace (this broker's, from before
+// a crash or an abandoned copy). It also resumes interrupted deletions
+// (DELETE_STARTED segments).
+func (u *Uploader) deleteOrphans(ctx context.Context, t *partTask) {
+	nowMs := u.cfg.Now().UnixMilli()
+	grace := u.cfg.OrphanGrace.Milliseconds()
+	var orphans, resumed []metadata.RemoteSegmentInfo
+	for _, s := range u.cfg.Meta.RemoteSegments(t.lp.TopicID, t.lp.Index) {
+		switch {
+		case s.State == metadata.DeleteStarted:
+			resumed = append(resumed, s)
+		case s.State == metadata.CopyStarted && !u.isInflight(s.SegmentID) &&
+			(s.BrokerID != u.cfg.BrokerID || nowMs-s.EventTimestamp >= grace):
+			orphans = append(orphans, s)
+		}
+	}
+	if len(orphans)+len(resumed) == 0 {
+		return
+	}
+	if err := u.deleteSegments(ctx, t.lp.Topic, append(orphans, resumed...), true); err != nil {
+		u.log.Warn("delete orphaned remote segments", "topic", t.lp.Topic, "partition", t.lp.Index, "err", err)
+		return
+	}
+	u.metrics.orphans.Add(float64(len(orphans)))
+	u.metrics.remoteDeleted.Add(float64(len(resumed)))
+	if len(orphans) > 0 {
+		u.log.Info("orphaned remote segments deleted", "topic", t.lp.Topic, "partition", t.lp.Index, "count", len(orphans))
+	}
+}
+
+// scanOrphanObjects lists p's prefix and deletes segment objects whose id
+// no metadata segment names and no copy of this process holds. The
+// listing comes first and the metadata is read after it: an object is
+// only ever put after its COPY_STARTED is committed, so a listed object
+// of a live copy is named by the metadata read later. Objects younger
+// than OrphanGrace are left alone, since this broker's image may lag a
+// record another broker just committed.
+func (u *Uploader) scanOrphanObjects(ctx context.Context, p Partition) error {
+	objs, err := u.cfg.Store.List(ctx, PartitionPrefix(u.cfg.Prefix, p.Topic, p.TopicID, p.Index))
+	if err != nil {
+		u.metrics.errors.Inc()
+		return err
+	}
+	known := map[uuid.UUID]bool{}
+	for _, s := range u.cfg.Meta.RemoteSegments(p.TopicID, p.Index) {
+		known[s.SegmentID] = true
+	}
+	now := u.cfg.Now()
+	var firstErr error
+	for _, o := range objs {
+		info, err := ParseSegmentKey(o.Key)
+		if err != nil || known[info.SegmentID] || u.isInflight(info.SegmentID) {
+			continue // the manifest, or a named segment
+		}
+		if now.Sub(o.LastModified) < u.cfg.OrphanGrace {
+			continue
+		}
+		if err := u.cfg.Store.Delete(ctx, o.Key); err != nil {
+			u.metrics.errors.Inc()
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		u.log.Info("orphaned object deleted", "key", o.Key)
+	}
+	return firstErr
+}
+
+// applyRemoteRetention deletes p's remote segments that retention says
+// must go (cleanup.policy with delete only), oldest first:
+//
+//   - first, COPY_FINISHED segments another finished segment covers
+//     wholly (left by a leader change; the manifest already dropped
+//     them);
+//   - then while the segment's MaxTimestamp is older than now minus
+//     retention.ms (retention.ms >= 0; a segment without timestamps is
+//     not judged by time), or while the partition's size (remote bytes
+//     plus the local bytes above the remote end) minus the segment is
+//     still at least retention.bytes (>= 0).
+//
+// Once their DELETE_STARTED is committed the log start moves past them
+// (Log.SetLogStartOffset, which also drops local segments below), so no
+// fetch is sent to a segment being deleted; the manifest is written once
+// for the batch.
+func (u *Uploader) applyRemoteRetention(ctx context.Context, t *partTask) {
+	lp := t.lp
+	cfg := lp.Log.Config()
+	if !cfg.Deletes() {
+		return
+	}
+	var finished []metadata.RemoteSegmentInfo
+	for _, s := range u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index) {
+		if s.State == metadata.CopyFinished {
+			finished = append(finished, s)
+		}
+	}
+	if len(finished) == 0 {
+		return
+	}
+	// Redundant: covered by another finished segment (ties: keep the
+	// greater id).
+	var redundant, live []metadata.RemoteSegmentInfo
+	for i, s := range finished {
+		covered := false
+		for j, o := range finished {
+			if i != j && o.BaseOffset <= s.BaseOffset && o.EndOffset >= s.EndOffset &&
+				(o.BaseOffset != s.BaseOffset || o.EndOffset != s.EndOffset || compareIDs(o.SegmentID, s.SegmentID) > 0) {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			redundant = append(redundant, s)
+		} else {
+			live = append(live, s)
+		}
+	}
+	if len(redundant) > 0 {
+		if err := u.deleteSegments(ctx, lp.Topic, redundant, true); err != nil {
+			u.log.Warn("delete redundant remote segments", "topic", lp.Topic, "partition", lp.Index, "err", err)
+			return
+		}
+		u.metrics.remoteDeleted.Add(float64(len(redundant)))
+	}
+	slices.SortFunc(live, func(a, b metadata.RemoteSegmentInfo) int { return cmpInt64(a.EndOffset, b.EndOffset) })
+	remoteEnd := live[len(live)-1].EndOffset
+	var total int64
+	for _, s := range live {
+		total += s.SizeBytes
+	}
+	for _, s := range lp.Log.Segments() {
+		if s.NextOffset-1 > remoteEnd {
+			total += s.Size
+		}
+	}
+	nowMs := u.cfg.Now().UnixMilli()
+	var del []metadata.RemoteSegmentInfo
+	for _, s := range live {
+		byTime := cfg.RetentionMs >= 0 && s.MaxTimestamp >= 0 && s.MaxTimestamp < nowMs-cfg.RetentionMs
+		bySize := cfg.RetentionBytes >= 0 && total-s.SizeBytes >= cfg.RetentionBytes
+		if !byTime && !bySize {
+			break
+		}
+		total -= s.SizeBytes
+		del = append(del, s)
+	}
+	if len(del) == 0 {
+		return
+	}
+	newStart := del[len(del)-1].EndOffset + 1
+	moveStart := func() {
+		if err := lp.Log.SetLogStartOffset(newStart); err != nil {
+			u.log.Warn("advance log start after remote retention", "topic", lp.Topic, "partition", lp.Index, "offset", newStart, "err", err)
+		}
+	}
+	if err := u.startDelete(ctx, del); err != nil {
+		u.log.Warn("remote retention", "topic", lp.Topic, "partition", lp.Index, "err", err)
+		return
+	}
+	moveStart()
+	if err := u.deleteObjects(ctx, lp.Topic, del); err != nil {
+		return
+	}
+	if err := u.dropFromManifest(ctx, lp.Partition, del, newStart); err != nil {
+		return
+	}
+	if err := u.finishDelete(ctx, del); err != nil {
+		return
+	}
+	u.metrics.remoteDeleted.Add(float64(len(del)))
+	u.log.Info("remote retention deleted segments", "topic", lp.Topic, "partition", lp.Index, "count", len(del), "log_start", newStart)
+}
+
+func compareIDs(a, b uuid.UUID) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return int(a[i]) - int(b[i])
+		}
+	}
+	return 0
+}
+
+// janitorLoop deletes the remote data of deleted topics every Interval
+// (or Kick) while this broker is the janitor.
+func (u *Uploader) janitorLoop() {
+	defer u.wg.Done()
+	tick := time.NewTicker(u.cfg.Interval)
+	defer tick.Stop()
+	for {
+		if u.cfg.Meta.Janitor() {
+			u.cleanDeletedTopics(u.ctx)
+		}
+		select {
+		case <-u.ctx.Done():
+			return
+		case <-tick.C:
+		case <-u.janitorKick:
+		}
+	}
+}
+
+// cleanDeletedTopics deletes, for every topic with remote segments that
+// no longer exists: DELETE_STARTED on all its segments, their objects,
+// then everything left under its topic prefix (manifests, leftovers),
+// then DELETE_FINISHED on all. A topic whose name is unknown cannot have
+// its keys built: it is logged once and skipped.
+func (u *Uploader) cleanDeletedTopics(ctx context.Context) {
+	byTopic := map[uuid.UUID][]metadata.TopicPartition{}
+	var order []uuid.UUID
+	for _, tp := range u.cfg.Meta.RemotePartitions() {
+		if _, ok := byTopic[tp.TopicID]; !ok {
+			order = append(order, tp.TopicID)
+		}
+		byTopic[tp.TopicID] = append(byTopic[tp.TopicID], tp)
+	}
+	for _, id := range order {
+		if ctx.Err() != nil {
+			return
+		}
+		name, exists, known := u.cfg.Meta.TopicName(id)
+		if exists {
+			continue
+		}
+		if !known {
+			u.mu.Lock()
+			logged := u.unknown[id]
+			u.unknown[id] = true
+			u.mu.Unlock()
+			if !logged {
+				u.log.Error("deleted topic has remote segments but no known name; its objects cannot be found", "topic_id", id)
+			}
+			continue
+		}
+		var segs []metadata.RemoteSegmentInfo
+		for _, tp := range byTopic[id] {
+			segs = append(segs, u.cfg.Meta.RemoteSegments(tp.TopicID, tp.Partition)...)
+		}
+		if err := u.deleteTopic(ctx, name, id, segs); err != nil {
+			u.log.Warn("delete remote data of deleted topic", "topic", name, "topic_id", id, "err", err)
+			continue
+		}
+		u.metrics.remoteDeleted.Add(float64(len(segs)))
+		u.log.Info("remote data of deleted topic deleted", "topic", name, "topic_id", id, "segments", len(segs))
+	}
+}
+
+func (u *Uploader) deleteTopic(ctx context.Context, name string, id uuid.UUID, segs []metadata.RemoteSegmentInfo) error {
+	if err := u.startDelete(ctx, segs); err != nil {
+		return err
+	}
+	if err := u.deleteObjects(ctx, name, segs); err != nil {
+		return err
+	}
+	prefix := TopicPrefix(u.cfg.Prefix, name, id)
+	if err := u.retry(ctx, "list "+prefix, func() error {
+		objs, err := u.cfg.Store.List(ctx, prefix)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := u.cfg.Store.Delete(ctx, o.Key); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return u.finishDelete(ctx, segs)
+}
