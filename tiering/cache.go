@@ -1,0 +1,346 @@
+package tiering
+
+import (
+	"container/list"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The chunk cache: fixed-size pieces (remote.log.cache.chunk.bytes) of
+// remote .log objects, one file each under CacheDir, bounded by
+// remote.log.cache.bytes on disk.
+//
+// # Eviction: 2Q, because catch-up readers scan
+//
+// A consumer catching up from the start of a topic streams gigabytes that
+// it reads once; under LRU it would push out the chunks other consumers
+// read again and again (the complaint about KIP-405 readers). 2Q (Johnson
+// & Shasha, VLDB '94) keeps three lists:
+//
+//	probation  FIFO of chunks read for the first time, and of every
+//	           read-ahead chunk; hits here do NOT promote (a sequential
+//	           reader hits its chunk many times in a row: correlated
+//	           references, which say nothing about reuse)
+//	ghost      FIFO of keys (no data) recently evicted from probation,
+//	           up to twice as many as the cache holds chunks
+//	protected  LRU of chunks fetched again while their key was a ghost:
+//	           proven reuse across time
+//
+// To make room: while probation holds more than a quarter of the capacity
+// (or protected is empty) its oldest chunk goes to the ghost list;
+// otherwise the least recently used protected chunk is dropped. A scan
+// therefore only ever churns the probation quarter, and the hot working
+// set keeps the other three quarters. S3-FIFO was considered and not
+// chosen: it promotes on any second hit while a chunk sits in its small
+// queue, which a sequential reader's repeated reads of one chunk always
+// give.
+//
+// # Bytes on disk
+//
+// used counts every chunk file, including ones being written: room is
+// reserved before a file is created, so the directory never holds more
+// than capacity bytes of chunks. A chunk in use by a reader is pinned and
+// never chosen for eviction; Forget of its segment unlinks it when the
+// last reader lets go. When nothing unpinned can make room, the chunk is
+// served without being cached.
+
+// chunkFileSuffix names the cache's files; only these are wiped at start.
+const chunkFileSuffix = ".chunk"
+
+type cacheQueue uint8
+
+const (
+	qNone cacheQueue = iota
+	qProbation
+	qProtected
+)
+
+type chunkKey struct {
+	obj string // object key of the .log
+	idx int64  // chunk index
+}
+
+type chunkEntry struct {
+	key   chunkKey
+	size  int64
+	path  string
+	q     cacheQueue
+	elem  *list.Element // in probation or protected
+	pins  int
+	dead  bool // removed from the cache; unlink at the last unpin
+	ready bool // file written and visible to lookups
+}
+
+// chunkCache is safe for concurrent use. File reads happen outside its
+// lock; creation, unlinking and the accounting happen under it, so used
+// is always at least the bytes of chunk files in the directory.
+type chunkCache struct {
+	dir      string
+	capacity int64
+	kin      int64 // probation's share of capacity
+	ghostCap int
+
+	mu        sync.Mutex // guards everything below
+	entries   map[chunkKey]*chunkEntry
+	probation list.List // of *chunkEntry, oldest first
+	protected list.List // of *chunkEntry, most recent first
+	probBytes int64
+	ghosts    map[chunkKey]*list.Element
+	ghostList list.List // of chunkKey, oldest first
+	used      int64
+	seq       uint64
+	stats     cacheStats
+
+	// Metric hooks, set before use: bytes accounted change by delta; one
+	// chunk evicted. Called under mu; they must not call back.
+	onBytes func(delta int64)
+	onEvict func()
+}
+
+type cacheStats struct {
+	evictions int64
+	dropped   int64 // files that failed to read back
+}
+
+// openChunkCache prepares dir: it is created if missing and every chunk
+// file left by a previous run is removed (the cache holds nothing across
+// restarts; other files are left alone).
+func openChunkCache(dir string, capacity, chunkBytes int64) (*chunkCache, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("tiering: reader: CacheDir is empty")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("tiering: reader: cache dir: %w", err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tiering: reader: cache dir: %w", err)
+	}
+	for _, de := range names {
+		if de.Type().IsRegular() && strings.HasSuffix(de.Name(), chunkFileSuffix) {
+			if err := os.Remove(filepath.Join(dir, de.Name())); err != nil {
+				return nil, fmt.Errorf("tiering: reader: wiping cache: %w", err)
+			}
+		}
+	}
+	ghosts := int(2 * (capacity / max(chunkBytes, 1)))
+	return &chunkCache{
+		dir: dir, capacity: capacity, kin: capacity / 4, ghostCap: max(ghosts, 16),
+		entries: map[chunkKey]*chunkEntry{},
+		ghosts:  map[chunkKey]*list.Element{},
+		onBytes: func(int64) {}, onEvict: func() {},
+	}, nil
+}
+
+// lookup returns the ready chunk for k pinned (the caller must unpin it),
+// or nil. A protected chunk becomes the most recently used; a probation
+// chunk stays where it is (see the 2Q note above).
+func (c *chunkCache) lookup(k chunkKey) *chunkEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[k]
+	if e == nil || !e.ready {
+		return nil
+	}
+	if e.q == qProtected {
+		c.protected.MoveToFront(e.elem)
+	}
+	e.pins++
+	return e
+}
+
+// contains reports whether k is cached, without counting as a use.
+func (c *chunkCache) contains(k chunkKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[k] != nil
+}
+
+// unpin releases a pin taken by lookup or reserve.
+func (c *chunkCache) unpin(e *chunkEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.pins--
+	if e.pins == 0 && e.dead {
+		c.unlinkLocked(e)
+	}
+}
+
+// reserve makes room for a chunk of size bytes and returns its entry,
+// pinned and not yet visible, for the caller to write and then commit or
+// abort. It returns nil when the chunk should not be cached: it is
+// already cached or being written, it is larger than the cache, or only
+// pinned chunks could make room. readAhead chunks always enter probation
+// and leave ghosts alone: prefetching is no evidence of reuse.
+func (c *chunkCache) reserve(k chunkKey, size int64, readAhead bool) *chunkEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[k] != nil || size > c.capacity || size <= 0 {
+		return nil
+	}
+	for c.used+size > c.capacity {
+		if !c.evictOneLocked() {
+			return nil
+		}
+	}
+	q := qProbation
+	if g, ok := c.ghosts[k]; ok && !readAhead {
+		c.ghostList.Remove(g)
+		delete(c.ghosts, k)
+		q = qProtected
+	}
+	c.seq++
+	e := &chunkEntry{key: k, size: size, q: q, pins: 1,
+		path: filepath.Join(c.dir, strconv.FormatUint(c.seq, 10)+chunkFileSuffix)}
+	c.used += size
+	c.onBytes(size)
+	c.entries[k] = e
+	return e
+}
+
+// commit makes a reserved, written chunk visible.
+func (c *chunkCache) commit(e *chunkEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.dead {
+		return // forgotten while being written; unpin unlinks it
+	}
+	e.ready = true
+	if e.q == qProtected {
+		e.elem = c.protected.PushFront(e)
+	} else {
+		e.elem = c.probation.PushBack(e)
+		c.probBytes += e.size
+	}
+}
+
+// drop removes e from the cache (a reserved chunk whose write failed, or
+// a cached one that failed to read back); its file goes at the last unpin.
+func (c *chunkCache) drop(e *chunkEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !e.dead {
+		c.removeLocked(e)
+		c.stats.dropped++
+	}
+}
+
+// forget drops every chunk of object obj, those being written included
+// (their commit then finds them dead). A scan of the entries: there are at
+// most CacheBytes/ChunkBytes of them (256 by default).
+func (c *chunkCache) forget(obj string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if k.obj == obj {
+			c.removeLocked(e)
+		}
+	}
+	for k, g := range c.ghosts {
+		if k.obj == obj {
+			c.ghostList.Remove(g)
+			delete(c.ghosts, k)
+		}
+	}
+}
+
+// removeAll drops every chunk (Close).
+func (c *chunkCache) removeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		c.removeLocked(e)
+	}
+}
+
+// removeLocked takes e out of the lists and the map and unlinks its file
+// now, or at the last unpin when a reader holds it.
+func (c *chunkCache) removeLocked(e *chunkEntry) {
+	if e.dead {
+		return
+	}
+	e.dead = true
+	if c.entries[e.key] == e {
+		delete(c.entries, e.key)
+	}
+	if e.elem != nil {
+		if e.q == qProtected {
+			c.protected.Remove(e.elem)
+		} else {
+			c.probation.Remove(e.elem)
+			c.probBytes -= e.size
+		}
+		e.elem = nil
+	}
+	if e.pins == 0 {
+		c.unlinkLocked(e)
+	}
+}
+
+// unlinkLocked deletes e's file and gives its bytes back. The bytes are
+// given back even if the unlink fails for a file never created.
+func (c *chunkCache) unlinkLocked(e *chunkEntry) {
+	if err := os.Remove(e.path); err != nil && !os.IsNotExist(err) {
+		// The file stays on disk: keep its bytes counted so the bound
+		// holds, and forget the entry (it is not reachable any more).
+		return
+	}
+	c.used -= e.size
+	c.onBytes(-e.size)
+}
+
+// evictOneLocked evicts one unpinned chunk by the 2Q rule; false when
+// every candidate is pinned.
+func (c *chunkCache) evictOneLocked() bool {
+	order := [2]*list.List{&c.probation, &c.protected}
+	if c.probBytes <= c.kin && c.protected.Len() > 0 {
+		order = [2]*list.List{&c.protected, &c.probation}
+	}
+	for _, l := range order {
+		// Probation: oldest first (front). Protected: least recent (back).
+		if l == &c.probation {
+			for el := l.Front(); el != nil; el = el.Next() {
+				if e := el.Value.(*chunkEntry); e.pins == 0 {
+					c.addGhostLocked(e.key)
+					c.removeLocked(e)
+					c.stats.evictions++
+					c.onEvict()
+					return true
+				}
+			}
+		} else {
+			for el := l.Back(); el != nil; el = el.Prev() {
+				if e := el.Value.(*chunkEntry); e.pins == 0 {
+					c.removeLocked(e)
+					c.stats.evictions++
+					c.onEvict()
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (c *chunkCache) addGhostLocked(k chunkKey) {
+	if _, ok := c.ghosts[k]; ok {
+		return
+	}
+	c.ghosts[k] = c.ghostList.PushBack(k)
+	for c.ghostList.Len() > c.ghostCap {
+		old := c.ghostList.Remove(c.ghostList.Front()).(chunkKey)
+		delete(c.ghosts, old)
+	}
+}
+
+// snapshot returns the bytes accounted (files and reservations) and the
+// counters.
+func (c *chunkCache) snapshot() (used int64, chunks int, st cacheStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used, len(c.entries), c.stats
+}

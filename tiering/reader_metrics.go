@@ -1,0 +1,93 @@
+package tiering
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// readerMetrics are the remote reader's Prometheus metrics (names in
+// api.go). Several readers may share a registry: collectors already
+// registered are reused, and the cache-bytes gauge is moved by deltas so
+// their figures add up.
+type readerMetrics struct {
+	readBytes      prometheus.Counter
+	readsOK        prometheus.Counter
+	readsError     prometheus.Counter
+	readsTimeout   prometheus.Counter
+	readSeconds    prometheus.Observer
+	cacheHits      prometheus.Counter
+	cacheMisses    prometheus.Counter
+	cacheBytes     prometheus.Gauge
+	cacheEvictions prometheus.Counter
+	readAhead      prometheus.Counter
+	queueWait      prometheus.Observer
+	indexHits      prometheus.Counter
+	indexMisses    prometheus.Counter
+}
+
+func newReaderMetrics(reg prometheus.Registerer) (*readerMetrics, error) {
+	counter := func(name, help string) (prometheus.Counter, error) {
+		return readerRegister(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+	}
+	var m readerMetrics
+	var errs []error
+	add := func(c prometheus.Counter, err error) prometheus.Counter {
+		errs = append(errs, err)
+		return c
+	}
+	m.readBytes = add(counter(MetricRemoteReadBytes, "Bytes of record batches the remote reader returned to fetches."))
+	m.cacheHits = add(counter(MetricCacheHits, "Remote-read chunk lookups served from the local chunk cache."))
+	m.cacheMisses = add(counter(MetricCacheMisses, "Remote-read chunk lookups that had to wait for the object store."))
+	m.cacheEvictions = add(counter(MetricCacheEvictions, "Chunks evicted from the remote-read chunk cache."))
+	m.readAhead = add(counter(MetricReadAheadChunks, "Chunks prefetched ahead of sequential remote readers."))
+	m.indexHits = add(counter(MetricIndexCacheHits, "Remote segment index lookups served from memory."))
+	m.indexMisses = add(counter(MetricIndexCacheMisses, "Remote segment index lookups fetched from the object store."))
+
+	reads, err := readerRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricRemoteReads, Help: "Remote reads (fetches and timestamp lookups) by result.",
+	}, []string{"result"}))
+	errs = append(errs, err)
+	m.readsOK, m.readsError, m.readsTimeout = reads.WithLabelValues("ok"), reads.WithLabelValues("error"), reads.WithLabelValues("timeout")
+
+	secs, err := readerRegister(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: MetricRemoteReadSeconds, Help: "Latency of one remote read.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18), // 0.1ms .. ~13s
+	}))
+	errs = append(errs, err)
+	m.readSeconds = secs
+	wait, err := readerRegister(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: MetricReadQueueWaitSeconds, Help: "Time an object-store GET of the remote reader waited for a thread and byte-rate budget.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	}))
+	errs = append(errs, err)
+	m.queueWait = wait
+	gauge, err := readerRegister(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: MetricCacheBytes, Help: "Bytes of chunk files in the remote-read cache, writes in progress included.",
+	}))
+	errs = append(errs, err)
+	m.cacheBytes = gauge
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// readerRegister registers c on reg, returning the collector already there
+// if an identical one was registered before (objstore's register does the
+// same for its metrics).
+func readerRegister[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if reg == nil {
+		return c, nil
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
