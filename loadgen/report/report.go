@@ -1,0 +1,421 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/strata-io/strata/loadgen"
+)
+
+// ErrNoResult is returned by [WriteHTML] and [WriteHTMLCompare] when there
+// is no result to render.
+var ErrNoResult = errors.New("report: no result to render")
+
+// WriteHTML writes r as one self-contained HTML page to w. It never panics
+// on odd values (zero, negative, NaN or infinite numbers, empty series):
+// such values render as "n/a" or are left out of a chart, and a chart with
+// nothing to draw says so.
+func WriteHTML(w io.Writer, r *loadgen.Result) error {
+	if r == nil {
+		return ErrNoResult
+	}
+	v := buildView(r)
+	if err := pageTemplate.Execute(w, v); err != nil {
+		return fmt.Errorf("report: writing HTML: %w", err)
+	}
+	return nil
+}
+
+// view is what the page template reads: strings already formatted, charts
+// already drawn.
+type view struct {
+	Title      string
+	R          *loadgen.Result
+	Rows       []summaryRow
+	Charts     []chartView
+	Workload   []kv
+	CatchUp    []kv
+	Cost       []kv
+	Machine    []kv
+	Errors     []string
+	Notes      []string
+	Palette    []paletteEntry
+	Generated  string
+	Compare    []compareRow // WriteHTMLCompare only
+	IsCompare  bool
+	HasConsume bool
+}
+
+type chartView struct {
+	Name    string
+	Caption string
+	SVG     template.HTML
+}
+
+type kv struct{ K, V string }
+
+type paletteEntry struct{ Chart, Series, Color string }
+
+type summaryRow struct {
+	Side                                     string
+	Records, RecordsPerSec, MBPerSec, Errors string
+	Mean, P50, P90, P99, P999, P9999, Max    string
+}
+
+func buildView(r *loadgen.Result) view {
+	samples := append([]loadgen.Sample(nil), r.Series...)
+	sort.SliceStable(samples, func(i, j int) bool { return samples[i].T < samples[j].T })
+	hasConsume := r.Workload.Consumers > 0 || r.Consume.Records > 0
+	for _, s := range samples {
+		if s.ConsumeRecords != 0 || s.ConsumeBytes != 0 || s.Lag != 0 || s.EndToEndP99 != 0 {
+			hasConsume = true
+		}
+	}
+	v := view{
+		Title:      "Strata load report: " + orNA(r.Scenario),
+		R:          r,
+		HasConsume: hasConsume,
+		Errors:     r.Errors,
+		Notes:      r.Notes,
+	}
+	v.Rows = append(v.Rows, sideRow("produce", r.Produce, r.Produce.Latency))
+	if hasConsume {
+		row := sideRow("consume", r.Consume, loadgen.Latency{})
+		row.Mean, row.P50, row.P90, row.P99, row.P999, row.P9999, row.Max = "", "", "", "", "", "", ""
+		v.Rows = append(v.Rows, row)
+		e := latencyRow("end-to-end", r.EndToEnd)
+		e.Records = strconv.FormatInt(r.EndToEnd.Count, 10)
+		v.Rows = append(v.Rows, e)
+	}
+	v.Charts = []chartView{
+		{"throughput", "Throughput per second, produce and consume: records/s (top) and MB/s of keys and values (bottom).", throughputChart(samples, hasConsume).render()},
+		{"latency-distribution", "Latency by percentile over the measured phase (HdrHistogram), publish (intended send → ack) and end-to-end (record timestamp → receipt). The x axis is logarithmic in 1/(1−p).", latencyDistChart(r.Histogram, hasConsume).render()},
+		{"latency-over-time", "p99 latency of each second.", latencyTimeChart(samples, hasConsume).render()},
+		{"lag", "Consumer lag in records, summed over groups and partitions.", lagChart(samples, hasConsume).render()},
+	}
+	for _, name := range ChartNames {
+		ss := make([]string, 0, len(Palette[name]))
+		for s := range Palette[name] {
+			ss = append(ss, s)
+		}
+		sort.Strings(ss)
+		for _, s := range ss {
+			v.Palette = append(v.Palette, paletteEntry{name, s, Palette[name][s]})
+		}
+	}
+	v.Workload = workloadKV(r)
+	if c := r.CatchUp; c != nil {
+		caught := num(c.CaughtUpSeconds) + " s"
+		if c.CaughtUpSeconds < 0 {
+			caught = "never caught up"
+		}
+		v.CatchUp = []kv{
+			{"backlog records", strconv.FormatInt(c.BacklogRecords, 10)},
+			{"backlog bytes", bytesStr(float64(c.BacklogBytes))},
+			{"caught up after", caught},
+			{"read MB/s", num(c.ReadMBPerSec)},
+			{"producer p99 before (ms)", num(c.ProducerP99Before)},
+			{"producer p99 during (ms)", num(c.ProducerP99During)},
+			{"producer p99 increase", num(c.ProducerP99Increase) + "×"},
+		}
+	}
+	if c := r.Cost; c != nil {
+		v.Cost = []kv{
+			{"metrics", orNA(c.MetricsURL)},
+			{"PUTs", num(c.Puts)},
+			{"GETs", num(c.Gets)},
+			{"LISTs", num(c.Lists)},
+			{"DELETEs", num(c.Deletes)},
+			{"bytes put", bytesStr(c.BytesPut)},
+			{"bytes got", bytesStr(c.BytesGot)},
+			{"PUTs per GiB produced", num(c.PutsPerGiBIn)},
+			{"GETs per GiB consumed", num(c.GetsPerGiBOut)},
+			{"price per 1000 PUT (USD)", num(c.PricePerKPut)},
+			{"price per 1000 GET (USD)", num(c.PricePerKGet)},
+			{"estimated request cost (USD)", num(c.EstimatedCostUSD)},
+		}
+	}
+	if m := r.Machine; m != nil {
+		v.Machine = []kv{
+			{"sequential file write (MB/s)", num(m.SeqWriteMBPerSec)},
+			{"loopback sendfile (MB/s)", num(m.LoopbackSendfileMBs)},
+			{"produce MB/s / sequential write", ratio(r.Produce.MBPerSec, m.SeqWriteMBPerSec)},
+			{"consume MB/s / loopback sendfile", ratio(r.Consume.MBPerSec, m.LoopbackSendfileMBs)},
+		}
+	}
+	return v
+}
+
+func sideRow(side string, s loadgen.Summary, l loadgen.Latency) summaryRow {
+	row := latencyRow(side, l)
+	row.Records = strconv.FormatInt(s.Records, 10)
+	row.RecordsPerSec = num(s.RecordsPerSec)
+	row.MBPerSec = num(s.MBPerSec)
+	row.Errors = strconv.FormatInt(s.Errors, 10)
+	return row
+}
+
+func latencyRow(side string, l loadgen.Latency) summaryRow {
+	return summaryRow{
+		Side: side,
+		Mean: num(l.Mean), P50: num(l.P50), P90: num(l.P90), P99: num(l.P99),
+		P999: num(l.P999), P9999: num(l.P9999), Max: num(l.Max),
+	}
+}
+
+func workloadKV(r *loadgen.Result) []kv {
+	w := r.Workload
+	out := []kv{
+		{"scenario", orNA(r.Scenario)},
+		{"target", orNA(r.Target)},
+		{"brokers", orNA(strings.Join(r.Brokers, ", "))},
+		{"started", orNA(r.StartedAt)},
+		{"measured seconds", num(r.Duration)},
+		{"workload name", orNA(w.Name)},
+		{"topic", orNA(w.Topic)},
+		{"topics", strconv.Itoa(w.Topics)},
+		{"partitions per topic", strconv.Itoa(w.Partitions)},
+		{"replication factor", strconv.Itoa(w.ReplicationFactor)},
+		{"create topics", boolPtr(w.CreateTopics)},
+	}
+	if len(w.TopicConfigs) > 0 {
+		ks := make([]string, 0, len(w.TopicConfigs))
+		for k := range w.TopicConfigs {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		parts := make([]string, len(ks))
+		for i, k := range ks {
+			parts[i] = k + "=" + w.TopicConfigs[k]
+		}
+		out = append(out, kv{"topic configs", strings.Join(parts, ", ")})
+	}
+	out = append(out,
+		kv{"record size", sizeDist(w.RecordSize)},
+		kv{"keys", orNA(w.Keys)},
+		kv{"key space", strconv.Itoa(w.KeySpace)},
+		kv{"zipf s", num(w.ZipfS)},
+		kv{"compression", orNA(w.Compression)},
+		kv{"acks", orNA(w.Acks)},
+		kv{"linger", orNA(w.Linger)},
+		kv{"batch bytes", orNA(w.BatchBytes)},
+		kv{"idempotent", boolPtr(w.Idempotent)},
+		kv{"producers", strconv.Itoa(w.Producers)},
+		kv{"consumers per group", strconv.Itoa(w.Consumers)},
+		kv{"groups", strconv.Itoa(w.Groups)},
+		kv{"consume from", orNA(w.ConsumeFrom)},
+		kv{"rate (records/s)", rate(w.Rate)},
+		kv{"duration", orNA(w.Duration)},
+		kv{"warm-up", orNA(w.Warmup)},
+	)
+	if w.FillBytes != "" {
+		out = append(out, kv{"fill bytes", w.FillBytes})
+	}
+	out = append(out, kv{"max in flight", strconv.Itoa(w.MaxInFlight)})
+	return out
+}
+
+func sizeDist(d loadgen.SizeDist) string {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+" "+v)
+		}
+	}
+	add("size", d.Size)
+	add("min", d.Min)
+	add("max", d.Max)
+	add("mean", d.Mean)
+	add("stddev", d.Stddev)
+	kind := orNA(d.Kind)
+	if len(parts) == 0 {
+		return kind
+	}
+	return kind + " (" + strings.Join(parts, ", ") + ")"
+}
+
+func rate(r int64) string {
+	if r <= 0 {
+		return "unlimited"
+	}
+	return strconv.FormatInt(r, 10)
+}
+
+func boolPtr(b *bool) string {
+	if b == nil {
+		return "default"
+	}
+	return strconv.FormatBool(*b)
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}
+
+// num formats a figure for the tables: 3 decimals below 1, 2 below 100, 1
+// above; "n/a" for NaN and infinities.
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case !finite(v):
+		return "n/a"
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v == 0:
+		return "0"
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+func ratio(a, b float64) string {
+	if !(b > 0) || !finite(a) || !finite(b) {
+		return "n/a"
+	}
+	return num(100*a/b) + " %"
+}
+
+// bytesStr shows bytes as MB (10^6) with the exact count.
+func bytesStr(b float64) string {
+	if !finite(b) {
+		return "n/a"
+	}
+	return num(b/1e6) + " MB (" + strconv.FormatFloat(b, 'f', 0, 64) + " B)"
+}
+
+// timeRange is [min T, max T] of the samples.
+func timeRange(samples []loadgen.Sample) (float64, float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range samples {
+		if finite(s.T) {
+			lo, hi = math.Min(lo, s.T), math.Max(hi, s.T)
+		}
+	}
+	if lo > hi {
+		return 0, 1
+	}
+	if hi == lo {
+		hi = lo + 1
+	}
+	return lo, hi
+}
+
+func maxY(ss ...series) float64 {
+	m := 0.0
+	for _, s := range ss {
+		for _, p := range s.pts {
+			if finite(p.x) && finite(p.y) && p.y > m {
+				m = p.y
+			}
+		}
+	}
+	return m
+}
+
+func throughputChart(samples []loadgen.Sample, hasConsume bool) chart {
+	t0, t1 := timeRange(samples)
+	pal := Palette["throughput"]
+	mk := func(name string, get func(loadgen.Sample) float64) series {
+		s := series{name: name, color: pal[name]}
+		for _, smp := range samples {
+			s.pts = append(s.pts, point{smp.T, get(smp)})
+		}
+		return s
+	}
+	recs := []series{mk("produce", func(s loadgen.Sample) float64 { return float64(s.ProduceRecords) })}
+	mbs := []series{mk("produce", func(s loadgen.Sample) float64 { return float64(s.ProduceBytes) / 1e6 })}
+	if hasConsume {
+		recs = append(recs, mk("consume", func(s loadgen.Sample) float64 { return float64(s.ConsumeRecords) }))
+		mbs = append(mbs, mk("consume", func(s loadgen.Sample) float64 { return float64(s.ConsumeBytes) / 1e6 }))
+	}
+	return chart{name: "throughput", title: "Throughput", panels: []panel{
+		{title: "Throughput (records/s)", xLabel: "time (s, negative = warm-up)", yLabel: "records/s",
+			x0: t0, x1: t1, y1: niceMax(maxY(recs...)), series: recs},
+		{title: "Throughput (MB/s)", xLabel: "time (s, negative = warm-up)", yLabel: "MB/s (10^6 B/s)",
+			x0: t0, x1: t1, y1: niceMax(maxY(mbs...)), series: mbs},
+	}}
+}
+
+func latencyDistChart(h loadgen.Histogram, hasConsume bool) chart {
+	pal := Palette["latency-distribution"]
+	maxX := 0.0
+	for _, ps := range [][]loadgen.Percentile{h.Publish, h.EndToEnd} {
+		for _, p := range ps {
+			if x := percentileX(p.Percentile); finite(x) && x > maxX {
+				maxX = x
+			}
+		}
+	}
+	nines := int(math.Ceil(maxX - 1e-9))
+	nines = max(2, min(nines, 7))
+	end := float64(nines)
+	mk := func(name string, ps []loadgen.Percentile) series {
+		s := series{name: name, color: pal[name]}
+		for _, p := range ps {
+			x := percentileX(p.Percentile)
+			if math.IsInf(x, 1) || x > end {
+				x = end // 100% (the max) sits at the axis end
+			}
+			s.pts = append(s.pts, point{x, p.ValueMs})
+		}
+		return s
+	}
+	ss := []series{mk("publish", h.Publish)}
+	if hasConsume || len(h.EndToEnd) > 0 {
+		ss = append(ss, mk("end-to-end", h.EndToEnd))
+	}
+	return chart{name: "latency-distribution", title: "Latency by percentile", panels: []panel{{
+		title: "Latency by percentile", xLabel: "percentile (log scale of 1/(1−p))", yLabel: "latency (ms)",
+		x0: 0, x1: end, y1: niceMax(maxY(ss...)), xTicks: percentileTicks(nines), series: ss,
+	}}}
+}
+
+func latencyTimeChart(samples []loadgen.Sample, hasConsume bool) chart {
+	t0, t1 := timeRange(samples)
+	pal := Palette["latency-over-time"]
+	mk := func(name string, get func(loadgen.Sample) float64) series {
+		s := series{name: name, color: pal[name]}
+		for _, smp := range samples {
+			y := get(smp)
+			if !(y > 0) {
+				y = math.NaN() // no records that second: a gap, not a zero
+			}
+			s.pts = append(s.pts, point{smp.T, y})
+		}
+		return s
+	}
+	ss := []series{mk("publish p99", func(s loadgen.Sample) float64 { return s.PublishP99 })}
+	if hasConsume {
+		ss = append(ss, mk("end-to-end p99", func(s loadgen.Sample) float64 { return s.EndToEndP99 }))
+	}
+	return chart{name: "latency-over-time", title: "p99 latency over time", panels: []panel{{
+		title: "p99 latency per second", xLabel: "time (s, negative = warm-up)", yLabel: "p99 latency (ms)",
+		x0: t0, x1: t1, y1: niceMax(maxY(ss...)), series: ss,
+	}}}
+}
+
+func lagChart(samples []loadgen.Sample, hasConsume bool) chart {
+	t0, t1 := timeRange(samples)
+	p := panel{title: "Consumer lag", xLabel: "time (s, negative = warm-up)", yLabel: "lag (records)",
+		x0: t0, x1: t1, noData: "no data: this run had no consumers"}
+	if hasConsume {
+		s := series{name: "lag", color: Palette["lag"]["lag"]}
+		for _, smp := range samples {
+			s.pts = append(s.pts, point{smp.T, float64(smp.Lag)})
+		}
+		p.series = []series{s}
+		p.y1 = niceMax(maxY(s))
+		p.noData = "no data"
+	}
+	return chart{name: "lag", title: "Consumer lag", panels: []panel{p}}
+}
