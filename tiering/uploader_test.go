@@ -1,0 +1,134 @@
+package tiering
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/tiering/objstore"
+)
+
+var upTopicID = uuid.MustParse("3f2504e0-4f89-41d3-9a0c-0305e82c3301")
+
+func upPart(topic string, idx int32) Partition {
+	return Partition{Topic: topic, TopicID: upTopicID, Index: idx}
+}
+
+// Sealed segments wholly below the HW go up, in order, each as five
+// objects whose bytes equal the local files, named in the manifest and
+// committed COPY_FINISHED; the segment holding the HW and the active one
+// do not. Raising the HW uploads the next.
+func TestUploaderUploadsSealedCommittedSegments(t *testing.T) {
+	p := upPart("orders-eu", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 3, 3, 3) // [0,29] [30,59] [60,89]
+	tp.appendSegments(t, testTs+1000, 1)  // [90,99], then an empty active segment
+	if _, err := tp.Log.Append(testBatch(10, 100, testTs+2000), storage.AppendOptions{LeaderEpoch: 3, AssignOffsets: true}); err != nil {
+		t.Fatal(err)
+	}
+	tp.hw.Store(75) // inside [60,89]
+	store := objstore.NewMemStore()
+	u := newTestUploader(t, store, meta, nil)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "two segments uploaded", func() bool { return len(meta.finished(p.TopicID, 0)) == 2 })
+	u.Kick()
+	time.Sleep(50 * time.Millisecond)
+	fin := meta.finished(p.TopicID, 0)
+	if got := spans(fin); !slices.Equal(got, []string{"[0,29]COPY_FINISHED", "[30,59]COPY_FINISHED"}) {
+		t.Fatalf("finished = %v, want [0,29] [30,59] only (HW 75)", got)
+	}
+	if got := tp.Log.RemoteUploadedOffset(); got != 60 {
+		t.Fatalf("RemoteUploadedOffset = %d, want 60", got)
+	}
+	st, ok := u.Status(p)
+	if !ok || st.RemoteStart != 0 || st.RemoteEnd != 59 || st.RemoteSegments != 2 || st.UploadLagSegments != 0 {
+		t.Fatalf("status = %+v", st)
+	}
+
+	local := tp.Log.Segments()
+	m, _, err := NewManifestStore(store).Load(testCtx(t), ManifestKey("strata", p.Topic, p.TopicID, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Segments) != 2 || m.LogStartOffset != 0 {
+		t.Fatalf("manifest = %+v", m)
+	}
+	var keys []string
+	for i, s := range fin {
+		ms := m.Segments[i]
+		if ms.SegmentID != s.SegmentID || ms.BaseOffset != s.BaseOffset || ms.EndOffset != s.EndOffset ||
+			ms.State != StateCopyFinished || ms.SizeBytes != local[i].Size || ms.MaxTimestamp != local[i].MaxTimestamp {
+			t.Fatalf("manifest segment %d = %+v, metadata %+v, local %+v", i, ms, s, local[i])
+		}
+		if s.BrokerID != 1 || s.SizeBytes != local[i].Size || len(s.LeaderEpochs) != 1 || s.LeaderEpochs[0] != (metadata.EpochStart{Epoch: 3, StartOffset: s.BaseOffset}) {
+			t.Fatalf("metadata segment %d = %+v", i, s)
+		}
+		rs := FromInfo(p.Topic, s)
+		want := map[string][]byte{
+			ExtLog:       readLocal(t, tp.fs, local[i].LogPath),
+			ExtIndex:     readLocal(t, tp.fs, local[i].IndexPath),
+			ExtTimeIndex: readLocal(t, tp.fs, local[i].TimeIndexPath),
+			ExtSnapshot:  readLocal(t, tp.fs, local[i+1].SnapshotPath),
+		}
+		// The log keeps only its latest producer snapshots; an older
+		// segment's end snapshot is gone and goes up as a zero-byte object.
+		for ext, w := range want {
+			if got := getObject(t, store, rs.Key("strata", ext)); !bytes.Equal(got, w) {
+				t.Fatalf("segment %d .%s: %d bytes differ from the local %d", i, ext, len(got), len(w))
+			}
+			if sz, _ := ms.Files.Size(ext); sz != int64(len(w)) {
+				t.Fatalf("manifest .%s size %d, want %d", ext, sz, len(w))
+			}
+		}
+		eps, err := DecodeEpochs(getObject(t, store, rs.Key("strata", ExtEpochs)))
+		if err != nil || !slices.Equal(eps, ms.LeaderEpochs) {
+			t.Fatalf(".epochs = %v, %v; want %v", eps, err, ms.LeaderEpochs)
+		}
+		for _, ext := range SegmentExts {
+			keys = append(keys, rs.Key("strata", ext))
+		}
+	}
+	keys = append(keys, ManifestKey("strata", p.Topic, p.TopicID, 0))
+	slices.Sort(keys)
+	if got := store.Keys(); !slices.Equal(got, keys) {
+		t.Fatalf("bucket keys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(keys, "\n"))
+	}
+	for _, c := range store.Calls() {
+		if c.Op == objstore.OpPut && strings.HasSuffix(c.Key, ".log") && c.Mode != objstore.CreateOnly {
+			t.Fatalf("segment object put with mode %v", c.Mode)
+		}
+	}
+
+	tp.hw.Store(-1) // HW = LEO: [60,89] and [90,99] are committed now; the active one never goes
+	waitFor(t, u, "all sealed segments uploaded", func() bool { return len(meta.finished(p.TopicID, 0)) == 4 })
+	if got := tp.Log.RemoteUploadedOffset(); got != 100 {
+		t.Fatalf("RemoteUploadedOffset = %d, want 100", got)
+	}
+	checkCoverage(t, meta, p, 0, 99)
+	local = tp.Log.Segments()
+	withSnap := 0
+	for i, s := range meta.finished(p.TopicID, 0)[2:] {
+		want := readLocal(t, tp.fs, local[i+3].SnapshotPath)
+		got := getObject(t, store, FromInfo(p.Topic, s).Key("strata", ExtSnapshot))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("segment [%d,%d] snapshot object %q, want %q", s.BaseOffset, s.EndOffset, got, want)
+		}
+		if len(want) > 0 {
+			withSnap++
+		}
+	}
+	if withSnap != 2 {
+		t.Fatalf("%d of the 2 newest uploads carried the next segment's producer snapshot", withSnap)
+	}
+	if v := upMetricValue(t, u.metrics.uploadedSegments); v != 4 {
+		t.Fatalf("uploaded segments counter = %v", v)
+	}
+}
