@@ -1,0 +1,489 @@
+// Command mkreport turns one bench/run result directory into
+// docs/benchmarks.md: per scenario, the median of each figure over the
+// repetitions for Strata and for the kfake peer, their ratio, Strata's
+// MB/s as a share of the machine's raw sequential write and loopback
+// sendfile measured in the same run, p99s, object-store cost per GiB, and
+// every failed run with its reason.
+//
+// It owns the benchmark page's layout and nothing else: it never runs a
+// benchmark and never invents a figure — a figure no run produced is
+// shown as "–", and a scenario without any successful run says so.
+//
+// Usage (bench/run calls it):
+//
+//	go run ./bench/mkreport -results bench/results/20261129T130000Z -out docs/benchmarks.md \
+//	    -commit abc1234 -date 2026-11-29T13:00:00Z -host "2 CPU, ..." -duration 20s -runs 3
+//
+// The result directory holds machine.<n>.json (`strata loadgen machine
+// --out`), <scenario>.<target>.<n>.json (`strata loadgen <scenario> --out`)
+// and failures.tsv (scenario, target, run, reason; tab-separated).
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/strata-io/strata/loadgen"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// meta is what the page says about the run besides its results.
+type meta struct {
+	Commit, Date, Host, Duration, Results string
+	Runs                                  int
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mkreport", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var m meta
+	dir := fs.String("results", "", "result directory written by bench/run")
+	out := fs.String("out", "", "markdown file to write (default stdout)")
+	fs.StringVar(&m.Commit, "commit", "", "commit benchmarked")
+	fs.StringVar(&m.Date, "date", "", "date of the run")
+	fs.StringVar(&m.Host, "host", "", "machine description")
+	fs.StringVar(&m.Duration, "duration", "", "measured phase of each run")
+	fs.IntVar(&m.Runs, "runs", 0, "repetitions asked for")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *dir == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: mkreport -results DIR [-out FILE] [-commit C -date D -host H -duration D -runs N]")
+		return 2
+	}
+	m.Results = *dir
+	set, err := load(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "mkreport: %v\n", err)
+		return 1
+	}
+	w := stdout
+	var f *os.File
+	if *out != "" {
+		if f, err = os.Create(*out); err != nil {
+			fmt.Fprintf(stderr, "mkreport: %v\n", err)
+			return 1
+		}
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	writeMarkdown(bw, m, set)
+	err = bw.Flush()
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mkreport: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// failure is one run that produced no result.
+type failure struct{ Scenario, Target, Run, Reason string }
+
+// resultSet is a result directory, loaded.
+type resultSet struct {
+	machines []*loadgen.Machine
+	runs     map[string]map[string][]*loadgen.Result // scenario → target → repetitions
+	failures []failure
+}
+
+// load reads a result directory. A JSON file that does not decode is an
+// error (the page would silently lose a run otherwise); a missing
+// failures.tsv means none failed.
+func load(dir string) (*resultSet, error) {
+	s := &resultSet{runs: map[string]map[string][]*loadgen.Result{}}
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		parts := strings.Split(strings.TrimSuffix(filepath.Base(name), ".json"), ".")
+		r, err := readResult(name)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case len(parts) == 2 && parts[0] == "machine":
+			if r.Machine == nil {
+				return nil, fmt.Errorf("%s: no machine figures", name)
+			}
+			s.machines = append(s.machines, r.Machine)
+		case len(parts) == 3:
+			scenario, target := parts[0], parts[1]
+			if s.runs[scenario] == nil {
+				s.runs[scenario] = map[string][]*loadgen.Result{}
+			}
+			s.runs[scenario][target] = append(s.runs[scenario][target], r)
+		default:
+			return nil, fmt.Errorf("%s: want machine.<n>.json or <scenario>.<target>.<n>.json", name)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "failures.tsv"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.SplitN(line, "\t", 4)
+		if len(f) != 4 {
+			return nil, fmt.Errorf("failures.tsv line %d: want 4 tab-separated fields, got %q", i+1, line)
+		}
+		s.failures = append(s.failures, failure{f[0], f[1], f[2], f[3]})
+	}
+	return s, nil
+}
+
+func readResult(path string) (*loadgen.Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r loadgen.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// scenarioOrder is the page's order; unknown scenarios follow, sorted.
+var scenarioOrder = []string{"max-throughput", "fixed-rate", "e2e-latency", "catch-up", "fill"}
+
+func (s *resultSet) scenarios() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, sc := range scenarioOrder {
+		if s.runs[sc] != nil || s.failed(sc, "") {
+			out = append(out, sc)
+			seen[sc] = true
+		}
+	}
+	var rest []string
+	for sc := range s.runs {
+		if !seen[sc] {
+			rest = append(rest, sc)
+			seen[sc] = true
+		}
+	}
+	for _, f := range s.failures {
+		if !seen[f.Scenario] {
+			rest = append(rest, f.Scenario)
+			seen[f.Scenario] = true
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+func (s *resultSet) failed(scenario, target string) bool {
+	for _, f := range s.failures {
+		if f.Scenario == scenario && (target == "" || f.Target == target) {
+			return true
+		}
+	}
+	return false
+}
+
+// median of the finite values; NaN when there are none.
+func median(vs []float64) float64 {
+	var xs []float64
+	for _, v := range vs {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// med is the median of get over runs; NaN when no run has the figure
+// (get returns NaN for "not measured").
+func med(runs []*loadgen.Result, get func(*loadgen.Result) float64) float64 {
+	vs := make([]float64, len(runs))
+	for i, r := range runs {
+		vs[i] = get(r)
+	}
+	return median(vs)
+}
+
+// metric is one row of a scenario table.
+type metric struct {
+	name   string
+	unit   string
+	get    func(*loadgen.Result) float64
+	higher bool // higher is better (throughput); else lower is (latency)
+}
+
+// positive is v when it was measured (> 0), else NaN: a zero latency or
+// rate means the side did not run (no consumers), not a perfect figure.
+func positive(v float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return math.NaN()
+}
+
+var metrics = []metric{
+	{"produce records/s", "", func(r *loadgen.Result) float64 { return positive(r.Produce.RecordsPerSec) }, true},
+	{"produce MB/s", "", func(r *loadgen.Result) float64 { return positive(r.Produce.MBPerSec) }, true},
+	{"consume MB/s", "", func(r *loadgen.Result) float64 { return positive(r.Consume.MBPerSec) }, true},
+	{"publish p50", "ms", func(r *loadgen.Result) float64 { return positive(r.Produce.Latency.P50) }, false},
+	{"publish p99", "ms", func(r *loadgen.Result) float64 { return positive(r.Produce.Latency.P99) }, false},
+	{"publish p99.9", "ms", func(r *loadgen.Result) float64 { return positive(r.Produce.Latency.P999) }, false},
+	{"end-to-end p50", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P50) }, false},
+	{"end-to-end p99", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P99) }, false},
+	{"end-to-end p99.9", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P999) }, false},
+	{"errors (produce + consume)", "", func(r *loadgen.Result) float64 { return float64(r.Produce.Errors + r.Consume.Errors) }, false},
+}
+
+func writeMarkdown(w io.Writer, m meta, s *resultSet) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("# Benchmarks\n\n")
+	p("<!-- Generated by bench/run (bench/mkreport) from %s; do not edit by hand. -->\n\n", m.Results)
+	p("Strata against franz-go's in-memory `kfake` broker (no disk at all: the ceiling a Go Kafka broker could reach on this machine) under the shipped `strata loadgen` scenarios, with the machine's raw limits measured in the same run. ")
+	p("Each figure is the median of the repetitions that succeeded; a run that failed is listed under its scenario with the reason and counts in no median. ")
+	p("Ratios are Strata ÷ kfake: above 1 is better for throughput, below 1 is better for latency.\n\n")
+	p("| | |\n| --- | --- |\n")
+	p("| date | %s |\n| commit | %s |\n| machine | %s |\n| measured phase per run | %s |\n| repetitions | %d |\n", na(m.Date), na(m.Commit), na(m.Host), na(m.Duration), m.Runs)
+	seq := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.SeqWriteMBPerSec }))
+	sf := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.LoopbackSendfileMBs }))
+	p("| sequential file write (one fsync) | %s MB/s (median of %d) |\n", fig(seq), len(s.machines))
+	p("| loopback sendfile | %s MB/s (median of %d) |\n\n", fig(sf), len(s.machines))
+
+	scenarios := s.scenarios()
+	if len(scenarios) == 0 {
+		p("No scenario produced a result.\n\n")
+	}
+	if len(scenarios) > 0 {
+		p("## Overview\n\n")
+		p("| scenario | Strata produce MB/s | kfake produce MB/s | ratio | Strata MB/s ÷ seq. write | Strata publish p99 (ms) | kfake publish p99 (ms) | Strata e2e p99 (ms) | kfake e2e p99 (ms) |\n")
+		p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, sc := range scenarios {
+			st, kf := s.runs[sc]["strata"], s.runs[sc]["kfake"]
+			smb, kmb := med(st, metrics[1].get), med(kf, metrics[1].get)
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, fig(smb), fig(kmb), ratio(smb, kmb), pct(smb, seq),
+				fig(med(st, metrics[4].get)), fig(med(kf, metrics[4].get)), fig(med(st, metrics[7].get)), fig(med(kf, metrics[7].get)))
+		}
+		p("\n")
+	}
+
+	for _, sc := range scenarios {
+		st, kf := s.runs[sc]["strata"], s.runs[sc]["kfake"]
+		p("## %s\n\n", sc)
+		if w := workloadLine(append(append([]*loadgen.Result{}, st...), kf...)); w != "" {
+			p("%s\n\n", w)
+		}
+		if len(st)+len(kf) == 0 {
+			p("No successful run.\n\n")
+		} else {
+			p("| figure | Strata | kfake | Strata ÷ kfake |\n| --- | ---: | ---: | ---: |\n")
+			p("| successful runs | %d | %d | |\n", len(st), len(kf))
+			for _, mt := range metrics {
+				a, b := med(st, mt.get), med(kf, mt.get)
+				if math.IsNaN(a) && math.IsNaN(b) {
+					continue
+				}
+				name := mt.name
+				if mt.unit != "" {
+					name += " (" + mt.unit + ")"
+				}
+				r := ratio(a, b)
+				if mt.name == "errors (produce + consume)" {
+					r = ""
+				}
+				p("| %s | %s | %s | %s |\n", name, fig(a), fig(b), r)
+			}
+			if len(st) > 0 {
+				smb := med(st, metrics[1].get)
+				cmb := med(st, metrics[2].get)
+				p("| Strata produce MB/s ÷ sequential write | %s | | |\n", pct(smb, seq))
+				if !math.IsNaN(cmb) {
+					p("| Strata consume MB/s ÷ loopback sendfile | %s | | |\n", pct(cmb, sf))
+				}
+			}
+			p("\n")
+			writeCatchUp(p, st)
+			writeCost(p, st)
+		}
+		for _, f := range s.failures {
+			if f.Scenario == sc {
+				p("- failed: %s run %s: %s\n", f.Target, f.Run, oneLine(f.Reason))
+			}
+		}
+		if s.failed(sc, "") {
+			p("\n")
+		}
+	}
+
+	p("## How to reproduce\n\n")
+	p("```\nmake bench                                  # or: bench/run\nBENCH_DURATION=60s RUNS=5 bench/run         # longer runs, more repetitions\n```\n\n")
+	p("`bench/run` builds `strata`, measures the machine (`strata loadgen machine`), starts a Strata node on 127.0.0.1 with a fresh data directory and free ports, starts the kfake peer (`strata loadgen kfake`), runs each scenario against both with `--duration $BENCH_DURATION` (default 20s) RUNS times (default 3), keeps every JSON result and HTML report in `bench/results/<timestamp>/` (not committed), and regenerates this page with `go run ./bench/mkreport`. ")
+	p("Catch-up runs against Strata only (it reads back a backlog that lives in the remote tier); fill writes a small fixed amount (`BENCH_FILL`, default 256MiB) instead of the preset's 10GiB. ")
+	p("Object-store cost comes from the node's `/metrics` before and after each run (`--metrics-url`), priced at $0.005 per 1000 PUT/LIST and $0.0004 per 1000 GET. ")
+	p("Single runs on a shared 2-core machine vary by tens of percent: compare medians, and rerun before drawing conclusions.\n")
+}
+
+func writeCatchUp(p func(string, ...any), st []*loadgen.Result) {
+	var cs []*loadgen.Result
+	for _, r := range st {
+		if r.CatchUp != nil {
+			cs = append(cs, r)
+		}
+	}
+	if len(cs) == 0 {
+		return
+	}
+	get := func(f func(*loadgen.CatchUp) float64) string {
+		return fig(med(cs, func(r *loadgen.Result) float64 { return f(r.CatchUp) }))
+	}
+	never := 0
+	for _, r := range cs {
+		if r.CatchUp.CaughtUpSeconds < 0 {
+			never++
+		}
+	}
+	p("Catch-up (Strata, median of %d): backlog %s MB, caught up after %s s (%d of %d runs never caught up), read %s MB/s, producer p99 %s ms alone → %s ms during (×%s).\n\n",
+		len(cs),
+		get(func(c *loadgen.CatchUp) float64 { return float64(c.BacklogBytes) / 1e6 }),
+		fig(med(cs, func(r *loadgen.Result) float64 {
+			if r.CatchUp.CaughtUpSeconds < 0 {
+				return math.NaN()
+			}
+			return r.CatchUp.CaughtUpSeconds
+		})),
+		never, len(cs),
+		get(func(c *loadgen.CatchUp) float64 { return c.ReadMBPerSec }),
+		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99Before }),
+		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99During }),
+		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99Increase }))
+}
+
+func writeCost(p func(string, ...any), st []*loadgen.Result) {
+	var cs []*loadgen.Result
+	for _, r := range st {
+		if r.Cost != nil {
+			cs = append(cs, r)
+		}
+	}
+	if len(cs) == 0 {
+		return
+	}
+	get := func(f func(*loadgen.Cost) float64) string {
+		return fig(med(cs, func(r *loadgen.Result) float64 { return f(r.Cost) }))
+	}
+	perGiB := med(cs, func(r *loadgen.Result) float64 {
+		gib := float64(r.Produce.Bytes) / (1 << 30)
+		if !(gib > 0) {
+			return math.NaN()
+		}
+		return r.Cost.EstimatedCostUSD / gib
+	})
+	p("Object store (Strata, median of %d): %s PUTs and %s GETs per run, %s PUTs per GiB produced, %s GETs per GiB consumed, request cost $%s per run, $%s per GiB produced.\n\n",
+		len(cs), get(func(c *loadgen.Cost) float64 { return c.Puts }), get(func(c *loadgen.Cost) float64 { return c.Gets }),
+		get(func(c *loadgen.Cost) float64 { return c.PutsPerGiBIn }), get(func(c *loadgen.Cost) float64 { return c.GetsPerGiBOut }),
+		get(func(c *loadgen.Cost) float64 { return c.EstimatedCostUSD }), fig(perGiB))
+}
+
+// workloadLine describes the workload of the first run: the shape that
+// decides the figures.
+func workloadLine(runs []*loadgen.Result) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	w := runs[0].Workload
+	size := w.RecordSize.Size
+	if size == "" && w.RecordSize.Min != "" {
+		size = w.RecordSize.Min + "–" + w.RecordSize.Max
+	}
+	rate := "as fast as acknowledged"
+	if w.Rate > 0 {
+		rate = strconv.FormatInt(w.Rate, 10) + " records/s"
+	}
+	return fmt.Sprintf("Workload: %d partitions, %s records (%s), compression %s, acks %s, %d producers, %d consumers, rate %s, measured %s after %s warm-up.",
+		w.Partitions, na(size), na(w.RecordSize.Kind), na(w.Compression), na(w.Acks), w.Producers, w.Consumers, rate, na(w.Duration), na(w.Warmup))
+}
+
+func collect(ms []*loadgen.Machine, f func(*loadgen.Machine) float64) []float64 {
+	out := make([]float64, len(ms))
+	for i, m := range ms {
+		out[i] = f(m)
+	}
+	return out
+}
+
+// fig formats a figure with three significant digits (at least the
+// integer part); "–" when not measured.
+func fig(v float64) string {
+	switch a := math.Abs(v); {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "–"
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1 || v == 0:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+}
+
+func ratio(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || !(b > 0) {
+		return "–"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64) + "×"
+}
+
+func pct(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || !(b > 0) {
+		return "–"
+	}
+	return strconv.FormatFloat(100*a/b, 'f', 1, 64) + " %"
+}
+
+func na(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// oneLine keeps a failure reason to one table-safe line.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

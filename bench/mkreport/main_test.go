@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-io/strata/loadgen"
+)
+
+func writeJSON(t *testing.T, dir, name string, r *loadgen.Result) {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func result(target string, mbs, p99, e2e99 float64) *loadgen.Result {
+	return &loadgen.Result{
+		Version: 1, Scenario: "max-throughput", Target: target,
+		Workload: loadgen.Workload{Partitions: 12, RecordSize: loadgen.SizeDist{Kind: "fixed", Size: "1KiB"},
+			Compression: "none", Acks: "all", Producers: 2, Consumers: 2, Duration: "20s", Warmup: "3s"},
+		Produce:  loadgen.Summary{RecordsPerSec: mbs * 1000, MBPerSec: mbs, Bytes: 2 << 30, Latency: loadgen.Latency{P50: p99 / 4, P99: p99, P999: p99 * 2}},
+		Consume:  loadgen.Summary{MBPerSec: mbs - 1},
+		EndToEnd: loadgen.Latency{P50: e2e99 / 3, P99: e2e99, P999: e2e99 * 2},
+	}
+}
+
+// cannedDir is a result directory as bench/run leaves it: two machine
+// measurements, three Strata and two kfake max-throughput runs, a
+// Strata-only catch-up run with cost, and failures.
+func cannedDir(t *testing.T) string {
+	dir := t.TempDir()
+	writeJSON(t, dir, "machine.1.json", &loadgen.Result{Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 800, LoopbackSendfileMBs: 3000}})
+	writeJSON(t, dir, "machine.2.json", &loadgen.Result{Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 900, LoopbackSendfileMBs: 5000}})
+	writeJSON(t, dir, "max-throughput.strata.1.json", result("strata", 40, 30, 50))
+	writeJSON(t, dir, "max-throughput.strata.2.json", result("strata", 50, 10, 70))
+	writeJSON(t, dir, "max-throughput.strata.3.json", result("strata", 45, 20, 60))
+	writeJSON(t, dir, "max-throughput.kfake.1.json", result("kfake", 90, 4, 8))
+	writeJSON(t, dir, "max-throughput.kfake.2.json", result("kfake", 110, 6, 12))
+	c := result("strata", 30, 12, 0)
+	c.Scenario = "catch-up"
+	c.CatchUp = &loadgen.CatchUp{BacklogBytes: 134217728, CaughtUpSeconds: 4.5, ReadMBPerSec: 210, ProducerP99Before: 8, ProducerP99During: 16, ProducerP99Increase: 2}
+	c.Cost = &loadgen.Cost{Puts: 40, Gets: 9, PutsPerGiBIn: 20, GetsPerGiBOut: 4.5, EstimatedCostUSD: 0.01}
+	writeJSON(t, dir, "catch-up.strata.1.json", c)
+	failures := "catch-up\tstrata\t2\tloadgen: remote tier |never| reached\nfill\tkfake\t1\tCreateTopics: INVALID_CONFIG\nfill\tstrata\t1\texit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "failures.tsv"), []byte(failures), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func generate(t *testing.T, dir string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run([]string{"-results", dir, "-commit", "abc1234", "-date", "2026-11-29T13:00:00Z", "-host", "2 CPU test box", "-duration", "20s", "-runs", "3"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("mkreport exit %d: %s", code, errb.String())
+	}
+	return out.String()
+}
+
+func TestMarkdownHasMediansRatiosAndMachineShares(t *testing.T) {
+	md := generate(t, cannedDir(t))
+	for _, want := range []string{
+		"| commit | abc1234 |",
+		"| machine | 2 CPU test box |",
+		"| sequential file write (one fsync) | 850 MB/s (median of 2) |",
+		"| loopback sendfile | 4000 MB/s (median of 2) |",
+		// Overview: Strata median 45, kfake median 100, 45/850 of the disk.
+		"| max-throughput | 45.0 | 100 | 0.45× | 5.3 % | 20.0 | 5.00 | 60.0 | 10.0 |",
+		"| successful runs | 3 | 2 | |",
+		"| produce records/s | 45000 | 100000 | 0.45× |",
+		"| publish p99 (ms) | 20.0 | 5.00 | 4.00× |",
+		"| end-to-end p99 (ms) | 60.0 | 10.0 | 6.00× |",
+		"| Strata produce MB/s ÷ sequential write | 5.3 % | | |",
+		"| Strata consume MB/s ÷ loopback sendfile | 1.1 % | | |", // 44/4000
+		"Workload: 12 partitions, 1KiB records (fixed), compression none, acks all, 2 producers, 2 consumers, rate as fast as acknowledged, measured 20s after 3s warm-up.",
+		// Catch-up: Strata only, with its cost per GiB (0.01 USD over 2 GiB).
+		"| successful runs | 1 | 0 | |",
+		"backlog 134 MB, caught up after 4.50 s (0 of 1 runs never caught up), read 210 MB/s, producer p99 8.00 ms alone → 16.0 ms during (×2.00)",
+		"40.0 PUTs and 9.00 GETs per run, 20.0 PUTs per GiB produced, 4.50 GETs per GiB consumed, request cost $0.01 per run, $0.005 per GiB produced",
+		"- failed: strata run 2: loadgen: remote tier \\|never\\| reached",
+		"## fill\n\nNo successful run.\n\n- failed: kfake run 1: CreateTopics: INVALID_CONFIG\n- failed: strata run 1: exit 1\n",
+		"## How to reproduce",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n---\n%s", want, md)
+		}
+	}
+	// Scenario order is the shipped order, not alphabetical.
+	if a, b, c := strings.Index(md, "## max-throughput"), strings.Index(md, "## catch-up"), strings.Index(md, "## fill"); !(a >= 0 && a < b && b < c) {
+		t.Errorf("sections out of order: max-throughput %d, catch-up %d, fill %d", a, b, c)
+	}
+	// Catch-up has no kfake run: its kfake column is "–", never a zero.
+	if !strings.Contains(md, "| produce MB/s | 30.0 | – | – |") {
+		t.Errorf("catch-up kfake figures are not shown as missing\n%s", md)
+	}
+}
+
+func TestMarkdownWritesTheOutFile(t *testing.T) {
+	dir := cannedDir(t)
+	out := filepath.Join(t.TempDir(), "benchmarks.md")
+	var errb bytes.Buffer
+	if code := run([]string{"-results", dir, "-out", out}, &bytes.Buffer{}, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !strings.HasPrefix(string(b), "# Benchmarks\n") {
+		t.Fatalf("out file %q, %v", b, err)
+	}
+}
+
+func TestEmptyDirSaysNothingRan(t *testing.T) {
+	md := generate(t, t.TempDir())
+	if !strings.Contains(md, "No scenario produced a result.") || !strings.Contains(md, "| sequential file write (one fsync) | – MB/s (median of 0) |") {
+		t.Errorf("empty result directory:\n%s", md)
+	}
+}
+
+func TestBadInputIsAnErrorNotAPage(t *testing.T) {
+	for name, setup := range map[string]func(dir string) error{
+		"undecodable json": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "fixed-rate.strata.1.json"), []byte("{not json"), 0o644)
+		},
+		"unknown file name": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "stray.json"), []byte("{}"), 0o644)
+		},
+		"machine without figures": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "machine.1.json"), []byte(`{"scenario":"machine"}`), 0o644)
+		},
+		"short failures line": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "failures.tsv"), []byte("fill\tstrata\n"), 0o644)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			if code := run([]string{"-results", dir}, &out, &errb); code != 1 || out.Len() != 0 || !strings.HasPrefix(errb.String(), "mkreport: ") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, a one-line error", code, out.String(), errb.String())
+			}
+		})
+	}
+	var errb bytes.Buffer
+	if code := run(nil, &bytes.Buffer{}, &errb); code != 2 {
+		t.Errorf("no -results: exit %d, want 2", code)
+	}
+}
+
+func TestMedianIgnoresMissingFigures(t *testing.T) {
+	nan := func() float64 { var z float64; return z / z }()
+	for _, c := range []struct {
+		in   []float64
+		want string
+	}{{nil, "–"}, {[]float64{nan}, "–"}, {[]float64{3, 1, 2}, "2.00"}, {[]float64{4, 1, nan, 3, 2}, "2.50"}} {
+		if got := fig(median(c.in)); got != c.want {
+			t.Errorf("median(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
