@@ -105,7 +105,7 @@ func (w *Workload) Defaults() error {
 		w.Acks = "all"
 	}
 	if w.Idempotent == nil {
-		v := w.Acks == "all"
+		v := w.Acks == "all" || w.Acks == "-1"
 		w.Idempotent = &v
 	}
 	if w.Linger == "" {

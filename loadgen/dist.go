@@ -56,8 +56,8 @@ func NewSizeSampler(d SizeDist, seed uint64) (*SizeSampler, error) {
 		if d.Stddev == "" {
 			return nil, fmt.Errorf("loadgen: workload recordSize.stddev: needed for kind normal")
 		}
-		sd64, err := ParseSize(d.Stddev)
-		if err != nil {
+		var sd64 int64
+		if sd64, err = ParseSize(d.Stddev); err != nil {
 			return nil, fmt.Errorf("loadgen: workload recordSize.stddev: %w", err)
 		}
 		sd = int(sd64)

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -50,20 +51,20 @@ func (SystemClock) SleepUntil(ctx context.Context, t time.Time) error {
 type Schedule struct {
 	clock    Clock
 	start    time.Time
-	perNanos float64 // records per nanosecond; 0 = unthrottled
+	rate     float64 // records per second; 0 = unthrottled
 	n        int64   // records scheduled so far
 }
 
 // NewSchedule starts a schedule of rate records/s at clock.Now().
 func NewSchedule(clock Clock, rate float64) *Schedule {
-	return &Schedule{clock: clock, start: clock.Now(), perNanos: rate / 1e9}
+	return &Schedule{clock: clock, start: clock.Now(), rate: rate}
 }
 
 // Next waits for the next record's slot and returns its intended send
 // time; a slot already past is returned at once. It returns early with
 // ctx's error.
 func (s *Schedule) Next(ctx context.Context) (time.Time, error) {
-	if s.perNanos == 0 {
+	if s.rate == 0 {
 		s.n++
 		return s.clock.Now(), ctx.Err()
 	}
@@ -80,7 +81,7 @@ func (s *Schedule) Next(ctx context.Context) (time.Time, error) {
 // Intended returns record n's slot (rate > 0): computed from the start,
 // not by adding intervals, so rounding never accumulates.
 func (s *Schedule) Intended(n int64) time.Time {
-	return s.start.Add(time.Duration(float64(n) / s.perNanos))
+	return s.start.Add(time.Duration(math.Round(float64(n) * 1e9 / s.rate)))
 }
 
 // Scheduled is how many records Next has handed out.

@@ -36,7 +36,7 @@ type Options struct {
 var ErrUnreachable = errors.New("loadgen: brokers unreachable")
 
 // connectTimeout bounds reaching the cluster at start.
-const connectTimeout = 10 * time.Second
+const connectTimeout = 5 * time.Second
 
 // Run executes o.Workload against o.Brokers and returns its result. A
 // canceled ctx ends the measured phase early; the result still reports

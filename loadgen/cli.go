@@ -1,0 +1,353 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// CLI is `strata loadgen`: the binary registers it and hands in what
+// loadgen cannot import (the HTML report package imports loadgen).
+type CLI struct {
+	// WriteHTML renders --html (loadgen/report.WriteHTML); nil: --html is
+	// refused with a one-line error.
+	WriteHTML func(io.Writer, *Result) error
+	// Getenv reads STRATA_BROKERS (nil: os.Getenv).
+	Getenv func(string) string
+}
+
+const cliUsage = `usage: strata loadgen <command> [flags]
+
+commands:
+  run             run a workload (--workload file.yaml and/or flags)
+  max-throughput  run the shipped max-throughput scenario
+  fixed-rate      run the shipped fixed-rate scenario
+  e2e-latency     run the shipped end-to-end latency scenario
+  catch-up        run the shipped catch-up read scenario (remote tier)
+  fill            run the shipped fill scenario (write fillBytes fast)
+  compare         compare two JSON results: compare a.json b.json
+  machine         measure the machine's disk write and loopback sendfile MB/s
+  kfake           run franz-go's in-memory kfake cluster (a peer baseline)
+`
+
+// Main runs `strata loadgen args...` and returns the exit code. SIGINT or
+// SIGTERM ends a run's measured phase early (the result is still
+// reported) and stops kfake.
+func (c CLI) Main(args []string, stdout, stderr io.Writer) int {
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, cliUsage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd := args[0]; cmd {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, cliUsage)
+		return 0
+	case "run":
+		err = c.run(ctx, "", args[1:], stdout, stderr)
+	case "compare":
+		err = c.compare(args[1:], stdout, stderr)
+	case "machine":
+		err = c.machine(ctx, args[1:], stdout, stderr)
+	case "kfake":
+		err = c.kfake(ctx, args[1:], stdout, stderr)
+	default:
+		if _, ok := presets[cmd]; !ok {
+			fmt.Fprintf(stderr, "strata loadgen: unknown command %q\n%s", cmd, cliUsage)
+			return 2
+		}
+		err = c.run(ctx, cmd, args[1:], stdout, stderr)
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(stderr, "strata loadgen: %s\n", strings.TrimPrefix(err.Error(), "loadgen: "))
+		return 1
+	}
+}
+
+// errUsage: the flag package already printed the problem.
+var errUsage = errors.New("usage")
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "strata loadgen %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// kvFlags collects repeated --topic-config name=value.
+type kvFlags map[string]string
+
+func (k kvFlags) String() string { return "" }
+
+func (k kvFlags) Set(v string) error {
+	name, val, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want name=value, got %q", v)
+	}
+	k[strings.TrimSpace(name)] = strings.TrimSpace(val)
+	return nil
+}
+
+// run is `run` and the scenario shortcuts: the workload is the scenario's
+// preset (or --workload), then each flag given overrides its field.
+func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, stderr io.Writer) error {
+	name := "run"
+	if scenario != "" {
+		name = scenario
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		file       = fs.String("workload", "", "YAML workload file (flags override its fields)")
+		brokers    = fs.String("brokers", c.Getenv("STRATA_BROKERS"), "seed brokers host:port,... (default $STRATA_BROKERS)")
+		out        = fs.String("out", "", "write the JSON result to this file")
+		html       = fs.String("html", "", "write the HTML report to this file")
+		metricsURL = fs.String("metrics-url", "", "a Strata node's admin /metrics URL for object-store cost accounting")
+		pricePut   = fs.Float64("price-put", 0.005, "USD per 1000 PUT/LIST requests")
+		priceGet   = fs.Float64("price-get", 0.0004, "USD per 1000 GET/HEAD requests")
+		quiet      = fs.Bool("quiet", false, "no live progress line")
+		w          Workload
+		recordSize string
+		idem       bool
+		cfgs       = kvFlags{}
+	)
+	fs.StringVar(&w.Topic, "topic", "", "topic (prefix when --topics > 1)")
+	fs.IntVar(&w.Topics, "topics", 0, "number of topics")
+	fs.IntVar(&w.Partitions, "partitions", 0, "partitions per topic")
+	fs.IntVar(&w.ReplicationFactor, "replication-factor", 0, "replication factor")
+	fs.Var(cfgs, "topic-config", "topic config name=value (repeatable)")
+	fs.StringVar(&recordSize, "record-size", "", "fixed record value size, e.g. 1KiB")
+	fs.StringVar(&w.Keys, "keys", "", "none, round-robin, uniform or zipf")
+	fs.IntVar(&w.KeySpace, "key-space", 0, "distinct keys")
+	fs.Float64Var(&w.ZipfS, "zipf-s", 0, "zipf exponent (> 1)")
+	fs.StringVar(&w.Compression, "compression", "", "none, gzip, snappy, lz4 or zstd")
+	fs.StringVar(&w.Acks, "acks", "", "all, 1 or 0")
+	fs.StringVar(&w.Linger, "linger", "", "producer linger, e.g. 5ms")
+	fs.StringVar(&w.BatchBytes, "batch-bytes", "", "producer batch max, e.g. 1MiB")
+	fs.BoolVar(&idem, "idempotent", true, "idempotent producer (needs acks=all)")
+	fs.IntVar(&w.Producers, "producers", 0, "producers")
+	fs.IntVar(&w.Consumers, "consumers", 0, "consumers per group")
+	fs.IntVar(&w.Groups, "groups", 0, "consumer groups")
+	fs.StringVar(&w.ConsumeFrom, "consume-from", "", "latest or earliest")
+	fs.Int64Var(&w.Rate, "rate", 0, "records/s over all producers (0: as fast as possible)")
+	fs.StringVar(&w.Duration, "duration", "", "measured phase, e.g. 60s")
+	fs.StringVar(&w.Warmup, "warmup", "", "warm-up before the measured phase, e.g. 5s")
+	fs.StringVar(&w.FillBytes, "fill-bytes", "", "stop after producing this many bytes, e.g. 10GiB")
+	fs.IntVar(&w.MaxInFlight, "max-inflight", 0, "produce requests in flight per broker")
+	fs.Uint64Var(&w.Seed, "seed", 0, "randomness seed (0: time-based)")
+	fs.StringVar(&w.Baseline, "baseline", "", "catch-up: producer-alone phase")
+	fs.StringVar(&w.RemoteWait, "remote-wait", "", "catch-up: max wait for the remote tier")
+	fs.StringVar(&w.Drain, "drain", "", "max wait for consumers to read everything after producing stops")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *html != "" && c.WriteHTML == nil {
+		return errors.New("--html: the HTML report (loadgen/report) is not built into this binary yet; use --out and render later")
+	}
+	var base Workload
+	var err error
+	switch {
+	case *file != "":
+		base, err = LoadWorkload(*file)
+	case scenario != "":
+		base, err = Preset(scenario)
+	}
+	if err != nil {
+		return err
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "topic":
+			base.Topic = w.Topic
+		case "topics":
+			base.Topics = w.Topics
+		case "partitions":
+			base.Partitions = w.Partitions
+		case "replication-factor":
+			base.ReplicationFactor = w.ReplicationFactor
+		case "topic-config":
+			if base.TopicConfigs == nil {
+				base.TopicConfigs = map[string]string{}
+			}
+			for k, v := range cfgs {
+				base.TopicConfigs[k] = v
+			}
+		case "record-size":
+			base.RecordSize = SizeDist{Kind: "fixed", Size: recordSize}
+		case "keys":
+			base.Keys = w.Keys
+		case "key-space":
+			base.KeySpace = w.KeySpace
+		case "zipf-s":
+			base.ZipfS = w.ZipfS
+		case "compression":
+			base.Compression = w.Compression
+		case "acks":
+			base.Acks = w.Acks
+		case "linger":
+			base.Linger = w.Linger
+		case "batch-bytes":
+			base.BatchBytes = w.BatchBytes
+		case "idempotent":
+			base.Idempotent = &idem
+		case "producers":
+			base.Producers = w.Producers
+		case "consumers":
+			base.Consumers = w.Consumers
+		case "groups":
+			base.Groups = w.Groups
+		case "consume-from":
+			base.ConsumeFrom = w.ConsumeFrom
+		case "rate":
+			base.Rate = w.Rate
+		case "duration":
+			base.Duration = w.Duration
+		case "warmup":
+			base.Warmup = w.Warmup
+		case "fill-bytes":
+			base.FillBytes = w.FillBytes
+		case "max-inflight":
+			base.MaxInFlight = w.MaxInFlight
+		case "seed":
+			base.Seed = w.Seed
+		case "baseline":
+			base.Baseline = w.Baseline
+		case "remote-wait":
+			base.RemoteWait = w.RemoteWait
+		case "drain":
+			base.Drain = w.Drain
+		}
+	})
+	var bs []string
+	for _, b := range strings.Split(*brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			bs = append(bs, b)
+		}
+	}
+	o := Options{Brokers: bs, Workload: base, MetricsURL: *metricsURL, PricePut: *pricePut, PriceGet: *priceGet}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	res, err := Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := WriteSummary(stdout, res); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := writeFile(*out, func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
+			return err
+		}
+	}
+	if *html != "" {
+		if err := writeFile(*html, func(w io.Writer) error { return c.WriteHTML(w, res) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func (c CLI) compare(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintln(stderr, "usage: strata loadgen compare a.json b.json")
+		return errUsage
+	}
+	a, err := ReadResult(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	b, err := ReadResult(fs.Arg(1))
+	if err != nil {
+		return err
+	}
+	return Compare(stdout, a, b, fs.Arg(0), fs.Arg(1))
+}
+
+func (c CLI) machine(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("machine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", os.TempDir(), "directory for the write test (the disk to measure)")
+	sz := fs.String("size", "1GiB", "bytes to write and send")
+	out := fs.String("out", "", "write the JSON result to this file")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	n, err := ParseSize(*sz)
+	if err != nil {
+		return err
+	}
+	m, err := MeasureMachine(ctx, *dir, n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "sequential write (one fsync): %.0f MB/s\nloopback sendfile: %.0f MB/s\n", m.SeqWriteMBPerSec, m.LoopbackSendfileMBs)
+	if *out != "" {
+		res := &Result{Version: 1, Scenario: "machine", Target: "machine", Machine: m}
+		return writeFile(*out, func(w io.Writer) error { return WriteJSON(w, res) })
+	}
+	return nil
+}
+
+func (c CLI) kfake(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kfake", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "loopback address to listen on")
+	parts := fs.Int("partitions", 6, "default partitions of auto-created topics")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cl, addr, err := StartKfake(*listen, *parts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "kfake: listening %s\n", addr)
+	<-ctx.Done()
+	cl.Close()
+	return nil
+}
