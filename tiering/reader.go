@@ -568,7 +568,10 @@ func (lr *logReader) readAt(ctx context.Context, p []byte, off int64) error {
 		c := off / cb
 		in := off - c*cb
 		n := min(int64(len(p)), cb-in)
-		if err := lr.r.readChunk(ctx, lr.key, lr.size, c, p[:n], in); err != nil {
+		// A logical read touches a contiguous run of chunks: count each
+		// once in the hit/miss figures, however many headers it reads.
+		counted := lr.lo <= c && c <= lr.hi
+		if err := lr.r.readChunk(ctx, lr.key, lr.size, c, p[:n], in, !counted); err != nil {
 			return err
 		}
 		if lr.lo > lr.hi {
@@ -647,9 +650,9 @@ func (r *Reader) prefetch(key string, size, c int64) {
 // dst: from the cache file, else from the chunk's flight (joined, or led
 // by this caller). A cache file that fails to read back is dropped and
 // the chunk fetched again.
-func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst []byte, in int64) error {
+func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst []byte, in int64, count bool) error {
 	k := chunkKey{key, c}
-	counted := false
+	counted := !count
 	for {
 		if e := r.cache.lookup(k); e != nil {
 			err := readFileAt(e.path, dst, in)
