@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -231,4 +232,13 @@ func (s *promServer) scalarOf(ctx context.Context, q string) (float64, error) {
 	}
 	str, _ := sample.Value[1].(string)
 	return strconv.ParseFloat(str, 64)
+}
+
+// mapFS is an in-memory fs.FS of the given files, for extraction tests.
+func mapFS(files map[string]string) fstest.MapFS {
+	out := fstest.MapFS{}
+	for k, v := range files {
+		out[k] = &fstest.MapFile{Data: []byte(v)}
+	}
+	return out
 }
