@@ -1,0 +1,223 @@
+package admincli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func committedOf(t *testing.T, adm *kadm.Client, group, topic string) map[int32]int64 {
+	t.Helper()
+	os, err := adm.FetchOffsets(testCtx(t), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	os.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err == nil {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+// TestGroupDescribeShowsLag consumes part of a topic with a group through
+// the CLI (which commits what it printed), produces more, and checks group
+// list and describe (table and JSON): committed offset, end and lag per
+// partition and the total.
+func TestGroupDescribeShowsLag(t *testing.T) {
+	createTopic(t, "glag", 2)
+	produceN(t, "glag", 0, 6)
+	produceN(t, "glag", 1, 2)
+	r := mustOK(t, "", "consume", "glag", "-g", "glag-g", "-c", "4", "-f", `%p %o\n`)
+	if len(lines(r.stdout)) != 4 {
+		t.Fatalf("consumed %q", r.stdout)
+	}
+	adm := newAdmin(t)
+	c := committedOf(t, adm, "glag-g", "glag")
+	if c[0]+c[1] != 4 {
+		t.Fatalf("committed %v, want 4 records' worth", c)
+	}
+	produceN(t, "glag", 0, 3) // more than consumed: lag grows
+
+	r = mustOK(t, "", "group", "describe", "glag-g", "--format", "json")
+	var d groupDescribed
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if d.Group != "glag-g" || d.State != "Empty" || d.ProtocolType != "consumer" || d.Coordinator != 1 || len(d.Members) != 0 || len(d.Offsets) != 2 {
+		t.Fatalf("describe %+v", d)
+	}
+	ends := map[int32]int64{0: 9, 1: 2}
+	// committed is -1 for a partition the group never committed; its lag
+	// is then counted from the log start (0), as kadm and Kafka's tool do.
+	commit := func(p int32) int64 {
+		if o, ok := c[p]; ok {
+			return o
+		}
+		return -1
+	}
+	var total int64
+	for i, o := range d.Offsets {
+		if o.Topic != "glag" || o.Partition != int32(i) || o.Committed != commit(o.Partition) || o.LogEndOffset != ends[o.Partition] || o.Lag != ends[o.Partition]-max(0, commit(o.Partition)) || o.Error != "" {
+			t.Errorf("offsets row %+v (committed %v)", o, c)
+		}
+		total += o.Lag
+	}
+	if d.TotalLag != 11-4 || total != d.TotalLag {
+		t.Errorf("total lag %d (sum %d), want 7", d.TotalLag, total)
+	}
+
+	r = mustOK(t, "", "group", "describe", "glag-g")
+	if !tableRow(r.stdout, "glag-g", "Empty", "-", "0", "7") {
+		t.Errorf("describe header row: %s", r.stdout)
+	}
+	for p, end := range ends {
+		if !tableRow(r.stdout, "glag", itoa(int64(p)), offsetText(commit(p)), itoa(end), itoa(end-max(0, commit(p))), "-", "-") {
+			t.Errorf("describe lacks partition %d row: %s", p, r.stdout)
+		}
+	}
+
+	r = mustOK(t, "", "group", "list")
+	if !tableRow(r.stdout, "glag-g", "Empty", "consumer", "1") {
+		t.Errorf("group list: %s", r.stdout)
+	}
+	r = mustOK(t, "", "group", "list", "--format", "json")
+	var gl []groupListed
+	if err := json.Unmarshal([]byte(r.stdout), &gl); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range gl {
+		found = found || (g.Group == "glag-g" && g.State == "Empty" && g.ProtocolType == "consumer" && g.Coordinator == 1)
+	}
+	if !found {
+		t.Errorf("json group list %s", r.stdout)
+	}
+
+	// A second run of the group continues where the commit left off.
+	r = mustOK(t, "", "consume", "glag", "-g", "glag-g", "-e", "-f", `%p %o\n`)
+	if len(lines(r.stdout)) != 7 {
+		t.Errorf("second run printed %d records, want the 7 of lag: %q", len(lines(r.stdout)), r.stdout)
+	}
+	if c := committedOf(t, adm, "glag-g", "glag"); c[0] != 9 || c[1] != 2 {
+		t.Errorf("committed after -e run: %v", c)
+	}
+
+	wantFail(t, cli(t, "", "group", "describe", "no-such-group"), ExitFail, `describe group "no-such-group": GROUP_ID_NOT_FOUND`)
+	wantFail(t, cli(t, "", "group", "describe"), ExitUsage, "group name")
+}
+
+func itoa(v int64) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestGroupResetOffsets moves an inactive group's offsets every way and
+// checks the result with kadm; a group with a live member is refused with
+// Kafka's error and an explanation; delete refuses a live group too.
+func TestGroupResetOffsets(t *testing.T) {
+	createTopic(t, "grst", 2)
+	produceN(t, "grst", 0, 10)
+	produceN(t, "grst", 1, 4)
+	adm := newAdmin(t)
+	const g = "grst-g"
+	if err := adm.CommitAllOffsets(testCtx(t), g, kadm.OffsetsFromRecords(
+		kgo.Record{Topic: "grst", Partition: 0, Offset: 4}, kgo.Record{Topic: "grst", Partition: 1, Offset: 0})); err != nil {
+		t.Fatal(err)
+	}
+	check := func(want map[int32]int64) {
+		t.Helper()
+		if got := committedOf(t, adm, g, "grst"); got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("committed %v, want %v", got, want)
+		}
+	}
+	check(map[int32]int64{0: 5, 1: 1})
+
+	r := mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest", "--dry-run")
+	if !tableRow(r.stdout, "grst", "0", "5", "0", "dry", "run") {
+		t.Errorf("dry run table %s", r.stdout)
+	}
+	check(map[int32]int64{0: 5, 1: 1})
+
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest")
+	check(map[int32]int64{0: 0, 1: 0})
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-latest")
+	check(map[int32]int64{0: 10, 1: 4})
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--shift-by", "-3")
+	check(map[int32]int64{0: 7, 1: 1})
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--shift-by", "-100")
+	check(map[int32]int64{0: 0, 1: 0}) // clamped to the log start
+	r = mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-offset", "6", "--format", "json")
+	var rs offsetsReset
+	if err := json.Unmarshal([]byte(r.stdout), &rs); err != nil {
+		t.Fatal(err)
+	}
+	if rs.Group != g || rs.DryRun || len(rs.Offsets) != 2 || rs.Offsets[0].Previous != 0 || rs.Offsets[0].New != 6 || rs.Offsets[1].New != 4 || rs.Offsets[1].Error != "" {
+		t.Errorf("reset json %+v", rs)
+	}
+	check(map[int32]int64{0: 6, 1: 4}) // partition 1 clamped to its end
+
+	// By timestamp: records produced now; a future time means the end, a
+	// past one the start.
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-timestamp", "0")
+	check(map[int32]int64{0: 0, 1: 0})
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-timestamp", itoa(time.Now().Add(time.Hour).UnixMilli()))
+	check(map[int32]int64{0: 10, 1: 4})
+
+	wantFail(t, cli(t, "", "group", "reset-offsets", g, "--topic", "grst"), ExitUsage, "exactly one of")
+	wantFail(t, cli(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest", "--to-latest"), ExitUsage, "exactly one of")
+	wantFail(t, cli(t, "", "group", "reset-offsets", g, "--to-earliest"), ExitUsage, "--topic is required")
+	wantFail(t, cli(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-offset", "x"), ExitUsage, `invalid value "x" for flag -to-offset`)
+	wantFail(t, cli(t, "", "group", "reset-offsets", g, "--topic", "nope", "--to-earliest"), ExitFail, `topic "nope": UNKNOWN_TOPIC_OR_PARTITION`)
+	wantFail(t, cli(t, "", "group", "reset-offsets", "fresh-group", "--topic", "grst", "--shift-by", "1"), ExitFail, "no committed offset")
+
+	// A live member: Kafka refuses an admin commit; the CLI says why.
+	member := newClient(t, kgo.ConsumerGroup(g), kgo.ConsumeTopics("grst"))
+	ctx := testCtx(t)
+	for ctx.Err() == nil {
+		ds, err := adm.DescribeGroups(ctx, g)
+		if err == nil && ds[g].State == "Stable" {
+			break
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		member.PollRecords(pctx, 1)
+		pcancel()
+	}
+	r = cli(t, "", "group", "describe", g, "--format", "json")
+	var d groupDescribed
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || d.State != "Stable" || len(d.Members) != 1 || len(d.Members[0].Assigned) != 1 ||
+		d.Members[0].Assigned[0].Topic != "grst" || len(d.Members[0].Assigned[0].Partitions) != 2 || d.Offsets[0].MemberID != d.Members[0].MemberID {
+		t.Errorf("describe of a live group %+v %v: %s", d, err, r.stdout)
+	}
+	r = cli(t, "", "group", "describe", g)
+	if !strings.Contains(r.stdout, "grst[0,1]") || !tableRow(r.stdout, "MEMBER-ID", "CLIENT-ID", "HOST", "ASSIGNED") {
+		t.Errorf("describe table of a live group: %s", r.stdout)
+	}
+	r = cli(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest")
+	wantFail(t, r, ExitFail, `reset offsets of group "grst-g"`, "Stable with 1 members", "inactive")
+	if !strings.Contains(r.stderr, "ILLEGAL_GENERATION") && !strings.Contains(r.stderr, "UNKNOWN_MEMBER_ID") {
+		t.Errorf("Kafka's error not relayed: %s", r.stderr)
+	}
+	wantFail(t, cli(t, "", "group", "delete", g), ExitFail, `delete group "grst-g"`, "NON_EMPTY_GROUP")
+
+	member.Close() // leaves the group: now Empty
+	r = mustOK(t, "", "group", "delete", g, "--format", "json")
+	var del []struct {
+		Group string `json:"group"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &del); err != nil || len(del) != 1 || del[0].Group != g || del[0].Error != "" {
+		t.Errorf("delete json %s %v", r.stdout, err)
+	}
+	if gs, err := adm.ListGroups(testCtx(t)); err != nil || len(gs[g].Group) != 0 {
+		t.Errorf("group still listed after delete: %v %v", gs, err)
+	}
+	wantFail(t, cli(t, "", "group", "delete", g), ExitFail, "GROUP_ID_NOT_FOUND")
+	wantFail(t, cli(t, "", "group", "delete"), ExitUsage, "name the groups")
+}
