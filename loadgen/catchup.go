@@ -29,10 +29,11 @@ func (r *runner) catchUp(ctx context.Context) error {
 	fill := new(atomic.Int64)
 	fill.Store(size(w.FillBytes))
 	fillStart := time.Now()
-	ps, err := r.startProducers(ctx, 0, fill)
+	ps, err := r.newProducers(0, fill)
 	if err != nil {
 		return err
 	}
+	r.launch(ps, ctx, time.Now())
 	r.stopProducers(ps, time.Minute)
 	r.recMu.Lock()
 	r.pubRecs = nil
@@ -56,15 +57,15 @@ func (r *runner) catchUp(ctx context.Context) error {
 	sampCtx, stopSamp := context.WithCancel(context.WithoutCancel(ctx))
 	sampDone := make(chan struct{})
 	defer func() { stopSamp(); <-sampDone }()
+	if ps, err = r.newProducers(float64(w.Rate), nil); err != nil {
+		return err
+	}
 	start := time.Now()
 	r.measureFrom.Store(start.Add(dur(w.Warmup)).UnixNano())
 	go r.sampler(sampCtx, sampDone)
 	stopProd, cancelProd := context.WithCancel(ctx)
 	defer cancelProd()
-	ps, err = r.startProducers(stopProd, float64(w.Rate), nil)
-	if err != nil {
-		return err
-	}
+	r.launch(ps, stopProd, start)
 	sleepCtx(ctx, dur(w.Warmup))
 	for _, p := range ps {
 		p.rec.CutPhase()

@@ -49,15 +49,20 @@ func (SystemClock) SleepUntil(ctx context.Context, t time.Time) error {
 //
 // Not safe for concurrent use: each producer goroutine owns one.
 type Schedule struct {
-	clock    Clock
-	start    time.Time
-	rate     float64 // records per second; 0 = unthrottled
-	n        int64   // records scheduled so far
+	clock Clock
+	start time.Time
+	rate  float64 // records per second; 0 = unthrottled
+	n     int64   // records scheduled so far
 }
 
 // NewSchedule starts a schedule of rate records/s at clock.Now().
 func NewSchedule(clock Clock, rate float64) *Schedule {
-	return &Schedule{clock: clock, start: clock.Now(), rate: rate}
+	return NewScheduleAt(clock, clock.Now(), rate)
+}
+
+// NewScheduleAt starts a schedule of rate records/s at start (slot 0).
+func NewScheduleAt(clock Clock, start time.Time, rate float64) *Schedule {
+	return &Schedule{clock: clock, start: start, rate: rate}
 }
 
 // Next waits for the next record's slot and returns its intended send

@@ -272,6 +272,7 @@ type producer struct {
 	r      *runner
 	cl     *kgo.Client
 	sched  *Schedule
+	rate   float64 // this producer's share, records/s
 	sizes  *SizeSampler
 	keys   *KeyGen
 	rec    *Recorder
@@ -282,10 +283,10 @@ type producer struct {
 	filler []byte           // payload bytes copied after the timestamp
 }
 
-// startProducers starts w.Producers producers sharing rate (records/s, 0:
-// unthrottled) and, if fill is set, stopping once it is spent. They run
-// until stop is canceled.
-func (r *runner) startProducers(stop context.Context, rate float64, fill *atomic.Int64) ([]*producer, error) {
+// newProducers connects w.Producers producers sharing rate (records/s, 0:
+// unthrottled) and, if fill is set, stopping once it is spent; launch
+// starts them.
+func (r *runner) newProducers(rate float64, fill *atomic.Int64) ([]*producer, error) {
 	w := r.w
 	var ps []*producer
 	for i := range w.Producers {
@@ -305,10 +306,9 @@ func (r *runner) startProducers(stop context.Context, rate float64, fill *atomic
 		keys, _ := NewKeyGen(w.Keys, w.KeySpace, w.ZipfS, seed+1)
 		p := &producer{
 			r: r, cl: cl, sizes: sizes, keys: keys, rec: NewRecorder(), fill: fill,
-			sched: NewSchedule(r.clock, rate/float64(w.Producers)),
-			free:  make(chan *kgo.Record, max(w.Window, DefaultWindow)+64),
+			rate: rate / float64(w.Producers),
+			free: make(chan *kgo.Record, max(w.Window, DefaultWindow)+64),
 		}
-		p.rec.Measure(time.Unix(0, r.measureFrom.Load()))
 		// Incompressible-ish payload so compression codecs do real work:
 		// a fixed pseudo-random pattern, not zeros.
 		p.filler = make([]byte, sizes.Max())
@@ -323,11 +323,19 @@ func (r *runner) startProducers(stop context.Context, rate float64, fill *atomic
 		r.recMu.Unlock()
 		ps = append(ps, p)
 	}
+	return ps, nil
+}
+
+// launch starts the producers' loops, their schedules starting at start
+// and their measured phase at measureFrom; they run until stop ends (or
+// the fill is spent).
+func (r *runner) launch(ps []*producer, stop context.Context, start time.Time) {
 	for _, p := range ps {
+		p.sched = NewScheduleAt(r.clock, start, p.rate)
+		p.rec.Measure(time.Unix(0, r.measureFrom.Load()))
 		p.wg.Add(1)
 		go p.loop(stop)
 	}
-	return ps, nil
 }
 
 // loop schedules and hands records to the client until stop ends or the
@@ -704,28 +712,34 @@ func (r *runner) steady(ctx context.Context) error {
 			r.stopConsumers()
 			return err
 		}
-		// The join may take seconds: the warm-up counts from here.
-		start = r.clock.Now()
-		r.measureFrom.Store(start.Add(warm).UnixNano())
-		r.recMu.Lock()
-		for _, x := range r.e2eRecs {
-			x.Measure(start.Add(warm))
-		}
-		r.recMu.Unlock()
 	}
-	go r.sampler(sampCtx, sampDone)
 	var fill *atomic.Int64
 	if w.FillBytes != "" {
 		fill = new(atomic.Int64)
 		fill.Store(size(w.FillBytes))
 	}
+	var ps []*producer
 	if w.Producers > 0 {
-		stopProd, cancelProd := context.WithTimeout(ctx, warm+measure)
-		ps, err := r.startProducers(stopProd, float64(w.Rate), fill)
-		if err != nil {
-			cancelProd()
+		var err error
+		if ps, err = r.newProducers(float64(w.Rate), fill); err != nil {
+			cancelCons()
+			r.stopConsumers()
 			return err
 		}
+	}
+	// Clients are connected and consumers joined: the schedule starts now,
+	// the measured phase after the warm-up.
+	start = r.clock.Now()
+	r.measureFrom.Store(start.Add(warm).UnixNano())
+	r.recMu.Lock()
+	for _, x := range r.e2eRecs {
+		x.Measure(start.Add(warm))
+	}
+	r.recMu.Unlock()
+	go r.sampler(sampCtx, sampDone)
+	if w.Producers > 0 {
+		stopProd, cancelProd := context.WithDeadline(ctx, start.Add(warm+measure))
+		r.launch(ps, stopProd, start)
 		// The loops end at the deadline, on ctx, or when the fill is spent.
 		for _, p := range ps {
 			p.wg.Wait()
