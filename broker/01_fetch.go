@@ -60,6 +60,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -137,8 +138,10 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 				}
 			}
 		}
-		total, anyErr := n.readFetch(parts, req.MaxBytes)
-		if anyErr || total >= int64(max(req.MinBytes, 1)) || w == nil || ctx.Err() != nil || stopping {
+		total, anyErr, remote := n.readFetch(ctx, parts, req.MaxBytes)
+		// A fetch that read the remote tier answers at once: it already
+		// waited (up to remote.fetch.max.wait.ms) for the bucket.
+		if anyErr || remote || total >= int64(max(req.MinBytes, 1)) || w == nil || ctx.Err() != nil || stopping {
 			break
 		}
 		left := time.Until(deadline)
@@ -333,7 +336,12 @@ func (n *Node) resolveParts(parts []fetchPart, byID bool) []fetchPart {
 // the budget of the ones after it), or a partition lost its leadership,
 // changed leader epoch, or moved its log start past the fetch offset (an
 // error to answer now, with the others' data read afresh).
-func (n *Node) readFetch(parts []fetchPart, maxBytes int32) (int64, bool) {
+//
+// Partitions whose fetch offset lies below the local log start of a
+// remote-storage log are read from the remote tier after the local ones,
+// all at once (tiering.go), within what the local reads left of the
+// budget; remote reports whether any was.
+func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32) (int64, bool, bool) {
 	budget := int64(maxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
@@ -363,6 +371,7 @@ func (n *Node) readFetch(parts []fetchPart, maxBytes int32) (int64, bool) {
 		}
 	}
 	anyErr := false
+	var remote []int
 	for i := range parts {
 		fp := &parts[i]
 		if fp.p == nil {
@@ -378,6 +387,10 @@ func (n *Node) readFetch(parts []fetchPart, maxBytes int32) (int64, bool) {
 		}
 		if fp.err = fp.p.checkLeader(fp.leaderEpoch); fp.err != nil {
 			anyErr = true
+			continue
+		}
+		if n.tier.servesRemote(fp.p, fp.fetchOffset) {
+			remote = append(remote, i)
 			continue
 		}
 		limit := min(int64(fp.maxBytes), budget-total)
@@ -406,6 +419,56 @@ func (n *Node) readFetch(parts []fetchPart, maxBytes int32) (int64, bool) {
 		}
 		fp.view, fp.hasView, fp.read, fp.readHW = v, true, true, hw
 		total += v.Size
+	}
+	if len(remote) > 0 {
+		total, anyErr = n.readRemoteParts(ctx, parts, remote, budget, total, anyErr)
+	}
+	return total, anyErr, len(remote) > 0
+}
+
+// readRemoteParts reads the remote parts all at once, each up to its
+// partition limit and what is left of the budget, waiting at most
+// remote.fetch.max.wait.ms; then keeps, in request order, what fits the
+// budget (KIP-74's first batch whole when nothing was read before). A part
+// whose read is still in the air answers with no records and no error: its
+// read goes on and warms the cache for the next fetch.
+func (n *Node) readRemoteParts(ctx context.Context, parts []fetchPart, remote []int, budget, total int64, anyErr bool) (int64, bool) {
+	type result struct {
+		v       storage.ReadView
+		pending bool
+		err     error
+		hw      int64
+	}
+	res := make([]result, len(remote))
+	left := max(budget-total, 1)
+	var wg sync.WaitGroup
+	for j, i := range remote {
+		fp := &parts[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &res[j]
+			r.hw = fp.p.hw.Load()
+			limit := min(int64(fp.maxBytes), left)
+			r.v, r.pending, r.err = n.tier.read(ctx, fp.p, fp.fetchOffset, int(max(limit, 1)), n.cfg.Tiering.RemoteFetchMaxWait)
+		}()
+	}
+	wg.Wait()
+	for j, i := range remote {
+		fp := &parts[i]
+		r := res[j]
+		switch {
+		case r.err != nil:
+			fp.err, anyErr = r.err, true
+		case r.pending || r.v.Size == 0:
+			fp.read, fp.readHW = true, r.hw
+		case total > 0 && r.v.Size > min(int64(fp.maxBytes), budget-total):
+			// Does not fit next to what was read: the next fetch gets it
+			// (from the chunk cache).
+		default:
+			fp.view, fp.hasView, fp.read, fp.readHW = r.v, true, true, r.hw
+			total += r.v.Size
+		}
 	}
 	return total, anyErr
 }

@@ -10,9 +10,16 @@ package broker
 //	-2 earliest        the log start offset
 //	-3 max timestamp   the record with the largest timestamp (v7+, KIP-734)
 //	-4 earliest local  the first offset on local disk (v8+, KIP-405)
-//	-5 latest tiered   -1: nothing is tiered yet (v9+, KIP-1005)
+//	-5 latest tiered   the last offset in the remote tier, -1 when none
+//	                   (v9+, KIP-1005)
 //	>= 0               the first record whose timestamp is >= it, below the
 //	                   high watermark; offset and timestamp -1 when none
+//
+// For a remote-storage topic, -2 is the remote tier's start (the whole
+// log's) while -4 is the local disk's; timestamps and -3 look at both
+// tiers: remote segments below the local log start are searched through
+// their time indexes (tiering.Reader.OffsetForTimestamp), bounded by
+// remote.storage.request.timeout.ms.
 //
 // The answer carries the leader epoch of the returned offset from the
 // log's leader-epoch cache (v4+), and checks CurrentLeaderEpoch (KIP-320).
@@ -41,7 +48,7 @@ const (
 	listNoEpochOrValue = -1
 )
 
-func handleListOffsets(_ context.Context, n *Node, r *request) (*frame, error) {
+func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.ListOffsetsRequest)
 	resp := kmsg.NewPtrListOffsetsResponse()
 	for _, t := range req.Topics {
@@ -58,7 +65,7 @@ func handleListOffsets(_ context.Context, n *Node, r *request) (*frame, error) {
 				if r.version >= 4 {
 					epoch = tp.CurrentLeaderEpoch
 				}
-				err = n.listOffset(t.Topic, exists, tp.Partition, epoch, tp.Timestamp, &rp)
+				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, &rp)
 			}
 			rp.ErrorCode = errCode(err)
 			rt.Partitions = append(rt.Partitions, rp)
@@ -68,7 +75,7 @@ func handleListOffsets(_ context.Context, n *Node, r *request) (*frame, error) {
 	return encodeResponse(r, resp), nil
 }
 
-func (n *Node) listOffset(topic string, exists bool, index, clientEpoch int32, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) error {
+func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) error {
 	p := n.partition(topic, index)
 	if p == nil {
 		return n.missingPartitionErr(topic, exists, index)
@@ -90,9 +97,29 @@ func (n *Node) listOffset(topic string, exists bool, index, clientEpoch int32, t
 		off = p.log.LocalLogStartOffset()
 	case ts == listMaxTimestamp:
 		off, rts = p.log.MaxTimestampOffset()
+		rctx, cancel := context.WithTimeout(ctx, n.cfg.RemoteStore.RequestTimeout)
+		o, t, ok, err := n.tier.maxTimestamp(rctx, p, rts)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if ok {
+			off, rts = o, t
+		}
 	case ts == listLatestTiered:
+		off = n.tier.latestTiered(p)
 	case ts >= 0:
-		o, t, ok, err := p.log.OffsetForTimestamp(ts)
+		rctx, cancel := context.WithTimeout(ctx, n.cfg.RemoteStore.RequestTimeout)
+		o, t, e, ok, err := n.tier.offsetForTimestamp(rctx, p, ts)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if ok {
+			rp.Offset, rp.Timestamp, rp.LeaderEpoch = o, t, e
+			return nil
+		}
+		o, t, ok, err = p.log.OffsetForTimestamp(ts)
 		if err != nil {
 			return err
 		}

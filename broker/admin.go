@@ -111,6 +111,8 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", n.serveReadyz)
+	mux.HandleFunc("/v1/tier/status", n.serveTierStatus)
+	mux.HandleFunc("/v1/tier/restore", n.serveTierRestore)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -107,6 +107,17 @@ var Settings = []Setting{
 	{"remote.storage.retry.max.attempts", "5", "attempts per object-store call, the first included, on transient errors"},
 	{"remote.storage.retry.backoff.ms", "100", "delay before the second attempt; doubles per attempt, with jitter"},
 	{"remote.storage.retry.backoff.max.ms", "5000", "cap on one retry delay"},
+	{"remote.log.manager.task.interval.ms", "5000", "how often each led partition is examined for segments to upload and remote retention"},
+	{"remote.log.manager.copier.thread.pool.size", "2", "segment uploads running at once on this node (all partitions together)"},
+	{"remote.log.manager.copy.max.bytes.per.second", "0", "upload bandwidth limit, bytes per second (0 = unlimited)"},
+	{"remote.log.manager.orphan.grace.ms", "120000", "a COPY_STARTED segment nobody is copying is deleted as an orphan after this long"},
+	{"remote.log.reader.threads", "8", "object-store reads for fetches running at once on this node (all partitions together)"},
+	{"remote.log.manager.fetch.max.bytes.per.second", "0", "remote read bandwidth limit, bytes per second (0 = unlimited)"},
+	{"remote.log.reader.readahead.chunks", "2", "chunks prefetched ahead of a sequential remote reader"},
+	{"remote.log.cache.bytes", "1073741824", "disk bound of the remote read chunk cache (<first log dir>/remote-cache)"},
+	{"remote.log.cache.chunk.bytes", "4194304", "size of one ranged read and cache entry of the remote tier"},
+	{"remote.log.index.cache.bytes", "67108864", "memory bound of the cache of remote segments' offset and time indexes"},
+	{"remote.fetch.max.wait.ms", "500", "how long a fetch waits for remote-tier data before answering without it (the read goes on and warms the cache)"},
 	{"strata.log.level", "info", "debug, info, warn or error"},
 	{"strata.log.format", "text", "text or json"},
 }
@@ -302,6 +313,7 @@ type Config struct {
 	// Remote tier (remote.*; tiering.OpenStore, broker/tiering_store.go).
 	RemoteStorageEnable bool
 	RemoteStore         tiering.StoreConfig
+	Tiering             TieringSettings
 
 	LogLevel  slog.Level
 	LogFormat string
@@ -310,6 +322,23 @@ type Config struct {
 	Props map[string]string
 	// Unknown lists property names outside [Settings] (ignored).
 	Unknown []string
+}
+
+// TieringSettings are the upload pool's and the remote reader's settings
+// (remote.log.*; broker/tiering.go).
+type TieringSettings struct {
+	TaskInterval           time.Duration
+	CopierThreads          int
+	CopyMaxBytesPerSecond  int64
+	OrphanGrace            time.Duration
+	ReaderThreads          int
+	FetchMaxBytesPerSecond int64
+	ReadAheadChunks        int
+	CacheBytes             int64
+	ChunkBytes             int64
+	IndexCacheBytes        int64
+	RemoteFetchMaxWait     time.Duration
+	CacheDir               string // <log dir>/remote-cache
 }
 
 // DefaultConfig returns the configuration of the table's defaults.
@@ -525,6 +554,23 @@ func ParseConfig(props map[string]string) (Config, error) {
 	}
 	if c.RemoteStore.FSPath == "" {
 		c.RemoteStore.FSPath = filepath.Join(c.LogDir, "objects")
+	}
+	c.Tiering = TieringSettings{
+		TaskInterval:           ms("remote.log.manager.task.interval.ms", 1),
+		CopierThreads:          int(min(i64("remote.log.manager.copier.thread.pool.size", 1), 256)),
+		CopyMaxBytesPerSecond:  i64("remote.log.manager.copy.max.bytes.per.second", 0),
+		OrphanGrace:            ms("remote.log.manager.orphan.grace.ms", 0),
+		ReaderThreads:          int(min(i64("remote.log.reader.threads", 1), 1024)),
+		FetchMaxBytesPerSecond: i64("remote.log.manager.fetch.max.bytes.per.second", 0),
+		ReadAheadChunks:        int(min(i64("remote.log.reader.readahead.chunks", 0), 64)),
+		CacheBytes:             i64("remote.log.cache.bytes", 0),
+		ChunkBytes:             i64("remote.log.cache.chunk.bytes", 4096),
+		IndexCacheBytes:        i64("remote.log.index.cache.bytes", 0),
+		RemoteFetchMaxWait:     ms("remote.fetch.max.wait.ms", 1),
+		CacheDir:               filepath.Join(c.LogDir, "remote-cache"),
+	}
+	if c.Tiering.CacheBytes > 0 && c.Tiering.CacheBytes < c.Tiering.ChunkBytes {
+		bad("remote.log.cache.bytes", get("remote.log.cache.bytes"), "at least remote.log.cache.chunk.bytes (or 0: no cache)")
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(get("strata.log.level"))); err != nil {
 		bad("strata.log.level", get("strata.log.level"), "debug, info, warn or error")

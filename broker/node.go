@@ -63,6 +63,7 @@ type Node struct {
 
 	store  *storage.Manager
 	remote objstore.ObjectStore // nil unless remote.log.storage.system.enable (tiering_store.go)
+	tier   *tier                // uploader and reader over remote; nil without it (tiering.go)
 	pids   *producerIDs
 	ctl    *controller.Controller // nil when this node is broker-only
 	svc    controller.Service
@@ -196,6 +197,9 @@ func Open(o Options) (n *Node, err error) {
 		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs})
 	}
 
+	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
+		return nil, err
+	}
 	n.groups = newGroupCoordinator(n) // before the follower: reconcile tells it of __consumer_offsets
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
@@ -363,6 +367,7 @@ func (n *Node) Close() error {
 			n.groups.close()
 		}
 		var errs []error
+		errs = append(errs, n.tier.close())
 		if n.ctl != nil {
 			errs = append(errs, n.ctl.Close())
 		} else if cl, ok := n.svc.(*controller.Client); ok {
@@ -606,6 +611,7 @@ func (n *Node) reconcile() {
 		}
 		p.leaderEpoch.Store(w.epoch)
 		p.leader.Store(w.leader)
+		n.tier.track(p, w.leader, scfg.RemoteStorageEnable)
 		if w.topic == offsetsTopic {
 			n.groups.offsetsPartitionChanged(w.index, p)
 		}
@@ -675,6 +681,7 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	}
 	n.metrics.releaseTopic(k.topic)
 	p.leader.Store(false)
+	n.tier.untrack(p)
 	if k.topic == offsetsTopic {
 		n.groups.offsetsPartitionChanged(k.partition, nil)
 	}

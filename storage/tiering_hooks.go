@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -45,3 +48,37 @@ func (l *Log) RestartAt(logStart, next int64) error {
 	}
 	return l.SetRemoteLogStart(logStart)
 }
+
+// BytesView returns a ReadView over records held in memory (batches read
+// from the remote tier): the fetch path sends it like a file region, by
+// copying instead of sendfile. first and next are the view's FirstOffset
+// and NextOffset. Release is a no-op.
+func BytesView(records []byte, first, next int64) ReadView {
+	return ReadView{File: &bytesFile{b: records}, Size: int64(len(records)), FirstOffset: first, NextOffset: next}
+}
+
+// bytesFile is a read-only vfs.File over a byte slice.
+type bytesFile struct{ b []byte }
+
+var errReadOnly = errors.New("storage: read-only in-memory view")
+
+func (f *bytesFile) Read(p []byte) (int, error) { return 0, errReadOnly }
+func (f *bytesFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(f.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+func (f *bytesFile) Write([]byte) (int, error)          { return 0, errReadOnly }
+func (f *bytesFile) WriteAt([]byte, int64) (int, error) { return 0, errReadOnly }
+func (f *bytesFile) Close() error                       { return nil }
+func (f *bytesFile) Sync() error                        { return nil }
+func (f *bytesFile) Truncate(int64) error               { return errReadOnly }
+func (f *bytesFile) Stat() (os.FileInfo, error)         { return nil, errReadOnly }
+func (f *bytesFile) Name() string                       { return "(remote records)" }
+func (f *bytesFile) Mmap(int) ([]byte, error)           { return nil, errReadOnly }
+func (f *bytesFile) Munmap([]byte) error                { return errReadOnly }

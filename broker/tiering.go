@@ -1,0 +1,390 @@
+package broker
+
+// The node's remote tier (issue 6): the tiering uploader and reader built
+// over the object store tiering_store.go opens, fed from reconcile with the
+// partitions this broker leads with remote.storage.enable=true, and asked
+// by Fetch and ListOffsets for offsets below a partition's local log
+// start.
+//
+// Remote reads never run on a request goroutine's own time beyond
+// remote.fetch.max.wait.ms: each is a "flight" on its own goroutine
+// (shared by concurrent fetches of the same partition and offset), bounded
+// node-wide by the reader's thread and bandwidth budget. A fetch waits for
+// its flights up to remote.fetch.max.wait.ms and answers without the data
+// of those still in the air; they go on, warm the chunk cache, and the
+// consumer's next fetch finds the data there. Many partitions of one fetch
+// are read at once.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/tiering"
+)
+
+// tier is the node's remote tier; nil when remote.log.storage.system.enable
+// is false.
+type tier struct {
+	n  *Node
+	up *tiering.Uploader
+	rd *tiering.Reader
+
+	mu      sync.Mutex
+	led     map[tpKey]int32 // partitions handed to the uploader, by leader epoch
+	flights map[flightKey]*flight
+}
+
+type flightKey struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+// flight is one remote read in progress; done is closed when res and err
+// are set.
+type flight struct {
+	done chan struct{}
+	res  tiering.RemoteRead
+	err  error
+}
+
+// startTier builds the uploader and reader once the controller service is
+// known (the uploader commits segment states through it) and before the
+// metadata follower starts (reconcile hands partitions to the uploader).
+func (n *Node) startTier() error {
+	if n.remote == nil {
+		return nil
+	}
+	ts := n.cfg.Tiering
+	t := &tier{n: n, led: map[tpKey]int32{}, flights: map[flightKey]*flight{}}
+	up, err := tiering.NewUploader(tiering.UploaderConfig{
+		Store: n.remote, Prefix: "", Meta: tierMeta{n}, BrokerID: n.cfg.NodeID,
+		Threads: ts.CopierThreads, Interval: ts.TaskInterval, CopyMaxBytesPerSecond: ts.CopyMaxBytesPerSecond,
+		OrphanGrace: ts.OrphanGrace, Registerer: n.reg, Logger: n.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: remote tier uploader: %w", err)
+	}
+	rd, err := tiering.NewReader(tiering.ReaderConfig{
+		Store: n.remote, Prefix: "", CacheDir: ts.CacheDir, CacheBytes: ts.CacheBytes, ChunkBytes: ts.ChunkBytes,
+		IndexCacheBytes: ts.IndexCacheBytes, Threads: ts.ReaderThreads, MaxBytesPerSecond: ts.FetchMaxBytesPerSecond,
+		ReadAheadChunks: ts.ReadAheadChunks, Registerer: n.reg, Logger: n.logger,
+	})
+	if err != nil {
+		up.Close()
+		return fmt.Errorf("broker: remote tier reader: %w", err)
+	}
+	t.up, t.rd = up, rd
+	n.tier = t
+	up.Start()
+	return nil
+}
+
+// closeTier stops the uploader (in-flight copies are abandoned; they
+// become orphans the next leader cleans) and the reader.
+func (t *tier) close() error {
+	if t == nil {
+		return nil
+	}
+	return errors.Join(t.up.Close(), t.rd.Close())
+}
+
+// track tells the uploader whether this broker leads p with remote storage
+// on. Called by reconcile after every metadata change; the uploader hears
+// only of changes. A led partition whose local log is empty while the
+// remote tier holds data (a new disk, a restore) restarts after the remote
+// end first.
+func (t *tier) track(p *partition, leader, remote bool) {
+	if t == nil {
+		return
+	}
+	k := tpKey{p.topic, p.index}
+	epoch := p.leaderEpoch.Load()
+	t.mu.Lock()
+	prev, had := t.led[k]
+	lead := leader && remote
+	switch {
+	case lead && (!had || prev != epoch):
+		t.led[k] = epoch
+	case !lead && had:
+		delete(t.led, k)
+	default:
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	part := tiering.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}
+	if !lead {
+		t.up.Resign(part)
+		return
+	}
+	if err := t.restartEmpty(p); err != nil {
+		t.n.logger.Error("broker: restart empty log after the remote tier", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	t.up.Lead(tiering.LeaderPartition{
+		Partition: part, Log: p.log,
+		HighWatermark: p.hw.Load, LeaderEpoch: p.leaderEpoch.Load,
+	})
+}
+
+// untrack forgets a partition this node stops hosting.
+func (t *tier) untrack(p *partition) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	_, had := t.led[tpKey{p.topic, p.index}]
+	delete(t.led, tpKey{p.topic, p.index})
+	t.mu.Unlock()
+	if had {
+		t.up.Resign(tiering.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index})
+	}
+}
+
+// finished returns the partition's COPY_FINISHED segments, oldest first.
+func (t *tier) finished(topicID uuid.UUID, index int32) []metadata.RemoteSegmentInfo {
+	var segs []metadata.RemoteSegmentInfo
+	t.n.view(func(st *metadata.State) { segs = st.RemoteSegments(topicID, index) })
+	out := segs[:0]
+	for _, s := range segs {
+		if s.State == metadata.CopyFinished {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// remoteRange returns the first and last offsets the remote tier holds of
+// the partition (ok false when it holds nothing).
+func (t *tier) remoteRange(p *partition) (start, end int64, ok bool) {
+	segs := t.finished(p.topicID, p.index)
+	if len(segs) == 0 {
+		return -1, -1, false
+	}
+	start, end = segs[0].BaseOffset, segs[0].EndOffset
+	for _, s := range segs[1:] {
+		start, end = min(start, s.BaseOffset), max(end, s.EndOffset)
+	}
+	return start, end, true
+}
+
+// restartEmpty restarts an empty local log after the remote tier's end,
+// with the remote start as log start: the partition then serves its old
+// data from the bucket and appends after it. A log with data is left
+// alone.
+func (t *tier) restartEmpty(p *partition) error {
+	start, end, ok := t.remoteRange(p)
+	if !ok {
+		return nil
+	}
+	l := p.log
+	if l.LogEndOffset() != l.LocalLogStartOffset() || l.LogEndOffset() > end {
+		return nil
+	}
+	if err := l.RestartAt(start, end+1); err != nil {
+		return err
+	}
+	l.SetRemoteUploadedOffset(end + 1)
+	p.raiseHW(end + 1)
+	t.n.logger.Info("broker: empty log restarted after the remote tier", "topic", p.topic, "partition", p.index,
+		"log_start", start, "log_end", end+1)
+	return nil
+}
+
+// segmentFor returns the COPY_FINISHED segment holding offset: the one
+// with the greatest base offset at or below it that reaches it.
+func (t *tier) segmentFor(p *partition, offset int64) (tiering.RemoteSegment, bool) {
+	segs := t.finished(p.topicID, p.index)
+	for i := len(segs) - 1; i >= 0; i-- {
+		s := segs[i]
+		if s.BaseOffset <= offset && offset <= s.EndOffset {
+			return tiering.FromInfo(p.topic, s), true
+		}
+	}
+	return tiering.RemoteSegment{}, false
+}
+
+// servesRemote reports whether a fetch at offset reads the remote tier.
+func (t *tier) servesRemote(p *partition, offset int64) bool {
+	return t != nil && p.log.Config().RemoteStorageEnable &&
+		offset < p.log.LocalLogStartOffset() && offset >= p.log.LogStartOffset()
+}
+
+// read starts (or joins) the remote read of p at offset and waits for it
+// up to wait. timedOut reports a read still in the air.
+func (t *tier) read(ctx context.Context, p *partition, offset int64, maxBytes int, wait time.Duration) (v storage.ReadView, timedOut bool, err error) {
+	seg, ok := t.segmentFor(p, offset)
+	if !ok {
+		return storage.ReadView{}, false, fmt.Errorf("%w: offset %d is in no remote segment", storage.ErrOffsetOutOfRange, offset)
+	}
+	k := flightKey{p.topic, p.index, offset}
+	t.mu.Lock()
+	f := t.flights[k]
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		t.flights[k] = f
+		go func() {
+			rctx, cancel := context.WithTimeout(t.n.ctx, t.n.cfg.RemoteStore.RequestTimeout+wait)
+			res, err := t.rd.Read(rctx, seg, offset, maxBytes)
+			cancel()
+			f.res, f.err = res, err
+			t.mu.Lock()
+			delete(t.flights, k)
+			t.mu.Unlock()
+			close(f.done)
+		}()
+	}
+	t.mu.Unlock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-f.done:
+	case <-timer.C:
+		return storage.ReadView{}, true, nil
+	case <-ctx.Done():
+		return storage.ReadView{}, true, nil
+	}
+	if f.err != nil {
+		return storage.ReadView{}, false, fmt.Errorf("%w: remote read: %v", kerr.KafkaStorageError, f.err)
+	}
+	return storage.BytesView(f.res.Records, f.res.FirstOffset, f.res.NextOffset), false, nil
+}
+
+// offsetForTimestamp looks ts up in the remote tier: the first offset whose
+// timestamp is >= ts among segments below the local log start. ok false
+// means the answer is on local disk (or nowhere).
+func (t *tier) offsetForTimestamp(ctx context.Context, p *partition, ts int64) (off, rts int64, epoch int32, ok bool, err error) {
+	if t == nil || !p.log.Config().RemoteStorageEnable {
+		return -1, -1, -1, false, nil
+	}
+	local := p.log.LocalLogStartOffset()
+	start := p.log.LogStartOffset()
+	for _, s := range t.finished(p.topicID, p.index) {
+		if s.EndOffset < start || s.MaxTimestamp < ts {
+			continue
+		}
+		if s.BaseOffset >= local {
+			return -1, -1, -1, false, nil // local disk has it
+		}
+		o, rt, found, err := t.rd.OffsetForTimestamp(ctx, tiering.FromInfo(p.topic, s), ts)
+		if err != nil {
+			return -1, -1, -1, false, fmt.Errorf("%w: remote timestamp lookup: %v", kerr.KafkaStorageError, err)
+		}
+		if found && o >= start {
+			return o, rt, segmentEpoch(s, o), true, nil
+		}
+	}
+	return -1, -1, -1, false, nil
+}
+
+// maxTimestamp returns the remote record with the largest timestamp when
+// it beats localMax (ok false otherwise).
+func (t *tier) maxTimestamp(ctx context.Context, p *partition, localMax int64) (off, rts int64, ok bool, err error) {
+	if t == nil || !p.log.Config().RemoteStorageEnable {
+		return -1, -1, false, nil
+	}
+	var best metadata.RemoteSegmentInfo
+	found := false
+	start := p.log.LogStartOffset()
+	for _, s := range t.finished(p.topicID, p.index) {
+		if s.EndOffset >= start && s.MaxTimestamp > localMax && (!found || s.MaxTimestamp > best.MaxTimestamp) {
+			best, found = s, true
+		}
+	}
+	if !found {
+		return -1, -1, false, nil
+	}
+	o, rt, ok, err := t.rd.OffsetForTimestamp(ctx, tiering.FromInfo(p.topic, best), best.MaxTimestamp)
+	if err != nil {
+		return -1, -1, false, fmt.Errorf("%w: remote timestamp lookup: %v", kerr.KafkaStorageError, err)
+	}
+	return o, rt, ok, nil
+}
+
+// latestTiered is the last offset in the remote tier, -1 when none
+// (ListOffsets -5, KIP-1005).
+func (t *tier) latestTiered(p *partition) int64 {
+	if t == nil {
+		return -1
+	}
+	_, end, ok := t.remoteRange(p)
+	if !ok {
+		return -1
+	}
+	return end
+}
+
+// segmentEpoch is the leader epoch that wrote offset off of segment s.
+func segmentEpoch(s metadata.RemoteSegmentInfo, off int64) int32 {
+	e := int32(-1)
+	for _, ent := range s.LeaderEpochs {
+		if ent.StartOffset > off {
+			break
+		}
+		e = ent.Epoch
+	}
+	return e
+}
+
+// tierMeta is the tiering layer's view of the controller (tiering.Metadata)
+// through this node: reads from the node's metadata replica, writes
+// through the controller service.
+type tierMeta struct{ n *Node }
+
+func (m tierMeta) RemoteSegments(topicID uuid.UUID, partition int32) []metadata.RemoteSegmentInfo {
+	var out []metadata.RemoteSegmentInfo
+	m.n.view(func(st *metadata.State) { out = st.RemoteSegments(topicID, partition) })
+	return out
+}
+
+func (m tierMeta) RemotePartitions() []metadata.TopicPartition {
+	var out []metadata.TopicPartition
+	m.n.view(func(st *metadata.State) { out = st.RemotePartitions() })
+	return out
+}
+
+func (m tierMeta) TopicName(id uuid.UUID) (name string, exists, known bool) {
+	m.n.view(func(st *metadata.State) { name, exists, known = st.TopicNameByID(id) })
+	return name, exists, known
+}
+
+// CommitRemoteSegment commits rec and waits until this node's metadata
+// view shows it, so RemoteSegments reflects it on return.
+func (m tierMeta) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
+	if err := m.n.svc.CommitRemoteSegment(ctx, rec); err != nil {
+		return err
+	}
+	if !m.n.waitMetadata(ctx, func(st *metadata.State) bool {
+		for _, s := range st.RemoteSegments(rec.TopicID, rec.Partition) {
+			if s.SegmentID == rec.SegmentID {
+				return s.State >= rec.State
+			}
+		}
+		return rec.State == metadata.DeleteFinished
+	}) {
+		return fmt.Errorf("broker: waiting for segment %s to show %s: %w", rec.SegmentID, rec.State, ctx.Err())
+	}
+	return nil
+}
+
+// Janitor: the live broker with the lowest id deletes deleted topics'
+// remote data.
+func (m tierMeta) Janitor() bool {
+	lowest := int32(-1)
+	m.n.view(func(st *metadata.State) {
+		for _, b := range st.Brokers() {
+			if !b.Fenced && (lowest < 0 || b.ID < lowest) {
+				lowest = b.ID
+			}
+		}
+	})
+	return lowest == m.n.cfg.NodeID
+}

@@ -1,0 +1,212 @@
+package broker
+
+// The remote tier's admin endpoints, on the admin listener next to
+// /metrics (`strata tier status|restore` call them):
+//
+//	GET  /v1/tier/status[?topic=T]   JSON [tiering.PartitionStatus], the
+//	                                 partitions this node leads with
+//	                                 remote storage, sorted
+//	POST /v1/tier/restore?topic=T    rebuild topic T from the bucket's
+//	                                 manifests (RestoreTopic); JSON
+//	                                 RestoreResult
+//
+// Errors answer with a status code and a JSON {"error": "..."}.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/tiering"
+	"github.com/strata-io/strata/tiering/objstore"
+)
+
+// ErrTierDisabled is returned by tier operations on a node started with
+// remote.log.storage.system.enable=false.
+var ErrTierDisabled = errors.New("broker: remote storage is disabled on this node (remote.log.storage.system.enable=false)")
+
+// ErrRestoreConflict is returned by RestoreTopic when the topic exists
+// under another id than the bucket's.
+var ErrRestoreConflict = errors.New("broker: restore conflict")
+
+// TierStatus returns the remote-tier status of the partitions this node
+// leads with remote storage (all topics when topic is ""), sorted by topic
+// and partition.
+func (n *Node) TierStatus(topic string) ([]tiering.PartitionStatus, error) {
+	if n.tier == nil {
+		return nil, ErrTierDisabled
+	}
+	var out []tiering.PartitionStatus
+	for _, s := range n.tier.up.Statuses() {
+		if topic == "" || s.Topic == topic {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b tiering.PartitionStatus) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Index - b.Index)
+	})
+	return out, nil
+}
+
+// RestoreResult says what RestoreTopic did.
+type RestoreResult struct {
+	Topic      string              `json:"topic"`
+	TopicID    string              `json:"topicId"`
+	Created    bool                `json:"created"` // the topic did not exist and was created with its old id
+	Partitions []RestoredPartition `json:"partitions"`
+}
+
+// RestoredPartition is one partition of a RestoreResult.
+type RestoredPartition struct {
+	Partition  int32 `json:"partition"`
+	Segments   int   `json:"segments"`   // COPY_FINISHED segments in the bucket's manifest
+	Registered int   `json:"registered"` // of which the controller did not know
+	LogStart   int64 `json:"logStart"`
+	LogEnd     int64 `json:"logEnd"` // next offset; -1 when this node does not lead it
+}
+
+// RestoreTopic rebuilds topic from the bucket's manifests: it finds the
+// topic's newest id under the bucket, creates the topic with that id (and
+// remote.storage.enable=true) when the cluster does not have it, registers
+// every COPY_FINISHED segment of every manifest the controller lacks, and
+// restarts this node's empty local logs of the topic after the remote end,
+// so consumers read the old data back from the bucket. It refuses a topic
+// that exists under another id. Idempotent.
+func (n *Node) RestoreTopic(ctx context.Context, topic string) (RestoreResult, error) {
+	res := RestoreResult{Topic: topic}
+	if n.tier == nil {
+		return res, ErrTierDisabled
+	}
+	id, manifests, err := tiering.FindTopicManifests(ctx, n.remote, "", topic)
+	if err != nil {
+		return res, err
+	}
+	res.TopicID = id.String()
+	var cur metadata.TopicInfo
+	var exists bool
+	n.view(func(st *metadata.State) { cur, exists = st.TopicByName(topic) })
+	if exists && cur.ID != id {
+		return res, fmt.Errorf("%w: topic %q exists with id %s but the bucket holds id %s; delete the topic first", ErrRestoreConflict, topic, cur.ID, id)
+	}
+	parts := int32(0)
+	for _, m := range manifests {
+		parts = max(parts, m.Partition+1)
+	}
+	if !exists {
+		results, err := n.svc.CreateTopics(ctx, metadata.CreateTopicsRequest{
+			Topics: []metadata.CreateTopic{{
+				Name: topic, TopicID: id, NumPartitions: parts, ReplicationFactor: -1,
+				Configs: map[string]string{metadata.ConfigRemoteStorageEnable: "true"},
+			}},
+			DefaultPartitions: n.cfg.NumPartitions, DefaultReplicationFactor: n.cfg.DefaultReplicationFactor,
+		})
+		if err == nil && len(results) == 1 {
+			err = results[0].Err
+		}
+		if err != nil {
+			return res, fmt.Errorf("broker: restore %q: create topic: %w", topic, err)
+		}
+		res.Created = true
+		if !n.waitMetadata(ctx, func(st *metadata.State) bool { _, ok := st.TopicByID(id); return ok }) {
+			return res, ctx.Err()
+		}
+	}
+	meta := tierMeta{n}
+	for _, m := range manifests {
+		known := map[uuid.UUID]bool{}
+		for _, s := range meta.RemoteSegments(id, m.Partition) {
+			known[s.SegmentID] = true
+		}
+		rp := RestoredPartition{Partition: m.Partition, LogStart: -1, LogEnd: -1}
+		for _, rec := range tiering.RestoreRecords(m, n.cfg.NodeID, time.Now().UnixMilli()) {
+			if rec.State == metadata.CopyFinished {
+				rp.Segments++
+			}
+			if known[rec.SegmentID] {
+				continue
+			}
+			if err := meta.CommitRemoteSegment(ctx, rec); err != nil {
+				return res, fmt.Errorf("broker: restore %q partition %d: register segment %s: %w", topic, m.Partition, rec.SegmentID, err)
+			}
+			if rec.State == metadata.CopyFinished {
+				rp.Registered++
+			}
+		}
+		if p := n.partition(topic, m.Partition); p != nil && p.leader.Load() {
+			if err := n.tier.restartEmpty(p); err != nil {
+				return res, fmt.Errorf("broker: restore %q partition %d: %w", topic, m.Partition, err)
+			}
+			rp.LogStart, rp.LogEnd = p.log.LogStartOffset(), p.log.LogEndOffset()
+		}
+		res.Partitions = append(res.Partitions, rp)
+	}
+	n.tier.up.Kick()
+	n.logger.Info("broker: topic restored from the remote tier", "topic", topic, "id", id, "created", res.Created, "partitions", len(res.Partitions))
+	return res, nil
+}
+
+func (n *Node) serveTierStatus(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeJSONError(w, http.StatusMethodNotAllowed, errors.New("use GET"))
+		return
+	}
+	st, err := n.TierStatus(r.URL.Query().Get("topic"))
+	if err != nil {
+		writeJSONError(w, http.StatusConflict, err)
+		return
+	}
+	if st == nil {
+		st = []tiering.PartitionStatus{}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (n *Node) serveTierRestore(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeJSONError(w, http.StatusMethodNotAllowed, errors.New("use POST"))
+		return
+	}
+	topic := r.URL.Query().Get("topic")
+	if topic == "" {
+		writeJSONError(w, http.StatusBadRequest, errors.New("topic is required"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
+	defer cancel()
+	res, err := n.RestoreTopic(ctx, topic)
+	if err != nil {
+		code := http.StatusInternalServerError
+		switch {
+		case errors.Is(err, ErrTierDisabled), errors.Is(err, ErrRestoreConflict):
+			code = http.StatusConflict
+		case errors.Is(err, objstore.ErrNotFound):
+			code = http.StatusNotFound
+		}
+		writeJSONError(w, code, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeJSONError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
