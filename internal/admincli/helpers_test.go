@@ -21,59 +21,51 @@ import (
 // testWait bounds every wait in these tests.
 const testWait = 30 * time.Second
 
-// The tests share one real node (started on first use on 127.0.0.1:0 with
-// a temporary data directory, closed by TestMain): starting one per test
-// would cost more than the tests. Each test uses its own topic and group
-// names.
+// Each test gets its own real node (on 127.0.0.1:0, data in the test's
+// temporary directory), started on first use and closed when the test
+// ends, so tests never see one another's topics and groups, also under
+// -count=N.
 var (
-	nodeOnce sync.Once
-	node     *broker.Node
-	nodeErr  error
-	nodeDir  string
+	nodesMu sync.Mutex
+	nodes   = map[testing.TB]*broker.Node{}
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if node != nil {
-		node.Close()
-	}
-	if nodeDir != "" {
-		os.RemoveAll(nodeDir)
-	}
-	os.Exit(code)
-}
 
 func testNode(t testing.TB) *broker.Node {
 	t.Helper()
-	nodeOnce.Do(func() {
-		nodeDir, nodeErr = os.MkdirTemp("", "admincli-test")
-		if nodeErr != nil {
-			return
-		}
-		props := map[string]string{
-			"listeners":                             "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-			"controller.quorum.voters":              "1@127.0.0.1:0",
-			"log.dirs":                              nodeDir,
-			"admin.listener":                        "",
-			"controller.quorum.election.timeout.ms": "300",
-			"group.initial.rebalance.delay.ms":      "0",
-			"auto.create.topics.enable":             "false",
-		}
-		var cfg broker.Config
-		cfg, nodeErr = broker.ParseConfig(broker.MergeProperties(props, nil, nil))
-		if nodeErr != nil {
-			return
-		}
-		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-		if os.Getenv("STRATA_TEST_VERBOSE") != "" {
-			logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-		}
-		node, nodeErr = broker.Open(broker.Options{Config: cfg, Logger: logger, StartTimeout: testWait})
-	})
-	if nodeErr != nil {
-		t.Fatalf("start node: %v", nodeErr)
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	if n, ok := nodes[t]; ok {
+		return n
 	}
-	return node
+	props := map[string]string{
+		"listeners":                             "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"controller.quorum.voters":              "1@127.0.0.1:0",
+		"log.dirs":                              t.TempDir(),
+		"admin.listener":                        "",
+		"controller.quorum.election.timeout.ms": "300",
+		"group.initial.rebalance.delay.ms":      "0",
+		"auto.create.topics.enable":             "false",
+	}
+	cfg, err := broker.ParseConfig(broker.MergeProperties(props, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("STRATA_TEST_VERBOSE") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	n, err := broker.Open(broker.Options{Config: cfg, Logger: logger, StartTimeout: testWait})
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	nodes[t] = n
+	t.Cleanup(func() {
+		nodesMu.Lock()
+		delete(nodes, t)
+		nodesMu.Unlock()
+		n.Close()
+	})
+	return n
 }
 
 // result is one CLI invocation's outcome.
