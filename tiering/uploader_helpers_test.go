@@ -134,6 +134,13 @@ func (m *testMeta) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteS
 	return nil
 }
 
+// committed returns every commit applied so far.
+func (m *testMeta) committed() []metadata.RemoteSegmentRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]metadata.RemoteSegmentRecord(nil), m.commits...)
+}
+
 // finished returns the partition's COPY_FINISHED segments.
 func (m *testMeta) finished(id uuid.UUID, p int32) []metadata.RemoteSegmentInfo {
 	var out []metadata.RemoteSegmentInfo
@@ -200,6 +207,7 @@ func openTestPart(t testing.TB, fsys vfs.FS, dir string, p Partition, mod ...fun
 	cfg := storage.DefaultConfig()
 	cfg.RemoteStorageEnable = true
 	cfg.FileDeleteDelayMs = 1
+	cfg.SegmentIndexBytes = 64 << 10 // MemFS allocates the whole preallocated index
 	cfg.RetentionMs = -1
 	for _, f := range mod {
 		f(&cfg)

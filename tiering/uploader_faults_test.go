@@ -1,0 +1,268 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/tiering/objstore"
+)
+
+// Local retention may delete only what the controller has committed as
+// remote: with every PUT failing nothing is ever deleted locally, however
+// tiny local.retention.bytes is; with PUTs working but COPY_FINISHED
+// refused, objects and manifest exist yet the uploaded offset stays put.
+func TestUploaderUploadedOffsetAdvancesOnlyAfterCopyFinished(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p, func(c *storage.Config) { c.LocalRetentionBytes = 1 })
+	tp.appendSegments(t, testTs, 2, 2, 2)
+	before := tp.Log.NumSegments()
+
+	faults := objstore.WithFaults(objstore.NewMemStore(), objstore.Rule{Op: objstore.OpPut, Err: objstore.ErrInjected})
+	u := newTestUploader(t, faults, meta, nil)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "failed puts", func() bool { return upMetricValue(t, u.metrics.errors) >= 8 })
+	if n, err := tp.Log.EnforceRetention(time.Now()); err != nil || n != 0 {
+		t.Fatalf("EnforceRetention deleted %d (err %v) with nothing uploaded", n, err)
+	}
+	if got := tp.Log.RemoteUploadedOffset(); got != -1 {
+		t.Fatalf("RemoteUploadedOffset = %d with every PUT failing", got)
+	}
+	if len(meta.finished(p.TopicID, 0)) != 0 || tp.Log.NumSegments() != before {
+		t.Fatal("something finished or was deleted with every PUT failing")
+	}
+	u.Close()
+
+	// PUTs work, COPY_FINISHED is refused.
+	meta2 := newTestMeta()
+	meta2.createTopic(t, p.Topic, p.TopicID, 1)
+	refused := errors.New("controller unavailable")
+	meta2.setFailCommit(func(r metadata.RemoteSegmentRecord) error {
+		if r.State == metadata.CopyFinished {
+			return refused
+		}
+		return nil
+	})
+	store := objstore.NewMemStore()
+	u2 := newTestUploader(t, store, meta2, nil)
+	u2.Lead(tp.LeaderPartition)
+	waitFor(t, u2, "manifest written", func() bool {
+		m, _, err := NewManifestStore(store).Load(testCtx(t), ManifestKey("strata", p.Topic, p.TopicID, 0))
+		return err == nil && len(m.Segments) == 1
+	})
+	waitFor(t, u2, "COPY_FINISHED retried", func() bool { return upMetricValue(t, u2.metrics.errors) >= 5 })
+	if got := tp.Log.RemoteUploadedOffset(); got != -1 {
+		t.Fatalf("RemoteUploadedOffset = %d before COPY_FINISHED was committed", got)
+	}
+	if n, _ := tp.Log.EnforceRetention(time.Now()); n != 0 {
+		t.Fatalf("EnforceRetention deleted %d segments before COPY_FINISHED", n)
+	}
+	meta2.setFailCommit(nil)
+	waitFor(t, u2, "all uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 60 })
+	checkCoverage(t, meta2, p, 0, 59)
+	// Now uploaded, local retention may go: all but the newest sealed
+	// segment (the log minus it would be below local.retention.bytes=1).
+	if n, err := tp.Log.EnforceRetention(time.Now()); err != nil || n != 2 {
+		t.Fatalf("EnforceRetention deleted %d (err %v), want 2 uploaded segments", n, err)
+	}
+}
+
+// Injected errors, latency and lost PUT acknowledgements on every kind of
+// call: everything is eventually uploaded, each offset range exactly once
+// (no hole, no overlap, no COPY_STARTED left), and the bucket holds no
+// object that no segment names.
+func TestUploaderUnderFaultsUploadsEverythingExactlyOnce(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 1, 2, 1, 3, 1, 1, 2, 1, 1, 2)
+	mem := objstore.NewMemStore()
+	faults := objstore.WithFaults(mem,
+		objstore.Rule{Prob: 0.15, Err: objstore.ErrInjected},
+		objstore.Rule{Op: objstore.OpPut, Prob: 0.25, LostAck: true, Err: objstore.ErrInjected},
+		objstore.Rule{Prob: 0.3, Latency: 2 * time.Millisecond},
+	)
+	faults.Seed(7)
+	lost := faults.Add(objstore.Rule{Op: objstore.OpPut, Key: "strata/*/0/*.log", Nth: 2, LostAck: true, Err: objstore.ErrInjected})
+	u := newTestUploader(t, faults, meta, nil)
+	u.Lead(tp.LeaderPartition)
+	end := tp.Log.LogEndOffset() - 1
+	waitFor(t, u, "everything uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == end+1 })
+	if faults.Fired(lost) != 1 || faults.Fired(0) == 0 || faults.Fired(1) == 0 {
+		t.Fatalf("rules fired %d, %d, %d times", faults.Fired(0), faults.Fired(1), faults.Fired(lost))
+	}
+	checkCoverage(t, meta, p, 0, end)
+	for _, s := range meta.RemoteSegments(p.TopicID, 0) {
+		if s.State != metadata.CopyFinished {
+			t.Fatalf("segment %s left in %s", s.SegmentID, s.State)
+		}
+	}
+	faults.Clear()
+	named := map[string]bool{ManifestKey("strata", p.Topic, p.TopicID, 0): true}
+	for _, s := range meta.finished(p.TopicID, 0) {
+		for _, ext := range SegmentExts {
+			named[FromInfo(p.Topic, s).Key("strata", ext)] = true
+		}
+	}
+	for _, k := range mem.Keys() {
+		if !named[k] {
+			t.Errorf("object %s is named by no segment", k)
+		}
+		delete(named, k)
+	}
+	if len(named) > 0 {
+		t.Errorf("missing objects: %v", named)
+	}
+	m, _, err := NewManifestStore(mem).Load(testCtx(t), ManifestKey("strata", p.Topic, p.TopicID, 0))
+	if err != nil || len(m.Segments) != len(meta.finished(p.TopicID, 0)) {
+		t.Fatalf("manifest has %d segments (err %v), metadata %d", len(m.Segments), err, len(meta.finished(p.TopicID, 0)))
+	}
+}
+
+// A lost acknowledgement whose object turns out not to be ours (another
+// size under the key) is not trusted: the copy restarts under a new
+// segment id and the abandoned one is deleted.
+func TestUploaderLostAckWithWrongObjectRestartsUnderNewID(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 2)
+	mem := objstore.NewMemStore()
+	// The first .index put answers precondition-failed while a 1-byte
+	// object sits under its key: not what we put.
+	faults := objstore.WithFaults(&squatter{MemStore: mem}, objstore.Rule{Op: objstore.OpPut, Key: "strata/*/0/*.index", Nth: 1, Err: objstore.ErrPreconditionFailed})
+	u := newTestUploader(t, faults, meta, nil)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 20 })
+	checkCoverage(t, meta, p, 0, 19)
+	var started []string
+	for _, c := range meta.committed() {
+		if c.State == metadata.CopyStarted {
+			started = append(started, c.SegmentID.String())
+		}
+	}
+	if len(started) != 2 {
+		t.Fatalf("COPY_STARTED under %d ids, want 2 (a restart)", len(started))
+	}
+	waitFor(t, u, "abandoned segment deleted", func() bool { return len(meta.RemoteSegments(p.TopicID, 0)) == 1 })
+	for _, k := range mem.Keys() {
+		if strings.Contains(k, started[0]) {
+			t.Fatalf("abandoned object %s left", k)
+		}
+	}
+}
+
+// squatter is a MemStore whose .index keys already hold one byte when a
+// create-only put fails: what a foreign object under our key looks like.
+type squatter struct{ *objstore.MemStore }
+
+func (s *squatter) Head(ctx context.Context, key string) (objstore.ObjectInfo, error) {
+	info, err := s.MemStore.Head(ctx, key)
+	if errors.Is(err, objstore.ErrNotFound) && strings.HasSuffix(key, ".index") {
+		return objstore.ObjectInfo{Key: key, Size: 1}, nil
+	}
+	return info, err
+}
+
+// A crash between the puts and COPY_FINISHED (the first uploader stopped
+// while a put hangs) leaves a COPY_STARTED segment of this broker. A new
+// uploader re-uploads the data under a new id at once, leaves the orphan
+// alone within the grace, and deletes it (record and objects) after.
+func TestUploaderCrashMidCopyLeavesOrphanDeletedAfterGrace(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 2, 2)
+	clock := newFakeNow(testTs + 1_000_000)
+	mem := objstore.NewMemStore()
+	faults := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpPut, Key: "strata/*/0/*.timeindex", Latency: time.Hour})
+	u1 := newTestUploader(t, faults, meta, clock.Now)
+	u1.Lead(tp.LeaderPartition)
+	waitFor(t, nil, "copy started and .log put", func() bool {
+		segs := meta.RemoteSegments(p.TopicID, 0)
+		return len(segs) == 1 && len(mem.Keys()) == 2 // .log, .index
+	})
+	orphan := meta.RemoteSegments(p.TopicID, 0)[0]
+	start := time.Now()
+	u1.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v with a hanging put", d)
+	}
+	if orphan.State != metadata.CopyStarted {
+		t.Fatalf("orphan in %s", orphan.State)
+	}
+
+	u2 := newTestUploader(t, mem, meta, clock.Now, func(c *UploaderConfig) { c.OrphanGrace = time.Minute })
+	u2.Lead(tp.LeaderPartition)
+	waitFor(t, u2, "re-uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 40 })
+	checkCoverage(t, meta, p, 0, 39)
+	for _, s := range meta.finished(p.TopicID, 0) {
+		if s.SegmentID == orphan.SegmentID {
+			t.Fatal("the orphan's id was finished")
+		}
+	}
+	u2.Kick()
+	time.Sleep(50 * time.Millisecond)
+	if got := len(meta.RemoteSegments(p.TopicID, 0)); got != 3 {
+		t.Fatalf("%d segments within the grace, want 2 finished + the orphan", got)
+	}
+	orphanLog := FromInfo(p.Topic, orphan).Key("strata", ExtLog)
+	if _, err := mem.Head(testCtx(t), orphanLog); err != nil {
+		t.Fatalf("orphan's .log gone within the grace: %v", err)
+	}
+
+	clock.add(2 * time.Minute)
+	waitFor(t, u2, "orphan deleted", func() bool { return len(meta.RemoteSegments(p.TopicID, 0)) == 2 })
+	for _, k := range mem.Keys() {
+		if strings.Contains(k, orphan.SegmentID.String()) {
+			t.Fatalf("orphan object %s left", k)
+		}
+	}
+	if v := upMetricValue(t, u2.metrics.orphans); v != 1 {
+		t.Fatalf("orphans deleted = %v, want 1", v)
+	}
+	checkCoverage(t, meta, p, 0, 39)
+}
+
+// Close returns promptly while the store hangs or is down, with copies in
+// flight; nothing was committed as finished.
+func TestUploaderCloseIsBoundedWhileStoreHangs(t *testing.T) {
+	for _, mode := range []string{"down", "hang"} {
+		t.Run(mode, func(t *testing.T) {
+			p := upPart("orders", 0)
+			meta := newTestMeta()
+			meta.createTopic(t, p.Topic, p.TopicID, 1)
+			tp := openTestPart(t, nil, "", p)
+			tp.appendSegments(t, testTs, 1, 1, 1)
+			faults := objstore.WithFaults(objstore.NewMemStore())
+			if mode == "down" {
+				faults.Down()
+			} else {
+				faults.Add(objstore.Rule{Op: objstore.OpPut, Latency: time.Hour})
+			}
+			u := newTestUploader(t, faults, meta, nil)
+			u.Lead(tp.LeaderPartition)
+			waitFor(t, u, "copy started", func() bool { return len(meta.RemoteSegments(p.TopicID, 0)) == 1 })
+			time.Sleep(20 * time.Millisecond)
+			start := time.Now()
+			if err := u.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Fatalf("Close took %v", d)
+			}
+			if len(meta.finished(p.TopicID, 0)) != 0 || tp.Log.RemoteUploadedOffset() != -1 {
+				t.Fatal("a segment finished while the store was unusable")
+			}
+		})
+	}
+}
