@@ -16,7 +16,9 @@
 //
 // The result directory holds machine.<n>.json (`strata loadgen machine
 // --out`), <scenario>.<target>.<n>.json (`strata loadgen <scenario> --out`)
-// and failures.tsv (scenario, target, run, reason; tab-separated).
+// and failures.tsv (scenario, target, run, reason; tab-separated). With
+// -html it also renders each run's HTML report (loadgen/report) beside its
+// JSON and a <scenario>.compare.html of all runs of a scenario.
 package main
 
 import (
@@ -34,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/strata-io/strata/loadgen"
+	"github.com/strata-io/strata/loadgen/report"
 )
 
 func main() {
@@ -57,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&m.Host, "host", "", "machine description")
 	fs.StringVar(&m.Duration, "duration", "", "measured phase of each run")
 	fs.IntVar(&m.Runs, "runs", 0, "repetitions asked for")
+	htmlToo := fs.Bool("html", false, "also write <name>.html beside each run's JSON and <scenario>.compare.html per scenario")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -72,6 +76,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "mkreport: %v\n", err)
 		return 1
+	}
+	if *htmlToo {
+		if err := writeHTMLs(*dir, set); err != nil {
+			fmt.Fprintf(stderr, "mkreport: %v\n", err)
+			return 1
+		}
 	}
 	w := stdout
 	var f *os.File
@@ -102,6 +112,7 @@ type failure struct{ Scenario, Target, Run, Reason string }
 
 // resultSet is a result directory, loaded.
 type resultSet struct {
+	paths    map[*loadgen.Result]string // each run's JSON file
 	machines []*loadgen.Machine
 	runs     map[string]map[string][]*loadgen.Result // scenario → target → repetitions
 	failures []failure
@@ -111,7 +122,7 @@ type resultSet struct {
 // error (the page would silently lose a run otherwise); a missing
 // failures.tsv means none failed.
 func load(dir string) (*resultSet, error) {
-	s := &resultSet{runs: map[string]map[string][]*loadgen.Result{}}
+	s := &resultSet{runs: map[string]map[string][]*loadgen.Result{}, paths: map[*loadgen.Result]string{}}
 	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
@@ -135,6 +146,7 @@ func load(dir string) (*resultSet, error) {
 				s.runs[scenario] = map[string][]*loadgen.Result{}
 			}
 			s.runs[scenario][target] = append(s.runs[scenario][target], r)
+			s.paths[r] = name
 		default:
 			return nil, fmt.Errorf("%s: want machine.<n>.json or <scenario>.<target>.<n>.json", name)
 		}
@@ -154,6 +166,55 @@ func load(dir string) (*resultSet, error) {
 		s.failures = append(s.failures, failure{f[0], f[1], f[2], f[3]})
 	}
 	return s, nil
+}
+
+// writeHTMLs renders each run's HTML report beside its JSON, and one
+// comparison page per scenario with every run of it (Strata first).
+func writeHTMLs(dir string, s *resultSet) error {
+	for _, sc := range s.scenarios() {
+		var all []*loadgen.Result
+		for _, target := range []string{"strata", "kfake"} {
+			all = append(all, s.runs[sc][target]...)
+		}
+		var others []string
+		for target := range s.runs[sc] {
+			if target != "strata" && target != "kfake" {
+				others = append(others, target)
+			}
+		}
+		sort.Strings(others)
+		for _, target := range others {
+			all = append(all, s.runs[sc][target]...)
+		}
+		for _, r := range all {
+			if err := writeFile(strings.TrimSuffix(s.paths[r], ".json")+".html", func(w io.Writer) error { return report.WriteHTML(w, r) }); err != nil {
+				return err
+			}
+		}
+		if len(all) > 0 {
+			if err := writeFile(filepath.Join(dir, sc+".compare.html"), func(w io.Writer) error { return report.WriteHTMLCompare(w, all) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if err := fn(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func readResult(path string) (*loadgen.Result, error) {
@@ -237,10 +298,10 @@ func med(runs []*loadgen.Result, get func(*loadgen.Result) float64) float64 {
 
 // metric is one row of a scenario table.
 type metric struct {
-	name   string
-	unit   string
-	get    func(*loadgen.Result) float64
-	higher bool // higher is better (throughput); else lower is (latency)
+	name  string
+	unit  string
+	get   func(*loadgen.Result) float64
+	count bool // a count: shown as an integer, no ratio
 }
 
 // positive is v when it was measured (> 0), else NaN: a zero latency or
@@ -253,16 +314,16 @@ func positive(v float64) float64 {
 }
 
 var metrics = []metric{
-	{"produce records/s", "", func(r *loadgen.Result) float64 { return positive(r.Produce.RecordsPerSec) }, true},
-	{"produce MB/s", "", func(r *loadgen.Result) float64 { return positive(r.Produce.MBPerSec) }, true},
-	{"consume MB/s", "", func(r *loadgen.Result) float64 { return positive(r.Consume.MBPerSec) }, true},
+	{"produce records/s", "", func(r *loadgen.Result) float64 { return positive(r.Produce.RecordsPerSec) }, false},
+	{"produce MB/s", "", func(r *loadgen.Result) float64 { return positive(r.Produce.MBPerSec) }, false},
+	{"consume MB/s", "", func(r *loadgen.Result) float64 { return positive(r.Consume.MBPerSec) }, false},
 	{"publish p50", "ms", func(r *loadgen.Result) float64 { return positive(r.Produce.Latency.P50) }, false},
 	{"publish p99", "ms", func(r *loadgen.Result) float64 { return positive(r.Produce.Latency.P99) }, false},
 	{"publish p99.9", "ms", func(r *loadgen.Result) float64 { return positive(r.Produce.Latency.P999) }, false},
 	{"end-to-end p50", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P50) }, false},
 	{"end-to-end p99", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P99) }, false},
 	{"end-to-end p99.9", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P999) }, false},
-	{"errors (produce + consume)", "", func(r *loadgen.Result) float64 { return float64(r.Produce.Errors + r.Consume.Errors) }, false},
+	{"errors (produce + consume)", "", func(r *loadgen.Result) float64 { return float64(r.Produce.Errors + r.Consume.Errors) }, true},
 }
 
 func writeMarkdown(w io.Writer, m meta, s *resultSet) {
@@ -316,11 +377,11 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 				if mt.unit != "" {
 					name += " (" + mt.unit + ")"
 				}
-				r := ratio(a, b)
-				if mt.name == "errors (produce + consume)" {
-					r = ""
+				if mt.count {
+					p("| %s | %s | %s | |\n", name, count(a), count(b))
+					continue
 				}
-				p("| %s | %s | %s | %s |\n", name, fig(a), fig(b), r)
+				p("| %s | %s | %s | %s |\n", name, fig(a), fig(b), ratio(a, b))
 			}
 			if len(st) > 0 {
 				smb := med(st, metrics[1].get)
@@ -455,6 +516,14 @@ func fig(v float64) string {
 	default:
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
+}
+
+// count formats a median count (a half when two runs straddle it).
+func count(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 func ratio(a, b float64) string {

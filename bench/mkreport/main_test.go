@@ -40,8 +40,10 @@ func cannedDir(t *testing.T) string {
 	dir := t.TempDir()
 	writeJSON(t, dir, "machine.1.json", &loadgen.Result{Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 800, LoopbackSendfileMBs: 3000}})
 	writeJSON(t, dir, "machine.2.json", &loadgen.Result{Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 900, LoopbackSendfileMBs: 5000}})
-	writeJSON(t, dir, "max-throughput.strata.1.json", result("strata", 40, 30, 50))
-	writeJSON(t, dir, "max-throughput.strata.2.json", result("strata", 50, 10, 70))
+	r1, r2 := result("strata", 40, 30, 50), result("strata", 50, 10, 70)
+	r1.Produce.Errors, r2.Consume.Errors = 2, 4
+	writeJSON(t, dir, "max-throughput.strata.1.json", r1)
+	writeJSON(t, dir, "max-throughput.strata.2.json", r2)
 	writeJSON(t, dir, "max-throughput.strata.3.json", result("strata", 45, 20, 60))
 	writeJSON(t, dir, "max-throughput.kfake.1.json", result("kfake", 90, 4, 8))
 	writeJSON(t, dir, "max-throughput.kfake.2.json", result("kfake", 110, 6, 12))
@@ -81,6 +83,7 @@ func TestMarkdownHasMediansRatiosAndMachineShares(t *testing.T) {
 		"| publish p99 (ms) | 20.0 | 5.00 | 4.00× |",
 		"| end-to-end p99 (ms) | 60.0 | 10.0 | 6.00× |",
 		"| Strata produce MB/s ÷ sequential write | 5.3 % | | |",
+		"| errors (produce + consume) | 2 | 0 | |",                // median of 2, 4, 0
 		"| Strata consume MB/s ÷ loopback sendfile | 1.1 % | | |", // 44/4000
 		"Workload: 12 partitions, 1KiB records (fixed), compression none, acks all, 2 producers, 2 consumers, rate as fast as acknowledged, measured 20s after 3s warm-up.",
 		// Catch-up: Strata only, with its cost per GiB (0.01 USD over 2 GiB).
@@ -166,5 +169,29 @@ func TestMedianIgnoresMissingFigures(t *testing.T) {
 		if got := fig(median(c.in)); got != c.want {
 			t.Errorf("median(%v) = %s, want %s", c.in, got, c.want)
 		}
+	}
+}
+
+func TestHTMLFlagWritesAReportPerRunAndAComparisonPerScenario(t *testing.T) {
+	dir := cannedDir(t)
+	var errb bytes.Buffer
+	if code := run([]string{"-results", dir, "-html"}, &bytes.Buffer{}, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, name := range []string{"max-throughput.strata.1.html", "max-throughput.kfake.2.html", "catch-up.strata.1.html", "max-throughput.compare.html", "catch-up.compare.html"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if strings.Count(string(b), "<svg data-chart=") != 4 {
+			t.Errorf("%s does not have the report's four charts", name)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "max-throughput.compare.html")); !strings.Contains(string(b), "5. kfake") {
+		t.Errorf("comparison page does not list the five runs, Strata first")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fill.compare.html")); !os.IsNotExist(err) {
+		t.Errorf("a comparison page for a scenario without results: %v", err)
 	}
 }

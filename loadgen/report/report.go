@@ -261,8 +261,8 @@ func orNA(s string) string {
 	return s
 }
 
-// num formats a figure for the tables: 3 decimals below 1, 2 below 100, 1
-// above; "n/a" for NaN and infinities.
+// num formats a figure for the tables: 3 significant digits below 1, 2
+// decimals below 100, 1 above; "n/a" for NaN and infinities.
 func num(v float64) string {
 	switch a := math.Abs(v); {
 	case !finite(v):
@@ -273,8 +273,8 @@ func num(v float64) string {
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	case v == 0:
 		return "0"
-	default:
-		return strconv.FormatFloat(v, 'f', 3, 64)
+	default: // small prices and latencies keep 3 significant digits
+		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
 }
 
