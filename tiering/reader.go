@@ -627,7 +627,9 @@ func (r *Reader) prefetch(key string, size, c int64) {
 		return
 	}
 	r.fmu.Lock()
-	if r.chunkFlights[k] != nil {
+	if r.chunkFlights[k] != nil || r.cache.contains(k) {
+		// Checked again under fmu: a flight leaves the table only after
+		// its chunk is cached, so no second GET starts for it.
 		r.fmu.Unlock()
 		return
 	}
@@ -674,6 +676,12 @@ func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst [
 		}
 		r.fmu.Lock()
 		f, joined := r.chunkFlights[k]
+		if !joined && r.cache.contains(k) {
+			// Its flight ended (and cached it) since our lookup: a
+			// flight leaves the table only after its chunk is cached.
+			r.fmu.Unlock()
+			continue
+		}
 		if !joined {
 			f = &chunkFlight{done: make(chan struct{})}
 			r.chunkFlights[k] = f

@@ -1,0 +1,90 @@
+package tiering
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-io/strata/tiering/objstore"
+)
+
+// rdBenchSet builds a 64 MiB segment set (four 16 MiB segments of ~16 KiB
+// batches) in an FSStore on b.TempDir().
+func rdBenchSet(b *testing.B) (objstore.ObjectStore, []RemoteSegment, int64) {
+	b.Helper()
+	l := rdNewLog(b)
+	l.fillFixed(4, 16<<20, 16<<10)
+	store, err := objstore.NewFSStore(filepath.Join(b.TempDir(), "objects"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	segs := l.upload(store, "p")
+	var total int64
+	for _, s := range segs {
+		total += s.SizeBytes
+	}
+	return store, segs, total
+}
+
+// BenchmarkRemoteCatchUp: a consumer catching up reads the whole set
+// sequentially, 1 MiB per fetch, through a cold Reader (default chunk,
+// read-ahead and threads). Compare MB/s with BenchmarkRawRangedGet.
+func BenchmarkRemoteCatchUp(b *testing.B) {
+	store, segs, total := rdBenchSet(b)
+	ctx := context.Background()
+	b.SetBytes(total)
+	var gets int64
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		r := rdReader(b, store, func(c *ReaderConfig) {
+			c.CacheBytes, c.ChunkBytes, c.IndexCacheBytes, c.Threads = DefaultRemoteCacheBytes, DefaultRemoteChunkBytes, DefaultRemoteIndexCacheBytes, DefaultRemoteReaderThreads
+		})
+		b.StartTimer()
+		for _, seg := range segs {
+			for off := seg.BaseOffset; off <= seg.EndOffset; {
+				rr, err := r.Read(ctx, seg, off, 1<<20)
+				if err != nil {
+					b.Fatal(err)
+				}
+				off = rr.NextOffset
+			}
+		}
+		b.StopTimer()
+		gets += r.Stats().GETs
+		r.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(gets)/float64(b.N)/(float64(total)/(1<<30)), "GETs/GiB")
+}
+
+// BenchmarkRawRangedGet: the same bytes as plain sequential ranged Gets
+// of DefaultRemoteChunkBytes, one at a time, into a reused buffer: the
+// floor the reader's overhead is measured against.
+func BenchmarkRawRangedGet(b *testing.B) {
+	store, segs, total := rdBenchSet(b)
+	ctx := context.Background()
+	buf := make([]byte, DefaultRemoteChunkBytes)
+	b.SetBytes(total)
+	gets := 0
+	b.ResetTimer()
+	for b.Loop() {
+		for _, seg := range segs {
+			key := seg.Key("p", ExtLog)
+			for off := int64(0); off < seg.SizeBytes; off += DefaultRemoteChunkBytes {
+				n := min(DefaultRemoteChunkBytes, seg.SizeBytes-off)
+				rc, err := store.Get(ctx, key, off, n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(rc, buf[:n]); err != nil {
+					b.Fatal(err)
+				}
+				rc.Close()
+				gets++
+			}
+		}
+	}
+	b.ReportMetric(float64(gets)/float64(b.N)/(float64(total)/(1<<30)), "GETs/GiB")
+}
