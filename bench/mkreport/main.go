@@ -394,6 +394,7 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 			p("\n")
 			writeCatchUp(p, st)
 			writeCost(p, st)
+			notes(p, s.runs[sc])
 		}
 		for _, f := range s.failures {
 			if f.Scenario == sc {
@@ -474,8 +475,8 @@ func writeCost(p func(string, ...any), st []*loadgen.Result) {
 		get(func(c *loadgen.Cost) float64 { return c.EstimatedCostUSD }), fig(perGiB))
 }
 
-// workloadLine describes the workload of the first run: the shape that
-// decides the figures.
+// workloadLine describes the workload of the first run, the shape that
+// decides the figures, and the measured phase actually run (median).
 func workloadLine(runs []*loadgen.Result) string {
 	if len(runs) == 0 {
 		return ""
@@ -489,8 +490,44 @@ func workloadLine(runs []*loadgen.Result) string {
 	if w.Rate > 0 {
 		rate = strconv.FormatInt(w.Rate, 10) + " records/s"
 	}
-	return fmt.Sprintf("Workload: %d partitions, %s records (%s), compression %s, acks %s, %d producers, %d consumers, rate %s, measured %s after %s warm-up.",
-		w.Partitions, na(size), na(w.RecordSize.Kind), na(w.Compression), na(w.Acks), w.Producers, w.Consumers, rate, na(w.Duration), na(w.Warmup))
+	phase := "measured " + fig(med(runs, func(r *loadgen.Result) float64 { return positive(r.Duration) })) + " s (median)"
+	if w.FillBytes != "" {
+		phase = "writing " + w.FillBytes + ", " + phase
+	}
+	return fmt.Sprintf("Workload: %d partitions, %s records (%s), compression %s, acks %s, producers %d, consumers %d, rate %s, warm-up %s, %s.",
+		w.Partitions, na(size), na(w.RecordSize.Kind), na(w.Compression), na(w.Acks), w.Producers, w.Consumers, rate, na(w.Warmup), phase)
+}
+
+// notes lists the distinct notes and errors the runs reported, with the
+// target and how many runs said each: what the tables cannot show (a
+// remote tier that never filled, a reader that never caught up).
+func notes(p func(string, ...any), byTarget map[string][]*loadgen.Result) {
+	targets := make([]string, 0, len(byTarget))
+	for t := range byTarget {
+		targets = append(targets, t)
+	}
+	sort.Strings(targets)
+	any := false
+	for _, t := range targets {
+		var order []string
+		seen := map[string]int{}
+		for _, r := range byTarget[t] {
+			for _, n := range append(append([]string{}, r.Notes...), r.Errors...) {
+				n = oneLine(n)
+				if seen[n] == 0 {
+					order = append(order, n)
+				}
+				seen[n]++
+			}
+		}
+		for _, n := range order {
+			p("- %s (%d of %d runs): %s\n", t, seen[n], len(byTarget[t]), n)
+			any = true
+		}
+	}
+	if any {
+		p("\n")
+	}
 }
 
 func collect(ms []*loadgen.Machine, f func(*loadgen.Machine) float64) []float64 {
@@ -513,8 +550,8 @@ func fig(v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	case a >= 1 || v == 0:
 		return strconv.FormatFloat(v, 'f', 2, 64)
-	default:
-		return strconv.FormatFloat(v, 'g', 3, 64)
+	default: // three significant digits, never an exponent
+		return strconv.FormatFloat(v, 'f', 2-int(math.Floor(math.Log10(a))), 64)
 	}
 }
 

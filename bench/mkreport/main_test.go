@@ -24,7 +24,7 @@ func writeJSON(t *testing.T, dir, name string, r *loadgen.Result) {
 
 func result(target string, mbs, p99, e2e99 float64) *loadgen.Result {
 	return &loadgen.Result{
-		Version: 1, Scenario: "max-throughput", Target: target,
+		Version: 1, Scenario: "max-throughput", Target: target, Duration: 20,
 		Workload: loadgen.Workload{Partitions: 12, RecordSize: loadgen.SizeDist{Kind: "fixed", Size: "1KiB"},
 			Compression: "none", Acks: "all", Producers: 2, Consumers: 2, Duration: "20s", Warmup: "3s"},
 		Produce:  loadgen.Summary{RecordsPerSec: mbs * 1000, MBPerSec: mbs, Bytes: 2 << 30, Latency: loadgen.Latency{P50: p99 / 4, P99: p99, P999: p99 * 2}},
@@ -42,6 +42,7 @@ func cannedDir(t *testing.T) string {
 	writeJSON(t, dir, "machine.2.json", &loadgen.Result{Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 900, LoopbackSendfileMBs: 5000}})
 	r1, r2 := result("strata", 40, 30, 50), result("strata", 50, 10, 70)
 	r1.Produce.Errors, r2.Consume.Errors = 2, 4
+	r1.Errors, r2.Errors = []string{"1× NOT_LEADER_OR_FOLLOWER"}, []string{"1× NOT_LEADER_OR_FOLLOWER"}
 	writeJSON(t, dir, "max-throughput.strata.1.json", r1)
 	writeJSON(t, dir, "max-throughput.strata.2.json", r2)
 	writeJSON(t, dir, "max-throughput.strata.3.json", result("strata", 45, 20, 60))
@@ -50,6 +51,7 @@ func cannedDir(t *testing.T) string {
 	c := result("strata", 30, 12, 0)
 	c.Scenario = "catch-up"
 	c.CatchUp = &loadgen.CatchUp{BacklogBytes: 134217728, CaughtUpSeconds: 4.5, ReadMBPerSec: 210, ProducerP99Before: 8, ProducerP99During: 16, ProducerP99Increase: 2}
+	c.Notes = []string{"consumers did not catch up within 5s"}
 	c.Cost = &loadgen.Cost{Puts: 40, Gets: 9, PutsPerGiBIn: 20, GetsPerGiBOut: 4.5, EstimatedCostUSD: 0.01}
 	writeJSON(t, dir, "catch-up.strata.1.json", c)
 	failures := "catch-up\tstrata\t2\tloadgen: remote tier |never| reached\nfill\tkfake\t1\tCreateTopics: INVALID_CONFIG\nfill\tstrata\t1\texit 1\n"
@@ -85,11 +87,13 @@ func TestMarkdownHasMediansRatiosAndMachineShares(t *testing.T) {
 		"| Strata produce MB/s ÷ sequential write | 5.3 % | | |",
 		"| errors (produce + consume) | 2 | 0 | |",                // median of 2, 4, 0
 		"| Strata consume MB/s ÷ loopback sendfile | 1.1 % | | |", // 44/4000
-		"Workload: 12 partitions, 1KiB records (fixed), compression none, acks all, 2 producers, 2 consumers, rate as fast as acknowledged, measured 20s after 3s warm-up.",
+		"Workload: 12 partitions, 1KiB records (fixed), compression none, acks all, producers 2, consumers 2, rate as fast as acknowledged, warm-up 3s, measured 20.0 s (median).",
+		"- strata (1 of 1 runs): consumers did not catch up within 5s",
+		"- strata (2 of 3 runs): 1× NOT_LEADER_OR_FOLLOWER",
 		// Catch-up: Strata only, with its cost per GiB (0.01 USD over 2 GiB).
 		"| successful runs | 1 | 0 | |",
 		"backlog 134 MB, caught up after 4.50 s (0 of 1 runs never caught up), read 210 MB/s, producer p99 8.00 ms alone → 16.0 ms during (×2.00)",
-		"40.0 PUTs and 9.00 GETs per run, 20.0 PUTs per GiB produced, 4.50 GETs per GiB consumed, request cost $0.01 per run, $0.005 per GiB produced",
+		"40.0 PUTs and 9.00 GETs per run, 20.0 PUTs per GiB produced, 4.50 GETs per GiB consumed, request cost $0.0100 per run, $0.00500 per GiB produced",
 		"- failed: strata run 2: loadgen: remote tier \\|never\\| reached",
 		"## fill\n\nNo successful run.\n\n- failed: kfake run 1: CreateTopics: INVALID_CONFIG\n- failed: strata run 1: exit 1\n",
 		"## How to reproduce",
@@ -165,7 +169,7 @@ func TestMedianIgnoresMissingFigures(t *testing.T) {
 	for _, c := range []struct {
 		in   []float64
 		want string
-	}{{nil, "–"}, {[]float64{nan}, "–"}, {[]float64{3, 1, 2}, "2.00"}, {[]float64{4, 1, nan, 3, 2}, "2.50"}} {
+	}{{nil, "–"}, {[]float64{nan}, "–"}, {[]float64{3, 1, 2}, "2.00"}, {[]float64{4, 1, nan, 3, 2}, "2.50"}, {[]float64{6e-05}, "0.0000600"}, {[]float64{0.00251}, "0.00251"}} {
 		if got := fig(median(c.in)); got != c.want {
 			t.Errorf("median(%v) = %s, want %s", c.in, got, c.want)
 		}
