@@ -4,12 +4,11 @@ import (
 	"io"
 
 	"github.com/strata-io/strata/loadgen"
+	"github.com/strata-io/strata/loadgen/report"
 )
 
-// writeHTML renders `strata loadgen run --html`: loadgen/report.WriteHTML
-// once that package has landed; nil until then (--html is refused with a
-// one-line error).
-var writeHTML func(io.Writer, *loadgen.Result) error
+// writeHTML renders `strata loadgen run --html`.
+var writeHTML func(io.Writer, *loadgen.Result) error = report.WriteHTML
 
 func init() {
 	addCommand(command{
