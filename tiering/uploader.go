@@ -128,7 +128,7 @@ type Uploader struct {
 	log     *slog.Logger
 	metrics *uploaderMetrics
 	slots   chan struct{} // copier pool: one token per concurrent copy
-	bucket  *copyThrottle  // nil: unlimited
+	bucket  *copyThrottle // nil: unlimited
 
 	// backoffBase is the first retry pause (tests shorten it).
 	backoffBase time.Duration
@@ -137,8 +137,12 @@ type Uploader struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the Uploader started
 
-	mu       sync.Mutex // guards parts, inflight, started, closed, unknown
-	parts    map[Partition]*partTask
+	mu    sync.Mutex // guards parts, retired, inflight, started, closed, unknown
+	parts map[Partition]*partTask
+	// retired holds the done channels of cancelled tasks, so a new task
+	// of the same partition waits for the old one to stop: two copies of
+	// one partition never overlap in time.
+	retired  map[Partition]chan struct{}
 	inflight map[uuid.UUID]struct{} // segment ids this process is copying
 	started  bool
 	closed   bool
@@ -155,6 +159,7 @@ type partTask struct {
 	cancel context.CancelFunc
 	kick   chan struct{} // buffered 1
 	done   chan struct{}
+	prev   chan struct{} // the previous task's done, nil if none
 
 	lastOrphanScan time.Time // partition goroutine only
 
@@ -201,6 +206,7 @@ func NewUploader(cfg UploaderConfig) (*Uploader, error) {
 		ctx:         ctx,
 		cancel:      cancel,
 		parts:       map[Partition]*partTask{},
+		retired:     map[Partition]chan struct{}{},
 		inflight:    map[uuid.UUID]struct{}{},
 		unknown:     map[uuid.UUID]bool{},
 		janitorKick: make(chan struct{}, 1),
@@ -261,8 +267,7 @@ func (u *Uploader) Lead(p LeaderPartition) {
 			u.mu.Unlock()
 			return
 		}
-		old.cancel()
-		delete(u.parts, p.Partition)
+		u.retireLocked(p.Partition, old)
 	}
 	u.mu.Unlock()
 
@@ -276,9 +281,11 @@ func (u *Uploader) Lead(p LeaderPartition) {
 		cancel()
 		return
 	}
-	if prev, ok := u.parts[p.Partition]; ok { // a racing Lead won
-		prev.cancel()
+	if prev, ok := u.parts[p.Partition]; ok { // a racing Lead got here first
+		u.retireLocked(p.Partition, prev)
 	}
+	t.prev = u.retired[p.Partition]
+	delete(u.retired, p.Partition)
 	u.parts[p.Partition] = t
 	if u.started {
 		u.startTaskLocked(t)
@@ -314,8 +321,7 @@ func (u *Uploader) Resign(p Partition) {
 	u.mu.Lock()
 	t, ok := u.parts[p]
 	if ok {
-		t.cancel()
-		delete(u.parts, p)
+		u.retireLocked(p, t)
 	}
 	last := true
 	for q := range u.parts {
@@ -425,6 +431,17 @@ func finishedExtent(segs []metadata.RemoteSegmentInfo) (start, end int64, ok boo
 	return start, end, ok
 }
 
+// retireLocked cancels t and keeps its done channel for p's next task.
+// A task never started (Start not yet called) is done at once.
+func (u *Uploader) retireLocked(p Partition, t *partTask) {
+	t.cancel()
+	delete(u.parts, p)
+	if !u.started {
+		close(t.done)
+	}
+	u.retired[p] = t.done
+}
+
 func (u *Uploader) startTaskLocked(t *partTask) {
 	u.wg.Add(1)
 	go u.partitionLoop(t)
@@ -435,6 +452,13 @@ func (u *Uploader) startTaskLocked(t *partTask) {
 func (u *Uploader) partitionLoop(t *partTask) {
 	defer u.wg.Done()
 	defer close(t.done)
+	if t.prev != nil {
+		select {
+		case <-t.prev:
+		case <-t.ctx.Done():
+			return
+		}
+	}
 	tick := time.NewTicker(u.cfg.Interval)
 	defer tick.Stop()
 	for {

@@ -349,7 +349,7 @@ func upMetricValue(t testing.TB, c prometheus.Metric) float64 {
 type fakeNow struct{ ms atomic.Int64 }
 
 func newFakeNow(ms int64) *fakeNow { f := &fakeNow{}; f.ms.Store(ms); return f }
-func (f *fakeNow) Now() time.Time   { return time.UnixMilli(f.ms.Load()) }
+func (f *fakeNow) Now() time.Time  { return time.UnixMilli(f.ms.Load()) }
 func (f *fakeNow) add(d time.Duration) {
 	f.ms.Add(d.Milliseconds())
 }

@@ -132,3 +132,38 @@ func TestUploaderUploadsSealedCommittedSegments(t *testing.T) {
 		t.Fatalf("uploaded segments counter = %v", v)
 	}
 }
+
+// Lead is idempotent for the same log and leader epoch; a new epoch
+// replaces the task (the old one stops first) and uploading goes on.
+func TestUploaderLeadIsIdempotentAndNewEpochReplaces(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 1)
+	u := newTestUploader(t, objstore.NewMemStore(), meta, nil)
+	u.Lead(tp.LeaderPartition)
+	first := u.parts[p]
+	u.Lead(tp.LeaderPartition)
+	if u.parts[p] != first {
+		t.Fatal("a repeated Lead replaced the task")
+	}
+	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 10 })
+	tp.epoch.Store(4)
+	u.Lead(tp.LeaderPartition)
+	if u.parts[p] == first {
+		t.Fatal("a new leader epoch kept the old task")
+	}
+	select {
+	case <-first.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the replaced task did not stop")
+	}
+	tp.appendSegments(t, testTs+100, 1)
+	waitFor(t, u, "uploaded under the new epoch", func() bool { return tp.Log.RemoteUploadedOffset() == 20 })
+	fin := meta.finished(p.TopicID, 0)
+	if got := fin[1].LeaderEpochs; len(got) != 1 || got[0].Epoch != 4 {
+		t.Fatalf("second segment's epochs %v", got)
+	}
+	checkCoverage(t, meta, p, 0, 19)
+}
