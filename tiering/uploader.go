@@ -149,6 +149,10 @@ type Uploader struct {
 	unknown  map[uuid.UUID]bool // deleted topics whose name is unknown, logged once
 
 	janitorKick chan struct{}
+
+	// gaugeMu serialises setting and dropping a topic's gauges, so a pass
+	// finishing after its topic's last Resign cannot bring them back.
+	gaugeMu sync.Mutex
 }
 
 // partTask is one led partition's goroutine and what it last saw.
@@ -323,17 +327,27 @@ func (u *Uploader) Resign(p Partition) {
 	if ok {
 		u.retireLocked(p, t)
 	}
-	last := true
-	for q := range u.parts {
-		if q.Topic == p.Topic {
-			last = false
-			break
-		}
-	}
 	u.mu.Unlock()
-	if ok && last {
+	if !ok {
+		return
+	}
+	u.gaugeMu.Lock()
+	defer u.gaugeMu.Unlock()
+	if !u.leadsTopic(p.Topic) {
 		u.metrics.dropTopic(p.Topic)
 	}
+}
+
+// leadsTopic reports whether any partition of topic is led.
+func (u *Uploader) leadsTopic(topic string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for q := range u.parts {
+		if q.Topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // Kick makes every led partition, and the janitor, run a pass now.
@@ -512,7 +526,11 @@ func (u *Uploader) publishTopic(topic string) {
 	for i, lp := range lps {
 		sts[i] = u.statusOf(lp)
 	}
-	u.metrics.setTopic(topic, sts)
+	u.gaugeMu.Lock()
+	defer u.gaugeMu.Unlock()
+	if u.leadsTopic(topic) {
+		u.metrics.setTopic(topic, sts)
+	}
 }
 
 // permanent reports whether err will not go away by retrying the same
