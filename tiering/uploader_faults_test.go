@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/tiering/objstore"
@@ -264,5 +266,53 @@ func TestUploaderCloseIsBoundedWhileStoreHangs(t *testing.T) {
 				t.Fatal("a segment finished while the store was unusable")
 			}
 		})
+	}
+}
+
+// On Lead the partition's prefix is listed: segment objects no record
+// names (and older than the grace) are deleted; named segments, the
+// manifest, and young strays (another broker's record may not have
+// reached this image yet) stay.
+func TestUploaderLeadDeletesUnnamedObjects(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 1, 1)
+	mem := objstore.NewMemStore()
+	u := newTestUploader(t, mem, meta, nil)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 20 })
+	u.Close()
+	named := mem.Keys()
+
+	stray := SegmentKey("strata", p.Topic, p.TopicID, 0, 5, uuid.New(), ExtLog)
+	other := SegmentKey("strata", p.Topic, p.TopicID, 1, 5, uuid.New(), ExtLog) // another partition's: not ours to judge
+	for _, k := range []string{stray, other} {
+		if _, err := mem.Put(testCtx(t), k, bytesReader("junk"), 4, objstore.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Within the grace (the clock is the objects' own): kept.
+	u2 := newTestUploader(t, mem, meta, nil)
+	u2.Lead(tp.LeaderPartition)
+	u2.Kick()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := mem.Head(testCtx(t), stray); err != nil {
+		t.Fatalf("young stray deleted: %v", err)
+	}
+	u2.Close()
+	// Past the grace: deleted at Lead.
+	later := time.Now().Add(time.Hour)
+	u3 := newTestUploader(t, mem, meta, func() time.Time { return later })
+	u3.Lead(tp.LeaderPartition)
+	waitFor(t, u3, "stray deleted", func() bool {
+		_, err := mem.Head(testCtx(t), stray)
+		return errors.Is(err, objstore.ErrNotFound)
+	})
+	for _, k := range append(named, other) {
+		if _, err := mem.Head(testCtx(t), k); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
 	}
 }
