@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -166,4 +167,34 @@ func TestUploaderLeadIsIdempotentAndNewEpochReplaces(t *testing.T) {
 		t.Fatalf("second segment's epochs %v", got)
 	}
 	checkCoverage(t, meta, p, 0, 19)
+}
+
+// A sealed segment deleted locally by retention.ms before its upload
+// (now below the log start) is skipped, not an error, and nothing is
+// committed for it.
+func TestUploaderSkipsSegmentDeletedByRetentionBeforeUpload(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 1, 1, 1)
+	u := newTestUploader(t, objstore.NewMemStore(), meta, nil)
+	stale := tp.Log.Segments()
+	if err := tp.Log.SetLogStartOffset(20); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, nil, "files removed", func() bool {
+		_, err := tp.fs.Stat(stale[0].LogPath)
+		return err != nil
+	})
+	err := u.copySegment(testCtx(t), tp.LeaderPartition, stale, 0)
+	if !errors.Is(err, errSegmentVanished) {
+		t.Fatalf("copy of a deleted segment: %v", err)
+	}
+	if len(meta.committed()) != 0 {
+		t.Fatal("a record was committed for a vanished segment")
+	}
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "the rest uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 30 })
+	checkCoverage(t, meta, p, 20, 29)
 }
