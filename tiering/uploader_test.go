@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -197,4 +198,49 @@ func TestUploaderSkipsSegmentDeletedByRetentionBeforeUpload(t *testing.T) {
 	u.Lead(tp.LeaderPartition)
 	waitFor(t, u, "the rest uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 30 })
 	checkCoverage(t, meta, p, 20, 29)
+}
+
+// The same copy on the OS file system into the fs backend: objects equal
+// the files.
+func TestUploaderOSFilesIntoFSStore(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, vfs.Default, t.TempDir(), p)
+	tp.appendSegments(t, testTs, 2, 3)
+	store, err := objstore.NewFSStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newTestUploader(t, store, meta, nil)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 50 })
+	local := tp.Log.Segments()
+	for i, s := range meta.finished(p.TopicID, 0) {
+		rs := FromInfo(p.Topic, s)
+		for ext, path := range map[string]string{ExtLog: local[i].LogPath, ExtIndex: local[i].IndexPath, ExtTimeIndex: local[i].TimeIndexPath} {
+			if !bytes.Equal(getObject(t, store, rs.Key("strata", ext)), readLocal(t, tp.fs, path)) {
+				t.Fatalf("segment %d .%s differs from %s", i, ext, path)
+			}
+		}
+	}
+}
+
+// DecodeEpochs reads what encodeEpochs writes and refuses anything else
+// with an error, never a panic.
+func TestEpochsObjectRoundTripAndBadInput(t *testing.T) {
+	es := []metadata.EpochStart{{Epoch: 3, StartOffset: 100}, {Epoch: 5, StartOffset: 150}}
+	got, err := DecodeEpochs(encodeEpochs(es))
+	if err != nil || !slices.Equal(got, []EpochEntry{{3, 100}, {5, 150}}) {
+		t.Fatalf("round trip: %v, %v", got, err)
+	}
+	if got, err := DecodeEpochs(encodeEpochs(nil)); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1\n0\n", "0\n", "0\n2\n1 1\n", "0\n1\n1\n", "0\n1\nx 1\n", "0\n1\n-1 0\n",
+		"0\n2\n5 1\n3 2\n", "0\n2\n3 9\n5 2\n", "0\n-1\n", "0\n1\n1 99999999999999999999\n"} {
+		if _, err := DecodeEpochs([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
 }
