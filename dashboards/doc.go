@@ -18,7 +18,8 @@
 //
 //	exprs, err := dashboards.Exprs(dashboards.Files)
 //	for _, e := range exprs {
-//		q := dashboards.Substitute(e.Expr, dashboards.TestVars)
-//		// GET /api/v1/query?query=q
+//		q, err := dashboards.Substitute(e.Expr, map[string]string{
+//			"instance": ".*", "topic": ".*", "group": ".*", "__rate_interval": "1m"})
+//		// GET /api/v1/query?query=q, and each of dashboards.Selectors(q)
 //	}
 package dashboards
