@@ -37,9 +37,10 @@ type tier struct {
 	up *tiering.Uploader
 	rd *tiering.Reader
 
-	mu      sync.Mutex
-	led     map[tpKey]int32 // partitions handed to the uploader, by leader epoch
-	flights map[flightKey]*flight
+	mu        sync.Mutex
+	led       map[tpKey]int32 // partitions handed to the uploader, by leader epoch
+	restoring map[string]int  // topics being restored: not handed to the uploader yet
+	flights   map[flightKey]*flight
 }
 
 type flightKey struct {
@@ -64,7 +65,7 @@ func (n *Node) startTier() error {
 		return nil
 	}
 	ts := n.cfg.Tiering
-	t := &tier{n: n, led: map[tpKey]int32{}, flights: map[flightKey]*flight{}}
+	t := &tier{n: n, led: map[tpKey]int32{}, restoring: map[string]int{}, flights: map[flightKey]*flight{}}
 	up, err := tiering.NewUploader(tiering.UploaderConfig{
 		Store: n.remote, Prefix: "", Meta: tierMeta{n}, BrokerID: n.cfg.NodeID,
 		Threads: ts.CopierThreads, Interval: ts.TaskInterval, CopyMaxBytesPerSecond: ts.CopyMaxBytesPerSecond,
@@ -110,7 +111,10 @@ func (t *tier) track(p *partition, leader, remote bool) {
 	epoch := p.leaderEpoch.Load()
 	t.mu.Lock()
 	prev, had := t.led[k]
-	lead := leader && remote
+	// A topic being restored is not led by the uploader until every
+	// segment of its manifests is registered: its orphan scan would take
+	// the objects of segments not registered yet for orphans.
+	lead := leader && remote && t.restoring[p.topic] == 0
 	switch {
 	case lead && (!had || prev != epoch):
 		t.led[k] = epoch

@@ -6,7 +6,8 @@ package broker
 //	GET  /v1/tier/status[?topic=T]   JSON [tiering.PartitionStatus], the
 //	                                 partitions this node leads with
 //	                                 remote storage, sorted
-//	POST /v1/tier/restore?topic=T    rebuild topic T from the bucket's
+//	POST /v1/tier/restore?topic=T[&config=k=v...]
+//	                                 rebuild topic T from the bucket's
 //	                                 manifests (RestoreTopic); JSON
 //	                                 RestoreResult
 //
@@ -77,17 +78,46 @@ type RestoredPartition struct {
 }
 
 // RestoreTopic rebuilds topic from the bucket's manifests: it finds the
-// topic's newest id under the bucket, creates the topic with that id (and
-// remote.storage.enable=true) when the cluster does not have it, registers
+// topic's newest id under the bucket, creates the topic with that id when
+// the cluster does not have it (configs: remote.storage.enable=true,
+// retention.ms=-1 and retention.bytes=-1 so that nothing restored expires
+// before the operator says how long to keep it, then configs on top),
+// registers
 // every COPY_FINISHED segment of every manifest the controller lacks, and
 // restarts this node's empty local logs of the topic after the remote end,
 // so consumers read the old data back from the bucket. It refuses a topic
 // that exists under another id. Idempotent.
-func (n *Node) RestoreTopic(ctx context.Context, topic string) (RestoreResult, error) {
+//
+// While it runs, the topic's partitions are kept from the uploader, whose
+// orphan scan would otherwise delete the objects of segments not yet
+// registered.
+func (n *Node) RestoreTopic(ctx context.Context, topic string, configs map[string]string) (RestoreResult, error) {
 	res := RestoreResult{Topic: topic}
 	if n.tier == nil {
 		return res, ErrTierDisabled
 	}
+	t := n.tier
+	t.mu.Lock()
+	t.restoring[topic]++
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		if t.restoring[topic]--; t.restoring[topic] <= 0 {
+			delete(t.restoring, topic)
+		}
+		t.mu.Unlock()
+		n.partsMu.RLock()
+		var ps []*partition
+		for k, p := range n.parts {
+			if k.topic == topic {
+				ps = append(ps, p)
+			}
+		}
+		n.partsMu.RUnlock()
+		for _, p := range ps {
+			t.track(p, p.leader.Load(), p.log.Config().RemoteStorageEnable)
+		}
+	}()
 	id, manifests, err := tiering.FindTopicManifests(ctx, n.remote, "", topic)
 	if err != nil {
 		return res, err
@@ -104,10 +134,17 @@ func (n *Node) RestoreTopic(ctx context.Context, topic string) (RestoreResult, e
 		parts = max(parts, m.Partition+1)
 	}
 	if !exists {
+		cfgs := map[string]string{
+			metadata.ConfigRetentionMs: "-1", metadata.ConfigRetentionBytes: "-1",
+		}
+		for k, v := range configs {
+			cfgs[k] = v
+		}
+		cfgs[metadata.ConfigRemoteStorageEnable] = "true"
 		results, err := n.svc.CreateTopics(ctx, metadata.CreateTopicsRequest{
 			Topics: []metadata.CreateTopic{{
 				Name: topic, TopicID: id, NumPartitions: parts, ReplicationFactor: -1,
-				Configs: map[string]string{metadata.ConfigRemoteStorageEnable: "true"},
+				Configs: cfgs,
 			}},
 			DefaultPartitions: n.cfg.NumPartitions, DefaultReplicationFactor: n.cfg.DefaultReplicationFactor,
 		})
@@ -182,9 +219,18 @@ func (n *Node) serveTierRestore(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, errors.New("topic is required"))
 		return
 	}
+	configs := map[string]string{}
+	for _, kv := range r.URL.Query()["config"] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			writeJSONError(w, http.StatusBadRequest, fmt.Errorf("config %q: want name=value", kv))
+			return
+		}
+		configs[k] = v
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
 	defer cancel()
-	res, err := n.RestoreTopic(ctx, topic)
+	res, err := n.RestoreTopic(ctx, topic, configs)
 	if err != nil {
 		code := http.StatusInternalServerError
 		switch {

@@ -28,8 +28,12 @@ const tierUsage = `usage: strata tier <status|restore> [flags]
 
   status  [--topic T]   per partition: log start, local start, remote start and end,
                         log end, local and remote bytes, upload lag
-  restore --topic T     rebuild T's partitions from the bucket's manifests (a node
-                        whose disk, or whole cluster metadata, lost them)
+  restore --topic T [--config k=v]...
+                        rebuild T's partitions from the bucket's manifests (a node
+                        whose disk, or whole cluster metadata, lost them); a topic
+                        the cluster lacks is created with its old id,
+                        remote.storage.enable=true and retention.ms=retention.bytes=-1
+                        (nothing restored expires until you say so), then --config
 
 flags:
   --admin host:port     the node's admin listener (default $STRATA_ADMIN or 127.0.0.1:9644)
@@ -61,6 +65,8 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 		def = 5 * time.Minute
 	}
 	timeout := fs.Duration("timeout", def, "request timeout")
+	var cfgs multiFlag
+	fs.Var(&cfgs, "config", "topic config name=value for a topic restore creates (repeatable)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -85,6 +91,13 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 	if *topic != "" {
 		q.Set("topic", *topic)
 	}
+	for _, c := range cfgs {
+		if !strings.Contains(c, "=") {
+			fmt.Fprintf(stderr, "strata tier %s: --config %q: want name=value\n", sub, c)
+			return 2
+		}
+		q.Add("config", c)
+	}
 	method, path := http.MethodGet, "/v1/tier/status"
 	if sub == "restore" {
 		method, path = http.MethodPost, "/v1/tier/restore"
@@ -103,6 +116,11 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	return printRestore(body, stdout, stderr)
 }
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {

@@ -1,0 +1,275 @@
+package broker
+
+// Benchmarks of the remote tier, through a real node on the fs backend:
+//
+//	BenchmarkTierCatchUp/strata-fetch   a consumer reading a topic from
+//	                                    offset 0 whose data is all remote
+//	BenchmarkTierCatchUp/raw-ranged-get the same .log objects read with
+//	                                    plain ranged GETs of one chunk, in
+//	                                    the same run: the ratio of the two
+//	                                    is what the reader's path costs
+//	BenchmarkTierUpload                 uploads: MB/s and PUTs per GiB
+//	BenchmarkTierProducerP99/{alone,with-catchup-reader}
+//	                                    a fixed-rate producer's p99 ack
+//	                                    latency, with and without a
+//	                                    catch-up reader next to it
+//
+// Run with -benchtime=3x (each op is a whole read or a whole run).
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/tiering"
+	"github.com/strata-io/strata/tiering/objstore"
+)
+
+const benchTierBytes = 64 << 20
+
+// tierBenchNode starts a node on the fs backend with a two-partition
+// tiered topic holding benchTierBytes, all of it uploaded and most of it
+// remote only.
+func tierBenchNode(b *testing.B) (*Node, string, produced) {
+	b.Helper()
+	dir := b.TempDir()
+	objects := filepath.Join(dir, "objects")
+	n := startNode(b, dir, tierSettings(map[string]string{"remote.storage.fs.path": objects}))
+	const topic = "bench"
+	createTopic(b, newAdmin(b, n), topic, e2ePartitions, tieredTopicConfigs())
+	cl := newClient(b, n, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var prod produced
+	produceBench(b, cl, topic, benchTierBytes, &prod)
+	for p := int32(0); p < e2ePartitions; p++ {
+		if err := n.partition(topic, p).log.Roll(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitUploadedTB(b, n, topic, 3*time.Minute)
+	return n, topic, prod
+}
+
+func produceBench(b testing.TB, cl *kgo.Client, topic string, total int64, p *produced) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	n := total / e2eValueBytes / e2ePartitions
+	for part := int32(0); part < e2ePartitions; part++ {
+		for seq := p[part]; seq < p[part]+n; seq++ {
+			wg.Add(1)
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: part, Value: e2eValue(part, seq), Timestamp: time.UnixMilli(e2eTsBase + seq)},
+				func(_ *kgo.Record, err error) {
+					if err != nil {
+						mu.Lock()
+						firstErr = err
+						mu.Unlock()
+					}
+					wg.Done()
+				})
+		}
+		p[part] += n
+	}
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+}
+
+func waitUploadedTB(b testing.TB, n *Node, topic string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := n.TierStatus(topic)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ok := len(st) == e2ePartitions
+		for _, s := range st {
+			ok = ok && s.UploadLagSegments == 0 && s.RemoteEnd >= 0 && s.LocalBytes <= e2eLocalRetention+e2eSegmentBytes
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("not uploaded after %v: %+v", timeout, st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// readAll consumes the topic from offset 0 to the ends in want.
+func readAll(b testing.TB, n *Node, topic string, want produced) int64 {
+	offsets := map[string]map[int32]kgo.Offset{topic: {}}
+	for p := int32(0); p < e2ePartitions; p++ {
+		offsets[topic][p] = kgo.NewOffset().At(0)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()), kgo.ConsumePartitions(offsets), kgo.FetchMaxBytes(16<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	var next produced
+	var bytes int64
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for next != want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			b.Fatalf("catch-up read timed out at %v of %v", next, want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= next[r.Partition] {
+				next[r.Partition] = r.Offset + 1
+			}
+			bytes += int64(len(r.Value))
+		})
+	}
+	return bytes
+}
+
+func objstoreCount(b testing.TB, n *Node, op string) float64 {
+	v, _ := scrapeMetrics(b, n).value("strata_objstore_requests_total", "op", op)
+	return v
+}
+
+func BenchmarkTierCatchUp(b *testing.B) {
+	n, topic, prod := tierBenchNode(b)
+	b.Run("strata-fetch", func(b *testing.B) {
+		b.SetBytes(benchTierBytes)
+		gets := objstoreCount(b, n, "get")
+		var read int64
+		b.ResetTimer()
+		for range b.N {
+			read += readAll(b, n, topic, prod)
+		}
+		b.StopTimer()
+		gib := float64(read) / (1 << 30)
+		b.ReportMetric((objstoreCount(b, n, "get")-gets)/gib, "GETs/GiB")
+	})
+	b.Run("raw-ranged-get", func(b *testing.B) {
+		store := n.RemoteStore()
+		ctx := context.Background()
+		objs, err := store.List(ctx, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var logs []objstore.ObjectInfo
+		var total int64
+		for _, o := range objs {
+			if strings.HasPrefix(o.Key, topic+"-") && strings.HasSuffix(o.Key, "."+tiering.ExtLog) {
+				logs = append(logs, o)
+				total += o.Size
+			}
+		}
+		slices.SortFunc(logs, func(a, b objstore.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+		b.SetBytes(total)
+		chunk := n.cfg.Tiering.ChunkBytes
+		buf := make([]byte, 256<<10)
+		b.ResetTimer()
+		for range b.N {
+			for _, o := range logs {
+				for off := int64(0); off < o.Size; off += chunk {
+					rc, err := store.Get(ctx, o.Key, off, min(chunk, o.Size-off))
+					if err != nil {
+						b.Fatal(err)
+					}
+					io.CopyBuffer(io.Discard, rc, buf)
+					rc.Close()
+				}
+			}
+		}
+	})
+}
+
+func BenchmarkTierUpload(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		dir := b.TempDir()
+		n := startNode(b, dir, tierSettings(map[string]string{"remote.storage.fs.path": filepath.Join(dir, "objects")}))
+		const topic = "up"
+		createTopic(b, newAdmin(b, n), topic, e2ePartitions, tieredTopicConfigs())
+		cl := newClient(b, n, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		var prod produced
+		produceBench(b, cl, topic, benchTierBytes, &prod)
+		b.StartTimer()
+		start := time.Now()
+		puts := objstoreCount(b, n, "put")
+		for p := int32(0); p < e2ePartitions; p++ {
+			n.partition(topic, p).log.Roll()
+		}
+		waitUploadedTB(b, n, topic, 3*time.Minute)
+		el := time.Since(start)
+		st, _ := n.TierStatus(topic)
+		var up int64
+		for _, s := range st {
+			up += s.RemoteBytes
+		}
+		b.ReportMetric((objstoreCount(b, n, "put")-puts)/(float64(up)/(1<<30)), "PUTs/GiB")
+		b.ReportMetric(float64(up)/1e6/el.Seconds(), "upload-MB/s")
+		n.Close()
+	}
+}
+
+func BenchmarkTierProducerP99(b *testing.B) {
+	for _, withReader := range []bool{false, true} {
+		name := "alone"
+		if withReader {
+			name = "with-catchup-reader"
+		}
+		b.Run(name, func(b *testing.B) {
+			n, topic, prod := tierBenchNode(b)
+			cl := newClient(b, n, kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			var p99s []float64
+			for range b.N {
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				if withReader {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							readAll(b, n, topic, prod)
+						}
+					}()
+				}
+				// 1000 records/s of 1000 bytes for 3 s, open loop: latency
+				// counts from the intended send time.
+				const rate, dur = 1000, 3 * time.Second
+				lat := make([]time.Duration, 0, rate*3)
+				var mu sync.Mutex
+				var pw sync.WaitGroup
+				start := time.Now()
+				for i := 0; i < int(rate*dur/time.Second); i++ {
+					intended := start.Add(time.Duration(i) * time.Second / rate)
+					time.Sleep(time.Until(intended))
+					pw.Add(1)
+					cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(i % e2ePartitions), Value: e2eValue(0, 0)},
+						func(_ *kgo.Record, err error) {
+							mu.Lock()
+							lat = append(lat, time.Since(intended))
+							mu.Unlock()
+							pw.Done()
+						})
+				}
+				pw.Wait()
+				close(stop)
+				wg.Wait()
+				slices.Sort(lat)
+				p99s = append(p99s, float64(lat[len(lat)*99/100].Microseconds())/1000)
+			}
+			slices.Sort(p99s)
+			b.ReportMetric(p99s[len(p99s)/2], "p99-ms")
+		})
+	}
+}
