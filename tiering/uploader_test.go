@@ -130,9 +130,7 @@ func TestUploaderUploadsSealedCommittedSegments(t *testing.T) {
 	if withSnap != 2 {
 		t.Fatalf("%d of the 2 newest uploads carried the next segment's producer snapshot", withSnap)
 	}
-	if v := upMetricValue(t, u.metrics.uploadedSegments); v != 4 {
-		t.Fatalf("uploaded segments counter = %v", v)
-	}
+	waitFor(t, nil, "uploaded segments counter", func() bool { return upMetricValue(t, u.metrics.uploadedSegments) == 4 })
 }
 
 // Lead is idempotent for the same log and leader epoch; a new epoch
