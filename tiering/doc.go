@@ -4,27 +4,27 @@
 //
 // # What it owns
 //
-// Status as of this writing: only the foundation exists.
-//
-//	piece              status   where
-//	object store seam  built    objstore/ (filesystem, S3, in-memory; faults, retry, metrics)
-//	store wiring       built    store.go: OpenStore from broker config (backend, retry, metrics)
-//	object keys        built    paths.go: the one place every key is built
-//	partition manifest built    manifest.go: JSON per partition, conditional updates
-//	uploader           not yet  sealed segments below the high watermark → bucket, on a bounded pool
-//	remote reader      not yet  fetches below the local log start, off the request goroutines
-//	chunk cache        not yet  bounded local cache of remote reads
-//	remote retention   not yet  retention.* applied to the bucket
-//	restore            not yet  rebuild a topic's partitions from the bucket's manifests
+//	piece              where
+//	object store seam  objstore/ (filesystem, S3, in-memory; faults, retry, metrics)
+//	store wiring       store.go: OpenStore from broker config (backend, retry, metrics)
+//	object keys        paths.go: the one place every key is built
+//	partition manifest manifest.go: JSON per partition, conditional updates
+//	broker contract    api.go: Partition, RemoteSegment, Metadata, LeaderPartition, metric names
+//	uploader           uploader*.go: sealed committed segments → bucket on a bounded pool;
+//	                   remote retention, orphans, deleted topics
+//	remote reader      reader.go, reader_index.go: fetches below the local log start
+//	chunk cache        cache.go, cache_index.go: 2Q on disk, bounded; budget.go: GET slots, byte rate
+//	restore            restore.go: a topic's manifests and records from the bucket alone
 //
 // # What it must never do
 //
 // Block a produce or a tail fetch on the object store (invariant 5 of
 // docs/architecture.md): every object-store call runs on a tiering
 // goroutine under a deadline, never on the request path of data that is
-// still local. It never deletes a local segment itself: storage's local
-// retention does, and only below the offset whose upload the controller
-// has committed. It never writes a segment object twice: keys carry the
+// still local. It never deletes a local segment for lack of space: storage's
+// local retention does, and only below the offset whose upload the
+// controller has committed (remote retention moving the whole log's start
+// drops local segments below it, as DeleteRecords does). It never writes a segment object twice: keys carry the
 // segment's uuid and segment data is put create-only.
 //
 // # Remote segment lifecycle
