@@ -223,7 +223,10 @@ func ValidateTopicConfig(name, value string) error {
 //     bounded retention.ms; likewise local.retention.bytes against
 //     retention.bytes (Kafka's LogConfig checks these only when remote
 //     storage is enabled);
-//   - min.compaction.lag.ms must not exceed max.compaction.lag.ms.
+//   - min.compaction.lag.ms must not exceed max.compaction.lag.ms;
+//   - remote.storage.enable=true is refused on a compacted topic
+//     (cleanup.policy containing compact), as Kafka refuses it: tiering
+//     copies sealed segments as they are, and the cleaner rewrites them.
 //
 // Unset configs take Kafka's defaults for the cross-checks.
 func ValidateTopicConfigs(cfg map[string]string) error {
@@ -240,6 +243,9 @@ func ValidateTopicConfigs(cfg map[string]string) error {
 		return def
 	}
 	tiered := strings.EqualFold(cfg[ConfigRemoteStorageEnable], "true")
+	if tiered && strings.Contains(cfg[ConfigCleanupPolicy], "compact") {
+		return fmt.Errorf("%w: %s=true is not supported with %s=%s", ErrInvalidConfig, ConfigRemoteStorageEnable, ConfigCleanupPolicy, cfg[ConfigCleanupPolicy])
+	}
 	for _, pair := range [][2]string{
 		{ConfigLocalRetentionMs, ConfigRetentionMs},
 		{ConfigLocalRetentionBytes, ConfigRetentionBytes},

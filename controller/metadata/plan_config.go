@@ -230,6 +230,12 @@ func (s *State) nextConfig(res AlterConfigResource, cur map[string]string, incre
 		if err := ValidateTopicConfigs(next); err != nil {
 			return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
 		}
+		// As in Kafka (before KIP-950's disablement policy): a tiered
+		// topic stays tiered; its remote data would otherwise be
+		// unreachable and never deleted.
+		if strings.EqualFold(cur[ConfigRemoteStorageEnable], "true") && !strings.EqualFold(next[ConfigRemoteStorageEnable], "true") {
+			return nil, fmt.Errorf("%w: %s cannot be disabled on a topic that has it enabled (delete the topic instead)", kerr.InvalidConfig, ConfigRemoteStorageEnable)
+		}
 	} else {
 		for _, n := range sortedKeys(next) {
 			if err := ValidateBrokerConfig(n, next[n]); err != nil {
