@@ -59,7 +59,7 @@ func BenchmarkUploadSegment(b *testing.B) {
 			// Start each copy from the same state: no finished segment,
 			// no manifest, an empty bucket.
 			fin := meta.finished(upTopicID, 0)
-			if err := u.deleteSegments(ctx, "orders", fin, false); err != nil {
+			if err := u.deleteSegments(ctx, "orders", fin, false, -1); err != nil {
 				b.Fatal(err)
 			}
 			if err := store.Delete(ctx, ManifestKey("strata", "orders", upTopicID, 0)); err != nil {

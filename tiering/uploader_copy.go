@@ -148,7 +148,7 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, local []
 			body = &throttledReader{ctx: ctx, r: body, b: u.bucket}
 		}
 		if err := u.putObject(ctx, rs.Key(u.cfg.Prefix, f.ext), body, f.size); err != nil {
-			u.abandon(ctx, desc, err)
+			u.abandon(ctx, lp.Topic, desc, err)
 			return fmt.Errorf("tiering: copy %s/%d [%d, %d] %s: %w", lp.Topic, lp.Index, base, end, f.ext, err)
 		}
 		putBytes += f.size
@@ -173,7 +173,7 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, local []
 		})
 		return err
 	}); err != nil {
-		u.abandon(ctx, desc, err)
+		u.abandon(ctx, lp.Topic, desc, err)
 		return fmt.Errorf("tiering: copy %s/%d [%d, %d] manifest: %w", lp.Topic, lp.Index, base, end, err)
 	}
 	if err := u.commit(ctx, desc, metadata.CopyFinished); err != nil {
@@ -192,18 +192,11 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, local []
 // (a mismatched object after a lost ack): the segment goes through the
 // delete path now rather than waiting for the orphan grace. Best effort:
 // whatever fails here is an orphan deleteOrphans finds later.
-func (u *Uploader) abandon(ctx context.Context, desc metadata.RemoteSegmentInfo, cause error) {
+func (u *Uploader) abandon(ctx context.Context, topic string, desc metadata.RemoteSegmentInfo, cause error) {
 	if ctx.Err() != nil || !permanent(cause) {
 		return
 	}
-	topic := ""
-	if name, _, known := u.cfg.Meta.TopicName(desc.TopicID); known {
-		topic = name
-	}
-	if topic == "" {
-		return
-	}
-	if u.deleteSegments(ctx, topic, []metadata.RemoteSegmentInfo{desc}, true) == nil {
+	if u.deleteSegments(ctx, topic, []metadata.RemoteSegmentInfo{desc}, true, -1) == nil {
 		u.metrics.orphans.Inc()
 	}
 }

@@ -94,24 +94,22 @@ func (u *Uploader) dropFromManifest(ctx context.Context, p Partition, segs []met
 	return err
 }
 
-// deleteSegments runs the whole deletion of segs of led partition p;
-// started (may be nil) runs once every DELETE_STARTED is committed.
-func (u *Uploader) deleteSegments(ctx context.Context, topic string, segs []metadata.RemoteSegmentInfo, withManifest bool, started ...func()) error {
+// deleteSegments runs the whole deletion of segs (all of one partition
+// of topic). With withManifest the manifest drops them and its log start
+// is raised to logStart (-1: left as it is).
+func (u *Uploader) deleteSegments(ctx context.Context, topic string, segs []metadata.RemoteSegmentInfo, withManifest bool, logStart int64) error {
 	if len(segs) == 0 {
 		return nil
 	}
 	if err := u.startDelete(ctx, segs); err != nil {
 		return err
 	}
-	for _, f := range started {
-		f()
-	}
 	if err := u.deleteObjects(ctx, topic, segs); err != nil {
 		return err
 	}
 	if withManifest {
 		p := Partition{Topic: topic, TopicID: segs[0].TopicID, Index: segs[0].Partition}
-		if err := u.dropFromManifest(ctx, p, segs, -1); err != nil {
+		if err := u.dropFromManifest(ctx, p, segs, logStart); err != nil {
 			return err
 		}
 	}
@@ -139,7 +137,9 @@ func (u *Uploader) deleteOrphans(ctx context.Context, t *partTask) {
 	if len(orphans)+len(resumed) == 0 {
 		return
 	}
-	if err := u.deleteSegments(ctx, t.lp.Topic, append(orphans, resumed...), true); err != nil {
+	// An interrupted retention deletion already moved the log start (at
+	// its DELETE_STARTED): the manifest catches up with it here.
+	if err := u.deleteSegments(ctx, t.lp.Topic, append(orphans, resumed...), true, t.lp.Log.LogStartOffset()); err != nil {
 		u.log.Warn("delete orphaned remote segments", "topic", t.lp.Topic, "partition", t.lp.Index, "err", err)
 		return
 	}
@@ -239,7 +239,7 @@ func (u *Uploader) applyRemoteRetention(ctx context.Context, t *partTask) {
 		}
 	}
 	if len(redundant) > 0 {
-		if err := u.deleteSegments(ctx, lp.Topic, redundant, true); err != nil {
+		if err := u.deleteSegments(ctx, lp.Topic, redundant, true, -1); err != nil {
 			u.log.Warn("delete redundant remote segments", "topic", lp.Topic, "partition", lp.Index, "err", err)
 			return
 		}

@@ -264,3 +264,46 @@ func TestUploaderNewLeaderSegmentationOverlap(t *testing.T) {
 		t.Fatalf("%d objects left, want one segment's 5 and the manifest", n)
 	}
 }
+
+// A retention deletion interrupted after DELETE_STARTED (the store
+// refuses deletes, then the uploader stops) is resumed by the next
+// leader: objects, manifest entry and record all go, and the manifest's
+// log start catches up with the log's.
+func TestUploaderResumesInterruptedRemoteDeletion(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 1, 1, 1)
+	mem := objstore.NewMemStore()
+	faults := objstore.WithFaults(mem)
+	u := newTestUploader(t, faults, meta, nil)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 30 })
+	faults.Add(objstore.Rule{Op: objstore.OpDelete, Err: objstore.ErrInjected})
+	cfg := tp.Log.Config()
+	cfg.RetentionBytes = 2 * meta.finished(p.TopicID, 0)[0].SizeBytes // one of three must go
+	tp.Log.SetConfig(cfg)
+	// The log start moves once DELETE_STARTED is committed, deletes or not.
+	waitFor(t, u, "DELETE_STARTED and the log start at 10", func() bool {
+		return len(meta.finished(p.TopicID, 0)) == 2 && tp.Log.LogStartOffset() == 10
+	})
+	u.Close()
+	if segs := meta.RemoteSegments(p.TopicID, 0); len(segs) != 3 || segs[0].State != metadata.DeleteStarted {
+		t.Fatalf("segments after the interrupted delete: %v", spans(segs))
+	}
+	victim := meta.RemoteSegments(p.TopicID, 0)[0]
+
+	u2 := newTestUploader(t, mem, meta, nil)
+	u2.Lead(tp.LeaderPartition)
+	waitFor(t, u2, "deletion resumed", func() bool { return len(meta.RemoteSegments(p.TopicID, 0)) == 2 })
+	for _, ext := range SegmentExts {
+		if _, err := mem.Head(testCtx(t), FromInfo(p.Topic, victim).Key("strata", ext)); !errors.Is(err, objstore.ErrNotFound) {
+			t.Fatalf(".%s of the deleted segment: %v", ext, err)
+		}
+	}
+	m, _, err := NewManifestStore(mem).Load(testCtx(t), ManifestKey("strata", p.Topic, p.TopicID, 0))
+	if err != nil || len(m.Segments) != 2 || m.LogStartOffset != 10 {
+		t.Fatalf("manifest %+v, %v", m, err)
+	}
+}
