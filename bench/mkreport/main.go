@@ -31,6 +31,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -498,37 +499,47 @@ func workloadLine(runs []*loadgen.Result) string {
 		w.Partitions, na(size), na(w.RecordSize.Kind), na(w.Compression), na(w.Acks), w.Producers, w.Consumers, rate, na(w.Warmup), phase)
 }
 
-// notes lists the distinct notes and errors the runs reported, with the
-// target and how many runs said each: what the tables cannot show (a
-// remote tier that never filled, a reader that never caught up).
+// notes lists the notes and errors the runs reported, grouped by their
+// wording with the numbers left out (one example shown), with the target
+// and how many runs said each: what the tables cannot show (a remote tier
+// that never filled, a reader that never caught up).
 func notes(p func(string, ...any), byTarget map[string][]*loadgen.Result) {
 	targets := make([]string, 0, len(byTarget))
 	for t := range byTarget {
 		targets = append(targets, t)
 	}
 	sort.Strings(targets)
-	any := false
+	wrote := false
 	for _, t := range targets {
 		var order []string
-		seen := map[string]int{}
+		example := map[string]string{}
+		runs := map[string]int{}
 		for _, r := range byTarget[t] {
+			said := map[string]bool{}
 			for _, n := range append(append([]string{}, r.Notes...), r.Errors...) {
 				n = oneLine(n)
-				if seen[n] == 0 {
-					order = append(order, n)
+				k := digits.ReplaceAllString(n, "#")
+				if _, ok := example[k]; !ok {
+					order = append(order, k)
+					example[k] = n
 				}
-				seen[n]++
+				if !said[k] {
+					said[k] = true
+					runs[k]++
+				}
 			}
 		}
-		for _, n := range order {
-			p("- %s (%d of %d runs): %s\n", t, seen[n], len(byTarget[t]), n)
-			any = true
+		for _, k := range order {
+			p("- %s, %d of %d runs: %s\n", t, runs[k], len(byTarget[t]), example[k])
+			wrote = true
 		}
 	}
-	if any {
+	if wrote {
 		p("\n")
 	}
 }
+
+var digits = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
 
 func collect(ms []*loadgen.Machine, f func(*loadgen.Machine) float64) []float64 {
 	out := make([]float64, len(ms))

@@ -42,7 +42,7 @@ func cannedDir(t *testing.T) string {
 	writeJSON(t, dir, "machine.2.json", &loadgen.Result{Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 900, LoopbackSendfileMBs: 5000}})
 	r1, r2 := result("strata", 40, 30, 50), result("strata", 50, 10, 70)
 	r1.Produce.Errors, r2.Consume.Errors = 2, 4
-	r1.Errors, r2.Errors = []string{"1× NOT_LEADER_OR_FOLLOWER"}, []string{"1× NOT_LEADER_OR_FOLLOWER"}
+	r1.Errors, r2.Errors = []string{"1× NOT_LEADER_OR_FOLLOWER"}, []string{"3× NOT_LEADER_OR_FOLLOWER"}
 	writeJSON(t, dir, "max-throughput.strata.1.json", r1)
 	writeJSON(t, dir, "max-throughput.strata.2.json", r2)
 	writeJSON(t, dir, "max-throughput.strata.3.json", result("strata", 45, 20, 60))
@@ -88,8 +88,8 @@ func TestMarkdownHasMediansRatiosAndMachineShares(t *testing.T) {
 		"| errors (produce + consume) | 2 | 0 | |",                // median of 2, 4, 0
 		"| Strata consume MB/s ÷ loopback sendfile | 1.1 % | | |", // 44/4000
 		"Workload: 12 partitions, 1KiB records (fixed), compression none, acks all, producers 2, consumers 2, rate as fast as acknowledged, warm-up 3s, measured 20.0 s (median).",
-		"- strata (1 of 1 runs): consumers did not catch up within 5s",
-		"- strata (2 of 3 runs): 1× NOT_LEADER_OR_FOLLOWER",
+		"- strata, 1 of 1 runs: consumers did not catch up within 5s",
+		"- strata, 2 of 3 runs: 1× NOT_LEADER_OR_FOLLOWER\n\n", // 1× and 3× are one kind, shown once
 		// Catch-up: Strata only, with its cost per GiB (0.01 USD over 2 GiB).
 		"| successful runs | 1 | 0 | |",
 		"backlog 134 MB, caught up after 4.50 s (0 of 1 runs never caught up), read 210 MB/s, producer p99 8.00 ms alone → 16.0 ms during (×2.00)",
