@@ -623,14 +623,22 @@ func (l *Log) writeSnapshotLocked(off int64) error {
 		return err
 	}
 	offs := l.snapshotOffsets()
-	for len(offs) > keepSnapshots {
+	// A remote-storage log keeps the snapshots its uploads still need:
+	// each segment is uploaded with the snapshot at its end, so those
+	// above the remote-uploaded offset stay until their segment is up.
+	uploaded := int64(1 << 62)
+	if up := l.remoteUploaded.Load(); l.cfg.Load().RemoteStorageEnable && up >= 0 {
+		uploaded = up // -1: no uploader runs for this log
+	}
+	for len(offs) > keepSnapshots && offs[0] <= uploaded {
 		_ = l.fs.Remove(l.snapshotPath(offs[0]))
 		offs = offs[1:]
 	}
 	return nil
 }
 
-// keepSnapshots is how many producer snapshots a log keeps.
+// keepSnapshots is how many producer snapshots a log keeps (a
+// remote-storage log keeps more: see writeSnapshotLocked).
 const keepSnapshots = 2
 
 // writeFileAtomic writes path via path.tmp, fsync and rename (the caller

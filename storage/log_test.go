@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -520,5 +521,33 @@ func TestLogSegmentMsCountsFromFirstBatchAfterReopen(t *testing.T) {
 	e.appendBatches(1, 1, 10)
 	if e.log.NumSegments() != 2 {
 		t.Fatal("a reopen restarted the segment.ms clock")
+	}
+}
+
+// A remote-storage log keeps the producer snapshots its uploads still
+// need: those above the remote-uploaded offset stay however many there
+// are; once uploaded, only the latest few remain.
+func TestRemoteLogKeepsSnapshotsUntilUploaded(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.RemoteStorageEnable = true })
+	e.log.Close()
+	e.snap = func(off int64) ([]byte, error) { return fmt.Appendf(nil, "state@%d", off), nil }
+	e.open(true, 0, 0)
+	e.log.SetRemoteUploadedOffset(0)
+	for i := 0; i < 5; i++ {
+		e.appendBatches(1, 2, 10)
+		if err := e.log.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.log.snapshotOffsets(); len(got) != 5 {
+		t.Fatalf("snapshots before upload %v, want all 5 (2, 4, ..., 10)", got)
+	}
+	e.log.SetRemoteUploadedOffset(10)
+	e.appendBatches(1, 2, 10)
+	if err := e.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.log.snapshotOffsets(); !slices.Equal(got, []int64{10, 12}) {
+		t.Fatalf("snapshots after upload %v, want the latest %d: [10 12]", got, keepSnapshots)
 	}
 }
