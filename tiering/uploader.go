@@ -231,8 +231,9 @@ func (u *Uploader) Start() {
 		return
 	}
 	u.started = true
-	u.wg.Add(1)
+	u.wg.Add(2)
 	go u.janitorLoop()
+	go u.gaugeLoop()
 	for _, t := range u.parts {
 		u.startTaskLocked(t)
 	}
@@ -507,6 +508,31 @@ func (u *Uploader) pass(t *partTask) {
 		}
 	}
 	u.publishTopic(t.lp.Topic)
+}
+
+// gaugeLoop publishes every led topic's gauges each Interval, apart from
+// the passes: a pass stuck retrying against a store that is down must not
+// freeze the upload-lag gauges that show the backlog growing.
+func (u *Uploader) gaugeLoop() {
+	defer u.wg.Done()
+	tick := time.NewTicker(u.cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-u.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		u.mu.Lock()
+		topics := map[string]bool{}
+		for p := range u.parts {
+			topics[p.Topic] = true
+		}
+		u.mu.Unlock()
+		for topic := range topics {
+			u.publishTopic(topic)
+		}
+	}
 }
 
 // publishTopic sets a topic's gauges from its led partitions.

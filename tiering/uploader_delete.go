@@ -258,10 +258,14 @@ func (u *Uploader) applyRemoteRetention(ctx context.Context, t *partTask) {
 	}
 	nowMs := u.cfg.Now().UnixMilli()
 	var del []metadata.RemoteSegmentInfo
+	logStart := lp.Log.LogStartOffset()
 	for _, s := range live {
 		byTime := cfg.RetentionMs >= 0 && s.MaxTimestamp >= 0 && s.MaxTimestamp < nowMs-cfg.RetentionMs
 		bySize := cfg.RetentionBytes >= 0 && total-s.SizeBytes >= cfg.RetentionBytes
-		if !byTime && !bySize {
+		// Wholly below the log start: DeleteRecords, or local retention.ms
+		// having expired it, moved the start past it.
+		belowStart := s.EndOffset < logStart
+		if !byTime && !bySize && !belowStart {
 			break
 		}
 		total -= s.SizeBytes

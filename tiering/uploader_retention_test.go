@@ -307,3 +307,31 @@ func TestUploaderResumesInterruptedRemoteDeletion(t *testing.T) {
 		t.Fatalf("manifest %+v, %v", m, err)
 	}
 }
+
+// DeleteRecords moves the log start; remote segments wholly below it are
+// deleted from the bucket (the one holding the new start stays).
+func TestUploaderDeletesRemoteSegmentsBelowLogStart(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 2, 2, 2, 2) // [0,19] [20,39] [40,59] [60,79]
+	store := objstore.NewMemStore()
+	u := newTestUploader(t, store, meta, newFakeNow(testTs+100).Now)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 80 })
+	all := meta.finished(p.TopicID, 0)
+	if err := tp.Log.SetLogStartOffset(45); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, u, "segments below the log start deleted", func() bool { return len(meta.RemoteSegments(p.TopicID, 0)) == 2 })
+	left := meta.finished(p.TopicID, 0)
+	if left[0].BaseOffset != 40 || tp.Log.LogStartOffset() != 45 {
+		t.Fatalf("remote segments left start at %d (want 40), log start %d (want 45)", left[0].BaseOffset, tp.Log.LogStartOffset())
+	}
+	for _, s := range all[:2] {
+		if _, err := store.Head(testCtx(t), FromInfo(p.Topic, s).Key("strata", ExtLog)); !errors.Is(err, objstore.ErrNotFound) {
+			t.Fatalf("object of [%d,%d] below the log start: %v", s.BaseOffset, s.EndOffset, err)
+		}
+	}
+}
