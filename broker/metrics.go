@@ -280,6 +280,7 @@ type nodeCollector struct {
 	logSize, logSegments, logEnd, logStart, localLogStart, hw, recoveryPoint, leaderEpoch    *prometheus.Desc
 	recTruncated, recDroppedSegs, recLogsRecovered, recLogs, recSeconds                      *prometheus.Desc
 	cleanerRuns, cleanerFailures, cleanerRead, cleanerWritten, cleanerDirty, cleanerMaxDirty *prometheus.Desc
+	rolls, flushes, flushSeconds                                                             *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -315,6 +316,9 @@ func newNodeCollector(n *Node) *nodeCollector {
 		cleanerWritten:   d("log_cleaner", "written_bytes_total", "Bytes the log cleaner wrote."),
 		cleanerDirty:     d("log_cleaner", "dirty_ratio", "Dirty bytes / cleanable bytes of a compacted partition, as last computed.", tp...),
 		cleanerMaxDirty:  d("log_cleaner", "max_dirty_ratio", "Highest dirty ratio over the compacted partitions (Kafka's max-clean-dirty-ratio)."),
+		rolls:            d("log", "segment_rolls_total", "Segments sealed (rolled) since the partition's log opened.", tp...),
+		flushes:          d("log", "flushes_total", "fsyncs of the active segment (flush.messages, flush.ms, shutdown) since the log opened.", tp...),
+		flushSeconds:     d("log", "flush_seconds_total", "Time those fsyncs took (rate of this / rate of flushes_total = mean fsync time).", tp...),
 	}
 }
 
@@ -322,7 +326,8 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.connections, c.inFlight, c.partitions, c.partitionsLed, c.ready,
 		c.metadataOffset, c.logSize, c.logSegments, c.logEnd, c.logStart, c.localLogStart, c.hw,
 		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds,
-		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty} {
+		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty,
+		c.rolls, c.flushes, c.flushSeconds} {
 		ch <- d
 	}
 }
@@ -381,6 +386,10 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.hw, float64(p.hw.Load()), tp...)
 		gauge(c.recoveryPoint, float64(l.RecoveryPoint()), tp...)
 		gauge(c.leaderEpoch, float64(epoch), tp...)
+		io := l.IOStats()
+		ch <- prometheus.MustNewConstMetric(c.rolls, prometheus.CounterValue, float64(io.Rolls), tp...)
+		ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(io.Flushes), tp...)
+		ch <- prometheus.MustNewConstMetric(c.flushSeconds, prometheus.CounterValue, io.FlushSeconds, tp...)
 	}
 	gauge(c.partitions, float64(len(parts)))
 	gauge(c.partitionsLed, float64(led))

@@ -99,6 +99,9 @@ type Log struct {
 	recoveryPoint  atomic.Int64
 	remoteUploaded atomic.Int64
 	lastFlushMs    atomic.Int64
+	rolls          atomic.Int64 // segments sealed (IOStats)
+	flushes        atomic.Int64 // fsyncs of the active segment by Flush/flush.*
+	flushNanos     atomic.Int64
 	failed         atomic.Bool
 	closed         atomic.Bool
 
@@ -444,6 +447,7 @@ func (l *Log) rollLocked(newBase int64) error {
 	if err := act.seal(); err != nil {
 		return l.failLocked(fmt.Errorf("seal segment %d: %w", act.base, err))
 	}
+	l.rolls.Add(1)
 	if l.snapshot != nil {
 		if err := l.writeSnapshotLocked(newBase); err != nil {
 			return l.failLocked(err)
@@ -469,6 +473,19 @@ func (l *Log) rollLocked(newBase int64) error {
 	return nil
 }
 
+// IOStats are a log's cumulative roll and flush counts since it opened
+// (for metrics).
+type IOStats struct {
+	Rolls        int64   // segments sealed
+	Flushes      int64   // fsyncs of the active segment (flush.messages, flush.ms, Flush)
+	FlushSeconds float64 // time those fsyncs took
+}
+
+// IOStats returns the log's roll and flush counters. Lock-free.
+func (l *Log) IOStats() IOStats {
+	return IOStats{Rolls: l.rolls.Load(), Flushes: l.flushes.Load(), FlushSeconds: float64(l.flushNanos.Load()) / 1e9}
+}
+
 func jitter(cfg *Config) int64 {
 	if cfg.SegmentJitterMs <= 0 {
 		return 0
@@ -492,9 +509,12 @@ func (l *Log) flushLocked() error {
 	act := l.active()
 	end := act.next.Load()
 	if end > l.recoveryPoint.Load() || l.unflushed > 0 {
+		start := time.Now()
 		if err := act.sync(); err != nil {
 			return l.failLocked(fmt.Errorf("fsync segment %d: %w", act.base, err))
 		}
+		l.flushes.Add(1)
+		l.flushNanos.Add(int64(time.Since(start)))
 	}
 	if end > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(end)
