@@ -47,6 +47,19 @@ import (
 // never chosen for eviction; Forget of its segment unlinks it when the
 // last reader lets go. When nothing unpinned can make room, the chunk is
 // served without being cached.
+//
+// # Bytes in memory
+//
+// A chunk just fetched keeps its buffer (mem) while its file is written
+// and after, and is served from it: a sequential reader reads each chunk
+// several times in a row right after it arrives (and read-ahead fetched
+// it for exactly that), so re-reading the file it was just written to
+// would only cost syscalls and copies. At most memMax chunks keep their
+// buffer, least recently used first to lose it; a chunk whose file is
+// not written yet keeps it until it is (its writer holds a budget slot,
+// so those are at most Threads more). Memory is only a faster copy of
+// chunks the 2Q cache holds: entering, leaving and eviction are decided
+// by the 2Q lists alone, and the disk bound is unchanged.
 
 // chunkFileSuffix names the cache's files; only these are wiped at start.
 const chunkFileSuffix = ".chunk"
@@ -65,15 +78,21 @@ type chunkKey struct {
 }
 
 type chunkEntry struct {
-	key   chunkKey
-	size  int64
-	path  string
-	q     cacheQueue
-	elem  *list.Element // in probation or protected
-	pins  int
-	dead  bool // removed from the cache; unlink at the last unpin
-	ready bool // file written and visible to lookups
+	key  chunkKey
+	size int64
+	path string
+	q    cacheQueue
+	elem *list.Element // in probation or protected
+	pins int
+	dead bool // removed from the cache; unlink at the last unpin
+	// written: the file holds the chunk. mem, when set, holds it too
+	// (never mutated). An entry with neither is not readable yet.
+	written bool
+	mem     []byte
+	memElem *list.Element // in memList while mem is set
 }
+
+func (e *chunkEntry) readable() bool { return e.written || e.mem != nil }
 
 // chunkCache is safe for concurrent use. File reads happen outside its
 // lock; creation, unlinking and the accounting happen under it, so used
@@ -94,6 +113,8 @@ type chunkCache struct {
 	used      int64
 	seq       uint64
 	stats     cacheStats
+	memMax    int       // chunks that may keep their buffer
+	memList   list.List // of *chunkEntry with mem set, most recent first
 
 	// Metric hooks, set before use: bytes accounted change by delta; one
 	// chunk evicted. Called under mu; they must not call back.
@@ -109,7 +130,7 @@ type cacheStats struct {
 // openChunkCache prepares dir: it is created if missing and every chunk
 // file left by a previous run is removed (the cache holds nothing across
 // restarts; other files are left alone).
-func openChunkCache(dir string, capacity, chunkBytes int64) (*chunkCache, error) {
+func openChunkCache(dir string, capacity, chunkBytes int64, memMax int) (*chunkCache, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("tiering: reader: CacheDir is empty")
 	}
@@ -129,28 +150,32 @@ func openChunkCache(dir string, capacity, chunkBytes int64) (*chunkCache, error)
 	}
 	ghosts := int(2 * (capacity / max(chunkBytes, 1)))
 	return &chunkCache{
-		dir: dir, capacity: capacity, kin: capacity / 4, ghostCap: max(ghosts, 16),
+		dir: dir, capacity: capacity, kin: capacity / 4, ghostCap: max(ghosts, 16), memMax: memMax,
 		entries: map[chunkKey]*chunkEntry{},
 		ghosts:  map[chunkKey]*list.Element{},
 		onBytes: func(int64) {}, onEvict: func() {},
 	}, nil
 }
 
-// lookup returns the ready chunk for k pinned (the caller must unpin it),
-// or nil. A protected chunk becomes the most recently used; a probation
-// chunk stays where it is (see the 2Q note above).
-func (c *chunkCache) lookup(k chunkKey) *chunkEntry {
+// lookup returns the readable chunk for k pinned (the caller must unpin
+// it), or nil, with its buffer when it is held in memory (else the caller
+// reads e.path). A protected chunk becomes the most recently used; a
+// probation chunk stays where it is (see the 2Q note above).
+func (c *chunkCache) lookup(k chunkKey) (*chunkEntry, []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[k]
-	if e == nil || !e.ready {
-		return nil
+	if e == nil || !e.readable() {
+		return nil, nil
 	}
 	if e.q == qProtected {
 		c.protected.MoveToFront(e.elem)
 	}
+	if e.memElem != nil {
+		c.memList.MoveToFront(e.memElem)
+	}
 	e.pins++
-	return e
+	return e, e.mem
 }
 
 // contains reports whether k is cached, without counting as a use.
@@ -170,13 +195,16 @@ func (c *chunkCache) unpin(e *chunkEntry) {
 	}
 }
 
-// reserve makes room for a chunk of size bytes and returns its entry,
-// pinned and not yet visible, for the caller to write and then commit or
-// abort. It returns nil when the chunk should not be cached: it is
-// already cached or being written, it is larger than the cache, or only
-// pinned chunks could make room. readAhead chunks always enter probation
-// and leave ghosts alone: prefetching is no evidence of reuse.
-func (c *chunkCache) reserve(k chunkKey, size int64, readAhead bool) *chunkEntry {
+// reserve makes room for chunk k, whose bytes are data, and caches it:
+// readable at once from data, and pinned so that it is not evicted before
+// the caller has written its file and called written (or drop on a
+// failed write), then unpin. It returns nil when the chunk should not be
+// cached: it is already cached or being written, it is larger than the
+// cache, or only pinned chunks could make room. readAhead chunks always
+// enter probation and leave ghosts alone: prefetching is no evidence of
+// reuse.
+func (c *chunkCache) reserve(k chunkKey, data []byte, readAhead bool) *chunkEntry {
+	size := int64(len(data))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries[k] != nil || size > c.capacity || size <= 0 {
@@ -199,23 +227,50 @@ func (c *chunkCache) reserve(k chunkKey, size int64, readAhead bool) *chunkEntry
 	c.used += size
 	c.onBytes(size)
 	c.entries[k] = e
-	return e
-}
-
-// commit makes a reserved, written chunk visible.
-func (c *chunkCache) commit(e *chunkEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e.dead {
-		return // forgotten while being written; unpin unlinks it
-	}
-	e.ready = true
-	if e.q == qProtected {
+	if q == qProtected {
 		e.elem = c.protected.PushFront(e)
 	} else {
 		e.elem = c.probation.PushBack(e)
 		c.probBytes += e.size
 	}
+	e.mem = data
+	e.memElem = c.memList.PushFront(e)
+	c.trimMemLocked()
+	return e
+}
+
+// written records that a reserved chunk's file holds it: from now on the
+// chunk may lose its buffer.
+func (c *chunkCache) written(e *chunkEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.dead {
+		return // forgotten while being written; unpin unlinks it
+	}
+	e.written = true
+	c.trimMemLocked()
+}
+
+// trimMemLocked takes the buffers of the least recently used written
+// chunks until at most memMax keep one (unwritten chunks keep theirs).
+func (c *chunkCache) trimMemLocked() {
+	over := c.memList.Len() - c.memMax
+	for el := c.memList.Back(); el != nil && over > 0; {
+		e := el.Value.(*chunkEntry)
+		el = el.Prev()
+		if e.written {
+			c.dropMemLocked(e)
+			over--
+		}
+	}
+}
+
+func (c *chunkCache) dropMemLocked(e *chunkEntry) {
+	if e.memElem != nil {
+		c.memList.Remove(e.memElem)
+		e.memElem = nil
+	}
+	e.mem = nil
 }
 
 // drop removes e from the cache (a reserved chunk whose write failed, or
@@ -230,7 +285,7 @@ func (c *chunkCache) drop(e *chunkEntry) {
 }
 
 // forget drops every chunk of object obj, those being written included
-// (their commit then finds them dead). A scan of the entries: there are at
+// (their written then finds them dead). A scan of the entries: there are at
 // most CacheBytes/ChunkBytes of them (256 by default).
 func (c *chunkCache) forget(obj string) {
 	c.mu.Lock()
@@ -264,6 +319,7 @@ func (c *chunkCache) removeLocked(e *chunkEntry) {
 		return
 	}
 	e.dead = true
+	c.dropMemLocked(e)
 	if c.entries[e.key] == e {
 		delete(c.entries, e.key)
 	}

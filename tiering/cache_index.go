@@ -72,3 +72,11 @@ func (c *indexCache) removeLocked(el *list.Element) {
 	delete(c.items, it.key)
 	c.used -= int64(len(it.data)) + int64(len(it.key))
 }
+
+// has reports whether key is cached, without counting as a use.
+func (c *indexCache) has(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.items[key]
+	return ok
+}

@@ -63,7 +63,8 @@ type ReaderConfig struct {
 	MaxBytesPerSecond int64
 	// ReadAheadChunks (remote.log.reader.readahead.chunks, 2) is how many
 	// chunks are prefetched ahead of a sequential reader; < 0 disables
-	// read-ahead.
+	// read-ahead. Read-ahead continues into the segment named by
+	// [Reader.Follows] when it reaches the end of one.
 	ReadAheadChunks int
 	// MaxQueuedReads bounds the GETs of fetches waiting for a thread
 	// (default 64 × Threads); beyond it reads fail with
@@ -164,10 +165,11 @@ type Reader struct {
 // segState is what the reader remembers of one segment's .log between
 // reads: its size, and where its last reader was (read-ahead).
 type segState struct {
-	mu        sync.Mutex // guards the fields below
-	size      int64      // 0: unknown
-	lastChunk int64      // last chunk a foreground read touched; -1: none
-	raUpTo    int64      // highest chunk read-ahead was issued for; -1: none
+	mu        sync.Mutex     // guards the fields below
+	size      int64          // 0: unknown
+	lastChunk int64          // last chunk a foreground read touched; -1: none
+	raUpTo    int64          // highest chunk read-ahead was issued for; -1: none
+	next      *RemoteSegment // the segment after this one ([Reader.Follows]); nil: unknown
 }
 
 // chunkFlight is one GET of one chunk, shared by everyone who wants the
@@ -180,9 +182,10 @@ type chunkFlight struct {
 }
 
 type idxFlight struct {
-	done chan struct{}
-	data []byte
-	err  error
+	done   chan struct{}
+	data   []byte
+	err    error
+	ticket readTicket
 }
 
 // maxSegStates bounds the read-ahead state kept; beyond it an arbitrary
@@ -234,7 +237,11 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tiering: reader: metrics: %w", err)
 	}
-	cache, err := openChunkCache(cfg.CacheDir, cfg.CacheBytes, cfg.ChunkBytes)
+	// Chunks kept in memory (see cache.go): two per thread, and at least
+	// a sequential reader's chunk and its read-ahead; never more than the
+	// disk cache holds.
+	memMax := int(min(int64(max(2*cfg.Threads, cfg.ReadAheadChunks+2)), cfg.CacheBytes/cfg.ChunkBytes))
+	cache, err := openChunkCache(cfg.CacheDir, cfg.CacheBytes, cfg.ChunkBytes, memMax)
 	if err != nil {
 		return nil, err
 	}
@@ -284,6 +291,23 @@ func (r *Reader) Forget(seg RemoteSegment) {
 	r.smu.Lock()
 	delete(r.segs, logKey)
 	r.smu.Unlock()
+}
+
+// Follows tells the reader that next comes right after seg in their
+// partition, so that read-ahead of a sequential reader reaching the end of
+// seg goes on with next's index and first chunks (the reader cannot know
+// the order of a partition's segments by itself). Cheap; the broker calls
+// it before every remote read that has a following remote segment.
+func (r *Reader) Follows(seg, next RemoteSegment) {
+	if next.SizeBytes <= 0 || next.BaseOffset <= seg.EndOffset {
+		return
+	}
+	st := r.segState(seg.Key(r.prefix, ExtLog))
+	st.mu.Lock()
+	if st.next == nil || *st.next != next {
+		st.next = &next
+	}
+	st.mu.Unlock()
 }
 
 // Stats returns the reader's counters.
@@ -361,7 +385,7 @@ func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 		return RemoteRead{}, err
 	}
 	defer lr.noteAccess()
-	ix, err := r.index(ctx, seg, ExtIndex)
+	ix, err := r.index(ctx, seg, ExtIndex, true)
 	if err != nil {
 		return RemoteRead{}, err
 	}
@@ -382,6 +406,9 @@ func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 		}
 		pos += int64(h.Size())
 	}
+	// A read from the segment's first batch is where a sequential reader
+	// enters a segment: read ahead of it from there.
+	lr.fromStart = pos == 0
 	if h.LastOffset() > seg.EndOffset {
 		return RemoteRead{}, fmt.Errorf("%w: %s: batch [%d, %d] at %d past the segment's end offset %d",
 			ErrCorruptObject, lr.key, h.BaseOffset, h.LastOffset(), pos, seg.EndOffset)
@@ -458,11 +485,11 @@ func (r *Reader) offsetForTimestamp(ctx context.Context, seg RemoteSegment, ts i
 	if err != nil {
 		return 0, 0, false, err
 	}
-	ti, err := r.index(ctx, seg, ExtTimeIndex)
+	ti, err := r.index(ctx, seg, ExtTimeIndex, true)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	ix, err := r.index(ctx, seg, ExtIndex)
+	ix, err := r.index(ctx, seg, ExtIndex, true)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -517,6 +544,8 @@ type logReader struct {
 	size   int64
 	st     *segState
 	lo, hi int64 // chunks touched; lo > hi: none
+	// fromStart: the read began at the segment's first batch.
+	fromStart bool
 }
 
 func (r *Reader) openLog(ctx context.Context, seg RemoteSegment) (*logReader, error) {
@@ -585,9 +614,11 @@ func (lr *logReader) readAt(ctx context.Context, p []byte, off int64) error {
 }
 
 // noteAccess updates the segment's read-ahead state after a foreground
-// read: a read that moved forward from the last chunk into the next one
-// is sequential, and the ReadAheadChunks chunks after the last one it
-// touched are prefetched (those not already issued).
+// read: a read that moved forward from the last chunk into the next one,
+// or that began at the segment's first batch, is sequential, and the
+// ReadAheadChunks chunks after the last one it touched are prefetched
+// (those not already issued), going on into the following segment when
+// [Reader.Follows] named it.
 func (lr *logReader) noteAccess() {
 	r := lr.r
 	if lr.lo > lr.hi {
@@ -597,20 +628,76 @@ func (lr *logReader) noteAccess() {
 	st.mu.Lock()
 	last := st.lastChunk
 	st.lastChunk = lr.hi
-	sequential := last >= 0 && lr.hi > last && lr.lo <= last+1 && lr.lo >= last
+	sequential := last >= 0 && lr.hi > last && lr.lo <= last+1 && lr.lo >= last ||
+		lr.fromStart && lr.lo == 0
+	nchunks := (lr.size + r.chunkBytes - 1) / r.chunkBytes
 	var from, to int64
+	var next *RemoteSegment
+	if lr.fromStart && lr.lo == 0 {
+		// A reader (re)starting at the segment's beginning: what was
+		// issued for an earlier pass says nothing of what is cached now.
+		st.raUpTo = -1
+	}
 	if sequential && r.readAhead > 0 {
-		nchunks := (lr.size + r.chunkBytes - 1) / r.chunkBytes
 		from = max(lr.hi+1, st.raUpTo+1)
-		to = min(lr.hi+int64(r.readAhead), nchunks-1)
+		to = lr.hi + int64(r.readAhead)
 		st.raUpTo = max(st.raUpTo, to)
+		next = st.next
 	} else if !sequential {
 		st.raUpTo = -1
 	}
 	st.mu.Unlock()
-	for c := from; sequential && c <= to; c++ {
+	if !sequential {
+		return
+	}
+	for c := from; c <= min(to, nchunks-1); c++ {
 		r.prefetch(lr.key, lr.size, c)
 	}
+	if to >= nchunks && next != nil {
+		// Past the end: the next segment's index, then its first chunks.
+		r.prefetchIndex(*next)
+		nkey := next.Key(r.prefix, ExtLog)
+		nn := (next.SizeBytes + r.chunkBytes - 1) / r.chunkBytes
+		for c := max(from-nchunks, 0); c <= min(to-nchunks, nn-1); c++ {
+			r.prefetch(nkey, next.SizeBytes, c)
+		}
+	}
+}
+
+// prefetchIndex fetches seg's .index in the background, at read-ahead
+// priority, unless it is cached or being fetched.
+func (r *Reader) prefetchIndex(seg RemoteSegment) {
+	key := seg.Key(r.prefix, ExtIndex)
+	if r.idx.has(key) || r.raPending.Load() >= r.maxRA || !r.budget.bgRoom() {
+		return
+	}
+	r.fmu.Lock()
+	busy := r.idxFlights[key] != nil
+	r.fmu.Unlock()
+	if busy {
+		return
+	}
+	r.background(func() {
+		r.raPending.Add(1)
+		defer r.raPending.Add(-1)
+		_, _ = r.index(r.ctx, seg, ExtIndex, false)
+	})
+}
+
+// background runs fn on a goroutine Close waits for; false (fn not run)
+// once the reader is closed.
+func (r *Reader) background(fn func()) bool {
+	r.closeMu.RLock()
+	defer r.closeMu.RUnlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 // prefetch starts a background GET of chunk c unless it is cached, in
@@ -656,8 +743,17 @@ func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst [
 	k := chunkKey{key, c}
 	counted := !count
 	for {
-		if e := r.cache.lookup(k); e != nil {
-			err := readFileAt(e.path, dst, in)
+		if e, mem := r.cache.lookup(k); e != nil {
+			var err error
+			if mem != nil {
+				if in+int64(len(dst)) > int64(len(mem)) {
+					err = fmt.Errorf("chunk holds %d bytes, read wants [%d, %d)", len(mem), in, in+int64(len(dst)))
+				} else {
+					copy(dst, mem[in:])
+				}
+			} else {
+				err = readFileAt(e.path, dst, in)
+			}
 			r.cache.unpin(e)
 			if err == nil {
 				if !counted {
@@ -715,13 +811,18 @@ func isCtxErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// runChunkFlight leads flight f: it waits for the budget, GETs the chunk,
-// publishes the bytes to the flight's waiters, then writes the chunk to
-// the cache and only then leaves the flight table, so no second GET of
-// the chunk can start while it is being cached. A failed flight leaves
-// the table before it is published, so a retry starts afresh.
+// runChunkFlight leads flight f: it waits for the budget and GETs the
+// chunk, caches it (readable at once from its buffer, see cache.go),
+// leaves the flight table and publishes the bytes to the flight's
+// waiters. A flight leaves the table only once its chunk is cached (or
+// refused by the cache), so no second GET of the chunk starts meanwhile;
+// a failed flight leaves it before it is published, so a retry starts
+// afresh. The chunk's file is then written holding the GET's budget slot
+// (writes are bounded like GETs): on the caller's goroutine for
+// read-ahead, on a background one for a fetch, which has its bytes
+// already and must not wait for the disk.
 func (r *Reader) runChunkFlight(ctx context.Context, f *chunkFlight, k chunkKey, size int64, readAhead bool) error {
-	data, err := r.fetchChunk(ctx, f, k, size, readAhead)
+	data, release, err := r.fetchChunk(ctx, f, k, size, readAhead)
 	if err != nil {
 		r.fmu.Lock()
 		delete(r.chunkFlights, k)
@@ -730,64 +831,88 @@ func (r *Reader) runChunkFlight(ctx context.Context, f *chunkFlight, k chunkKey,
 		close(f.done)
 		return err
 	}
+	e := r.cache.reserve(k, data, readAhead)
+	r.fmu.Lock()
+	delete(r.chunkFlights, k)
+	r.fmu.Unlock()
 	f.data = data
 	close(f.done)
-	if e := r.cache.reserve(k, int64(len(data)), readAhead); e != nil {
+	if e == nil {
+		release()
+		return nil
+	}
+	write := func() {
+		defer release()
 		if err := writeChunkFile(e.path, data); err != nil {
 			r.log.Warn("tiering: remote cache write failed", "object", k.obj, "chunk", k.idx, "err", err)
 			r.cache.drop(e)
 		} else {
-			r.cache.commit(e)
+			r.cache.written(e)
 		}
 		r.cache.unpin(e)
 	}
-	r.fmu.Lock()
-	delete(r.chunkFlights, k)
-	r.fmu.Unlock()
+	if readAhead || !r.background(write) {
+		write()
+	}
 	return nil
 }
 
-// fetchChunk GETs chunk k.idx of an object of size bytes under the budget.
-func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, size int64, readAhead bool) ([]byte, error) {
+// fetchChunk GETs chunk k.idx of an object of size bytes under the
+// budget. On success the caller holds the GET's slot until it calls
+// release.
+func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, size int64, readAhead bool) ([]byte, func(), error) {
 	off := k.idx * r.chunkBytes
 	n := min(r.chunkBytes, size-off)
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: %s: chunk %d past its %d bytes", ErrCorruptObject, k.obj, k.idx, size)
+		return nil, nil, fmt.Errorf("%w: %s: chunk %d past its %d bytes", ErrCorruptObject, k.obj, k.idx, size)
 	}
-	var buf []byte
-	err := r.withBudget(ctx, &f.ticket, !readAhead, n, func() error {
-		rc, err := r.store.Get(ctx, k.obj, off, n)
-		if err != nil {
-			return fmt.Errorf("tiering: reader: get %s [%d, +%d): %w", k.obj, off, n, err)
+	release, err := r.acquireBudget(ctx, &f.ticket, !readAhead, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := r.store.Get(ctx, k.obj, off, n)
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("tiering: reader: get %s [%d, +%d): %w", k.obj, off, n, err)
+	}
+	defer rc.Close()
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(rc, buf); err != nil {
+		release()
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, nil, fmt.Errorf("%w: %s: chunk %d shorter than %d bytes", ErrCorruptObject, k.obj, k.idx, n)
 		}
-		defer rc.Close()
-		buf = make([]byte, n)
-		if _, err := io.ReadFull(rc, buf); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				return fmt.Errorf("%w: %s: chunk %d shorter than %d bytes", ErrCorruptObject, k.obj, k.idx, n)
-			}
-			return fmt.Errorf("tiering: reader: get %s [%d, +%d): %w", k.obj, off, n, err)
-		}
-		return nil
-	})
-	return buf, err
+		return nil, nil, fmt.Errorf("tiering: reader: get %s [%d, +%d): %w", k.obj, off, n, err)
+	}
+	return buf, release, nil
 }
 
-// withBudget runs get holding a thread and n bytes of rate budget, and
-// records the wait.
-func (r *Reader) withBudget(ctx context.Context, t *readTicket, fg bool, n int64, get func() error) error {
+// acquireBudget takes a thread and n bytes of rate budget, records the
+// wait and counts the GET the caller is about to make; the caller calls
+// release once.
+func (r *Reader) acquireBudget(ctx context.Context, t *readTicket, fg bool, n int64) (release func(), err error) {
 	start := time.Now()
 	if err := r.budget.acquire(ctx, t, fg); err != nil {
-		return err
+		return nil, err
 	}
-	defer r.budget.release()
 	if r.budget.bucket != nil && n > 0 {
 		if err := r.budget.bucket.wait(ctx, n); err != nil {
-			return err
+			r.budget.release()
+			return nil, err
 		}
 	}
 	r.m.queueWait.Observe(time.Since(start).Seconds())
 	r.gets.Add(1)
+	return sync.OnceFunc(r.budget.release), nil
+}
+
+// withBudget runs get holding a thread and n bytes of rate budget.
+func (r *Reader) withBudget(ctx context.Context, t *readTicket, fg bool, n int64, get func() error) error {
+	release, err := r.acquireBudget(ctx, t, fg, n)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return get()
 }
 
@@ -795,25 +920,31 @@ func (r *Reader) withBudget(ctx context.Context, t *readTicket, fg bool, n int64
 // ExtTimeIndex): from the index cache, else one shared GET. A missing or
 // malformed index is no error: the log is the source of truth, and nil
 // makes the scan start at the segment's first batch.
-func (r *Reader) index(ctx context.Context, seg RemoteSegment, ext string) ([]byte, error) {
+func (r *Reader) index(ctx context.Context, seg RemoteSegment, ext string, fg bool) ([]byte, error) {
 	key := seg.Key(r.prefix, ext)
 	if b, ok := r.idx.get(key); ok {
-		r.idxHits.Add(1)
-		r.m.indexHits.Inc()
+		if fg {
+			r.idxHits.Add(1)
+			r.m.indexHits.Inc()
+		}
 		return b, nil
 	}
-	r.idxMisses.Add(1)
-	r.m.indexMisses.Inc()
+	if fg {
+		r.idxMisses.Add(1)
+		r.m.indexMisses.Inc()
+	}
 	for {
 		r.fmu.Lock()
 		f, joined := r.idxFlights[key]
 		if !joined {
 			f = &idxFlight{done: make(chan struct{})}
 			r.idxFlights[key] = f
+		} else if fg {
+			r.budget.promote(&f.ticket) // a fetch waits for it now
 		}
 		r.fmu.Unlock()
 		if !joined {
-			f.data, f.err = r.fetchIndex(ctx, key, ext)
+			f.data, f.err = r.fetchIndex(ctx, &f.ticket, key, ext, fg)
 			if f.err == nil {
 				r.idx.put(key, f.data)
 			}
@@ -834,10 +965,9 @@ func (r *Reader) index(ctx context.Context, seg RemoteSegment, ext string) ([]by
 	}
 }
 
-func (r *Reader) fetchIndex(ctx context.Context, key, ext string) ([]byte, error) {
+func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, key, ext string, fg bool) ([]byte, error) {
 	var data []byte
-	var t readTicket
-	err := r.withBudget(ctx, &t, true, 0, func() error {
+	err := r.withBudget(ctx, t, fg, 0, func() error {
 		rc, err := r.store.Get(ctx, key, 0, -1)
 		if errors.Is(err, objstore.ErrNotFound) {
 			r.log.Warn("tiering: remote segment index missing, scanning from the segment start", "object", key)
