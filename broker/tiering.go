@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,6 +37,12 @@ type tier struct {
 	n  *Node
 	up *tiering.Uploader
 	rd *tiering.Reader
+
+	// ready is set once the node's metadata has caught up at start: the
+	// uploader must not see a partition while the log is replayed (remote
+	// segments still missing from the image would look deleted, and a log
+	// start not yet lowered to the remote start would expire them).
+	ready atomic.Bool
 
 	mu        sync.Mutex
 	led       map[tpKey]int32 // partitions handed to the uploader, by leader epoch
@@ -104,7 +111,7 @@ func (t *tier) close() error {
 // remote tier holds data (a new disk, a restore) restarts after the remote
 // end first.
 func (t *tier) track(p *partition, leader, remote bool) {
-	if t == nil {
+	if t == nil || !t.ready.Load() {
 		return
 	}
 	k := tpKey{p.topic, p.index}
@@ -137,6 +144,24 @@ func (t *tier) track(p *partition, leader, remote bool) {
 		Partition: part, Log: p.log,
 		HighWatermark: p.hw.Load, LeaderEpoch: p.leaderEpoch.Load,
 	})
+}
+
+// start hands the uploader the partitions reconcile opened while the
+// metadata was replayed, now that it has caught up.
+func (t *tier) start() {
+	if t == nil {
+		return
+	}
+	t.ready.Store(true)
+	t.n.partsMu.RLock()
+	ps := make([]*partition, 0, len(t.n.parts))
+	for _, p := range t.n.parts {
+		ps = append(ps, p)
+	}
+	t.n.partsMu.RUnlock()
+	for _, p := range ps {
+		t.track(p, p.leader.Load(), p.log.Config().RemoteStorageEnable)
+	}
 }
 
 // untrack forgets a partition this node stops hosting.
@@ -204,16 +229,22 @@ func (t *tier) restartEmpty(p *partition) error {
 }
 
 // segmentFor returns the COPY_FINISHED segment holding offset: the one
-// with the greatest base offset at or below it that reaches it.
-func (t *tier) segmentFor(p *partition, offset int64) (tiering.RemoteSegment, bool) {
+// with the greatest base offset at or below it that reaches it; and the
+// segment right after it when there is one (nil otherwise).
+func (t *tier) segmentFor(p *partition, offset int64) (tiering.RemoteSegment, *tiering.RemoteSegment, bool) {
 	segs := t.finished(p.topicID, p.index)
 	for i := len(segs) - 1; i >= 0; i-- {
 		s := segs[i]
 		if s.BaseOffset <= offset && offset <= s.EndOffset {
-			return tiering.FromInfo(p.topic, s), true
+			var next *tiering.RemoteSegment
+			if i+1 < len(segs) && segs[i+1].BaseOffset == s.EndOffset+1 {
+				n := tiering.FromInfo(p.topic, segs[i+1])
+				next = &n
+			}
+			return tiering.FromInfo(p.topic, s), next, true
 		}
 	}
-	return tiering.RemoteSegment{}, false
+	return tiering.RemoteSegment{}, nil, false
 }
 
 // servesRemote reports whether a fetch at offset reads the remote tier.
@@ -225,9 +256,14 @@ func (t *tier) servesRemote(p *partition, offset int64) bool {
 // read starts (or joins) the remote read of p at offset and waits for it
 // up to wait. timedOut reports a read still in the air.
 func (t *tier) read(ctx context.Context, p *partition, offset int64, maxBytes int, wait time.Duration) (v storage.ReadView, timedOut bool, err error) {
-	seg, ok := t.segmentFor(p, offset)
+	seg, next, ok := t.segmentFor(p, offset)
 	if !ok {
 		return storage.ReadView{}, false, fmt.Errorf("%w: offset %d is in no remote segment", storage.ErrOffsetOutOfRange, offset)
+	}
+	if next != nil && next.BaseOffset < p.log.LocalLogStartOffset() {
+		// A sequential reader's read-ahead goes on into the next remote
+		// segment instead of stalling at every segment boundary.
+		t.rd.Follows(seg, *next)
 	}
 	k := flightKey{p.topic, p.index, offset}
 	t.mu.Lock()
