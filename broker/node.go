@@ -168,7 +168,6 @@ func Open(o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.store.Start()
 	n.health.recovery.Store(summarizeRecovery(n.store.Logs(), time.Since(loadStart)))
 	n.health.storeLoaded.Store(true)
 	if err := n.openRemoteStore(ctx); err != nil {
@@ -224,6 +223,12 @@ func Open(o Options) (n *Node, err error) {
 		return nil, fmt.Errorf("broker: waiting for the metadata view to show this broker unfenced: %w", startCtx.Err())
 	}
 	n.removeStrayLogs()
+	n.tier.start()
+	// Retention, flushes and the cleaner start only now that every hosted
+	// log has its topic's configs: run with the broker defaults, retention
+	// would delete what a topic keeps longer (retention.ms=-1, a tiered
+	// topic's remote-uploaded data).
+	n.store.Start()
 	n.loops.Add(1)
 	go func() {
 		defer n.loops.Done()

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/strata-io/strata/tiering"
@@ -12,14 +13,18 @@ import (
 // remote.log.storage.system.enable is true: after storage (the fs
 // backend's default directory lives under the log dir) and before the
 // listeners, so a missing bucket or refused credentials stop the node at
-// start with one line instead of failing every upload later. Its
+// start with one line instead of failing every upload later. An endpoint
+// that does not answer is an outage: the node starts and warns. Its
 // strata_objstore_* metrics go to the node's registry.
 func (n *Node) openRemoteStore(ctx context.Context) error {
 	if !n.cfg.RemoteStorageEnable {
 		return nil
 	}
 	store, err := tiering.OpenStore(ctx, n.cfg.RemoteStore, n.reg)
-	if err != nil {
+	if errors.Is(err, tiering.ErrStoreUnreachable) && store != nil {
+		// An outage, not a mistake: serve local data, uploads retry.
+		n.logger.Warn("broker: remote storage unreachable at start; serving local data, uploads and remote reads retry", "err", err)
+	} else if err != nil {
 		return fmt.Errorf("broker: remote storage: %w", err)
 	}
 	n.remote = store

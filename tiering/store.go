@@ -45,6 +45,13 @@ var (
 	// start-up check fails: missing bucket, refused credentials, endpoint
 	// down.
 	ErrStoreUnavailable = errors.New("tiering: remote storage unavailable")
+	// ErrStoreUnreachable is returned by OpenStore, together with a
+	// usable store, when the S3 endpoint did not answer the start-up probe
+	// (refused, timed out, a 5xx): an outage, not a configuration error.
+	// The broker starts anyway (local data is served, uploads retry): a
+	// broker restarted during an object-store outage must not take its
+	// partitions offline.
+	ErrStoreUnreachable = errors.New("tiering: remote storage unreachable at start")
 	// ErrRequestTimeout is returned by the stores [OpenStore] builds when
 	// one request (one attempt) outlives StoreConfig.RequestTimeout while
 	// the caller's own context is still live. Unlike the caller's deadline
@@ -108,8 +115,11 @@ func (c StoreConfig) Validate() error {
 //
 // The fs backend creates its directory. The s3 backend lists an unused
 // prefix of the bucket once, bounded by ctx and at most 10s, so a missing
-// bucket, refused credentials or a dead endpoint fail here with one clear
-// line wrapping [ErrStoreUnavailable] rather than at the first upload.
+// bucket or refused credentials fail here with one clear line wrapping
+// [ErrStoreUnavailable] rather than at the first upload. An endpoint that
+// does not answer (refused, timed out, 5xx) is an outage, not a mistake:
+// the store is returned with an error wrapping [ErrStoreUnreachable], and
+// the caller starts anyway and warns.
 //
 // Neither backend holds anything that needs closing (the S3 client's idle
 // connections are reclaimed by its transport), so there is no Close.
@@ -121,6 +131,7 @@ func OpenStore(ctx context.Context, c StoreConfig, reg prometheus.Registerer) (o
 		c.RequestTimeout = DefaultRequestTimeout
 	}
 	var backend objstore.ObjectStore
+	var probeErr error // ErrStoreUnreachable: returned with the store
 	switch c.Backend {
 	case BackendFS:
 		fs, err := objstore.NewFSStore(c.FSPath)
@@ -135,8 +146,9 @@ func OpenStore(ctx context.Context, c StoreConfig, reg prometheus.Registerer) (o
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrStoreConfig, err)
 		}
-		if err := probeS3(ctx, s3, c); err != nil {
-			return nil, err
+		probeErr = probeS3(ctx, s3, c)
+		if probeErr != nil && !errors.Is(probeErr, ErrStoreUnreachable) {
+			return nil, probeErr
 		}
 		backend = s3
 	}
@@ -145,7 +157,7 @@ func OpenStore(ctx context.Context, c StoreConfig, reg prometheus.Registerer) (o
 	if err != nil {
 		return nil, fmt.Errorf("tiering: object store metrics: %w", err)
 	}
-	return m, nil
+	return m, probeErr
 }
 
 // probeS3 lists probePrefix once and turns a failure into one line naming
@@ -168,8 +180,14 @@ func probeS3(ctx context.Context, s objstore.ObjectStore, c StoreConfig) error {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken":
 		return fmt.Errorf("%w: remote.storage.s3.bucket %q: credentials refused (%s): check remote.storage.s3.access.key/secret.key or the AWS credential chain", ErrStoreUnavailable, c.S3.Bucket, code)
 	}
-	if pctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("%w: remote.storage.s3.endpoint %s: no answer within %v", ErrStoreUnavailable, endpointName(c.S3.Endpoint), min(probeTimeout, c.RequestTimeout))
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %v", ErrStoreUnavailable, ctx.Err())
+	}
+	if pctx.Err() != nil {
+		return fmt.Errorf("%w: remote.storage.s3.endpoint %s: no answer within %v", ErrStoreUnreachable, endpointName(c.S3.Endpoint), min(probeTimeout, c.RequestTimeout))
+	}
+	if objstore.Transient(err) {
+		return fmt.Errorf("%w: remote.storage.s3.bucket %q at %s: %v", ErrStoreUnreachable, c.S3.Bucket, endpointName(c.S3.Endpoint), err)
 	}
 	return fmt.Errorf("%w: remote.storage.s3.bucket %q at %s: %v", ErrStoreUnavailable, c.S3.Bucket, endpointName(c.S3.Endpoint), err)
 }

@@ -225,7 +225,10 @@ func TestTimeoutStoreBoundsGetBodyUntilClose(t *testing.T) {
 	}
 }
 
-func TestOpenStoreS3DeadEndpointFailsAtStart(t *testing.T) {
+// A dead endpoint is an outage: OpenStore says so (ErrStoreUnreachable,
+// naming the endpoint) and still returns a store whose calls fail until
+// the endpoint answers.
+func TestOpenStoreS3DeadEndpointIsUnreachableNotFatal(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -233,13 +236,16 @@ func TestOpenStoreS3DeadEndpointFailsAtStart(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now: connections are refused
 	start := time.Now()
-	_, err = OpenStore(storeCtx(t), StoreConfig{
+	store, err := OpenStore(storeCtx(t), StoreConfig{
 		Backend: BackendS3,
 		S3:      objstore.S3Options{Endpoint: "http://" + addr, Bucket: "b", PathStyle: true, AccessKey: "a", SecretKey: "s"},
 		Retry:   objstore.RetryPolicy{MaxAttempts: 1},
 	}, nil)
-	if !errors.Is(err, ErrStoreUnavailable) || !strings.Contains(err.Error(), addr) {
-		t.Fatalf("OpenStore on a dead endpoint = %v; want ErrStoreUnavailable naming %s", err, addr)
+	if !errors.Is(err, ErrStoreUnreachable) || errors.Is(err, ErrStoreUnavailable) || !strings.Contains(err.Error(), addr) || store == nil {
+		t.Fatalf("OpenStore on a dead endpoint = %v, %v; want a store and ErrStoreUnreachable naming %s", store, err, addr)
+	}
+	if _, err := store.Head(storeCtx(t), "k"); err == nil {
+		t.Fatal("Head on a dead endpoint succeeded")
 	}
 	if el := time.Since(start); el > probeTimeout+5*time.Second {
 		t.Fatalf("probe took %v", el)
