@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-io/strata/internal/promreg"
 )
 
 // readerMetrics are the remote reader's Prometheus metrics (names in
@@ -28,7 +30,7 @@ type readerMetrics struct {
 
 func newReaderMetrics(reg prometheus.Registerer) (*readerMetrics, error) {
 	counter := func(name, help string) (prometheus.Counter, error) {
-		return readerRegister(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+		return promreg.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
 	}
 	var m readerMetrics
 	var errs []error
@@ -44,25 +46,25 @@ func newReaderMetrics(reg prometheus.Registerer) (*readerMetrics, error) {
 	m.indexHits = add(counter(MetricIndexCacheHits, "Remote segment index lookups served from memory."))
 	m.indexMisses = add(counter(MetricIndexCacheMisses, "Remote segment index lookups fetched from the object store."))
 
-	reads, err := readerRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	reads, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricRemoteReads, Help: "Remote reads (fetches and timestamp lookups) by result.",
 	}, []string{"result"}))
 	errs = append(errs, err)
 	m.readsOK, m.readsError, m.readsTimeout = reads.WithLabelValues("ok"), reads.WithLabelValues("error"), reads.WithLabelValues("timeout")
 
-	secs, err := readerRegister(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	secs, err := promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: MetricRemoteReadSeconds, Help: "Latency of one remote read.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18), // 0.1ms .. ~13s
 	}))
 	errs = append(errs, err)
 	m.readSeconds = secs
-	wait, err := readerRegister(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	wait, err := promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: MetricReadQueueWaitSeconds, Help: "Time an object-store GET of the remote reader waited for a thread and byte-rate budget.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 	}))
 	errs = append(errs, err)
 	m.queueWait = wait
-	gauge, err := readerRegister(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+	gauge, err := promreg.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: MetricCacheBytes, Help: "Bytes of chunk files in the remote-read cache, writes in progress included.",
 	}))
 	errs = append(errs, err)
@@ -71,23 +73,4 @@ func newReaderMetrics(reg prometheus.Registerer) (*readerMetrics, error) {
 		return nil, err
 	}
 	return &m, nil
-}
-
-// readerRegister registers c on reg, returning the collector already there
-// if an identical one was registered before (objstore's register does the
-// same for its metrics).
-func readerRegister[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

@@ -128,7 +128,7 @@ type Uploader struct {
 	log     *slog.Logger
 	metrics *uploaderMetrics
 	slots   chan struct{} // copier pool: one token per concurrent copy
-	bucket  *copyThrottle // nil: unlimited
+	bucket  *tokenBucket  // nil: unlimited
 
 	// backoffBase is the first retry pause (tests shorten it).
 	backoffBase time.Duration
@@ -217,7 +217,7 @@ func NewUploader(cfg UploaderConfig) (*Uploader, error) {
 	}
 	u.ms.Now = cfg.Now
 	if cfg.CopyMaxBytesPerSecond > 0 {
-		u.bucket = newCopyThrottle(cfg.CopyMaxBytesPerSecond)
+		u.bucket = newTokenBucket(cfg.CopyMaxBytesPerSecond, time.Now)
 	}
 	return u, nil
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -412,58 +411,24 @@ func DecodeEpochs(data []byte) ([]EpochEntry, error) {
 	return out, nil
 }
 
-// copyThrottle paces bytes node-wide at rate bytes per second: each take
-// of n bytes reserves the next n/rate of a virtual timeline and waits for
-// its slot (GCRA without burst beyond one chunk).
-type copyThrottle struct {
-	rate float64
-	mu   sync.Mutex // guards tat
-	tat  time.Time  // when the reserved timeline ends
-}
-
-func newCopyThrottle(bytesPerSec int64) *copyThrottle {
-	return &copyThrottle{rate: float64(bytesPerSec)}
-}
-
-func (b *copyThrottle) wait(ctx context.Context, n int) error {
-	b.mu.Lock()
-	now := time.Now()
-	if b.tat.Before(now) {
-		b.tat = now
-	}
-	start := b.tat
-	b.tat = b.tat.Add(time.Duration(float64(n) / b.rate * float64(time.Second)))
-	b.mu.Unlock()
-	d := time.Until(start)
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // throttleChunk is the most one Read takes from the bucket at once.
 const throttleChunk = 64 << 10
 
-// throttledReader paces reads of an upload body through a copyThrottle;
-// it stays seekable so a retried Put can rewind it.
+// throttledReader paces reads of an upload body through the uploader's
+// token bucket (budget.go's, as remote reads use: one second of burst,
+// then remote.log.manager.copy.max.bytes.per.second); it stays seekable so
+// a retried Put can rewind it.
 type throttledReader struct {
 	ctx context.Context
 	r   io.ReadSeeker
-	b   *copyThrottle
+	b   *tokenBucket
 }
 
 func (t *throttledReader) Read(p []byte) (int, error) {
 	if len(p) > throttleChunk {
 		p = p[:throttleChunk]
 	}
-	if err := t.b.wait(t.ctx, len(p)); err != nil {
+	if err := t.b.wait(t.ctx, int64(len(p))); err != nil {
 		return 0, err
 	}
 	return t.r.Read(p)

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-io/strata/internal/promreg"
 )
 
 // uploaderMetrics are the uploader's Prometheus series (names in api.go).
@@ -19,10 +21,10 @@ type uploaderMetrics struct {
 
 func newUploaderMetrics(reg prometheus.Registerer) (*uploaderMetrics, error) {
 	gauge := func(name, help string) (*prometheus.GaugeVec, error) {
-		return registerCollector(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"topic"}))
+		return promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"topic"}))
 	}
 	counter := func(name, help string) (prometheus.Counter, error) {
-		return registerCollector(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+		return promreg.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
 	}
 	var m uploaderMetrics
 	var errs []error
@@ -48,7 +50,7 @@ func newUploaderMetrics(reg prometheus.Registerer) (*uploaderMetrics, error) {
 	add(err)
 	m.orphans, err = counter(MetricOrphansDeleted, "Orphaned remote segments (COPY_STARTED never finished) deleted.")
 	add(err)
-	h, err := registerCollector(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	h, err := promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    MetricUploadSeconds,
 		Help:    "Time to copy one segment, COPY_STARTED to COPY_FINISHED.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 16), // 5ms .. ~160s
@@ -83,24 +85,4 @@ func (m *uploaderMetrics) setTopic(topic string, sts []PartitionStatus) {
 	m.localBytes.WithLabelValues(topic).Set(local)
 	m.remoteBytes.WithLabelValues(topic).Set(remote)
 	m.remoteSegments.WithLabelValues(topic).Set(segs)
-}
-
-// registerCollector registers c on reg, returning the collector already
-// there if an identical one was registered before (as objstore's metrics
-// do), so several uploaders may share a registry (tests, two brokers in
-// one process).
-func registerCollector[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

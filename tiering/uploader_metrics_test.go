@@ -151,19 +151,20 @@ func TestUploaderPoolAndThrottleBoundCopies(t *testing.T) {
 	if u2.bucket == nil {
 		t.Fatal("CopyMaxBytesPerSecond did not set a throttle")
 	}
-	r := &throttledReader{ctx: testCtx(t), r: bytes.NewReader(make([]byte, 40<<10)), b: u2.bucket}
+	// One second of burst (80 KiB), then 40 KiB more at 80 KiB/s.
+	r := &throttledReader{ctx: testCtx(t), r: bytes.NewReader(make([]byte, 120<<10)), b: u2.bucket}
 	start := time.Now()
 	n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, make([]byte, 8<<10))
-	if err != nil || n != 40<<10 {
+	if err != nil || n != 120<<10 {
 		t.Fatalf("copied %d, %v", n, err)
 	}
-	if d := time.Since(start); d < 390*time.Millisecond {
-		t.Fatalf("40 KiB at 80 KiB/s took %v, under the 400ms the rate allows", d)
+	if d := time.Since(start); d < 490*time.Millisecond {
+		t.Fatalf("120 KiB at 80 KiB/s with 80 KiB of burst took %v, under the 500ms the rate allows", d)
 	}
 	// A cancelled context ends a throttled read.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r = &throttledReader{ctx: ctx, r: bytes.NewReader(make([]byte, 1<<20)), b: newCopyThrottle(1)}
+	r = &throttledReader{ctx: ctx, r: bytes.NewReader(make([]byte, 1<<20)), b: newTokenBucket(1, time.Now)}
 	r.Read(make([]byte, 10))
 	if _, err := r.Read(make([]byte, 10)); err == nil {
 		t.Fatal("a throttled read ignored its cancelled context")

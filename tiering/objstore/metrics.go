@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-io/strata/internal/promreg"
 )
 
 // Metric names exported by [WithMetrics] (dashboards use these):
@@ -68,13 +70,13 @@ func WithMetrics(store ObjectStore, reg prometheus.Registerer, backend string) (
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5ms .. ~16s
 	}, []string{"backend", "op"})
 	var err error
-	if reqs, err = register(reg, reqs); err != nil {
+	if reqs, err = promreg.Register(reg, reqs); err != nil {
 		return nil, err
 	}
-	if bytes, err = register(reg, bytes); err != nil {
+	if bytes, err = promreg.Register(reg, bytes); err != nil {
 		return nil, err
 	}
-	if secs, err = register(reg, secs); err != nil {
+	if secs, err = promreg.Register(reg, secs); err != nil {
 		return nil, err
 	}
 	m := &Metrics{next: store}
@@ -86,24 +88,6 @@ func WithMetrics(store ObjectStore, reg prometheus.Registerer, backend string) (
 		m.seconds[i] = secs.WithLabelValues(backend, string(op))
 	}
 	return m, nil
-}
-
-// register registers c on reg, returning the collector already there if
-// an identical one was registered before.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 func classify(err error) int {
