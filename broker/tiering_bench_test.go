@@ -76,7 +76,7 @@ func tierBenchNodeWith(b *testing.B, dir string, remote map[string]string) (*Nod
 			b.Fatal(err)
 		}
 	}
-	waitUploadedTB(b, n, topic, 3*time.Minute)
+	waitUploaded(b, n, topic, 3*time.Minute)
 	return n, topic, prod
 }
 
@@ -103,27 +103,6 @@ func produceBench(b testing.TB, cl *kgo.Client, topic string, total int64, p *pr
 	wg.Wait()
 	if firstErr != nil {
 		b.Fatal(firstErr)
-	}
-}
-
-func waitUploadedTB(b testing.TB, n *Node, topic string, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for {
-		st, err := n.TierStatus(topic)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ok := len(st) == e2ePartitions
-		for _, s := range st {
-			ok = ok && s.UploadLagSegments == 0 && s.RemoteEnd >= 0 && s.LocalBytes <= e2eLocalRetention+e2eSegmentBytes
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("not uploaded after %v: %+v", timeout, st)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -255,7 +234,7 @@ func BenchmarkTierUpload(b *testing.B) {
 		for p := int32(0); p < e2ePartitions; p++ {
 			n.partition(topic, p).log.Roll()
 		}
-		waitUploadedTB(b, n, topic, 3*time.Minute)
+		waitUploaded(b, n, topic, 3*time.Minute)
 		el := time.Since(start)
 		st, _ := n.TierStatus(topic)
 		var up int64

@@ -224,7 +224,7 @@ func consumeAllE2E(t *testing.T, n *Node, topic string, want produced) {
 
 // waitUploaded waits until every sealed segment of the topic is remote
 // and local retention has run.
-func waitUploaded(t *testing.T, n *Node, topic string, timeout time.Duration) {
+func waitUploaded(t testing.TB, n *Node, topic string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
