@@ -383,38 +383,9 @@ func defineGroupDelete(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fail("delete groups", err, "")
 		}
-		type deleted struct {
-			Group string `json:"group"`
-			Error string `json:"error,omitempty"`
-		}
-		var out []deleted
-		failed := false
-		for _, g := range pos {
-			d := deleted{Group: g}
-			r, ok := resps[g]
-			switch {
-			case !ok:
-				d.Error = "no answer for this group"
-			case r.Err != nil:
-				d.Error = describeErr(r.Err, r.ErrMessage)
-			}
-			if d.Error != "" {
-				failed = true
-				fmt.Fprintf(e.stderr, "strata: delete group %q: %s\n", g, d.Error)
-			}
-			out = append(out, d)
-		}
-		if err := e.emit(out, func(w io.Writer) {
-			row(w, "GROUP", "STATUS")
-			for _, d := range out {
-				row(w, d.Group, statusOf(d.Error, "deleted"))
-			}
-		}); err != nil {
-			return err
-		}
-		if failed {
-			return reported{}
-		}
-		return nil
+		return e.reportDeletes("group", pos, func(name string) (bool, error, string) {
+			r, ok := resps[name]
+			return ok, r.Err, r.ErrMessage
+		})
 	}
 }

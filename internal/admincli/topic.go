@@ -365,12 +365,6 @@ func defineTopicAddPartitions(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// topicDeleted is one topic of topic delete's JSON.
-type topicDeleted struct {
-	Topic string `json:"topic"`
-	Error string `json:"error,omitempty"`
-}
-
 func defineTopicDelete(fs *flag.FlagSet) runFunc {
 	return func(e *env, pos []string) error {
 		if len(pos) == 0 {
@@ -390,35 +384,10 @@ func defineTopicDelete(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fail("delete topics", err, "")
 		}
-		var out []topicDeleted
-		failed := false
-		for _, t := range pos {
-			d := topicDeleted{Topic: t}
-			r, ok := resps[t]
-			switch {
-			case !ok:
-				d.Error = "no answer for this topic"
-			case r.Err != nil:
-				d.Error = describeErr(r.Err, r.ErrMessage)
-			}
-			if d.Error != "" {
-				failed = true
-				fmt.Fprintf(e.stderr, "strata: delete topic %q: %s\n", t, d.Error)
-			}
-			out = append(out, d)
-		}
-		if err := e.emit(out, func(w io.Writer) {
-			row(w, "TOPIC", "STATUS")
-			for _, d := range out {
-				row(w, d.Topic, statusOf(d.Error, "deleted"))
-			}
-		}); err != nil {
-			return err
-		}
-		if failed {
-			return reported{}
-		}
-		return nil
+		return e.reportDeletes("topic", pos, func(name string) (bool, error, string) {
+			r, ok := resps[name]
+			return ok, r.Err, r.ErrMessage
+		})
 	}
 }
 

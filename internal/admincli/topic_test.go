@@ -158,8 +158,8 @@ func TestTopicAlterAddDelete(t *testing.T) {
 
 	createTopic(t, "tad-2", 1)
 	r = mustOK(t, "", "topic", "delete", "tad", "tad-2", "--format", "json")
-	var del []topicDeleted
-	if err := json.Unmarshal([]byte(r.stdout), &del); err != nil || len(del) != 2 || del[0].Topic != "tad" || del[0].Error != "" || del[1].Topic != "tad-2" {
+	var del []map[string]string
+	if err := json.Unmarshal([]byte(r.stdout), &del); err != nil || len(del) != 2 || del[0]["topic"] != "tad" || del[0]["error"] != "" || del[1]["topic"] != "tad-2" {
 		t.Fatalf("delete json %+v %v", del, err)
 	}
 	td, err = adm.ListTopics(testCtx(t))
