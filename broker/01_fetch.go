@@ -401,6 +401,12 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 			limit = 1 // still the first batch whole (KIP-74)
 		}
 		v, err := fp.p.log.Read(fp.fetchOffset, int(min(limit, 1<<31-1)), hw)
+		if err != nil && errors.Is(err, storage.ErrOffsetOutOfRange) && n.tier.servesRemote(fp.p, fp.fetchOffset) {
+			// Local retention deleted the segment between the check above
+			// and the read: it is remote now.
+			remote = append(remote, i)
+			continue
+		}
 		if err != nil {
 			fp.err = err
 			anyErr = true
