@@ -50,12 +50,22 @@
 //     because readers only read COPY_FINISHED segments.
 //   - COPY_FINISHED is recorded after every object of the segment is put;
 //     only then may the local copy be deleted.
-//   - DELETE_STARTED is recorded before the first object is deleted,
-//     DELETE_FINISHED after the last; then the segment leaves the manifest.
+//   - DELETE_STARTED is recorded before the first object is deleted, and
+//     remote retention moves the log start past the segment at once (a
+//     store outage must not leave fetches pointed at half-deleted data);
+//     DELETE_FINISHED is recorded after the last; then the segment leaves
+//     the manifest.
 //   - Every state may be recorded again (a self-transition), so each step
 //     is safe to retry after a crash or a lost acknowledgement.
 //
 // # Keys and manifest
+//
+// A segment's five objects are its .log, .index and .timeindex exactly as
+// on local disk, the producer snapshot at its end (.snapshot, empty when
+// there is none) and its leader-epoch entries (.epochs, Kafka's
+// leader-epoch-checkpoint text restricted to the segment: see
+// uploader.go). The partition's manifest.json lists its segments, so a
+// partition can be rebuilt from the bucket alone (restore.go).
 //
 //	key := tiering.SegmentKey(prefix, "orders", topicID, 3, 123456, segID, tiering.ExtLog)
 //	// prefix/orders-<topicID>/3/00000000000000123456-<segID>.log
