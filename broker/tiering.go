@@ -396,6 +396,12 @@ func (m tierMeta) TopicName(id uuid.UUID) (name string, exists, known bool) {
 	return name, exists, known
 }
 
+func (m tierMeta) TopicConfigs(name string) map[string]string {
+	var out map[string]string
+	m.n.view(func(st *metadata.State) { out = st.TopicConfig(name) })
+	return out
+}
+
 // CommitRemoteSegment commits rec and waits until this node's metadata
 // view shows it, so RemoteSegments reflects it on return.
 func (m tierMeta) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {

@@ -79,10 +79,10 @@ type RestoredPartition struct {
 
 // RestoreTopic rebuilds topic from the bucket's manifests: it finds the
 // topic's newest id under the bucket, creates the topic with that id when
-// the cluster does not have it (configs: remote.storage.enable=true,
-// retention.ms=-1 and retention.bytes=-1 so that nothing restored expires
-// before the operator says how long to keep it, then configs on top),
-// registers
+// the cluster does not have it (with the topic configs the manifests
+// recorded — or retention.ms=retention.bytes=-1 when they recorded none,
+// so nothing restored expires before the operator says how long to keep
+// it — then configs on top, and remote.storage.enable=true), registers
 // every COPY_FINISHED segment of every manifest the controller lacks, and
 // restarts this node's empty local logs of the topic after the remote end,
 // so consumers read the old data back from the bucket. It refuses a topic
@@ -134,8 +134,13 @@ func (n *Node) RestoreTopic(ctx context.Context, topic string, configs map[strin
 		parts = max(parts, m.Partition+1)
 	}
 	if !exists {
-		cfgs := map[string]string{
-			metadata.ConfigRetentionMs: "-1", metadata.ConfigRetentionBytes: "-1",
+		// The topic's configs as the bucket last saw them; a manifest
+		// written before configs were kept gives retention -1, so that
+		// nothing restored expires before the operator says how long to
+		// keep it. Then --config on top.
+		cfgs := manifestConfigs(manifests)
+		if cfgs == nil {
+			cfgs = map[string]string{metadata.ConfigRetentionMs: "-1", metadata.ConfigRetentionBytes: "-1"}
 		}
 		for k, v := range configs {
 			cfgs[k] = v
@@ -191,6 +196,25 @@ func (n *Node) RestoreTopic(ctx context.Context, topic string, configs map[strin
 	n.tier.up.Kick()
 	n.logger.Info("broker: topic restored from the remote tier", "topic", topic, "id", id, "created", res.Created, "partitions", len(res.Partitions))
 	return res, nil
+}
+
+// manifestConfigs returns the topic configs of the most recently written
+// manifest that has any (nil if none has).
+func manifestConfigs(ms []tiering.Manifest) map[string]string {
+	var best *tiering.Manifest
+	for i := range ms {
+		if ms[i].Configs != nil && (best == nil || ms[i].UpdatedAt > best.UpdatedAt) {
+			best = &ms[i]
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	out := make(map[string]string, len(best.Configs))
+	for k, v := range best.Configs {
+		out[k] = v
+	}
+	return out
 }
 
 func (n *Node) serveTierStatus(w http.ResponseWriter, r *http.Request) {

@@ -362,6 +362,22 @@ func runTieringE2E(t *testing.T, dir string, settings map[string]string, bucket 
 	n = startNode(t, dir, settings)
 	if wipeAll {
 		restoreViaAdmin(t, n, topic)
+		// The topic came back with the configs its manifests recorded.
+		rc, err := newAdmin(t, n).DescribeTopicConfigs(testCtx(t), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, c := range rc[0].Configs {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+				got[c.Key] = *c.Value
+			}
+		}
+		for k, v := range tieredTopicConfigs() {
+			if got[k] != *v {
+				t.Errorf("restored topic config %s = %q, want %q", k, got[k], *v)
+			}
+		}
 	}
 	consumeAllE2E(t, n, topic, prod)
 	// And the restored partitions take new data after the old.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-io/strata/tiering"
 	"github.com/strata-io/strata/tiering/objstore"
@@ -28,6 +29,10 @@ func (n *Node) openRemoteStore(ctx context.Context) error {
 		return fmt.Errorf("broker: remote storage: %w", err)
 	}
 	n.remote = store
+	if n.cfg.RemoteStore.Backend == tiering.BackendFS {
+		n.loops.Add(1)
+		go func() { defer n.loops.Done(); n.sweepFSStore() }()
+	}
 	where := n.cfg.RemoteStore.FSPath
 	if n.cfg.RemoteStore.Backend == tiering.BackendS3 {
 		where = n.cfg.RemoteStore.S3.Bucket
@@ -41,3 +46,36 @@ func (n *Node) openRemoteStore(ctx context.Context) error {
 // remote.log.storage.system.enable is false. It is safe for concurrent
 // use and lives as long as the node.
 func (n *Node) RemoteStore() objstore.ObjectStore { return n.remote }
+
+// fsSweepEvery is how often the fs backend's directory is swept of the
+// temporary files of Puts a crash cut short.
+const fsSweepEvery = 10 * time.Minute
+
+// sweepFSStore removes the fs backend's temporary files older than twice
+// the request timeout, first once that long after start (every Put of an
+// earlier process has ended by then), then every fsSweepEvery: a Put
+// attempt never lives longer than one timeout, so an older one was cut
+// short by a crash (kill -9 during an upload) and would otherwise stay
+// forever.
+func (n *Node) sweepFSStore() {
+	fs, err := objstore.NewFSStore(n.cfg.RemoteStore.FSPath)
+	if err != nil {
+		return
+	}
+	age := 2 * n.cfg.RemoteStore.RequestTimeout
+	t := time.NewTimer(age)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if k, err := fs.Sweep(age); err != nil {
+			n.logger.Warn("broker: sweep the fs object store", "err", err)
+		} else if k > 0 {
+			n.logger.Info("broker: removed temporary files of interrupted uploads", "files", k)
+		}
+		t.Reset(fsSweepEvery)
+	}
+}

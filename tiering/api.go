@@ -64,6 +64,9 @@ type Metadata interface {
 	// still exists. A deleted topic's name stays known while it has remote
 	// segments (so its objects can be found and deleted).
 	TopicName(id uuid.UUID) (name string, exists bool, known bool)
+	// TopicConfigs returns the topic's own configs (not broker defaults),
+	// which the manifest keeps so a restore recreates the topic as it was.
+	TopicConfigs(name string) map[string]string
 	// CommitRemoteSegment records a state change in the controller. It
 	// returns once the change is committed and visible through
 	// RemoteSegments. Safe to retry (states are idempotent).

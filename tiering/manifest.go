@@ -163,6 +163,9 @@ type Manifest struct {
 	Segments       []Segment `json:"segments"`
 	LogStartOffset int64     `json:"logStartOffset"` // the remote log start
 	UpdatedAt      int64     `json:"updatedAt"`      // unix ms of the last write
+	// Configs are the topic's own configs (Kafka names) at the last
+	// write: `strata tier restore` recreates the topic with them.
+	Configs map[string]string `json:"configs,omitempty"`
 }
 
 // Validate checks the manifest's invariants: a known version, a legal
@@ -194,6 +197,11 @@ func (m *Manifest) Validate() error {
 	}
 	if m.LogStartOffset < 0 {
 		return bad("log start offset %d", m.LogStartOffset)
+	}
+	for k := range m.Configs {
+		if k == "" {
+			return bad("empty config name")
+		}
 	}
 	seen := make(map[uuid.UUID]struct{}, len(m.Segments))
 	for i := range m.Segments {
@@ -337,6 +345,9 @@ func DecodeManifest(data []byte) (Manifest, error) {
 	}
 	if len(m.Segments) == 0 {
 		m.Segments = nil
+	}
+	if len(m.Configs) == 0 {
+		m.Configs = nil
 	}
 	for i := range m.Segments {
 		if len(m.Segments[i].LeaderEpochs) == 0 {

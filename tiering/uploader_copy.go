@@ -165,9 +165,14 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, local []
 		}
 	}
 	key := ManifestKey(u.cfg.Prefix, lp.Topic, lp.TopicID, lp.Index)
+	configs := u.cfg.Meta.TopicConfigs(lp.Topic)
+	if len(configs) == 0 {
+		configs = nil
+	}
 	if err := u.retry(ctx, "manifest add", func() error {
 		_, err := u.ms.Update(ctx, key, func(m *Manifest) error {
 			addToManifest(m, lp.Partition, seg, live)
+			m.Configs = configs
 			return nil
 		})
 		return err

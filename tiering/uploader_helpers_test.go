@@ -107,6 +107,12 @@ func (m *testMeta) TopicName(id uuid.UUID) (string, bool, bool) {
 	return name, false, ok
 }
 
+func (m *testMeta) TopicConfigs(name string) map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.TopicConfig(name)
+}
+
 func (m *testMeta) Janitor() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.janitor }
 
 func (m *testMeta) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {

@@ -242,3 +242,28 @@ func TestEpochsObjectRoundTripAndBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The manifest carries the topic's own configs, so a restore from the
+// bucket alone recreates the topic as it was.
+func TestUploaderManifestKeepsTopicConfigs(t *testing.T) {
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	v := "123456"
+	meta.mu.Lock()
+	meta.applyLocked(t, &metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: p.Topic, Name: "retention.ms", Value: &v})
+	meta.mu.Unlock()
+	tp := openTestPart(t, nil, "", p)
+	tp.appendSegments(t, testTs, 2, 2)
+	store := objstore.NewMemStore()
+	u := newTestUploader(t, store, meta, newFakeNow(testTs).Now)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 40 })
+	m, _, err := NewManifestStore(store).Load(testCtx(t), ManifestKey("strata", p.Topic, p.TopicID, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Configs["retention.ms"] != v || len(m.Configs) != 1 {
+		t.Fatalf("manifest configs %v, want retention.ms=%s", m.Configs, v)
+	}
+}

@@ -41,8 +41,9 @@ func startProc(t *testing.T, dataDir string, incarnation int) *proc {
 	return startProcOn(t, dataDir, incarnation, "127.0.0.1:0")
 }
 
-// startProcOn is startProc with the PLAINTEXT listener on addr.
-func startProcOn(t *testing.T, dataDir string, incarnation int, addr string) *proc {
+// startProcOn is startProc with the PLAINTEXT listener on addr; extra
+// are more --set name=value settings.
+func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, extra ...string) *proc {
 	t.Helper()
 	logs := t.TempDir()
 	p := &proc{
@@ -65,6 +66,9 @@ func startProcOn(t *testing.T, dataDir string, incarnation int, addr string) *pr
 		"--set", "controller.quorum.voters=1@127.0.0.1:0",
 		"--set", "admin.listener=127.0.0.1:0",
 		"--set", "log.dirs="+dataDir)
+	for _, kv := range extra {
+		p.cmd.Args = append(p.cmd.Args, "--set", kv)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {

@@ -1,6 +1,10 @@
-// Command strata is the Strata broker binary. Subcommands:
+// Command strata is the Strata broker binary. Subcommands, each in its own
+// file registered with addCommand:
 //
 //	strata serve [--config server.properties] [--set name=value]...
+//	strata topic|group|cluster|produce|consume|completion ...  (admin.go → internal/admincli)
+//	strata loadgen run|max-throughput|...|compare|machine|kfake (loadgen.go → loadgen)
+//	strata tier status|restore                                 (tier.go: the admin HTTP listener)
 //
 // serve starts a node (broker and, by default, controller) and runs until
 // SIGINT or SIGTERM. Configuration precedence: --set, then STRATA_*

@@ -31,9 +31,10 @@ const tierUsage = `usage: strata tier <status|restore> [flags]
   restore --topic T [--config k=v]...
                         rebuild T's partitions from the bucket's manifests (a node
                         whose disk, or whole cluster metadata, lost them); a topic
-                        the cluster lacks is created with its old id,
-                        remote.storage.enable=true and retention.ms=retention.bytes=-1
-                        (nothing restored expires until you say so), then --config
+                        the cluster lacks is created with its old id and the configs
+                        its manifests recorded (none recorded: retention.ms and
+                        retention.bytes -1, so nothing restored expires until you
+                        say so), then --config
 
 flags:
   --admin host:port     the node's admin listener (default $STRATA_ADMIN or 127.0.0.1:9644)
@@ -231,4 +232,11 @@ func printRestore(body []byte, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return 0
+}
+
+// decodeStatus parses /v1/tier/status's JSON.
+func decodeStatus(body string) ([]tierStatusRow, error) {
+	var rows []tierStatusRow
+	err := json.Unmarshal([]byte(body), &rows)
+	return rows, err
 }
