@@ -82,6 +82,13 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 				}
 			}
 		}
+		if err := n.checkRemoteStorage(ct.Configs); err != nil {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			refused = append(refused, rt)
+			continue
+		}
 		creq.Topics = append(creq.Topics, ct)
 	}
 	resp.Topics = refused

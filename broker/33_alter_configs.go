@@ -20,8 +20,11 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
@@ -79,6 +82,19 @@ func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsReque
 			out[i].code, out[i].msg = errCode(refused[i]), kmsg.StringPtr(refused[i].Error())
 			continue
 		}
+		if res.Type == metadata.ResourceTopic {
+			for _, e := range res.Configs {
+				if e.Value != nil {
+					if err := n.checkRemoteStorage(map[string]string{e.Name: *e.Value}); err != nil {
+						out[i].code, out[i].msg = errCode(err), kmsg.StringPtr(err.Error())
+						break
+					}
+				}
+			}
+			if out[i].code != 0 {
+				continue
+			}
+		}
 		sent.Resources = append(sent.Resources, res)
 		idx = append(idx, i)
 	}
@@ -115,4 +131,15 @@ func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsReque
 		return len(recs) == 0
 	})
 	return out
+}
+
+// checkRemoteStorage refuses remote.storage.enable=true on a node whose
+// remote tier is off (remote.log.storage.system.enable=false), as Kafka
+// does: nothing would upload the topic's segments, and local retention,
+// which deletes only uploaded data, would never free its disk.
+func (n *Node) checkRemoteStorage(configs map[string]string) error {
+	if v, ok := configs[metadata.ConfigRemoteStorageEnable]; ok && strings.EqualFold(strings.TrimSpace(v), "true") && !n.cfg.RemoteStorageEnable {
+		return fmt.Errorf("%w: remote.storage.enable=true needs remote.log.storage.system.enable=true on the brokers", kerr.InvalidConfig)
+	}
+	return nil
 }

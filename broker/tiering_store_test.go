@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/miniotest"
@@ -221,5 +223,23 @@ func TestDescribeConfigsHidesS3SecretKey(t *testing.T) {
 	// Belt and braces: the secret appears nowhere in the encoded answer.
 	if strings.Contains(string(resp.AppendTo(nil)), "very-secret") {
 		t.Fatal("the secret key's value is in the DescribeConfigs response")
+	}
+}
+
+// With the remote tier off, a topic cannot ask for remote storage
+// (INVALID_CONFIG, as Kafka): nothing would upload it, and its local
+// retention, which deletes only uploaded data, would never free disk.
+func TestRemoteStorageTopicRefusedWhenTierDisabled(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"remote.log.storage.system.enable": "false"})
+	adm := newAdmin(t, n)
+	on := "true"
+	resp, err := adm.CreateTopic(testCtx(t), 1, 1, map[string]*string{"remote.storage.enable": &on}, "tiered")
+	if !errors.Is(resp.Err, kerr.InvalidConfig) {
+		t.Fatalf("create tiered topic with the tier off: %v / %v, want INVALID_CONFIG", err, resp.Err)
+	}
+	createTopic(t, adm, "plain", 1, nil)
+	res, err := adm.AlterTopicConfigs(testCtx(t), []kadm.AlterConfig{{Name: "remote.storage.enable", Value: &on}}, "plain")
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.InvalidConfig) {
+		t.Fatalf("alter to remote storage with the tier off: %v / %+v, want INVALID_CONFIG", err, res)
 	}
 }
