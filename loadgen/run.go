@@ -359,6 +359,12 @@ func (p *producer) loop(stop context.Context) {
 			}
 		}
 		intended, err := p.sched.Next(stop)
+		// A slot at or past the deadline ends the run even when stop's
+		// timer has not fired yet (a loaded machine runs it late): the
+		// measured phase holds exactly the slots inside it.
+		if dl, ok := stop.Deadline(); err == nil && ok && !intended.Before(dl) {
+			err = context.DeadlineExceeded
+		}
 		if err != nil {
 			if p.window != nil {
 				<-p.window
