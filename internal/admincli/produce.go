@@ -177,6 +177,10 @@ func (m *mixedTopicPartitioner) OnNewBatch() {
 	}
 }
 
+// maxSameErrorLines is how many lines produce reports per distinct error
+// before it only counts them.
+const maxSameErrorLines = 5
+
 func defineProduce(fs *flag.FlagSet) runFunc {
 	keyDelim := fs.String("K", "", "key delimiter: the line's text before its first occurrence is the key (like kcat -K); no delimiter on a line: null key")
 	fs.StringVar(keyDelim, "k", "", "same as -K")
@@ -231,11 +235,18 @@ func defineProduce(fs *flag.FlagSet) runFunc {
 			produced int
 			wg       sync.WaitGroup
 		)
+		// Each distinct error is printed for its first few lines, then only
+		// counted: a broker refusing every batch must not flood stderr
+		// with thousands of identical lines.
+		seen := map[string]int{}
 		recordFailed := func(line int, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			failures++
-			fmt.Fprintf(e.stderr, "strata: %s: line %d: %s\n", what, line, describeErr(err, ""))
+			msg := describeErr(err, "")
+			if seen[msg]++; seen[msg] <= maxSameErrorLines {
+				fmt.Fprintf(e.stderr, "strata: %s: line %d: %s\n", what, line, msg)
+			}
 		}
 		sc := bufio.NewScanner(e.stdin)
 		sc.Buffer(make([]byte, 0, 64<<10), maxLine)
@@ -292,6 +303,11 @@ func defineProduce(fs *flag.FlagSet) runFunc {
 		// Flush is bounded: every record fails after RecordDeliveryTimeout.
 		e.cl.Flush(context.Background())
 		wg.Wait()
+		for msg, k := range seen {
+			if k > maxSameErrorLines {
+				fmt.Fprintf(e.stderr, "strata: %s: %d more lines failed with %s\n", what, k-maxSameErrorLines, msg)
+			}
+		}
 		fmt.Fprintf(e.stderr, "strata: produced %d records to %s\n", produced, topic)
 		if readErr != nil {
 			if errors.Is(readErr, bufio.ErrTooLong) {

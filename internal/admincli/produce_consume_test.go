@@ -283,3 +283,24 @@ func TestProducePartitionFlag(t *testing.T) {
 		t.Errorf("keys %v spread %v", keyPart, perPart)
 	}
 }
+
+// TestProduceRepeatedErrorsAreCounted: a failure that hits every line is
+// reported for its first few lines, then counted, not printed thousands
+// of times; the exit status still says how many failed.
+func TestProduceRepeatedErrorsAreCounted(t *testing.T) {
+	createTopic(t, "rep", 1)
+	var in strings.Builder
+	for range 40 {
+		in.WriteString(`{"value":"x","partition":7}` + "\n")
+	}
+	r := cli(t, in.String(), "produce", "rep", "--json-input")
+	if r.code != ExitFail || !strings.Contains(r.stderr, "40 of 40 records failed") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "partition 7 does not exist"); n != maxSameErrorLines+1 {
+		t.Fatalf("the repeated error appears %d times, want %d lines and one count:\n%s", n, maxSameErrorLines, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "35 more lines failed with") {
+		t.Fatalf("no count of the rest:\n%s", r.stderr)
+	}
+}
