@@ -21,7 +21,7 @@ const (
 	DefaultKeySpace   = 10000
 	DefaultZipfS      = 1.1
 	DefaultLinger     = "5ms"
-	DefaultBatchBytes = "1MiB"
+	DefaultBatchBytes = "976KiB" // franz-go's own default (1,000,012 B) rounded down: a batch must fit max.message.bytes (1,048,588) and a 1 MiB segment.bytes, which refuses larger batches (RECORD_LIST_TOO_LARGE)
 	DefaultDuration   = "60s"
 	DefaultWarmup     = "5s"
 	DefaultRecordSize = "1KiB"

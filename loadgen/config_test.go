@@ -31,7 +31,7 @@ func TestWorkloadDefaults(t *testing.T) {
 	}
 	if w.Topic != DefaultTopic || w.Topics != 1 || w.Partitions != 6 || w.ReplicationFactor != 1 || !*w.CreateTopics ||
 		w.RecordSize != (SizeDist{Kind: "fixed", Size: "1KiB"}) || w.Keys != "none" || w.KeySpace != 10000 || w.ZipfS != 1.1 ||
-		w.Compression != "none" || w.Acks != "all" || !*w.Idempotent || w.Linger != "5ms" || w.BatchBytes != "1MiB" ||
+		w.Compression != "none" || w.Acks != "all" || !*w.Idempotent || w.Linger != "5ms" || w.BatchBytes != "976KiB" ||
 		w.Producers != 1 || w.Consumers != 0 || w.Groups != 0 || w.ConsumeFrom != "latest" || w.Rate != 0 ||
 		w.Duration != "60s" || w.Warmup != "5s" || w.Window != DefaultWindow {
 		t.Fatalf("defaults: %+v", w)

@@ -94,7 +94,7 @@ keySpace: 10000
 compression: lz4
 acks: all
 linger: 1ms
-batchBytes: 1MiB
+batchBytes: 976KiB
 producers: 2
 rate: 20000
 duration: 60s
@@ -115,7 +115,7 @@ keys: none
 compression: none
 acks: all
 linger: 5ms
-batchBytes: 1MiB
+batchBytes: 976KiB
 producers: 2
 consumers: 2
 groups: 1

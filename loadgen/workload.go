@@ -20,7 +20,7 @@ type Workload struct {
 	Compression string `json:"compression" yaml:"compression"` // none|gzip|snappy|lz4|zstd
 	Acks        string `json:"acks" yaml:"acks"`               // all|1|0, default all
 	Linger      string `json:"linger" yaml:"linger"`           // default 5ms
-	BatchBytes  string `json:"batchBytes" yaml:"batchBytes"`   // producer batch max, default 1MiB
+	BatchBytes  string `json:"batchBytes" yaml:"batchBytes"`   // producer batch max, default 976KiB
 	Idempotent  *bool  `json:"idempotent,omitempty" yaml:"idempotent"`
 	Producers   int    `json:"producers" yaml:"producers"`           // default 1
 	Consumers   int    `json:"consumers" yaml:"consumers"`           // per group, default 0
