@@ -127,3 +127,40 @@ func TestNodeRestartsWhileMinIODown(t *testing.T) {
 	waitUploaded(t, n, topic, time.Minute)
 	consumeAllE2E(t, n, topic, prod)
 }
+
+// TestNodeClosesWhileMinIODown: a node whose uploads are stuck retrying
+// against a stopped MinIO still shuts down promptly (the uploader's
+// object-store calls end with their contexts) and cleanly.
+func TestNodeClosesWhileMinIODown(t *testing.T) {
+	srv := miniotest.Start(t)
+	settings := tierSettings(minioSettings(srv, srv.Bucket))
+	n := startNode(t, t.TempDir(), settings)
+	const topic = "close-down"
+	createTopic(t, newAdmin(t, n), topic, e2ePartitions, tieredTopicConfigs())
+	srv.Stop()
+	var prod produced
+	produceE2E(t, newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 4<<20, &prod)
+	for p := int32(0); p < e2ePartitions; p++ {
+		n.partition(topic, p).log.Roll()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lag, _ := scrapeMetrics(t, n).value("strata_tiering_upload_lag_bytes", "topic", topic)
+		if lag > 0 {
+			break // uploads are pending and failing
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no upload lag while MinIO is down")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	start := time.Now()
+	if err := n.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Fatalf("close took %v with MinIO down", el)
+	} else {
+		t.Logf("closed in %v with uploads stuck", el)
+	}
+}
