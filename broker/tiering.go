@@ -249,8 +249,10 @@ func (t *tier) segmentFor(p *partition, offset int64) (tiering.RemoteSegment, *t
 
 // servesRemote reports whether a fetch at offset reads the remote tier.
 func (t *tier) servesRemote(p *partition, offset int64) bool {
-	return t != nil && p.log.Config().RemoteStorageEnable &&
-		offset < p.log.LocalLogStartOffset() && offset >= p.log.LogStartOffset()
+	// Cheapest first: a tail fetch (at or above the local start) stops at
+	// one atomic load, before the config is copied.
+	return t != nil && offset < p.log.LocalLogStartOffset() && offset >= p.log.LogStartOffset() &&
+		p.log.Config().RemoteStorageEnable
 }
 
 // read starts (or joins) the remote read of p at offset and waits for it
