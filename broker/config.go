@@ -113,7 +113,7 @@ var Settings = []Setting{
 	{"remote.log.manager.orphan.grace.ms", "120000", "a COPY_STARTED segment nobody is copying is deleted as an orphan after this long"},
 	{"remote.log.reader.threads", "8", "object-store reads for fetches running at once on this node (all partitions together)"},
 	{"remote.log.manager.fetch.max.bytes.per.second", "0", "remote read bandwidth limit, bytes per second (0 = unlimited)"},
-	{"remote.log.reader.readahead.chunks", "2", "chunks prefetched ahead of a sequential remote reader"},
+	{"remote.log.reader.readahead.chunks", "2", "chunks prefetched ahead of a sequential remote reader (0 = no read-ahead)"},
 	{"remote.log.cache.bytes", "1073741824", "disk bound of the remote read chunk cache (<first log dir>/remote-cache)"},
 	{"remote.log.cache.chunk.bytes", "4194304", "size of one ranged read and cache entry of the remote tier"},
 	{"remote.log.index.cache.bytes", "67108864", "memory bound of the cache of remote segments' offset and time indexes"},

@@ -84,7 +84,7 @@ func (n *Node) startTier() error {
 	rd, err := tiering.NewReader(tiering.ReaderConfig{
 		Store: n.remote, Prefix: "", CacheDir: ts.CacheDir, CacheBytes: ts.CacheBytes, ChunkBytes: ts.ChunkBytes,
 		IndexCacheBytes: ts.IndexCacheBytes, Threads: ts.ReaderThreads, MaxBytesPerSecond: ts.FetchMaxBytesPerSecond,
-		ReadAheadChunks: ts.ReadAheadChunks, Registerer: n.reg, Logger: n.logger,
+		ReadAheadChunks: readAhead(ts.ReadAheadChunks), Registerer: n.reg, Logger: n.logger,
 	})
 	if err != nil {
 		up.Close()
@@ -94,6 +94,15 @@ func (n *Node) startTier() error {
 	n.tier = t
 	up.Start()
 	return nil
+}
+
+// readAhead maps remote.log.reader.readahead.chunks (0 = off) to the
+// reader's setting (0 = its default, < 0 = off).
+func readAhead(chunks int) int {
+	if chunks == 0 {
+		return -1
+	}
+	return chunks
 }
 
 // closeTier stops the uploader (in-flight copies are abandoned; they

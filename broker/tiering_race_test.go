@@ -55,6 +55,7 @@ func TestTieredOffsetsNeverOutOfRange(t *testing.T) {
 	}()
 
 	cl := newClient(t, n)
+	id := topicID(t, n, topic)
 	fetches, moved := 0, 0
 	lastLocal := p.log.LocalLogStartOffset()
 	for ctx.Err() == nil && moved < wantMoves {
@@ -68,7 +69,7 @@ func TestTieredOffsetsNeverOutOfRange(t *testing.T) {
 		req.ReplicaID = -1
 		req.MaxBytes = 1 << 20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, id // kgo sends its newest version: v13+ names topics by id
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = off, 1<<20, -1
 		rt.Partitions = append(rt.Partitions, rp)
@@ -79,6 +80,9 @@ func TestTieredOffsetsNeverOutOfRange(t *testing.T) {
 		}
 		fetches++
 		got := resp.Topics[0].Partitions[0]
+		if got.ErrorCode != 0 && got.ErrorCode != kerr.OffsetOutOfRange.Code {
+			t.Fatalf("fetch at %d: error %d", off, got.ErrorCode)
+		}
 		if got.ErrorCode == kerr.OffsetOutOfRange.Code && off >= p.log.LogStartOffset() {
 			t.Fatalf("fetch at %d (log start %d, local start now %d): OFFSET_OUT_OF_RANGE", off, p.log.LogStartOffset(), p.log.LocalLogStartOffset())
 		}
