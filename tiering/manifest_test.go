@@ -383,26 +383,7 @@ func TestManifestStoreConcurrentUpdatersLoseNoUpdate(t *testing.T) {
 	mem := objstore.NewMemStore()
 	key := ManifestKey("p", "orders.v2_eu-west", testTopicID, 3)
 	const writers, each = 6, 8
-	var wg sync.WaitGroup
-	errs := make(chan error, writers*each)
-	for w := range writers {
-		wg.Go(func() {
-			ms := NewManifestStore(mem)
-			ms.MaxAttempts = 200
-			ms.Backoff = 200 * time.Microsecond
-			for i := range each {
-				base := int64(i*writers+w) * 100
-				if _, err := ms.Update(ctx, key, addSegment(testSegment(base, base+99))); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	updateConcurrently(t, mem, key, writers, each)
 	m, _, err := NewManifestStore(mem).Load(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -621,26 +602,7 @@ func TestManifestStoreOnFSStoreConcurrentUpdatersLoseNoUpdate(t *testing.T) {
 	}
 	key := ManifestKey("strata", "orders.v2_eu-west", testTopicID, 3)
 	const writers, each = 4, 5
-	var wg sync.WaitGroup
-	errs := make(chan error, writers*each)
-	for w := range writers {
-		wg.Go(func() {
-			ms := NewManifestStore(fs)
-			ms.MaxAttempts = 200
-			ms.Backoff = 200 * time.Microsecond
-			for i := range each {
-				base := int64(i*writers+w) * 100
-				if _, err := ms.Update(ctx, key, addSegment(testSegment(base, base+99))); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	updateConcurrently(t, fs, key, writers, each)
 	m, etag, err := NewManifestStore(fs).Load(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -790,5 +752,34 @@ func TestManifestStoreRefusesManifestAtAnotherPartitionsKey(t *testing.T) {
 	}
 	if _, _, err := ms.Load(ctx, other); !errors.Is(err, ErrCorruptManifest) {
 		t.Fatalf("Load of a misplaced manifest = %v, want ErrCorruptManifest", err)
+	}
+}
+
+// updateConcurrently runs writers goroutines, each adding each segments to
+// the manifest at key through its own ManifestStore (writer w adds bases
+// (i*writers+w)*100, so together they fill 0, 100, 200, ... densely), and
+// fails the test on any update error.
+func updateConcurrently(t *testing.T, store objstore.ObjectStore, key string, writers, each int) {
+	t.Helper()
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			ms := NewManifestStore(store)
+			ms.MaxAttempts = 200
+			ms.Backoff = 200 * time.Microsecond
+			for i := range each {
+				base := int64(i*writers+w) * 100
+				if _, err := ms.Update(ctx, key, addSegment(testSegment(base, base+99))); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
