@@ -16,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/strata-io/strata/internal/miniotest"
+	"github.com/strata-io/strata/internal/promreg"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -106,29 +107,11 @@ func TestOpenStoreFSCreatesDirServesAndCountsRequests(t *testing.T) {
 // failing the test when there is none.
 func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok, err := promreg.Counter(reg, name, labels)
+	if err != nil || !ok {
+		t.Fatalf("no %s%v (%v)", name, labels, err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no %s%v", name, labels)
-	return 0
+	return v
 }
 
 // stallingStore blocks its first stall calls until their context ends,

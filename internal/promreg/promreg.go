@@ -29,3 +29,31 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	}
 	return c, nil
 }
+
+// Counter returns the value of the counter name whose label set is exactly
+// labels, as g gathers it now, and whether there is one. (Tests across
+// packages read metrics back through it.)
+func Counter(g prometheus.Gatherer, name string, labels map[string]string) (float64, bool, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
+					continue next
+				}
+			}
+			return m.GetCounter().GetValue(), true, nil
+		}
+	}
+	return 0, false, nil
+}

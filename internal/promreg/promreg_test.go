@@ -46,3 +46,19 @@ func testValue(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	return sum
 }
+
+func TestCounterMatchesTheExactLabelSet(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c, _ := Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ops_total", Help: "x"}, []string{"op", "result"}))
+	c.WithLabelValues("put", "ok").Add(3)
+	c.WithLabelValues("put", "error").Add(1)
+	if v, ok, err := Counter(reg, "ops_total", map[string]string{"op": "put", "result": "ok"}); err != nil || !ok || v != 3 {
+		t.Fatalf("put/ok = %v %v %v, want 3", v, ok, err)
+	}
+	if _, ok, _ := Counter(reg, "ops_total", map[string]string{"op": "put"}); ok {
+		t.Fatal("a partial label set matched")
+	}
+	if _, ok, _ := Counter(reg, "ops_total", map[string]string{"op": "get", "result": "ok"}); ok {
+		t.Fatal("an absent series matched")
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-io/strata/internal/promreg"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -75,32 +76,23 @@ func TestMetricsCountRequestsResultsAndBytes(t *testing.T) {
 	}
 }
 
-// counterValue returns the counter name with these label values (in
-// label order), or -1 if there is none.
+// counterValue returns the counter name with these label values, in
+// label order (backend, op[, result]), or -1 if there is none.
 func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	names := []string{"backend", "op", "result"}
+	m := map[string]string{}
+	for i, v := range labels {
+		m[names[i]] = v
+	}
+	v, ok, err := promreg.Counter(reg, name, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for i, lp := range m.GetLabel() {
-				if lp.GetValue() != labels[i] {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
+	if !ok {
+		return -1
 	}
-	return -1
+	return v
 }
 
 func histogramCounts(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
