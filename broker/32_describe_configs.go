@@ -103,10 +103,9 @@ var topicConfigDefs = map[string]topicConfigDef{
 // accepts that are not static settings of [Settings]: listed on BROKER
 // resources with their defaults.
 var brokerOnlyConfigDefs = map[string]topicConfigDef{
-	"compression.type":                    {"", "producer", kmsg.ConfigTypeString, "compression.type of topics that do not set it"},
-	"min.insync.replicas":                 {"", "1", kmsg.ConfigTypeInt, "min.insync.replicas of topics that do not set it"},
-	"unclean.leader.election.enable":      {"", "false", kmsg.ConfigTypeBoolean, "unclean.leader.election.enable of topics that do not set it"},
-	"remote.log.manager.task.interval.ms": {"", "30000", kmsg.ConfigTypeLong, "how often the remote log manager runs"},
+	"compression.type":               {"", "producer", kmsg.ConfigTypeString, "compression.type of topics that do not set it"},
+	"min.insync.replicas":            {"", "1", kmsg.ConfigTypeInt, "min.insync.replicas of topics that do not set it"},
+	"unclean.leader.election.enable": {"", "false", kmsg.ConfigTypeBoolean, "unclean.leader.election.enable of topics that do not set it"},
 }
 
 // dynamicBrokerConfigs are the broker configs AlterConfigs may change at run
@@ -117,7 +116,7 @@ var dynamicBrokerConfigs = map[string]bool{
 	"log.local.retention.ms": true, "log.local.retention.bytes": true, "log.cleanup.policy": true,
 	"compression.type": true, "min.insync.replicas": true, "message.max.bytes": true,
 	"unclean.leader.election.enable": true, "log.flush.interval.messages": true,
-	"log.flush.interval.ms": true, "remote.log.manager.task.interval.ms": true,
+	"log.flush.interval.ms": true,
 }
 
 // brokerSettingTypes gives the Kafka type of the settings that are not
@@ -141,6 +140,8 @@ var brokerSettingTypes = map[string]kmsg.ConfigType{
 	"remote.storage.s3.prefix": kmsg.ConfigTypeString, "remote.storage.s3.path.style": kmsg.ConfigTypeBoolean,
 	"remote.storage.s3.access.key": kmsg.ConfigTypeString, "remote.storage.s3.secret.key": kmsg.ConfigTypePassword,
 	"remote.storage.request.timeout.ms": kmsg.ConfigTypeInt, "remote.storage.retry.max.attempts": kmsg.ConfigTypeInt,
+	"remote.log.manager.copier.thread.pool.size": kmsg.ConfigTypeInt, "remote.log.reader.threads": kmsg.ConfigTypeInt,
+	"remote.log.reader.readahead.chunks": kmsg.ConfigTypeInt, "remote.fetch.max.wait.ms": kmsg.ConfigTypeInt,
 }
 
 func brokerSettingType(name string) kmsg.ConfigType {

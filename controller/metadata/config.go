@@ -184,19 +184,18 @@ var topicConfigs = map[string]configKind{
 // brokerConfigs lists the broker-level (dynamic, or cluster-default when the
 // resource name is "") configs the controller accepts.
 var brokerConfigs = map[string]configKind{
-	"log.retention.ms":                    longAtLeast(-1),
-	"log.retention.bytes":                 longAtLeast(-1),
-	"log.segment.bytes":                   intAtLeast(14),
-	"log.local.retention.ms":              longAtLeast(-2),
-	"log.local.retention.bytes":           longAtLeast(-2),
-	"log.cleanup.policy":                  cleanupPolicy,
-	"compression.type":                    oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-	"min.insync.replicas":                 intAtLeast(1),
-	"message.max.bytes":                   intAtLeast(0),
-	"unclean.leader.election.enable":      boolean,
-	"log.flush.interval.messages":         longAtLeast(1),
-	"log.flush.interval.ms":               longAtLeast(0),
-	"remote.log.manager.task.interval.ms": longAtLeast(1),
+	"log.retention.ms":               longAtLeast(-1),
+	"log.retention.bytes":            longAtLeast(-1),
+	"log.segment.bytes":              intAtLeast(14),
+	"log.local.retention.ms":         longAtLeast(-2),
+	"log.local.retention.bytes":      longAtLeast(-2),
+	"log.cleanup.policy":             cleanupPolicy,
+	"compression.type":               oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+	"min.insync.replicas":            intAtLeast(1),
+	"message.max.bytes":              intAtLeast(0),
+	"unclean.leader.election.enable": boolean,
+	"log.flush.interval.messages":    longAtLeast(1),
+	"log.flush.interval.ms":          longAtLeast(0),
 }
 
 // TopicConfigNames returns the topic config names the controller accepts,
