@@ -178,8 +178,8 @@ type tierStatusRow struct {
 }
 
 func printTierStatus(body []byte, stdout, stderr io.Writer) int {
-	var rows []tierStatusRow
-	if err := json.Unmarshal(body, &rows); err != nil {
+	rows, err := decodeStatus(string(body))
+	if err != nil {
 		fmt.Fprintf(stderr, "strata tier status: bad answer: %v\n", err)
 		return 1
 	}
