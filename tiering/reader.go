@@ -179,6 +179,7 @@ type chunkFlight struct {
 	data   []byte
 	err    error
 	ticket readTicket
+	bg     bool // led by read-ahead
 }
 
 type idxFlight struct {
@@ -186,6 +187,16 @@ type idxFlight struct {
 	data   []byte
 	err    error
 	ticket readTicket
+	bg     bool // led by read-ahead
+}
+
+// retryJoined reports whether a caller that joined a flight, and whose
+// own ctx is still live, should start afresh rather than take the
+// flight's error as its own: the leader gave up (its ctx ended), or the
+// leader was read-ahead refused by the full background queue, a refusal
+// that says nothing about a fetch's own place in the foreground queue.
+func retryJoined(err error, leaderBG bool) bool {
+	return isCtxErr(err) || leaderBG && errors.Is(err, ErrReadQueueFull)
 }
 
 // maxSegStates bounds the read-ahead state kept; beyond it an arbitrary
@@ -720,7 +731,7 @@ func (r *Reader) prefetch(key string, size, c int64) {
 		r.fmu.Unlock()
 		return
 	}
-	f := &chunkFlight{done: make(chan struct{})}
+	f := &chunkFlight{done: make(chan struct{}), bg: true}
 	r.chunkFlights[k] = f
 	r.fmu.Unlock()
 	r.raPending.Add(1)
@@ -794,8 +805,8 @@ func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst [
 			return ctx.Err()
 		}
 		if f.err != nil {
-			if joined && ctx.Err() == nil && isCtxErr(f.err) {
-				continue // its leader gave up; we have not
+			if joined && ctx.Err() == nil && retryJoined(f.err, f.bg) {
+				continue // its leader gave up, or was refused as read-ahead
 			}
 			return f.err
 		}
@@ -937,7 +948,7 @@ func (r *Reader) index(ctx context.Context, seg RemoteSegment, ext string, fg bo
 		r.fmu.Lock()
 		f, joined := r.idxFlights[key]
 		if !joined {
-			f = &idxFlight{done: make(chan struct{})}
+			f = &idxFlight{done: make(chan struct{}), bg: !fg}
 			r.idxFlights[key] = f
 		} else if fg {
 			r.budget.promote(&f.ticket) // a fetch waits for it now
@@ -958,7 +969,7 @@ func (r *Reader) index(ctx context.Context, seg RemoteSegment, ext string, fg bo
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if f.err != nil && joined && ctx.Err() == nil && isCtxErr(f.err) {
+		if f.err != nil && joined && ctx.Err() == nil && retryJoined(f.err, f.bg) {
 			continue
 		}
 		return f.data, f.err

@@ -695,3 +695,62 @@ func TestTokenBucketChargesDebt(t *testing.T) {
 		t.Fatalf("a GET larger than the burst: wait %v, want 4s", d)
 	}
 }
+
+// A fetch that joined a read-ahead flight which the full background queue
+// then refused does not inherit that refusal: it reads the chunk itself.
+// (The race: read-ahead sees room in the background queue, another
+// read-ahead takes it, a fetch joins the first one's flight, and the
+// flight fails with ErrReadQueueFull — CI once saw it surface as a read
+// error under eight concurrent readers.)
+func TestReaderFetchJoiningRefusedReadAheadRetries(t *testing.T) {
+	l := rdNewLog(t)
+	l.fillFixed(1, 100<<10, 1000)
+	store := objstore.NewMemStore()
+	seg := l.upload(store, "p")[0]
+	r := rdReader(t, store, func(c *ReaderConfig) { c.ChunkBytes = 64 << 10 })
+	ctx := rdCtx(t, 30*time.Second)
+	want, _, _ := l.localRead(seg.BaseOffset, 1000, seg)
+	// Warm the index so the read's only flight is chunk 0's.
+	if _, err := r.index(ctx, seg, ExtIndex, true); err != nil {
+		t.Fatal(err)
+	}
+
+	k := chunkKey{seg.Key("p", ExtLog), 0}
+	f := &chunkFlight{done: make(chan struct{}), bg: true}
+	r.fmu.Lock()
+	r.chunkFlights[k] = f
+	r.fmu.Unlock()
+
+	type res struct {
+		rec []byte
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		got, err := r.Read(ctx, seg, seg.BaseOffset, 1000)
+		done <- res{got.Records, err}
+	}()
+	// The fetch has joined once it promoted the flight's ticket.
+	rdWaitFor(t, func() bool {
+		r.budget.mu.Lock()
+		defer r.budget.mu.Unlock()
+		return f.ticket.fg
+	})
+	r.fmu.Lock()
+	delete(r.chunkFlights, k)
+	r.fmu.Unlock()
+	f.err = ErrReadQueueFull
+	close(f.done)
+
+	select {
+	case got := <-done:
+		if got.err != nil {
+			t.Fatalf("read after a refused read-ahead: %v", got.err)
+		}
+		if !bytes.Equal(got.rec, want) {
+			t.Fatal("bytes differ from the local log")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("read did not return")
+	}
+}
