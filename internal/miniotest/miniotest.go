@@ -205,7 +205,13 @@ func (s *Server) start() error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				// health/ready can answer 200 while the object layer
+				// still refuses S3 calls (503 XMinioServerNotInitialized,
+				// seen right after a restart): ready means a signed S3
+				// call succeeds.
+				if err = s.s3Answers(); err == nil {
+					return nil
+				}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -214,6 +220,18 @@ func (s *Server) start() error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// s3Answers makes one signed S3 call (ListBuckets) and returns its error.
+func (s *Server) s3Answers() error {
+	c, err := s.newClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = c.ListBuckets(ctx)
+	return err
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL after 10s). It is safe to
@@ -251,14 +269,18 @@ func (s *Server) Restart(t testing.TB) {
 // independent of the one under test.
 func (s *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
-	c, err := minio.New(s.Addr, &minio.Options{
-		Creds:  credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
-		Secure: false,
-	})
+	c, err := s.newClient()
 	if err != nil {
 		t.Fatalf("miniotest: client: %v", err)
 	}
 	return c
+}
+
+func (s *Server) newClient() (*minio.Client, error) {
+	return minio.New(s.Addr, &minio.Options{
+		Creds:  credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Secure: false,
+	})
 }
 
 // CreateBucket creates bucket name.
