@@ -33,7 +33,7 @@ func (r *runner) catchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.launch(ps, ctx, time.Now())
+	r.launch(ps, ctx, time.Now(), time.Time{})
 	r.stopProducers(ps, time.Minute)
 	r.recMu.Lock()
 	r.pubRecs = nil
@@ -65,7 +65,7 @@ func (r *runner) catchUp(ctx context.Context) error {
 	go r.sampler(sampCtx, sampDone)
 	stopProd, cancelProd := context.WithCancel(ctx)
 	defer cancelProd()
-	r.launch(ps, stopProd, start)
+	r.launch(ps, stopProd, start, time.Time{})
 	sleepCtx(ctx, dur(w.Warmup))
 	for _, p := range ps {
 		p.rec.CutPhase()

@@ -2,10 +2,13 @@ package loadgen
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // checkRun checks a finished short run of rate records/s for secs seconds
@@ -119,6 +122,51 @@ func TestRunAgainstKfake(t *testing.T) {
 		t.Fatalf("target %q, cost %v; want kfake and no cost", res.Target, res.Cost)
 	}
 	checkRun(t, res, addr, "kf", 1000, 3)
+}
+
+// frozenClock is the real clock, except that the first sleep that
+// wakes up past freezeAt oversleeps by freeze: as if the process had been
+// descheduled (a loaded CI machine), its loop waking up with slots due.
+type frozenClock struct {
+	freezeAt time.Time
+	freeze   time.Duration
+	once     *sync.Once
+}
+
+func (c frozenClock) Now() time.Time { return time.Now() }
+
+func (c frozenClock) SleepUntil(ctx context.Context, t time.Time) error {
+	if t.After(c.freezeAt) {
+		c.once.Do(func() { t = t.Add(c.freeze) })
+	}
+	return SystemClock{}.SleepUntil(ctx, t)
+}
+
+// TestRunSendsEverySlotWhenTheLoopRunsLate: a producer loop that wakes up
+// past the end of the run with slots still due sends them all (each
+// measured from its slot), so a run of rate r for d seconds holds r×d
+// records however late the machine ran the loop — CI once saw a loaded
+// run stop 21 slots short at the deadline.
+func TestRunSendsEverySlotWhenTheLoopRunsLate(t *testing.T) {
+	c, addr, err := StartKfake("127.0.0.1:0", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := shortWorkload("late", 500)
+	w.Duration = "2s"
+	clk := frozenClock{freezeAt: time.Now().Add(time.Second), freeze: 1500 * time.Millisecond, once: new(sync.Once)}
+	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Workload: w, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Produce.Records != 1000 || heldRecords(t, addr, "late") != 1000 {
+		t.Fatalf("summary %d records, log %d; want every one of the 1000 slots", res.Produce.Records, heldRecords(t, addr, "late"))
+	}
+	// The frozen slots count from their intended time: the stall shows.
+	if res.Produce.Latency.Max < 400 {
+		t.Fatalf("publish max %.1f ms: the 1.5 s freeze is hidden", res.Produce.Latency.Max)
+	}
 }
 
 // TestWarmupExcludedFromSummary: records of the warm-up are in the log and

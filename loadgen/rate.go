@@ -83,6 +83,15 @@ func (s *Schedule) Next(ctx context.Context) (time.Time, error) {
 	return at, ctx.Err()
 }
 
+// Due returns the slot the next call of Next hands out, without waiting:
+// its intended time, or now with rate 0.
+func (s *Schedule) Due() time.Time {
+	if s.rate == 0 {
+		return s.clock.Now()
+	}
+	return s.Intended(s.n)
+}
+
 // Intended returns record n's slot (rate > 0): computed from the start,
 // not by adding intervals, so rounding never accumulates.
 func (s *Schedule) Intended(n int64) time.Time {

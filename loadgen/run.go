@@ -327,25 +327,36 @@ func (r *runner) newProducers(rate float64, fill *atomic.Int64) ([]*producer, er
 }
 
 // launch starts the producers' loops, their schedules starting at start
-// and their measured phase at measureFrom; they run until stop ends (or
-// the fill is spent).
-func (r *runner) launch(ps []*producer, stop context.Context, start time.Time) {
+// and their measured phase at measureFrom; they run until stop ends, the
+// fill is spent, or (end not zero) every slot before end has been sent.
+func (r *runner) launch(ps []*producer, stop context.Context, start, end time.Time) {
 	for _, p := range ps {
 		p.sched = NewScheduleAt(r.clock, start, p.rate)
 		p.rec.Measure(time.Unix(0, r.measureFrom.Load()))
 		p.wg.Add(1)
-		go p.loop(stop)
+		go p.loop(stop, end)
 	}
 }
 
-// loop schedules and hands records to the client until stop ends or the
-// fill budget is spent. Produce may block (the client's buffer is full
-// when the cluster is slow); the schedule does not move meanwhile, so
-// the records due during the block go out at once afterwards, each
-// measured from its own slot.
-func (p *producer) loop(stop context.Context) {
+// loop schedules and hands records to the client until stop ends, the
+// fill budget is spent, or the next slot is at or past end (zero: no
+// end). Produce may block (the client's buffer is full when the cluster
+// is slow); the schedule does not move meanwhile, so the records due
+// during the block go out at once afterwards, each measured from its own
+// slot — and that holds at the end too: a loop running late on a loaded
+// machine still sends every slot before end, so a run of rate r for d
+// seconds sends r×d records whatever the cluster or the machine did.
+func (p *producer) loop(stop context.Context, end time.Time) {
 	defer p.wg.Done()
 	topics := p.r.topics
+	// The in-flight window (rate 0) is waited for no later than end: its
+	// slots are "now", so none past end would be sent anyway.
+	win := stop
+	if !end.IsZero() {
+		var cancel context.CancelFunc
+		win, cancel = context.WithDeadline(stop, end)
+		defer cancel()
+	}
 	for n := 0; stop.Err() == nil; n++ {
 		sz := p.sizes.Next()
 		if p.fill != nil && p.fill.Add(-int64(sz)) < 0 {
@@ -354,16 +365,16 @@ func (p *producer) loop(stop context.Context) {
 		if p.window != nil {
 			select {
 			case p.window <- struct{}{}:
-			case <-stop.Done():
+			case <-win.Done():
 				return
 			}
 		}
-		intended, err := p.sched.Next(stop)
-		// A slot at or past the deadline ends the run even when stop's
-		// timer has not fired yet (a loaded machine runs it late): the
-		// measured phase holds exactly the slots inside it.
-		if dl, ok := stop.Deadline(); err == nil && ok && !intended.Before(dl) {
-			err = context.DeadlineExceeded
+		var intended time.Time
+		err := context.DeadlineExceeded
+		if end.IsZero() || p.sched.Due().Before(end) {
+			// A due slot returns at once; a future one is before end,
+			// so Next sleeps no later than end.
+			intended, err = p.sched.Next(stop)
 		}
 		if err != nil {
 			if p.window != nil {
@@ -744,13 +755,12 @@ func (r *runner) steady(ctx context.Context) error {
 	r.recMu.Unlock()
 	go r.sampler(sampCtx, sampDone)
 	if w.Producers > 0 {
-		stopProd, cancelProd := context.WithDeadline(ctx, start.Add(warm+measure))
-		r.launch(ps, stopProd, start)
-		// The loops end at the deadline, on ctx, or when the fill is spent.
+		r.launch(ps, ctx, start, start.Add(warm+measure))
+		// The loops end once every slot before the end is sent, on ctx,
+		// or when the fill is spent.
 		for _, p := range ps {
 			p.wg.Wait()
 		}
-		cancelProd()
 		r.measured = r.clock.Now().Sub(time.Unix(0, r.measureFrom.Load()))
 		r.stopProducers(ps, dur(w.Drain)+30*time.Second)
 	} else {
