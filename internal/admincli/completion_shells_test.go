@@ -63,9 +63,12 @@ zpty -b z 'zsh -f -i' || exit 4
 zpty -w z 'PS1="%% "; source ` + script + ` 2>&1; echo SOUR"CED"'
 zpty -r z out '*SOURCED*' || exit 5
 zpty -wn z $'` + c.line + `\t'
-sleep 1
 screen=
-while zpty -r -t z chunk; do screen+=$chunk; done
+for i in {1..40}; do
+  sleep 0.25
+  while zpty -r -t z chunk; do screen+=$chunk; done
+  [[ $screen == *"$WANT "* ]] && break
+done
 zpty -wn z $'\x15'
 zpty -w z 'exit'
 zpty -d z
@@ -73,7 +76,7 @@ print -r -- "$out$screen"
 `
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(ctx, zsh, "-f", "-c", driver)
-		cmd.Env = append(os.Environ(), "HOME="+home, "ZDOTDIR="+home, "TERM=dumb")
+		cmd.Env = append(os.Environ(), "HOME="+home, "ZDOTDIR="+home, "TERM=dumb", "WANT="+c.want)
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
