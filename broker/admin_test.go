@@ -283,9 +283,19 @@ func TestMetricsCountRequestsBytesAndMessages(t *testing.T) {
 	if v := s.get(t, "strata_broker_partitions"); v != 2 {
 		t.Errorf("partitions %v", v)
 	}
-	produced := s.get(t, "strata_broker_requests_total", "api", "Produce", "error", "NONE")
-	if produced < 1 || s.get(t, "strata_broker_request_duration_seconds", "api", "Produce") != produced {
-		t.Errorf("Produce: %v requests, latency samples differ or none", produced)
+	// A request is counted once its response is written, just after the
+	// client has its answer: scrape until the counts settle.
+	var produced, samples float64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ps := scrapeMetrics(t, n)
+		produced, _ = ps.value("strata_broker_requests_total", "api", "Produce", "error", "NONE")
+		samples, _ = ps.value("strata_broker_request_duration_seconds", "api", "Produce")
+		if produced >= 1 && samples == produced || time.Now().After(deadline) {
+			break
+		}
+	}
+	if produced < 1 || samples != produced {
+		t.Errorf("Produce: %v requests, %v latency samples", produced, samples)
 	}
 	if v := s.get(t, "strata_broker_connections_opened_total", "listener", "PLAINTEXT"); v < 1 {
 		t.Errorf("connections opened %v", v)
@@ -337,10 +347,14 @@ func TestMetricsCountRequestsBytesAndMessages(t *testing.T) {
 	if c := fr.Topics[0].Partitions[0].ErrorCode; c != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("fetch at 1000: code %d", c)
 	}
-	after := scrapeMetrics(t, n)
+	// A request is counted once its response is written (its duration
+	// includes the write), so the last one may land just after the
+	// client has its answer: scrape until the counts settle.
+	var after scrape
 	delta := func(name string, labels ...string) float64 {
 		b, _ := before.value(name, labels...)
-		return after.get(t, name, labels...) - b
+		v, _ := after.value(name, labels...)
+		return v - b
 	}
 	checks := []struct {
 		name   string
@@ -355,6 +369,19 @@ func TestMetricsCountRequestsBytesAndMessages(t *testing.T) {
 		{"strata_broker_requests_total", []string{"api", "Fetch", "version", "11", "error", "NONE"}, 1},
 		{"strata_broker_partition_errors_total", []string{"api", "Fetch", "error", errorName(kerr.OffsetOutOfRange.Code)}, 1},
 		{"strata_broker_connections_opened_total", []string{"listener", "PLAINTEXT"}, 1},
+	}
+	settled := func() bool {
+		for _, c := range checks {
+			if delta(c.name, c.labels...) != c.want {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if after = scrapeMetrics(t, n); settled() || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, c := range checks {
 		if got := delta(c.name, c.labels...); got != c.want {
