@@ -269,20 +269,8 @@ func TestKill9KeepsEveryAcknowledgedRecord(t *testing.T) {
 	data := t.TempDir()
 	const topic, partitions = "kill9", 3
 	p := startProc(t, data, 0)
-	{
-		cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), procWait)
-		segs := map[string]*string{"segment.bytes": kmsg.StringPtr("65536")} // recovery across many segments
-		resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, segs, topic)
-		cancel()
-		cl.Close()
-		if err != nil || resp.Err != nil {
-			t.Fatalf("create topic: %v / %v", err, resp.Err)
-		}
-	}
+	// Recovery across many segments.
+	createProcTopic(t, p.addr, topic, partitions, map[string]*string{"segment.bytes": kmsg.StringPtr("65536")})
 	all := map[[2]int64]string{}
 	for round := 1; round <= 3; round++ {
 		acks := produceUntilKilled(t, p, topic, fmt.Sprintf("round%d", round), 1500*round)
@@ -415,5 +403,21 @@ func TestKill9IdempotentProducerRetriesAcrossRestarts(t *testing.T) {
 	snaps, _ := filepath.Glob(filepath.Join(data, topic+"-0", "*.snapshot"))
 	if len(logs) < 3 || len(snaps) < 1 {
 		t.Errorf("%d segments and %d producer snapshots in partition 0: the stream did not roll segments", len(logs), len(snaps))
+	}
+}
+
+// createProcTopic creates topic with one replica and cfgs on the node at
+// addr, through its own short-lived client.
+func createProcTopic(t *testing.T, addr, topic string, partitions int32, cfgs map[string]*string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), procWait)
+	defer cancel()
+	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, cfgs, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v / %v", err, resp.Err)
 	}
 }

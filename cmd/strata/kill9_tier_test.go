@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -38,25 +35,12 @@ func TestKill9TieredKeepsEveryRecordAndLeavesNoOrphans(t *testing.T) {
 	start := func(round int) *proc { return startProcOn(t, data, round, "127.0.0.1:0", settings...) }
 	const topic, partitions = "kill9tier", 2
 	p := start(0)
-	{
-		cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), procWait)
-		cfgs := map[string]*string{
-			"segment.bytes":         kmsg.StringPtr("16384"), // many segments: kills land mid-upload
-			"remote.storage.enable": kmsg.StringPtr("true"),
-			"local.retention.bytes": kmsg.StringPtr("32768"),
-			"retention.ms":          kmsg.StringPtr("-1"),
-		}
-		resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, cfgs, topic)
-		cancel()
-		cl.Close()
-		if err != nil || resp.Err != nil {
-			t.Fatalf("create topic: %v / %v", err, resp.Err)
-		}
-	}
+	createProcTopic(t, p.addr, topic, partitions, map[string]*string{
+		"segment.bytes":         kmsg.StringPtr("16384"), // many segments: kills land mid-upload
+		"remote.storage.enable": kmsg.StringPtr("true"),
+		"local.retention.bytes": kmsg.StringPtr("32768"),
+		"retention.ms":          kmsg.StringPtr("-1"),
+	})
 	all := map[[2]int64]string{}
 	for round := 1; round <= 3; round++ {
 		acks := produceUntilKilled(t, p, topic, fmt.Sprintf("tier%d", round), 3000*round)
