@@ -57,3 +57,22 @@ func (e *env) close() {
 		e.cl, e.adm = nil, nil
 	}
 }
+
+// topicDetail looks one topic up in the cluster's metadata, internal
+// topics included (a command that names one means it). A topic the
+// answer lacks is Kafka's UNKNOWN_TOPIC_OR_PARTITION; every error comes
+// back reported as what's.
+func (e *env) topicDetail(ctx context.Context, what, topic string) (kadm.TopicDetail, error) {
+	details, err := e.adm.ListTopicsWithInternal(ctx, topic)
+	if err != nil {
+		return kadm.TopicDetail{}, fail(what, err, "")
+	}
+	t, ok := details[topic]
+	if !ok {
+		return kadm.TopicDetail{}, fail(what, errUnknownTopic, "")
+	}
+	if t.Err != nil {
+		return kadm.TopicDetail{}, fail(what, t.Err, "")
+	}
+	return t, nil
+}

@@ -134,16 +134,9 @@ func defineConsume(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		what := fmt.Sprintf("consume topic %q", topic)
-		details, err := e.adm.ListTopics(ctx, topic)
+		t, err := e.topicDetail(ctx, what, topic)
 		if err != nil {
-			return fail(what, err, "")
-		}
-		t, ok := details[topic]
-		if !ok {
-			return fail(what, errUnknownTopic, "")
-		}
-		if t.Err != nil {
-			return fail(what, t.Err, "")
+			return err
 		}
 		parts := t.Partitions.Numbers()
 		if *part >= 0 {

@@ -238,16 +238,9 @@ func defineGroupResetOffsets(fs *flag.FlagSet) runFunc {
 		defer cancel()
 		what := fmt.Sprintf("reset offsets of group %q", name)
 
-		details, err := e.adm.ListTopics(ctx, *topic)
+		t, err := e.topicDetail(ctx, fmt.Sprintf("%s: topic %q", what, *topic), *topic)
 		if err != nil {
-			return fail(what, err, "")
-		}
-		t, ok := details[*topic]
-		if !ok {
-			return fail(fmt.Sprintf("%s: topic %q", what, *topic), errUnknownTopic, "")
-		}
-		if t.Err != nil {
-			return fail(fmt.Sprintf("%s: topic %q", what, *topic), t.Err, "")
+			return err
 		}
 		starts, err := e.adm.ListStartOffsets(ctx, *topic)
 		if err == nil {

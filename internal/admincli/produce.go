@@ -212,17 +212,10 @@ func defineProduce(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		what := fmt.Sprintf("produce to topic %q", topic)
-		details, err := e.adm.ListTopics(ctx, topic)
+		t, err := e.topicDetail(ctx, what, topic)
 		cancel()
 		if err != nil {
-			return fail(what, err, "")
-		}
-		t, ok := details[topic]
-		if !ok {
-			return fail(what, errUnknownTopic, "")
-		}
-		if t.Err != nil {
-			return fail(what, t.Err, "")
+			return err
 		}
 		nparts := int32(len(t.Partitions))
 		if *part >= int(nparts) {

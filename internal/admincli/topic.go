@@ -171,16 +171,9 @@ func defineTopicDescribe(fs *flag.FlagSet) runFunc {
 		}
 		defer cancel()
 		what := fmt.Sprintf("describe topic %q", name)
-		details, err := e.adm.ListTopicsWithInternal(ctx, name)
+		t, err := e.topicDetail(ctx, what, name)
 		if err != nil {
-			return fail(what, err, "")
-		}
-		t, ok := details[name]
-		if !ok {
-			return fail(what, errUnknownTopic, "")
-		}
-		if t.Err != nil {
-			return fail(what, t.Err, "")
+			return err
 		}
 		starts, err := e.adm.ListStartOffsets(ctx, name)
 		if err != nil {
