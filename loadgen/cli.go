@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -261,24 +262,31 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 		return err
 	}
 	if *out != "" {
-		if err := writeFile(*out, func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
+		if err := WriteFile(*out, func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
 			return err
 		}
 	}
 	if *html != "" {
-		if err := writeFile(*html, func(w io.Writer) error { return c.WriteHTML(w, res) }); err != nil {
+		if err := WriteFile(*html, func(w io.Writer) error { return c.WriteHTML(w, res) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeFile(path string, fn func(io.Writer) error) error {
+// WriteFile creates path and writes to it, buffered, what fn writes: a
+// result's JSON or HTML report. An error names the file.
+func WriteFile(path string, fn func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := fn(f); err != nil {
+	bw := bufio.NewWriter(f)
+	if err := fn(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
 		f.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -329,7 +337,7 @@ func (c CLI) machine(ctx context.Context, args []string, stdout, stderr io.Write
 	fmt.Fprintf(stdout, "sequential write (one fsync): %.0f MB/s\nloopback sendfile: %.0f MB/s\n", m.SeqWriteMBPerSec, m.LoopbackSendfileMBs)
 	if *out != "" {
 		res := &Result{Version: 1, Scenario: "machine", Target: "machine", Machine: m}
-		return writeFile(*out, func(w io.Writer) error { return WriteJSON(w, res) })
+		return WriteFile(*out, func(w io.Writer) error { return WriteJSON(w, res) })
 	}
 	return nil
 }

@@ -23,7 +23,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -131,7 +130,7 @@ func load(dir string) (*resultSet, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		parts := strings.Split(strings.TrimSuffix(filepath.Base(name), ".json"), ".")
-		r, err := readResult(name)
+		r, err := loadgen.ReadResult(name)
 		if err != nil {
 			return nil, err
 		}
@@ -188,46 +187,17 @@ func writeHTMLs(dir string, s *resultSet) error {
 			all = append(all, s.runs[sc][target]...)
 		}
 		for _, r := range all {
-			if err := writeFile(strings.TrimSuffix(s.paths[r], ".json")+".html", func(w io.Writer) error { return report.WriteHTML(w, r) }); err != nil {
+			if err := loadgen.WriteFile(strings.TrimSuffix(s.paths[r], ".json")+".html", func(w io.Writer) error { return report.WriteHTML(w, r) }); err != nil {
 				return err
 			}
 		}
 		if len(all) > 0 {
-			if err := writeFile(filepath.Join(dir, sc+".compare.html"), func(w io.Writer) error { return report.WriteHTMLCompare(w, all) }); err != nil {
+			if err := loadgen.WriteFile(filepath.Join(dir, sc+".compare.html"), func(w io.Writer) error { return report.WriteHTMLCompare(w, all) }); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func writeFile(path string, fn func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	if err := fn(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
-}
-
-func readResult(path string) (*loadgen.Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var r loadgen.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &r, nil
 }
 
 // scenarioOrder is the page's order; unknown scenarios follow, sorted.

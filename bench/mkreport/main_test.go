@@ -38,8 +38,8 @@ func result(target string, mbs, p99, e2e99 float64) *loadgen.Result {
 // Strata-only catch-up run with cost, and failures.
 func cannedDir(t *testing.T) string {
 	dir := t.TempDir()
-	writeJSON(t, dir, "machine.1.json", &loadgen.Result{Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 800, LoopbackSendfileMBs: 3000}})
-	writeJSON(t, dir, "machine.2.json", &loadgen.Result{Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 900, LoopbackSendfileMBs: 5000}})
+	writeJSON(t, dir, "machine.1.json", &loadgen.Result{Version: 1, Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 800, LoopbackSendfileMBs: 3000}})
+	writeJSON(t, dir, "machine.2.json", &loadgen.Result{Version: 1, Scenario: "machine", Machine: &loadgen.Machine{SeqWriteMBPerSec: 900, LoopbackSendfileMBs: 5000}})
 	r1, r2 := result("strata", 40, 30, 50), result("strata", 50, 10, 70)
 	r1.Produce.Errors, r2.Consume.Errors = 2, 4
 	r1.Errors, r2.Errors = []string{"1× NOT_LEADER_OR_FOLLOWER"}, []string{"3× NOT_LEADER_OR_FOLLOWER"}
@@ -138,10 +138,13 @@ func TestBadInputIsAnErrorNotAPage(t *testing.T) {
 			return os.WriteFile(filepath.Join(dir, "fixed-rate.strata.1.json"), []byte("{not json"), 0o644)
 		},
 		"unknown file name": func(dir string) error {
-			return os.WriteFile(filepath.Join(dir, "stray.json"), []byte("{}"), 0o644)
+			return os.WriteFile(filepath.Join(dir, "stray.json"), []byte(`{"version":1}`), 0o644)
+		},
+		"not a loadgen result": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "fixed-rate.strata.1.json"), []byte(`{"scenario":"fixed-rate"}`), 0o644)
 		},
 		"machine without figures": func(dir string) error {
-			return os.WriteFile(filepath.Join(dir, "machine.1.json"), []byte(`{"scenario":"machine"}`), 0o644)
+			return os.WriteFile(filepath.Join(dir, "machine.1.json"), []byte(`{"version":1,"scenario":"machine"}`), 0o644)
 		},
 		"short failures line": func(dir string) error {
 			return os.WriteFile(filepath.Join(dir, "failures.tsv"), []byte("fill\tstrata\n"), 0o644)
