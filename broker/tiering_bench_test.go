@@ -71,11 +71,7 @@ func tierBenchNodeWith(b *testing.B, dir string, remote map[string]string) (*Nod
 	cl := newClient(b, n, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var prod produced
 	produceBench(b, cl, topic, benchTierBytes, &prod)
-	for p := int32(0); p < e2ePartitions; p++ {
-		if err := n.partition(topic, p).log.Roll(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	rollAll(b, n, topic)
 	waitUploaded(b, n, topic, 3*time.Minute)
 	return n, topic, prod
 }
@@ -235,9 +231,7 @@ func BenchmarkTierUpload(b *testing.B) {
 		cl := newClient(b, n, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		var prod produced
 		produceBench(b, cl, topic, benchTierBytes, &prod)
-		for p := int32(0); p < e2ePartitions; p++ {
-			n.partition(topic, p).log.Roll()
-		}
+		rollAll(b, n, topic)
 		puts := objstoreCount(b, n, "put")
 		b.StartTimer()
 		start := time.Now()

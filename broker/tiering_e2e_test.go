@@ -222,6 +222,17 @@ func consumeAllE2E(t *testing.T, n *Node, topic string, want produced) {
 	}
 }
 
+// rollAll seals the active segment of each of the topic's e2ePartitions
+// partitions, so everything produced so far can be uploaded.
+func rollAll(t testing.TB, n *Node, topic string) {
+	t.Helper()
+	for p := int32(0); p < e2ePartitions; p++ {
+		if err := n.partition(topic, p).log.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // waitUploaded waits until every sealed segment of the topic is remote
 // and local retention has run.
 func waitUploaded(t testing.TB, n *Node, topic string, timeout time.Duration) {
@@ -283,11 +294,7 @@ func runTieringE2E(t *testing.T, dir string, settings map[string]string, bucket 
 	}
 	t.Logf("produced %d MiB in %v", total>>20, time.Since(start))
 	// Seal the active segments (as segment.ms would) so all data goes remote.
-	for p := int32(0); p < e2ePartitions; p++ {
-		if err := n.partition(topic, p).log.Roll(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rollAll(t, n, topic)
 	waitUploaded(t, n, topic, 3*time.Minute)
 	t.Logf("uploaded after %v; max local .log bytes seen %v", time.Since(start), maxLocal)
 

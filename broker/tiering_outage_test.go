@@ -77,11 +77,7 @@ func TestTieringSurvivesMinIOOutage(t *testing.T) {
 
 	srv.Restart(t)
 	phase(2 * time.Second)
-	for p := int32(0); p < e2ePartitions; p++ {
-		if err := n.partition(topic, p).log.Roll(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rollAll(t, n, topic)
 	waitUploaded(t, n, topic, 2*time.Minute)
 	if lag, _ := scrapeMetrics(t, n).value("strata_tiering_upload_lag_bytes", "topic", topic); lag != 0 {
 		t.Fatalf("upload lag after recovery = %v, want 0", lag)
@@ -107,9 +103,7 @@ func TestNodeRestartsWhileMinIODown(t *testing.T) {
 	createTopic(t, newAdmin(t, n), topic, e2ePartitions, tieredTopicConfigs())
 	var prod produced
 	produceE2E(t, newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 6<<20, &prod)
-	for p := int32(0); p < e2ePartitions; p++ {
-		n.partition(topic, p).log.Roll()
-	}
+	rollAll(t, n, topic)
 	waitUploaded(t, n, topic, time.Minute)
 	n.Close()
 
@@ -118,11 +112,7 @@ func TestNodeRestartsWhileMinIODown(t *testing.T) {
 	n = startNode(t, dir, settings)
 	t.Logf("restarted with MinIO down in %v", time.Since(start))
 	produceE2E(t, newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 3<<20, &prod)
-	for p := int32(0); p < e2ePartitions; p++ {
-		if err := n.partition(topic, p).log.Roll(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rollAll(t, n, topic)
 	srv.Restart(t)
 	waitUploaded(t, n, topic, time.Minute)
 	consumeAllE2E(t, n, topic, prod)
@@ -140,9 +130,7 @@ func TestNodeClosesWhileMinIODown(t *testing.T) {
 	srv.Stop()
 	var prod produced
 	produceE2E(t, newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 4<<20, &prod)
-	for p := int32(0); p < e2ePartitions; p++ {
-		n.partition(topic, p).log.Roll()
-	}
+	rollAll(t, n, topic)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		lag, _ := scrapeMetrics(t, n).value("strata_tiering_upload_lag_bytes", "topic", topic)

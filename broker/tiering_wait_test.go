@@ -101,9 +101,7 @@ func TestRemoteFetchWaitsAtMostRemoteFetchMaxWait(t *testing.T) {
 	createTopic(t, newAdmin(t, n), topic, e2ePartitions, tieredTopicConfigs())
 	var prod produced
 	produceE2E(t, newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 8<<20, &prod)
-	for p := int32(0); p < e2ePartitions; p++ {
-		n.partition(topic, p).log.Roll()
-	}
+	rollAll(t, n, topic)
 	waitUploaded(t, n, topic, time.Minute)
 	if n.partition(topic, 0).log.LocalLogStartOffset() == 0 {
 		t.Fatal("offset 0 is still local")
