@@ -19,10 +19,7 @@ import (
 // tiny local.retention.bytes is; with PUTs working but COPY_FINISHED
 // refused, objects and manifest exist yet the uploaded offset stays put.
 func TestUploaderUploadedOffsetAdvancesOnlyAfterCopyFinished(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p, func(c *storage.Config) { c.LocalRetentionBytes = 1 })
+	p, meta, tp := ordersPart(t, func(c *storage.Config) { c.LocalRetentionBytes = 1 })
 	tp.appendSegments(t, testTs, 2, 2, 2)
 	before := tp.Log.NumSegments()
 
@@ -80,10 +77,7 @@ func TestUploaderUploadedOffsetAdvancesOnlyAfterCopyFinished(t *testing.T) {
 // (no hole, no overlap, no COPY_STARTED left), and the bucket holds no
 // object that no segment names.
 func TestUploaderUnderFaultsUploadsEverythingExactlyOnce(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 1, 2, 1, 3, 1, 1, 2, 1, 1, 2)
 	mem := objstore.NewMemStore()
 	faults := objstore.WithFaults(mem,
@@ -132,10 +126,7 @@ func TestUploaderUnderFaultsUploadsEverythingExactlyOnce(t *testing.T) {
 // size under the key) is not trusted: the copy restarts under a new
 // segment id and the abandoned one is deleted.
 func TestUploaderLostAckWithWrongObjectRestartsUnderNewID(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 2)
 	mem := objstore.NewMemStore()
 	// The first .index put answers precondition-failed while a 1-byte
@@ -179,10 +170,7 @@ func (s *squatter) Head(ctx context.Context, key string) (objstore.ObjectInfo, e
 // uploader re-uploads the data under a new id at once, leaves the orphan
 // alone within the grace, and deletes it (record and objects) after.
 func TestUploaderCrashMidCopyLeavesOrphanDeletedAfterGrace(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 2, 2)
 	clock := newFakeNow(testTs + 1_000_000)
 	mem := objstore.NewMemStore()
@@ -238,10 +226,7 @@ func TestUploaderCrashMidCopyLeavesOrphanDeletedAfterGrace(t *testing.T) {
 func TestUploaderCloseIsBoundedWhileStoreHangs(t *testing.T) {
 	for _, mode := range []string{"down", "hang"} {
 		t.Run(mode, func(t *testing.T) {
-			p := upPart("orders", 0)
-			meta := newTestMeta()
-			meta.createTopic(t, p.Topic, p.TopicID, 1)
-			tp := openTestPart(t, nil, "", p)
+			p, meta, tp := ordersPart(t)
 			tp.appendSegments(t, testTs, 1, 1, 1)
 			faults := objstore.WithFaults(objstore.NewMemStore())
 			if mode == "down" {
@@ -272,10 +257,7 @@ func TestUploaderCloseIsBoundedWhileStoreHangs(t *testing.T) {
 // manifest, and young strays (another broker's record may not have
 // reached this image yet) stay.
 func TestUploaderLeadDeletesUnnamedObjects(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 1, 1)
 	mem := objstore.NewMemStore()
 	u := newTestUploader(t, mem, meta, nil)

@@ -195,6 +195,17 @@ type testPart struct {
 	epoch atomic.Int32
 }
 
+// ordersPart is the common fixture: partition 0 of a one-partition
+// topic "orders" known to a fresh test metadata, its log open in a temp
+// directory with mods applied to its config.
+func ordersPart(t testing.TB, mods ...func(*storage.Config)) (Partition, *testMeta, *testPart) {
+	t.Helper()
+	p := upPart("orders", 0)
+	meta := newTestMeta()
+	meta.createTopic(t, p.Topic, p.TopicID, 1)
+	return p, meta, openTestPart(t, nil, "", p, mods...)
+}
+
 // openTestPart opens an empty remote-storage log of topic/partition on
 // fsys (a MemFS if nil) under dir, with Kafka's default config changed by
 // mod.

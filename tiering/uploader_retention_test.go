@@ -19,10 +19,7 @@ import (
 // the log start (local segments below go too); with every remote segment
 // gone, uploads go on.
 func TestUploaderRemoteRetentionByTimeAndBytes(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 2, 2, 2, 2) // [0,19] [20,39] [40,59] [60,79]; max ts +19 +39 +59 +79
 	clock := newFakeNow(testTs + 1045)
 	store := objstore.NewMemStore()
@@ -176,10 +173,7 @@ func TestUploaderJanitorDeletesDeletedTopics(t *testing.T) {
 // remote tier: the log start is the remote start, appends continue after
 // the remote end.
 func TestUploaderLeadRestartsEmptyLogAfterRemoteTier(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 1, 2, 1)
 	store := objstore.NewMemStore()
 	u := newTestUploader(t, store, meta, nil)
@@ -270,10 +264,7 @@ func TestUploaderNewLeaderSegmentationOverlap(t *testing.T) {
 // leader: objects, manifest entry and record all go, and the manifest's
 // log start catches up with the log's.
 func TestUploaderResumesInterruptedRemoteDeletion(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 1, 1, 1)
 	mem := objstore.NewMemStore()
 	faults := objstore.WithFaults(mem)
@@ -311,10 +302,7 @@ func TestUploaderResumesInterruptedRemoteDeletion(t *testing.T) {
 // DeleteRecords moves the log start; remote segments wholly below it are
 // deleted from the bucket (the one holding the new start stays).
 func TestUploaderDeletesRemoteSegmentsBelowLogStart(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 2, 2, 2, 2) // [0,19] [20,39] [40,59] [60,79]
 	store := objstore.NewMemStore()
 	u := newTestUploader(t, store, meta, newFakeNow(testTs+100).Now)

@@ -136,10 +136,7 @@ func TestUploaderUploadsSealedCommittedSegments(t *testing.T) {
 // Lead is idempotent for the same log and leader epoch; a new epoch
 // replaces the task (the old one stops first) and uploading goes on.
 func TestUploaderLeadIsIdempotentAndNewEpochReplaces(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 1)
 	u := newTestUploader(t, objstore.NewMemStore(), meta, nil)
 	u.Lead(tp.LeaderPartition)
@@ -172,10 +169,7 @@ func TestUploaderLeadIsIdempotentAndNewEpochReplaces(t *testing.T) {
 // (now below the log start) is skipped, not an error, and nothing is
 // committed for it.
 func TestUploaderSkipsSegmentDeletedByRetentionBeforeUpload(t *testing.T) {
-	p := upPart("orders", 0)
-	meta := newTestMeta()
-	meta.createTopic(t, p.Topic, p.TopicID, 1)
-	tp := openTestPart(t, nil, "", p)
+	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 1, 1, 1)
 	u := newTestUploader(t, objstore.NewMemStore(), meta, nil)
 	stale := tp.Log.Segments()
