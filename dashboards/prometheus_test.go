@@ -164,10 +164,8 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 		} else if r.nonEmpty() {
-			// Not an error: the list must hold while the series lands
-			// (another engineer's tree may have it, the committed one
-			// not). Its expressions were checked in full above.
-			t.Logf("%s exists on a running node: remove it from conditionalSeries (was: %s)", name, why)
+			// This run created the condition: the allowance is stale.
+			t.Errorf("%s exists on a running node: remove it from conditionalSeries (was: %s)", name, why)
 		}
 	}
 
