@@ -605,25 +605,6 @@ func (n *node) failed() error {
 	return n.fatal
 }
 
-// waitApplied blocks until the applied index reaches idx.
-func (n *node) waitApplied(ctx context.Context, idx uint64) error {
-	for {
-		n.mu.Lock()
-		ch := n.appliedc
-		n.mu.Unlock()
-		if n.applied.Load() >= idx {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-n.donec:
-			return ErrStopped
-		}
-	}
-}
-
 // appliedChan returns a channel closed when the applied index next grows.
 func (n *node) appliedChan() <-chan struct{} {
 	n.mu.Lock()

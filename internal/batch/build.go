@@ -60,9 +60,6 @@ func (b *Builder) Reset(h Header) {
 	b.maxTS = -1
 }
 
-// NumRecords returns how many records were added since the last Reset.
-func (b *Builder) NumRecords() int32 { return b.n }
-
 // Add appends one record, encoded as drawn in batch.go. The record's bytes
 // are copied: r may alias an iterator's buffer (see [Records]).
 func (b *Builder) Add(r Record) {
