@@ -241,19 +241,19 @@ func (t *tier) restartEmpty(p *partition) error {
 // with the greatest base offset at or below it that reaches it; and the
 // segment right after it when there is one (nil otherwise).
 func (t *tier) segmentFor(p *partition, offset int64) (tiering.RemoteSegment, *tiering.RemoteSegment, bool) {
-	segs := t.finished(p.topicID, p.index)
-	for i := len(segs) - 1; i >= 0; i-- {
-		s := segs[i]
-		if s.BaseOffset <= offset && offset <= s.EndOffset {
-			var next *tiering.RemoteSegment
-			if i+1 < len(segs) && segs[i+1].BaseOffset == s.EndOffset+1 {
-				n := tiering.FromInfo(p.topic, segs[i+1])
-				next = &n
-			}
-			return tiering.FromInfo(p.topic, s), next, true
-		}
+	var seg metadata.RemoteSegmentInfo
+	var next *metadata.RemoteSegmentInfo
+	var ok bool
+	t.n.view(func(st *metadata.State) { seg, next, ok = st.FinishedRemoteSegmentAt(p.topicID, p.index, offset) })
+	if !ok {
+		return tiering.RemoteSegment{}, nil, false
 	}
-	return tiering.RemoteSegment{}, nil, false
+	var nx *tiering.RemoteSegment
+	if next != nil {
+		n := tiering.FromInfo(p.topic, *next)
+		nx = &n
+	}
+	return tiering.FromInfo(p.topic, seg), nx, true
 }
 
 // servesRemote reports whether a fetch at offset reads the remote tier.

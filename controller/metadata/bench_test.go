@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // bigState builds an image of 5 brokers and topics×10 partitions (rf 3).
@@ -95,4 +97,42 @@ func BenchmarkPlanFenceBroker(b *testing.B) {
 			b.Fatal("nothing planned")
 		}
 	}
+}
+
+// The remote fetch path's segment lookup on a long-retention partition of
+// 10,000 finished segments: FinishedRemoteSegmentAt against copying and
+// sorting the whole list (RemoteSegments) and scanning it, which is what
+// the broker did before.
+func BenchmarkRemoteSegmentLookup(b *testing.B) {
+	const n = 10000
+	topic := uuid.New()
+	s := NewState()
+	m := map[uuid.UUID]*RemoteSegmentInfo{}
+	for i := range int64(n) {
+		id := uuid.New()
+		m[id] = &RemoteSegmentInfo{SegmentID: id, TopicID: topic, BaseOffset: i * 1000, EndOffset: i*1000 + 999,
+			State: CopyFinished, LeaderEpochs: []EpochStart{{Epoch: 1, StartOffset: i * 1000}}}
+	}
+	s.remote[TopicPartition{topic, 0}] = m
+	b.Run("FinishedRemoteSegmentAt", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, _, ok := s.FinishedRemoteSegmentAt(topic, 0, int64(i%n)*1000+5); !ok {
+				b.Fatal("not found")
+			}
+		}
+	})
+	b.Run("sorted-list-scan", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			off := int64(i%n)*1000 + 5
+			found := false
+			for _, seg := range s.RemoteSegments(topic, 0) {
+				if seg.State == CopyFinished && seg.BaseOffset <= off && off <= seg.EndOffset {
+					found = true
+				}
+			}
+			if !found {
+				b.Fatal("not found")
+			}
+		}
+	})
 }

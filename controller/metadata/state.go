@@ -357,6 +357,40 @@ func (s *State) RemoteSegments(topicID uuid.UUID, p int32) []RemoteSegmentInfo {
 	return out
 }
 
+// FinishedRemoteSegmentAt returns the COPY_FINISHED segment of the
+// partition that holds offset (of several, the one [RemoteSegments] sorts
+// last: highest base offset, then segment ID) and the finished segment
+// that starts right after it (nil when none; of several, the lowest
+// segment ID). It walks the partition's segments once and copies only the
+// two it returns: the remote fetch path asks this on every fetch, and a
+// long-retention partition holds thousands of segments.
+func (s *State) FinishedRemoteSegmentAt(topicID uuid.UUID, p int32, offset int64) (seg RemoteSegmentInfo, next *RemoteSegmentInfo, ok bool) {
+	m := s.remote[TopicPartition{topicID, p}]
+	var hit *RemoteSegmentInfo
+	for _, c := range m {
+		if c.State != CopyFinished || c.BaseOffset > offset || offset > c.EndOffset {
+			continue
+		}
+		if hit == nil || c.BaseOffset > hit.BaseOffset || c.BaseOffset == hit.BaseOffset && compareUUID(c.SegmentID, hit.SegmentID) > 0 {
+			hit = c
+		}
+	}
+	if hit == nil {
+		return RemoteSegmentInfo{}, nil, false
+	}
+	var after *RemoteSegmentInfo
+	for _, c := range m {
+		if c.State == CopyFinished && c.BaseOffset == hit.EndOffset+1 && (after == nil || compareUUID(c.SegmentID, after.SegmentID) < 0) {
+			after = c
+		}
+	}
+	if after != nil {
+		n := copySegment(*after)
+		next = &n
+	}
+	return copySegment(*hit), next, true
+}
+
 // RemotePartitions returns every partition that has remote segments,
 // including partitions of deleted topics, sorted.
 func (s *State) RemotePartitions() []TopicPartition {

@@ -374,3 +374,70 @@ func TestStateApplyRefusalLeavesStateUnchanged(t *testing.T) {
 		t.Fatalf("AdvanceTo: %v", err)
 	}
 }
+
+// FinishedRemoteSegmentAt answers what a walk of the sorted
+// RemoteSegments list answers (the last finished segment holding the
+// offset, then the next one when it starts right after), on random
+// partitions with overlapping segments (a new leader's upload may
+// straddle an old one's) and segments in every state.
+func TestFinishedRemoteSegmentAtMatchesTheSortedList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	topic := uuid.New()
+	states := []RemoteSegmentState{CopyStarted, CopyFinished, CopyFinished, CopyFinished, DeleteStarted}
+	for round := range 200 {
+		s := NewState()
+		m := map[uuid.UUID]*RemoteSegmentInfo{}
+		base := int64(0)
+		for range rng.IntN(12) {
+			base += int64(rng.IntN(40)) - 10 // gaps and overlaps
+			base = max(base, 0)
+			end := base + int64(rng.IntN(30))
+			id := uuid.New()
+			if rng.IntN(4) == 0 { // same base as another: the segment ID decides
+				for _, o := range m {
+					base, end = o.BaseOffset, o.EndOffset+int64(rng.IntN(3))
+					break
+				}
+			}
+			m[id] = &RemoteSegmentInfo{SegmentID: id, TopicID: topic, BaseOffset: base, EndOffset: end,
+				State: states[rng.IntN(len(states))], LeaderEpochs: []EpochStart{{Epoch: 1, StartOffset: base}}}
+			base = end + 1
+		}
+		s.remote[TopicPartition{topic, 0}] = m
+
+		var finished []RemoteSegmentInfo
+		for _, seg := range s.RemoteSegments(topic, 0) {
+			if seg.State == CopyFinished {
+				finished = append(finished, seg)
+			}
+		}
+		for off := int64(-1); off <= base+2; off++ {
+			var want *RemoteSegmentInfo
+			var wantNext *RemoteSegmentInfo
+			for i := len(finished) - 1; i >= 0; i-- {
+				if finished[i].BaseOffset <= off && off <= finished[i].EndOffset {
+					want = &finished[i]
+					for _, c := range finished { // sorted: the first is the lowest ID
+						if c.BaseOffset == want.EndOffset+1 {
+							wantNext = &c
+							break
+						}
+					}
+					break
+				}
+			}
+			got, next, ok := s.FinishedRemoteSegmentAt(topic, 0, off)
+			if ok != (want != nil) || ok && got.SegmentID != want.SegmentID ||
+				(next == nil) != (wantNext == nil) || next != nil && next.SegmentID != wantNext.SegmentID {
+				t.Fatalf("round %d offset %d: got %v %v %v, want %v %v", round, off, ok, got, next, want, wantNext)
+			}
+			if ok {
+				// A copy: the caller cannot reach into the image.
+				got.LeaderEpochs[0].Epoch = 99
+				if m[got.SegmentID].LeaderEpochs[0].Epoch != 1 {
+					t.Fatal("the returned segment aliases the image")
+				}
+			}
+		}
+	}
+}
