@@ -50,7 +50,8 @@ type Latency struct {
 // started; negative during warm-up).
 type Sample struct {
 	T              float64 `json:"t"`
-	ProduceRecords int64   `json:"produceRecords"` // in this second
+	Seconds        float64 `json:"seconds,omitempty"` // the interval's length (the last one is partial); 0 in version 1: one second
+	ProduceRecords int64   `json:"produceRecords"`    // in this second
 	ProduceBytes   int64   `json:"produceBytes"`
 	ConsumeRecords int64   `json:"consumeRecords"`
 	ConsumeBytes   int64   `json:"consumeBytes"`
@@ -79,7 +80,8 @@ type Percentile struct {
 type CatchUp struct {
 	BacklogRecords      int64   `json:"backlogRecords"`
 	BacklogBytes        int64   `json:"backlogBytes"`
-	CaughtUpSeconds     float64 `json:"caughtUpSeconds"` // -1 if it never caught up
+	CaughtUpSeconds     float64 `json:"caughtUpSeconds"`              // -1 if it never caught up
+	FirstRecordSeconds  float64 `json:"firstRecordSeconds,omitempty"` // consumers' start to their first record (group join and the first fetch)
 	ReadMBPerSec        float64 `json:"readMBPerSec"`
 	ProducerP99Before   float64 `json:"producerP99BeforeMs"` // producer alone
 	ProducerP99During   float64 `json:"producerP99DuringMs"` // while the reader catches up

@@ -30,8 +30,12 @@ func WriteSummary(w io.Writer, r *Result) error {
 		if c.CaughtUpSeconds >= 0 {
 			caught = fmt.Sprintf("%.1fs", c.CaughtUpSeconds)
 		}
-		fmt.Fprintf(w, "catch-up: backlog %d records (%.1f MB), caught up in %s, read %.1f MB/s, producer p99 %.2f ms alone, %.2f ms during (×%.2f)\n",
-			c.BacklogRecords, float64(c.BacklogBytes)/1e6, caught, c.ReadMBPerSec, c.ProducerP99Before, c.ProducerP99During, c.ProducerP99Increase)
+		first := ""
+		if c.FirstRecordSeconds > 0 {
+			first = fmt.Sprintf(" (first record after %.1fs)", c.FirstRecordSeconds)
+		}
+		fmt.Fprintf(w, "catch-up: backlog %d records (%.1f MB), caught up in %s%s, read %.1f MB/s, producer p99 %.2f ms alone, %.2f ms during (×%.2f)\n",
+			c.BacklogRecords, float64(c.BacklogBytes)/1e6, caught, first, c.ReadMBPerSec, c.ProducerP99Before, c.ProducerP99During, c.ProducerP99Increase)
 	}
 	if c := r.Cost; c != nil {
 		fmt.Fprintf(w, "object store: %.0f PUTs (%.1f per GiB produced), %.0f GETs (%.1f per GiB consumed), %.0f LISTs, %.0f DELETEs, %.1f MB put, %.1f MB got; est. $%.6f at $%g/1000 PUT, $%g/1000 GET\n",

@@ -60,7 +60,7 @@ func WriteHTMLCompare(w io.Writer, runs []*loadgen.Result) error {
 		}
 		st, sp, sl := series{name: label, color: color}, series{name: label, color: color}, series{name: label, color: color}
 		for _, s := range samples {
-			st.pts = append(st.pts, point{s.T, float64(s.ProduceBytes) / 1e6})
+			st.pts = append(st.pts, point{s.T, perSec(s, s.ProduceBytes) / 1e6})
 			y := s.PublishP99
 			if !(y > 0) {
 				y = math.NaN()

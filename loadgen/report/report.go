@@ -119,6 +119,7 @@ func buildView(r *loadgen.Result) view {
 			{"backlog records", strconv.FormatInt(c.BacklogRecords, 10)},
 			{"backlog bytes", bytesStr(float64(c.BacklogBytes))},
 			{"caught up after", caught},
+			{"consumers' first record after", firstRecord(c.FirstRecordSeconds)},
 			{"read MB/s", num(c.ReadMBPerSec)},
 			{"producer p99 before (ms)", num(c.ProducerP99Before)},
 			{"producer p99 during (ms)", num(c.ProducerP99During)},
@@ -150,6 +151,13 @@ func buildView(r *loadgen.Result) view {
 		}
 	}
 	return v
+}
+
+func firstRecord(s float64) string {
+	if s <= 0 {
+		return "n/a"
+	}
+	return num(s) + " s (group join and first fetch, included in the read rate)"
 }
 
 func sideRow(side string, s loadgen.Summary, l loadgen.Latency) summaryRow {
@@ -332,11 +340,11 @@ func throughputChart(samples []loadgen.Sample, hasConsume bool) chart {
 		}
 		return s
 	}
-	recs := []series{mk("produce", func(s loadgen.Sample) float64 { return float64(s.ProduceRecords) })}
-	mbs := []series{mk("produce", func(s loadgen.Sample) float64 { return float64(s.ProduceBytes) / 1e6 })}
+	recs := []series{mk("produce", func(s loadgen.Sample) float64 { return perSec(s, s.ProduceRecords) })}
+	mbs := []series{mk("produce", func(s loadgen.Sample) float64 { return perSec(s, s.ProduceBytes) / 1e6 })}
 	if hasConsume {
-		recs = append(recs, mk("consume", func(s loadgen.Sample) float64 { return float64(s.ConsumeRecords) }))
-		mbs = append(mbs, mk("consume", func(s loadgen.Sample) float64 { return float64(s.ConsumeBytes) / 1e6 }))
+		recs = append(recs, mk("consume", func(s loadgen.Sample) float64 { return perSec(s, s.ConsumeRecords) }))
+		mbs = append(mbs, mk("consume", func(s loadgen.Sample) float64 { return perSec(s, s.ConsumeBytes) / 1e6 }))
 	}
 	return chart{name: "throughput", title: "Throughput", panels: []panel{
 		{title: "Throughput (records/s)", xLabel: "time (s, negative = warm-up)", yLabel: "records/s",
@@ -418,4 +426,14 @@ func lagChart(samples []loadgen.Sample, hasConsume bool) chart {
 		p.noData = "no data"
 	}
 	return chart{name: "lag", title: "Consumer lag", panels: []panel{p}}
+}
+
+// perSec is a sample's count as a rate: the last sample of a run covers
+// less than a second (Seconds); results of version 1 have no Seconds,
+// every sample one second.
+func perSec(s loadgen.Sample, n int64) float64 {
+	if s.Seconds > 0 {
+		return float64(n) / s.Seconds
+	}
+	return float64(n)
 }
