@@ -132,6 +132,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 		pricePut   = fs.Float64("price-put", 0.005, "USD per 1000 PUT/LIST requests")
 		priceGet   = fs.Float64("price-get", 0.0004, "USD per 1000 GET/HEAD requests")
 		quiet      = fs.Bool("quiet", false, "no live progress line")
+		keep       = fs.Bool("keep", false, "keep the topics the run created and its consumer groups (default: delete them at the end)")
 		w          Workload
 		recordSize string
 		idem       bool
@@ -250,7 +251,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 			bs = append(bs, b)
 		}
 	}
-	o := Options{Brokers: bs, Workload: base, MetricsURL: *metricsURL, PricePut: *pricePut, PriceGet: *priceGet}
+	o := Options{Brokers: bs, Workload: base, MetricsURL: *metricsURL, PricePut: *pricePut, PriceGet: *priceGet, Keep: *keep}
 	if !*quiet {
 		o.Progress = stderr
 	}

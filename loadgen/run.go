@@ -27,6 +27,9 @@ type Options struct {
 	PricePut   float64  // USD per 1000 PUT-class requests (PUT, LIST), default 0.005
 	PriceGet   float64  // USD per 1000 GET-class requests, default 0.0004
 	Progress   io.Writer
+	// Keep keeps the topics this run created and its consumer groups
+	// (--keep); by default Run deletes them at the end.
+	Keep bool
 	// Clock is the schedule's and the latencies' time source (nil: the
 	// system clock).
 	Clock Clock
@@ -97,6 +100,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			r.topics = append(r.topics, fmt.Sprintf("%s-%d", w.Topic, i))
 		}
 	}
+	defer r.cleanup(ctx)
 	if err := r.prepareTopics(ctx); err != nil {
 		return nil, err
 	}
@@ -120,6 +124,62 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// cleanup deletes the consumer groups of the run and the topics it
+// created, unless o.Keep, and notes what it removed or failed to. It runs
+// after the cost scrape, so the deletions' object-store traffic is not
+// charged to the run.
+func (r *runner) cleanup(ctx context.Context) {
+	if r.o.Keep {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var ids []string
+	r.recMu.Lock()
+	for _, g := range r.groups {
+		ids = append(ids, g.id)
+	}
+	r.recMu.Unlock()
+	var removed, failed []string
+	if len(ids) > 0 {
+		resp, err := r.adm.DeleteGroups(ctx, ids...)
+		for _, id := range ids {
+			g, ok := resp[id]
+			switch {
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("group %s: %v", id, err))
+			case ok && g.Err != nil:
+				failed = append(failed, fmt.Sprintf("group %s: %v", id, g.Err))
+			default:
+				removed = append(removed, "group "+id)
+			}
+		}
+	}
+	if len(r.created) > 0 {
+		resp, err := r.adm.DeleteTopics(ctx, r.created...)
+		for _, t := range r.created {
+			d, ok := resp[t]
+			switch {
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("topic %s: %v", t, err))
+			case ok && d.Err != nil:
+				failed = append(failed, fmt.Sprintf("topic %s: %v%s", t, d.Err, detail(d.ErrMessage)))
+			default:
+				removed = append(removed, "topic "+t)
+			}
+		}
+	}
+	if r.res == nil {
+		return
+	}
+	if len(removed) > 0 {
+		r.res.Notes = append(r.res.Notes, "removed what the run created (--keep keeps it): "+strings.Join(removed, ", "))
+	}
+	if len(failed) > 0 {
+		r.res.Notes = append(r.res.Notes, "could not remove: "+strings.Join(failed, "; "))
+	}
 }
 
 func scenarioName(w Workload) string {
@@ -152,7 +212,8 @@ type runner struct {
 	res   *Result
 	adm   *kadm.Client
 
-	topics []string
+	topics  []string
+	created []string // the topics this run created (an existing one is not deleted)
 	// measureFrom is the measured phase's start (unix nanos; MaxInt64
 	// before it is known): records intended before it are warm-up.
 	measureFrom atomic.Int64
@@ -198,6 +259,11 @@ func (r *runner) prepareTopics(ctx context.Context) error {
 		cancel()
 		if err != nil {
 			return fmt.Errorf("loadgen: create topics: %w", err)
+		}
+		for _, t := range resp.Sorted() {
+			if t.Err == nil {
+				r.created = append(r.created, t.Topic)
+			}
 		}
 		for _, t := range resp.Sorted() {
 			if t.Err != nil && !errors.Is(t.Err, kerr.TopicAlreadyExists) {
