@@ -79,6 +79,7 @@ func (r *runner) catchUp(ctx context.Context) error {
 	stopCons, cancelCons := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCons()
 	consStart := time.Now()
+	r.consFrom = float64(consStart.UnixNano()-r.measureFrom.Load()) / 1e9
 	if err := r.startConsumers(ctx, stopCons, "earliest"); err != nil {
 		cancelCons()
 		cancelProd()
@@ -123,6 +124,7 @@ func (r *runner) catchUp(ctx context.Context) error {
 	// the end), backlog included.
 	res.CatchUp.ReadMBPerSec = float64(readBytes) / 1e6 / elapsed.Seconds()
 	res.Consume = Summary{
+		Errors:        r.cons.errors.Load(),
 		Records:       readRecords,
 		Bytes:         readBytes,
 		RecordsPerSec: float64(readRecords) / elapsed.Seconds(),

@@ -337,7 +337,7 @@ func (c CLI) machine(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stdout, "sequential write (one fsync): %.0f MB/s\nloopback sendfile: %.0f MB/s\n", m.SeqWriteMBPerSec, m.LoopbackSendfileMBs)
 	if *out != "" {
-		res := &Result{Version: 1, Scenario: "machine", Target: "machine", Machine: m}
+		res := &Result{Version: ResultVersion, Scenario: "machine", Target: "machine", Machine: m, Environment: localEnvironment()}
 		return WriteFile(*out, func(w io.Writer) error { return WriteJSON(w, res) })
 	}
 	return nil

@@ -63,7 +63,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	r := &runner{o: o, w: w, clock: o.Clock, errs: map[string]int64{}}
 	r.measureFrom.Store(math.MaxInt64)
-	res := &Result{Version: 1, Scenario: scenarioName(w), Workload: w, Brokers: o.Brokers, Target: "kafka-compatible"}
+	res := &Result{Version: ResultVersion, Scenario: scenarioName(w), Workload: w, Brokers: o.Brokers, Target: "kafka-compatible",
+		Environment: localEnvironment()}
 	r.res = res
 
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))
@@ -82,10 +83,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Target = "kfake"
 	}
 	var before map[string]float64
+	res.Environment.BrokerBuild = "no --metrics-url given: the broker's build is unknown"
 	if o.MetricsURL != "" {
-		before, err = scrape(ctx, o.MetricsURL)
+		var info map[string]string
+		before, info, err = scrapeWithInfo(ctx, o.MetricsURL)
 		if err != nil {
 			return nil, err
+		}
+		if res.Environment.Broker = buildOf(info); res.Environment.Broker != nil {
+			res.Environment.BrokerBuild = ""
+		} else {
+			res.Environment.BrokerBuild = "no " + metricBuildInfo + " in " + o.MetricsURL
 		}
 		if isStrata(before) {
 			res.Target = "strata"
@@ -104,6 +112,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := r.prepareTopics(ctx); err != nil {
 		return nil, err
 	}
+	r.describeCluster(ctx, meta)
 	res.StartedAt = time.Now().UTC().Format(time.RFC3339)
 
 	if w.Scenario == "catch-up" {
@@ -198,11 +207,11 @@ func scenarioName(w Workload) string {
 // side is one direction's counters: the measured phase's totals and the
 // sampler's per-second interval.
 type side struct {
-	records, bytes, errors atomic.Int64 // measured phase
-	ivRecords, ivBytes     atomic.Int64 // since the last sample, any phase
-	last                   atomic.Int64 // unix nanos of the last measured record
-	first                  atomic.Int64 // unix nanos of the first record of any phase (0: none yet)
-	allRecords, allBytes   atomic.Int64 // every phase
+	records, bytes, errors     atomic.Int64 // measured phase
+	ivRecords, ivBytes, ivErrs atomic.Int64 // since the last sample, any phase
+	last                       atomic.Int64 // unix nanos of the last measured record
+	first                      atomic.Int64 // unix nanos of the first record of any phase (0: none yet)
+	allRecords, allBytes       atomic.Int64 // every phase
 }
 
 type runner struct {
@@ -227,6 +236,15 @@ type runner struct {
 
 	errMu sync.Mutex // guards errs
 	errs  map[string]int64
+
+	// consFrom is the consumers' start in series time (the catch-up's
+	// consume rates count from it).
+	consFrom float64
+
+	brokerMu  sync.Mutex // guards the broker's latest figures
+	brokerCPU float64    // CPU seconds per second between the last two scrapes
+	brokerRSS float64
+	brokerErr error // the last scrape's, nil when it had both figures
 
 	seriesMu sync.Mutex // guards series
 	series   []Sample
@@ -474,6 +492,7 @@ func (p *producer) promise(rec *kgo.Record, err error) {
 	s := &p.r.prod
 	if err != nil {
 		p.r.noteErr(fmt.Errorf("produce: %w", err))
+		s.ivErrs.Add(1)
 		if measured {
 			s.errors.Add(1)
 		}
@@ -633,6 +652,10 @@ func (r *runner) consume(stop context.Context, g *group, cl *kgo.Client, rec *Re
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
 				r.noteErr(fmt.Errorf("fetch %s/%d: %w", t, p, err))
+				s.ivErrs.Add(1)
+				if now.UnixNano() >= from {
+					s.errors.Add(1)
+				}
 			}
 		})
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -727,12 +750,19 @@ func (r *runner) lag(ctx context.Context) int64 {
 func (r *runner) startSampler(ctx context.Context) (stop func()) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
+	resDone := make(chan struct{})
+	if r.o.MetricsURL != "" {
+		go r.sampleResources(sctx, resDone)
+	} else {
+		close(resDone)
+	}
 	go r.sampler(sctx, done)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			cancel()
 			<-done
+			<-resDone
 		})
 	}
 }
@@ -794,7 +824,10 @@ func (r *runner) sample(ctx context.Context, now, prev time.Time, ivPub, ivE2E *
 		PublishP99:     p99Of(ivPub),
 		EndToEndP99:    p99Of(ivE2E),
 		Lag:            r.lag(ctx),
+		ProduceErrors:  r.prod.ivErrs.Swap(0),
+		ConsumeErrors:  r.cons.ivErrs.Swap(0),
 	}
+	s.BrokerCPUCores, s.BrokerRSSBytes = r.brokerNow()
 	r.liveMu.Lock()
 	if t >= 0 {
 		r.livePub.Merge(ivPub)
@@ -927,6 +960,8 @@ func (r *runner) finish() {
 	r.seriesMu.Lock()
 	res.Series = append([]Sample(nil), r.series...)
 	r.seriesMu.Unlock()
+	res.Stability = stabilityOf(res.Series, res.Duration, r.consFrom)
+	res.BrokerResources = r.brokerResources()
 	r.errMu.Lock()
 	for msg, n := range r.errs {
 		res.Errors = append(res.Errors, fmt.Sprintf("%d× %s", n, msg))
