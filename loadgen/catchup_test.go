@@ -64,3 +64,27 @@ func checkCatchUpDetail(t *testing.T, res *Result) {
 		t.Fatalf("first record after %v s, caught up after %v s", c.FirstRecordSeconds, c.CaughtUpSeconds)
 	}
 }
+
+// TestStabilityCountsFromTheFirstRecord: the consume side's spread starts
+// at its first sample with records (consumers joining their group are
+// not reading slowly), and keeps a partial last sample of a quarter
+// second or more.
+func TestStabilityCountsFromTheFirstRecord(t *testing.T) {
+	var series []Sample
+	for i := 1; i <= 6; i++ {
+		s := Sample{T: float64(i), Seconds: 1, ProduceRecords: 1000, ProduceBytes: 1e6}
+		if i >= 4 {
+			s.ConsumeRecords, s.ConsumeBytes = 3000, 3e6
+		}
+		series = append(series, s)
+	}
+	series = append(series, Sample{T: 6.5, Seconds: 0.5, ProduceRecords: 500, ProduceBytes: 5e5, ConsumeRecords: 2000, ConsumeBytes: 2e6},
+		Sample{T: 6.6, Seconds: 0.1, ProduceRecords: 1})
+	st := stabilityOf(series, 6.6, 1)
+	if c := st.Consume; c.Samples != 4 || c.MinRecordsPerSec != 3000 || c.MaxRecordsPerSec != 4000 || c.MeanRecordsPerSec != 3250 {
+		t.Errorf("consume %+v: want the 3 full seconds from the first record and the half second at 4000/s", c)
+	}
+	if p := st.Produce; p.Samples != 7 || p.MinRecordsPerSec != 1000 || p.StddevRecordsPerSec != 0 || p.CV != 0 {
+		t.Errorf("produce %+v: want 6 full seconds and the half second at 1000/s (T=1 covers (0,1]; the 0.1 s one left out)", p)
+	}
+}

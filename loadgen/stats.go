@@ -97,27 +97,27 @@ func (r *runner) brokerResources() *BrokerResources {
 }
 
 // stabilityOf is the spread of the per-second rates over the measured
-// phase [0, measured]: full intervals only (the last, partial one and
-// the warm-up are left out). The consume side counts from consFrom (the
-// catch-up's consumers' start; 0 otherwise).
+// phase [0, measured], warm-up left out. A sample shorter than a quarter
+// second (the last one may be) is left out too: its rate is noise. The
+// consume side counts from its first sample with records at or after
+// consFrom (the catch-up's consumers' start; 0 otherwise): before it the
+// consumers were joining their group, not reading slowly.
 func stabilityOf(series []Sample, measured, consFrom float64) *Stability {
-	in := func(s Sample, from float64) bool {
-		secs := s.Seconds
-		if secs == 0 {
-			secs = 1
+	secs := func(s Sample) float64 {
+		if s.Seconds == 0 {
+			return 1 // version 1
 		}
-		return secs >= 0.9 && s.T-secs >= from-0.05 && s.T <= measured+0.05
+		return s.Seconds
+	}
+	in := func(s Sample, from float64) bool {
+		return secs(s) >= 0.25 && s.T-secs(s) >= from-0.05 && s.T <= measured+0.05
 	}
 	rates := func(from float64, recs, bytes func(Sample) int64) Rates {
 		var rs, mbs []float64
 		for _, s := range series {
 			if in(s, from) {
-				secs := s.Seconds
-				if secs == 0 {
-					secs = 1
-				}
-				rs = append(rs, float64(recs(s))/secs)
-				mbs = append(mbs, float64(bytes(s))/1e6/secs)
+				rs = append(rs, float64(recs(s))/secs(s))
+				mbs = append(mbs, float64(bytes(s))/1e6/secs(s))
 			}
 		}
 		out := Rates{Samples: len(rs)}
@@ -131,9 +131,16 @@ func stabilityOf(series []Sample, measured, consFrom float64) *Stability {
 		}
 		return out
 	}
+	consStart := math.Inf(1)
+	for _, s := range series {
+		if s.ConsumeRecords > 0 && s.T-secs(s) >= consFrom-0.05 {
+			consStart = s.T - secs(s)
+			break
+		}
+	}
 	return &Stability{
 		Produce: rates(0, func(s Sample) int64 { return s.ProduceRecords }, func(s Sample) int64 { return s.ProduceBytes }),
-		Consume: rates(max(consFrom, 0), func(s Sample) int64 { return s.ConsumeRecords }, func(s Sample) int64 { return s.ConsumeBytes }),
+		Consume: rates(max(consStart, 0), func(s Sample) int64 { return s.ConsumeRecords }, func(s Sample) int64 { return s.ConsumeBytes }),
 	}
 }
 
