@@ -130,6 +130,9 @@ func (r *runner) catchUp(ctx context.Context) error {
 		RecordsPerSec: float64(readRecords) / elapsed.Seconds(),
 		MBPerSec:      float64(readBytes) / 1e6 / elapsed.Seconds(),
 	}
+	if f := res.CatchUp.FirstRecordSeconds; f > 0 && elapsed.Seconds() > f {
+		res.CatchUp.ReadMBPerSecFirst = float64(readBytes) / 1e6 / (elapsed.Seconds() - f)
+	}
 	if f := res.CatchUp.FirstRecordSeconds; f > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("consumers' first record %.1fs after their start (group join and first fetch); the read rate counts that wait", f))
 	}

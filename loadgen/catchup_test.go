@@ -60,8 +60,12 @@ func checkCatchUpDetail(t *testing.T, res *Result) {
 			t.Errorf("sample at t=%v covers %v s", s.T, s.Seconds)
 		}
 	}
-	if c := res.CatchUp; c.FirstRecordSeconds <= 0 || c.FirstRecordSeconds > c.CaughtUpSeconds {
+	c := res.CatchUp
+	if c.FirstRecordSeconds <= 0 || c.FirstRecordSeconds > c.CaughtUpSeconds {
 		t.Fatalf("first record after %v s, caught up after %v s", c.FirstRecordSeconds, c.CaughtUpSeconds)
+	}
+	if c.ReadMBPerSecFirst < c.ReadMBPerSec {
+		t.Fatalf("read %v MB/s from the first record, %v MB/s from the consumers' start", c.ReadMBPerSecFirst, c.ReadMBPerSec)
 	}
 }
 

@@ -172,9 +172,10 @@ type CatchUp struct {
 	CaughtUpSeconds     float64 `json:"caughtUpSeconds"`              // -1 if it never caught up
 	FirstRecordSeconds  float64 `json:"firstRecordSeconds,omitempty"` // consumers' start to their first record (group join and the first fetch)
 	ReadMBPerSec        float64 `json:"readMBPerSec"`
-	ProducerP99Before   float64 `json:"producerP99BeforeMs"` // producer alone
-	ProducerP99During   float64 `json:"producerP99DuringMs"` // while the reader catches up
-	ProducerP99Increase float64 `json:"producerP99Increase"` // During / Before
+	ReadMBPerSecFirst   float64 `json:"readMBPerSecFromFirstRecord,omitempty"` // from the first record on: the read itself, without the group join
+	ProducerP99Before   float64 `json:"producerP99BeforeMs"`                   // producer alone
+	ProducerP99During   float64 `json:"producerP99DuringMs"`                   // while the reader catches up
+	ProducerP99Increase float64 `json:"producerP99Increase"`                   // During / Before
 }
 
 // Cost is the object-store activity the run caused, from the node's

@@ -36,7 +36,7 @@ func WriteSummary(w io.Writer, r *Result) error {
 		}
 		first := ""
 		if c.FirstRecordSeconds > 0 {
-			first = fmt.Sprintf(" (first record after %.1fs)", c.FirstRecordSeconds)
+			first = fmt.Sprintf(" (first record after %.1fs, then %.1f MB/s)", c.FirstRecordSeconds, c.ReadMBPerSecFirst)
 		}
 		fmt.Fprintf(w, "catch-up: backlog %d records (%.1f MB), caught up in %s%s, read %.1f MB/s, producer p99 %.2f ms alone, %.2f ms during (×%.2f)\n",
 			c.BacklogRecords, float64(c.BacklogBytes)/1e6, caught, first, c.ReadMBPerSec, c.ProducerP99Before, c.ProducerP99During, c.ProducerP99Increase)

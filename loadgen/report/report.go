@@ -143,6 +143,7 @@ func buildView(r *loadgen.Result) view {
 			{"caught up after", caught},
 			{"consumers' first record after", firstRecord(c.FirstRecordSeconds)},
 			{"read MB/s", num(c.ReadMBPerSec)},
+			{"read MB/s from the first record", numOrNA(c.ReadMBPerSecFirst)},
 			{"producer p99 before (ms)", num(c.ProducerP99Before)},
 			{"producer p99 during (ms)", num(c.ProducerP99During)},
 			{"producer p99 increase", num(c.ProducerP99Increase) + "×"},
@@ -173,6 +174,13 @@ func buildView(r *loadgen.Result) view {
 		}
 	}
 	return v
+}
+
+func numOrNA(v float64) string {
+	if v <= 0 {
+		return "n/a"
+	}
+	return num(v)
 }
 
 func firstRecord(s float64) string {
