@@ -87,6 +87,7 @@ func TestMarkdownHasMediansRatiosAndMachineShares(t *testing.T) {
 		"| end-to-end p99 (ms) | 60.0 | 10.0 | 6.00× |",
 		"| Strata produce MB/s ÷ sequential write | 5.3 % | | |",
 		"| errors (produce + consume) | 2 | 0 | |",                // median of 2, 4, 0
+		"| broker CPU (mean) (cores) | – | – | – |",               // version 1 results: not recorded, never a zero
 		"| Strata consume MB/s ÷ loopback sendfile | 1.1 % | | |", // 44/4000
 		"Workload: 12 partitions, 1KiB records (fixed), compression none, acks all, producers 2, consumers 2, rate as fast as acknowledged, warm-up 3s, measured 20.0 s (median).",
 		"- strata, 1 of 1 runs: consumers did not catch up within 5s",
