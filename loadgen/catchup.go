@@ -54,15 +54,13 @@ func (r *runner) catchUp(ctx context.Context) error {
 	}
 
 	// 3. Producers alone.
-	sampCtx, stopSamp := context.WithCancel(context.WithoutCancel(ctx))
-	sampDone := make(chan struct{})
-	defer func() { stopSamp(); <-sampDone }()
 	if ps, err = r.newProducers(float64(w.Rate), nil); err != nil {
 		return err
 	}
 	start := time.Now()
 	r.measureFrom.Store(start.Add(dur(w.Warmup)).UnixNano())
-	go r.sampler(sampCtx, sampDone)
+	stopSampler := r.startSampler(ctx)
+	defer stopSampler()
 	stopProd, cancelProd := context.WithCancel(ctx)
 	defer cancelProd()
 	r.launch(ps, stopProd, start, time.Time{})
@@ -81,6 +79,7 @@ func (r *runner) catchUp(ctx context.Context) error {
 	stopCons, cancelCons := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCons()
 	consStart := time.Now()
+	r.consFrom = float64(consStart.UnixNano()-r.measureFrom.Load()) / 1e9
 	if err := r.startConsumers(ctx, stopCons, "earliest"); err != nil {
 		cancelCons()
 		cancelProd()
@@ -99,6 +98,15 @@ func (r *runner) catchUp(ctx context.Context) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	elapsed := time.Since(consStart)
+	// What was read by now is the catch-up's (the series' last sample,
+	// taken just after, holds at least as much).
+	readRecords, readBytes := r.cons.allRecords.Load(), r.cons.allBytes.Load()
+	// The series ends here, caught up (or not): its last, partial sample
+	// holds what the consumers read since the last tick and the lag now.
+	stopSampler()
+	if first := r.cons.first.Load(); first > 0 {
+		res.CatchUp.FirstRecordSeconds = time.Unix(0, first).Sub(consStart).Seconds()
+	}
 	during := newHist()
 	for _, p := range ps {
 		during.Merge(p.rec.CutPhase())
@@ -114,12 +122,19 @@ func (r *runner) catchUp(ctx context.Context) error {
 	r.stopConsumers()
 	// The read rate counts from the consumers' start until caught up (or
 	// the end), backlog included.
-	res.CatchUp.ReadMBPerSec = float64(r.cons.allBytes.Load()) / 1e6 / elapsed.Seconds()
+	res.CatchUp.ReadMBPerSec = float64(readBytes) / 1e6 / elapsed.Seconds()
 	res.Consume = Summary{
-		Records:       r.cons.allRecords.Load(),
-		Bytes:         r.cons.allBytes.Load(),
-		RecordsPerSec: float64(r.cons.allRecords.Load()) / elapsed.Seconds(),
-		MBPerSec:      float64(r.cons.allBytes.Load()) / 1e6 / elapsed.Seconds(),
+		Errors:        r.cons.errors.Load(),
+		Records:       readRecords,
+		Bytes:         readBytes,
+		RecordsPerSec: float64(readRecords) / elapsed.Seconds(),
+		MBPerSec:      float64(readBytes) / 1e6 / elapsed.Seconds(),
+	}
+	if f := res.CatchUp.FirstRecordSeconds; f > 0 && elapsed.Seconds() > f {
+		res.CatchUp.ReadMBPerSecFirst = float64(readBytes) / 1e6 / (elapsed.Seconds() - f)
+	}
+	if f := res.CatchUp.FirstRecordSeconds; f > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("consumers' first record %.1fs after their start (group join and first fetch); the read rate counts that wait", f))
 	}
 
 	if res.CatchUp.CaughtUpSeconds < 0 {

@@ -132,6 +132,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 		pricePut   = fs.Float64("price-put", 0.005, "USD per 1000 PUT/LIST requests")
 		priceGet   = fs.Float64("price-get", 0.0004, "USD per 1000 GET/HEAD requests")
 		quiet      = fs.Bool("quiet", false, "no live progress line")
+		keep       = fs.Bool("keep", false, "keep the topics the run created and its consumer groups (default: delete them at the end)")
 		w          Workload
 		recordSize string
 		idem       bool
@@ -250,7 +251,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 			bs = append(bs, b)
 		}
 	}
-	o := Options{Brokers: bs, Workload: base, MetricsURL: *metricsURL, PricePut: *pricePut, PriceGet: *priceGet}
+	o := Options{Brokers: bs, Workload: base, MetricsURL: *metricsURL, PricePut: *pricePut, PriceGet: *priceGet, Keep: *keep}
 	if !*quiet {
 		o.Progress = stderr
 	}
@@ -336,7 +337,7 @@ func (c CLI) machine(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stdout, "sequential write (one fsync): %.0f MB/s\nloopback sendfile: %.0f MB/s\n", m.SeqWriteMBPerSec, m.LoopbackSendfileMBs)
 	if *out != "" {
-		res := &Result{Version: 1, Scenario: "machine", Target: "machine", Machine: m}
+		res := &Result{Version: ResultVersion, Scenario: "machine", Target: "machine", Machine: m, Environment: localEnvironment()}
 		return WriteFile(*out, func(w io.Writer) error { return WriteJSON(w, res) })
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -132,7 +133,7 @@ func TestCLIRunWritesJSONAgainstKfake(t *testing.T) {
 	defer c.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := runCLI(t, "e2e-latency", "--brokers", addr, "--rate", "300", "--duration", "2s", "--warmup", "0s",
-		"--partitions", "2", "--topic", "cli", "--quiet", "--out", out)
+		"--partitions", "2", "--topic", "cli", "--quiet", "--keep", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -148,6 +149,9 @@ func TestCLIRunWritesJSONAgainstKfake(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "end-to-end") {
 		t.Fatalf("summary:\n%s", stdout)
+	}
+	if topics, groups := state(t, addr); !slices.Contains(topics, "cli") || len(groups) != 1 {
+		t.Fatalf("--keep: topics %v, groups %v", topics, groups)
 	}
 }
 

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,27 +19,66 @@ const (
 	metricObjRequests = "strata_objstore_requests_total" // {backend,op,result}
 	metricObjBytes    = "strata_objstore_bytes_total"    // {backend,op}
 	metricRemoteBytes = "strata_tiering_remote_bytes"    // gauge {topic}
+	metricBuildInfo   = "strata_build_info"              // gauge 1 {version,commit,goversion}
+	// The Prometheus client's process collector (any Go or JVM exporter
+	// has them): the broker's CPU and memory over the run.
+	metricCPUSeconds = "process_cpu_seconds_total"
+	metricRSSBytes   = "process_resident_memory_bytes"
 )
 
 // scrape reads a Prometheus text exposition and returns every sample
 // summed by name and the labels that matter here: "name" alone (summed
 // over all labels), "name{op}" and "name{topic}".
 func scrape(ctx context.Context, url string) (map[string]float64, error) {
+	m, _, err := scrapeWithInfo(ctx, url)
+	return m, err
+}
+
+// scrapeWithInfo is scrape, and the labels of strata_build_info (nil
+// when the exposition has none).
+func scrapeWithInfo(ctx context.Context, url string) (map[string]float64, map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: metrics URL %q: %w", url, err)
+		return nil, nil, fmt.Errorf("loadgen: metrics URL %q: %w", url, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: metrics %s: %w", url, err)
+		return nil, nil, fmt.Errorf("loadgen: metrics %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("loadgen: metrics %s: HTTP %s", url, resp.Status)
+		return nil, nil, fmt.Errorf("loadgen: metrics %s: HTTP %s", url, resp.Status)
 	}
-	return parseMetrics(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("loadgen: metrics %s: %w", url, err)
+	}
+	m, err := parseMetrics(bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, buildInfoOf(bytes.NewReader(body)), nil
+}
+
+// buildInfoOf returns the labels of the first strata_build_info sample
+// (version, commit, goversion), or nil.
+func buildInfoOf(r io.Reader) map[string]string {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil
+	}
+	f, ok := fams[metricBuildInfo]
+	if !ok || len(f.GetMetric()) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, l := range f.GetMetric()[0].GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
 }
 
 // parseMetrics sums the counters and gauges of a text exposition: m[name]

@@ -90,7 +90,7 @@ func shortWorkload(topic string, rate int64) Workload {
 // topic here tiers).
 func TestRunAgainstStrataNode(t *testing.T) {
 	addr, admin := startNode(t)
-	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Workload: shortWorkload("e2e", 500), MetricsURL: "http://" + admin + "/metrics"})
+	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Keep: true, Workload: shortWorkload("e2e", 500), MetricsURL: "http://" + admin + "/metrics"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRunAgainstKfake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Workload: shortWorkload("kf", 1000)})
+	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Keep: true, Workload: shortWorkload("kf", 1000)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestRunSendsEverySlotWhenTheLoopRunsLate(t *testing.T) {
 	w := shortWorkload("late", 500)
 	w.Duration = "2s"
 	clk := frozenClock{freezeAt: time.Now().Add(time.Second), freeze: 1500 * time.Millisecond, once: new(sync.Once)}
-	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Workload: w, Clock: clk})
+	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Keep: true, Workload: w, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestWarmupExcludedFromSummary(t *testing.T) {
 	defer c.Close()
 	w := shortWorkload("warm", 500)
 	w.Warmup, w.Duration = "1500ms", "2s"
-	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Workload: w})
+	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Keep: true, Workload: w})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,19 @@
 package loadgen
 
+// ResultVersion is the Version of the results this loadgen writes:
+//
+//	1: the original fields
+//	2: adds Environment, Stability, BrokerResources, Latency.P75/P95 and
+//	   per sample Seconds, errors and the broker's CPU and memory
+const ResultVersion = 2
+
 // Result is what one run reports: the JSON result file (`--out run.json`),
 // the input of the HTML report and of `strata loadgen compare`. Fields are
 // only ever added (Version says which were present), so old results stay
-// comparable.
+// comparable: a field a version lacks reads as its zero value (nil for
+// the sections).
 type Result struct {
-	Version   int       `json:"version"` // 1
+	Version   int       `json:"version"` // ResultVersion
 	Scenario  string    `json:"scenario"`
 	Workload  Workload  `json:"workload"`          // as run, defaults filled in
 	Brokers   []string  `json:"brokers"`           // --brokers
@@ -22,6 +30,80 @@ type Result struct {
 	Machine   *Machine  `json:"machine,omitempty"` // raw limits measured in the same run, if asked
 	Notes     []string  `json:"notes,omitempty"`
 	Histogram Histogram `json:"histograms"` // percentile distributions for the report
+
+	Environment     *Environment     `json:"environment,omitempty"`     // version 2: where it ran
+	Stability       *Stability       `json:"stability,omitempty"`       // version 2: per-second rates' spread
+	BrokerResources *BrokerResources `json:"brokerResources,omitempty"` // version 2: the broker's CPU and memory
+}
+
+// Environment is what a capacity planner needs to compare two runs: the
+// machine loadgen ran on, both sides' builds, and the settings that
+// change the figures.
+type Environment struct {
+	Loadgen     Build  `json:"loadgen"`
+	Broker      *Build `json:"broker,omitempty"`          // strata_build_info from the metrics URL
+	BrokerBuild string `json:"brokerBuildNote,omitempty"` // why Broker is nil
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	Kernel      string `json:"kernel,omitempty"`
+	CPUModel    string `json:"cpuModel,omitempty"`
+	CPUCores    int    `json:"cpuCores"`
+	MemoryBytes int64  `json:"memoryBytes,omitempty"`
+	Hostname    string `json:"hostname,omitempty"`
+	// The cluster as the run found it.
+	ClusterID         string `json:"clusterId,omitempty"`
+	Brokers           int    `json:"brokers"`
+	ReplicationFactor int    `json:"replicationFactor"` // of the run's first topic, from Metadata
+	// Producer settings (also in Workload), repeated so the table is whole.
+	Acks        string `json:"acks"`
+	Compression string `json:"compression"`
+	// DescribeConfigs of the first broker and of the run's first topic,
+	// the settings that change throughput, durability and tiering.
+	BrokerConfigs map[string]string `json:"brokerConfigs,omitempty"`
+	TopicConfigs  map[string]string `json:"topicConfigs,omitempty"`
+}
+
+// Build is one binary's version.
+type Build struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"goVersion,omitempty"`
+}
+
+// Stability is the spread of the per-second rates over the measured
+// phase (the catch-up's consume side: from the consumers' start).
+type Stability struct {
+	Produce Rates `json:"produce"`
+	Consume Rates `json:"consume"`
+}
+
+// Rates summarises per-second rates: Samples full seconds, their min,
+// mean, max and population standard deviation, and CV = stddev / mean.
+type Rates struct {
+	Samples             int     `json:"samples"`
+	MinRecordsPerSec    float64 `json:"minRecordsPerSec"`
+	MeanRecordsPerSec   float64 `json:"meanRecordsPerSec"`
+	MaxRecordsPerSec    float64 `json:"maxRecordsPerSec"`
+	StddevRecordsPerSec float64 `json:"stddevRecordsPerSec"`
+	CV                  float64 `json:"cv"`
+	MinMBPerSec         float64 `json:"minMBPerSec"`
+	MeanMBPerSec        float64 `json:"meanMBPerSec"`
+	MaxMBPerSec         float64 `json:"maxMBPerSec"`
+	StddevMBPerSec      float64 `json:"stddevMBPerSec"`
+}
+
+// BrokerResources is the broker process's CPU and memory over the run,
+// from process_cpu_seconds_total and process_resident_memory_bytes in
+// the metrics URL sampled every second. Sampled false says why not.
+type BrokerResources struct {
+	MetricsURL   string  `json:"metricsUrl,omitempty"`
+	Sampled      bool    `json:"sampled"`
+	Reason       string  `json:"reason,omitempty"` // when not sampled
+	Samples      int     `json:"samples"`
+	CPUCoresMean float64 `json:"cpuCoresMean"` // CPU seconds per second
+	CPUCoresMax  float64 `json:"cpuCoresMax"`
+	RSSBytesMean float64 `json:"rssBytesMean"`
+	RSSBytesMax  float64 `json:"rssBytesMax"`
 }
 
 // Summary is one side's totals over the measured phase.
@@ -39,7 +121,9 @@ type Latency struct {
 	Count int64   `json:"count"`
 	Mean  float64 `json:"mean"`
 	P50   float64 `json:"p50"`
+	P75   float64 `json:"p75"` // version 2
 	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"` // version 2
 	P99   float64 `json:"p99"`
 	P999  float64 `json:"p999"`
 	P9999 float64 `json:"p9999"`
@@ -50,13 +134,19 @@ type Latency struct {
 // started; negative during warm-up).
 type Sample struct {
 	T              float64 `json:"t"`
-	ProduceRecords int64   `json:"produceRecords"` // in this second
+	Seconds        float64 `json:"seconds,omitempty"` // the interval's length (the last one is partial); 0 in version 1: one second
+	ProduceRecords int64   `json:"produceRecords"`    // in this second
 	ProduceBytes   int64   `json:"produceBytes"`
 	ConsumeRecords int64   `json:"consumeRecords"`
 	ConsumeBytes   int64   `json:"consumeBytes"`
 	PublishP99     float64 `json:"publishP99Ms"` // of this second
 	EndToEndP99    float64 `json:"endToEndP99Ms"`
 	Lag            int64   `json:"lag"` // consumer lag in records, summed over groups and partitions
+	// Version 2.
+	ProduceErrors  int64   `json:"produceErrors,omitempty"`  // failed records in this interval
+	ConsumeErrors  int64   `json:"consumeErrors,omitempty"`  // fetch errors in this interval
+	BrokerCPUCores float64 `json:"brokerCpuCores,omitempty"` // broker CPU seconds per second over the last scrape interval
+	BrokerRSSBytes float64 `json:"brokerRssBytes,omitempty"` // broker resident memory at the last scrape
 }
 
 // Histogram holds percentile distributions (HdrHistogram's percentile
@@ -79,11 +169,13 @@ type Percentile struct {
 type CatchUp struct {
 	BacklogRecords      int64   `json:"backlogRecords"`
 	BacklogBytes        int64   `json:"backlogBytes"`
-	CaughtUpSeconds     float64 `json:"caughtUpSeconds"` // -1 if it never caught up
+	CaughtUpSeconds     float64 `json:"caughtUpSeconds"`              // -1 if it never caught up
+	FirstRecordSeconds  float64 `json:"firstRecordSeconds,omitempty"` // consumers' start to their first record (group join and the first fetch)
 	ReadMBPerSec        float64 `json:"readMBPerSec"`
-	ProducerP99Before   float64 `json:"producerP99BeforeMs"` // producer alone
-	ProducerP99During   float64 `json:"producerP99DuringMs"` // while the reader catches up
-	ProducerP99Increase float64 `json:"producerP99Increase"` // During / Before
+	ReadMBPerSecFirst   float64 `json:"readMBPerSecFromFirstRecord,omitempty"` // from the first record on: the read itself, without the group join
+	ProducerP99Before   float64 `json:"producerP99BeforeMs"`                   // producer alone
+	ProducerP99During   float64 `json:"producerP99DuringMs"`                   // while the reader catches up
+	ProducerP99Increase float64 `json:"producerP99Increase"`                   // During / Before
 }
 
 // Cost is the object-store activity the run caused, from the node's

@@ -27,6 +27,9 @@ type Options struct {
 	PricePut   float64  // USD per 1000 PUT-class requests (PUT, LIST), default 0.005
 	PriceGet   float64  // USD per 1000 GET-class requests, default 0.0004
 	Progress   io.Writer
+	// Keep keeps the topics this run created and its consumer groups
+	// (--keep); by default Run deletes them at the end.
+	Keep bool
 	// Clock is the schedule's and the latencies' time source (nil: the
 	// system clock).
 	Clock Clock
@@ -60,7 +63,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	r := &runner{o: o, w: w, clock: o.Clock, errs: map[string]int64{}}
 	r.measureFrom.Store(math.MaxInt64)
-	res := &Result{Version: 1, Scenario: scenarioName(w), Workload: w, Brokers: o.Brokers, Target: "kafka-compatible"}
+	res := &Result{Version: ResultVersion, Scenario: scenarioName(w), Workload: w, Brokers: o.Brokers, Target: "kafka-compatible",
+		Environment: localEnvironment()}
 	r.res = res
 
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))
@@ -79,10 +83,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Target = "kfake"
 	}
 	var before map[string]float64
+	res.Environment.BrokerBuild = "no --metrics-url given: the broker's build is unknown"
 	if o.MetricsURL != "" {
-		before, err = scrape(ctx, o.MetricsURL)
+		var info map[string]string
+		before, info, err = scrapeWithInfo(ctx, o.MetricsURL)
 		if err != nil {
 			return nil, err
+		}
+		if res.Environment.Broker = buildOf(info); res.Environment.Broker != nil {
+			res.Environment.BrokerBuild = ""
+		} else {
+			res.Environment.BrokerBuild = "no " + metricBuildInfo + " in " + o.MetricsURL
 		}
 		if isStrata(before) {
 			res.Target = "strata"
@@ -97,9 +108,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			r.topics = append(r.topics, fmt.Sprintf("%s-%d", w.Topic, i))
 		}
 	}
+	defer r.cleanup(ctx)
 	if err := r.prepareTopics(ctx); err != nil {
 		return nil, err
 	}
+	r.describeCluster(ctx, meta)
 	res.StartedAt = time.Now().UTC().Format(time.RFC3339)
 
 	if w.Scenario == "catch-up" {
@@ -122,6 +135,62 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
+// cleanup deletes the consumer groups of the run and the topics it
+// created, unless o.Keep, and notes what it removed or failed to. It runs
+// after the cost scrape, so the deletions' object-store traffic is not
+// charged to the run.
+func (r *runner) cleanup(ctx context.Context) {
+	if r.o.Keep {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var ids []string
+	r.recMu.Lock()
+	for _, g := range r.groups {
+		ids = append(ids, g.id)
+	}
+	r.recMu.Unlock()
+	var removed, failed []string
+	if len(ids) > 0 {
+		resp, err := r.adm.DeleteGroups(ctx, ids...)
+		for _, id := range ids {
+			g, ok := resp[id]
+			switch {
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("group %s: %v", id, err))
+			case ok && g.Err != nil:
+				failed = append(failed, fmt.Sprintf("group %s: %v", id, g.Err))
+			default:
+				removed = append(removed, "group "+id)
+			}
+		}
+	}
+	if len(r.created) > 0 {
+		resp, err := r.adm.DeleteTopics(ctx, r.created...)
+		for _, t := range r.created {
+			d, ok := resp[t]
+			switch {
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("topic %s: %v", t, err))
+			case ok && d.Err != nil:
+				failed = append(failed, fmt.Sprintf("topic %s: %v%s", t, d.Err, detail(d.ErrMessage)))
+			default:
+				removed = append(removed, "topic "+t)
+			}
+		}
+	}
+	if r.res == nil {
+		return
+	}
+	if len(removed) > 0 {
+		r.res.Notes = append(r.res.Notes, "removed what the run created (--keep keeps it): "+strings.Join(removed, ", "))
+	}
+	if len(failed) > 0 {
+		r.res.Notes = append(r.res.Notes, "could not remove: "+strings.Join(failed, "; "))
+	}
+}
+
 func scenarioName(w Workload) string {
 	if w.Scenario != "" {
 		return w.Scenario
@@ -138,10 +207,11 @@ func scenarioName(w Workload) string {
 // side is one direction's counters: the measured phase's totals and the
 // sampler's per-second interval.
 type side struct {
-	records, bytes, errors atomic.Int64 // measured phase
-	ivRecords, ivBytes     atomic.Int64 // since the last sample, any phase
-	last                   atomic.Int64 // unix nanos of the last measured record
-	allRecords, allBytes   atomic.Int64 // every phase
+	records, bytes, errors     atomic.Int64 // measured phase
+	ivRecords, ivBytes, ivErrs atomic.Int64 // since the last sample, any phase
+	last                       atomic.Int64 // unix nanos of the last measured record
+	first                      atomic.Int64 // unix nanos of the first record of any phase (0: none yet)
+	allRecords, allBytes       atomic.Int64 // every phase
 }
 
 type runner struct {
@@ -151,7 +221,8 @@ type runner struct {
 	res   *Result
 	adm   *kadm.Client
 
-	topics []string
+	topics  []string
+	created []string // the topics this run created (an existing one is not deleted)
 	// measureFrom is the measured phase's start (unix nanos; MaxInt64
 	// before it is known): records intended before it are warm-up.
 	measureFrom atomic.Int64
@@ -165,6 +236,15 @@ type runner struct {
 
 	errMu sync.Mutex // guards errs
 	errs  map[string]int64
+
+	// consFrom is the consumers' start in series time (the catch-up's
+	// consume rates count from it).
+	consFrom float64
+
+	brokerMu  sync.Mutex // guards the broker's latest figures
+	brokerCPU float64    // CPU seconds per second between the last two scrapes
+	brokerRSS float64
+	brokerErr error // the last scrape's, nil when it had both figures
 
 	seriesMu sync.Mutex // guards series
 	series   []Sample
@@ -197,6 +277,11 @@ func (r *runner) prepareTopics(ctx context.Context) error {
 		cancel()
 		if err != nil {
 			return fmt.Errorf("loadgen: create topics: %w", err)
+		}
+		for _, t := range resp.Sorted() {
+			if t.Err == nil {
+				r.created = append(r.created, t.Topic)
+			}
 		}
 		for _, t := range resp.Sorted() {
 			if t.Err != nil && !errors.Is(t.Err, kerr.TopicAlreadyExists) {
@@ -407,6 +492,7 @@ func (p *producer) promise(rec *kgo.Record, err error) {
 	s := &p.r.prod
 	if err != nil {
 		p.r.noteErr(fmt.Errorf("produce: %w", err))
+		s.ivErrs.Add(1)
 		if measured {
 			s.errors.Add(1)
 		}
@@ -566,6 +652,10 @@ func (r *runner) consume(stop context.Context, g *group, cl *kgo.Client, rec *Re
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
 				r.noteErr(fmt.Errorf("fetch %s/%d: %w", t, p, err))
+				s.ivErrs.Add(1)
+				if now.UnixNano() >= from {
+					s.errors.Add(1)
+				}
 			}
 		})
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -587,6 +677,7 @@ func (r *runner) consume(stop context.Context, g *group, cl *kgo.Client, rec *Re
 					mb += sz
 				}
 			}
+			s.first.CompareAndSwap(0, now.UnixNano())
 			s.ivRecords.Add(n)
 			s.ivBytes.Add(bytes)
 			s.allRecords.Add(n)
@@ -651,8 +742,33 @@ func (r *runner) lag(ctx context.Context) int64 {
 	return sum
 }
 
-// sampler appends one Sample per second until ctx ends and prints the
-// live line to o.Progress. It returns when ctx ends.
+// startSampler starts the sampler and returns the function that stops
+// it (idempotent): the sampler then takes one last, partial sample, so
+// what was produced and consumed since the last tick is in the series
+// too — a catch-up whose consumers read the whole backlog in the last
+// fraction of a second shows that, not a flat zero.
+func (r *runner) startSampler(ctx context.Context) (stop func()) {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	resDone := make(chan struct{})
+	if r.o.MetricsURL != "" {
+		go r.sampleResources(sctx, resDone)
+	} else {
+		close(resDone)
+	}
+	go r.sampler(sctx, done)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			<-resDone
+		})
+	}
+}
+
+// sampler appends one Sample per second until ctx ends, then a last one
+// for the partial interval, and prints the live line to o.Progress.
 func (r *runner) sampler(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	tk := time.NewTicker(time.Second)
@@ -661,52 +777,72 @@ func (r *runner) sampler(ctx context.Context, done chan<- struct{}) {
 	r.liveMu.Lock()
 	r.livePub, r.liveE2E = newHist(), newHist()
 	r.liveMu.Unlock()
+	prev := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
+			// The interval since the last tick: its lag is read with a
+			// context of its own (ctx is done).
+			now := time.Now()
+			if now.Sub(prev) >= 10*time.Millisecond {
+				lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				r.sample(lctx, now, prev, ivPub, ivE2E)
+				cancel()
+			}
 			return
 		case now := <-tk.C:
-			r.recMu.Lock()
-			pubs, e2es := append([]*Recorder(nil), r.pubRecs...), append([]*Recorder(nil), r.e2eRecs...)
-			r.recMu.Unlock()
-			ivPub.Reset()
-			ivE2E.Reset()
-			for _, x := range pubs {
-				x.drainInterval(ivPub)
-			}
-			for _, x := range e2es {
-				x.drainInterval(ivE2E)
-			}
-			t := float64(now.UnixNano()-r.measureFrom.Load()) / 1e9
-			if r.measureFrom.Load() == math.MaxInt64 {
-				t = -1
-			}
-			s := Sample{
-				T:              math.Round(t*1000) / 1000,
-				ProduceRecords: r.prod.ivRecords.Swap(0),
-				ProduceBytes:   r.prod.ivBytes.Swap(0),
-				ConsumeRecords: r.cons.ivRecords.Swap(0),
-				ConsumeBytes:   r.cons.ivBytes.Swap(0),
-				PublishP99:     p99Of(ivPub),
-				EndToEndP99:    p99Of(ivE2E),
-				Lag:            r.lag(ctx),
-			}
-			r.liveMu.Lock()
-			if t >= 0 {
-				r.livePub.Merge(ivPub)
-				r.liveE2E.Merge(ivE2E)
-			}
-			soFar := p99Of(r.livePub)
-			r.liveMu.Unlock()
-			r.seriesMu.Lock()
-			r.series = append(r.series, s)
-			r.seriesMu.Unlock()
-			if r.o.Progress != nil {
-				fmt.Fprintf(r.o.Progress, "%s %7.1fs  produce %9d rec/s %8.2f MB/s  p99 %8.2f ms (so far %.2f)  consume %9d rec/s %8.2f MB/s  e2e p99 %8.2f ms  lag %d\n",
-					r.res.Scenario, s.T, s.ProduceRecords, float64(s.ProduceBytes)/1e6, s.PublishP99, soFar,
-					s.ConsumeRecords, float64(s.ConsumeBytes)/1e6, s.EndToEndP99, s.Lag)
-			}
+			r.sample(ctx, now, prev, ivPub, ivE2E)
+			prev = now
 		}
+	}
+}
+
+// sample appends the Sample of the interval (prev, now].
+func (r *runner) sample(ctx context.Context, now, prev time.Time, ivPub, ivE2E *hdr.Histogram) {
+	r.recMu.Lock()
+	pubs, e2es := append([]*Recorder(nil), r.pubRecs...), append([]*Recorder(nil), r.e2eRecs...)
+	r.recMu.Unlock()
+	ivPub.Reset()
+	ivE2E.Reset()
+	for _, x := range pubs {
+		x.drainInterval(ivPub)
+	}
+	for _, x := range e2es {
+		x.drainInterval(ivE2E)
+	}
+	t := float64(now.UnixNano()-r.measureFrom.Load()) / 1e9
+	if r.measureFrom.Load() == math.MaxInt64 {
+		t = -1
+	}
+	s := Sample{
+		T:              math.Round(t*1000) / 1000,
+		Seconds:        math.Round(now.Sub(prev).Seconds()*1000) / 1000,
+		ProduceRecords: r.prod.ivRecords.Swap(0),
+		ProduceBytes:   r.prod.ivBytes.Swap(0),
+		ConsumeRecords: r.cons.ivRecords.Swap(0),
+		ConsumeBytes:   r.cons.ivBytes.Swap(0),
+		PublishP99:     p99Of(ivPub),
+		EndToEndP99:    p99Of(ivE2E),
+		Lag:            r.lag(ctx),
+		ProduceErrors:  r.prod.ivErrs.Swap(0),
+		ConsumeErrors:  r.cons.ivErrs.Swap(0),
+	}
+	s.BrokerCPUCores, s.BrokerRSSBytes = r.brokerNow()
+	r.liveMu.Lock()
+	if t >= 0 {
+		r.livePub.Merge(ivPub)
+		r.liveE2E.Merge(ivE2E)
+	}
+	soFar := p99Of(r.livePub)
+	r.liveMu.Unlock()
+	r.seriesMu.Lock()
+	r.series = append(r.series, s)
+	r.seriesMu.Unlock()
+	if r.o.Progress != nil {
+		perSec := func(n int64) float64 { return float64(n) / max(s.Seconds, 0.001) }
+		fmt.Fprintf(r.o.Progress, "%s %7.1fs  produce %9.0f rec/s %8.2f MB/s  p99 %8.2f ms (so far %.2f)  consume %9.0f rec/s %8.2f MB/s  e2e p99 %8.2f ms  lag %d\n",
+			r.res.Scenario, s.T, perSec(s.ProduceRecords), perSec(s.ProduceBytes)/1e6, s.PublishP99, soFar,
+			perSec(s.ConsumeRecords), perSec(s.ConsumeBytes)/1e6, s.EndToEndP99, s.Lag)
 	}
 }
 
@@ -718,9 +854,12 @@ func (r *runner) steady(ctx context.Context) error {
 	warm, measure := dur(w.Warmup), dur(w.Duration)
 	stopCons, cancelCons := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCons()
-	sampCtx, stopSamp := context.WithCancel(context.WithoutCancel(ctx))
-	sampDone := make(chan struct{})
-	defer func() { stopSamp(); <-sampDone }()
+	var stopSampler func()
+	defer func() {
+		if stopSampler != nil {
+			stopSampler()
+		}
+	}()
 	start := r.clock.Now()
 	r.measureFrom.Store(start.Add(warm).UnixNano())
 	if w.Consumers > 0 {
@@ -753,7 +892,7 @@ func (r *runner) steady(ctx context.Context) error {
 		x.Measure(start.Add(warm))
 	}
 	r.recMu.Unlock()
-	go r.sampler(sampCtx, sampDone)
+	stopSampler = r.startSampler(ctx)
 	if w.Producers > 0 {
 		r.launch(ps, ctx, start, start.Add(warm+measure))
 		// The loops end once every slot before the end is sent, on ctx,
@@ -821,6 +960,8 @@ func (r *runner) finish() {
 	r.seriesMu.Lock()
 	res.Series = append([]Sample(nil), r.series...)
 	r.seriesMu.Unlock()
+	res.Stability = stabilityOf(res.Series, res.Duration, r.consFrom)
+	res.BrokerResources = r.brokerResources()
 	r.errMu.Lock()
 	for msg, n := range r.errs {
 		res.Errors = append(res.Errors, fmt.Sprintf("%d× %s", n, msg))

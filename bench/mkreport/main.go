@@ -294,7 +294,27 @@ var metrics = []metric{
 	{"end-to-end p50", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P50) }, false},
 	{"end-to-end p99", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P99) }, false},
 	{"end-to-end p99.9", "ms", func(r *loadgen.Result) float64 { return positive(r.EndToEnd.P999) }, false},
+	// Version 2 figures ("–" for older results and targets without /metrics).
+	{"publish p95", "ms", func(r *loadgen.Result) float64 { return positive(r.Produce.Latency.P95) }, false},
 	{"errors (produce + consume)", "", func(r *loadgen.Result) float64 { return float64(r.Produce.Errors + r.Consume.Errors) }, true},
+	{"produce records/s cv (stddev / mean per second)", "", func(r *loadgen.Result) float64 {
+		if r.Stability == nil || r.Stability.Produce.Samples == 0 {
+			return math.NaN()
+		}
+		return r.Stability.Produce.CV
+	}, false},
+	{"broker CPU (mean)", "cores", func(r *loadgen.Result) float64 {
+		if b := r.BrokerResources; b != nil && b.Sampled {
+			return positive(b.CPUCoresMean)
+		}
+		return math.NaN()
+	}, false},
+	{"broker RSS (max)", "MB", func(r *loadgen.Result) float64 {
+		if b := r.BrokerResources; b != nil && b.Sampled {
+			return positive(b.RSSBytesMax / 1e6)
+		}
+		return math.NaN()
+	}, false},
 }
 
 func writeMarkdown(w io.Writer, m meta, s *resultSet) {

@@ -59,7 +59,7 @@ func runChromium(t *testing.T, bin, page string, extra ...string) []byte {
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-extensions", "--hide-scrollbars", "--force-color-profile=srgb", "--force-device-scale-factor=1",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1280,2400",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1280,3200",
 	}, extra...)
 	args = append(args, "file://"+page)
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -109,8 +109,8 @@ func TestChromiumPaintsEveryChart(t *testing.T) {
 			_ = os.WriteFile(keep, b, 0o644)
 		}
 	}
-	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 2400 {
-		t.Fatalf("screenshot is %v, want 1280×2400", b)
+	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 3200 {
+		t.Fatalf("screenshot is %v, want 1280×3200", b)
 	}
 	counts := countPalette(img)
 	var medians []int
@@ -128,7 +128,7 @@ func TestChromiumPaintsEveryChart(t *testing.T) {
 	}
 }
 
-func TestChromiumDOMHasFourCharts(t *testing.T) {
+func TestChromiumDOMHasEveryChart(t *testing.T) {
 	bin := needChromium(t)
 	dom := runChromium(t, bin, writeReport(t), "--dump-dom")
 	doc, err := html.Parse(bytes.NewReader(dom))

@@ -19,7 +19,7 @@ import (
 func realisticResult() *loadgen.Result {
 	t, f := true, false
 	r := &loadgen.Result{
-		Version:  1,
+		Version:  loadgen.ResultVersion,
 		Scenario: "max-throughput",
 		Workload: loadgen.Workload{
 			Name: "max-throughput", Topic: "bench", Topics: 1, Partitions: 6, ReplicationFactor: 1,
@@ -33,9 +33,9 @@ func realisticResult() *loadgen.Result {
 		StartedAt: "2026-11-29T13:00:00Z",
 		Duration:  30,
 		Produce: loadgen.Summary{Records: 1446411, Bytes: 1481124864, Errors: 3, RecordsPerSec: 48213.7, MBPerSec: 49.37,
-			Latency: loadgen.Latency{Count: 1446411, Mean: 4.21, P50: 3.87, P90: 6.54, P99: 12.34, P999: 25.68, P9999: 41.02, Max: 57.9}},
+			Latency: loadgen.Latency{Count: 1446411, Mean: 4.21, P50: 3.87, P75: 5.12, P90: 6.54, P95: 8.76, P99: 12.34, P999: 25.68, P9999: 41.02, Max: 57.9}},
 		Consume:  loadgen.Summary{Records: 1446000, Bytes: 1480704000, RecordsPerSec: 48200.1, MBPerSec: 49.36},
-		EndToEnd: loadgen.Latency{Count: 1446000, Mean: 6.66, P50: 5.43, P90: 9.76, P99: 18.92, P999: 33.33, P9999: 47.47, Max: 88.8},
+		EndToEnd: loadgen.Latency{Count: 1446000, Mean: 6.66, P50: 5.43, P75: 7.65, P90: 9.76, P95: 12.21, P99: 18.92, P999: 33.33, P9999: 47.47, Max: 88.8},
 		CatchUp: &loadgen.CatchUp{BacklogRecords: 987654, BacklogBytes: 1011357696, CaughtUpSeconds: 7.25, ReadMBPerSec: 139.5,
 			ProducerP99Before: 11.11, ProducerP99During: 22.22, ProducerP99Increase: 2},
 		Cost: &loadgen.Cost{MetricsURL: "127.0.0.1:9644/metrics", Puts: 444, Gets: 17, Lists: 3, Deletes: 5,
@@ -44,6 +44,23 @@ func realisticResult() *loadgen.Result {
 		Machine: &loadgen.Machine{SeqWriteMBPerSec: 812.4, LoopbackSendfileMBs: 2345.6},
 		Errors:  []string{"3× NOT_LEADER_OR_FOLLOWER: the broker is not the leader"},
 		Notes:   []string{"tiering enabled with the fs object store"},
+		Environment: &loadgen.Environment{
+			Loadgen: loadgen.Build{Version: "0.4.0", Commit: "0215303abcdef", GoVersion: "go1.26.8"},
+			Broker:  &loadgen.Build{Version: "0.4.1", Commit: "fedcba987654", GoVersion: "go1.26.7"},
+			OS:      "linux", Arch: "amd64", Kernel: "6.18.44-test", CPUModel: "AMD EPYC 9754", CPUCores: 16,
+			MemoryBytes: 64 << 30, Hostname: "bench-1", ClusterID: "clusterXYZ", Brokers: 1, ReplicationFactor: 1,
+			Acks: "all", Compression: "none",
+			BrokerConfigs: map[string]string{"remote.log.storage.system.enable": "true", "log.segment.bytes": "1073741824"},
+			TopicConfigs:  map[string]string{"remote.storage.enable": "true", "segment.bytes": "67108864"},
+		},
+		Stability: &loadgen.Stability{
+			Produce: loadgen.Rates{Samples: 30, MinRecordsPerSec: 40801.5, MeanRecordsPerSec: 48213.7, MaxRecordsPerSec: 55198.2, StddevRecordsPerSec: 5101.3, CV: 0.1058,
+				MinMBPerSec: 41.78, MeanMBPerSec: 49.37, MaxMBPerSec: 56.52, StddevMBPerSec: 5.22},
+			Consume: loadgen.Rates{Samples: 30, MinRecordsPerSec: 39950.5, MeanRecordsPerSec: 48200.1, MaxRecordsPerSec: 54050.5, StddevRecordsPerSec: 4999.9, CV: 0.1037,
+				MinMBPerSec: 40.91, MeanMBPerSec: 49.36, MaxMBPerSec: 55.35, StddevMBPerSec: 5.12},
+		},
+		BrokerResources: &loadgen.BrokerResources{MetricsURL: "127.0.0.1:9644/metrics", Sampled: true, Samples: 35,
+			CPUCoresMean: 1.37, CPUCoresMax: 2.46, RSSBytesMean: 412e6, RSSBytesMax: 523e6},
 	}
 	for i := -5; i < 30; i++ {
 		x := float64(i)
@@ -56,6 +73,15 @@ func realisticResult() *loadgen.Result {
 			PublishP99:     12 + 4*math.Cos(x/2),
 			EndToEndP99:    19 + 6*math.Sin(x/4),
 			Lag:            int64(2000 + 1500*math.Sin(x/5)),
+			Seconds:        1,
+			BrokerCPUCores: 1.3 + 0.5*math.Sin(x/4),
+			BrokerRSSBytes: 400e6 + 3e6*(x+5),
+		}
+		if i%7 == 3 {
+			s.ProduceErrors = 1
+		}
+		if i%11 == 5 {
+			s.ConsumeErrors = 2
 		}
 		s.ConsumeBytes = s.ConsumeRecords * 1024
 		r.Series = append(r.Series, s)

@@ -43,6 +43,11 @@ type view struct {
 	CatchUp    []kv
 	Cost       []kv
 	Machine    []kv
+	Env        []kv
+	Stability  []stabilityRow
+	Broker     []kv
+	BrokerNote string // why the broker's CPU and memory are missing
+	CostNote   string // why there is no cost section
 	Errors     []string
 	Notes      []string
 	Palette    []paletteEntry
@@ -63,9 +68,15 @@ type kv struct{ K, V string }
 type paletteEntry struct{ Chart, Series, Color string }
 
 type summaryRow struct {
-	Side                                     string
-	Records, RecordsPerSec, MBPerSec, Errors string
-	Mean, P50, P90, P99, P999, P9999, Max    string
+	Side                                            string
+	Records, RecordsPerSec, MBPerSec, Errors        string
+	Mean, P50, P75, P90, P95, P99, P999, P9999, Max string
+}
+
+type stabilityRow struct {
+	Side, Samples                      string
+	MinRec, MeanRec, MaxRec, SDRec, CV string
+	MinMB, MeanMB, MaxMB, SDMB         string
 }
 
 func buildView(r *loadgen.Result) view {
@@ -84,12 +95,12 @@ func buildView(r *loadgen.Result) view {
 		Errors:     r.Errors,
 		Notes:      r.Notes,
 	}
-	v.Rows = append(v.Rows, sideRow("produce", r.Produce, r.Produce.Latency))
+	v.Rows = append(v.Rows, sideRow("produce", r.Produce, r.Produce.Latency, r.Version))
 	if hasConsume {
-		row := sideRow("consume", r.Consume, loadgen.Latency{})
-		row.Mean, row.P50, row.P90, row.P99, row.P999, row.P9999, row.Max = "", "", "", "", "", "", ""
+		row := sideRow("consume", r.Consume, loadgen.Latency{}, r.Version)
+		row.Mean, row.P50, row.P75, row.P90, row.P95, row.P99, row.P999, row.P9999, row.Max = "", "", "", "", "", "", "", "", ""
 		v.Rows = append(v.Rows, row)
-		e := latencyRow("end-to-end", r.EndToEnd)
+		e := latencyRow("end-to-end", r.EndToEnd, r.Version)
 		e.Records = strconv.FormatInt(r.EndToEnd.Count, 10)
 		v.Rows = append(v.Rows, e)
 	}
@@ -98,6 +109,8 @@ func buildView(r *loadgen.Result) view {
 		{"latency-distribution", "Latency by percentile over the measured phase (HdrHistogram), publish (intended send → ack) and end-to-end (record timestamp → receipt). The x axis is logarithmic in 1/(1−p).", latencyDistChart(r.Histogram, hasConsume).render()},
 		{"latency-over-time", "p99 latency of each second.", latencyTimeChart(samples, hasConsume).render()},
 		{"lag", "Consumer lag in records, summed over groups and partitions.", lagChart(samples, hasConsume).render()},
+		{"errors", "Errors per second: records the cluster refused or that timed out (produce), failed fetches (consume).", errorsChart(r, samples).render()},
+		{"broker-resources", "The broker process's CPU (CPU seconds per second: 1.0 = one core busy) and resident memory, from process_cpu_seconds_total and process_resident_memory_bytes in its /metrics, sampled every second.", brokerChart(r, samples).render()},
 	}
 	for _, name := range ChartNames {
 		ss := make([]string, 0, len(Palette[name]))
@@ -110,6 +123,15 @@ func buildView(r *loadgen.Result) view {
 		}
 	}
 	v.Workload = workloadKV(r)
+	v.Env = envKV(r)
+	v.Stability = stabilityRows(r, hasConsume)
+	v.Broker, v.BrokerNote = brokerKV(r)
+	if r.Cost == nil {
+		v.CostNote = "Object-store cost not measured: it needs a Strata node's admin /metrics (--metrics-url)."
+		if r.Target == "strata" {
+			v.CostNote = "Object-store cost not measured: the metrics could not be read at the end of the run (see the notes)."
+		}
+	}
 	if c := r.CatchUp; c != nil {
 		caught := num(c.CaughtUpSeconds) + " s"
 		if c.CaughtUpSeconds < 0 {
@@ -119,7 +141,9 @@ func buildView(r *loadgen.Result) view {
 			{"backlog records", strconv.FormatInt(c.BacklogRecords, 10)},
 			{"backlog bytes", bytesStr(float64(c.BacklogBytes))},
 			{"caught up after", caught},
+			{"consumers' first record after", firstRecord(c.FirstRecordSeconds)},
 			{"read MB/s", num(c.ReadMBPerSec)},
+			{"read MB/s from the first record", numOrNA(c.ReadMBPerSecFirst)},
 			{"producer p99 before (ms)", num(c.ProducerP99Before)},
 			{"producer p99 during (ms)", num(c.ProducerP99During)},
 			{"producer p99 increase", num(c.ProducerP99Increase) + "×"},
@@ -152,8 +176,22 @@ func buildView(r *loadgen.Result) view {
 	return v
 }
 
-func sideRow(side string, s loadgen.Summary, l loadgen.Latency) summaryRow {
-	row := latencyRow(side, l)
+func numOrNA(v float64) string {
+	if v <= 0 {
+		return "n/a"
+	}
+	return num(v)
+}
+
+func firstRecord(s float64) string {
+	if s <= 0 {
+		return "n/a"
+	}
+	return num(s) + " s (group join and first fetch, included in the read rate)"
+}
+
+func sideRow(side string, s loadgen.Summary, l loadgen.Latency, version int) summaryRow {
+	row := latencyRow(side, l, version)
 	row.Records = strconv.FormatInt(s.Records, 10)
 	row.RecordsPerSec = num(s.RecordsPerSec)
 	row.MBPerSec = num(s.MBPerSec)
@@ -161,12 +199,106 @@ func sideRow(side string, s loadgen.Summary, l loadgen.Latency) summaryRow {
 	return row
 }
 
-func latencyRow(side string, l loadgen.Latency) summaryRow {
-	return summaryRow{
+// latencyRow formats l; results before version 2 have no p75 and p95.
+func latencyRow(side string, l loadgen.Latency, version int) summaryRow {
+	row := summaryRow{
 		Side: side,
-		Mean: num(l.Mean), P50: num(l.P50), P90: num(l.P90), P99: num(l.P99),
+		Mean: num(l.Mean), P50: num(l.P50), P75: num(l.P75), P90: num(l.P90), P95: num(l.P95), P99: num(l.P99),
 		P999: num(l.P999), P9999: num(l.P9999), Max: num(l.Max),
 	}
+	if version < 2 {
+		row.P75, row.P95 = "n/a", "n/a"
+	}
+	return row
+}
+
+// envKV is the environment table, or a line saying the result has none.
+func envKV(r *loadgen.Result) []kv {
+	e := r.Environment
+	if e == nil {
+		return []kv{{"environment", "not recorded (result version " + strconv.Itoa(r.Version) + ")"}}
+	}
+	broker := "unknown: " + orNA(e.BrokerBuild)
+	if e.Broker != nil {
+		broker = orNA(e.Broker.Version) + ", commit " + orNA(e.Broker.Commit) + ", " + orNA(e.Broker.GoVersion)
+	}
+	out := []kv{
+		{"loadgen build", orNA(e.Loadgen.Version) + ", commit " + orNA(e.Loadgen.Commit) + ", " + orNA(e.Loadgen.GoVersion)},
+		{"broker build", broker},
+		{"CPU (loadgen machine)", orNA(e.CPUModel) + ", " + strconv.Itoa(e.CPUCores) + " cores"},
+		{"memory (loadgen machine)", bytesGiB(e.MemoryBytes)},
+		{"kernel", orNA(e.OS) + "/" + orNA(e.Arch) + " " + orNA(e.Kernel)},
+		{"host", orNA(e.Hostname)},
+		{"cluster", orNA(e.ClusterID) + ", " + strconv.Itoa(e.Brokers) + " broker(s)"},
+		{"replication factor (as created)", strconv.Itoa(e.ReplicationFactor)},
+		{"producer acks", orNA(e.Acks)},
+		{"producer compression", orNA(e.Compression)},
+	}
+	out = append(out, kv{"broker configs", joinMap(e.BrokerConfigs)}, kv{"topic configs", joinMap(e.TopicConfigs)})
+	return out
+}
+
+func bytesGiB(b int64) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return num(float64(b)/(1<<30)) + " GiB"
+}
+
+func joinMap(m map[string]string) string {
+	if len(m) == 0 {
+		return "n/a"
+	}
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+func stabilityRows(r *loadgen.Result, hasConsume bool) []stabilityRow {
+	st := r.Stability
+	if st == nil {
+		return nil
+	}
+	row := func(side string, x loadgen.Rates) stabilityRow {
+		return stabilityRow{Side: side, Samples: strconv.Itoa(x.Samples),
+			MinRec: num(x.MinRecordsPerSec), MeanRec: num(x.MeanRecordsPerSec), MaxRec: num(x.MaxRecordsPerSec), SDRec: num(x.StddevRecordsPerSec), CV: num(x.CV),
+			MinMB: num(x.MinMBPerSec), MeanMB: num(x.MeanMBPerSec), MaxMB: num(x.MaxMBPerSec), SDMB: num(x.StddevMBPerSec)}
+	}
+	out := []stabilityRow{row("produce", st.Produce)}
+	if hasConsume {
+		out = append(out, row("consume", st.Consume))
+	}
+	return out
+}
+
+// brokerKV is the broker resources table, or the reason there is none.
+func brokerKV(r *loadgen.Result) ([]kv, string) {
+	b := r.BrokerResources
+	switch {
+	case b == nil:
+		return nil, "The broker's CPU and memory were not sampled: result version " + strconv.Itoa(r.Version) + " does not record them."
+	case !b.Sampled:
+		return nil, "The broker's CPU and memory were not sampled: " + orNA(b.Reason) + "."
+	}
+	out := []kv{
+		{"metrics", orNA(b.MetricsURL)},
+		{"samples (1 s)", strconv.Itoa(b.Samples)},
+		{"CPU cores, mean", num(b.CPUCoresMean)},
+		{"CPU cores, max", num(b.CPUCoresMax)},
+		{"resident memory, mean", bytesStr(b.RSSBytesMean)},
+		{"resident memory, max", bytesStr(b.RSSBytesMax)},
+	}
+	if b.CPUCoresMean > 0 && r.Produce.MBPerSec > 0 {
+		out = append(out, kv{"produce MB/s per broker core", num(r.Produce.MBPerSec / b.CPUCoresMean)})
+	}
+	return out, ""
 }
 
 func workloadKV(r *loadgen.Result) []kv {
@@ -332,11 +464,11 @@ func throughputChart(samples []loadgen.Sample, hasConsume bool) chart {
 		}
 		return s
 	}
-	recs := []series{mk("produce", func(s loadgen.Sample) float64 { return float64(s.ProduceRecords) })}
-	mbs := []series{mk("produce", func(s loadgen.Sample) float64 { return float64(s.ProduceBytes) / 1e6 })}
+	recs := []series{mk("produce", func(s loadgen.Sample) float64 { return perSec(s, s.ProduceRecords) })}
+	mbs := []series{mk("produce", func(s loadgen.Sample) float64 { return perSec(s, s.ProduceBytes) / 1e6 })}
 	if hasConsume {
-		recs = append(recs, mk("consume", func(s loadgen.Sample) float64 { return float64(s.ConsumeRecords) }))
-		mbs = append(mbs, mk("consume", func(s loadgen.Sample) float64 { return float64(s.ConsumeBytes) / 1e6 }))
+		recs = append(recs, mk("consume", func(s loadgen.Sample) float64 { return perSec(s, s.ConsumeRecords) }))
+		mbs = append(mbs, mk("consume", func(s loadgen.Sample) float64 { return perSec(s, s.ConsumeBytes) / 1e6 }))
 	}
 	return chart{name: "throughput", title: "Throughput", panels: []panel{
 		{title: "Throughput (records/s)", xLabel: "time (s, negative = warm-up)", yLabel: "records/s",
@@ -418,4 +550,63 @@ func lagChart(samples []loadgen.Sample, hasConsume bool) chart {
 		p.noData = "no data"
 	}
 	return chart{name: "lag", title: "Consumer lag", panels: []panel{p}}
+}
+
+// perSec is a sample's count as a rate: the last sample of a run covers
+// less than a second (Seconds); results of version 1 have no Seconds,
+// every sample one second.
+func perSec(s loadgen.Sample, n int64) float64 {
+	if s.Seconds > 0 {
+		return float64(n) / s.Seconds
+	}
+	return float64(n)
+}
+
+func errorsChart(r *loadgen.Result, samples []loadgen.Sample) chart {
+	t0, t1 := timeRange(samples)
+	pal := Palette["errors"]
+	p := panel{title: "Errors per second", xLabel: "time (s, negative = warm-up)", yLabel: "errors/s",
+		x0: t0, x1: t1, noData: "no data"}
+	if r.Version < 2 {
+		p.noData = "no data: result version " + strconv.Itoa(r.Version) + " has no per-second errors"
+		return chart{name: "errors", title: "Errors", panels: []panel{p}}
+	}
+	mk := func(name string, get func(loadgen.Sample) int64) series {
+		s := series{name: name, color: pal[name]}
+		for _, smp := range samples {
+			s.pts = append(s.pts, point{smp.T, perSec(smp, get(smp))})
+		}
+		return s
+	}
+	p.series = []series{
+		mk("produce errors", func(s loadgen.Sample) int64 { return s.ProduceErrors }),
+		mk("consume errors", func(s loadgen.Sample) int64 { return s.ConsumeErrors }),
+	}
+	p.y1 = niceMax(maxY(p.series...))
+	return chart{name: "errors", title: "Errors", panels: []panel{p}}
+}
+
+func brokerChart(r *loadgen.Result, samples []loadgen.Sample) chart {
+	t0, t1 := timeRange(samples)
+	pal := Palette["broker-resources"]
+	cpu := panel{title: "Broker CPU (cores)", xLabel: "time (s, negative = warm-up)", yLabel: "CPU s per s", x0: t0, x1: t1}
+	mem := panel{title: "Broker resident memory (MB)", xLabel: "time (s, negative = warm-up)", yLabel: "RSS (MB)", x0: t0, x1: t1}
+	if _, note := brokerKV(r); note != "" {
+		note = "no data: t" + strings.TrimPrefix(note, "T")
+		cpu.noData, mem.noData = note, note
+		return chart{name: "broker-resources", title: "Broker CPU and memory", panels: []panel{cpu, mem}}
+	}
+	cs := series{name: "broker CPU", color: pal["broker CPU"]}
+	ms := series{name: "broker memory", color: pal["broker memory"]}
+	for _, smp := range samples {
+		c, m := smp.BrokerCPUCores, smp.BrokerRSSBytes/1e6
+		if !(m > 0) {
+			c, m = math.NaN(), math.NaN() // not scraped that second: a gap
+		}
+		cs.pts = append(cs.pts, point{smp.T, c})
+		ms.pts = append(ms.pts, point{smp.T, m})
+	}
+	cpu.series, mem.series = []series{cs}, []series{ms}
+	cpu.y1, mem.y1 = niceMax(maxY(cs)), niceMax(maxY(ms))
+	return chart{name: "broker-resources", title: "Broker CPU and memory", panels: []panel{cpu, mem}}
 }

@@ -26,6 +26,8 @@ func TestWriteHTMLHasEveryChartInOrderWithItsSeries(t *testing.T) {
 		"latency-distribution": {"publish", "end-to-end"},
 		"latency-over-time":    {"publish p99", "end-to-end p99"},
 		"lag":                  {"lag"},
+		"errors":               {"produce errors", "consume errors"},
+		"broker-resources":     {"broker CPU", "broker memory"},
 	}
 	for name, svg := range byName {
 		var got []string
@@ -54,6 +56,8 @@ func TestWriteHTMLHasEveryChartInOrderWithItsSeries(t *testing.T) {
 			"latency-distribution": {"latency (ms)", "percentile", "90%", "99%", "99.9%", "99.99%"},
 			"latency-over-time":    {"p99 latency (ms)", "time (s"},
 			"lag":                  {"lag (records)", "time (s"},
+			"errors":               {"errors/s", "time (s"},
+			"broker-resources":     {"CPU s per s", "RSS (MB)", "time (s"},
 		}[name] {
 			if !strings.Contains(txt, unit) {
 				t.Errorf("%s lacks axis label %q in %q", name, unit, txt)
@@ -99,10 +103,10 @@ func TestWriteHTMLSummaryTableShowsTheResultsFigures(t *testing.T) {
 		rows[cells[0]] = cells[1:]
 	})
 	want := map[string][]string{
-		"side":       {"records", "records/s", "MB/s", "errors", "mean (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", "p99.99 (ms)", "max (ms)"},
-		"produce":    {"1446411", "48213.7", "49.37", "3", "4.21", "3.87", "6.54", "12.34", "25.68", "41.02", "57.90"},
-		"consume":    {"1446000", "48200.1", "49.36", "0", "", "", "", "", "", "", ""},
-		"end-to-end": {"1446000", "", "", "", "6.66", "5.43", "9.76", "18.92", "33.33", "47.47", "88.80"},
+		"side":       {"records", "records/s", "MB/s", "errors", "mean (ms)", "p50 (ms)", "p75 (ms)", "p90 (ms)", "p95 (ms)", "p99 (ms)", "p99.9 (ms)", "p99.99 (ms)", "max (ms)"},
+		"produce":    {"1446411", "48213.7", "49.37", "3", "4.21", "3.87", "5.12", "6.54", "8.76", "12.34", "25.68", "41.02", "57.90"},
+		"consume":    {"1446000", "48200.1", "49.36", "0", "", "", "", "", "", "", "", "", ""},
+		"end-to-end": {"1446000", "", "", "", "6.66", "5.43", "7.65", "9.76", "12.21", "18.92", "33.33", "47.47", "88.80"},
 	}
 	for side, cells := range want {
 		if !slices.Equal(rows[side], cells) {
@@ -124,6 +128,10 @@ func TestWriteHTMLSectionsShowTheirFigures(t *testing.T) {
 		"workload": {"max-throughput", "fixed (size 1KiB)", "retention.ms=600000, segment.bytes=67108864", "unlimited", "all", "5ms"},
 		"errors":   {"3× NOT_LEADER_OR_FOLLOWER: the broker is not the leader"},
 		"notes":    {"tiering enabled with the fs object store"},
+		"environment": {"0.4.0, commit 0215303abcdef, go1.26.8", "0.4.1, commit fedcba987654", "AMD EPYC 9754, 16 cores", "64.00 GiB",
+			"linux/amd64 6.18.44-test", "clusterXYZ, 1 broker(s)", "remote.log.storage.system.enable=true", "remote.storage.enable=true, segment.bytes=67108864"},
+		"stability": {"40801.5", "48213.7", "55198.2", "5101.3", "0.106", "41.78", "5.22", "39950.5", "4999.9"},
+		"broker":    {"127.0.0.1:9644/metrics", "35", "1.37", "2.46", "412.0 MB", "523.0 MB", "36.04"}, // 49.37 MB/s / 1.37 cores
 	} {
 		n := byID(doc, id)
 		if n == nil {
@@ -138,15 +146,59 @@ func TestWriteHTMLSectionsShowTheirFigures(t *testing.T) {
 		}
 	}
 
-	r.CatchUp, r.Cost, r.Machine, r.Errors, r.Notes = nil, nil, nil, nil, nil
+	r.CatchUp, r.Cost, r.Machine, r.Errors, r.Notes, r.Stability = nil, nil, nil, nil, nil, nil
+	r.BrokerResources = &loadgen.BrokerResources{Reason: "no --metrics-url given: the broker's CPU and memory were not sampled"}
 	doc = parse(t, render(t, r))
-	for _, id := range []string{"catchup", "cost", "machine", "notes"} {
+	for _, id := range []string{"catchup", "cost", "machine", "notes", "stability", "broker"} {
 		if byID(doc, id) != nil {
 			t.Errorf("section %q rendered for a result without it", id)
 		}
 	}
+	// Missing broker figures and cost say why, in the page and in the chart.
+	for id, want := range map[string]string{
+		"broker-missing": "not sampled: no --metrics-url given",
+		"cost-missing":   "Object-store cost not measured",
+	} {
+		if n := byID(doc, id); n == nil || !strings.Contains(text(n), want) {
+			t.Errorf("section %q missing or lacks %q", id, want)
+		}
+	}
+	_, byName := charts(doc)
+	if txt := text(byName["broker-resources"]); !strings.Contains(txt, "no data: the broker's CPU and memory were not sampled: no --metrics-url") {
+		t.Errorf("broker chart of an unsampled run: %q", txt)
+	}
 	if got := text(byID(doc, "errors")); got != "none" {
 		t.Errorf("errors section of an error-free run = %q, want none", got)
+	}
+}
+
+// TestWriteHTMLVersion1Result: a result written before version 2 renders
+// with its missing figures marked n/a and the sections it lacks saying so,
+// never as zeros.
+func TestWriteHTMLVersion1Result(t *testing.T) {
+	r := realisticResult()
+	r.Version, r.Environment, r.Stability, r.BrokerResources = 1, nil, nil, nil
+	r.Produce.Latency.P75, r.Produce.Latency.P95 = 0, 0
+	for i := range r.Series {
+		r.Series[i].Seconds, r.Series[i].ProduceErrors, r.Series[i].ConsumeErrors = 0, 0, 0
+		r.Series[i].BrokerCPUCores, r.Series[i].BrokerRSSBytes = 0, 0
+	}
+	doc := parse(t, render(t, r))
+	for id, want := range map[string]string{
+		"summary":        "3.87n/a6.54n/a12.34",
+		"environment":    "not recorded (result version 1)",
+		"broker-missing": "result version 1 does not record them",
+	} {
+		if n := byID(doc, id); n == nil || !strings.Contains(text(n), want) {
+			t.Errorf("%s lacks %q", id, want)
+		}
+	}
+	_, byName := charts(doc)
+	if txt := text(byName["errors"]); !strings.Contains(txt, "no data: result version 1 has no per-second errors") {
+		t.Errorf("errors chart of a v1 result: %q", txt)
+	}
+	if txt := text(byName["throughput"]); strings.Contains(txt, "no data") {
+		t.Errorf("throughput of a v1 result (one-second samples without Seconds): %q", txt)
 	}
 }
 
@@ -260,6 +312,8 @@ func TestWriteHTMLEscapesResultStrings(t *testing.T) {
 	r.Errors, r.Notes = []string{evil}, []string{evil}
 	r.Workload.Topic, r.Workload.TopicConfigs = evil, map[string]string{evil: evil}
 	r.Cost.MetricsURL = evil
+	r.Environment.CPUModel, r.Environment.BrokerConfigs, r.Environment.Broker.Version = evil, map[string]string{evil: evil}, evil
+	r.BrokerResources.MetricsURL = evil
 	page := render(t, r)
 	doc := parse(t, page)
 	walk(doc, func(n *html.Node) {
@@ -272,7 +326,7 @@ func TestWriteHTMLEscapesResultStrings(t *testing.T) {
 			}
 		}
 	})
-	if names, _ := charts(doc); len(names) != 4 {
+	if names, _ := charts(doc); !slices.Equal(names, ChartNames) {
 		t.Errorf("svgs %v: a result string added or broke one", names)
 	}
 	for _, id := range []string{"errors", "notes", "workload", "cost"} {
@@ -334,7 +388,7 @@ func TestWriteHTMLCompareHasARowAndALinePerRun(t *testing.T) {
 	}
 	doc := parse(t, buf.String())
 	txt := text(byID(doc, "compare"))
-	for _, w := range []string{"1. strata", "2. kfake", "48213.7", "91234.5", "12.34", "7.77"} {
+	for _, w := range []string{"1. strata", "2. kfake", "48213.7", "91234.5", "12.34", "7.77", "8.76", "0.106", "1.37", "523.0 MB", "loadgen 0.4.0 0215303abcde, broker 0.4.1 fedcba987654; AMD EPYC 9754, 16 cores"} {
 		if !strings.Contains(txt, w) {
 			t.Errorf("comparison table lacks %q: %q", w, txt)
 		}
@@ -398,4 +452,17 @@ func BenchmarkWriteHTML(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(buf.Len()))
+}
+
+// TestPerSecUsesTheSampleLength: the last sample of a run covers a
+// fraction of a second (a catch-up's consumers may read the whole backlog
+// in it); its rate is its count over its length, and a version 1 sample
+// (no length) is one second.
+func TestPerSecUsesTheSampleLength(t *testing.T) {
+	if got := perSec(loadgen.Sample{Seconds: 0.25}, 1000); got != 4000 {
+		t.Errorf("1000 records in 0.25 s = %v/s, want 4000", got)
+	}
+	if got := perSec(loadgen.Sample{}, 1000); got != 1000 {
+		t.Errorf("1000 records in a v1 sample = %v/s, want 1000", got)
+	}
 }

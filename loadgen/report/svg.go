@@ -29,11 +29,18 @@ var Palette = map[string]map[string]string{
 	"lag": {
 		"lag": "#b8860b",
 	},
+	"errors": {
+		"produce errors": "#dc143c",
+		"consume errors": "#6b8e23",
+	},
+	"broker-resources": {
+		"broker CPU":    "#1e90ff",
+		"broker memory": "#8b4513",
+	},
 }
 
-// ChartNames are the data-chart attributes of the four charts, in page
-// order.
-var ChartNames = []string{"throughput", "latency-distribution", "latency-over-time", "lag"}
+// ChartNames are the data-chart attributes of the charts, in page order.
+var ChartNames = []string{"throughput", "latency-distribution", "latency-over-time", "lag", "errors", "broker-resources"}
 
 // Chart geometry, in CSS pixels. A panel is one plot area with its axes;
 // a chart is one or more panels stacked in one <svg>.

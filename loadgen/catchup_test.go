@@ -1,0 +1,94 @@
+package loadgen
+
+import "testing"
+
+// catchUpWorkload is a small catch-up run: a 20 MiB local backlog of
+// 1 KiB records, producers at 2,000 records/s alone for 2 s, then two
+// consumers (one group) from the earliest offset.
+func catchUpWorkload(topic string) Workload {
+	w := shortWorkload(topic, 2000)
+	w.Scenario = "catch-up"
+	w.FillBytes = "20MiB"
+	w.RecordSize = SizeDist{Kind: "fixed", Size: "1KiB"}
+	w.Consumers = 2
+	w.Warmup, w.Baseline, w.Duration, w.RemoteWait = "1s", "2s", "40s", "1s"
+	return w
+}
+
+// TestCatchUpSeriesShowsWhatTheConsumersRead: the per-second series of a
+// catch-up holds every record the consumers read, and its lag falls to the
+// caught-up threshold at the end. The consumers of a fresh group wait for
+// the group's initial rebalance delay, then read the local backlog in a
+// fraction of a second: the sampler stopped at "caught up" without a
+// sample of that fraction, so every consume sample was 0 and the lag
+// series only climbed.
+func TestCatchUpSeriesShowsWhatTheConsumersRead(t *testing.T) {
+	addr, admin := startNode(t)
+	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Workload: catchUpWorkload("cu"), MetricsURL: "http://" + admin + "/metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.CatchUp
+	t.Logf("catch-up %+v, consumed %d, notes %v", *c, res.Consume.Records, res.Notes)
+	if c.CaughtUpSeconds < 0 {
+		t.Fatal("never caught up")
+	}
+	if res.Consume.Records < c.BacklogRecords {
+		t.Fatalf("consumed %d records, backlog %d", res.Consume.Records, c.BacklogRecords)
+	}
+	var inSeries, maxLag int64
+	for _, s := range res.Series {
+		inSeries += s.ConsumeRecords
+		maxLag = max(maxLag, s.Lag)
+	}
+	if inSeries < res.Consume.Records {
+		t.Fatalf("the series holds %d consumed records, the summary %d", inSeries, res.Consume.Records)
+	}
+	last := res.Series[len(res.Series)-1]
+	if threshold := int64(2000 / 10); last.Lag > threshold || maxLag < c.BacklogRecords {
+		t.Fatalf("lag series ends at %d (max %d, backlog %d): want it to fall to <= %d", last.Lag, maxLag, c.BacklogRecords, threshold)
+	}
+	checkCatchUpDetail(t, res)
+}
+
+// checkCatchUpDetail: every sample says the interval it covers, and the
+// consumers' first record comes before catching up.
+func checkCatchUpDetail(t *testing.T, res *Result) {
+	t.Helper()
+	for _, s := range res.Series {
+		if s.Seconds <= 0 || s.Seconds > 1.5 {
+			t.Errorf("sample at t=%v covers %v s", s.T, s.Seconds)
+		}
+	}
+	c := res.CatchUp
+	if c.FirstRecordSeconds <= 0 || c.FirstRecordSeconds > c.CaughtUpSeconds {
+		t.Fatalf("first record after %v s, caught up after %v s", c.FirstRecordSeconds, c.CaughtUpSeconds)
+	}
+	if c.ReadMBPerSecFirst < c.ReadMBPerSec {
+		t.Fatalf("read %v MB/s from the first record, %v MB/s from the consumers' start", c.ReadMBPerSecFirst, c.ReadMBPerSec)
+	}
+}
+
+// TestStabilityCountsFromTheFirstRecord: the consume side's spread starts
+// at its first sample with records (consumers joining their group are
+// not reading slowly), and keeps a partial last sample of a quarter
+// second or more.
+func TestStabilityCountsFromTheFirstRecord(t *testing.T) {
+	var series []Sample
+	for i := 1; i <= 6; i++ {
+		s := Sample{T: float64(i), Seconds: 1, ProduceRecords: 1000, ProduceBytes: 1e6}
+		if i >= 4 {
+			s.ConsumeRecords, s.ConsumeBytes = 3000, 3e6
+		}
+		series = append(series, s)
+	}
+	series = append(series, Sample{T: 6.5, Seconds: 0.5, ProduceRecords: 500, ProduceBytes: 5e5, ConsumeRecords: 2000, ConsumeBytes: 2e6},
+		Sample{T: 6.6, Seconds: 0.1, ProduceRecords: 1})
+	st := stabilityOf(series, 6.6, 1)
+	if c := st.Consume; c.Samples != 4 || c.MinRecordsPerSec != 3000 || c.MaxRecordsPerSec != 4000 || c.MeanRecordsPerSec != 3250 {
+		t.Errorf("consume %+v: want the 3 full seconds from the first record and the half second at 4000/s", c)
+	}
+	if p := st.Produce; p.Samples != 7 || p.MinRecordsPerSec != 1000 || p.StddevRecordsPerSec != 0 || p.CV != 0 {
+		t.Errorf("produce %+v: want 6 full seconds and the half second at 1000/s (T=1 covers (0,1]; the 0.1 s one left out)", p)
+	}
+}
