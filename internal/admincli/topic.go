@@ -71,10 +71,9 @@ func defineTopicCreate(fs *flag.FlagSet) runFunc {
 		resp, err := e.adm.CreateTopic(ctx, int32(*parts), int16(*repl), configs, name)
 		what := fmt.Sprintf("create topic %q", name)
 		if err != nil {
-			return fail(what, err, "")
-		}
-		if resp.Err != nil {
-			return fail(what, resp.Err, resp.ErrMessage)
+			// kadm's CreateTopic returns the topic's error as err: its
+			// message (why the config is invalid) is in resp.
+			return fail(what, err, resp.ErrMessage)
 		}
 		out := topicCreated{Topic: resp.Topic, ID: resp.ID.String(), Partitions: resp.NumPartitions, ReplicationFactor: resp.ReplicationFactor, Configs: map[string]string{}}
 		for k := range configs {

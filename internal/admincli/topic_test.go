@@ -199,3 +199,22 @@ func TestTopicErrors(t *testing.T) {
 		t.Errorf("topic create --help: %v", r)
 	}
 }
+
+// TestTopicErrorsPrintBrokerMessageOnce: a refused create or alter-config
+// prints the broker's reason, and the error code once.
+func TestTopicErrorsPrintBrokerMessageOnce(t *testing.T) {
+	createTopic(t, "terr", 1)
+	for _, args := range [][]string{
+		{"create", "terr-new", "-c", "foo=bar"},
+		{"alter-config", "terr", "--set", "foo=bar"},
+	} {
+		r := cli(t, "", "topic", args...)
+		wantFail(t, r, ExitFail, `INVALID_CONFIG: `, `unknown topic config "foo"`)
+		if n := strings.Count(r.stderr, "INVALID_CONFIG"); n != 1 {
+			t.Errorf("topic %v: INVALID_CONFIG printed %d times: %s", args, n, r.stderr)
+		}
+		if strings.Contains(r.stderr, "Configuration is invalid.") {
+			t.Errorf("topic %v: the code's description is printed besides the broker's message: %s", args, r.stderr)
+		}
+	}
+}
