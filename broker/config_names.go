@@ -85,6 +85,10 @@ var KafkaIgnoredSettings = []string{
 	"zookeeper.set.acl", "zookeeper.metadata.migration.enable",
 }
 
+// kafkaRenamed are Kafka names whose KRaft (and Strata) spelling differs:
+// refused, but with the name to use.
+var kafkaRenamed = map[string]string{"broker.id": "node.id"}
+
 // clientEnvVars are STRATA_* variables that are not settings: the CLI's
 // own (STRATA_BROKERS, STRATA_ADMIN) and the test suite's (STRATA_TEST_*).
 // `strata serve` does not refuse them.
@@ -170,6 +174,9 @@ func unknownNameError(source, name string) error {
 	hint := "; 'strata serve --help' lists every setting"
 	if c := closest(name, allNames()); c != "" {
 		hint = fmt.Sprintf("; did you mean %s?", c)
+	}
+	if c, ok := kafkaRenamed[name]; ok {
+		hint = fmt.Sprintf("; Strata's name for it is %s, as in KRaft", c)
 	}
 	if source != "" {
 		source += ": "

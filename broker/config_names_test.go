@@ -23,6 +23,8 @@ func TestLoadConfigRefusesUnknownNames(t *testing.T) {
 			[]string{"server.properties: unknown setting log.retention.hour", "did you mean log.retention.hours?"}},
 		{"far from anything", ConfigSources{Flags: map[string]string{"completely.different": "x"}},
 			[]string{"unknown setting completely.different", "strata serve --help"}},
+		{"renamed in KRaft", ConfigSources{File: map[string]string{"broker.id": "2"}},
+			[]string{"unknown setting broker.id", "node.id"}},
 		{"security setting is not ignored", ConfigSources{File: map[string]string{"authorizer.class.name": "x"}},
 			[]string{"unknown setting authorizer.class.name"}},
 	} {
