@@ -17,7 +17,7 @@ func groupActions() []*action {
 	return []*action{
 		{name: "list", summary: "list consumer groups with their state", define: defineGroupList},
 		{name: "describe", args: "GROUP", summary: "state, members and their partitions, committed offset, end offset and lag per partition", define: defineGroupDescribe},
-		{name: "reset-offsets", args: "GROUP", summary: "set an inactive group's committed offsets of --topic (--to-earliest|--to-latest|--to-offset N|--to-timestamp MS|--shift-by N) [--dry-run]", define: defineGroupResetOffsets},
+		{name: "reset-offsets", args: "GROUP", summary: "set an inactive group's committed offsets of --topic (--to-earliest|--to-latest|--to-offset N|--to-timestamp MS|--shift-by N); shows the plan, --execute commits it", define: defineGroupResetOffsets},
 		{name: "delete", args: "GROUP...", summary: "delete inactive groups and their committed offsets", define: defineGroupDelete},
 	}
 }
