@@ -96,7 +96,7 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 		}
 		var err error
 		if ln, err = net.Listen("tcp", n.cfg.AdminListener); err != nil {
-			return fmt.Errorf("broker: listen admin %s: %w", n.cfg.AdminListener, err)
+			return fmt.Errorf("broker: admin.listener: listen %s: %w", n.cfg.AdminListener, err)
 		}
 	}
 	errLog := slog.NewLogLogger(n.logger.Handler(), slog.LevelWarn)

@@ -42,6 +42,7 @@ var Settings = []Setting{
 	{"controller.listener.names", "CONTROLLER", "the listener name the controller quorum uses"},
 	{"controller.quorum.voters", "1@127.0.0.1:9093", "the controller quorum, id@host:port,..."},
 	{"log.dirs", "./strata-data", "data directory (only the first of a comma-separated list is used)"},
+	{"log.dir", "", "data directory when log.dirs is unset (Kafka's single-directory form; log.dirs wins)"},
 	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener host:port serving /metrics, /healthz, /readyz, /debug/pprof/ (port 0 = any; empty = none)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
@@ -54,13 +55,17 @@ var Settings = []Setting{
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
 	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
+	{"log.roll.hours", "168", "log.roll.ms in hours, used when log.roll.ms is unset (as in Kafka)"},
 	{"log.roll.jitter.ms", "0", "segment.jitter.ms of topics that do not set it"},
+	{"log.roll.jitter.hours", "0", "log.roll.jitter.ms in hours, used when log.roll.jitter.ms is unset"},
 	{"log.index.size.max.bytes", "10485760", "segment.index.bytes of topics that do not set it"},
 	{"log.index.interval.bytes", "4096", "index.interval.bytes of topics that do not set it"},
 	{"message.max.bytes", "1048588", "max.message.bytes of topics that do not set it (whole batch size)"},
 	{"log.flush.interval.messages", "9223372036854775807", "flush.messages of topics that do not set it"},
 	{"log.flush.interval.ms", "9223372036854775807", "flush.ms of topics that do not set it"},
 	{"log.retention.ms", "604800000", "retention.ms of topics that do not set it (-1 = forever)"},
+	{"log.retention.minutes", "", "log.retention.ms in minutes, used when log.retention.ms is unset (as in Kafka)"},
+	{"log.retention.hours", "168", "log.retention.ms in hours, used when log.retention.ms and log.retention.minutes are unset"},
 	{"log.retention.bytes", "-1", "retention.bytes of topics that do not set it (-1 = unlimited)"},
 	{"log.local.retention.ms", "-2", "local.retention.ms of topics that do not set it (-2 = retention.ms)"},
 	{"log.local.retention.bytes", "-2", "local.retention.bytes of topics that do not set it (-2 = retention.bytes)"},
@@ -181,18 +186,16 @@ func ReadProperties(r io.Reader) (map[string]string, error) {
 }
 
 // MergeProperties layers the sources of configuration, lowest precedence
-// first: the table's defaults, then file, then environment variables named
-// by [EnvName] (env as os.Environ gives it), then flags (--set name=value).
-// Names outside [Settings] are kept from file and flags (they may be
-// Kafka settings Strata ignores; [ParseConfig] reports them) but are
-// never read from the environment.
+// first: file, then environment variables named by [EnvName] (env as
+// os.Environ gives it), then flags (--set name=value). The result holds only
+// what was set ([ParseConfig] supplies the defaults), so that of Kafka's
+// alternative spellings (log.retention.ms, .minutes, .hours) the one set
+// wins. Names outside [Settings] are kept from file and flags
+// ([ParseConfig] refuses them, or ignores Kafka's that Strata does not
+// implement); the environment is read for settings and ignored Kafka names
+// only ([LoadConfig] refuses other STRATA_* variables).
 func MergeProperties(file map[string]string, env []string, flags map[string]string) map[string]string {
 	out := map[string]string{}
-	for _, s := range Settings {
-		if s.Default != "" {
-			out[s.Name] = s.Default
-		}
-	}
 	for k, v := range file {
 		out[k] = v
 	}
@@ -202,9 +205,9 @@ func MergeProperties(file map[string]string, env []string, flags map[string]stri
 			envVals[k] = v
 		}
 	}
-	for _, s := range Settings {
-		if v, ok := envVals[EnvName(s.Name)]; ok {
-			out[s.Name] = v
+	for _, name := range allNames() {
+		if v, ok := envVals[EnvName(name)]; ok {
+			out[name] = v
 		}
 	}
 	for k, v := range flags {
@@ -318,10 +321,14 @@ type Config struct {
 	LogLevel  slog.Level
 	LogFormat string
 
-	// Props is the merged property map the Config was parsed from.
+	// Props is the merged property map the Config was parsed from (what
+	// was set; defaults are not in it), with the value of a setting given
+	// in another of Kafka's units under its own name too
+	// (log.retention.hours=1 also sets log.retention.ms=3600000 here).
 	Props map[string]string
-	// Unknown lists property names outside [Settings] (ignored).
-	Unknown []string
+	// Ignored lists the Kafka settings that were set but that Strata
+	// does not implement ([KafkaIgnoredSettings]); they are warned about.
+	Ignored []string
 }
 
 // TieringSettings are the upload pool's and the remote reader's settings
@@ -374,7 +381,10 @@ func (c *Config) hasRole(r controller.Role) bool {
 // ParseConfig parses and validates merged properties (see
 // [MergeProperties]). Errors wrap [ErrInvalidConfig] and name the setting.
 func ParseConfig(props map[string]string) (Config, error) {
-	c := Config{Props: props}
+	c := Config{Props: make(map[string]string, len(props))}
+	for k, v := range props {
+		c.Props[k] = v
+	}
 	var firstErr error
 	bad := func(name, v string, why string) {
 		if firstErr == nil {
@@ -440,7 +450,15 @@ func ParseConfig(props map[string]string) (Config, error) {
 	if c.QuorumVoters, err = controller.ParseVoters(get("controller.quorum.voters")); err != nil && firstErr == nil {
 		firstErr = fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	c.LogDir = strings.TrimSpace(strings.Split(get("log.dirs"), ",")[0])
+	// log.dirs, else log.dir (Kafka's order; its default is log.dirs's).
+	logDirsName := "log.dirs"
+	if _, set := props["log.dirs"]; !set {
+		if _, set := props["log.dir"]; set {
+			logDirsName = "log.dir"
+			c.Props["log.dirs"] = get("log.dir")
+		}
+	}
+	c.LogDir = strings.TrimSpace(strings.Split(get(logDirsName), ",")[0])
 	if c.LogDir == "" {
 		bad("log.dirs", get("log.dirs"), "empty")
 	}
@@ -483,14 +501,43 @@ func ParseConfig(props map[string]string) (Config, error) {
 
 	s := storage.DefaultConfig()
 	s.SegmentBytes = i64("log.segment.bytes", 14)
-	s.SegmentMs = i64("log.roll.ms", 1)
-	s.SegmentJitterMs = i64("log.roll.jitter.ms", 0)
+	// Kafka's alternative units: the finest one set wins (ms > minutes >
+	// hours), else the ms setting's default. The value used is recorded
+	// under the ms name in Props, for DescribeConfigs.
+	unitMs := func(msName string, min int64, alts ...string) int64 {
+		if _, set := props[msName]; set {
+			return i64(msName, min)
+		}
+		for i := 0; i+1 < len(alts); i += 2 {
+			name := alts[i]
+			if _, set := props[name]; !set {
+				continue
+			}
+			unit, _ := strconv.ParseInt(alts[i+1], 10, 64)
+			n := i64(name, math.MinInt64)
+			v := n * unit
+			if n != 0 && v/unit != n {
+				bad(name, get(name), "out of range")
+			}
+			if v < 0 && min == -1 {
+				v = -1 // as Kafka: a negative retention in any unit is -1, forever
+			}
+			if v < min {
+				bad(name, get(name), fmt.Sprintf("below %d ms", min))
+			}
+			c.Props[msName] = strconv.FormatInt(v, 10)
+			return v
+		}
+		return i64(msName, min)
+	}
+	s.SegmentMs = unitMs("log.roll.ms", 1, "log.roll.hours", "3600000")
+	s.SegmentJitterMs = unitMs("log.roll.jitter.ms", 0, "log.roll.jitter.hours", "3600000")
 	s.SegmentIndexBytes = int(min(i64("log.index.size.max.bytes", 4), 1<<31-1))
 	s.IndexIntervalBytes = int(min(i64("log.index.interval.bytes", 0), 1<<31-1))
 	s.MaxMessageBytes = int(min(i64("message.max.bytes", 0), 1<<31-1))
 	s.FlushMessages = i64("log.flush.interval.messages", 1)
 	s.FlushMs = i64("log.flush.interval.ms", 0)
-	s.RetentionMs = i64("log.retention.ms", -1)
+	s.RetentionMs = unitMs("log.retention.ms", -1, "log.retention.minutes", "60000", "log.retention.hours", "3600000")
 	s.RetentionBytes = i64("log.retention.bytes", -1)
 	s.LocalRetentionMs = i64("log.local.retention.ms", -2)
 	s.LocalRetentionBytes = i64("log.local.retention.bytes", -2)
@@ -579,12 +626,18 @@ func ParseConfig(props map[string]string) (Config, error) {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("strata.log.format", c.LogFormat, "text or json")
 	}
+	names := make([]string, 0, len(props))
 	for k := range props {
-		if _, ok := lookupSetting(k); !ok {
-			c.Unknown = append(c.Unknown, k)
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if ignoredSetting(k) {
+			c.Ignored = append(c.Ignored, k)
+		} else if _, ok := lookupSetting(k); !ok && firstErr == nil {
+			firstErr = unknownNameError("", k)
 		}
 	}
-	sort.Strings(c.Unknown)
 	if firstErr != nil {
 		return c, firstErr
 	}

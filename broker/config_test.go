@@ -36,12 +36,12 @@ log.dirs: /from/file
 log.retention.ms=1000
 listeners=PLAINTEXT://127.0.0.1:0,\
   CONTROLLER://127.0.0.1:0
-some.kafka.setting=ignored
+num.network.threads=8
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"STRATA_LOG_DIRS=/from/env", "STRATA_LOG_RETENTION_MS=2000", "UNRELATED=1", "STRATA_SOME_KAFKA_SETTING=no"}
+	env := []string{"STRATA_LOG_DIRS=/from/env", "STRATA_LOG_RETENTION_MS=2000", "UNRELATED=1", "STRATA_NUM_IO_THREADS=8"}
 	flags := map[string]string{"log.retention.ms": "3000"}
 	c, err := ParseConfig(MergeProperties(file, env, flags))
 	if err != nil {
@@ -62,8 +62,8 @@ some.kafka.setting=ignored
 	if len(c.Listeners) != 2 || c.Listeners[1].Name != "CONTROLLER" {
 		t.Errorf("continued line: %v", c.Listeners)
 	}
-	if len(c.Unknown) != 1 || c.Unknown[0] != "some.kafka.setting" {
-		t.Errorf("unknown settings %v", c.Unknown)
+	if len(c.Ignored) != 2 || c.Ignored[0] != "num.io.threads" || c.Ignored[1] != "num.network.threads" {
+		t.Errorf("ignored Kafka settings %v", c.Ignored)
 	}
 	if EnvName("log.dirs") != "STRATA_LOG_DIRS" {
 		t.Error(EnvName("log.dirs"))

@@ -19,7 +19,7 @@
 //
 // Usage (what `strata serve` does):
 //
-//	cfg, err := broker.ParseConfig(broker.MergeProperties(fileProps, os.Environ(), setFlags))
+//	cfg, err := broker.LoadConfig(broker.ConfigSources{File: fileProps, Env: os.Environ(), Flags: setFlags})
 //	if err != nil { ... }
 //	n, err := broker.Open(broker.Options{Config: cfg, Logger: slog.Default()})
 //	if err != nil { ... }

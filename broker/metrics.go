@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/buildinfo"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -115,7 +116,7 @@ func newMetrics() *metrics {
 // caller shares): that is not an error.
 func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) error {
 	for _, col := range []prometheus.Collector{m.requests, m.latency, m.connOpened, m.connClosed,
-		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, c} {
+		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, buildInfoGauge(), c} {
 		if err := reg.Register(col); err != nil {
 			return err
 		}
@@ -131,6 +132,17 @@ func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) er
 		}
 	}
 	return nil
+}
+
+// buildInfoGauge is strata_build_info{version,commit,goversion} 1: which
+// Strata the node runs (internal/buildinfo), as Prometheus exporters spell
+// it.
+func buildInfoGauge() prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "build_info",
+		Help:        "Always 1; its labels say which Strata this node runs: release version, commit and Go version.",
+		ConstLabels: prometheus.Labels{"version": buildinfo.Version(), "commit": buildinfo.Commit(), "goversion": buildinfo.GoVersion()}})
+	g.Set(1)
+	return g
 }
 
 // errorName is the label of a Kafka error code.

@@ -177,7 +177,7 @@ func Open(o Options) (n *Node, err error) {
 	for _, l := range cfg.ClientListeners() {
 		ln, err := net.Listen("tcp", l.Addr())
 		if err != nil {
-			return nil, fmt.Errorf("broker: listen %s: %w", l, err)
+			return nil, fmt.Errorf("broker: listeners: listen %s: %w", l, err)
 		}
 		n.lns = append(n.lns, ln)
 		n.lnNames = append(n.lnNames, l.Name)
@@ -263,7 +263,7 @@ func (n *Node) startController(o Options) error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("broker: listen %s://%s: %w", n.cfg.ControllerListenerName, addr, err)
+		return fmt.Errorf("broker: listeners: listen %s://%s: %w", n.cfg.ControllerListenerName, addr, err)
 	}
 	voters := append([]controller.Voter(nil), n.cfg.QuorumVoters...)
 	if len(voters) == 1 && voters[0].ID == n.cfg.NodeID {

@@ -282,11 +282,11 @@ func TestComposeSettingsAreDocumented(t *testing.T) {
 			list = append(list, k+"="+v)
 		}
 		sort.Strings(list)
-		cfg, err := broker.ParseConfig(broker.MergeProperties(nil, list, nil))
+		cfg, err := broker.LoadConfig(broker.ConfigSources{Env: list})
 		if err != nil {
 			t.Errorf("%s: the settings do not parse: %v", where, err)
-		} else if len(cfg.Unknown) > 0 {
-			t.Errorf("%s: unknown settings %v", where, cfg.Unknown)
+		} else if len(cfg.Ignored) > 0 {
+			t.Errorf("%s: Kafka settings Strata ignores %v", where, cfg.Ignored)
 		}
 	}
 

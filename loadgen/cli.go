@@ -125,7 +125,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 	fs.SetOutput(stderr)
 	var (
 		file       = fs.String("workload", "", "YAML workload file (flags override its fields)")
-		brokers    = fs.String("brokers", c.Getenv("STRATA_BROKERS"), "seed brokers host:port,... (default $STRATA_BROKERS)")
+		brokers    = fs.String("brokers", c.brokersDefault(), "seed brokers host:port,... (default $STRATA_BROKERS, else 127.0.0.1:9092)")
 		out        = fs.String("out", "", "write the JSON result to this file")
 		html       = fs.String("html", "", "write the HTML report to this file")
 		metricsURL = fs.String("metrics-url", "", "a Strata node's admin /metrics URL for object-store cost accounting")
@@ -294,9 +294,27 @@ func WriteFile(path string, fn func(io.Writer) error) error {
 	return f.Close()
 }
 
+// brokersDefault is --brokers' default, as for every client subcommand of
+// strata: $STRATA_BROKERS, else the local node's 127.0.0.1:9092.
+func (c CLI) brokersDefault() string {
+	if v := c.Getenv("STRATA_BROKERS"); v != "" {
+		return v
+	}
+	return "127.0.0.1:9092"
+}
+
+const compareUsage = `usage: strata loadgen compare a.json b.json
+
+Compares two loadgen results (the JSON files --out writes), side by side:
+for produce and consume records/s and MB/s and the publish and end-to-end
+latency percentiles (p50 ... max), it prints a's value, b's, and the ratio
+b/a (above 1: b is higher).
+`
+
 func (c CLI) compare(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), compareUsage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

@@ -106,7 +106,7 @@ func TestCLIUnreachableBrokerOneLine(t *testing.T) {
 	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "unreachable") {
 		t.Fatalf("exit %d, stderr %q; want exit 1 and one line naming the unreachable broker", code, stderr)
 	}
-	code, _, stderr = runCLI(t, "run", "--duration", "1s")
+	code, _, stderr = runCLI(t, "run", "--brokers", "", "--duration", "1s")
 	if code != 1 || !strings.Contains(stderr, "no brokers") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -211,5 +211,29 @@ func TestMachine(t *testing.T) {
 	}
 	if _, _, err := StartKfake("0.0.0.0:0", 1); err == nil {
 		t.Fatal("kfake on a non-loopback address")
+	}
+}
+
+// TestCLIDefaultsLikeTheRest: --brokers defaults to 127.0.0.1:9092 as every
+// other client subcommand of strata does, and compare --help says what
+// compare does.
+func TestCLIDefaultsLikeTheRest(t *testing.T) {
+	_, _, stderr := runCLI(t, "run", "--help")
+	if !strings.Contains(stderr, `(default "127.0.0.1:9092")`) {
+		t.Errorf("run --help: --brokers does not default to 127.0.0.1:9092:\n%s", stderr)
+	}
+	var out, errb bytes.Buffer
+	CLI{Getenv: func(k string) string {
+		if k == "STRATA_BROKERS" {
+			return "127.0.0.1:7777"
+		}
+		return ""
+	}}.Main([]string{"run", "--help"}, &out, &errb)
+	if !strings.Contains(errb.String(), `(default "127.0.0.1:7777")`) {
+		t.Errorf("STRATA_BROKERS is not the default: %s", errb.String())
+	}
+	_, _, stderr = runCLI(t, "compare", "--help")
+	if !strings.Contains(stderr, "usage: strata loadgen compare a.json b.json") || !strings.Contains(stderr, "ratio") {
+		t.Errorf("compare --help does not say what compare does:\n%s", stderr)
 	}
 }

@@ -5,6 +5,7 @@
 //	strata topic|group|cluster|produce|consume|completion ...  (admin.go → internal/admincli)
 //	strata loadgen run|max-throughput|...|compare|machine|kfake (loadgen.go → loadgen)
 //	strata tier status|restore                                 (tier.go: the admin HTTP listener)
+//	strata version | strata --version                          (internal/buildinfo)
 //
 // serve starts a node (broker and, by default, controller) and runs until
 // SIGINT or SIGTERM. Configuration precedence: --set, then STRATA_*
@@ -31,7 +32,19 @@ import (
 	"syscall"
 
 	"github.com/strata-io/strata/broker"
+	"github.com/strata-io/strata/internal/buildinfo"
 )
+
+// serveHelp is `strata serve --help`: the flags, then every setting, then
+// the Kafka settings accepted and ignored.
+func serveHelp(w io.Writer) {
+	fmt.Fprintln(w, "usage: strata serve [--config server.properties] [--set name=value]...")
+	fmt.Fprintln(w, "\nprecedence: --set > STRATA_* environment > --config file > default")
+	fmt.Fprintln(w, "A name that is neither a setting below nor an ignored Kafka setting is an error.\n\nsettings:")
+	broker.Help(w)
+	fmt.Fprintln(w, "\nKafka settings accepted but not implemented (a warning at start, no effect):")
+	broker.HelpIgnored(w)
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -57,6 +70,18 @@ func addCommand(c command) {
 
 func init() {
 	addCommand(command{name: "serve", summary: "run a broker (and controller) node", run: serve})
+	addCommand(command{name: "version", summary: "print the version and commit of this binary", run: version})
+}
+
+// version prints buildinfo.String(): "strata dev (commit 57a89cd0b1c2,
+// go1.26.8)". `strata --version` says the same.
+func version(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "strata version: takes no arguments\n")
+		return 2
+	}
+	fmt.Fprintln(stdout, buildinfo.String())
+	return 0
 }
 
 func usage(w io.Writer) {
@@ -81,6 +106,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
+	case "-version", "--version":
+		return version(args[1:], stdout, stderr)
 	}
 	if c, ok := commands[args[0]]; ok {
 		return c.run(args[1:], stdout, stderr)
@@ -110,15 +137,20 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "Kafka-style properties file")
 	sets := setFlags{}
 	fs.Var(sets, "set", "name=value, overrides file and environment (repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "usage: strata serve [--config server.properties] [--set name=value]...")
-		fmt.Fprintln(stdout, "\nprecedence: --set > STRATA_* environment > --config file > default\n\nsettings:")
-		broker.Help(stdout)
-	}
+	// The flag package prints a parse error's one line itself; the whole
+	// settings table is for --help only.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			serveHelp(stdout)
 			return 0
 		}
+		fmt.Fprintln(stderr, "Run 'strata serve --help' for every flag and setting.")
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "strata serve: unexpected argument %q (settings are --set name=value)\n", fs.Arg(0))
+		fmt.Fprintln(stderr, "Run 'strata serve --help' for every flag and setting.")
 		return 2
 	}
 	var file map[string]string
@@ -135,7 +167,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	cfg, err := broker.ParseConfig(broker.MergeProperties(file, os.Environ(), sets))
+	cfg, err := broker.LoadConfig(broker.ConfigSources{File: file, FileName: *configPath, Env: os.Environ(), Flags: sets})
 	if err != nil {
 		fmt.Fprintf(stderr, "strata: %v\n", err)
 		return 1
@@ -147,8 +179,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(h)
 	slog.SetDefault(logger)
-	for _, k := range cfg.Unknown {
-		logger.Warn("strata: unknown setting ignored", "name", k)
+	logger.Info("strata: starting", "version", buildinfo.Version(), "commit", buildinfo.Commit(), "go", buildinfo.GoVersion())
+	for _, k := range cfg.Ignored {
+		logger.Warn("strata: Kafka setting not implemented by Strata, ignored", "name", k)
 	}
 
 	sigc := make(chan os.Signal, 2)

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,7 +69,7 @@ func TestServeRunsAndStopsCleanlyOnSIGTERM(t *testing.T) {
 		"--set", "controller.quorum.voters=1@127.0.0.1:0",
 		"--set", "admin.listener=127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "STRATA_LOG_DIRS="+dir)
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -103,6 +106,19 @@ func TestServeRunsAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	// strata_build_info says which Strata runs, as `strata version` does.
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^strata_build_info\{commit="[^"]+",goversion="go[^"]+",version="[^"]+"\} 1$`).Match(metrics) {
+		t.Errorf("/metrics has no strata_build_info{commit,goversion,version} 1")
+	}
+	if !strings.Contains(stderr.String(), "strata: starting") || !strings.Contains(stderr.String(), "version=") {
+		t.Errorf("no start log line with the version:\n%s", stderr.String())
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		t.Fatal(err)
@@ -123,4 +139,22 @@ func TestServeRunsAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "proc-0", "partition.metadata")); err != nil {
 		t.Fatalf("no partition.metadata: %v", err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

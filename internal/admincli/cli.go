@@ -290,7 +290,12 @@ func fail(what string, err error, msg string) error { return &opError{what: what
 func describeErr(err error, msg string) string {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		if msg == "" {
+		// A broker's message may itself begin with the code and its
+		// description ("INVALID_CONFIG: Configuration is invalid.: why"):
+		// the code is printed once, and the broker's own words after it.
+		msg = strings.TrimPrefix(msg, ke.Message+": ")
+		msg = strings.TrimPrefix(msg, ke.Description+": ")
+		if msg == "" || msg == ke.Message {
 			msg = ke.Description
 		}
 		if msg == "" {

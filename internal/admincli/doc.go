@@ -7,7 +7,9 @@
 // --timeout), the requests they make, their output (aligned tables by
 // default, JSON with --format json) and their errors (one line, `strata:
 // <what>: <KAFKA_ERROR_NAME>: <message>`; exit 1 when an operation failed,
-// 2 for a usage error).
+// 2 for a usage error). Conventions, as Kafka's own tools: topic ids in
+// Kafka's form (URL-safe base64 without padding), snake_case JSON keys,
+// `group reset-offsets` changing nothing without --execute.
 //
 // It must never import the broker, storage, controller or tiering packages
 // (a test checks `go list -deps`): everything it knows about a cluster it

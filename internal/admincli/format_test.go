@@ -1,6 +1,9 @@
 package admincli
 
 import (
+	"encoding/json"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +90,71 @@ func TestParseJSONRecordErrors(t *testing.T) {
 	} {
 		if _, _, err := parseJSONRecord([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+// TestJSONKeysSnakeCase: every --format json output of the (non-tier)
+// client commands uses snake_case keys, one convention for scripts.
+func TestJSONKeysSnakeCase(t *testing.T) {
+	createTopic(t, "jsnake", 2)
+	produceN(t, "jsnake", 0, 3)
+	mustOK(t, "", "consume", "jsnake", "-g", "jsnake-g", "-e")
+	runs := [][]string{
+		{"cluster", "info"},
+		{"topic", "create", "jsnake-new", "-p", "1"},
+		{"topic", "list"},
+		{"topic", "describe", "jsnake"},
+		{"topic", "alter-config", "jsnake", "--set", "retention.ms=3600000"},
+		{"topic", "add-partitions", "jsnake", "--total", "3"},
+		{"group", "list"},
+		{"group", "describe", "jsnake-g"},
+		{"group", "reset-offsets", "jsnake-g", "--topic", "jsnake", "--to-earliest"},
+		{"consume", "jsnake", "-e"},
+		{"topic", "delete", "jsnake-new"},
+		{"group", "delete", "jsnake-g"},
+	}
+	key := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	var walk func(where string, v any)
+	walk = func(where string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if !key.MatchString(k) {
+					t.Errorf("%s: key %q is not snake_case", where, k)
+				}
+				if m, ok := e.(map[string]any); ok && (k == "set" || k == "configs") {
+					for name, v := range m { // data: config names as keys
+						if _, ok := v.(string); !ok {
+							t.Errorf("%s: %s.%s is not a config value", where, k, name)
+						}
+					}
+					continue
+				}
+				walk(where, e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(where, e)
+			}
+		}
+	}
+	for _, args := range runs {
+		r := mustOK(t, "", args[0], append(args[1:], "--format", "json")...)
+		dec := json.NewDecoder(strings.NewReader(r.stdout))
+		n := 0
+		for {
+			var v any
+			if err := dec.Decode(&v); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, r.stdout)
+			}
+			walk(strings.Join(args, " "), v)
+			n++
+		}
+		if n == 0 {
+			t.Errorf("%v printed no JSON", args)
 		}
 	}
 }

@@ -17,7 +17,7 @@ func groupActions() []*action {
 	return []*action{
 		{name: "list", summary: "list consumer groups with their state", define: defineGroupList},
 		{name: "describe", args: "GROUP", summary: "state, members and their partitions, committed offset, end offset and lag per partition", define: defineGroupDescribe},
-		{name: "reset-offsets", args: "GROUP", summary: "set an inactive group's committed offsets of --topic (--to-earliest|--to-latest|--to-offset N|--to-timestamp MS|--shift-by N) [--dry-run]", define: defineGroupResetOffsets},
+		{name: "reset-offsets", args: "GROUP", summary: "set an inactive group's committed offsets of --topic (--to-earliest|--to-latest|--to-offset N|--to-timestamp MS|--shift-by N); shows the plan, --execute commits it", define: defineGroupResetOffsets},
 		{name: "delete", args: "GROUP...", summary: "delete inactive groups and their committed offsets", define: defineGroupDelete},
 	}
 }
@@ -205,7 +205,8 @@ func defineGroupResetOffsets(fs *flag.FlagSet) runFunc {
 	toOffset := fs.Int64("to-offset", -1, "reset to this offset (clamped to the log's start and end)")
 	toTimestamp := fs.Int64("to-timestamp", -1, "reset to the first offset whose timestamp (ms) is at least this (the end if none)")
 	shiftBy := fs.Int64("shift-by", 0, "move each committed offset by N (negative: back), clamped to the log")
-	dryRun := fs.Bool("dry-run", false, "show the new offsets without committing them")
+	dryRunFlag := fs.Bool("dry-run", false, "show the new offsets without committing them (the default, as in Kafka's tool)")
+	execute := fs.Bool("execute", false, "commit the new offsets (without it only the plan is shown)")
 	return func(e *env, pos []string) error {
 		name, err := oneName(pos, "group name")
 		if err != nil {
@@ -225,6 +226,10 @@ func defineGroupResetOffsets(fs *flag.FlagSet) runFunc {
 		if modes != 1 {
 			return usagef("give exactly one of --to-earliest, --to-latest, --to-offset, --to-timestamp, --shift-by")
 		}
+		if *execute && *dryRunFlag {
+			return usagef("give one of --dry-run and --execute")
+		}
+		dryRun := !*execute
 		if set["to-offset"] && *toOffset < 0 {
 			return usagef("invalid --to-offset %d: want an offset >= 0", *toOffset)
 		}
@@ -271,7 +276,7 @@ func defineGroupResetOffsets(fs *flag.FlagSet) runFunc {
 			}
 		}
 
-		out := offsetsReset{Group: name, DryRun: *dryRun, Offsets: []offsetReset{}}
+		out := offsetsReset{Group: name, DryRun: dryRun, Offsets: []offsetReset{}}
 		commit := kadm.Offsets{}
 		for _, p := range t.Partitions.Numbers() {
 			s, _ := starts.Lookup(*topic, p)
@@ -303,7 +308,7 @@ func defineGroupResetOffsets(fs *flag.FlagSet) runFunc {
 			out.Offsets = append(out.Offsets, r)
 		}
 		failed := false
-		if !*dryRun {
+		if !dryRun {
 			resps, err := e.adm.CommitOffsets(ctx, name, commit)
 			if err != nil {
 				return fail(what, err, hintInactive(ctx, e, name, err))
@@ -325,7 +330,7 @@ func defineGroupResetOffsets(fs *flag.FlagSet) runFunc {
 		if err := e.emit(out, func(w io.Writer) {
 			row(w, "TOPIC", "PARTITION", "PREVIOUS", "NEW", "STATUS")
 			st := "committed"
-			if *dryRun {
+			if dryRun {
 				st = "dry run"
 			}
 			for _, r := range out.Offsets {
@@ -336,6 +341,9 @@ func defineGroupResetOffsets(fs *flag.FlagSet) runFunc {
 		}
 		if failed {
 			return reported{}
+		}
+		if dryRun && !*dryRunFlag {
+			fmt.Fprintln(e.stderr, "strata: no offsets committed: add --execute to commit them (as kafka-consumer-groups.sh --reset-offsets)")
 		}
 		return nil
 	}

@@ -144,16 +144,23 @@ func TestGroupResetOffsets(t *testing.T) {
 		t.Errorf("dry run table %s", r.stdout)
 	}
 	check(map[int32]int64{0: 5, 1: 1})
+	// Without --execute only the plan is shown, as Kafka's tool does.
+	r = mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest")
+	if !tableRow(r.stdout, "grst", "0", "5", "0", "dry", "run") || !strings.Contains(r.stderr, "add --execute") {
+		t.Errorf("reset without --execute: %v", r)
+	}
+	check(map[int32]int64{0: 5, 1: 1})
+	wantFail(t, cli(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest", "--dry-run", "--execute"), ExitUsage, "one of --dry-run and --execute")
 
-	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest")
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest", "--execute")
 	check(map[int32]int64{0: 0, 1: 0})
-	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-latest")
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-latest", "--execute")
 	check(map[int32]int64{0: 10, 1: 4})
-	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--shift-by", "-3")
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--shift-by", "-3", "--execute")
 	check(map[int32]int64{0: 7, 1: 1})
-	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--shift-by", "-100")
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--shift-by", "-100", "--execute")
 	check(map[int32]int64{0: 0, 1: 0}) // clamped to the log start
-	r = mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-offset", "6", "--format", "json")
+	r = mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-offset", "6", "--format", "json", "--execute")
 	var rs offsetsReset
 	if err := json.Unmarshal([]byte(r.stdout), &rs); err != nil {
 		t.Fatal(err)
@@ -165,9 +172,9 @@ func TestGroupResetOffsets(t *testing.T) {
 
 	// By timestamp: records produced now; a future time means the end, a
 	// past one the start.
-	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-timestamp", "0")
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-timestamp", "0", "--execute")
 	check(map[int32]int64{0: 0, 1: 0})
-	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-timestamp", itoa(time.Now().Add(time.Hour).UnixMilli()))
+	mustOK(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-timestamp", itoa(time.Now().Add(time.Hour).UnixMilli()), "--execute")
 	check(map[int32]int64{0: 10, 1: 4})
 
 	wantFail(t, cli(t, "", "group", "reset-offsets", g, "--topic", "grst"), ExitUsage, "exactly one of")
@@ -199,7 +206,7 @@ func TestGroupResetOffsets(t *testing.T) {
 	if !strings.Contains(r.stdout, "grst[0,1]") || !tableRow(r.stdout, "MEMBER-ID", "CLIENT-ID", "HOST", "ASSIGNED") {
 		t.Errorf("describe table of a live group: %s", r.stdout)
 	}
-	r = cli(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest")
+	r = cli(t, "", "group", "reset-offsets", g, "--topic", "grst", "--to-earliest", "--execute")
 	wantFail(t, r, ExitFail, `reset offsets of group "grst-g"`, "Stable with 1 members", "inactive")
 	if !strings.Contains(r.stderr, "ILLEGAL_GENERATION") && !strings.Contains(r.stderr, "UNKNOWN_MEMBER_ID") {
 		t.Errorf("Kafka's error not relayed: %s", r.stderr)

@@ -1,6 +1,7 @@
 package admincli
 
 import (
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
@@ -71,12 +72,11 @@ func defineTopicCreate(fs *flag.FlagSet) runFunc {
 		resp, err := e.adm.CreateTopic(ctx, int32(*parts), int16(*repl), configs, name)
 		what := fmt.Sprintf("create topic %q", name)
 		if err != nil {
-			return fail(what, err, "")
+			// kadm's CreateTopic returns the topic's error as err: its
+			// message (why the config is invalid) is in resp.
+			return fail(what, err, resp.ErrMessage)
 		}
-		if resp.Err != nil {
-			return fail(what, resp.Err, resp.ErrMessage)
-		}
-		out := topicCreated{Topic: resp.Topic, ID: resp.ID.String(), Partitions: resp.NumPartitions, ReplicationFactor: resp.ReplicationFactor, Configs: map[string]string{}}
+		out := topicCreated{Topic: resp.Topic, ID: topicID(resp.ID), Partitions: resp.NumPartitions, ReplicationFactor: resp.ReplicationFactor, Configs: map[string]string{}}
 		for k := range configs {
 			out.Configs[k] = *configs[k]
 		}
@@ -121,7 +121,7 @@ func defineTopicList(fs *flag.FlagSet) runFunc {
 			if t.Err != nil {
 				return fail(fmt.Sprintf("list topics: topic %q", t.Topic), t.Err, "")
 			}
-			out = append(out, topicListed{Topic: t.Topic, ID: t.ID.String(), Partitions: len(t.Partitions), ReplicationFactor: t.Partitions.NumReplicas(), Internal: t.IsInternal})
+			out = append(out, topicListed{Topic: t.Topic, ID: topicID(t.ID), Partitions: len(t.Partitions), ReplicationFactor: t.Partitions.NumReplicas(), Internal: t.IsInternal})
 		}
 		return e.emit(out, func(w io.Writer) {
 			row(w, "TOPIC", "PARTITIONS", "REPLICAS", "ID")
@@ -187,7 +187,7 @@ func defineTopicDescribe(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fail(what+": configs", err, "")
 		}
-		out := topicDescribed{Topic: name, ID: t.ID.String(), Internal: t.IsInternal, Partitions: []partitionDetail{}, Configs: []configDescribed{}}
+		out := topicDescribed{Topic: name, ID: topicID(t.ID), Internal: t.IsInternal, Partitions: []partitionDetail{}, Configs: []configDescribed{}}
 		for _, p := range t.Partitions.Sorted() {
 			d := partitionDetail{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), LogStartOffset: -1, LogEndOffset: -1}
 			if p.Err != nil {
@@ -318,6 +318,10 @@ func defineTopicAlterConfig(fs *flag.FlagSet) runFunc {
 		})
 	}
 }
+
+// topicID prints a topic id as Kafka's tools do (Uuid.toString): URL-safe
+// base64 without padding, 22 characters.
+func topicID(id kadm.TopicID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // partitionsAdded is the JSON of topic add-partitions.
 type partitionsAdded struct {

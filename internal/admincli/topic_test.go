@@ -19,7 +19,10 @@ func TestTopicCreateListDescribe(t *testing.T) {
 	if err != nil || td["tcld"].Err != nil || len(td["tcld"].Partitions) != 3 {
 		t.Fatalf("kadm sees %v %v", td, err)
 	}
-	if !tableRow(r.stdout, "tcld", td["tcld"].ID.String(), "3", "1") {
+	if id := topicID(td["tcld"].ID); len(id) != 22 || strings.ContainsAny(id, "+/=") {
+		t.Errorf("topic id %q is not Kafka's form (URL-safe base64, no padding)", id)
+	}
+	if !tableRow(r.stdout, "tcld", topicID(td["tcld"].ID), "3", "1") {
 		t.Errorf("create row lacks the topic id %s: %s", td["tcld"].ID, r.stdout)
 	}
 
@@ -36,7 +39,7 @@ func TestTopicCreateListDescribe(t *testing.T) {
 	produceN(t, "tcld", 1, 5)
 
 	r = mustOK(t, "", "topic", "list")
-	if !tableRow(r.stdout, "tcld", "3", "1", td["tcld"].ID.String()) || !tableRow(r.stdout, "tcld-json", "2", "1", created.ID) {
+	if !tableRow(r.stdout, "tcld", "3", "1", topicID(td["tcld"].ID)) || !tableRow(r.stdout, "tcld-json", "2", "1", created.ID) {
 		t.Errorf("list table: %s", r.stdout)
 	}
 	if strings.Contains(r.stdout, "__consumer_offsets") {
@@ -52,7 +55,7 @@ func TestTopicCreateListDescribe(t *testing.T) {
 		if i > 0 && listed[i-1].Topic >= l.Topic {
 			t.Errorf("list not sorted: %q before %q", listed[i-1].Topic, l.Topic)
 		}
-		if l.Topic == "tcld" && l.Partitions == 3 && l.ReplicationFactor == 1 && l.ID == td["tcld"].ID.String() && !l.Internal {
+		if l.Topic == "tcld" && l.Partitions == 3 && l.ReplicationFactor == 1 && l.ID == topicID(td["tcld"].ID) && !l.Internal {
 			found++
 		}
 	}
@@ -65,7 +68,7 @@ func TestTopicCreateListDescribe(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
-	if d.Topic != "tcld" || d.ID != td["tcld"].ID.String() || len(d.Partitions) != 3 {
+	if d.Topic != "tcld" || d.ID != topicID(td["tcld"].ID) || len(d.Partitions) != 3 {
 		t.Fatalf("describe %+v", d)
 	}
 	for i, p := range d.Partitions {
@@ -197,5 +200,24 @@ func TestTopicErrors(t *testing.T) {
 	}
 	if r := cli(t, "", "topic", "create", "--help"); r.code != ExitOK || !strings.Contains(r.stdout, "-partitions") || !strings.Contains(r.stdout, "-brokers") {
 		t.Errorf("topic create --help: %v", r)
+	}
+}
+
+// TestTopicErrorsPrintBrokerMessageOnce: a refused create or alter-config
+// prints the broker's reason, and the error code once.
+func TestTopicErrorsPrintBrokerMessageOnce(t *testing.T) {
+	createTopic(t, "terr", 1)
+	for _, args := range [][]string{
+		{"create", "terr-new", "-c", "foo=bar"},
+		{"alter-config", "terr", "--set", "foo=bar"},
+	} {
+		r := cli(t, "", "topic", args...)
+		wantFail(t, r, ExitFail, `INVALID_CONFIG: `, `unknown topic config "foo"`)
+		if n := strings.Count(r.stderr, "INVALID_CONFIG"); n != 1 {
+			t.Errorf("topic %v: INVALID_CONFIG printed %d times: %s", args, n, r.stderr)
+		}
+		if strings.Contains(r.stderr, "Configuration is invalid.") {
+			t.Errorf("topic %v: the code's description is printed besides the broker's message: %s", args, r.stderr)
+		}
 	}
 }
