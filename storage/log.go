@@ -112,7 +112,7 @@ type Log struct {
 	report    RecoveryReport
 
 	delMu   sync.Mutex // guards pending
-	pending map[*segment]*time.Timer
+	pending map[*segment]*pendingDeletion
 }
 
 // Recovery returns what [OpenLog] found and repaired.
@@ -573,6 +573,8 @@ func (l *Log) Delete() error {
 
 // scheduleDeleteLocked drops the log's reference to a segment already
 // renamed to .deleted after delay; open read views keep it alive longer.
+// The segment counts as pending (PendingDeletions) until its files are
+// unlinked, not merely until the timer fired.
 func (l *Log) scheduleDeleteLocked(s *segment, delay time.Duration) {
 	if delay <= 0 {
 		s.release()
@@ -581,33 +583,64 @@ func (l *Log) scheduleDeleteLocked(s *segment, delay time.Duration) {
 	l.delMu.Lock()
 	defer l.delMu.Unlock()
 	if l.pending == nil {
-		l.pending = make(map[*segment]*time.Timer)
+		l.pending = make(map[*segment]*pendingDeletion)
 	}
-	l.pending[s] = time.AfterFunc(delay, func() {
+	p := &pendingDeletion{}
+	l.pending[s] = p
+	s.gone = func() {
 		l.delMu.Lock()
-		_, ok := l.pending[s]
 		delete(l.pending, s)
 		l.delMu.Unlock()
-		if ok {
+	}
+	p.timer = time.AfterFunc(delay, func() {
+		if l.takeDeletion(s) {
 			s.release()
 		}
 	})
 }
 
-// drainDeletions performs every pending delayed deletion now.
+// pendingDeletion is a segment removed from the log whose files are not
+// unlinked yet: the timer drops the log's reference (released), and the
+// segment's gone hook removes the entry once the files are unlinked.
+type pendingDeletion struct {
+	timer    *time.Timer
+	released bool // the log's reference was dropped (by the timer or drainDeletions)
+}
+
+// takeDeletion reports whether the caller is the one to drop the log's
+// reference to s (the timer and drainDeletions race for it).
+func (l *Log) takeDeletion(s *segment) bool {
+	l.delMu.Lock()
+	defer l.delMu.Unlock()
+	p, ok := l.pending[s]
+	if !ok || p.released {
+		return false
+	}
+	p.released = true
+	return true
+}
+
+// drainDeletions performs every pending delayed deletion now (files under
+// an open ReadView go when it is released).
 func (l *Log) drainDeletions() {
 	l.delMu.Lock()
-	p := l.pending
-	l.pending = nil
+	var todo []*segment
+	for s, p := range l.pending {
+		if !p.released {
+			p.released = true
+			p.timer.Stop()
+			todo = append(todo, s)
+		}
+	}
 	l.delMu.Unlock()
-	for s, t := range p {
-		t.Stop()
+	for _, s := range todo {
 		s.release()
 	}
 }
 
-// PendingDeletions returns how many removed segments still wait for
-// file.delete.delay.ms.
+// PendingDeletions returns how many removed segments still have files on
+// disk: waiting for file.delete.delay.ms, or for a ReadView holding them.
+// Zero means every deleted segment's files are gone.
 func (l *Log) PendingDeletions() int {
 	l.delMu.Lock()
 	defer l.delMu.Unlock()

@@ -59,6 +59,11 @@ type segment struct {
 
 	refs    atomic.Int64 // 1 (the log's) + open read views; files closed at 0
 	deleted atomic.Bool  // files renamed to .deleted: unlink them when closed
+	// gone, if set (before the log's reference is dropped), is called once
+	// the last reference is gone and a deleted segment's files are
+	// unlinked, so whoever counts pending deletions counts them done only
+	// when they are.
+	gone func()
 }
 
 func (s *segment) logPath() string {
@@ -174,6 +179,9 @@ func (s *segment) release() {
 		for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
 			_ = s.fs.Remove(p + DeletedFileSuffix)
 		}
+	}
+	if s.gone != nil {
+		s.gone()
 	}
 }
 
