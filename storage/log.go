@@ -41,6 +41,13 @@ type LogOptions struct {
 	// (the Manager takes the whole directory offline).
 	OnFailure func(err error)
 
+	// DirFull, if set, is asked before every append: true refuses it with
+	// ErrLogDirFull (the Manager's view of the data directory's space).
+	DirFull func() bool
+	// OnNoSpace is called when a write failed with ENOSPC and was cut back
+	// (the log does not latch; the Manager marks the directory full).
+	OnNoSpace func(err error)
+
 	// OnTruncate is called after Truncate or TruncateFullyAndStartAt
 	// lowered the recovery point, without the log's lock held (the Manager
 	// writes its checkpoints).
@@ -90,6 +97,8 @@ type Log struct {
 	snapshot   func(int64) ([]byte, error)
 	onFailure  func(error)
 	onTruncate func()
+	dirFull    func() bool
+	onNoSpace  func(error)
 
 	cfg  atomic.Pointer[Config]
 	segs atomic.Pointer[[]*segment] // copy-on-write, oldest first; never empty while open
@@ -185,6 +194,28 @@ func (l *Log) usableLocked() error {
 	return nil
 }
 
+// latch takes the log offline from outside (its data directory failed).
+func (l *Log) latch(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed.Load() {
+		_ = l.failLocked(err)
+	}
+}
+
+// writeFailLocked handles a failed write that left nothing visible: out
+// of space refuses this append (ErrLogDirFull) and marks the directory
+// full without latching the log; any other error latches it.
+func (l *Log) writeFailLocked(err error) error {
+	if !noSpaceErr(err) {
+		return l.failLocked(err)
+	}
+	if l.onNoSpace != nil {
+		l.onNoSpace(fmt.Errorf("storage: %s: %w", l.dir, err))
+	}
+	return fmt.Errorf("%w: %v", ErrLogDirFull, err)
+}
+
 // failLocked latches the log: every later mutation returns ErrLogFailed.
 func (l *Log) failLocked(err error) error {
 	if !l.failed.Load() {
@@ -269,6 +300,9 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	if err := l.usableLocked(); err != nil {
 		return info, err
 	}
+	if l.dirFull != nil && l.dirFull() {
+		return info, fmt.Errorf("%w: %s", ErrLogDirFull, filepath.Dir(l.dir))
+	}
 	cfg = l.cfg.Load()
 	act := l.active()
 	first := act.next.Load()
@@ -329,8 +363,11 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		_ = act.log.Truncate(start)
-		return info, l.failLocked(fmt.Errorf("append to %s: %w", act.logPath(), err))
+		err = fmt.Errorf("append to %s: %w", act.logPath(), err)
+		if terr := act.log.Truncate(start); terr != nil {
+			return info, l.failLocked(errors.Join(err, terr))
+		}
+		return info, l.writeFailLocked(err)
 	}
 	pos = 0
 	for i := range hdrs {
@@ -444,18 +481,25 @@ func (l *Log) rollLocked(newBase int64) error {
 		return nil
 	}
 	end := act.next.Load()
+	// Out of space before the new list is published leaves a state the
+	// next roll completes (seal is a no-op on a sealed segment; the
+	// snapshot and the new segment's files are rewritten): the directory
+	// is marked full instead of the log latching.
+	wasSealed := act.sealed
 	if err := act.seal(); err != nil {
-		return l.failLocked(fmt.Errorf("seal segment %d: %w", act.base, err))
+		return l.writeFailLocked(fmt.Errorf("seal segment %d: %w", act.base, err))
 	}
-	l.rolls.Add(1)
+	if !wasSealed {
+		l.rolls.Add(1)
+	}
 	if l.snapshot != nil {
 		if err := l.writeSnapshotLocked(newBase); err != nil {
-			return l.failLocked(err)
+			return l.writeFailLocked(err)
 		}
 	}
 	ns, err := createSegment(l.fs, l.dir, newBase, *cfg)
 	if err != nil {
-		return l.failLocked(err)
+		return l.writeFailLocked(err)
 	}
 	ns.jitterMs = jitter(cfg)
 	if err := l.fs.SyncDir(l.dir); err != nil {

@@ -244,14 +244,27 @@ func (s *segment) observeBatch(h *batch.Header, pos int64, interval int) error {
 	ts, tsOff := s.maxTS, s.maxTSOff
 	s.tsMu.Unlock()
 	if s.bytesSinceIndex > interval {
-		// A full index only costs sparseness; the next append rolls.
+		// A full index only costs sparseness; the next append rolls. So
+		// does an entry the disk had no room for (the index writes, never
+		// stores through its mapping, so a full disk is ENOSPC here, not
+		// SIGBUS): a recovery on a full disk still completes, and the
+		// entry is retried at the next batch.
+		skipped := false
 		if err := s.oi.Append(h.BaseOffset, int32(pos)); err != nil && !errors.Is(err, index.ErrIndexFull) {
-			return err
+			if !noSpaceErr(err) {
+				return err
+			}
+			skipped = true
 		}
 		if err := s.ti.Append(ts, tsOff); err != nil && !errors.Is(err, index.ErrIndexFull) {
-			return err
+			if !noSpaceErr(err) {
+				return err
+			}
+			skipped = true
 		}
-		s.bytesSinceIndex = 0
+		if !skipped {
+			s.bytesSinceIndex = 0
+		}
 	}
 	s.bytesSinceIndex += int(h.Size())
 	return nil
@@ -556,7 +569,7 @@ func (s *segment) seal() error {
 	// to a reopen, see loadTrusted) and moves the recovery point only
 	// after seal returns, and the index Syncs below cover the entry.
 	if err := s.log.Sync(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errFsync, err)
 	}
 	if err := s.oi.Seal(); err != nil {
 		return err
@@ -565,10 +578,10 @@ func (s *segment) seal() error {
 		return err
 	}
 	if err := s.oi.Sync(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errFsync, err)
 	}
 	if err := s.ti.Sync(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errFsync, err)
 	}
 	s.sealed = true
 	return nil

@@ -247,6 +247,30 @@ func (m *mmapIndex) appendSlotLocked() ([]byte, error) {
 	return m.mmap[off : off+m.entrySize], nil
 }
 
+// appendLocked writes entry into the next free slot and publishes it.
+// wmu held.
+//
+// The entry goes through a positioned write, not a store into the
+// mapping: the file is sparse (preallocated by truncation), so the first
+// store into one of its pages makes the file system allocate that page,
+// and on a full disk that fault is SIGBUS, which kills the process (it did,
+// in a recovery on a full disk). A write fails with ENOSPC instead, and
+// the mapping (MAP_SHARED, the same page cache) sees the bytes it wrote.
+// A write that failed part-way is zeroed back, best effort, so the slot
+// counts as free on a reopen (see the layout comment).
+func (m *mmapIndex) appendLocked(entry []byte) error {
+	if _, err := m.appendSlotLocked(); err != nil {
+		return err
+	}
+	off := m.n.Load() * int64(m.entrySize)
+	if _, err := m.f.WriteAt(entry, off); err != nil {
+		_, _ = m.f.WriteAt(make([]byte, len(entry)), off)
+		return fmt.Errorf("index: append to %s: %w", m.path, err)
+	}
+	m.publishLocked()
+	return nil
+}
+
 // lastSlotLocked returns the last published entry's bytes, or nil. wmu held.
 func (m *mmapIndex) lastSlotLocked() []byte {
 	n := int(m.n.Load())
