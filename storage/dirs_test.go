@@ -167,3 +167,41 @@ func TestManagerSpreadsLogsOverDirsAndIsolatesAFailedDir(t *testing.T) {
 		t.Fatalf("new log in %v (%v), want /a", l, err)
 	}
 }
+
+// A tiered log whose disk filled while the object store was down: once
+// uploads catch up (the uploaded offset moves), the free-space checks run
+// local retention at once, without waiting for
+// log.retention.check.interval, so the uploaded segments go and the disk
+// drains.
+func TestManagerFullDirDrainsUploadedSegments(t *testing.T) {
+	efs := errfs.Wrap(vfs.NewMem(), errfs.On())
+	o := managerOptions(efs)
+	o.MinFreeBytes, o.FreeCheckInterval = 1<<20, 2*time.Millisecond
+	o.RetentionCheckInterval = time.Hour
+	o.Default.RemoteStorageEnable = true
+	o.Default.LocalRetentionBytes = 0
+	o.Default.RetentionMs = -1 // only local retention, limited by the uploads
+	m := openManager(t, o)
+	defer m.Close()
+	m.Start()
+	l, err := m.GetOrCreate("t", 0, o.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetRemoteUploadedOffset(0) // an uploader runs and has uploaded nothing (the store is down)
+	for range 3 {
+		if _, err := l.Append(makeBatch(t, 1, 100, baseTs), AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	efs.SetFreeSpace(0)
+	waitFor(t, "the dir to be full", func() bool { return m.Dirs()[0].Full })
+	if n := l.NumSegments(); n != 4 {
+		t.Fatalf("%d segments before the uploads, want 4 (nothing uploaded, nothing deleted)", n)
+	}
+	l.SetRemoteUploadedOffset(l.LogEndOffset()) // the store is back, the backlog uploaded
+	waitFor(t, "uploaded segments to go", func() bool { return l.NumSegments() == 1 })
+}

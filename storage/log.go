@@ -351,7 +351,9 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	// entry for offsets that never got written is cut by recovery
 	// (TruncateFromEnd at the log end).
 	if err := l.recordEpochsLocked(hdrs); err != nil {
-		return info, l.failLocked(err)
+		// The cache changes in memory only once its file is written, so
+		// out of space leaves it as it was: refused, not latched.
+		return info, l.writeFailLocked(err)
 	}
 
 	// One write at the published end. A failure (or short write) latches
