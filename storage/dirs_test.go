@@ -205,3 +205,27 @@ func TestManagerFullDirDrainsUploadedSegments(t *testing.T) {
 	l.SetRemoteUploadedOffset(l.LogEndOffset()) // the store is back, the backlog uploaded
 	waitFor(t, "uploaded segments to go", func() bool { return l.NumSegments() == 1 })
 }
+
+// Freeing space must work on a full disk: retention and DeleteRecords
+// (which rewrite the leader-epoch cache, a small file that needs a block)
+// neither fail nor latch the log when every write and create hits ENOSPC.
+func TestDeletesWorkOnAFullDisk(t *testing.T) {
+	full := errfs.On(errfs.OpCreate, errfs.OpWrite, errfs.OpWriteAt).Err(syscall.ENOSPC)
+	full.Disable()
+	e := rolledEnvFS(t, errfs.Wrap(vfs.NewMem(), full), 4, func(c *Config) { c.RetentionBytes = -1 })
+	full.Enable()
+	if err := e.log.SetLogStartOffset(3); err != nil || e.log.Failed() {
+		t.Fatalf("DeleteRecords on a full disk: %v (failed %v)", err, e.log.Failed())
+	}
+	e.log.SetConfig(func() Config { c := e.log.Config(); c.RetentionBytes = 1; return c }())
+	if n, err := e.log.EnforceRetention(e.clock.Now()); err != nil || n == 0 || e.log.Failed() {
+		t.Fatalf("retention on a full disk: deleted %d, %v (failed %v)", n, err, e.log.Failed())
+	}
+	if _, err := e.log.Append(makeBatch(t, 1, 10, baseTs), AppendOptions{AssignOffsets: true}); !errors.Is(err, ErrLogDirFull) {
+		t.Fatalf("append on a full disk: %v, want ErrLogDirFull", err)
+	}
+	full.Disable()
+	if _, err := e.log.Append(makeBatch(t, 1, 10, baseTs), AppendOptions{AssignOffsets: true}); err != nil {
+		t.Fatalf("append with space back: %v", err)
+	}
+}
