@@ -1,11 +1,15 @@
 package broker
 
 import (
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // TestJBODUsesEveryLogDir: with two log.dirs, partitions are placed on
@@ -71,5 +75,21 @@ func TestJBODUsesEveryLogDir(t *testing.T) {
 		if leo := n.partition("jbod", p).log.LogEndOffset(); leo != 1 {
 			t.Fatalf("partition %d: log end %d after restart, want 1", p, leo)
 		}
+	}
+}
+
+// TestMetadataLogDirIsLocked: metadata.log.dir outside log.dirs is locked
+// too, so a second node on other log dirs but the same metadata dir is
+// refused before it opens the Raft log.
+func TestMetadataLogDirIsLocked(t *testing.T) {
+	meta := t.TempDir()
+	startNode(t, t.TempDir(), map[string]string{"metadata.log.dir": meta})
+	n2, err := Open(Options{Config: testConfig(t, t.TempDir(), map[string]string{"metadata.log.dir": meta}),
+		Logger: testLogger(), StartTimeout: testWait})
+	if err == nil {
+		n2.Close()
+	}
+	if !errors.Is(err, vfs.ErrLocked) || !strings.Contains(err.Error(), meta) {
+		t.Fatalf("second node on the same metadata.log.dir: %v, want ErrLocked naming %s", err, meta)
 	}
 }
