@@ -2,19 +2,19 @@ package broker
 
 // DescribeLogDirs (key 35), versions 0 through kmsg's newest (5).
 //
-// Behaviour: one log dir, the data directory (log.dirs' first entry, as an
-// absolute path), with every partition log in it — all of them when Topics
-// is null, else the named topics' listed partitions (names or partitions
-// without a log here are left out, as Kafka does). Per partition: Size, the
-// bytes of its local segments; OffsetLag, max(HW - LEO, 0), which is 0 for
-// a leader; IsFuture false (no alter-log-dirs moves). v3+ top-level
-// ErrorCode 0. v4+ TotalBytes and UsableBytes of the directory's file
-// system from statfs(2) (-1 if statfs fails). v5 IsCordoned false.
+// Behaviour: one entry per directory of log.dirs (as an absolute path),
+// with every partition log in it — all of them when Topics is null, else
+// the named topics' listed partitions (names or partitions without a log
+// here are left out, as Kafka does). Per partition: Size, the bytes of its
+// local segments; OffsetLag, max(HW - LEO, 0), which is 0 for a leader;
+// IsFuture false (no alter-log-dirs moves). v3+ top-level ErrorCode 0. v4+
+// TotalBytes and UsableBytes of the directory's file system from statfs(2)
+// (-1 if statfs fails). v5 IsCordoned false.
 //
-// Differences from Kafka: only the first of log.dirs is used, so there is
-// exactly one dir; a data directory that has failed is reported with
-// KAFKA_STORAGE_ERROR and no partitions (Kafka lists failed dirs the same
-// way).
+// Differences from Kafka: none known for the listing. A directory that has
+// failed is reported with KAFKA_STORAGE_ERROR and no partitions (Kafka
+// lists failed dirs the same way); a full one (appends refused) is listed
+// normally, its UsableBytes telling why.
 
 import (
 	"context"
@@ -30,18 +30,6 @@ func init() { register(35, 0, false, handleDescribeLogDirs) }
 func handleDescribeLogDirs(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeLogDirsRequest)
 	resp := kmsg.NewPtrDescribeLogDirsResponse()
-	dir := kmsg.NewDescribeLogDirsResponseDir()
-	dir.Dir = n.cfg.LogDir
-	if abs, err := filepath.Abs(n.cfg.LogDir); err == nil {
-		dir.Dir = abs
-	}
-	dir.TotalBytes, dir.UsableBytes = -1, -1
-	var fs unix.Statfs_t
-	if err := unix.Statfs(n.cfg.LogDir, &fs); err == nil {
-		dir.TotalBytes = int64(fs.Blocks) * int64(fs.Bsize)
-		dir.UsableBytes = int64(fs.Bavail) * int64(fs.Bsize)
-	}
-
 	var want map[tpKey]bool // nil: every partition
 	if req.Topics != nil {
 		want = map[tpKey]bool{}
@@ -51,37 +39,46 @@ func handleDescribeLogDirs(_ context.Context, n *Node, r *request) (*frame, erro
 			}
 		}
 	}
-	failed := false
-	byTopic := map[string]int{}        // topic → index in dir.Topics
-	for _, l := range n.store.Logs() { // sorted by topic, partition
-		k := tpKey{l.Topic(), l.Partition()}
-		if want != nil && !want[k] {
+	logs := n.store.Logs() // sorted by topic, partition
+	for _, st := range n.store.Dirs() {
+		dir := kmsg.NewDescribeLogDirsResponseDir()
+		dir.Dir = st.Path
+		if abs, err := filepath.Abs(st.Path); err == nil {
+			dir.Dir = abs
+		}
+		dir.TotalBytes, dir.UsableBytes = -1, -1
+		var fs unix.Statfs_t
+		if err := unix.Statfs(st.Path, &fs); err == nil {
+			dir.TotalBytes = int64(fs.Blocks) * int64(fs.Bsize)
+			dir.UsableBytes = int64(fs.Bavail) * int64(fs.Bsize)
+		}
+		if st.Failed {
+			dir.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, dir)
 			continue
 		}
-		if l.Failed() {
-			failed = true
-			continue
+		byTopic := map[string]int{} // topic → index in dir.Topics
+		for _, l := range logs {
+			k := tpKey{l.Topic(), l.Partition()}
+			if (want != nil && !want[k]) || n.store.DirOf(l) != st.Path {
+				continue
+			}
+			i, ok := byTopic[k.topic]
+			if !ok {
+				t := kmsg.NewDescribeLogDirsResponseDirTopic()
+				t.Topic = k.topic
+				dir.Topics = append(dir.Topics, t)
+				i = len(dir.Topics) - 1
+				byTopic[k.topic] = i
+			}
+			p := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			p.Partition, p.Size = k.partition, l.Size()
+			if hp := n.partition(k.topic, k.partition); hp != nil {
+				p.OffsetLag = max(hp.hw.Load()-l.LogEndOffset(), 0)
+			}
+			dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, p)
 		}
-		i, ok := byTopic[k.topic]
-		if !ok {
-			t := kmsg.NewDescribeLogDirsResponseDirTopic()
-			t.Topic = k.topic
-			dir.Topics = append(dir.Topics, t)
-			i = len(dir.Topics) - 1
-			byTopic[k.topic] = i
-		}
-		p := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		p.Partition, p.Size = k.partition, l.Size()
-		if hp := n.partition(k.topic, k.partition); hp != nil {
-			p.OffsetLag = max(hp.hw.Load()-l.LogEndOffset(), 0)
-		}
-		dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, p)
+		resp.Dirs = append(resp.Dirs, dir)
 	}
-	if failed {
-		// One failed log takes the whole directory offline (storage
-		// reports it on Manager.Failed and the node stops).
-		dir.ErrorCode, dir.Topics = kerr.KafkaStorageError.Code, nil
-	}
-	resp.Dirs = append(resp.Dirs, dir)
 	return encodeResponse(r, resp), nil
 }

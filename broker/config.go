@@ -41,7 +41,7 @@ var Settings = []Setting{
 	{"advertised.listeners", "", "listeners given to clients in Metadata (default: the PLAINTEXT listener as bound)"},
 	{"controller.listener.names", "CONTROLLER", "the listener name the controller quorum uses"},
 	{"controller.quorum.voters", "1@127.0.0.1:9093", "the controller quorum, id@host:port,..."},
-	{"log.dirs", "./strata-data", "data directory (only the first of a comma-separated list is used)"},
+	{"log.dirs", "./strata-data", "data directories, comma-separated (JBOD: new partitions go to the one holding fewest; each is locked with a .lock file)"},
 	{"log.dir", "", "data directory when log.dirs is unset (Kafka's single-directory form; log.dirs wins)"},
 	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener host:port serving /metrics, /healthz, /readyz, /debug/pprof/ (port 0 = any; empty = none)"},
@@ -85,6 +85,7 @@ var Settings = []Setting{
 	{"log.flush.scheduler.interval.ms", "1000", "how often flush.ms is checked"},
 	{"log.flush.offset.checkpoint.interval.ms", "60000", "how often recovery points are checkpointed"},
 	{"num.recovery.threads.per.data.dir", "2", "logs loaded in parallel at start"},
+	{"strata.log.dir.min.free.bytes", "104857600", "a log dir with less free space refuses appends (KAFKA_STORAGE_ERROR; reads, deletes and retention go on) and takes them again once this much is free"},
 	{"group.initial.rebalance.delay.ms", "3000", "how long the first rebalance of an empty group waits for more members to join"},
 	{"group.min.session.timeout.ms", "6000", "smallest session.timeout.ms a member may ask for"},
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
@@ -269,7 +270,9 @@ type Config struct {
 	AdvertisedListeners      []Listener // nil: the bound client listeners
 	ControllerListenerName   string
 	QuorumVoters             []controller.Voter
-	LogDir                   string
+	LogDir                   string   // the first of LogDirs: meta.properties, producer ids, remote cache
+	LogDirs                  []string // log.dirs, every one holding partition logs
+	LogDirMinFreeBytes       int64
 	MetadataLogDir           string
 	AdminListener            string
 	NumPartitions            int32
@@ -458,9 +461,16 @@ func ParseConfig(props map[string]string) (Config, error) {
 			c.Props["log.dirs"] = get("log.dir")
 		}
 	}
-	c.LogDir = strings.TrimSpace(strings.Split(get(logDirsName), ",")[0])
-	if c.LogDir == "" {
+	c.LogDirs = nil
+	for _, d := range strings.Split(get(logDirsName), ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			c.LogDirs = append(c.LogDirs, d)
+		}
+	}
+	if len(c.LogDirs) == 0 {
 		bad("log.dirs", get("log.dirs"), "empty")
+	} else {
+		c.LogDir = c.LogDirs[0]
 	}
 	// As in Kafka, the Raft log defaults to <first log dir>/__cluster_metadata-0:
 	// storage.Manager skips that directory. A data directory written before
@@ -576,6 +586,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.FlushCheckInterval = ms("log.flush.scheduler.interval.ms", 1)
 	c.CheckpointInterval = ms("log.flush.offset.checkpoint.interval.ms", 1)
 	c.RecoveryThreads = int(min(i64("num.recovery.threads.per.data.dir", 1), 64))
+	c.LogDirMinFreeBytes = i64("strata.log.dir.min.free.bytes", 0)
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)
 	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms", 1)
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)

@@ -293,6 +293,7 @@ type nodeCollector struct {
 	recTruncated, recDroppedSegs, recLogsRecovered, recLogs, recSeconds                      *prometheus.Desc
 	cleanerRuns, cleanerFailures, cleanerRead, cleanerWritten, cleanerDirty, cleanerMaxDirty *prometheus.Desc
 	rolls, flushes, flushSeconds                                                             *prometheus.Desc
+	dirFree, dirMinFree, dirFull, dirOffline                                                 *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -331,6 +332,10 @@ func newNodeCollector(n *Node) *nodeCollector {
 		rolls:            d("log", "segment_rolls_total", "Segments sealed (rolled) since the partition's log opened.", tp...),
 		flushes:          d("log", "flushes_total", "fsyncs of the active segment (flush.messages, flush.ms, shutdown) since the log opened.", tp...),
 		flushSeconds:     d("log", "flush_seconds_total", "Time those fsyncs took (rate of this / rate of flushes_total = mean fsync time).", tp...),
+		dirFree:          d("log_dir", "free_bytes", "Free space of the file system holding the log dir, as last measured (every second).", "dir"),
+		dirMinFree:       d("log_dir", "min_free_bytes", "strata.log.dir.min.free.bytes: below this much free space the log dir refuses appends.", "dir"),
+		dirFull:          d("log_dir", "full", "1 while the log dir refuses appends: free space below strata.log.dir.min.free.bytes, or a write failed with ENOSPC.", "dir"),
+		dirOffline:       d("log_dir", "offline", "1 once an I/O error took the log dir, and its partitions, offline (until a restart).", "dir"),
 	}
 }
 
@@ -339,7 +344,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.metadataOffset, c.logSize, c.logSegments, c.logEnd, c.logStart, c.localLogStart, c.hw,
 		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds,
 		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty,
-		c.rolls, c.flushes, c.flushSeconds} {
+		c.rolls, c.flushes, c.flushSeconds, c.dirFree, c.dirMinFree, c.dirFull, c.dirOffline} {
 		ch <- d
 	}
 }
@@ -407,6 +412,14 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.partitionsLed, float64(led))
 
 	if n.health.storeLoaded.Load() {
+		for _, d := range n.store.Dirs() {
+			if d.FreeBytes >= 0 {
+				gauge(c.dirFree, float64(d.FreeBytes), d.Path)
+			}
+			gauge(c.dirMinFree, float64(n.cfg.LogDirMinFreeBytes), d.Path)
+			gauge(c.dirFull, b2f(d.Full), d.Path)
+			gauge(c.dirOffline, b2f(d.Failed), d.Path)
+		}
 		st := n.store.CleanerStats()
 		counter := func(d *prometheus.Desc, v int64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))

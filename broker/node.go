@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -102,6 +104,7 @@ type Node struct {
 	health   nodeHealth            // what /readyz judges
 	admin    *adminServer          // nil when admin.listener is empty
 
+	metaLock  io.Closer      // metadata.log.dir's .lock when it is not one of log.dirs
 	loops     sync.WaitGroup // accept loops, metadata follower, heartbeats
 	connWG    sync.WaitGroup // connections
 	closeOnce sync.Once
@@ -146,18 +149,14 @@ func Open(o Options) (n *Node, err error) {
 	if err := n.startMetrics(o); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
-		return nil, fmt.Errorf("broker: create log dir: %w", err)
-	}
-	if n.clusterID, n.incarnation, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
+	if err := n.lockMetadataDir(); err != nil {
 		return nil, err
 	}
-	if n.pids, err = openProducerIDs(cfg.LogDir, cfg.NodeID); err != nil {
-		return nil, err
-	}
+	// The storage manager locks every log dir before anything reads or
+	// writes in them (meta.properties and the producer ids included).
 	loadStart := time.Now()
 	n.store, err = storage.OpenManager(storage.ManagerOptions{
-		Dir: cfg.LogDir, Default: cfg.Storage, Logger: o.Logger,
+		Dir: cfg.LogDir, Dirs: cfg.LogDirs, MinFreeBytes: cfg.LogDirMinFreeBytes, Default: cfg.Storage, Logger: o.Logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval, FlushCheckInterval: cfg.FlushCheckInterval,
 		CheckpointInterval: cfg.CheckpointInterval, RecoveryThreads: cfg.RecoveryThreads,
 		ProducerSnapshot: n.pcells.hook,
@@ -166,6 +165,12 @@ func Open(o Options) (n *Node, err error) {
 		CleanerBackoff: cfg.CleanerBackoff,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if n.clusterID, n.incarnation, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
+		return nil, err
+	}
+	if n.pids, err = openProducerIDs(cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	n.health.recovery.Store(summarizeRecovery(n.store.Logs(), time.Since(loadStart)))
@@ -234,8 +239,10 @@ func Open(o Options) (n *Node, err error) {
 		defer n.loops.Done()
 		select {
 		case err := <-n.store.Failed():
-			// Kafka stops a broker whose only log dir is offline.
-			n.logger.Error("broker: data directory failed, stopping", "err", err)
+			// Kafka stops a broker once its last log dir is offline (one
+			// failed dir of several takes only its partitions; a full one
+			// only refuses appends).
+			n.logger.Error("broker: every data directory failed, stopping", "err", err)
 			n.cancel()
 		case <-n.ctx.Done():
 		}
@@ -249,6 +256,29 @@ func Open(o Options) (n *Node, err error) {
 	n.health.serving.Store(true)
 	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.clusterID, "listeners", n.Addrs())
 	return n, nil
+}
+
+// lockMetadataDir takes metadata.log.dir's .lock (Kafka locks it too)
+// unless the directory is one of log.dirs, which the storage manager locks.
+func (n *Node) lockMetadataDir() error {
+	md := filepath.Clean(n.cfg.MetadataLogDir)
+	for _, d := range n.cfg.LogDirs {
+		if filepath.Clean(d) == md {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(md, 0o755); err != nil {
+		return fmt.Errorf("broker: create metadata log dir: %w", err)
+	}
+	lk, err := vfs.Default.Lock(filepath.Join(md, storage.LockFile))
+	if errors.Is(err, vfs.ErrLocked) {
+		return fmt.Errorf("broker: metadata log dir %s is in use by another process: %w", md, err)
+	}
+	if err != nil {
+		return fmt.Errorf("broker: lock metadata log dir: %w", err)
+	}
+	n.metaLock = lk
+	return nil
 }
 
 // startController binds the CONTROLLER listener and opens the controller.
@@ -380,6 +410,9 @@ func (n *Node) Close() error {
 		}
 		if n.store != nil {
 			errs = append(errs, n.store.Close())
+		}
+		if n.metaLock != nil {
+			errs = append(errs, n.metaLock.Close())
 		}
 		errs = append(errs, n.admin.close())
 		n.closeErr = errors.Join(errs...)

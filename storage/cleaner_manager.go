@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"path/filepath"
 	"sort"
@@ -57,13 +58,16 @@ func newCleanerManager(m *Manager) (*cleanerManager, error) {
 		ratios: map[checkpoint.TopicPartition]float64{}, inProgress: map[*Log]bool{},
 		expiries: map[checkpoint.TopicPartition]int64{},
 	}
-	fd, err := checkpoint.ReadOffsets(m.opts.FS, filepath.Join(m.opts.Dir, CleanerCheckpointFile))
-	if err != nil {
-		// Losing it costs a re-cleaning of clean data, nothing more.
-		m.opts.Logger.Warn("storage: cleaner checkpoint unreadable", "err", err)
-		fd = map[checkpoint.TopicPartition]int64{}
+	c.firstDirty = map[checkpoint.TopicPartition]int64{}
+	for _, d := range m.dirs {
+		fd, err := checkpoint.ReadOffsets(m.opts.FS, filepath.Join(d.path, CleanerCheckpointFile))
+		if err != nil {
+			// Losing it costs a re-cleaning of clean data, nothing more.
+			m.opts.Logger.Warn("storage: cleaner checkpoint unreadable", "dir", d.path, "err", err)
+			continue
+		}
+		maps.Copy(c.firstDirty, fd)
 	}
-	c.firstDirty = fd
 	return c, nil
 }
 
@@ -183,20 +187,28 @@ func (c *cleanerManager) cleanOne(stop <-chan struct{}) bool {
 func (c *cleanerManager) writeCheckpoint() {
 	c.cpMu.Lock()
 	defer c.cpMu.Unlock()
-	loaded := map[checkpoint.TopicPartition]bool{}
+	dirOf := map[checkpoint.TopicPartition]string{}
 	for _, l := range c.m.Logs() {
-		loaded[tpOf(l)] = true
+		dirOf[tpOf(l)] = filepath.Dir(l.dir)
 	}
+	out := map[string]map[checkpoint.TopicPartition]int64{}
 	c.mu.Lock()
-	out := make(map[checkpoint.TopicPartition]int64, len(c.firstDirty))
 	for tp, o := range c.firstDirty {
-		if loaded[tp] {
-			out[tp] = o
+		if d, ok := dirOf[tp]; ok {
+			if out[d] == nil {
+				out[d] = map[checkpoint.TopicPartition]int64{}
+			}
+			out[d][tp] = o
 		}
 	}
 	c.mu.Unlock()
-	if err := checkpoint.WriteOffsets(c.m.opts.FS, filepath.Join(c.m.opts.Dir, CleanerCheckpointFile), out); err != nil {
-		c.m.opts.Logger.Warn("storage: write cleaner checkpoint", "err", err)
+	for _, d := range c.m.dirs {
+		if d.failed.Load() {
+			continue
+		}
+		if err := checkpoint.WriteOffsets(c.m.opts.FS, filepath.Join(d.path, CleanerCheckpointFile), out[d.path]); err != nil {
+			c.m.opts.Logger.Warn("storage: write cleaner checkpoint", "dir", d.path, "err", err)
+		}
 	}
 }
 

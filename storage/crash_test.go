@@ -817,6 +817,22 @@ func checkFaultOutcome(t *testing.T, mem *vfs.MemFS, r faultRun, label string) {
 		if w.acked != len(w.attempted) {
 			t.Fatalf("%s: no error surfaced but only %d of %d batches were acknowledged", label, w.acked, len(w.attempted))
 		}
+	} else if r.stepErr && !r.closed && errors.Is(r.err, ErrLogDirFull) {
+		// Out of space, cut back: refused, not latched, and the next
+		// append (the fault is gone) goes through.
+		l := r.log
+		if l.Failed() {
+			t.Fatalf("%s: a full disk latched the log: %v", label, r.err)
+		}
+		if got := readBatches(t, l, label+" (full disk)"); len(got) != w.acked {
+			t.Fatalf("%s: the log shows %d batches after ENOSPC, %d were acknowledged", label, len(got), w.acked)
+		}
+		b := makeCrashBatch(w.rng, l.LogEndOffset(), 1, w.ts)
+		if _, err := l.Append(b, AppendOptions{LeaderEpoch: crashEpoch, AssignOffsets: true}); err != nil {
+			t.Fatalf("%s: append once space is back: %v", label, err)
+		}
+		w.attempted = append(w.attempted[:w.acked], b)
+		w.acked++
 	} else if r.stepErr && !r.closed {
 		l := r.log
 		if !errors.Is(r.err, ErrLogFailed) {
@@ -851,8 +867,9 @@ func checkFaultOutcome(t *testing.T, mem *vfs.MemFS, r faultRun, label string) {
 	checkRecovered(t, mem.CrashClone(0, rand.New(rand.NewPCG(1, 2))), 0, w.attempted, flushedBatches(w.attempted, r.rp), label+" power loss")
 }
 
-// Failures that persist (a full disk, a dead device) must latch too and
-// recover like a single failure.
+// Failures that persist (a dead device) must latch too and recover like a
+// single failure; a full disk refuses appends without latching, and they
+// resume once it is gone.
 func TestCrashPersistentFaultsLatch(t *testing.T) {
 	for _, kind := range crashFaultKinds() {
 		for _, from := range []int{1, 5, 20} {
@@ -1336,7 +1353,7 @@ func errName(err error) string {
 		err  error
 		name string
 	}{
-		{ErrLogFailed, "ErrLogFailed"}, {ErrCorruption, "ErrCorruption"}, {ErrClosed, "ErrClosed"},
+		{ErrLogFailed, "ErrLogFailed"}, {ErrLogDirFull, "ErrLogDirFull"}, {ErrCorruption, "ErrCorruption"}, {ErrClosed, "ErrClosed"},
 		{ErrOffsetOutOfRange, "ErrOffsetOutOfRange"}, {syscall.EIO, "EIO"}, {syscall.ENOSPC, "ENOSPC"},
 	} {
 		if errors.Is(err, s.err) {
@@ -1417,6 +1434,11 @@ func (sc *crashScenario) run(t *testing.T, d *datadriven.TestData) string {
 				// The log is failed: no later batch reuses these offsets
 				// until a reopen resets the workload to the log end.
 				sc.want = sc.want[:len(sc.want)-1]
+				if errors.Is(err, ErrLogDirFull) {
+					// Refused, not latched: the next append takes
+					// the offsets this one would have had.
+					sc.w.next = sc.log.LogEndOffset()
+				}
 				fmt.Fprintf(&out, "%s\n", errName(err))
 				continue
 			}

@@ -1,7 +1,8 @@
 // Package storage is the hot tier: one partition's local log ([Log]) and
-// the [Manager] of a data directory full of them.
+// the [Manager] of the data directories (log.dirs, JBOD) full of them.
 //
-// It owns the files under a data directory: segments of Kafka v2 record
+// It owns the files under each data directory (held with a .lock file
+// while a process uses it): segments of Kafka v2 record
 // batches stored byte for byte as the wire carries them, their sparse
 // memory-mapped offset and time indexes (storage/index), producer-state
 // snapshot files (their content belongs to the broker, their lifecycle

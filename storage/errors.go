@@ -19,6 +19,13 @@ var (
 	// reported offline. It satisfies errors.Is(err, kerr.KafkaStorageError).
 	ErrLogFailed = fmt.Errorf("storage: log failed: %w", kerr.KafkaStorageError)
 
+	// ErrLogDirFull is returned by [Log.Append] (and a roll) while the
+	// log's data directory is full: free space below MinFreeBytes, or a
+	// write failed with ENOSPC (cut back: nothing of it is visible). The
+	// log does not latch: appends resume by themselves once space is back.
+	// It satisfies errors.Is(err, kerr.KafkaStorageError).
+	ErrLogDirFull = fmt.Errorf("storage: log dir full: %w", kerr.KafkaStorageError)
+
 	// ErrClosed is returned by methods of a closed [Log] or [Manager].
 	ErrClosed = errors.New("storage: closed")
 
@@ -35,3 +42,7 @@ var (
 )
 
 var errNotExist = iofs.ErrNotExist
+
+// errFsync marks an fsync failure: whatever it says (even ENOSPC, from
+// delayed allocation), written data may be lost, so the log latches.
+var errFsync = errors.New("fsync failed")

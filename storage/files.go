@@ -8,7 +8,8 @@ import (
 
 // On-disk layout of one data directory (a [Manager] owns it):
 //
-//	<data dir>/
+//	<data dir>/                             one of log.dirs (each laid out alike)
+//	  .lock                                 flock'd by the process using the dir: "pid=<pid>"
 //	  .kafka_cleanshutdown                  written by Manager.Close, removed after load
 //	  recovery-point-offset-checkpoint      "0\n<count>\n<topic> <partition> <offset>\n..."
 //	  log-start-offset-checkpoint           same format
@@ -49,6 +50,9 @@ const (
 	SwapFileSuffix = ".swap"
 	// TmpFileSuffix marks a file being written before its atomic rename.
 	TmpFileSuffix = ".tmp"
+	// LockFile, in every data directory (and the metadata directory), is
+	// held locked (flock) by the process using it; it holds "pid=<pid>".
+	LockFile = ".lock"
 	// CleanShutdownFile is the marker, in the data directory, that every
 	// log was flushed and closed.
 	CleanShutdownFile = ".kafka_cleanshutdown"

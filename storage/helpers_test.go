@@ -304,7 +304,7 @@ func (f *failFile) WriteAt(b []byte, off int64) (int, error) {
 	if f.fs.failWrites.Load() && strings.HasSuffix(f.Name(), LogFileSuffix) {
 		n := len(b) / 2
 		f.File.WriteAt(b[:n], off)
-		return n, syscall.ENOSPC
+		return n, syscall.EIO
 	}
 	return f.File.WriteAt(b, off)
 }

@@ -41,6 +41,13 @@ type LogOptions struct {
 	// (the Manager takes the whole directory offline).
 	OnFailure func(err error)
 
+	// DirFull, if set, is asked before every append: true refuses it with
+	// ErrLogDirFull (the Manager's view of the data directory's space).
+	DirFull func() bool
+	// OnNoSpace is called when a write failed with ENOSPC and was cut back
+	// (the log does not latch; the Manager marks the directory full).
+	OnNoSpace func(err error)
+
 	// OnTruncate is called after Truncate or TruncateFullyAndStartAt
 	// lowered the recovery point, without the log's lock held (the Manager
 	// writes its checkpoints).
@@ -90,6 +97,8 @@ type Log struct {
 	snapshot   func(int64) ([]byte, error)
 	onFailure  func(error)
 	onTruncate func()
+	dirFull    func() bool
+	onNoSpace  func(error)
 
 	cfg  atomic.Pointer[Config]
 	segs atomic.Pointer[[]*segment] // copy-on-write, oldest first; never empty while open
@@ -112,7 +121,7 @@ type Log struct {
 	report    RecoveryReport
 
 	delMu   sync.Mutex // guards pending
-	pending map[*segment]*time.Timer
+	pending map[*segment]*pendingDeletion
 }
 
 // Recovery returns what [OpenLog] found and repaired.
@@ -183,6 +192,28 @@ func (l *Log) usableLocked() error {
 		return fmt.Errorf("%w: %v", ErrLogFailed, l.failErr)
 	}
 	return nil
+}
+
+// latch takes the log offline from outside (its data directory failed).
+func (l *Log) latch(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed.Load() {
+		_ = l.failLocked(err)
+	}
+}
+
+// writeFailLocked handles a failed write that left nothing visible: out
+// of space refuses this append (ErrLogDirFull) and marks the directory
+// full without latching the log; any other error latches it.
+func (l *Log) writeFailLocked(err error) error {
+	if !noSpaceErr(err) {
+		return l.failLocked(err)
+	}
+	if l.onNoSpace != nil {
+		l.onNoSpace(fmt.Errorf("storage: %s: %w", l.dir, err))
+	}
+	return fmt.Errorf("%w: %v", ErrLogDirFull, err)
 }
 
 // failLocked latches the log: every later mutation returns ErrLogFailed.
@@ -269,6 +300,9 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	if err := l.usableLocked(); err != nil {
 		return info, err
 	}
+	if l.dirFull != nil && l.dirFull() {
+		return info, fmt.Errorf("%w: %s", ErrLogDirFull, filepath.Dir(l.dir))
+	}
 	cfg = l.cfg.Load()
 	act := l.active()
 	first := act.next.Load()
@@ -317,7 +351,9 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	// entry for offsets that never got written is cut by recovery
 	// (TruncateFromEnd at the log end).
 	if err := l.recordEpochsLocked(hdrs); err != nil {
-		return info, l.failLocked(err)
+		// The cache changes in memory only once its file is written, so
+		// out of space leaves it as it was: refused, not latched.
+		return info, l.writeFailLocked(err)
 	}
 
 	// One write at the published end. A failure (or short write) latches
@@ -329,8 +365,11 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		_ = act.log.Truncate(start)
-		return info, l.failLocked(fmt.Errorf("append to %s: %w", act.logPath(), err))
+		err = fmt.Errorf("append to %s: %w", act.logPath(), err)
+		if terr := act.log.Truncate(start); terr != nil {
+			return info, l.failLocked(errors.Join(err, terr))
+		}
+		return info, l.writeFailLocked(err)
 	}
 	pos = 0
 	for i := range hdrs {
@@ -444,18 +483,25 @@ func (l *Log) rollLocked(newBase int64) error {
 		return nil
 	}
 	end := act.next.Load()
+	// Out of space before the new list is published leaves a state the
+	// next roll completes (seal is a no-op on a sealed segment; the
+	// snapshot and the new segment's files are rewritten): the directory
+	// is marked full instead of the log latching.
+	wasSealed := act.sealed
 	if err := act.seal(); err != nil {
-		return l.failLocked(fmt.Errorf("seal segment %d: %w", act.base, err))
+		return l.writeFailLocked(fmt.Errorf("seal segment %d: %w", act.base, err))
 	}
-	l.rolls.Add(1)
+	if !wasSealed {
+		l.rolls.Add(1)
+	}
 	if l.snapshot != nil {
 		if err := l.writeSnapshotLocked(newBase); err != nil {
-			return l.failLocked(err)
+			return l.writeFailLocked(err)
 		}
 	}
 	ns, err := createSegment(l.fs, l.dir, newBase, *cfg)
 	if err != nil {
-		return l.failLocked(err)
+		return l.writeFailLocked(err)
 	}
 	ns.jitterMs = jitter(cfg)
 	if err := l.fs.SyncDir(l.dir); err != nil {
@@ -573,6 +619,8 @@ func (l *Log) Delete() error {
 
 // scheduleDeleteLocked drops the log's reference to a segment already
 // renamed to .deleted after delay; open read views keep it alive longer.
+// The segment counts as pending (PendingDeletions) until its files are
+// unlinked, not merely until the timer fired.
 func (l *Log) scheduleDeleteLocked(s *segment, delay time.Duration) {
 	if delay <= 0 {
 		s.release()
@@ -581,33 +629,64 @@ func (l *Log) scheduleDeleteLocked(s *segment, delay time.Duration) {
 	l.delMu.Lock()
 	defer l.delMu.Unlock()
 	if l.pending == nil {
-		l.pending = make(map[*segment]*time.Timer)
+		l.pending = make(map[*segment]*pendingDeletion)
 	}
-	l.pending[s] = time.AfterFunc(delay, func() {
+	p := &pendingDeletion{}
+	l.pending[s] = p
+	s.gone = func() {
 		l.delMu.Lock()
-		_, ok := l.pending[s]
 		delete(l.pending, s)
 		l.delMu.Unlock()
-		if ok {
+	}
+	p.timer = time.AfterFunc(delay, func() {
+		if l.takeDeletion(s) {
 			s.release()
 		}
 	})
 }
 
-// drainDeletions performs every pending delayed deletion now.
+// pendingDeletion is a segment removed from the log whose files are not
+// unlinked yet: the timer drops the log's reference (released), and the
+// segment's gone hook removes the entry once the files are unlinked.
+type pendingDeletion struct {
+	timer    *time.Timer
+	released bool // the log's reference was dropped (by the timer or drainDeletions)
+}
+
+// takeDeletion reports whether the caller is the one to drop the log's
+// reference to s (the timer and drainDeletions race for it).
+func (l *Log) takeDeletion(s *segment) bool {
+	l.delMu.Lock()
+	defer l.delMu.Unlock()
+	p, ok := l.pending[s]
+	if !ok || p.released {
+		return false
+	}
+	p.released = true
+	return true
+}
+
+// drainDeletions performs every pending delayed deletion now (files under
+// an open ReadView go when it is released).
 func (l *Log) drainDeletions() {
 	l.delMu.Lock()
-	p := l.pending
-	l.pending = nil
+	var todo []*segment
+	for s, p := range l.pending {
+		if !p.released {
+			p.released = true
+			p.timer.Stop()
+			todo = append(todo, s)
+		}
+	}
 	l.delMu.Unlock()
-	for s, t := range p {
-		t.Stop()
+	for _, s := range todo {
 		s.release()
 	}
 }
 
-// PendingDeletions returns how many removed segments still wait for
-// file.delete.delay.ms.
+// PendingDeletions returns how many removed segments still have files on
+// disk: waiting for file.delete.delay.ms, or for a ReadView holding them.
+// Zero means every deleted segment's files are gone.
 func (l *Log) PendingDeletions() int {
 	l.delMu.Lock()
 	defer l.delMu.Unlock()

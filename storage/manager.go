@@ -18,7 +18,8 @@ import (
 
 // ManagerOptions configure [OpenManager].
 type ManagerOptions struct {
-	Dir     string           // the data directory
+	Dir     string           // the data directory (the first of Dirs when both are set)
+	Dirs    []string         // every data directory (log.dirs, JBOD); Dir is added first if set
 	FS      vfs.FS           // nil = vfs.Default
 	Default Config           // config of logs whose topic has none set by UpdateConfig
 	Now     func() time.Time // nil = time.Now
@@ -28,6 +29,13 @@ type ManagerOptions struct {
 	FlushCheckInterval     time.Duration // log.flush.scheduler.interval.ms (1 s here; Kafka: never)
 	CheckpointInterval     time.Duration // log.flush.offset.checkpoint.interval.ms (1 min)
 	RecoveryThreads        int           // num.recovery.threads.per.data.dir (default 2)
+
+	// Full disks (dirs.go). Appends to a directory are refused with
+	// ErrLogDirFull while its free space is below MinFreeBytes, or after a
+	// write failed with ENOSPC, until a check finds at least MinFreeBytes
+	// free again; reads, deletes and retention go on.
+	MinFreeBytes      int64         // strata.log.dir.min.free.bytes (0: only ENOSPC marks a dir full)
+	FreeCheckInterval time.Duration // how often free space is measured (1 s)
 
 	// Log compaction (cleaner.go, cleaner_manager.go).
 	DisableCleaner             bool          // !log.cleaner.enable (Kafka default: enabled)
@@ -52,6 +60,7 @@ type ManagerOptions struct {
 // into a Log, whose own mu is taken by the Log's methods.
 type Manager struct {
 	opts ManagerOptions
+	dirs []*logDir // log.dirs, in order
 
 	mu      sync.Mutex // guards logs, configs, closed
 	logs    map[checkpoint.TopicPartition]*Log
@@ -59,7 +68,7 @@ type Manager struct {
 	closed  bool
 
 	failOnce sync.Once
-	failed   chan error // closed-over by Failed; receives the first failure
+	failed   chan error // receives once every directory has failed
 
 	cpMu    sync.Mutex // serializes checkpoint writes
 	cleaner *cleanerManager
@@ -106,47 +115,92 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	if o.CleanerBackoff <= 0 {
 		o.CleanerBackoff = 15 * time.Second
 	}
+	if o.FreeCheckInterval <= 0 {
+		o.FreeCheckInterval = time.Second
+	}
+	paths, err := managerDirs(o)
+	if err != nil {
+		return nil, err
+	}
 	m := &Manager{
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
 		failed: make(chan error, 1), stop: make(chan struct{}),
 	}
-	if err := mkdirAllDurable(o.FS, o.Dir); err != nil {
-		return nil, err
-	}
-	marker := filepath.Join(o.Dir, CleanShutdownFile)
-	_, statErr := o.FS.Stat(marker)
-	clean := statErr == nil
-	rps, err := checkpoint.ReadOffsets(o.FS, filepath.Join(o.Dir, RecoveryPointCheckpointFile))
-	if err != nil {
-		// A damaged checkpoint costs a full rescan, not the data.
-		o.Logger.Warn("storage: recovery point checkpoint unreadable, rescanning", "err", err)
-		rps, clean = map[checkpoint.TopicPartition]int64{}, false
-	}
-	lsos, err := checkpoint.ReadOffsets(o.FS, filepath.Join(o.Dir, LogStartOffsetCheckpointFile))
-	if err != nil {
-		o.Logger.Warn("storage: log start offset checkpoint unreadable", "err", err)
-		lsos = map[checkpoint.TopicPartition]int64{}
-	}
-	names, err := o.FS.List(o.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("storage: list data dir: %w", err)
-	}
-	var toLoad []checkpoint.TopicPartition
-	for _, n := range names {
-		p := filepath.Join(o.Dir, n)
-		if strings.HasSuffix(n, DeleteDirSuffix) {
-			m.removeInBackground(p)
-			continue
+	ok := false
+	defer func() {
+		if !ok {
+			m.unlockDirs()
 		}
-		st, err := o.FS.Stat(p)
-		if err != nil || !st.IsDir() {
-			continue
+	}()
+	// Lock every directory before touching anything in it: a second
+	// process on the same directories must not load (let alone recover)
+	// the logs a live broker is writing.
+	for _, p := range paths {
+		if err := mkdirAllDurable(o.FS, p); err != nil {
+			return nil, err
 		}
-		topic, part, ok := ParseLogDirName(n)
-		if !ok || topic == MetadataTopic {
-			continue
+		lk, err := o.FS.Lock(filepath.Join(p, LockFile))
+		if err != nil {
+			if errors.Is(err, vfs.ErrLocked) {
+				return nil, fmt.Errorf("storage: log dir %s is in use by another process: %w", p, err)
+			}
+			return nil, fmt.Errorf("storage: lock log dir %s: %w", p, err)
 		}
-		toLoad = append(toLoad, checkpoint.TopicPartition{Topic: topic, Partition: part})
+		d := &logDir{path: p, lock: lk}
+		d.free.Store(-1)
+		m.dirs = append(m.dirs, d)
+	}
+	type toLoad struct {
+		tp    checkpoint.TopicPartition
+		d     *logDir
+		rp    int64
+		lso   int64
+		clean bool
+	}
+	var loads []toLoad
+	where := map[checkpoint.TopicPartition]string{}
+	for _, d := range m.dirs {
+		marker := filepath.Join(d.path, CleanShutdownFile)
+		_, statErr := o.FS.Stat(marker)
+		d.clean = statErr == nil
+		rps, err := checkpoint.ReadOffsets(o.FS, filepath.Join(d.path, RecoveryPointCheckpointFile))
+		if err != nil {
+			// A damaged checkpoint costs a full rescan, not the data.
+			o.Logger.Warn("storage: recovery point checkpoint unreadable, rescanning", "dir", d.path, "err", err)
+			rps, d.clean = map[checkpoint.TopicPartition]int64{}, false
+		}
+		lsos, err := checkpoint.ReadOffsets(o.FS, filepath.Join(d.path, LogStartOffsetCheckpointFile))
+		if err != nil {
+			o.Logger.Warn("storage: log start offset checkpoint unreadable", "dir", d.path, "err", err)
+			lsos = map[checkpoint.TopicPartition]int64{}
+		}
+		names, err := o.FS.List(d.path)
+		if err != nil {
+			return nil, fmt.Errorf("storage: list data dir %s: %w", d.path, err)
+		}
+		for _, n := range names {
+			p := filepath.Join(d.path, n)
+			if strings.HasSuffix(n, DeleteDirSuffix) {
+				m.removeInBackground(p)
+				continue
+			}
+			st, err := o.FS.Stat(p)
+			if err != nil || !st.IsDir() {
+				continue
+			}
+			topic, part, ok := ParseLogDirName(n)
+			if !ok || topic == MetadataTopic {
+				continue
+			}
+			tp := checkpoint.TopicPartition{Topic: topic, Partition: part}
+			if prev, dup := where[tp]; dup {
+				// Kafka refuses to start with a partition in two dirs too.
+				return nil, fmt.Errorf("storage: %s-%d is in both %s and %s", topic, part, prev, d.path)
+			}
+			where[tp] = d.path
+			loads = append(loads, toLoad{tp: tp, d: d, rp: rps[tp], lso: lsos[tp], clean: d.clean})
+		}
+		m.measureFree(d)
 	}
 
 	// Load in parallel, RecoveryThreads at a time.
@@ -156,7 +210,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		errs  []error
 	)
 	sem := make(chan struct{}, o.RecoveryThreads)
-	for _, tp := range toLoad {
+	for _, ld := range loads {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -164,18 +218,18 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 			defer func() { <-sem }()
 			cfg := o.Default
 			if o.TopicConfig != nil {
-				if c, ok := o.TopicConfig(tp.Topic); ok {
+				if c, ok := o.TopicConfig(ld.tp.Topic); ok {
 					cfg = c
 				}
 			}
-			l, err := OpenLog(m.logOptions(tp, cfg, rps[tp], lsos[tp], clean))
+			l, err := OpenLog(m.logOptions(ld.d, ld.tp, cfg, ld.rp, ld.lso, ld.clean))
 			resMu.Lock()
 			defer resMu.Unlock()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("storage: load %s-%d: %w", tp.Topic, tp.Partition, err))
+				errs = append(errs, fmt.Errorf("storage: load %s-%d: %w", ld.tp.Topic, ld.tp.Partition, err))
 				return
 			}
-			m.logs[tp] = l
+			m.logs[ld.tp] = l
 		}()
 	}
 	wg.Wait()
@@ -190,25 +244,51 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		m.closeLogs()
 		return nil, err
 	}
-	if clean {
-		if err := o.FS.Remove(marker); err != nil {
+	for _, d := range m.dirs {
+		if !d.clean {
+			continue
+		}
+		if err := o.FS.Remove(filepath.Join(d.path, CleanShutdownFile)); err != nil {
 			m.closeLogs()
 			return nil, fmt.Errorf("storage: remove clean-shutdown marker: %w", err)
 		}
-		if err := o.FS.SyncDir(o.Dir); err != nil {
+		if err := o.FS.SyncDir(d.path); err != nil {
 			m.closeLogs()
 			return nil, fmt.Errorf("storage: sync data dir: %w", err)
 		}
 	}
+	ok = true
 	return m, nil
 }
 
-func (m *Manager) logOptions(tp checkpoint.TopicPartition, cfg Config, rp, lso int64, clean bool) LogOptions {
+// managerDirs returns o.Dir followed by o.Dirs, cleaned, without repeats.
+func managerDirs(o ManagerOptions) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range append([]string{o.Dir}, o.Dirs...) {
+		if p == "" {
+			continue
+		}
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("storage: no data directory")
+	}
+	return out, nil
+}
+
+func (m *Manager) logOptions(d *logDir, tp checkpoint.TopicPartition, cfg Config, rp, lso int64, clean bool) LogOptions {
 	o := LogOptions{
-		Dir: filepath.Join(m.opts.Dir, LogDirName(tp.Topic, tp.Partition)), Topic: tp.Topic, Partition: tp.Partition,
+		Dir: filepath.Join(d.path, LogDirName(tp.Topic, tp.Partition)), Topic: tp.Topic, Partition: tp.Partition,
 		FS: m.opts.FS, Config: cfg, Now: m.opts.Now, Logger: m.opts.Logger,
 		RecoveryPoint: rp, LogStartOffset: lso, CleanShutdown: clean,
-		OnFailure: m.fail,
+		OnFailure: func(err error) { m.failDir(d, err) },
+		DirFull:   d.full.Load,
+		OnNoSpace: func(err error) { m.noSpace(d, err) },
 		// A truncation lowers the recovery point: checkpoint it at once,
 		// or a crash would rescan with a stale, higher one and take the
 		// torn tail of the new history for damage to flushed data.
@@ -220,17 +300,11 @@ func (m *Manager) logOptions(tp checkpoint.TopicPartition, cfg Config, rp, lso i
 	return o
 }
 
-// Failed returns a channel that receives the first log failure (a write,
-// fsync or rename error): the data directory should be taken offline
-// (Kafka's LogDirFailureChannel). It never receives more than once.
+// Failed returns a channel that receives an error once every data
+// directory has failed (a write, fsync or rename error takes one
+// directory, and only its logs, offline: Kafka's LogDirFailureChannel; a
+// full disk does not). It never receives more than once.
 func (m *Manager) Failed() <-chan error { return m.failed }
-
-func (m *Manager) fail(err error) {
-	m.failOnce.Do(func() {
-		m.opts.Logger.Error("storage: data directory failed", "dir", m.opts.Dir, "err", err)
-		m.failed <- err
-	})
-}
 
 // GetOrCreate returns the log of topic/partition, creating it (empty,
 // configured with cfg) if it does not exist. Idempotent. The topic
@@ -249,11 +323,15 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 		return nil, fmt.Errorf("storage: invalid topic partition %q-%d", topic, partition)
 	}
 	m.configs[topic] = cfg
-	l, err := OpenLog(m.logOptions(tp, cfg, 0, 0, true))
+	d, err := m.placeLocked()
 	if err != nil {
 		return nil, err
 	}
-	if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
+	l, err := OpenLog(m.logOptions(d, tp, cfg, 0, 0, true))
+	if err != nil {
+		return nil, err
+	}
+	if err := m.opts.FS.SyncDir(d.path); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("storage: sync data dir: %w", err)
 	}
@@ -300,11 +378,12 @@ func (m *Manager) Delete(topic string, partition int32) error {
 	}
 	m.cleaner.forget(tp)
 	_ = l.Close()
-	gone := filepath.Join(m.opts.Dir, LogDirName(topic, partition)+"."+strings.ReplaceAll(uuid.NewString(), "-", "")+DeleteDirSuffix)
+	parent := filepath.Dir(l.dir)
+	gone := filepath.Join(parent, LogDirName(topic, partition)+"."+strings.ReplaceAll(uuid.NewString(), "-", "")+DeleteDirSuffix)
 	if err := m.opts.FS.Rename(l.dir, gone); err != nil {
 		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
 	}
-	if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
+	if err := m.opts.FS.SyncDir(parent); err != nil {
 		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
 	}
 	m.removeInBackground(gone)
@@ -350,6 +429,7 @@ func (m *Manager) Start() {
 	m.loop(m.opts.RetentionCheckInterval, func() { m.RunRetention() })
 	m.loop(m.opts.FlushCheckInterval, m.flushDue)
 	m.loop(m.opts.CheckpointInterval, func() { _ = m.Checkpoint() })
+	m.loop(m.opts.FreeCheckInterval, m.checkFree)
 	if !m.opts.DisableCleaner {
 		for range m.opts.CleanerThreads {
 			m.wg.Add(1)
@@ -401,23 +481,40 @@ func (m *Manager) flushDue() {
 }
 
 // Checkpoint writes the recovery-point and log-start-offset checkpoint
-// files for every loaded log.
+// files of every data directory (each lists the logs it holds).
 func (m *Manager) Checkpoint() error {
 	m.cpMu.Lock()
 	defer m.cpMu.Unlock()
+	var errs []error
+	logs := m.Logs()
+	for _, d := range m.dirs {
+		if d.failed.Load() {
+			continue
+		}
+		if err := m.checkpointDir(d, logs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) checkpointDir(d *logDir, logs []*Log) error {
 	rps := map[checkpoint.TopicPartition]int64{}
 	lsos := map[checkpoint.TopicPartition]int64{}
-	for _, l := range m.Logs() {
+	for _, l := range logs {
+		if filepath.Dir(l.dir) != d.path {
+			continue
+		}
 		tp := checkpoint.TopicPartition{Topic: l.topic, Partition: l.partition}
 		rps[tp] = l.RecoveryPoint()
 		lsos[tp] = l.LogStartOffset()
 	}
-	if err := checkpoint.WriteOffsets(m.opts.FS, filepath.Join(m.opts.Dir, RecoveryPointCheckpointFile), rps); err != nil {
-		m.fail(err)
+	if err := checkpoint.WriteOffsets(m.opts.FS, filepath.Join(d.path, RecoveryPointCheckpointFile), rps); err != nil {
+		m.ioError(d, err)
 		return fmt.Errorf("storage: write recovery points: %w", err)
 	}
-	if err := checkpoint.WriteOffsets(m.opts.FS, filepath.Join(m.opts.Dir, LogStartOffsetCheckpointFile), lsos); err != nil {
-		m.fail(err)
+	if err := checkpoint.WriteOffsets(m.opts.FS, filepath.Join(d.path, LogStartOffsetCheckpointFile), lsos); err != nil {
+		m.ioError(d, err)
 		return fmt.Errorf("storage: write log start offsets: %w", err)
 	}
 	return nil
@@ -434,8 +531,9 @@ func (m *Manager) closeLogs() error {
 }
 
 // Close stops the loops, flushes and closes every log, writes the
-// checkpoints and, if all of that succeeded and no log failed, the
-// clean-shutdown marker. Idempotent.
+// checkpoints and, in each directory where all of that succeeded and no
+// log failed, the clean-shutdown marker; then releases the directories'
+// locks. Idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -446,21 +544,43 @@ func (m *Manager) Close() error {
 	close(m.stop)
 	m.mu.Unlock()
 	m.wg.Wait()
+	defer m.unlockDirs()
 
-	err := m.closeLogs()
-	for _, l := range m.Logs() {
-		if l.Failed() {
-			err = errors.Join(err, fmt.Errorf("%w: %s", ErrLogFailed, l.dir))
+	logs := m.Logs()
+	bad := map[string]error{}
+	for _, l := range logs {
+		err := l.Close()
+		if err == nil && l.Failed() {
+			err = fmt.Errorf("%w: %s", ErrLogFailed, l.dir)
+		}
+		if err != nil {
+			p := filepath.Dir(l.dir)
+			bad[p] = errors.Join(bad[p], err)
 		}
 	}
-	if cerr := m.Checkpoint(); cerr != nil {
-		err = errors.Join(err, cerr)
+	var errs []error
+	m.cpMu.Lock()
+	defer m.cpMu.Unlock()
+	for _, d := range m.dirs {
+		err := bad[d.path]
+		if err == nil && d.failed.Load() {
+			err = fmt.Errorf("%w: data directory %s failed", ErrLogFailed, d.path)
+		}
+		if err == nil {
+			err = m.checkpointDir(d, logs)
+		}
+		if err == nil {
+			err = m.writeCleanMarker(d)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if err != nil {
-		return err
-	}
-	marker := filepath.Join(m.opts.Dir, CleanShutdownFile)
-	f, err := m.opts.FS.Create(marker)
+	return errors.Join(errs...)
+}
+
+func (m *Manager) writeCleanMarker(d *logDir) error {
+	f, err := m.opts.FS.Create(filepath.Join(d.path, CleanShutdownFile))
 	if err != nil {
 		return fmt.Errorf("storage: write clean-shutdown marker: %w", err)
 	}
@@ -469,10 +589,19 @@ func (m *Manager) Close() error {
 		err = cerr
 	}
 	if err == nil {
-		err = m.opts.FS.SyncDir(m.opts.Dir)
+		err = m.opts.FS.SyncDir(d.path)
 	}
 	if err != nil {
 		return fmt.Errorf("storage: write clean-shutdown marker: %w", err)
 	}
 	return nil
+}
+
+func (m *Manager) unlockDirs() {
+	for _, d := range m.dirs {
+		if d.lock != nil {
+			_ = d.lock.Close()
+			d.lock = nil
+		}
+	}
 }

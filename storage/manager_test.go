@@ -160,7 +160,7 @@ func TestManagerDeleteRemovesTheLogDirectory(t *testing.T) {
 	}
 	names, _ := fs.List("/data")
 	for _, n := range names {
-		if n != CleanShutdownFile && n != RecoveryPointCheckpointFile && n != LogStartOffsetCheckpointFile {
+		if n != CleanShutdownFile && n != RecoveryPointCheckpointFile && n != LogStartOffsetCheckpointFile && n != LockFile {
 			t.Fatalf("left behind: %s", n)
 		}
 	}

@@ -55,6 +55,7 @@ func OpenLog(o LogOptions) (*Log, error) {
 		dir: o.Dir, topic: o.Topic, partition: o.Partition, fs: o.FS, now: o.Now,
 		logger:   o.Logger.With("topic", o.Topic, "partition", o.Partition),
 		snapshot: o.ProducerSnapshot, onFailure: o.OnFailure, onTruncate: o.OnTruncate,
+		dirFull: o.DirFull, onNoSpace: o.OnNoSpace,
 	}
 	l.cfg.Store(&cfg)
 	l.remoteUploaded.Store(-1)

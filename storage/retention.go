@@ -60,6 +60,16 @@ func (l *Log) advanceLogStartLocked(off int64) error {
 		l.localStart.Store(off)
 	}
 	if err := l.epochs.TruncateFromStart(off); err != nil {
+		if noSpaceErr(err) {
+			// Deleting must work on a full disk: the cache file keeps
+			// entries below the start (harmless: recovery trims it to the
+			// checkpointed start) until a later rewrite has room.
+			l.logger.Warn("storage: leader epoch cache not trimmed: no space", "dir", l.dir, "log_start", off, "err", err)
+			if l.onNoSpace != nil {
+				l.onNoSpace(fmt.Errorf("storage: %s: %w", l.dir, err))
+			}
+			return nil
+		}
 		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
 	}
 	return nil

@@ -5,13 +5,21 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/storage/vfs"
+	"github.com/strata-io/strata/storage/vfs/errfs"
 )
 
 // rolledEnv builds a log of segs sealed segments of two 1-record batches
 // each, the i-th stamped baseTs + i hours, plus an active segment.
 func rolledEnv(t *testing.T, segs int, mods ...func(*Config)) *testEnv {
 	t.Helper()
-	e := newEnv(t, mods...)
+	return rolledEnvFS(t, vfs.NewMem(), segs, mods...)
+}
+
+func rolledEnvFS(t *testing.T, fs vfs.FS, segs int, mods ...func(*Config)) *testEnv {
+	t.Helper()
+	e := newEnvFS(t, fs, "/data/t-0", mods...)
 	for i := 0; i < segs; i++ {
 		for j := 0; j < 2; j++ {
 			b := makeBatch(t, 1, 100, baseTs+int64(i)*3600_000)
@@ -159,8 +167,11 @@ func TestRetentionDeleteLocalSegmentsBelowKeepsLogStart(t *testing.T) {
 	}
 }
 
+// PendingDeletions() == 0 must mean the files are gone: the unlinks are
+// slowed down (the last one most) so a count that drops before them is seen.
 func TestRetentionDelayedDeletionRemovesFilesLater(t *testing.T) {
-	e := rolledEnv(t, 3, func(c *Config) { c.FileDeleteDelayMs = 20; c.RetentionBytes = 1 })
+	slow := errfs.On(errfs.OpRemove).Glob("*.timeindex.deleted").Delay(50 * time.Millisecond)
+	e := rolledEnvFS(t, errfs.Wrap(vfs.NewMem(), slow), 3, func(c *Config) { c.FileDeleteDelayMs = 20; c.RetentionBytes = 1 })
 	if n, _ := e.log.EnforceRetention(e.clock.Now()); n != 3 {
 		t.Fatalf("deleted %d", n)
 	}

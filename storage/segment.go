@@ -59,6 +59,11 @@ type segment struct {
 
 	refs    atomic.Int64 // 1 (the log's) + open read views; files closed at 0
 	deleted atomic.Bool  // files renamed to .deleted: unlink them when closed
+	// gone, if set (before the log's reference is dropped), is called once
+	// the last reference is gone and a deleted segment's files are
+	// unlinked, so whoever counts pending deletions counts them done only
+	// when they are.
+	gone func()
 }
 
 func (s *segment) logPath() string {
@@ -175,6 +180,9 @@ func (s *segment) release() {
 			_ = s.fs.Remove(p + DeletedFileSuffix)
 		}
 	}
+	if s.gone != nil {
+		s.gone()
+	}
 }
 
 // closeFiles closes whatever is open (recovery may fail half-way through
@@ -236,14 +244,27 @@ func (s *segment) observeBatch(h *batch.Header, pos int64, interval int) error {
 	ts, tsOff := s.maxTS, s.maxTSOff
 	s.tsMu.Unlock()
 	if s.bytesSinceIndex > interval {
-		// A full index only costs sparseness; the next append rolls.
+		// A full index only costs sparseness; the next append rolls. So
+		// does an entry the disk had no room for (the index writes, never
+		// stores through its mapping, so a full disk is ENOSPC here, not
+		// SIGBUS): a recovery on a full disk still completes, and the
+		// entry is retried at the next batch.
+		skipped := false
 		if err := s.oi.Append(h.BaseOffset, int32(pos)); err != nil && !errors.Is(err, index.ErrIndexFull) {
-			return err
+			if !noSpaceErr(err) {
+				return err
+			}
+			skipped = true
 		}
 		if err := s.ti.Append(ts, tsOff); err != nil && !errors.Is(err, index.ErrIndexFull) {
-			return err
+			if !noSpaceErr(err) {
+				return err
+			}
+			skipped = true
 		}
-		s.bytesSinceIndex = 0
+		if !skipped {
+			s.bytesSinceIndex = 0
+		}
 	}
 	s.bytesSinceIndex += int(h.Size())
 	return nil
@@ -548,7 +569,7 @@ func (s *segment) seal() error {
 	// to a reopen, see loadTrusted) and moves the recovery point only
 	// after seal returns, and the index Syncs below cover the entry.
 	if err := s.log.Sync(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errFsync, err)
 	}
 	if err := s.oi.Seal(); err != nil {
 		return err
@@ -557,10 +578,10 @@ func (s *segment) seal() error {
 		return err
 	}
 	if err := s.oi.Sync(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errFsync, err)
 	}
 	if err := s.ti.Sync(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errFsync, err)
 	}
 	s.sealed = true
 	return nil

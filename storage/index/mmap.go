@@ -7,6 +7,7 @@ import (
 	iofs "io/fs"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -91,6 +92,7 @@ type mmapIndex struct {
 	wmu      sync.Mutex
 	sealed   bool
 	tornTail int64 // file size on open when it was not a whole number of entries, else 0
+	backed   int64 // bytes from 0 known allocated on disk (written, not a hole): stores below it cannot fault
 	err      error // latched when a remap failed: the index is unusable
 
 	// mapMu guards f, mmap, closed and err against remapping, and
@@ -169,6 +171,7 @@ func (m *mmapIndex) load(maxBytes int) error {
 	m.mmap = mm
 	m.capacity.Store(slots)
 	m.n.Store(n)
+	m.backed = n * es // the counted entries were written; past them may be holes
 	return nil
 }
 
@@ -247,6 +250,56 @@ func (m *mmapIndex) appendSlotLocked() ([]byte, error) {
 	return m.mmap[off : off+m.entrySize], nil
 }
 
+// appendLocked writes entry into the next free slot and publishes it.
+// wmu held.
+//
+// The file is sparse (preallocated by truncation), so the first store into
+// one of its pages makes the file system allocate that page, and on a
+// full disk that fault is SIGBUS, which kills the process (it did, in a
+// recovery on a full disk). So before the first store into a page, the
+// free bytes from the slot to the end of the page are written (zeros,
+// with a positioned write): that allocates the page or fails with ENOSPC,
+// leaving nothing published. Once per page (512 offset entries): the
+// stores themselves stay plain memory writes.
+func (m *mmapIndex) appendLocked(entry []byte) error {
+	slot, err := m.appendSlotLocked()
+	if err != nil {
+		return err
+	}
+	off := m.n.Load() * int64(m.entrySize)
+	if end := off + int64(len(entry)); end > m.backed {
+		if err := m.backLocked(off, end); err != nil {
+			return err
+		}
+	}
+	copy(slot, entry)
+	m.publishLocked()
+	return nil
+}
+
+// backLocked makes the file system allocate the pages holding [off, end)
+// by writing zeros over the free bytes from off to the end of end's page
+// (never past the file's size). wmu held; off is the first free slot.
+func (m *mmapIndex) backLocked(off, end int64) error {
+	ps := int64(pageSize)
+	to := min((end+ps-1)/ps*ps, m.capacity.Load()*int64(m.entrySize))
+	for p := off; p < to; {
+		k := min(to-p, int64(len(zeroPage)))
+		if _, err := m.f.WriteAt(zeroPage[:k], p); err != nil {
+			return fmt.Errorf("index: allocate %s at %d: %w", m.path, p, err)
+		}
+		p += k
+	}
+	m.backed = to
+	return nil
+}
+
+// pageSize is the granularity at which a store into a shared mapping
+// makes the file system allocate.
+var pageSize = syscall.Getpagesize()
+
+var zeroPage = make([]byte, 64<<10)
+
 // lastSlotLocked returns the last published entry's bytes, or nil. wmu held.
 func (m *mmapIndex) lastSlotLocked() []byte {
 	n := int(m.n.Load())
@@ -299,6 +352,7 @@ func (m *mmapIndex) remapLocked(slots int64) error {
 	}
 	m.mmap = mm
 	m.capacity.Store(slots)
+	m.backed = min(m.backed, size) // growing adds holes; shrinking drops pages
 	return nil
 }
 

@@ -75,8 +75,7 @@ func (ix *OffsetIndex) Append(offset int64, position int32) error {
 	if position < 0 {
 		return fmt.Errorf("%w: negative position %d in %s", ErrInvalidEntry, position, m.path)
 	}
-	slot, err := m.appendSlotLocked()
-	if err != nil {
+	if _, err := m.appendSlotLocked(); err != nil {
 		return err
 	}
 	if last := m.lastSlotLocked(); last != nil {
@@ -90,10 +89,10 @@ func (ix *OffsetIndex) Append(offset int64, position int32) error {
 				ErrInvalidEntry, position, lpos, m.path)
 		}
 	}
-	be.PutUint32(slot, rel)
-	be.PutUint32(slot[4:], uint32(position))
-	m.publishLocked()
-	return nil
+	var e [OffsetEntrySize]byte
+	be.PutUint32(e[:], rel)
+	be.PutUint32(e[4:], uint32(position))
+	return m.appendLocked(e[:])
 }
 
 // Lookup returns the greatest indexed offset at or below offset and its

@@ -99,14 +99,10 @@ func (ix *TimeIndex) append(timestamp int64, offset int64, final bool) error {
 	if !final && !m.sealed && m.n.Load() >= m.capacity.Load()-1 {
 		return fmt.Errorf("%w: %s holds %d entries (the last slot is kept for the final entry)", ErrIndexFull, m.path, m.n.Load())
 	}
-	slot, err := m.appendSlotLocked()
-	if err != nil {
-		return err
-	}
-	be.PutUint64(slot, uint64(timestamp))
-	be.PutUint32(slot[8:], rel)
-	m.publishLocked()
-	return nil
+	var e [TimeEntrySize]byte
+	be.PutUint64(e[:], uint64(timestamp))
+	be.PutUint32(e[8:], rel)
+	return m.appendLocked(e[:])
 }
 
 // Lookup returns the offset of the greatest entry whose timestamp is at or

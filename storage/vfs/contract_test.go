@@ -526,3 +526,47 @@ func TestMemMatchesOSOnRandomOperations(t *testing.T) {
 		})
 	}
 }
+
+func TestFSLockIsExclusiveUntilClosed(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		name := join(dir, ".lock")
+		l, err := fsys.Lock(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fsys.Lock(name)
+		var le *LockedError
+		if !errors.Is(err, ErrLocked) || !errors.As(err, &le) || le.Path != name {
+			t.Fatalf("second Lock: %v, want a *LockedError for %s", err, name)
+		}
+		if fsys == Default && le.Holder != fmt.Sprintf("pid=%d", os.Getpid()) {
+			t.Fatalf("holder %q, want this process's pid", le.Holder)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l2, err := fsys.Lock(name)
+		if err != nil {
+			t.Fatalf("Lock after Close: %v", err)
+		}
+		l2.Close()
+	})
+}
+
+func TestFSFreeSpace(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		n, err := fsys.FreeSpace(dir)
+		if err != nil || n <= 0 {
+			t.Fatalf("FreeSpace(%s) = %d, %v", dir, n, err)
+		}
+		if _, err := fsys.FreeSpace(join(dir, "missing")); err == nil {
+			t.Fatal("FreeSpace of a missing path: no error")
+		}
+		if m, ok := fsys.(*MemFS); ok {
+			m.SetFreeSpace(7)
+			if n, _ := fsys.FreeSpace(dir); n != 7 {
+				t.Fatalf("after SetFreeSpace(7): %d", n)
+			}
+		}
+	})
+}

@@ -7,6 +7,9 @@
 // segment, an index or a record batch is, and it must never decide what is
 // durable on its own: durability is exactly what the caller made durable
 // with [File.Sync] (file contents) and [FS.SyncDir] (directory entries).
+// [FS.Lock] (an exclusive flock; in-process for MemFS) and [FS.FreeSpace]
+// (statfs; settable on MemFS and errfs) let storage keep a second process
+// off its directories and see a disk fill up.
 //
 // Three implementations exist:
 //

@@ -54,6 +54,10 @@ type MemFS struct {
 
 	syncs atomic.Int64
 	hook  atomic.Pointer[func(SyncEvent)]
+
+	locksMu sync.Mutex
+	locks   map[string]bool // paths held by Lock
+	free    atomic.Int64    // what FreeSpace answers (SetFreeSpace)
 }
 
 // SyncEvent describes one File.Sync or SyncDir call on a [MemFS], passed to
@@ -125,7 +129,66 @@ type dirEffect struct {
 // NewMem returns an empty in-memory file system holding only its root
 // directory.
 func NewMem() *MemFS {
-	return &MemFS{root: newMemDir()}
+	m := &MemFS{root: newMemDir()}
+	m.free.Store(memDefaultFree)
+	return m
+}
+
+// memDefaultFree is what FreeSpace answers until SetFreeSpace: 1 PiB.
+const memDefaultFree = 1 << 50
+
+// SetFreeSpace sets what [MemFS.FreeSpace] answers for every path (MemFS
+// itself never runs out of space: inject ENOSPC with errfs to model a full
+// disk, and set this to what such a disk would report).
+func (m *MemFS) SetFreeSpace(n int64) { m.free.Store(n) }
+
+// FreeSpace implements [FS]: the value set by SetFreeSpace (1 PiB by
+// default), if path exists.
+func (m *MemFS) FreeSpace(name string) (int64, error) {
+	if _, err := m.Stat(name); err != nil {
+		return 0, err
+	}
+	return m.free.Load(), nil
+}
+
+// Lock implements [FS] within this MemFS: the file is created if missing,
+// and a second Lock of the same path before Close fails with a
+// [*LockedError]. Locks are not part of the file system's state: Clone and
+// CrashClone start with none held (as a restarted process would).
+func (m *MemFS) Lock(name string) (io.Closer, error) {
+	name = path.Clean("/" + name)
+	if _, err := m.Stat(name); err != nil {
+		f, err := m.Create(name)
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+	}
+	m.locksMu.Lock()
+	defer m.locksMu.Unlock()
+	if m.locks[name] {
+		return nil, &LockedError{Path: name, Holder: "this process"}
+	}
+	if m.locks == nil {
+		m.locks = map[string]bool{}
+	}
+	m.locks[name] = true
+	return &memLock{m: m, name: name}, nil
+}
+
+type memLock struct {
+	m    *MemFS
+	name string
+	once sync.Once
+}
+
+func (l *memLock) Close() error {
+	l.once.Do(func() {
+		l.m.locksMu.Lock()
+		delete(l.m.locks, l.name)
+		l.m.locksMu.Unlock()
+	})
+	return nil
 }
 
 func newMemDir() *memNode {
@@ -476,6 +539,7 @@ func (m *MemFS) Clone() *MemFS {
 	defer m.mu.Unlock()
 	c := &cloner{old: map[*memNode]*memNode{}}
 	out := &MemFS{root: c.node(m.root)}
+	out.free.Store(m.free.Load())
 	for _, op := range m.pending {
 		nop := &dirOp{}
 		for _, e := range op.effects {
@@ -619,7 +683,9 @@ func (m *MemFS) crashClone(keepUnsyncedPct int, rng *rand.Rand, reorder bool) *M
 		built[n] = nn
 		return nn
 	}
-	return &MemFS{root: build(m.root)}
+	out := &MemFS{root: build(m.root)}
+	out.free.Store(m.free.Load())
+	return out
 }
 
 // crashContentLocked computes a file's contents after a crash.

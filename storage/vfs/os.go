@@ -1,9 +1,13 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -92,4 +96,38 @@ func (osFS) SyncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// Lock takes flock(LOCK_EX|LOCK_NB) on name, as Kafka locks a log dir's
+// .lock file, and writes "pid=<pid>" into it so the next process to try
+// can say who holds it. The kernel drops the lock when the process dies,
+// so a stale file from a crash never blocks a start.
+func (osFS) Lock(name string) (io.Closer, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			b := make([]byte, 64)
+			n, _ := f.ReadAt(b, 0)
+			return nil, &LockedError{Path: name, Holder: strings.TrimSpace(string(b[:n]))}
+		}
+		return nil, &os.PathError{Op: "flock", Path: name, Err: err}
+	}
+	pid := "pid=" + strconv.Itoa(os.Getpid()) + "\n"
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(pid), 0) // best effort: only a hint for the next process
+	}
+	return f, nil
+}
+
+// FreeSpace returns statfs's f_bavail * f_bsize for path.
+func (osFS) FreeSpace(path string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
 }

@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 )
@@ -62,4 +64,33 @@ type FS interface {
 	// SyncDir makes the directory's entries (creates, renames, removes)
 	// durable.
 	SyncDir(dir string) error
+	// Lock takes an exclusive, advisory lock on the named file (created if
+	// missing), held until the returned Closer is closed or the process
+	// exits. It does not wait: a lock held elsewhere fails with an error
+	// matching [ErrLocked] (a [*LockedError] naming the holder if known).
+	// Not reentrant: locking a file this FS already holds fails too.
+	Lock(name string) (io.Closer, error)
+	// FreeSpace returns the bytes available to this process on the file
+	// system holding path (statfs: blocks available to unprivileged users).
+	FreeSpace(path string) (int64, error)
 }
+
+// ErrLocked is matched (errors.Is) by the error of [FS.Lock] when another
+// holder has the lock.
+var ErrLocked = errors.New("vfs: locked by another holder")
+
+// LockedError is [FS.Lock]'s error for a lock someone else holds.
+type LockedError struct {
+	Path   string
+	Holder string // what the lock file says about its holder (a pid), or ""
+}
+
+func (e *LockedError) Error() string {
+	if e.Holder == "" {
+		return fmt.Sprintf("%s is locked by another process", e.Path)
+	}
+	return fmt.Sprintf("%s is locked by another process (%s)", e.Path, e.Holder)
+}
+
+// Is makes a *LockedError match [ErrLocked].
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }

@@ -2,10 +2,12 @@ package errfs
 
 import (
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,12 +40,15 @@ const (
 	OpClose
 	OpMmap
 	OpMunmap
+	OpLock
+	OpFreeSpace
 	numOps
 )
 
 var opNames = [numOps]string{
 	"create", "open", "openrw", "remove", "removeall", "rename", "mkdirall", "list", "stat", "syncdir",
 	"read", "readat", "write", "writeat", "sync", "truncate", "fstat", "close", "mmap", "munmap",
+	"lock", "freespace",
 }
 
 func (o Op) String() string {
@@ -246,12 +251,17 @@ var _ vfs.FS = (*FS)(nil)
 
 // FS is a [vfs.FS] whose calls pass through an [Injector].
 type FS struct {
-	fs  vfs.FS
-	inj Injector
+	fs   vfs.FS
+	inj  Injector
+	free atomic.Int64 // SetFreeSpace; < 0: pass through
 }
 
 // Wrap returns fs with inj consulted before every operation.
-func Wrap(fs vfs.FS, inj Injector) *FS { return &FS{fs: fs, inj: inj} }
+func Wrap(fs vfs.FS, inj Injector) *FS {
+	e := &FS{fs: fs, inj: inj}
+	e.free.Store(-1)
+	return e
+}
 
 // Unwrap returns the wrapped file system.
 func (e *FS) Unwrap() vfs.FS { return e.fs }
@@ -376,6 +386,33 @@ func (e *FS) SyncDir(dir string) error {
 	}
 	return e.fs.SyncDir(dir)
 }
+
+// Lock implements [vfs.FS].
+func (e *FS) Lock(name string) (io.Closer, error) {
+	c := Call{Op: OpLock, Path: name}
+	if f := e.check(c); f != nil {
+		return nil, pathErr(c, f.Err)
+	}
+	return e.fs.Lock(name)
+}
+
+// FreeSpace implements [vfs.FS]. A fault's error fails it; [FS.SetFreeSpace]
+// overrides what it answers.
+func (e *FS) FreeSpace(name string) (int64, error) {
+	c := Call{Op: OpFreeSpace, Path: name}
+	if f := e.check(c); f != nil {
+		return 0, pathErr(c, f.Err)
+	}
+	if n := e.free.Load(); n >= 0 {
+		return n, nil
+	}
+	return e.fs.FreeSpace(name)
+}
+
+// SetFreeSpace makes FreeSpace answer n for every path (a disk that filled
+// up, with ENOSPC injected on writes); a negative n restores the wrapped
+// file system's answer.
+func (e *FS) SetFreeSpace(n int64) { e.free.Store(n) }
 
 // file wraps an open file. It deliberately does not implement
 // vfs.OSFile: a sendfile path would bypass the injector.
