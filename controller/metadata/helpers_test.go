@@ -360,6 +360,12 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 				td.Fatalf(t, "bad input line %q", line)
 			}
 		}
+		if td.HasArg("legacy") {
+			// As versions before MaxReplicationFactor created topics: any
+			// replication factor, every replica in the ISR.
+			h.apply(t, &out, h.legacyTopic(ct))
+			break
+		}
 		recs, res := h.st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{ct}, ValidateOnly: td.HasArg("validate-only")}, h.rng)
 		h.apply(t, &out, recs)
 		for _, r := range res {
@@ -369,6 +375,9 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 				fmt.Fprintf(&out, "ok %s partitions=%d rf=%d\n", r.Name, r.NumPartitions, r.ReplicationFactor)
 			}
 		}
+	case "one-replica-isrs":
+		h.apply(t, &out, h.st.PlanOneReplicaISRs())
+		fmt.Fprintln(&out, "ok")
 	case "create-partitions":
 		recs, res := h.st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{
 			Name: argStr(t, td, "topic", ""), Count: int32(argInt(t, td, "count", 0)),
@@ -486,6 +495,27 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 	}
 	h.checkSnapshot(t)
 	return out.String()
+}
+
+// legacyTopic returns the records a version before [MaxReplicationFactor]
+// planned for ct (no validation): its assignments or the rack-aware
+// placement of ct.ReplicationFactor replicas, the leader the first replica,
+// and every replica in the ISR although none but the leader held data. It
+// draws from h.rng in PlanCreateTopics' order (placement, then the ID).
+func (h *harness) legacyTopic(ct CreateTopic) []Record {
+	assign := ct.Assignments
+	if assign == nil {
+		assign = placeReplicas(h.st.usableBrokers(), 0, int(ct.NumPartitions), int(ct.ReplicationFactor), h.rng)
+	}
+	id := h.st.newTopicID(h.rng, func(uuid.UUID) bool { return false })
+	recs := []Record{&TopicRecord{Name: ct.Name, TopicID: id}}
+	for p, replicas := range assign {
+		recs = append(recs, &PartitionRecord{TopicID: id, Partition: int32(p), Replicas: replicas, ISR: slices.Clone(replicas), Leader: replicas[0]})
+	}
+	for _, name := range sortedKeys(ct.Configs) {
+		recs = append(recs, &ConfigRecord{ResourceType: ResourceTopic, ResourceName: ct.Name, Name: name, Value: ptr(ct.Configs[name])})
+	}
+	return recs
 }
 
 // checkSnapshot asserts after every command that the image survives a
