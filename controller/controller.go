@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,6 +68,9 @@ type Controller struct {
 	decisions   chan *decision
 	deciderDone chan struct{}
 	rng         *rand.Rand
+	// startedTerm is the Raft term whose start-of-term records
+	// (startOfTerm) are committed; written by the decider only.
+	startedTerm atomic.Uint64
 
 	// fwdMu guards fwd, the clients used to forward to the leader.
 	fwdMu sync.Mutex
@@ -455,10 +459,19 @@ func (c *Controller) decideBatch(batch []*decision) {
 		finish(batch, 0, errNotReady)
 		return
 	}
+	term := c.node.term.Load()
 	var recs []metadata.Record
 	var live []*decision
 	c.fsm.read(func(st *metadata.State) {
 		var spec *metadata.State // the image plus this batch so far
+		if c.startedTerm.Load() != term {
+			if recs = startOfTerm(st); len(recs) > 0 {
+				spec = st.Clone()
+				if err := spec.ApplyBatch(spec.Offset()+1, recs); err != nil {
+					c.cfg.Logger.Warn("controller: start-of-term records refused by the speculative image", "err", err)
+				}
+			}
+		}
 		for i, d := range batch {
 			if err := d.ctx.Err(); err != nil {
 				finish([]*decision{d}, 0, c.proposeErr(err))
@@ -487,15 +500,42 @@ func (c *Controller) decideBatch(batch []*decision) {
 		}
 	})
 	if len(recs) == 0 {
+		c.startedTerm.Store(term)
 		finish(live, c.fsmOffset(), nil)
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.stopCtx, c.cfg.ProposalTimeout)
 	defer cancel()
 	off, err := c.Propose(ctx, recs)
+	if err == nil {
+		c.startedTerm.Store(term)
+	}
 	// Every decision in the batch was planned on state that includes the
 	// records before it, so all of them wait for the whole entry.
 	finish(live, off, err)
+}
+
+// startOfTerm plans what a new leader commits before (in the same entry
+// as) its first decision: ISRs corrected to the leader alone
+// (metadata.State.PlanOneReplicaISRs), for images written by versions that
+// listed every replica as in sync. Planned once per term, so a leader does
+// not walk every partition for each batch; the liveness loop makes sure
+// it runs even while no request comes.
+func startOfTerm(st *metadata.State) []metadata.Record {
+	return st.PlanOneReplicaISRs()
+}
+
+// startTerm has the decider plan the start-of-term records, if this
+// leader's term has not had them yet, with nothing else.
+func (c *Controller) startTerm() {
+	if c.startedTerm.Load() == c.node.term.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.stopCtx, c.cfg.ProposalTimeout)
+	defer cancel()
+	if _, err := c.decideAndPropose(ctx, func(*metadata.State) []metadata.Record { return nil }); err != nil {
+		c.cfg.Logger.Warn("controller: start-of-term records failed", "err", err)
+	}
 }
 
 func (c *Controller) forwarder(addr string) *Client {
