@@ -15,6 +15,12 @@ type RegisterBrokerRequest struct {
 	IncarnationID uuid.UUID
 	Listeners     []Listener
 	Rack          string
+	// ClusterID is the cluster id the broker's meta.properties records,
+	// "" on a node that has none yet (its first start): it takes the
+	// quorum's from the response. A different id than the image's is
+	// refused (INCONSISTENT_CLUSTER_ID): the node belongs to another
+	// cluster.
+	ClusterID string `json:",omitempty"`
 	// ExistingSessionAlive is the caller's liveness verdict on the current
 	// registration of BrokerID (if any): true if its heartbeat session has
 	// not expired. A live session held by another incarnation makes the
@@ -26,6 +32,9 @@ type RegisterBrokerRequest struct {
 // RegisterBrokerResponse answers a registration.
 type RegisterBrokerResponse struct {
 	BrokerEpoch int64
+	// ClusterID is the quorum's cluster id, which the broker keeps in its
+	// meta.properties and reports in Metadata and DescribeCluster.
+	ClusterID string `json:",omitempty"`
 }
 
 // PlanRegisterBroker decides a registration. Every registration, even a
@@ -37,10 +46,16 @@ type RegisterBrokerResponse struct {
 // since a fenced broker must lead nothing.
 //
 // Errors: INVALID_REQUEST (bad id or nil incarnation),
+// INCONSISTENT_CLUSTER_ID (req.ClusterID is not the image's; an image
+// without one checks nothing and answers "": the controller plans
+// [State.PlanClusterID] before any registration),
 // DUPLICATE_BROKER_REGISTRATION (another incarnation holds a live session).
 func (s *State) PlanRegisterBroker(req RegisterBrokerRequest) ([]Record, RegisterBrokerResponse, error) {
 	if req.BrokerID < 0 || req.IncarnationID == uuid.Nil {
 		return nil, RegisterBrokerResponse{}, fmt.Errorf("%w: broker id %d incarnation %s", kerr.InvalidRequest, req.BrokerID, req.IncarnationID)
+	}
+	if req.ClusterID != "" && s.clusterID != "" && req.ClusterID != s.clusterID {
+		return nil, RegisterBrokerResponse{}, fmt.Errorf("%w: broker %d has cluster.id %s in its meta.properties, but this cluster's id is %s: it belongs to another cluster (or its data directory does)", kerr.InconsistentClusterID, req.BrokerID, req.ClusterID, s.clusterID)
 	}
 	for i, l := range req.Listeners {
 		if l.Name == "" || l.Port < 0 || l.Port > 65535 {
@@ -63,7 +78,22 @@ func (s *State) PlanRegisterBroker(req RegisterBrokerRequest) ([]Record, Registe
 		Rack:          req.Rack,
 		Fenced:        true,
 	})
-	return recs, RegisterBrokerResponse{BrokerEpoch: epoch}, nil
+	return recs, RegisterBrokerResponse{BrokerEpoch: epoch, ClusterID: s.clusterID}, nil
+}
+
+// PlanClusterID plans the [ClusterIDRecord] of an image that has none:
+// candidate, the id the new leader proposes (its own meta.properties', so
+// that a cluster created before the record existed keeps the id its first
+// node had, or a fresh one). Nothing once an id is recorded. Errors:
+// INVALID_REQUEST for a candidate that is not a valid cluster id.
+func (s *State) PlanClusterID(candidate string) ([]Record, error) {
+	if s.clusterID != "" {
+		return nil, nil
+	}
+	if err := validClusterID(candidate); err != nil {
+		return nil, fmt.Errorf("%w: cluster id: %v", kerr.InvalidRequest, err)
+	}
+	return []Record{&ClusterIDRecord{ClusterID: candidate}}, nil
 }
 
 // BrokerHeartbeatRequest is a broker's periodic heartbeat (Kafka's
