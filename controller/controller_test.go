@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -746,5 +747,52 @@ func TestControllerNewLeaderCorrectsLegacyISRs(t *testing.T) {
 	}
 	if p, _ := next.State().Partition(id, 0); p.Leader != 102 || !slices.Equal(p.Replicas, []int32{102, 101, 103}) {
 		t.Fatalf("correction changed more than the ISR: %+v", p)
+	}
+}
+
+// TestControllerClusterIDIsTheQuorums: the first leader records one cluster
+// id before its first decision; every voter reports it, a broker
+// registering without one (a fresh node) learns it, through a follower or
+// a network Client too, and one whose meta.properties names another
+// cluster is refused with INCONSISTENT_CLUSTER_ID and registers nothing.
+func TestControllerClusterIDIsTheQuorums(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	lead := c.leader()
+	f := c.follower()
+	resp, err := f.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 101, IncarnationID: uuid.New()})
+	if err != nil || resp.ClusterID == "" {
+		t.Fatalf("fresh broker's registration: %v, cluster id %q", err, resp.ClusterID)
+	}
+	id := resp.ClusterID
+	c.waitApplied(lead.State().Offset())
+	for _, ctl := range c.ctrls {
+		if got := ctl.ClusterID(); got != id {
+			t.Fatalf("controller %d reports cluster id %q, the quorum recorded %q", ctl.ID(), got, id)
+		}
+	}
+	cl := NewClient(ClientOptions{Addrs: []string{f.Addr()}})
+	defer cl.Close()
+	if resp, err := cl.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 102, IncarnationID: uuid.New(), ClusterID: id}); err != nil || resp.ClusterID != id {
+		t.Fatalf("registration with the cluster's id over a Client: %v, %q", err, resp.ClusterID)
+	}
+	_, err = cl.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 103, IncarnationID: uuid.New(), ClusterID: "ForeignCluster00000000"})
+	if !errors.Is(err, kerr.InconsistentClusterID) || !strings.Contains(err.Error(), "another cluster") {
+		t.Fatalf("foreign broker's registration: %v, want INCONSISTENT_CLUSTER_ID", err)
+	}
+	if _, ok := lead.State().Broker(103); ok {
+		t.Fatal("foreign broker registered")
+	}
+}
+
+// TestControllerRecordsItsMetaPropertiesClusterID: an image without a
+// cluster id (a new cluster, or one from a version before the record) gets
+// the id of its first leader's meta.properties, so a cluster keeps the id
+// its node always had.
+func TestControllerRecordsItsMetaPropertiesClusterID(t *testing.T) {
+	const mine = "MkU3OEVBNTcwNTJENDM2Qk"
+	c := newCtrlCluster(t, clusterOpts{n: 1, clusterIDs: map[int32]string{1: mine}})
+	lead := c.leader()
+	if !waitFor(testWait, func() bool { return lead.ClusterID() == mine }) {
+		t.Fatalf("cluster id %q, want the node's own %q (recorded with no request)", lead.ClusterID(), mine)
 	}
 }
