@@ -324,7 +324,7 @@ func (c *ctrlCluster) start(id int32) {
 func (c *ctrlCluster) startWith(id int32, ln net.Listener) {
 	c.t.Helper()
 	o := Options{
-		Config:   c.config(id),
+		Config:    c.config(id),
 		Listener:  ln,
 		Seed:      uint64(id),
 		ClusterID: c.clusterIDs[id],
