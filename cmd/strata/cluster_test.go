@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // procCluster is n combined-mode (broker,controller) strata processes
@@ -21,6 +25,8 @@ import (
 type procCluster struct {
 	t        *testing.T
 	settings [][]string // per node (index = node.id-1), as passed to launchProc
+	dirs     []string   // per node, its log.dirs
+	voters   string     // controller.quorum.voters
 	procs    []*proc
 	started  int // processes launched, for log file names
 }
@@ -35,15 +41,16 @@ func startProcCluster(t *testing.T, n int, extra ...string) *procCluster {
 	for i, p := range ports {
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, p))
 	}
-	c := &procCluster{t: t}
+	c := &procCluster{t: t, voters: strings.Join(voters, ",")}
 	for i, p := range ports {
+		c.dirs = append(c.dirs, t.TempDir())
 		c.settings = append(c.settings, append([]string{
 			"node.id=" + strconv.Itoa(i+1),
 			"process.roles=broker,controller",
 			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:%d", p),
-			"controller.quorum.voters=" + strings.Join(voters, ","),
+			"controller.quorum.voters=" + c.voters,
 			"admin.listener=127.0.0.1:0",
-			"log.dirs=" + t.TempDir(),
+			"log.dirs=" + c.dirs[i],
 		}, extra...))
 	}
 	for i := range c.settings {
@@ -301,4 +308,77 @@ func TestClusterKill9OnlyReplicaLeavesPartitionOffline(t *testing.T) {
 			got++
 		})
 	}
+}
+
+// TestClusterReportsTheQuorumsClusterID: each node used to generate its own
+// cluster.id. Now the first leader records one in the metadata log: every
+// node of a three-node cluster, and a broker-only node joining it, reports
+// it in DescribeCluster and Metadata and keeps it in its meta.properties;
+// a node whose meta.properties names another cluster exits at start with
+// one line saying so.
+func TestClusterReportsTheQuorumsClusterID(t *testing.T) {
+	c := startProcCluster(t, 3)
+	dir := t.TempDir()
+	joiner := launchProc(t, 100, "node.id=4", "process.roles=broker", "listeners=PLAINTEXT://127.0.0.1:0",
+		"controller.quorum.voters="+c.voters, "admin.listener=127.0.0.1:0", "log.dirs="+dir)
+	joiner.waitServing(t)
+	ids := map[string][]int{}
+	for i, p := range append(slices.Clone(c.procs), joiner) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), procWait)
+		defer cancel()
+		dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		if err != nil || m.Cluster != dc.ClusterID {
+			t.Fatalf("node %d: Metadata cluster %q (%v), DescribeCluster %q", i+1, m.Cluster, err, dc.ClusterID)
+		}
+		ids[dc.ClusterID] = append(ids[dc.ClusterID], i+1)
+	}
+	if len(ids) != 1 {
+		t.Fatalf("cluster ids by node: %v, want one id", ids)
+	}
+	var id string
+	for k := range ids {
+		id = k
+	}
+	for _, d := range append(slices.Clone(c.dirs), dir) {
+		b, err := os.ReadFile(filepath.Join(d, "meta.properties"))
+		if err != nil || !strings.Contains(string(b), "cluster.id="+id+"\n") {
+			t.Fatalf("%s/meta.properties: %v\n%s", d, err, b)
+		}
+	}
+
+	foreign := t.TempDir()
+	props := "version=1\ncluster.id=ForeignCluster00000000\nnode.id=5\nincarnation.id=" + uuid.NewString() + "\ncluster.id.source=quorum\n"
+	if err := os.WriteFile(filepath.Join(foreign, "meta.properties"), []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := launchProc(t, 101, "node.id=5", "process.roles=broker", "listeners=PLAINTEXT://127.0.0.1:0",
+		"controller.quorum.voters="+c.voters, "admin.listener=127.0.0.1:0", "log.dirs="+foreign)
+	select {
+	case <-p.done:
+	case <-time.After(procWait):
+		t.Fatalf("node of another cluster still running after %v", procWait)
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Fatal("node of another cluster exited 0")
+	}
+	b, _ := os.ReadFile(p.err)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.Contains(l, "INCONSISTENT_CLUSTER_ID") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "ForeignCluster00000000") || !strings.Contains(lines[0], id) {
+		t.Fatalf("stderr of the node of another cluster:\n%s\nwant one INCONSISTENT_CLUSTER_ID line naming both ids", b)
+	}
+	t.Logf("refused: %s", lines[0])
 }
