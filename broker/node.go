@@ -49,11 +49,11 @@ type Options struct {
 //
 // All methods are safe for concurrent use.
 type Node struct {
-	cfg       Config
-	logger    *slog.Logger
-	ctx       context.Context // cancelled by Close once connections drained: loops stop
-	cancel    context.CancelFunc
-	stopping  chan struct{} // closed when Close starts: long polls answer at once
+	cfg      Config
+	logger   *slog.Logger
+	ctx      context.Context // cancelled by Close once connections drained: loops stop
+	cancel   context.CancelFunc
+	stopping chan struct{} // closed when Close starts: long polls answer at once
 	// clusterID is the quorum's cluster id once the registration has
 	// confirmed it (see ClusterID); props is meta.properties as read at
 	// start (its incarnation is kept there, so a restart on the same data
@@ -274,7 +274,7 @@ func (n *Node) startController(o Options) error {
 		voters[0].Addr = ln.Addr().String()
 	}
 	n.ctl, err = controller.Open(controller.Options{
-		Config:   n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
+		Config:    n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
 		Listener:  ln,
 		Registry:  n.reg,
 		ClusterID: n.props.clusterID,
