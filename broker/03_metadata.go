@@ -131,7 +131,7 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 			resp.Topics = append(resp.Topics, metadataTopic(st, t))
 		}
 	})
-	resp.ClusterID = kmsg.StringPtr(n.clusterID)
+	resp.ClusterID = kmsg.StringPtr(n.ClusterID())
 	resp.ControllerID = n.controllerID()
 	resp.AuthorizedOperations = authorizedOpsUnknown
 	return encodeResponse(r, resp), nil

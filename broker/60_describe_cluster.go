@@ -2,7 +2,7 @@ package broker
 
 // DescribeCluster (key 60), versions 0 through kmsg's newest (2).
 //
-// Behaviour: the cluster id (meta.properties), the controller id Metadata
+// Behaviour: the cluster id (the quorum's: Node.ClusterID), the controller id Metadata
 // reports (this broker, which forwards admin requests to the quorum), and
 // the registered brokers of the metadata image with their advertised
 // listener of the name the request came in on; fenced brokers are left
@@ -46,7 +46,7 @@ func handleDescribeCluster(_ context.Context, n *Node, r *request) (*frame, erro
 	req := r.msg.(*kmsg.DescribeClusterRequest)
 	resp := kmsg.NewPtrDescribeClusterResponse()
 	resp.EndpointType = endpointTypeBroker
-	resp.ClusterID = n.clusterID
+	resp.ClusterID = n.ClusterID()
 	resp.ControllerID = n.controllerID()
 	resp.ClusterAuthorizedOperations = authorizedOpsOmitted
 	if r.version >= 1 && req.EndpointType != endpointTypeBroker {

@@ -370,9 +370,8 @@ func TestAdminAPIsOnABrokerOnlyNode(t *testing.T) {
 		req.SetVersion(1)
 		req.EndpointType = endpointTypeBroker
 		dc := c.roundTrip(req).(*kmsg.DescribeClusterResponse)
-		// Each node's own meta.properties (a broker-only node does not yet
-		// learn the cluster id from the quorum; see DESIGN.md).
-		if len(dc.Brokers) != 2 || dc.ClusterID != tc.n.ClusterID() {
+		// The quorum's cluster id, on both nodes.
+		if len(dc.Brokers) != 2 || dc.ClusterID != tc.n.ClusterID() || dc.ClusterID != a.ClusterID() {
 			t.Fatalf("describe cluster on node %s: %+v", tc.own, dc)
 		}
 	}

@@ -3,12 +3,19 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/controller/metadata"
 )
 
 // TestBrokerOnlyNodeJoinsAndServesItsPartitions runs a combined node and a
@@ -132,5 +139,90 @@ func TestCreateTopicsValidateOnlyAndErrors(t *testing.T) {
 	resp, err := adm.CreateTopic(ctx, -1, -1, nil, "defaults")
 	if err != nil || resp.Err != nil || resp.NumPartitions != 1 || resp.ReplicationFactor != 1 {
 		t.Fatalf("defaults: %v %+v", err, resp)
+	}
+}
+
+// TestClusterIDIsTheQuorumsOnEveryNode: a broker-only node used to make
+// up its own cluster.id; now every node reports the quorum's (recorded in
+// the metadata log) in Metadata and DescribeCluster and keeps it in its
+// meta.properties; a node whose meta.properties names another cluster is
+// refused with one line saying so; a meta.properties an older version
+// wrote (an id the node generated itself) takes the quorum's id.
+func TestClusterIDIsTheQuorumsOnEveryNode(t *testing.T) {
+	a := startNode(t, t.TempDir(), nil)
+	brokerOnly := func(id int) map[string]string {
+		return map[string]string{
+			"node.id":                  strconv.Itoa(id),
+			"process.roles":            "broker",
+			"listeners":                "PLAINTEXT://127.0.0.1:0",
+			"controller.quorum.voters": "1@" + a.Addrs()["CONTROLLER"],
+		}
+	}
+	dirB := t.TempDir()
+	b := startNode(t, dirB, brokerOnly(2))
+	want := a.ClusterID()
+	if want == "" || b.ClusterID() != want {
+		t.Fatalf("controller node reports cluster id %q, broker-only node %q", want, b.ClusterID())
+	}
+	for _, n := range []*Node{a, b} {
+		cl := newClient(t, n)
+		m, err := kadm.NewClient(cl).BrokerMetadata(testCtx(t))
+		if err != nil || m.Cluster != want {
+			t.Fatalf("Metadata from node %d: cluster %q (%v), want %q", n.cfg.NodeID, m.Cluster, err, want)
+		}
+		dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(testCtx(t), cl)
+		if err != nil || dc.ClusterID != want {
+			t.Fatalf("DescribeCluster from node %d: %v, want cluster %q", n.cfg.NodeID, err, want)
+		}
+	}
+	props := func(dir string) map[string]string {
+		t.Helper()
+		f, err := os.Open(filepath.Join(dir, "meta.properties"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		p, err := ReadProperties(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := props(dirB); p["cluster.id"] != want || p["cluster.id.source"] != "quorum" {
+		t.Fatalf("broker-only node's meta.properties: %v", p)
+	}
+
+	// A node of another cluster: refused, one line, naming both ids.
+	foreign := t.TempDir()
+	inc := uuid.New()
+	write := func(dir, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "meta.properties"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(foreign, "version=1\ncluster.id=ForeignCluster00000000\nnode.id=3\nincarnation.id="+inc.String()+"\ncluster.id.source=quorum\n")
+	_, err := Open(Options{Config: testConfig(t, foreign, brokerOnly(3)), Logger: testLogger(), StartTimeout: testWait})
+	if !errors.Is(err, kerr.InconsistentClusterID) || !strings.Contains(err.Error(), "ForeignCluster00000000") || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("node of another cluster: %v, want one line of INCONSISTENT_CLUSTER_ID naming both ids", err)
+	}
+	if p := props(foreign); p["cluster.id"] != "ForeignCluster00000000" {
+		t.Fatalf("refused node's meta.properties rewritten: %v", p)
+	}
+	a.view(func(st *metadata.State) {
+		if _, ok := st.Broker(3); ok {
+			t.Error("node of another cluster registered")
+		}
+	})
+
+	// A meta.properties from before: its own made-up id, no source.
+	legacy := t.TempDir()
+	write(legacy, "version=1\ncluster.id=MadeUpByThisNode000000\nnode.id=4\nincarnation.id="+inc.String()+"\n")
+	d := startNode(t, legacy, brokerOnly(4))
+	if d.ClusterID() != want {
+		t.Fatalf("node with an older meta.properties reports %q, want the quorum's %q", d.ClusterID(), want)
+	}
+	if p := props(legacy); p["cluster.id"] != want || p["cluster.id.source"] != "quorum" || p["incarnation.id"] != inc.String() {
+		t.Fatalf("older meta.properties not updated: %v", p)
 	}
 }

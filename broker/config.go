@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/controller"
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/tiering"
@@ -46,7 +47,7 @@ var Settings = []Setting{
 	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener host:port serving /metrics, /healthz, /readyz, /debug/pprof/ (port 0 = any; empty = none)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
-	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1"},
+	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1; only 1 (replication is not built yet)"},
 	{"auto.create.topics.enable", "true", "create a topic when Metadata asks for one that does not exist"},
 	{"socket.request.max.bytes", "104857600", "largest request accepted; a larger size prefix closes the connection before anything is allocated"},
 	{"connections.max.idle.ms", "600000", "close a connection idle for this long"},
@@ -91,7 +92,7 @@ var Settings = []Setting{
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
 	{"group.max.size", "2147483647", "most members one group may have"},
 	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
-	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets (capped at the live brokers when created)"},
+	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets; only 1 (replication is not built yet)"},
 	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets"},
 	{"offsets.retention.minutes", "10080", "committed offsets of an Empty group expire this long after their commit"},
 	{"offsets.retention.check.interval.ms", "600000", "how often expired offsets are removed"},
@@ -413,6 +414,18 @@ func ParseConfig(props map[string]string) (Config, error) {
 		}
 		return n
 	}
+	// oneReplica reads a replication factor: above
+	// metadata.MaxReplicationFactor it is a startup error rather than a
+	// refusal at each topic creation (or a topic quietly given fewer
+	// replicas than configured), so the operator learns it at once.
+	oneReplica := func(name string) int64 {
+		n := i64(name, 1)
+		if n > metadata.MaxReplicationFactor {
+			bad(name, get(name), fmt.Sprintf("replication is not built yet, so a partition has exactly one replica: set %s=%d", name, metadata.MaxReplicationFactor))
+			return metadata.MaxReplicationFactor
+		}
+		return n
+	}
 	ms := func(name string, min int64) time.Duration {
 		n := i64(name, min)
 		if n > int64(time.Duration(1<<62)/time.Millisecond) {
@@ -491,7 +504,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 		}
 	}
 	c.NumPartitions = int32(i64("num.partitions", 1))
-	c.DefaultReplicationFactor = int16(i64("default.replication.factor", 1))
+	c.DefaultReplicationFactor = int16(oneReplica("default.replication.factor"))
 	c.AutoCreateTopics = boolean("auto.create.topics.enable")
 	c.SocketRequestMaxBytes = int32(min(i64("socket.request.max.bytes", 64), 1<<31-1))
 	c.ConnectionsMaxIdle = ms("connections.max.idle.ms", 1)
@@ -503,7 +516,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.GroupMaxSessionTimeout = ms("group.max.session.timeout.ms", 0)
 	c.GroupMaxSize = int(min(i64("group.max.size", 1), 1<<31-1))
 	c.OffsetsTopicPartitions = int32(min(i64("offsets.topic.num.partitions", 1), 1<<20))
-	c.OffsetsTopicReplicationFactor = int16(min(i64("offsets.topic.replication.factor", 1), 1<<15-1))
+	c.OffsetsTopicReplicationFactor = int16(oneReplica("offsets.topic.replication.factor"))
 	c.OffsetsTopicSegmentBytes = i64("offsets.topic.segment.bytes", 14)
 	c.OffsetsRetention = time.Duration(min(i64("offsets.retention.minutes", 1), 1<<40)) * time.Minute
 	c.OffsetsRetentionCheckInterval = ms("offsets.retention.check.interval.ms", 1)

@@ -92,6 +92,23 @@ func TestConfigRejectsBadValues(t *testing.T) {
 	}
 }
 
+// TestConfigRefusesReplicationFactorsAboveOne: replication is not built,
+// so default.replication.factor or offsets.topic.replication.factor above 1
+// (common in Kafka server.properties files) stops the start with an error
+// naming the setting and saying why, rather than topics claiming replicas
+// that never receive a record.
+func TestConfigRefusesReplicationFactorsAboveOne(t *testing.T) {
+	for _, name := range []string{"default.replication.factor", "offsets.topic.replication.factor"} {
+		_, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: "3"}))
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "replication is not built yet") {
+			t.Errorf("%s=3: %v, want ErrInvalidConfig naming it and saying replication is not built yet", name, err)
+		}
+		if _, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: "1"})); err != nil {
+			t.Errorf("%s=1: %v", name, err)
+		}
+	}
+}
+
 func TestConfigHelpListsEverySettingWithDefault(t *testing.T) {
 	var b bytes.Buffer
 	Help(&b)

@@ -355,9 +355,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 
-	if n.health.storeLoaded.Load() {
-		// clusterID is set before storage loads; storeLoaded orders the read.
-		gauge(c.info, 1, strconv.Itoa(int(n.cfg.NodeID)), n.clusterID)
+	if id := n.ClusterID(); id != "" { // known once registered
+		gauge(c.info, 1, strconv.Itoa(int(n.cfg.NodeID)), id)
 	}
 
 	byListener := map[string]int{}

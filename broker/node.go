@@ -51,16 +51,19 @@ type Options struct {
 //
 // All methods are safe for concurrent use.
 type Node struct {
-	cfg       Config
-	logger    *slog.Logger
-	ctx       context.Context // cancelled by Close once connections drained: loops stop
-	cancel    context.CancelFunc
-	stopping  chan struct{} // closed when Close starts: long polls answer at once
-	clusterID string
-	// incarnation is kept in meta.properties, so a restart on the same
-	// data directory re-registers as the same incarnation and is accepted
-	// at once; another process claiming this node.id from another
-	// directory is still refused (DUPLICATE_BROKER_REGISTRATION).
+	cfg      Config
+	logger   *slog.Logger
+	ctx      context.Context // cancelled by Close once connections drained: loops stop
+	cancel   context.CancelFunc
+	stopping chan struct{} // closed when Close starts: long polls answer at once
+	// clusterID is the quorum's cluster id once the registration has
+	// confirmed it (see ClusterID); props is meta.properties as read at
+	// start (its incarnation is kept there, so a restart on the same data
+	// directory re-registers as the same incarnation and is accepted at
+	// once; another process claiming this node.id from another directory
+	// is still refused, DUPLICATE_BROKER_REGISTRATION).
+	clusterID   atomic.Pointer[string]
+	props       metaProperties
 	incarnation uuid.UUID
 
 	store  *storage.Manager
@@ -167,9 +170,10 @@ func Open(o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.clusterID, n.incarnation, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
+	if n.props, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
+	n.incarnation = n.props.incarnation
 	if n.pids, err = openProducerIDs(cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
@@ -254,7 +258,7 @@ func Open(o Options) (n *Node, err error) {
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.groups.run(n.ctx) }()
 	n.health.serving.Store(true)
-	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.clusterID, "listeners", n.Addrs())
+	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.ClusterID(), "listeners", n.Addrs())
 	return n, nil
 }
 
@@ -300,9 +304,10 @@ func (n *Node) startController(o Options) error {
 		voters[0].Addr = ln.Addr().String()
 	}
 	n.ctl, err = controller.Open(controller.Options{
-		Config:   n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
-		Listener: ln,
-		Registry: n.reg,
+		Config:    n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
+		Listener:  ln,
+		Registry:  n.reg,
+		ClusterID: n.props.clusterID,
 	})
 	if err != nil {
 		ln.Close()
@@ -353,8 +358,16 @@ func (n *Node) Addrs() map[string]string {
 // Addr returns the bound address of the first client listener.
 func (n *Node) Addr() string { return n.lns[0].Addr().String() }
 
-// ClusterID returns the cluster id from meta.properties.
-func (n *Node) ClusterID() string { return n.clusterID }
+// ClusterID returns the quorum's cluster id: the one the metadata log
+// records, which the controller confirmed when this broker registered and
+// which meta.properties keeps. "" before the first registration of a
+// node that had none.
+func (n *Node) ClusterID() string {
+	if id := n.clusterID.Load(); id != nil {
+		return *id
+	}
+	return ""
+}
 
 // Done is closed when the node stops serving: during Close (once
 // in-flight requests are answered), or when the data directory fails (the
@@ -457,14 +470,30 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 
 // register registers this broker with the controller, retrying until the
 // quorum has a leader or ctx ends.
+//
+// The request carries meta.properties' cluster id once the quorum has
+// confirmed it; the controller refuses an id not its own
+// (INCONSISTENT_CLUSTER_ID: this node or its data directory belongs to
+// another cluster), which ends the retries. A node without a confirmed id
+// (its first start, or a meta.properties whose id an older version made up
+// on its own) takes the quorum's and records it in meta.properties.
 func (n *Node) register(ctx context.Context) error {
 	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: n.incarnation, Listeners: n.advertised}
+	if n.props.confirmed {
+		req.ClusterID = n.props.clusterID
+	}
 	for {
 		resp, err := n.svc.RegisterBroker(ctx, req)
 		if err == nil {
+			if err := n.adoptClusterID(resp.ClusterID); err != nil {
+				return err
+			}
 			n.brokerEpoch.Store(resp.BrokerEpoch)
 			n.health.registered.Store(true)
 			return nil
+		}
+		if metadata.ErrorCode(err) == kerr.InconsistentClusterID.Code {
+			return fmt.Errorf("broker: the controller refused this node: %w", err)
 		}
 		n.logger.Debug("broker: registration failed, retrying", "err", err)
 		select {
@@ -473,6 +502,30 @@ func (n *Node) register(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// adoptClusterID takes the quorum's cluster id from a registration's
+// response and, unless meta.properties already confirms it, writes it
+// there (with node.id and incarnation.id).
+func (n *Node) adoptClusterID(id string) error {
+	if id == "" { // a controller that records no cluster id
+		id = n.props.clusterID
+	}
+	n.clusterID.Store(&id)
+	if id == "" || (n.props.confirmed && n.props.clusterID == id) {
+		return nil
+	}
+	if n.props.clusterID != "" && n.props.clusterID != id {
+		n.logger.Warn("broker: meta.properties had a cluster.id this node generated itself (before cluster ids were the quorum's); taking the quorum's",
+			"old", n.props.clusterID, "cluster.id", id)
+	}
+	p := n.props
+	p.clusterID, p.confirmed = id, true
+	if err := writeMetaProperties(n.cfg.LogDir, n.cfg.NodeID, p); err != nil {
+		return err
+	}
+	n.props = p
+	return nil
 }
 
 // heartbeatLoop heartbeats every 50ms while fenced (to be unfenced as soon
@@ -866,34 +919,52 @@ func topicStorageConfig(base storage.Config, m map[string]string) storage.Config
 	return c
 }
 
-// loadMetaProperties reads <dir>/meta.properties (cluster.id, node.id and
-// Strata's incarnation.id), creating it on first start. A node.id that
-// differs from the file's is refused, as Kafka refuses it.
-func loadMetaProperties(dir string, nodeID int32) (string, uuid.UUID, error) {
-	path := filepath.Join(dir, "meta.properties")
+// metaProperties is what <log dir>/meta.properties says about this node.
+type metaProperties struct {
+	clusterID string
+	// confirmed: clusterID is the quorum's, as a registration confirmed
+	// it (cluster.id.source=quorum). Files written before cluster ids were
+	// a metadata record carry an id the node generated on its own.
+	confirmed   bool
+	incarnation uuid.UUID
+}
+
+const metaPropertiesFile = "meta.properties"
+
+// loadMetaProperties reads <dir>/meta.properties (cluster.id, node.id,
+// Strata's incarnation.id and cluster.id.source). A node.id that differs
+// from the file's is refused, as Kafka refuses it. Without the file (a
+// first start) it returns a fresh incarnation and no cluster id: the file
+// is written once the quorum's id is known (adoptClusterID).
+func loadMetaProperties(dir string, nodeID int32) (metaProperties, error) {
+	path := filepath.Join(dir, metaPropertiesFile)
 	f, err := os.Open(path)
-	if err == nil {
-		defer f.Close()
-		props, err := ReadProperties(f)
-		if err != nil {
-			return "", uuid.UUID{}, fmt.Errorf("broker: %s: %w", path, err)
-		}
-		if id := props["node.id"]; id != strconv.Itoa(int(nodeID)) {
-			return "", uuid.UUID{}, fmt.Errorf("%w: node.id=%d but %s says %s", ErrInvalidConfig, nodeID, path, id)
-		}
-		inc, err := uuid.Parse(props["incarnation.id"])
-		if props["cluster.id"] == "" || err != nil {
-			return "", uuid.UUID{}, fmt.Errorf("%w: %s lacks cluster.id or incarnation.id", ErrInvalidConfig, path)
-		}
-		return props["cluster.id"], inc, nil
+	if os.IsNotExist(err) {
+		return metaProperties{incarnation: uuid.New()}, nil
 	}
-	if !os.IsNotExist(err) {
-		return "", uuid.UUID{}, fmt.Errorf("broker: read %s: %w", path, err)
+	if err != nil {
+		return metaProperties{}, fmt.Errorf("broker: read %s: %w", path, err)
 	}
-	id, inc := encodeTopicID(uuid.New()), uuid.New()
-	data := fmt.Sprintf("#\n#Written by strata\nversion=1\ncluster.id=%s\nnode.id=%d\nincarnation.id=%s\n", id, nodeID, inc)
-	if err := writeFileDurably(path, []byte(data)); err != nil {
-		return "", uuid.UUID{}, err
+	defer f.Close()
+	props, err := ReadProperties(f)
+	if err != nil {
+		return metaProperties{}, fmt.Errorf("broker: %s: %w", path, err)
 	}
-	return id, inc, nil
+	if id := props["node.id"]; id != strconv.Itoa(int(nodeID)) {
+		return metaProperties{}, fmt.Errorf("%w: node.id=%d but %s says %s", ErrInvalidConfig, nodeID, path, id)
+	}
+	inc, err := uuid.Parse(props["incarnation.id"])
+	if props["cluster.id"] == "" || err != nil {
+		return metaProperties{}, fmt.Errorf("%w: %s lacks cluster.id or incarnation.id", ErrInvalidConfig, path)
+	}
+	return metaProperties{clusterID: props["cluster.id"], confirmed: props["cluster.id.source"] == "quorum", incarnation: inc}, nil
+}
+
+// writeMetaProperties writes <dir>/meta.properties durably.
+func writeMetaProperties(dir string, nodeID int32, p metaProperties) error {
+	data := fmt.Sprintf("#\n#Written by strata\nversion=1\ncluster.id=%s\nnode.id=%d\nincarnation.id=%s\n", p.clusterID, nodeID, p.incarnation)
+	if p.confirmed {
+		data += "cluster.id.source=quorum\n"
+	}
+	return writeFileDurably(filepath.Join(dir, metaPropertiesFile), []byte(data))
 }

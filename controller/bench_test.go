@@ -54,7 +54,7 @@ func BenchmarkCreateTopics3Voters(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			name := "bench-" + strconv.FormatInt(n.Add(1), 10)
-			res, err := lead.CreateTopics(context.Background(), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: 3}}})
+			res, err := lead.CreateTopics(context.Background(), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: 1}}})
 			if err != nil || res[0].Err != nil {
 				b.Errorf("create %s: %v %v", name, err, res)
 				return

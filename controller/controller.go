@@ -2,11 +2,13 @@ package controller
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,6 +40,11 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Seed seeds topic ids and placement; 0 seeds randomly.
 	Seed uint64
+	// ClusterID is this node's cluster id as its meta.properties records
+	// it, "" if it has none yet. Leading an image that has no cluster id,
+	// this controller records it (a fresh one when ""), so a cluster
+	// created before the id was a metadata record keeps its first node's.
+	ClusterID string
 }
 
 // Controller is one member of the metadata quorum: a Raft node whose
@@ -67,6 +74,12 @@ type Controller struct {
 	decisions   chan *decision
 	deciderDone chan struct{}
 	rng         *rand.Rand
+	// startedTerm is the Raft term whose start-of-term records
+	// (startOfTerm) are committed; written by the decider only.
+	startedTerm atomic.Uint64
+	// clusterIDCandidate is the id this controller records as leader of
+	// an image without one: Options.ClusterID, or a fresh one.
+	clusterIDCandidate string
 
 	// fwdMu guards fwd, the clients used to forward to the leader.
 	fwdMu sync.Mutex
@@ -108,6 +121,10 @@ func Open(o Options) (*Controller, error) {
 		seed = rand.Uint64()
 	}
 	c.rng = rand.New(rand.NewPCG(seed, seed+1))
+	c.clusterIDCandidate = o.ClusterID
+	if c.clusterIDCandidate == "" {
+		c.clusterIDCandidate = newClusterID(c.rng)
+	}
 	if c.resolve == nil {
 		c.resolve = func(id int32) string {
 			v, _ := cfg.voter(id)
@@ -218,6 +235,32 @@ func (c *Controller) Close() error {
 		}
 	})
 	return c.closeErr
+}
+
+// ClusterID returns the quorum's cluster id as this node's applied image
+// holds it (metadata.ClusterIDRecord), or "" before the first leader has
+// recorded one (a new cluster's first moments) or before this node has
+// applied it. Every node of the cluster reports the same id; a peer whose
+// messages carry another belongs to another cluster.
+func (c *Controller) ClusterID() string {
+	var id string
+	c.fsm.read(func(s *metadata.State) { id = s.ClusterID() })
+	return id
+}
+
+// newClusterID draws a cluster id as Kafka generates one: a random
+// (version 4) UUID in URL-safe base64 without padding, 22 characters.
+func newClusterID(rng *rand.Rand) string {
+	var id uuid.UUID
+	for i := 0; i < 16; i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8; j++ {
+			id[i+j] = byte(v >> (8 * j))
+		}
+	}
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
 // Addr is the bound address of the CONTROLLER listener.
@@ -455,10 +498,19 @@ func (c *Controller) decideBatch(batch []*decision) {
 		finish(batch, 0, errNotReady)
 		return
 	}
+	term := c.node.term.Load()
 	var recs []metadata.Record
 	var live []*decision
 	c.fsm.read(func(st *metadata.State) {
 		var spec *metadata.State // the image plus this batch so far
+		if c.startedTerm.Load() != term {
+			if recs = c.startOfTerm(st); len(recs) > 0 {
+				spec = st.Clone()
+				if err := spec.ApplyBatch(spec.Offset()+1, recs); err != nil {
+					c.cfg.Logger.Warn("controller: start-of-term records refused by the speculative image", "err", err)
+				}
+			}
+		}
 		for i, d := range batch {
 			if err := d.ctx.Err(); err != nil {
 				finish([]*decision{d}, 0, c.proposeErr(err))
@@ -487,15 +539,53 @@ func (c *Controller) decideBatch(batch []*decision) {
 		}
 	})
 	if len(recs) == 0 {
+		c.startedTerm.Store(term)
 		finish(live, c.fsmOffset(), nil)
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.stopCtx, c.cfg.ProposalTimeout)
 	defer cancel()
 	off, err := c.Propose(ctx, recs)
+	if err == nil {
+		c.startedTerm.Store(term)
+	}
 	// Every decision in the batch was planned on state that includes the
 	// records before it, so all of them wait for the whole entry.
 	finish(live, off, err)
+}
+
+// startOfTerm plans what a new leader commits before (in the same entry
+// as) its first decision: the cluster id if the image has none yet
+// (metadata.State.PlanClusterID, the first leader of a new cluster, or of
+// an image from a version without the record), so every decision —
+// registrations first — sees it; and ISRs corrected to the leader alone
+// (metadata.State.PlanOneReplicaISRs), for images written by versions that
+// listed every replica as in sync. Planned once per term, so a leader does
+// not walk every partition for each batch; the liveness loop makes sure
+// it runs even while no request comes.
+func (c *Controller) startOfTerm(st *metadata.State) []metadata.Record {
+	recs, err := st.PlanClusterID(c.clusterIDCandidate)
+	if err != nil {
+		// meta.properties holds an id the record cannot carry: record a
+		// fresh one; this node's registration will then say the mismatch.
+		c.cfg.Logger.Warn("controller: meta.properties cluster id unusable, recording a fresh one", "err", err)
+		c.clusterIDCandidate = newClusterID(c.rng)
+		recs, _ = st.PlanClusterID(c.clusterIDCandidate)
+	}
+	return append(recs, st.PlanOneReplicaISRs()...)
+}
+
+// startTerm has the decider plan the start-of-term records, if this
+// leader's term has not had them yet, with nothing else.
+func (c *Controller) startTerm() {
+	if c.startedTerm.Load() == c.node.term.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.stopCtx, c.cfg.ProposalTimeout)
+	defer cancel()
+	if _, err := c.decideAndPropose(ctx, func(*metadata.State) []metadata.Record { return nil }); err != nil {
+		c.cfg.Logger.Warn("controller: start-of-term records failed", "err", err)
+	}
 }
 
 func (c *Controller) forwarder(addr string) *Client {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -33,7 +35,7 @@ func TestControllerSingleVoterRegistersBrokersAndCreatesTopics(t *testing.T) {
 	c := newCtrlCluster(t, clusterOpts{n: 1})
 	ctl := c.leader()
 	registerBrokers(t, ctl, 3, 0)
-	r := createTopic(t, ctl, "orders", 6, 3)
+	r := createTopic(t, ctl, "orders", 6, 1)
 	if r.Err != nil {
 		t.Fatalf("create: %v", r.Err)
 	}
@@ -42,18 +44,26 @@ func TestControllerSingleVoterRegistersBrokersAndCreatesTopics(t *testing.T) {
 	if !ok || ti.ID != r.TopicID || ti.NumPartitions != 6 {
 		t.Fatalf("topic in image: %+v %v", ti, ok)
 	}
+	leaders := map[int32]bool{}
 	for _, p := range st.Partitions(ti.ID) {
-		if len(p.Replicas) != 3 || len(p.ISR) != 3 || p.Leader != p.Replicas[0] {
+		if len(p.Replicas) != 1 || !slices.Equal(p.ISR, p.Replicas) || p.Leader != p.Replicas[0] {
 			t.Fatalf("partition %+v", p)
 		}
+		leaders[p.Leader] = true
 	}
-	// Too few brokers for the replication factor.
-	r = createTopic(t, ctl, "wide", 1, 4)
-	if !errors.Is(r.Err, kerr.InvalidReplicationFactor) {
-		t.Fatalf("rf 4 on 3 brokers: %v", r.Err)
+	if len(leaders) != 3 {
+		t.Fatalf("6 partitions led by %d of 3 brokers", len(leaders))
 	}
-	if _, ok := ctl.State().TopicByName("wide"); ok {
-		t.Fatal("refused topic exists")
+	// Replication is not built yet: a second replica is refused.
+	for _, rf := range []int16{3, 4} {
+		name := fmt.Sprint("wide-", rf)
+		r = createTopic(t, ctl, name, 1, rf)
+		if !errors.Is(r.Err, kerr.InvalidReplicationFactor) {
+			t.Fatalf("rf %d: %v", rf, r.Err)
+		}
+		if _, ok := ctl.State().TopicByName(name); ok {
+			t.Fatal("refused topic exists")
+		}
 	}
 }
 
@@ -70,7 +80,7 @@ func TestControllerFiveVotersSurviveTwoLossesNotThree(t *testing.T) {
 	c.stop(lead.ID())
 	c.stop(c.follower().ID())
 	lead = c.leader()
-	if r := createTopic(t, lead, "three-of-five", 1, 2); r.Err != nil {
+	if r := createTopic(t, lead, "three-of-five", 1, 1); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	// Lose a third: two of five cannot.
@@ -93,7 +103,7 @@ func TestControllerFollowerForwardsToLeader(t *testing.T) {
 	f := c.follower()
 	// In-process call on a follower: forwarded over its CONTROLLER link.
 	registerBrokers(t, f, 3, 0)
-	if r := createTopic(t, f, "via-follower", 2, 3); r.Err != nil {
+	if r := createTopic(t, f, "via-follower", 2, 1); r.Err != nil {
 		t.Fatalf("create via follower: %v", r.Err)
 	}
 	// A network client pointed at the follower only.
@@ -178,7 +188,12 @@ func (h *heartbeater) halt() {
 	h.wg.Wait()
 }
 
-func TestControllerSessionExpiryFencesBrokerAndMovesLeadership(t *testing.T) {
+// TestControllerSessionExpiryFencesBrokerAndTakesItsPartitionsOffline: a
+// broker whose session expires is fenced; the partitions it led hold their
+// records on it alone (replication is not built yet), so they go offline
+// (leader -1, ISR just that broker, leader epoch bumped) instead of moving
+// to a broker without the data, and it leads them again once it heartbeats.
+func TestControllerSessionExpiryFencesBrokerAndTakesItsPartitionsOffline(t *testing.T) {
 	c := newCtrlCluster(t, clusterOpts{n: 3, tune: func(cfg *Config) {
 		cfg.BrokerSessionTimeout = time.Second
 		cfg.BrokerHeartbeatInterval = 50 * time.Millisecond
@@ -194,7 +209,7 @@ func TestControllerSessionExpiryFencesBrokerAndMovesLeadership(t *testing.T) {
 	}
 	h := startHeartbeats(t, lead, alive, 50*time.Millisecond)
 	defer h.halt()
-	r := createTopic(t, lead, "events", 6, 3)
+	r := createTopic(t, lead, "events", 6, 1)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -221,13 +236,14 @@ func TestControllerSessionExpiryFencesBrokerAndMovesLeadership(t *testing.T) {
 	st := lead.State()
 	for i, p := range st.Partitions(r.TopicID) {
 		old := before[i]
-		if p.Leader == silent || slices.Contains(p.ISR, silent) {
-			t.Fatalf("partition %d still has fenced broker: %+v", i, p)
-		}
-		if old.Leader == silent {
-			if !slices.Contains(old.ISR, p.Leader) || p.LeaderEpoch != old.LeaderEpoch+1 {
-				t.Fatalf("partition %d: new leader %d epoch %d, was %+v", i, p.Leader, p.LeaderEpoch, old)
+		if old.Leader != silent {
+			if p.Leader != old.Leader || p.LeaderEpoch != old.LeaderEpoch {
+				t.Fatalf("partition %d of a live broker changed: %+v, was %+v", i, p, old)
 			}
+			continue
+		}
+		if p.Leader != metadata.NoLeader || !slices.Equal(p.ISR, []int32{silent}) || p.LeaderEpoch != old.LeaderEpoch+1 {
+			t.Fatalf("partition %d of the fenced broker: %+v, want leader -1, ISR [%d], leader epoch %d", i, p, silent, old.LeaderEpoch+1)
 		}
 	}
 	for id := range alive {
@@ -235,13 +251,37 @@ func TestControllerSessionExpiryFencesBrokerAndMovesLeadership(t *testing.T) {
 			t.Fatalf("heartbeating broker %d fenced", id)
 		}
 	}
+	// The broker comes back: unfenced, it leads its partitions again.
+	back := startHeartbeats(t, lead, map[int32]int64{silent: epochs[silent]}, 50*time.Millisecond)
+	defer back.halt()
+	if !waitFor(testWait, func() bool {
+		for i, p := range lead.State().Partitions(r.TopicID) {
+			if p.Leader != before[i].Leader {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("broker %d back, partitions %+v", silent, lead.State().Partitions(r.TopicID))
+	}
 }
 
 func TestControllerStaleAlterPartitionRefused(t *testing.T) {
 	c := newCtrlCluster(t, clusterOpts{n: 1})
 	ctl := c.leader()
 	epochs := registerBrokers(t, ctl, 3, 0)
-	r := createTopic(t, ctl, "isr", 1, 3)
+	// A partition with three replicas in its ISR, as versions before the
+	// one-replica limit created them (proposed raw: the planners refuse
+	// it). Planned after the term's start (registerBrokers' decisions), so
+	// the ISR correction of the start of the term does not touch it.
+	id := uuid.MustParse("00000000-0000-4000-8000-00000000015a")
+	if _, err := ctl.Propose(ctx(t), []metadata.Record{
+		&metadata.TopicRecord{Name: "isr", TopicID: id},
+		&metadata.PartitionRecord{TopicID: id, Replicas: []int32{101, 102, 103}, ISR: []int32{101, 102, 103}, Leader: 101},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := metadata.CreateTopicResult{TopicID: id}
 	p, _ := ctl.State().Partition(r.TopicID, 0)
 	cl := NewClient(ClientOptions{Addrs: []string{ctl.Addr()}})
 	defer cl.Close()
@@ -260,6 +300,15 @@ func TestControllerStaleAlterPartitionRefused(t *testing.T) {
 	})
 	if err != nil || !errors.Is(res.Err, kerr.InvalidUpdateVersion) {
 		t.Fatalf("stale alter partition: %v %+v, want INVALID_UPDATE_VERSION", err, res)
+	}
+	// Growing the ISR back is refused with a current epoch too: no
+	// follower holds the leader's records.
+	res, err = cl.AlterPartition(ctx(t), metadata.AlterPartitionRequest{
+		BrokerID: p.Leader, BrokerEpoch: epochs[p.Leader], TopicID: r.TopicID, Partition: 0,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, NewISR: p.Replicas,
+	})
+	if err != nil || !errors.Is(res.Err, kerr.IneligibleReplica) {
+		t.Fatalf("growing alter partition: %v %+v, want INELIGIBLE_REPLICA", err, res)
 	}
 	if q, _ := ctl.State().Partition(r.TopicID, 0); !slices.Equal(q.ISR, shrunk) {
 		t.Fatalf("ISR now %v, want %v", q.ISR, shrunk)
@@ -310,7 +359,7 @@ func TestControllerKillLeaderOverTCPKeepsCommitted(t *testing.T) {
 	var want []string
 	for i := range 5 {
 		name := fmt.Sprint("t", i)
-		if r := createTopic(t, lead, name, 2, 3); r.Err != nil {
+		if r := createTopic(t, lead, name, 2, 1); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 		want = append(want, name)
@@ -326,7 +375,7 @@ func TestControllerKillLeaderOverTCPKeepsCommitted(t *testing.T) {
 	if el := time.Since(start); el > 10*testElectionTicks*testTick {
 		t.Fatalf("new leader after %v (election timeout %v)", el, testElectionTicks*testTick)
 	}
-	if r := createTopic(t, lead, "after", 1, 2); r.Err != nil {
+	if r := createTopic(t, lead, "after", 1, 1); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	want = append(want, "after")
@@ -353,7 +402,7 @@ func TestControllerRestartAllFromDiskIdenticalState(t *testing.T) {
 	lead := c.leader()
 	registerBrokers(t, lead, 4, 2)
 	for i := range 6 {
-		if r := createTopic(t, lead, fmt.Sprint("topic-", i), 3, 2); r.Err != nil {
+		if r := createTopic(t, lead, fmt.Sprint("topic-", i), 3, 1); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
@@ -412,7 +461,7 @@ func TestControllerLaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
 	c.stop(f)
 	registerBrokers(t, lead, 3, 0)
 	for i := range 15 {
-		if r := createTopic(t, lead, fmt.Sprint("lag-", i), 1, 3); r.Err != nil {
+		if r := createTopic(t, lead, fmt.Sprint("lag-", i), 1, 1); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
@@ -597,7 +646,7 @@ func TestClientWatchFailsOverWithoutGapOrRepeat(t *testing.T) {
 	st, _ := follow(t, w, lead.State().Offset())
 	c.stop(f.ID())
 	for i := range 5 {
-		if r := createTopic(t, lead, fmt.Sprint("after-failover-", i), 1, 2); r.Err != nil {
+		if r := createTopic(t, lead, fmt.Sprint("after-failover-", i), 1, 1); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
@@ -662,5 +711,88 @@ func TestBrokerSessionSurvivesControllerFailover(t *testing.T) {
 	st, _ := follow(t, w, lead.State().Offset())
 	if _, ok := st.TopicByName("after-failover"); !ok {
 		t.Fatal("watch after failover misses the new topic")
+	}
+}
+
+// TestControllerNewLeaderCorrectsLegacyISRs: an image written by a version
+// that listed every replica in the ISR (only the leader ever held records)
+// is corrected by the next leader at the start of its term, with no request
+// to prompt it: the ISR becomes the leader alone, so Metadata stops
+// reporting replicas in sync that hold nothing, and no election can pick
+// them.
+func TestControllerNewLeaderCorrectsLegacyISRs(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	lead := c.leader()
+	registerBrokers(t, lead, 3, 0)
+	id := uuid.MustParse("00000000-0000-4000-8000-0000000001e9")
+	if _, err := lead.Propose(ctx(t), []metadata.Record{
+		&metadata.TopicRecord{Name: "legacy", TopicID: id},
+		&metadata.PartitionRecord{TopicID: id, Replicas: []int32{102, 101, 103}, ISR: []int32{102, 101, 103}, Leader: 102},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	old := lead.ID()
+	c.stop(old)
+	var others []int32
+	for id := range c.ctrls {
+		others = append(others, id)
+	}
+	next := c.leader(others...)
+	if !waitFor(testWait, func() bool {
+		p, _ := next.State().Partition(id, 0)
+		return slices.Equal(p.ISR, []int32{102})
+	}) {
+		p, _ := next.State().Partition(id, 0)
+		t.Fatalf("new leader %d left the legacy ISR: %+v", next.ID(), p)
+	}
+	if p, _ := next.State().Partition(id, 0); p.Leader != 102 || !slices.Equal(p.Replicas, []int32{102, 101, 103}) {
+		t.Fatalf("correction changed more than the ISR: %+v", p)
+	}
+}
+
+// TestControllerClusterIDIsTheQuorums: the first leader records one cluster
+// id before its first decision; every voter reports it, a broker
+// registering without one (a fresh node) learns it, through a follower or
+// a network Client too, and one whose meta.properties names another
+// cluster is refused with INCONSISTENT_CLUSTER_ID and registers nothing.
+func TestControllerClusterIDIsTheQuorums(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	lead := c.leader()
+	f := c.follower()
+	resp, err := f.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 101, IncarnationID: uuid.New()})
+	if err != nil || resp.ClusterID == "" {
+		t.Fatalf("fresh broker's registration: %v, cluster id %q", err, resp.ClusterID)
+	}
+	id := resp.ClusterID
+	c.waitApplied(lead.State().Offset())
+	for _, ctl := range c.ctrls {
+		if got := ctl.ClusterID(); got != id {
+			t.Fatalf("controller %d reports cluster id %q, the quorum recorded %q", ctl.ID(), got, id)
+		}
+	}
+	cl := NewClient(ClientOptions{Addrs: []string{f.Addr()}})
+	defer cl.Close()
+	if resp, err := cl.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 102, IncarnationID: uuid.New(), ClusterID: id}); err != nil || resp.ClusterID != id {
+		t.Fatalf("registration with the cluster's id over a Client: %v, %q", err, resp.ClusterID)
+	}
+	_, err = cl.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 103, IncarnationID: uuid.New(), ClusterID: "ForeignCluster00000000"})
+	if !errors.Is(err, kerr.InconsistentClusterID) || !strings.Contains(err.Error(), "another cluster") {
+		t.Fatalf("foreign broker's registration: %v, want INCONSISTENT_CLUSTER_ID", err)
+	}
+	if _, ok := lead.State().Broker(103); ok {
+		t.Fatal("foreign broker registered")
+	}
+}
+
+// TestControllerRecordsItsMetaPropertiesClusterID: an image without a
+// cluster id (a new cluster, or one from a version before the record) gets
+// the id of its first leader's meta.properties, so a cluster keeps the id
+// its node always had.
+func TestControllerRecordsItsMetaPropertiesClusterID(t *testing.T) {
+	const mine = "MkU3OEVBNTcwNTJENDM2Qk"
+	c := newCtrlCluster(t, clusterOpts{n: 1, clusterIDs: map[int32]string{1: mine}})
+	lead := c.leader()
+	if !waitFor(testWait, func() bool { return lead.ClusterID() == mine }) {
+		t.Fatalf("cluster id %q, want the node's own %q (recorded with no request)", lead.ClusterID(), mine)
 	}
 }

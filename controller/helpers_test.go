@@ -230,6 +230,8 @@ type ctrlCluster struct {
 	mem    map[int32]*MemoryStorage
 	ctrls  map[int32]*Controller
 	tune   func(*Config)
+	// clusterIDs are the voters' Options.ClusterID (meta.properties ids).
+	clusterIDs map[int32]string
 
 	mu    sync.Mutex // guards addrs
 	addrs map[int32]string
@@ -240,12 +242,15 @@ type clusterOpts struct {
 	tcp  bool // Raft over loopback TCP instead of the SimNetwork
 	disk bool // raftlog storage in temp dirs instead of MemoryStorage
 	tune func(*Config)
+	// clusterIDs, by voter id: the cluster id each one's meta.properties
+	// has (Options.ClusterID); none by default.
+	clusterIDs map[int32]string
 }
 
 func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 	t.Helper()
 	c := &ctrlCluster{
-		t: t, disk: o.disk, tune: o.tune,
+		t: t, disk: o.disk, tune: o.tune, clusterIDs: o.clusterIDs,
 		dirs: map[int32]string{}, mem: map[int32]*MemoryStorage{},
 		ctrls: map[int32]*Controller{}, addrs: map[int32]string{},
 	}
@@ -319,9 +324,10 @@ func (c *ctrlCluster) start(id int32) {
 func (c *ctrlCluster) startWith(id int32, ln net.Listener) {
 	c.t.Helper()
 	o := Options{
-		Config:   c.config(id),
-		Listener: ln,
-		Seed:     uint64(id),
+		Config:    c.config(id),
+		Listener:  ln,
+		Seed:      uint64(id),
+		ClusterID: c.clusterIDs[id],
 		Resolve: func(id int32) string {
 			c.mu.Lock()
 			defer c.mu.Unlock()

@@ -85,6 +85,7 @@ func (c *Controller) livenessLoop() {
 		if !c.node.isLeaderReady() {
 			continue
 		}
+		c.startTerm()
 		var live []int32
 		c.fsm.read(func(st *metadata.State) {
 			for _, b := range st.Brokers() {

@@ -36,7 +36,7 @@ func TestServiceCreateTopicWithGivenIDAndRemovedTopicNames(t *testing.T) {
 			create := func(name string, validate bool) metadata.CreateTopicResult {
 				t.Helper()
 				res, err := s.CreateTopics(ctx(t), metadata.CreateTopicsRequest{ValidateOnly: validate, Topics: []metadata.CreateTopic{{
-					Name: name, NumPartitions: 2, ReplicationFactor: 2, TopicID: id,
+					Name: name, NumPartitions: 2, ReplicationFactor: 1, TopicID: id,
 				}}})
 				if err != nil || len(res) != 1 {
 					t.Fatalf("create %s: %v %+v", name, err, res)
@@ -106,7 +106,7 @@ func TestControllerFollowerLearnsRemovedTopicNameFromSnapshot(t *testing.T) {
 	f := c.follower().ID()
 	c.stop(f)
 	registerBrokers(t, lead, 3, 0)
-	r := createTopic(t, lead, "doomed", 1, 2)
+	r := createTopic(t, lead, "doomed", 1, 1)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -119,7 +119,7 @@ func TestControllerFollowerLearnsRemovedTopicNameFromSnapshot(t *testing.T) {
 		t.Fatalf("delete: %v %+v", err, del)
 	}
 	for i := range 15 { // enough entries to compact the removal away
-		if r := createTopic(t, lead, fmt.Sprint("filler-", i), 1, 2); r.Err != nil {
+		if r := createTopic(t, lead, fmt.Sprint("filler-", i), 1, 1); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}

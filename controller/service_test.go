@@ -34,7 +34,7 @@ func TestServiceEveryMethodInProcessAndOverClient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.svc
 			topic := "svc-" + tc.name
-			r := createTopic(t, s, topic, 2, 2)
+			r := createTopic(t, s, topic, 2, 1)
 			if r.Err != nil || r.TopicID == uuid.Nil || r.NumPartitions != 2 {
 				t.Fatalf("create: %+v", r)
 			}
@@ -187,7 +187,7 @@ func TestControllerConcurrentDecisionsSeeEachOther(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			res, err := lead.CreateTopics(context.Background(), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "contended", NumPartitions: 2, ReplicationFactor: 2}}})
+			res, err := lead.CreateTopics(context.Background(), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "contended", NumPartitions: 2, ReplicationFactor: 1}}})
 			if err != nil {
 				errs <- err
 				return
@@ -196,7 +196,7 @@ func TestControllerConcurrentDecisionsSeeEachOther(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			res, err := lead.CreateTopics(context.Background(), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: fmt.Sprint("d", i), NumPartitions: 1, ReplicationFactor: 3}}})
+			res, err := lead.CreateTopics(context.Background(), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: fmt.Sprint("d", i), NumPartitions: 1, ReplicationFactor: 1}}})
 			if err != nil {
 				errs <- err
 				return
@@ -254,7 +254,7 @@ func TestDecideBatchPlansOnSpeculativeImage(t *testing.T) {
 	for i := range results {
 		batch = append(batch, &decision{ctx: context.Background(), done: make(chan struct{}),
 			plan: func(st *metadata.State) []metadata.Record {
-				recs, res := st.PlanCreateTopics(metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "one", NumPartitions: 1, ReplicationFactor: 2}}}, ctl.rng)
+				recs, res := st.PlanCreateTopics(metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "one", NumPartitions: 1, ReplicationFactor: 1}}}, ctl.rng)
 				results[i] = res[0]
 				return recs
 			}})
@@ -283,51 +283,44 @@ func TestDecideBatchPlansOnSpeculativeImage(t *testing.T) {
 	}
 }
 
-// TestControllerFencedLeaderReplacedFromISROnlyUnlessUnclean: a leader that
-// asks to be fenced loses its partitions to ISR members; where the ISR was
-// only itself, the partition goes leaderless, unless the topic enables
-// unclean.leader.election, where an out-of-ISR replica takes over.
-func TestControllerFencedLeaderReplacedFromISROnlyUnlessUnclean(t *testing.T) {
+// TestControllerFencedLeaderKeepsItsPartitionsUnlessUnclean: a leader that
+// asks to be fenced is the only broker holding its partitions' records
+// (replication is not built yet), so even where an ISR written by an older
+// version lists another replica, the partition goes leaderless with the
+// fenced leader as its ISR, unless the topic enables
+// unclean.leader.election, where the out-of-sync replica takes over.
+func TestControllerFencedLeaderKeepsItsPartitionsUnlessUnclean(t *testing.T) {
 	c := newCtrlCluster(t, clusterOpts{n: 1})
 	ctl := c.leader()
 	epochs := registerBrokers(t, ctl, 2, 0)
-	// Both partitions on brokers 101 (leader) and 102.
-	res, err := ctl.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{
-		Name: "clean", NumPartitions: -1, ReplicationFactor: -1, Assignments: [][]int32{{101, 102}},
-	}, {
-		Name: "unclean", NumPartitions: -1, ReplicationFactor: -1, Assignments: [][]int32{{101, 102}},
-		Configs: map[string]string{metadata.ConfigUncleanLeaderElectionEnable: "true"},
-	}}})
-	if err != nil || res[0].Err != nil || res[1].Err != nil {
-		t.Fatalf("create: %v %+v", err, res)
+	// Both partitions on brokers 101 (leader) and 102, both in the ISR, as
+	// versions before the one-replica limit created them (proposed raw: the
+	// planners refuse a second replica). registerBrokers' decisions ran the
+	// term's start, so the ISR correction does not see them.
+	clean, unclean := uuid.MustParse("00000000-0000-4000-8000-0000000c1ea2"), uuid.MustParse("00000000-0000-4000-8000-000000d1e7e2")
+	var recs []metadata.Record
+	for _, tp := range []struct {
+		name string
+		id   uuid.UUID
+	}{{"clean", clean}, {"unclean", unclean}} {
+		recs = append(recs, &metadata.TopicRecord{Name: tp.name, TopicID: tp.id},
+			&metadata.PartitionRecord{TopicID: tp.id, Replicas: []int32{101, 102}, ISR: []int32{101, 102}, Leader: 101})
 	}
-	clean, unclean := res[0], res[1]
-	// Shrink both ISRs to the leader alone.
-	var leaders []int32
-	for _, id := range []uuid.UUID{clean.TopicID, unclean.TopicID} {
-		p, _ := ctl.State().Partition(id, 0)
-		ar, err := ctl.AlterPartition(ctx(t), metadata.AlterPartitionRequest{
-			BrokerID: p.Leader, BrokerEpoch: epochs[p.Leader], TopicID: id, Partition: 0,
-			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: []int32{p.Leader},
-		})
-		if err != nil || ar.Err != nil {
-			t.Fatalf("shrink ISR: %v %+v", err, ar)
-		}
-		leaders = append(leaders, p.Leader)
-	}
-	if !slices.Equal(leaders, []int32{101, 101}) {
-		t.Fatalf("leaders %v, want 101 for both", leaders)
+	v := "true"
+	recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "unclean", Name: metadata.ConfigUncleanLeaderElectionEnable, Value: &v})
+	if _, err := ctl.Propose(ctx(t), recs); err != nil {
+		t.Fatal(err)
 	}
 	hb, err := ctl.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 101, BrokerEpoch: epochs[101], CurrentMetadataOffset: 1 << 40, WantFence: true})
 	if err != nil || !hb.IsFenced {
 		t.Fatalf("fence 101: %v %+v", err, hb)
 	}
 	st := ctl.State()
-	pc, _ := st.Partition(clean.TopicID, 0)
-	if pc.Leader != metadata.NoLeader {
-		t.Fatalf("clean topic elected %d from outside its ISR: %+v", pc.Leader, pc)
+	pc, _ := st.Partition(clean, 0)
+	if pc.Leader != metadata.NoLeader || !slices.Equal(pc.ISR, []int32{101}) {
+		t.Fatalf("clean topic: %+v, want leader -1 and ISR [101] (102 never received a record)", pc)
 	}
-	pu, _ := st.Partition(unclean.TopicID, 0)
+	pu, _ := st.Partition(unclean, 0)
 	if pu.Leader != 102 || !slices.Equal(pu.ISR, []int32{102}) || pu.LeaderEpoch == 0 {
 		t.Fatalf("unclean topic: %+v", pu)
 	}

@@ -45,6 +45,21 @@ func startProc(t *testing.T, dataDir string, incarnation int) *proc {
 // are more --set name=value settings.
 func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, extra ...string) *proc {
 	t.Helper()
+	p := launchProc(t, incarnation, append([]string{
+		"listeners=PLAINTEXT://" + addr + ",CONTROLLER://127.0.0.1:0",
+		"controller.quorum.voters=1@127.0.0.1:0",
+		"admin.listener=127.0.0.1:0",
+		"log.dirs=" + dataDir,
+	}, extra...)...)
+	p.waitServing(t)
+	return p
+}
+
+// launchProc starts `strata serve` with settings (name=value, each passed
+// as --set) and returns without waiting for it to serve (a node of a
+// multi-voter quorum serves only once the others run too).
+func launchProc(t *testing.T, incarnation int, settings ...string) *proc {
+	t.Helper()
 	logs := t.TempDir()
 	p := &proc{
 		out:  filepath.Join(logs, fmt.Sprintf("stdout-%d", incarnation)),
@@ -61,12 +76,8 @@ func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, ext
 	}
 	defer stdout.Close()
 	defer stderr.Close()
-	p.cmd = exec.Command(binary, "serve",
-		"--set", "listeners=PLAINTEXT://"+addr+",CONTROLLER://127.0.0.1:0",
-		"--set", "controller.quorum.voters=1@127.0.0.1:0",
-		"--set", "admin.listener=127.0.0.1:0",
-		"--set", "log.dirs="+dataDir)
-	for _, kv := range extra {
+	p.cmd = exec.Command(binary, "serve")
+	for _, kv := range settings {
 		p.cmd.Args = append(p.cmd.Args, "--set", kv)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
@@ -81,6 +92,13 @@ func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, ext
 			p.dump(t)
 		}
 	})
+	return p
+}
+
+// waitServing waits for p's address line (printed once the node serves)
+// and records its PLAINTEXT address.
+func (p *proc) waitServing(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(procWait)
 	for p.addr == "" {
 		b, _ := os.ReadFile(p.out)
@@ -104,7 +122,6 @@ func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, ext
 			t.Fatalf("no address line within %v", procWait)
 		}
 	}
-	return p
 }
 
 // kill sends SIGKILL to the process group and waits for the exit.

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// bigState builds an image of 5 brokers and topics×10 partitions (rf 3).
+// bigState builds an image of 5 brokers and topics×10 partitions (rf 1).
 func bigState(b *testing.B, topics int) *State {
 	b.Helper()
 	st := NewState()
@@ -18,7 +18,7 @@ func bigState(b *testing.B, topics int) *State {
 	st.maxBrokerEpoch = 5
 	rng := rand.New(rand.NewPCG(1, 1))
 	for i := 0; i < topics; i++ {
-		recs, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: fmt.Sprintf("topic-%05d", i), NumPartitions: 10, ReplicationFactor: 3}}}, rng)
+		recs, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: fmt.Sprintf("topic-%05d", i), NumPartitions: 10, ReplicationFactor: 1}}}, rng)
 		if res[0].Err != nil {
 			b.Fatal(res[0].Err)
 		}

@@ -134,6 +134,8 @@ func AppendRecord(b []byte, r Record) []byte {
 	case *FeatureLevelRecord:
 		e.str(r.Name)
 		e.i64(int64(r.Level))
+	case *ClusterIDRecord:
+		e.str(r.ClusterID)
 	default:
 		panic(fmt.Sprintf("metadata: Encode of foreign record type %T", r))
 	}
@@ -265,6 +267,11 @@ func Decode(b []byte) (Record, error) {
 		}
 		x.Level = int16(lvl)
 		r = x
+	case TypeClusterID:
+		if v > versionClusterID {
+			break
+		}
+		r = &ClusterIDRecord{ClusterID: d.str()}
 	}
 	if r == nil {
 		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownRecord, uint8(t), v)

@@ -43,6 +43,7 @@ func sampleRecords() []Record {
 		&NoOpRecord{},
 		&FeatureLevelRecord{Name: "metadata.version", Level: math.MaxInt16},
 		&FeatureLevelRecord{Name: "", Level: math.MinInt16},
+		&ClusterIDRecord{ClusterID: "MkU3OEVBNTcwNTJENDM2Qk"},
 	}
 }
 
@@ -65,7 +66,7 @@ func TestRecordEncodeDecodeRoundTripsEveryType(t *testing.T) {
 			t.Fatalf("%T: re-encoding differs", r)
 		}
 	}
-	for typ := TypeRegisterBroker; typ <= TypeFeatureLevel; typ++ {
+	for typ := TypeRegisterBroker; typ <= TypeClusterID; typ++ {
 		if !seen[typ] {
 			t.Errorf("no sample of %s", typ)
 		}

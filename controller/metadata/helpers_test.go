@@ -113,6 +113,8 @@ func (h *harness) format(r Record) string {
 		return "NoOp"
 	case *FeatureLevelRecord:
 		return fmt.Sprintf("FeatureLevel %s=%d", r.Name, r.Level)
+	case *ClusterIDRecord:
+		return "ClusterID " + r.ClusterID
 	}
 	return fmt.Sprintf("%T", r)
 }
@@ -146,6 +148,9 @@ func (h *harness) apply(t testing.TB, out *strings.Builder, recs []Record) {
 func (h *harness) show() string {
 	var b strings.Builder
 	s := h.st
+	if id := s.ClusterID(); id != "" {
+		fmt.Fprintf(&b, "cluster-id %s\n", id)
+	}
 	for _, br := range s.Brokers() {
 		fmt.Fprintf(&b, "broker %d epoch=%d rack=%q fenced=%t", br.ID, br.Epoch, br.Rack, br.Fenced)
 		if br.InControlledShutdown {
@@ -289,14 +294,22 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			BrokerID: id, IncarnationID: incarnationID(id, h.incarn[id]),
 			Listeners:            []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: int32(9092 + id), SecurityProtocol: "PLAINTEXT"}},
 			Rack:                 argStr(t, td, "rack", ""),
+			ClusterID:            argStr(t, td, "cluster-id", ""),
 			ExistingSessionAlive: td.HasArg("alive"),
 		})
 		h.apply(t, &out, recs)
-		if err != nil {
+		switch {
+		case err != nil:
 			fmt.Fprintln(&out, h.errLine(err))
-		} else {
+		case res.ClusterID != "":
+			fmt.Fprintf(&out, "ok epoch=%d cluster-id=%s\n", res.BrokerEpoch, res.ClusterID)
+		default:
 			fmt.Fprintf(&out, "ok epoch=%d\n", res.BrokerEpoch)
 		}
+	case "cluster-id":
+		recs, err := h.st.PlanClusterID(argStr(t, td, "id", ""))
+		h.apply(t, &out, recs)
+		fmt.Fprintln(&out, h.errLine(err))
 	case "heartbeat", "unfence":
 		var ids []int32
 		if td.Cmd == "unfence" {
@@ -360,6 +373,12 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 				td.Fatalf(t, "bad input line %q", line)
 			}
 		}
+		if td.HasArg("legacy") {
+			// As versions before MaxReplicationFactor created topics: any
+			// replication factor, every replica in the ISR.
+			h.apply(t, &out, h.legacyTopic(ct))
+			break
+		}
 		recs, res := h.st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{ct}, ValidateOnly: td.HasArg("validate-only")}, h.rng)
 		h.apply(t, &out, recs)
 		for _, r := range res {
@@ -369,6 +388,9 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 				fmt.Fprintf(&out, "ok %s partitions=%d rf=%d\n", r.Name, r.NumPartitions, r.ReplicationFactor)
 			}
 		}
+	case "one-replica-isrs":
+		h.apply(t, &out, h.st.PlanOneReplicaISRs())
+		fmt.Fprintln(&out, "ok")
 	case "create-partitions":
 		recs, res := h.st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{
 			Name: argStr(t, td, "topic", ""), Count: int32(argInt(t, td, "count", 0)),
@@ -473,6 +495,8 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			r = &RemoteSegmentRecord{SegmentID: segID(argStr(t, td, "seg", "")), TopicID: h.topicID(t, td), State: RemoteSegmentState(argInt(t, td, "state", 0)), EndOffset: 1}
 		case "topic":
 			r = &TopicRecord{Name: argStr(t, td, "name", ""), TopicID: scriptTopicID(argStr(t, td, "topic-id", ""))}
+		case "cluster-id":
+			r = &ClusterIDRecord{ClusterID: argStr(t, td, "id", "")}
 		case "unregister-broker":
 			r = &UnregisterBrokerRecord{BrokerID: int32(argInt(t, td, "id", 0)), BrokerEpoch: argInt(t, td, "epoch", 0)}
 		default:
@@ -486,6 +510,27 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 	}
 	h.checkSnapshot(t)
 	return out.String()
+}
+
+// legacyTopic returns the records a version before [MaxReplicationFactor]
+// planned for ct (no validation): its assignments or the rack-aware
+// placement of ct.ReplicationFactor replicas, the leader the first replica,
+// and every replica in the ISR although none but the leader held data. It
+// draws from h.rng in PlanCreateTopics' order (placement, then the ID).
+func (h *harness) legacyTopic(ct CreateTopic) []Record {
+	assign := ct.Assignments
+	if assign == nil {
+		assign = placeReplicas(h.st.usableBrokers(), 0, int(ct.NumPartitions), int(ct.ReplicationFactor), h.rng)
+	}
+	id := h.st.newTopicID(h.rng, func(uuid.UUID) bool { return false })
+	recs := []Record{&TopicRecord{Name: ct.Name, TopicID: id}}
+	for p, replicas := range assign {
+		recs = append(recs, &PartitionRecord{TopicID: id, Partition: int32(p), Replicas: replicas, ISR: slices.Clone(replicas), Leader: replicas[0]})
+	}
+	for _, name := range sortedKeys(ct.Configs) {
+		recs = append(recs, &ConfigRecord{ResourceType: ResourceTopic, ResourceName: ct.Name, Name: name, Value: ptr(ct.Configs[name])})
+	}
+	return recs
 }
 
 // checkSnapshot asserts after every command that the image survives a

@@ -15,6 +15,12 @@ type RegisterBrokerRequest struct {
 	IncarnationID uuid.UUID
 	Listeners     []Listener
 	Rack          string
+	// ClusterID is the cluster id the broker's meta.properties records,
+	// "" on a node that has none yet (its first start): it takes the
+	// quorum's from the response. A different id than the image's is
+	// refused (INCONSISTENT_CLUSTER_ID): the node belongs to another
+	// cluster.
+	ClusterID string `json:",omitempty"`
 	// ExistingSessionAlive is the caller's liveness verdict on the current
 	// registration of BrokerID (if any): true if its heartbeat session has
 	// not expired. A live session held by another incarnation makes the
@@ -26,6 +32,9 @@ type RegisterBrokerRequest struct {
 // RegisterBrokerResponse answers a registration.
 type RegisterBrokerResponse struct {
 	BrokerEpoch int64
+	// ClusterID is the quorum's cluster id, which the broker keeps in its
+	// meta.properties and reports in Metadata and DescribeCluster.
+	ClusterID string `json:",omitempty"`
 }
 
 // PlanRegisterBroker decides a registration. Every registration, even a
@@ -37,10 +46,16 @@ type RegisterBrokerResponse struct {
 // since a fenced broker must lead nothing.
 //
 // Errors: INVALID_REQUEST (bad id or nil incarnation),
+// INCONSISTENT_CLUSTER_ID (req.ClusterID is not the image's; an image
+// without one checks nothing and answers "": the controller plans
+// [State.PlanClusterID] before any registration),
 // DUPLICATE_BROKER_REGISTRATION (another incarnation holds a live session).
 func (s *State) PlanRegisterBroker(req RegisterBrokerRequest) ([]Record, RegisterBrokerResponse, error) {
 	if req.BrokerID < 0 || req.IncarnationID == uuid.Nil {
 		return nil, RegisterBrokerResponse{}, fmt.Errorf("%w: broker id %d incarnation %s", kerr.InvalidRequest, req.BrokerID, req.IncarnationID)
+	}
+	if req.ClusterID != "" && s.clusterID != "" && req.ClusterID != s.clusterID {
+		return nil, RegisterBrokerResponse{}, fmt.Errorf("%w: broker %d has cluster.id %s in its meta.properties, but this cluster's id is %s: it belongs to another cluster (or its data directory does)", kerr.InconsistentClusterID, req.BrokerID, req.ClusterID, s.clusterID)
 	}
 	for i, l := range req.Listeners {
 		if l.Name == "" || l.Port < 0 || l.Port > 65535 {
@@ -63,7 +78,22 @@ func (s *State) PlanRegisterBroker(req RegisterBrokerRequest) ([]Record, Registe
 		Rack:          req.Rack,
 		Fenced:        true,
 	})
-	return recs, RegisterBrokerResponse{BrokerEpoch: epoch}, nil
+	return recs, RegisterBrokerResponse{BrokerEpoch: epoch, ClusterID: s.clusterID}, nil
+}
+
+// PlanClusterID plans the [ClusterIDRecord] of an image that has none:
+// candidate, the id the new leader proposes (its own meta.properties', so
+// that a cluster created before the record existed keeps the id its first
+// node had, or a fresh one). Nothing once an id is recorded. Errors:
+// INVALID_REQUEST for a candidate that is not a valid cluster id.
+func (s *State) PlanClusterID(candidate string) ([]Record, error) {
+	if s.clusterID != "" {
+		return nil, nil
+	}
+	if err := validClusterID(candidate); err != nil {
+		return nil, fmt.Errorf("%w: cluster id: %v", kerr.InvalidRequest, err)
+	}
+	return []Record{&ClusterIDRecord{ClusterID: candidate}}, nil
 }
 
 // BrokerHeartbeatRequest is a broker's periodic heartbeat (Kafka's
@@ -134,15 +164,22 @@ func (s *State) PlanBrokerHeartbeat(req BrokerHeartbeatRequest) ([]Record, Broke
 
 // PlanFenceBroker fences broker id (its session expired, or it asked to be
 // fenced) and moves its leaderships away:
-//   - it leaves every ISR it is in, except that an ISR never becomes empty:
-//     the last member stays, so that it can lead again cleanly when it
-//     returns (Kafka keeps the last ISR member for the same reason);
-//   - each partition it led gets as leader the first replica, in replica
-//     order, that is in the new ISR and is registered, unfenced and not
-//     shutting down; the leader epoch is bumped;
-//   - if no such replica exists, the partition is leaderless (NoLeader)
-//     unless uncleanAllowed(topic): then the first eligible replica outside
-//     the ISR leads, with an ISR of just itself (data may be lost).
+//   - it leaves every ISR it is in as a follower;
+//   - each partition it led becomes leaderless (NoLeader, leader epoch
+//     bumped) with an ISR of just this broker: replication is not built
+//     yet (see [MaxReplicationFactor]), so the leader is the only replica
+//     holding the partition's records, whatever an ISR written by an older
+//     version says. It leads again, cleanly, when it returns
+//     ([State.PlanBrokerHeartbeat] unfencing it); until then the partition
+//     is offline (Kafka keeps the last ISR member for the same reason);
+//   - a clean election only ever picks a partition's sole ISR member: a
+//     leaderless partition whose ISR lists several brokers (left by an
+//     older version) does not know which of them holds its records, and
+//     stays offline;
+//   - with uncleanAllowed(topic) (unclean.leader.election.enable, Kafka's
+//     explicit choice of availability over the acknowledged records) the
+//     first eligible replica outside the ISR leads instead, with an ISR of
+//     just itself: its log is empty, every record of the old leader is lost.
 //
 // uncleanAllowed nil means [State.UncleanLeaderElection]. An unknown broker
 // yields no records; an already-fenced one yields only leadership moves it
@@ -193,7 +230,14 @@ func (s *State) moveAwayFrom(id int32, unclean func(topic string) bool) []Record
 			return
 		}
 		isr := p.ISR
-		if inISR && len(p.ISR) > 1 {
+		switch {
+		case p.Leader == id:
+			// The leader is the one replica holding the records.
+			isr = []int32{id}
+		case p.Leader == NoLeader && len(p.ISR) > 1:
+			// An older version's ISR: which member holds the records is
+			// unknown, so none may become the sole (electable) member.
+		case inISR && len(p.ISR) > 1:
 			isr = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
 		}
 		leader := p.Leader
@@ -207,15 +251,13 @@ func (s *State) moveAwayFrom(id int32, unclean func(topic string) bool) []Record
 	return recs
 }
 
-// elect picks a leader for a partition: the first replica in replica order
-// that is in isr and eligible; failing that, with unclean, the first
-// eligible replica, whose ISR becomes just itself. It returns the leader
-// (NoLeader if none) and the resulting ISR.
+// elect picks a leader for a partition: its holder (see [holder]) if
+// eligible; failing that, with unclean, the first eligible replica, whose
+// ISR becomes just itself. It returns the leader (NoLeader if none) and
+// the resulting ISR.
 func (s *State) elect(replicas, isr []int32, except int32, unclean bool) (int32, []int32) {
-	for _, r := range replicas {
-		if slices.Contains(isr, r) && s.eligible(r, except) {
-			return r, isr
-		}
+	if h, ok := holder(replicas, isr); ok && s.eligible(h, except) {
+		return h, isr
 	}
 	if unclean {
 		for _, r := range replicas {
@@ -225,6 +267,18 @@ func (s *State) elect(replicas, isr []int32, except int32, unclean bool) (int32,
 		}
 	}
 	return NoLeader, isr
+}
+
+// holder returns the replica of a leaderless partition that holds its
+// records: the sole member of its ISR. Without replication only the last
+// leader has the data, and the planners leave it alone in the ISR when it
+// goes (moveAwayFrom). An ISR of several brokers, written by a version that
+// listed every replica as in sync, does not say which one it is: no holder.
+func holder(replicas, isr []int32) (int32, bool) {
+	if len(isr) != 1 || !slices.Contains(replicas, isr[0]) {
+		return NoLeader, false
+	}
+	return isr[0], true
 }
 
 // electLeaderless plans elections for leaderless partitions that have
@@ -238,11 +292,8 @@ func (s *State) electLeaderless(id int32, unclean func(topic string) bool) []Rec
 		}
 		ok := func(r int32) bool { return r == id || s.eligible(r, -1) }
 		leader, isr := NoLeader, p.ISR
-		for _, r := range p.Replicas {
-			if slices.Contains(p.ISR, r) && ok(r) {
-				leader = r
-				break
-			}
+		if h, found := holder(p.Replicas, p.ISR); found && ok(h) {
+			leader = h
 		}
 		if leader == NoLeader && unclean(t.name) {
 			for _, r := range p.Replicas {
@@ -253,6 +304,26 @@ func (s *State) electLeaderless(id int32, unclean func(topic string) bool) []Rec
 			}
 		}
 		if rec := partitionChange(p, leader, isr); rec != nil {
+			recs = append(recs, rec)
+		}
+	})
+	return recs
+}
+
+// PlanOneReplicaISRs plans, for every partition with a leader whose ISR
+// lists other brokers too, the change to an ISR of the leader alone.
+// Versions before [MaxReplicationFactor] created partitions with every
+// replica in the ISR although only the leader received records; Metadata
+// reported them in sync and the planners would have elected them. The
+// controller plans this once per leadership term, before any other
+// decision, so such an image is corrected before it can mislead.
+func (s *State) PlanOneReplicaISRs() []Record {
+	var recs []Record
+	s.eachPartition(func(t *topicState, p *PartitionInfo) {
+		if p.Leader == NoLeader || slices.Equal(p.ISR, []int32{p.Leader}) {
+			return
+		}
+		if rec := partitionChange(p, p.Leader, []int32{p.Leader}); rec != nil {
 			recs = append(recs, rec)
 		}
 	})

@@ -43,7 +43,9 @@ type AlterPartitionResult struct {
 //  6. INVALID_REQUEST: the new ISR is empty, repeats a broker, names a
 //     non-replica, or lacks the leader;
 //  7. INELIGIBLE_REPLICA: a member other than the leader is unregistered,
-//     fenced or shutting down.
+//     fenced or shutting down, or is not in the ISR already: replication
+//     is not built yet (see [MaxReplicationFactor]), so an ISR may shrink
+//     but never grow.
 //
 // An unchanged ISR plans nothing and returns the current partition. On
 // success one PartitionChangeRecord (ISR only) is planned, and the result
@@ -89,6 +91,9 @@ func (s *State) PlanAlterPartition(req AlterPartitionRequest) ([]Record, AlterPa
 	for _, r := range req.NewISR {
 		if r != p.Leader && !s.eligible(r, -1) {
 			return refuse(fmt.Errorf("%w: broker %d", kerr.IneligibleReplica, r))
+		}
+		if r != p.Leader && !slices.Contains(p.ISR, r) {
+			return refuse(fmt.Errorf("%w: broker %d cannot join the ISR: replication is not built yet, no follower holds the leader's records", kerr.IneligibleReplica, r))
 		}
 	}
 	if slices.Equal(req.NewISR, p.ISR) {

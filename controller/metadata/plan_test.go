@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -45,7 +46,10 @@ func brokersState(t *testing.T, racks ...string) *State {
 // TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly checks, over
 // many layouts, replication factors and seeds, that every partition's
 // replicas are distinct, span as many racks as possible, and that
-// leadership (first replicas) is spread evenly over the brokers.
+// leadership (first replicas) is spread evenly over the brokers. The
+// planners place one replica (MaxReplicationFactor); the placement is
+// checked for every factor, ready for replication, and through
+// PlanCreateTopics for the one it allows.
 func TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly(t *testing.T) {
 	layouts := [][]string{
 		{"", "", ""},
@@ -61,16 +65,24 @@ func TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly(t *testing.T) {
 		for rf := 1; rf <= len(racks); rf++ {
 			for seed := uint64(0); seed < 10; seed++ {
 				n := len(racks) * 4
-				recs, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", NumPartitions: int32(n), ReplicationFactor: int16(rf)}}}, rand.New(rand.NewPCG(seed, 0)))
-				if res[0].Err != nil {
-					t.Fatalf("layout %d rf %d: %v", li, rf, res[0].Err)
+				var parts []*PartitionRecord
+				if rf <= MaxReplicationFactor {
+					recs, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", NumPartitions: int32(n), ReplicationFactor: int16(rf)}}}, rand.New(rand.NewPCG(seed, 0)))
+					if res[0].Err != nil {
+						t.Fatalf("layout %d rf %d: %v", li, rf, res[0].Err)
+					}
+					for _, r := range recs {
+						if p, ok := r.(*PartitionRecord); ok {
+							parts = append(parts, p)
+						}
+					}
+				} else {
+					for _, replicas := range placeReplicas(st.usableBrokers(), 0, n, rf, rand.New(rand.NewPCG(seed, 0))) {
+						parts = append(parts, &PartitionRecord{Replicas: replicas, ISR: replicas[:1], Leader: replicas[0]})
+					}
 				}
 				leaders := map[int32]int{}
-				for _, r := range recs {
-					p, ok := r.(*PartitionRecord)
-					if !ok {
-						continue
-					}
+				for _, p := range parts {
 					if len(p.Replicas) != rf || len(slices.Compact(slices.Sorted(slices.Values(p.Replicas)))) != rf {
 						t.Fatalf("layout %d rf %d: replicas %v", li, rf, p.Replicas)
 					}
@@ -81,7 +93,7 @@ func TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly(t *testing.T) {
 					if want := min(rf, numRacks); len(used) != want {
 						t.Fatalf("layout %d rf %d seed %d: replicas %v span %d racks, want %d", li, rf, seed, p.Replicas, len(used), want)
 					}
-					if p.Leader != p.Replicas[0] || !slices.Equal(p.ISR, p.Replicas) {
+					if p.Leader != p.Replicas[0] || !slices.Equal(p.ISR, []int32{p.Leader}) {
 						t.Fatalf("leader %d isr %v for replicas %v", p.Leader, p.ISR, p.Replicas)
 					}
 					leaders[p.Leader]++
@@ -98,7 +110,7 @@ func TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly(t *testing.T) {
 
 func TestPlanCreateTopicsIsDeterministicForASeed(t *testing.T) {
 	st := brokersState(t, "a", "b", "c", "a")
-	req := CreateTopicsRequest{Topics: []CreateTopic{{Name: "x", NumPartitions: 8, ReplicationFactor: 3}, {Name: "y", NumPartitions: 3, ReplicationFactor: 2}}}
+	req := CreateTopicsRequest{Topics: []CreateTopic{{Name: "x", NumPartitions: 8, ReplicationFactor: 1}, {Name: "y", NumPartitions: 3, ReplicationFactor: 1}}}
 	r1, res1 := st.PlanCreateTopics(req, rand.New(rand.NewPCG(5, 5)))
 	r2, res2 := st.PlanCreateTopics(req, rand.New(rand.NewPCG(5, 5)))
 	if !reflect.DeepEqual(r1, r2) || !reflect.DeepEqual(res1, res2) {
@@ -124,7 +136,7 @@ func TestPlanCreateTopicsRequestLevelErrors(t *testing.T) {
 		{Name: "rf0", NumPartitions: 1, ReplicationFactor: 0},
 		{Name: "o.k", NumPartitions: 1, ReplicationFactor: 1},
 		{Name: "o_k", NumPartitions: 1, ReplicationFactor: 1},
-	}, DefaultPartitions: 3, DefaultReplicationFactor: 2}, rng)
+	}, DefaultPartitions: 3, DefaultReplicationFactor: 1}, rng)
 	want := []*kerr.Error{kerr.InvalidRequest, kerr.InvalidRequest, nil, kerr.InvalidRequest, kerr.InvalidReplicationFactor, nil, kerr.InvalidTopicException}
 	for i, w := range want {
 		if w == nil {
@@ -137,15 +149,59 @@ func TestPlanCreateTopicsRequestLevelErrors(t *testing.T) {
 			t.Fatalf("%s: %v, want %v", res[i].Name, res[i].Err, w)
 		}
 	}
-	if res[2].NumPartitions != 3 || res[2].ReplicationFactor != 2 {
+	if res[2].NumPartitions != 3 || res[2].ReplicationFactor != 1 {
 		t.Fatalf("defaults not applied: %+v", res[2])
 	}
 	if len(recs) != 1+3+1+1 {
 		t.Fatalf("%d records, want ok's topic and 3 partitions, o.k's topic and partition", len(recs))
 	}
-	recs, res = st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "v", NumPartitions: 2, ReplicationFactor: 2}}, ValidateOnly: true}, rng)
+	recs, res = st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "v", NumPartitions: 2, ReplicationFactor: 1}}, ValidateOnly: true}, rng)
 	if len(recs) != 0 || res[0].Err != nil {
 		t.Fatalf("validate-only: %d records, %v", len(recs), res[0].Err)
+	}
+}
+
+// TestPlanRefusesReplicationFactorsAboveOne: replication is not built, so
+// every way of asking for a second replica is INVALID_REPLICATION_FACTOR
+// with a message saying so, and plans nothing: a factor, the broker's
+// default.replication.factor, assignments, validate-only, new partitions
+// by assignment or of a topic an older version created with two replicas.
+func TestPlanRefusesReplicationFactorsAboveOne(t *testing.T) {
+	st := brokersState(t, "", "", "")
+	rng := rand.New(rand.NewPCG(1, 1))
+	refused := func(what string, recs []Record, err error) {
+		t.Helper()
+		if len(recs) != 0 || !errors.Is(err, kerr.InvalidReplicationFactor) || !strings.Contains(err.Error(), "replication is not built yet") {
+			t.Errorf("%s: %d records, %v; want INVALID_REPLICATION_FACTOR saying replication is not built yet", what, len(recs), err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		req  CreateTopicsRequest
+	}{
+		{"rf3", CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: 3}}}},
+		{"rf2 validate-only", CreateTopicsRequest{ValidateOnly: true, Topics: []CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: 2}}}},
+		{"default rf3", CreateTopicsRequest{DefaultReplicationFactor: 3, Topics: []CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: -1}}}},
+		{"assignments", CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignments: [][]int32{{1, 2}}}}}},
+	} {
+		recs, res := st.PlanCreateTopics(tc.req, rng)
+		refused(tc.name, recs, res[0].Err)
+	}
+	one, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "one", NumPartitions: 1, ReplicationFactor: 1}}}, rng)
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	old := uuid.MustParse("00000000-0000-4000-8000-0000000000bb")
+	legacy := []Record{&TopicRecord{Name: "old", TopicID: old}, &PartitionRecord{TopicID: old, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1}}
+	if err := st.ApplyBatch(st.Offset()+1, append(one, legacy...)); err != nil {
+		t.Fatal(err)
+	}
+	recs, pres := st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "one", Count: 2, Assignments: [][]int32{{2, 3}}}}}, rng)
+	refused("create-partitions assignments", recs, pres[0].Err)
+	recs, pres = st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "old", Count: 2}}}, rng)
+	refused("create-partitions of a two-replica topic", recs, pres[0].Err)
+	if recs, pres = st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "one", Count: 2, Assignments: [][]int32{{3}}}}}, rng); pres[0].Err != nil || len(recs) != 1 {
+		t.Errorf("one-replica assignment: %d records, %v", len(recs), pres[0].Err)
 	}
 }
 
@@ -239,13 +295,12 @@ func TestErrorCodeMapsKafkaAndOtherErrors(t *testing.T) {
 // and the partition epoch alone refuses a replayed request.
 func TestPlanAlterPartitionRefusesAStaleLeader(t *testing.T) {
 	st := brokersState(t, "", "", "")
-	rng := rand.New(rand.NewPCG(1, 1))
-	recs, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", Assignments: [][]int32{{1, 2, 3}}}}}, rng)
+	// A partition as a version before MaxReplicationFactor created it.
+	id := uuid.MustParse("00000000-0000-4000-8000-0000000000cc")
 	off := st.Offset() + 1
-	if err := st.ApplyBatch(off, recs); err != nil {
+	if err := st.ApplyBatch(off, []Record{&TopicRecord{Name: "t", TopicID: id}, &PartitionRecord{TopicID: id, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	id := res[0].TopicID
 	old, _ := st.Partition(id, 0)
 	req := AlterPartitionRequest{BrokerID: 1, BrokerEpoch: st.BrokerEpoch(1), TopicID: id, LeaderEpoch: old.LeaderEpoch, PartitionEpoch: old.PartitionEpoch, NewISR: []int32{1, 2}}
 	recs, ar := st.PlanAlterPartition(req)
@@ -263,17 +318,18 @@ func TestPlanAlterPartitionRefusesAStaleLeader(t *testing.T) {
 	if _, ar := st.PlanAlterPartition(req); !errors.Is(ar.Err, kerr.InvalidUpdateVersion) {
 		t.Fatalf("replay: %v", ar.Err)
 	}
-	// Deposed: broker 1 fenced, broker 2 leads with a new leader epoch.
+	// Deposed: broker 1 fenced, the partition waits for it (it alone holds
+	// the records) with a new leader epoch.
 	off++
 	if err := st.ApplyBatch(off, st.PlanFenceBroker(1, nil)); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := st.Partition(id, 0)
-	if p.Leader != 2 || p.LeaderEpoch != old.LeaderEpoch+1 {
+	if p.Leader != NoLeader || p.LeaderEpoch != old.LeaderEpoch+1 || !slices.Equal(p.ISR, []int32{1}) {
 		t.Fatalf("after fencing: %+v", p)
 	}
 	req.PartitionEpoch = p.PartitionEpoch // even with a current partition epoch
-	if recs, ar := st.PlanAlterPartition(req); !errors.Is(ar.Err, kerr.FencedLeaderEpoch) || len(recs) != 0 || ar.Leader != 2 {
+	if recs, ar := st.PlanAlterPartition(req); !errors.Is(ar.Err, kerr.FencedLeaderEpoch) || len(recs) != 0 || ar.Leader != NoLeader {
 		t.Fatalf("stale leader: %+v", ar)
 	}
 }

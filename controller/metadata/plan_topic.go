@@ -11,6 +11,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
+// MaxReplicationFactor is the highest replication factor a partition may
+// have. Replication is not built yet: a partition's records live only on
+// the broker that leads it, so a second replica would be listed (and, in
+// an ISR, reported as in sync) without holding any of them, and electing
+// it after the leader died would lose every acknowledged record. Until
+// followers fetch from leaders, every partition has exactly one replica.
+const MaxReplicationFactor = 1
+
+// errReplicationNotBuilt is the INVALID_REPLICATION_FACTOR answer for a
+// replication factor above [MaxReplicationFactor]; what names where rf
+// came from ("replication factor", "default.replication.factor", ...).
+func errReplicationNotBuilt(what string, rf int) error {
+	return fmt.Errorf("%w: %s %d: replication is not built yet, so a partition has exactly one replica (use replication factor %d)", kerr.InvalidReplicationFactor, what, rf, MaxReplicationFactor)
+}
+
 // CreateTopic is one topic of a [CreateTopicsRequest].
 type CreateTopic struct {
 	Name string
@@ -53,7 +68,7 @@ type CreateTopicResult struct {
 
 // PlanCreateTopics decides topic creations. For each valid topic it plans a
 // TopicRecord, one PartitionRecord per partition (leader = first replica,
-// ISR = all replicas, epochs 0) and one ConfigRecord per config, sorted by
+// ISR = the leader alone, epochs 0) and one ConfigRecord per config, sorted by
 // name. Topic IDs come from rng, as does the placement's starting point, so
 // the same state, request and seed always give the same records.
 //
@@ -74,8 +89,10 @@ type CreateTopicResult struct {
 // topic's remote segments are still in the image, i.e. still being
 // deleted), INVALID_TOPIC_EXCEPTION (illegal name, or one colliding with an
 // existing topic once '.' and '_' are equated), TOPIC_ALREADY_EXISTS (the
-// name, or a given TopicID, belongs to a live topic), INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (below
-// 1 or above the number of usable brokers), INVALID_REPLICA_ASSIGNMENT,
+// name, or a given TopicID, belongs to a live topic), INVALID_PARTITIONS,
+// INVALID_REPLICATION_FACTOR (below 1, above [MaxReplicationFactor] whether
+// asked for, defaulted or given as assignments of several replicas, or
+// above the number of usable brokers), INVALID_REPLICA_ASSIGNMENT,
 // INVALID_CONFIG. With ValidateOnly no records are returned but results are
 // computed as if they were.
 func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Record, []CreateTopicResult) {
@@ -138,19 +155,32 @@ func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Rec
 	return recs, results
 }
 
-// newPartition plans a fresh partition: leader the first eligible replica,
-// ISR the eligible replicas (manual assignments may name fenced brokers).
+// newPartition plans a fresh partition: leader the first eligible replica
+// (manual assignments may name fenced brokers), ISR the leader alone: no
+// other replica receives its records (see [MaxReplicationFactor]).
 func (s *State) newPartition(id uuid.UUID, p int32, replicas []int32) *PartitionRecord {
-	isr := make([]int32, 0, len(replicas))
+	var leader int32 = NoLeader
 	for _, r := range replicas {
 		if s.eligible(r, -1) {
-			isr = append(isr, r)
+			leader = r
+			break
 		}
 	}
 	return &PartitionRecord{
 		TopicID: id, Partition: p,
-		Replicas: slices.Clone(replicas), ISR: isr, Leader: isr[0],
+		Replicas: slices.Clone(replicas), ISR: []int32{leader}, Leader: leader,
 	}
+}
+
+// checkOneReplica refuses manual assignments giving a partition more than
+// [MaxReplicationFactor] replicas.
+func checkOneReplica(assign [][]int32) error {
+	for _, replicas := range assign {
+		if len(replicas) > MaxReplicationFactor {
+			return errReplicationNotBuilt("replication factor", len(replicas))
+		}
+	}
+	return nil
 }
 
 // checkNewTopic validates one topic and returns its replica assignment.
@@ -184,23 +214,31 @@ func (s *State) checkNewTopic(t CreateTopic, req CreateTopicsRequest, usable []B
 		if len(t.Assignments) == 0 {
 			return nil, fmt.Errorf("%w: empty assignments", kerr.InvalidPartitions)
 		}
+		if err := checkOneReplica(t.Assignments); err != nil {
+			return nil, err
+		}
 		if err := s.checkManualAssignment(t.Assignments, len(t.Assignments[0])); err != nil {
 			return nil, err
 		}
 		return t.Assignments, nil
 	}
 	n, rf := t.NumPartitions, t.ReplicationFactor
+	rfName := "replication factor"
 	if n == -1 {
 		n = max(req.DefaultPartitions, 1)
 	}
 	if rf == -1 {
 		rf = max(req.DefaultReplicationFactor, 1)
+		rfName = "default.replication.factor"
 	}
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d partitions", kerr.InvalidPartitions, n)
 	}
 	if rf < 1 {
 		return nil, fmt.Errorf("%w: replication factor %d", kerr.InvalidReplicationFactor, rf)
+	}
+	if rf > MaxReplicationFactor {
+		return nil, errReplicationNotBuilt(rfName, int(rf))
 	}
 	if int(rf) > len(usable) {
 		return nil, fmt.Errorf("%w: replication factor %d exceeds %d available brokers", kerr.InvalidReplicationFactor, rf, len(usable))
@@ -407,7 +445,10 @@ type CreatePartitionsResult struct {
 // placement of [State.PlanCreateTopics] (numbering continuing from the
 // existing partitions). Errors: INVALID_REQUEST (topic repeated),
 // UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (count not above the
-// current one), INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT.
+// current one), INVALID_REPLICATION_FACTOR (assignments of several
+// replicas, a topic whose partitions have several — created before
+// replication factors were capped at [MaxReplicationFactor] — or more
+// replicas than usable brokers), INVALID_REPLICA_ASSIGNMENT.
 func (s *State) PlanCreatePartitions(req CreatePartitionsRequest, rng *rand.Rand) ([]Record, []CreatePartitionsResult) {
 	seen := map[string]int{}
 	for _, t := range req.Topics {
@@ -439,9 +480,17 @@ func (s *State) PlanCreatePartitions(req CreatePartitionsRequest, rng *rand.Rand
 			continue
 		}
 		rf := len(t.partitions[0].Replicas)
+		if rf > MaxReplicationFactor {
+			results[i].Err = fmt.Errorf("%w (topic %q)", errReplicationNotBuilt("replication factor", rf), ct.Name)
+			continue
+		}
 		add := int(ct.Count) - cur
 		var assign [][]int32
 		if ct.Assignments != nil {
+			if err := checkOneReplica(ct.Assignments); err != nil {
+				results[i].Err = err
+				continue
+			}
 			if len(ct.Assignments) != add {
 				results[i].Err = fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(ct.Assignments), add)
 				continue

@@ -25,6 +25,7 @@ const (
 	TypeRemoteSegment            RecordType = 9  // [RemoteSegmentRecord]
 	TypeNoOp                     RecordType = 10 // [NoOpRecord]
 	TypeFeatureLevel             RecordType = 11 // [FeatureLevelRecord]
+	TypeClusterID                RecordType = 12 // [ClusterIDRecord]
 )
 
 // String returns the record type's name.
@@ -52,6 +53,8 @@ func (t RecordType) String() string {
 		return "NoOp"
 	case TypeFeatureLevel:
 		return "FeatureLevel"
+	case TypeClusterID:
+		return "ClusterID"
 	}
 	return fmt.Sprintf("RecordType(%d)", uint8(t))
 }
@@ -251,6 +254,16 @@ type FeatureLevelRecord struct {
 	Level int16
 }
 
+// ClusterIDRecord records the cluster's id (Kafka's cluster.id, as
+// meta.properties and DescribeCluster carry it). The quorum's first leader
+// writes it before its first decision; every node takes its cluster id
+// from the image, so a broker-only node reports the quorum's id, and a
+// node whose meta.properties names another cluster is refused. Apply
+// accepts it once: the same id again is a no-op, another id is refused.
+type ClusterIDRecord struct {
+	ClusterID string
+}
+
 // Versions written by Encode. Decode accepts every version up to these.
 const (
 	versionRegisterBroker           = 0
@@ -264,6 +277,7 @@ const (
 	versionRemoteSegment            = 0
 	versionNoOp                     = 0
 	versionFeatureLevel             = 0
+	versionClusterID                = 0
 )
 
 // Type implements [Record].
@@ -331,3 +345,9 @@ func (*FeatureLevelRecord) Type() RecordType { return TypeFeatureLevel }
 
 // Version implements [Record].
 func (*FeatureLevelRecord) Version() uint8 { return versionFeatureLevel }
+
+// Type implements [Record].
+func (*ClusterIDRecord) Type() RecordType { return TypeClusterID }
+
+// Version implements [Record].
+func (*ClusterIDRecord) Version() uint8 { return versionClusterID }

@@ -7,10 +7,10 @@ package metadata
 //	| "SMDI" 4B | uint8   | uint32 BE, body  |                        |
 //	+-----------+---------+------------------+------------------------+
 //
-// body (version 1), in the primitive forms of codec.go, every collection in
+// body (version 2), in the primitive forms of codec.go, every collection in
 // sorted order so that equal images give byte-identical snapshots:
 //
-//	offset i64 | maxBrokerEpoch i64
+//	offset i64 | maxBrokerEpoch i64 | clusterID str ("" if none)
 //	features:  count | (name str, level i64)...              by name
 //	brokers:   count | (id i32, incarnation uuid, epoch i64,
 //	                    listeners count | (name, host, port i32, proto)...,
@@ -35,6 +35,8 @@ package metadata
 //	version 0  no removed section. A removed topic's remote segments are
 //	           restored without its name (TopicNameByID: not known).
 //	version 1  adds the removed section.
+//	version 2  adds clusterID after maxBrokerEpoch. Older images restore
+//	           without one; the next leader records it.
 
 import (
 	"encoding/binary"
@@ -54,7 +56,7 @@ var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
 
 const (
 	snapshotMagic   = "SMDI"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapshotHeader  = len(snapshotMagic) + 1 + 4
 )
 
@@ -69,6 +71,7 @@ func (s *State) Marshal() ([]byte, error) {
 	e.b[len(snapshotMagic)] = snapshotVersion
 	e.i64(s.offset)
 	e.i64(s.maxBrokerEpoch)
+	e.str(s.clusterID)
 	e.count(len(s.features))
 	for _, name := range sortedKeys(s.features) {
 		e.str(name)
@@ -201,6 +204,13 @@ func decodeSnapshot(d *decoder, version uint8) (*State, error) {
 	s := NewState()
 	s.offset = d.i64()
 	s.maxBrokerEpoch = d.i64()
+	if version >= 2 {
+		if s.clusterID = d.str(); s.clusterID != "" && d.err == nil {
+			if err := validClusterID(s.clusterID); err != nil {
+				return nil, fmt.Errorf("cluster id: %v", err)
+			}
+		}
+	}
 	for n := d.count(2); n > 0 && d.err == nil; n-- {
 		name := d.str()
 		lvl := d.i64()

@@ -20,11 +20,15 @@ var (
 	fixtureSegC   = uuid.MustParse("33333333-3333-4333-8333-333333333333")
 )
 
+const fixtureClusterID = "q1Sh-17bRiyp7dUWwcDOVQ"
+
 // snapshotFixture builds, from explicit records (no planner, no rng), an
 // image touching every snapshot section: features, brokers with listeners,
 // a live topic with partitions, configs and a remote segment, and a removed
-// topic ("gone") whose remote segments remain. testdata/snapshot/v0.snap is
-// this image as the version 0 encoder wrote it.
+// topic ("gone") whose remote segments remain; no cluster id (see
+// TestSnapshotCarriesRemovedTopicNamesAndClusterID).
+// testdata/snapshot/v0.snap and v1.snap are this image as the version 0
+// and version 1 encoders wrote it.
 func snapshotFixture(t testing.TB) *State {
 	t.Helper()
 	seg := func(id, topic uuid.UUID, p int32, base int64, st RemoteSegmentState) *RemoteSegmentRecord {
@@ -150,17 +154,23 @@ func TestStateRefusesTopicRecordForIDWhoseRemoteSegmentsRemain(t *testing.T) {
 	}
 }
 
-func TestSnapshotVersion1CarriesRemovedTopicNames(t *testing.T) {
+func TestSnapshotCarriesRemovedTopicNamesAndClusterID(t *testing.T) {
 	st := snapshotFixture(t)
+	if err := st.Apply(st.Offset()+1, &ClusterIDRecord{ClusterID: fixtureClusterID}); err != nil {
+		t.Fatal(err)
+	}
 	b := marshal(t, st)
-	if b[len(snapshotMagic)] != 1 {
-		t.Fatalf("version %d, want 1", b[len(snapshotMagic)])
+	if b[len(snapshotMagic)] != 2 {
+		t.Fatalf("version %d, want 2", b[len(snapshotMagic)])
 	}
 	back, err := Unmarshal(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantName(t, back, fixtureGone, "gone", false, true)
+	if back.ClusterID() != fixtureClusterID {
+		t.Fatalf("cluster id %q after Unmarshal, want %q", back.ClusterID(), fixtureClusterID)
+	}
 	if !reflect.DeepEqual(imageView(back), imageView(st)) {
 		t.Fatal("accessors differ after Unmarshal")
 	}
@@ -225,6 +235,37 @@ func TestSnapshotVersion0StillDecodes(t *testing.T) {
 	}
 }
 
+// TestSnapshotVersion1StillDecodes reads testdata/snapshot/v1.snap, written
+// by the version 1 encoder from snapshotFixture before version 2 existed:
+// the image comes back whole (without a cluster id, which version 1 never
+// had), re-marshals as the current version and takes the id when the next
+// leader records it.
+func TestSnapshotVersion1StillDecodes(t *testing.T) {
+	v1, err := os.ReadFile("testdata/snapshot/v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1[len(snapshotMagic)] != 1 {
+		t.Fatalf("golden file is version %d", v1[len(snapshotMagic)])
+	}
+	st, err := Unmarshal(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := imageView(st), imageView(snapshotFixture(t))
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("v1 image differs from the fixture:\n%v\n%v", got, want)
+	}
+	b := marshal(t, st)
+	back, err := Unmarshal(b)
+	if err != nil || b[len(snapshotMagic)] != snapshotVersion || !bytes.Equal(marshal(t, back), b) {
+		t.Fatalf("re-marshal of a v1 image: version %d, %v", b[len(snapshotMagic)], err)
+	}
+	if err := st.Apply(st.Offset()+1, &ClusterIDRecord{ClusterID: fixtureClusterID}); err != nil || st.ClusterID() != fixtureClusterID {
+		t.Fatalf("recording the cluster id on a v1 image: %v, id %q", err, st.ClusterID())
+	}
+}
+
 // withRemovedSection re-encodes st's snapshot with its removed section
 // replaced by entries, for testing what Unmarshal accepts there.
 func withRemovedSection(t *testing.T, st *State, entries []struct {
@@ -286,9 +327,11 @@ func TestSnapshotUnmarshalRejectsBadRemovedSection(t *testing.T) {
 	if _, err := Unmarshal(b); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("unknown version: %v", err)
 	}
-	// A version 1 body read as version 0 has trailing bytes.
-	b[len(snapshotMagic)] = 0
-	if _, err := Unmarshal(b); !errors.Is(err, ErrCorruptSnapshot) {
-		t.Fatalf("v1 body as v0: %v", err)
+	// A current body read as an older version does not parse.
+	for v := range byte(snapshotVersion) {
+		b[len(snapshotMagic)] = v
+		if _, err := Unmarshal(b); !errors.Is(err, ErrCorruptSnapshot) {
+			t.Fatalf("v%d body as v%d: %v", snapshotVersion, v, err)
+		}
 	}
 }

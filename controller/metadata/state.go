@@ -111,6 +111,9 @@ type State struct {
 	// deletes the objects after the RemoveTopicRecord. An entry goes when
 	// the topic's last remote segment reaches DELETE_FINISHED.
 	removedNames map[uuid.UUID]string
+	// clusterID is the quorum's cluster id ([ClusterIDRecord]); "" until
+	// recorded.
+	clusterID string
 }
 
 // NewState returns an empty image at offset -1 (nothing applied).
@@ -126,6 +129,37 @@ func NewState() *State {
 		remoteTopics: map[uuid.UUID]int{},
 		removedNames: map[uuid.UUID]string{},
 	}
+}
+
+// ClusterID returns the cluster id the quorum recorded ([ClusterIDRecord]),
+// "" before the first leader has recorded one.
+func (s *State) ClusterID() string { return s.clusterID }
+
+// applyClusterID records the cluster id once; repeating it is a no-op.
+func (s *State) applyClusterID(r *ClusterIDRecord) error {
+	if err := validClusterID(r.ClusterID); err != nil {
+		return inconsistent("cluster id: %v", err)
+	}
+	if s.clusterID != "" && s.clusterID != r.ClusterID {
+		return inconsistent("cluster id %q, already %q", r.ClusterID, s.clusterID)
+	}
+	s.clusterID = r.ClusterID
+	return nil
+}
+
+// validClusterID accepts what Kafka's meta.properties may carry: a non-empty
+// id of letters, digits, '-' and '_' (a URL-safe base64 UUID, as Kafka
+// generates, or an operator's own), at most 255 bytes.
+func validClusterID(id string) error {
+	if id == "" || len(id) > 255 {
+		return fmt.Errorf("%d bytes, want 1 to 255", len(id))
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("%q has illegal character %q", id, c)
+		}
+	}
+	return nil
 }
 
 // Offset returns the last applied offset, -1 if none.
@@ -147,6 +181,7 @@ func (s *State) Clone() *State {
 	c := NewState()
 	c.offset = s.offset
 	c.maxBrokerEpoch = s.maxBrokerEpoch
+	c.clusterID = s.clusterID
 	for k, v := range s.features {
 		c.features[k] = v
 	}
@@ -451,6 +486,8 @@ func (s *State) Apply(offset int64, r Record) error {
 	case *RemoteSegmentRecord:
 		err = s.applyRemoteSegment(r)
 	case *NoOpRecord:
+	case *ClusterIDRecord:
+		err = s.applyClusterID(r)
 	case *FeatureLevelRecord:
 		if r.Level < 0 {
 			err = inconsistent("feature %q level %d", r.Name, r.Level)

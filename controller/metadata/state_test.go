@@ -227,6 +227,7 @@ func imageView(st *State) map[string]any {
 		v[fmt.Sprintf("r/%s/%d", tp.TopicID, tp.Partition)] = st.RemoteSegments(tp.TopicID, tp.Partition)
 	}
 	v["removed"] = removedView(st)
+	v["cluster"] = st.ClusterID()
 	return v
 }
 
@@ -347,6 +348,11 @@ func TestStateApplyRefusalLeavesStateUnchanged(t *testing.T) {
 		&RemoveTopicRecord{TopicID: missing},
 		&RemoteSegmentRecord{SegmentID: missing, TopicID: missing, State: CopyStarted},
 		&FeatureLevelRecord{Name: "x", Level: -1},
+		&ClusterIDRecord{ClusterID: ""},
+		&ClusterIDRecord{ClusterID: "has space"},
+	}
+	if st.ClusterID() != "" {
+		bad = append(bad, &ClusterIDRecord{ClusterID: st.ClusterID() + "x"})
 	}
 	if len(topic) > 0 {
 		id := topic[0].ID
