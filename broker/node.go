@@ -22,6 +22,7 @@ import (
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/internal/netbuf"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/tiering/objstore"
 )
@@ -75,6 +76,10 @@ type Node struct {
 
 	connMu sync.Mutex // guards conns
 	conns  map[*conn]struct{}
+	// reqMem bounds the bytes of requests being read or not yet answered,
+	// on every client connection and the CONTROLLER listener together
+	// (queued.max.request.bytes).
+	reqMem *netbuf.Budget
 
 	metaMu     sync.RWMutex // guards meta, metaNotify, topicCfgs
 	meta       *metadata.State
@@ -126,7 +131,7 @@ func Open(o Options) (n *Node, err error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
 	}
-	if cfg.QueuedMaxRequests <= 0 || cfg.SocketRequestMaxBytes <= 0 || cfg.ConnectionsMaxIdle <= 0 {
+	if cfg.QueuedMaxRequests <= 0 || cfg.SocketRequestMaxBytes <= 0 || cfg.ConnectionsMaxIdle <= 0 || cfg.RequestReadTimeout <= 0 {
 		return nil, fmt.Errorf("%w: connection limits unset (build Config with ParseConfig or DefaultConfig)", ErrInvalidConfig)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -135,6 +140,7 @@ func Open(o Options) (n *Node, err error) {
 		conns: map[*conn]struct{}{}, meta: metadata.NewState(), metaNotify: make(chan struct{}),
 		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{}, reconciled: -1,
 		fetchSessions: newFetchSessionCache(cfg.FetchSessionCacheSlots),
+		reqMem:        netbuf.NewBudget(cfg.QueuedMaxRequestBytes),
 	}
 	n.fenced.Store(true)
 	node := n // the returns below set n to nil
@@ -271,8 +277,10 @@ func (n *Node) startController(o Options) error {
 	}
 	n.ctl, err = controller.Open(controller.Options{
 		Config:   n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
-		Listener: ln,
-		Registry: n.reg,
+		Listener:      ln,
+		Registry:      n.reg,
+		RequestMemory: n.reqMem,
+		Incarnation:   n.incarnation,
 	})
 	if err != nil {
 		ln.Close()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/controller/raftlog"
+	"github.com/strata-io/strata/internal/netbuf"
 )
 
 // Options are what [Open] builds a [Controller] from. Only Config is
@@ -38,7 +39,25 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Seed seeds topic ids and placement; 0 seeds randomly.
 	Seed uint64
+	// RequestMemory bounds the bytes of frames being read or handled on
+	// the CONTROLLER listener; the broker passes the budget its Kafka
+	// listeners share (queued.max.request.bytes), so the bound is
+	// node-wide. Nil: a budget of DefaultRequestMemory of its own.
+	RequestMemory *netbuf.Budget
+	// ClusterID is sent to peers in the Raft hello, and a peer's hello
+	// naming another cluster is refused. Empty: not sent, and peers' ids
+	// are not checked (a node that does not know its cluster yet).
+	ClusterID string
+	// Incarnation identifies this node's data directory (meta.properties'
+	// incarnation.id); sent in the Raft hello. A second connection claiming
+	// a voter's id with another incarnation while the first is open is
+	// refused.
+	Incarnation uuid.UUID
 }
+
+// DefaultRequestMemory is the request budget of a Controller whose
+// Options carry none: queued.max.request.bytes' default.
+const DefaultRequestMemory = 256 << 20
 
 // Controller is one member of the metadata quorum: a Raft node whose
 // replicated state machine is the metadata image, and the service brokers
@@ -60,6 +79,7 @@ type Controller struct {
 	metrics   *metrics
 	resolve   func(id int32) string
 	live      *liveness
+	reqMem    *netbuf.Budget // bytes of inbound frames being read or handled
 
 	// decisions feeds the decider goroutine, the only one that plans: a
 	// plan always sees the effects of every decision before it. rng is
@@ -98,11 +118,15 @@ func Open(o Options) (*Controller, error) {
 		fwd:     map[string]*Client{},
 		stopc:   make(chan struct{}),
 		live:    newLiveness(cfg.BrokerSessionTimeout),
+		reqMem:  o.RequestMemory,
 
 		decisions:   make(chan *decision, decisionQueueLen),
 		deciderDone: make(chan struct{}),
 	}
 	c.stopCtx, c.stopAll = context.WithCancel(context.Background())
+	if c.reqMem == nil {
+		c.reqMem = netbuf.NewBudget(DefaultRequestMemory)
+	}
 	seed := o.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -150,7 +174,8 @@ func Open(o Options) (*Controller, error) {
 				peers[uint64(v.ID)] = v.Addr
 			}
 		}
-		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger})
+		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger,
+			ClusterID: o.ClusterID, Incarnation: o.Incarnation})
 		c.transport = tcp
 	}
 	m := newMetrics(cfg.NodeID, c.Status)
