@@ -87,12 +87,6 @@ type conn struct {
 
 	ctx    context.Context // cancelled when the connection dies
 	cancel context.CancelFunc
-	// readCtx is ctx, also cancelled by shutdown: it ends the reader's
-	// wait for request budget.
-	readCtx    context.Context
-	readCancel context.CancelFunc
-	// held is the budget taken by frames read and not yet handled.
-	held atomic.Int64
 	queue  chan *slot
 	tokens chan struct{} // in-flight bound: one per request read and not answered
 	stopc  chan struct{} // closed by shutdown
@@ -102,6 +96,12 @@ type conn struct {
 	handlers sync.WaitGroup
 	killOnce sync.Once
 	done     chan struct{} // closed when the writer has finished
+	// readCtx is ctx, also cancelled by shutdown: it ends the reader's
+	// wait for request budget.
+	readCtx    context.Context
+	readCancel context.CancelFunc
+	// held is the budget taken by frames read and not yet handled.
+	held atomic.Int64
 }
 
 func newConn(n *Node, nc net.Conn, listener string) *conn {

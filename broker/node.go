@@ -276,7 +276,7 @@ func (n *Node) startController(o Options) error {
 		voters[0].Addr = ln.Addr().String()
 	}
 	n.ctl, err = controller.Open(controller.Options{
-		Config:   n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
+		Config:        n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
 		Listener:      ln,
 		Registry:      n.reg,
 		RequestMemory: n.reqMem,
