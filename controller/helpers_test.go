@@ -230,6 +230,9 @@ type ctrlCluster struct {
 	mem    map[int32]*MemoryStorage
 	ctrls  map[int32]*Controller
 	tune   func(*Config)
+	// clusterID and incs are what each controller says in its Raft hello.
+	clusterID string
+	incs      map[int32]uuid.UUID
 
 	mu    sync.Mutex // guards addrs
 	addrs map[int32]string
@@ -240,12 +243,15 @@ type clusterOpts struct {
 	tcp  bool // Raft over loopback TCP instead of the SimNetwork
 	disk bool // raftlog storage in temp dirs instead of MemoryStorage
 	tune func(*Config)
+	// clusterID is every controller's Options.ClusterID (each also gets an
+	// incarnation of its own).
+	clusterID string
 }
 
 func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 	t.Helper()
 	c := &ctrlCluster{
-		t: t, disk: o.disk, tune: o.tune,
+		t: t, disk: o.disk, tune: o.tune, clusterID: o.clusterID, incs: map[int32]uuid.UUID{},
 		dirs: map[int32]string{}, mem: map[int32]*MemoryStorage{},
 		ctrls: map[int32]*Controller{}, addrs: map[int32]string{},
 	}
@@ -265,6 +271,7 @@ func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 		c.addrs[id] = ln.Addr().String()
 		c.dirs[id] = t.TempDir()
 		c.mem[id] = NewMemoryStorage()
+		c.incs[id] = uuid.New()
 	}
 	t.Cleanup(func() {
 		for id := range c.ctrls {
@@ -319,9 +326,11 @@ func (c *ctrlCluster) start(id int32) {
 func (c *ctrlCluster) startWith(id int32, ln net.Listener) {
 	c.t.Helper()
 	o := Options{
-		Config:   c.config(id),
-		Listener: ln,
-		Seed:     uint64(id),
+		Config:      c.config(id),
+		Listener:    ln,
+		Seed:        uint64(id),
+		ClusterID:   c.clusterID,
+		Incarnation: c.incs[id],
 		Resolve: func(id int32) string {
 			c.mu.Lock()
 			defer c.mu.Unlock()
