@@ -55,6 +55,16 @@ func (b *Budget) Used() int64 {
 	return b.used
 }
 
+// Waiting returns how many callers wait in Acquire.
+func (b *Budget) Waiting() int {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiters)
+}
+
 // fitsLocked reports whether n more bytes may be held now.
 func (b *Budget) fitsLocked(n int64) bool {
 	return b.used == 0 || b.used+n <= b.limit

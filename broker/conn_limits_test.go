@@ -1,0 +1,146 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// heapLive returns the bytes of live heap after a collection.
+func heapLive() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// closedWithin reads from nc until the broker closes it or d passes.
+func closedWithin(nc net.Conn, d time.Duration) error {
+	nc.SetReadDeadline(time.Now().Add(d))
+	var b [512]byte
+	for {
+		if _, err := nc.Read(b[:]); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Errorf("connection still open after %v", d)
+			}
+			return nil
+		}
+	}
+}
+
+// TestConnStalledSizePrefixesHoldNoMemory is the attack on the
+// Kafka listener: ten connections each send a 100 MiB size prefix (the
+// largest socket.request.max.bytes allows) and a few bytes, then stall.
+// The broker allocates as bytes arrive (a few hundred KiB in all, not
+// 1000 MiB), closes every connection once
+// strata.socket.request.read.timeout.ms has passed since its prefix (not
+// after connections.max.idle.ms), and gives all of its request budget back.
+func TestConnStalledSizePrefixesHoldNoMemory(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	n := startNode(t, t.TempDir(), map[string]string{"strata.socket.request.read.timeout.ms": "300"})
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	start := time.Now()
+	errs := make([]error, 10)
+	var wg sync.WaitGroup
+	for i := range errs {
+		c := dialRaw(t, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			frame := binary.BigEndian.AppendUint32(nil, 100<<20)
+			frame = append(frame, 0, 18, 0, 3, 0, 0, 0, 1) // ApiVersions v3, correlation 1, then nothing
+			if _, err := c.nc.Write(frame); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = closedWithin(c.nc, testWait)
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	runtime.ReadMemStats(&ms1)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if el < timeout {
+		t.Errorf("closed after %v, before the read timeout", el)
+	}
+	if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 48<<20 {
+		t.Errorf("ten stalled 100 MiB prefixes made the process allocate %d MiB", grew>>20)
+	}
+	eventually(t, "request budget returned", func() bool { return n.reqMem.Used() == 0 })
+	c := dialRaw(t, n)
+	c.roundTrip(kmsg.NewPtrApiVersionsRequest())
+}
+
+// TestConnRequestBytesBoundedNodeWide: with queued.max.request.bytes at
+// 64 MiB and six connections each sending all but the last byte of a
+// 32 MiB request, two are read (64 MiB held) and four wait without being
+// read, so the live heap grows by about 64 MiB, not 192. Closing the
+// connections gives the budget back, and the broker goes on serving.
+func TestConnRequestBytesBoundedNodeWide(t *testing.T) {
+	const frameBytes, limit = 32 << 20, 64 << 20
+	n := startNode(t, t.TempDir(), map[string]string{
+		"socket.request.max.bytes": fmt.Sprint(frameBytes),
+		"queued.max.request.bytes": fmt.Sprint(limit),
+	})
+	frame := binary.BigEndian.AppendUint32(make([]byte, 0, frameBytes+4), frameBytes)
+	frame = append(frame, 0, 0, 0, 9, 0, 0, 0, 1) // Produce v9, correlation 1
+	frame = frame[:frameBytes+4-1]                // all but the last byte
+	before := heapLive()
+	var conns []*rawConn
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // the writers end when their connections close
+	for range 6 {
+		c := dialRaw(t, n)
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() { defer wg.Done(); c.nc.Write(frame) }()
+	}
+	// Wait for the steady state: the budget full, four readers waiting,
+	// and the two admitted frames read (the live heap holds them and stops
+	// growing). Until then a frame being grown briefly holds its old and
+	// new buffers (1.5 times its bytes): the peak allowed is twice the
+	// bound, where six frames allocated from their size prefixes (before
+	// the fix) take three times.
+	peak := uint64(2*limit + 16<<20)
+	deadline := time.Now().Add(testWait)
+	var grew, last uint64
+	for {
+		grew = heapLive() - before
+		if grew > peak {
+			t.Fatalf("live heap grew by %d MiB with six 32 MiB frames and a 64 MiB bound", grew>>20)
+		}
+		full := n.reqMem.Used() == limit && n.reqMem.Waiting() == 4
+		if full && grew >= 2*frameBytes-(4<<20) && grew <= last+(1<<20) && last <= grew+(1<<20) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no steady state: %d bytes held, %d waiting, heap +%d MiB", n.reqMem.Used(), n.reqMem.Waiting(), grew>>20)
+		}
+		last = grew
+		time.Sleep(20 * time.Millisecond)
+	}
+	if grew > limit+8<<20 {
+		t.Fatalf("live heap grew by %d MiB, bound %d MiB", grew>>20, limit>>20)
+	}
+	runtime.KeepAlive(frame)
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	eventually(t, "request budget returned", func() bool { return n.reqMem.Used() == 0 && n.reqMem.Waiting() == 0 })
+	c := dialRaw(t, n)
+	c.roundTrip(kmsg.NewPtrApiVersionsRequest())
+}
