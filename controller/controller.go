@@ -174,8 +174,11 @@ func Open(o Options) (*Controller, error) {
 				peers[uint64(v.ID)] = v.Addr
 			}
 		}
+		// The cluster id peers must agree on. Until the quorum records one
+		// in the image and brokers share it, only Options gives one.
+		clusterID := func() string { return o.ClusterID }
 		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger,
-			ClusterID: o.ClusterID, Incarnation: o.Incarnation})
+			ClusterID: clusterID, Incarnation: o.Incarnation})
 		c.transport = tcp
 	}
 	m := newMetrics(cfg.NodeID, c.Status)

@@ -29,10 +29,12 @@ type TCPTransportOptions struct {
 	MaxBackoff  time.Duration
 	// WriteTimeout bounds one write to a peer (default 5s).
 	WriteTimeout time.Duration
-	// ClusterID and Incarnation are sent in the hello of every outbound
-	// connection; an inbound hello naming another (non-empty) cluster is
-	// refused. See [Options].
-	ClusterID   string
+	// ClusterID returns the cluster id sent in the hello of every outbound
+	// connection; an inbound hello naming another cluster is refused when
+	// both are non-empty. Called per connection, so it may follow what the
+	// node learns (nil: none). Incarnation is sent in the hello too. See
+	// [Options].
+	ClusterID   func() string
 	Incarnation uuid.UUID
 	Logger      *slog.Logger
 }
@@ -188,7 +190,7 @@ func (t *TCPTransport) dial(p *tcpPeer) (net.Conn, error) {
 	}
 	bw := bufio.NewWriter(conn)
 	conn.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
-	hello := raftHello{from: t.o.ID, clusterID: t.o.ClusterID, incarnation: t.o.Incarnation}
+	hello := raftHello{from: t.o.ID, clusterID: t.clusterID(), incarnation: t.o.Incarnation}
 	if err := writeFrame(bw, kindRaftHello, hello.append(nil)); err != nil {
 		conn.Close()
 		return nil, err
@@ -282,8 +284,8 @@ func (t *TCPTransport) serveConn(conn net.Conn, fr *frameReader, hello []byte) {
 		t.refuse(conn, "not one of the other voters", from)
 		return
 	}
-	if t.o.ClusterID != "" && h.clusterID != "" && h.clusterID != t.o.ClusterID {
-		t.refuse(conn, "another cluster", from, "cluster.id", h.clusterID, "ours", t.o.ClusterID)
+	if ours := t.clusterID(); ours != "" && h.clusterID != "" && h.clusterID != ours {
+		t.refuse(conn, "another cluster", from, "cluster.id", h.clusterID, "ours", ours)
 		return
 	}
 	t.mu.Lock()
@@ -338,6 +340,13 @@ func (t *TCPTransport) serveConn(conn net.Conn, fr *frameReader, hello []byte) {
 		}
 		t.r.Receive(m)
 	}
+}
+
+func (t *TCPTransport) clusterID() string {
+	if t.o.ClusterID == nil {
+		return ""
+	}
+	return t.o.ClusterID()
 }
 
 // refuse logs why an inbound Raft stream is closed, at most once a second
