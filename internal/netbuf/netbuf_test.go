@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"testing"
@@ -174,5 +175,35 @@ func TestReadFrameReadsExactly(t *testing.T) {
 	}
 	if _, err := ReadFrame(bytes.NewReader(nil), 10); err != io.EOF {
 		t.Fatalf("empty reader: %v, want EOF", err)
+	}
+}
+
+// BenchmarkReadFrame compares ReadFrame's growing buffer with one
+// allocation from the size prefix (what the broker did before), for the
+// frame sizes a producer sends.
+func BenchmarkReadFrame(b *testing.B) {
+	for _, size := range []int{16 << 10, 1 << 20} {
+		src := make([]byte, size)
+		b.Run(fmt.Sprintf("size=%dKiB/grow", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			r := bytes.NewReader(src)
+			for range b.N {
+				r.Reset(src)
+				if _, err := ReadFrame(r, size); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("size=%dKiB/prefix", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			r := bytes.NewReader(src)
+			for range b.N {
+				r.Reset(src)
+				buf := make([]byte, size)
+				if _, err := io.ReadFull(r, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
