@@ -359,6 +359,10 @@ func (c *conn) writeLoop() {
 	// Frames read but never queued (the connection died while dispatching
 	// them): the reader has returned, so nothing adds to held any more.
 	c.n.reqMem.Release(c.held.Swap(0))
+	// A connection the client closed was never killed: cancel its context
+	// anyway, or the node's context keeps it (and its reader's) as a child
+	// for as long as the node runs, one pair per connection ever served.
+	c.cancel()
 }
 
 // decodeBody decodes a request body; a panic in the decoder (kmsg is

@@ -144,3 +144,63 @@ func TestConnRequestBytesBoundedNodeWide(t *testing.T) {
 	c := dialRaw(t, n)
 	c.roundTrip(kmsg.NewPtrApiVersionsRequest())
 }
+
+// TestNodeCloseWithReadersWaitingForBudget: readers waiting for request
+// budget (and one stalled mid-frame) do not hold up Close.
+func TestNodeCloseWithReadersWaitingForBudget(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{
+		"socket.request.max.bytes": "1048576",
+		"queued.max.request.bytes": "1048576",
+	})
+	prefix := binary.BigEndian.AppendUint32(nil, 1<<20)
+	for range 3 {
+		c := dialRaw(t, n)
+		if _, err := c.nc.Write(append(prefix, 0, 18, 0, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "one frame admitted, two readers waiting", func() bool {
+		return n.reqMem.Used() == 1<<20 && n.reqMem.Waiting() == 2
+	})
+	done := make(chan error, 1)
+	go func() { done <- n.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testWait):
+		t.Fatal("Close hung with readers waiting for request budget")
+	}
+	if used, waiting := n.reqMem.Used(), n.reqMem.Waiting(); used != 0 || waiting != 0 {
+		t.Fatalf("after Close: %d bytes held, %d waiting", used, waiting)
+	}
+}
+
+// TestConnClosedByClientReleasesItsContext: a connection the client closes
+// cancels its context, so the node's context does not keep one child per
+// connection ever served.
+func TestConnClosedByClientReleasesItsContext(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	c := dialRaw(t, n)
+	c.roundTrip(kmsg.NewPtrApiVersionsRequest())
+	var sc *conn
+	n.connMu.Lock()
+	for x := range n.conns {
+		sc = x
+	}
+	n.connMu.Unlock()
+	if sc == nil {
+		t.Fatal("no connection on the node")
+	}
+	c.nc.Close()
+	eventually(t, "connection removed", func() bool {
+		n.connMu.Lock()
+		defer n.connMu.Unlock()
+		_, ok := n.conns[sc]
+		return !ok
+	})
+	if sc.ctx.Err() == nil || sc.readCtx.Err() == nil {
+		t.Fatal("a closed connection's context is still live")
+	}
+}
