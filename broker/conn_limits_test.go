@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // heapLive returns the bytes of live heap after a collection.
@@ -202,5 +204,57 @@ func TestConnClosedByClientReleasesItsContext(t *testing.T) {
 	})
 	if sc.ctx.Err() == nil || sc.readCtx.Err() == nil {
 		t.Fatal("a closed connection's context is still live")
+	}
+}
+
+// TestFakeRaftPeerDoesNotStallTheNode is the issue's fake peer against a
+// whole node: a client on the CONTROLLER listener says it is node 2 (the
+// quorum is node 1 alone) and sends heartbeats of rising terms. The node
+// closes the stream at its hello; the controller's term stays, /readyz
+// answers 200 and CreateTopics succeeds (before: UNKNOWN_SERVER_ERROR,
+// 503, term 1,000,066).
+func TestFakeRaftPeerDoesNotStallTheNode(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	term := n.ctl.Status().Term
+	nc, err := net.DialTimeout("tcp", n.Addrs()["CONTROLLER"], testWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	frame := func(kind byte, payload []byte) []byte {
+		return append(append(binary.BigEndian.AppendUint32(nil, uint32(len(payload)+1)), kind), payload...)
+	}
+	nc.SetWriteDeadline(time.Now().Add(testWait))
+	if _, err := nc.Write(frame(1, binary.AppendUvarint(nil, 2))); err != nil { // Raft hello: node 2
+		t.Fatal(err)
+	}
+	// The fake peer keeps sending while the node is used, as in the issue.
+	stop, sent := make(chan struct{}), make(chan int, 1)
+	defer func() { close(stop); <-sent }()
+	go func() {
+		i := 0
+		defer func() { sent <- i }()
+		for ; ; i++ {
+			from, to, tm := uint64(2), uint64(1), term+1+uint64(i)
+			b, _ := proto.Marshal(&raftpb.Message{From: &from, To: &to, Term: &tm, Type: raftpb.MsgHeartbeat.Enum()})
+			if _, err := nc.Write(frame(2, b)); err != nil {
+				return // the node closed the stream
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	createTopic(t, newAdmin(t, n), "during-fake-peer", 1, nil)
+	if code, body := httpGet(t, n.AdminAddr(), "/readyz"); code != 200 {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+	if got := n.ctl.Status().Term; got != term {
+		t.Errorf("controller term %d, was %d before the fake peer", got, term)
+	}
+	if err := closedWithin(nc, 5*time.Second); err != nil {
+		t.Error("fake peer's stream:", err)
 	}
 }
