@@ -138,6 +138,8 @@ func TestConnRequestBytesBoundedNodeWide(t *testing.T) {
 	if grew > limit+8<<20 {
 		t.Fatalf("live heap grew by %d MiB, bound %d MiB", grew>>20, limit>>20)
 	}
+	waitMetric(t, n, func(v float64) bool { return v == limit }, "strata_broker_request_memory_used_bytes")
+	waitMetric(t, n, func(v float64) bool { return v == 4 }, "strata_broker_request_memory_waiting_readers")
 	runtime.KeepAlive(frame)
 	for _, c := range conns {
 		c.nc.Close()

@@ -281,6 +281,7 @@ type nodeCollector struct {
 	recTruncated, recDroppedSegs, recLogsRecovered, recLogs, recSeconds                      *prometheus.Desc
 	cleanerRuns, cleanerFailures, cleanerRead, cleanerWritten, cleanerDirty, cleanerMaxDirty *prometheus.Desc
 	rolls, flushes, flushSeconds                                                             *prometheus.Desc
+	reqMemUsed, reqMemWaiting                                                                *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -319,6 +320,8 @@ func newNodeCollector(n *Node) *nodeCollector {
 		rolls:            d("log", "segment_rolls_total", "Segments sealed (rolled) since the partition's log opened.", tp...),
 		flushes:          d("log", "flushes_total", "fsyncs of the active segment (flush.messages, flush.ms, shutdown) since the log opened.", tp...),
 		flushSeconds:     d("log", "flush_seconds_total", "Time those fsyncs took (rate of this / rate of flushes_total = mean fsync time).", tp...),
+		reqMemUsed:       d("broker", "request_memory_used_bytes", "Bytes of requests being read or handled, every listener together (bound: queued.max.request.bytes; Kafka's MemoryPoolUsed)."),
+		reqMemWaiting:    d("broker", "request_memory_waiting_readers", "Connections waiting, without reading, for queued.max.request.bytes to have room for their next request."),
 	}
 }
 
@@ -327,7 +330,8 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.metadataOffset, c.logSize, c.logSegments, c.logEnd, c.logStart, c.localLogStart, c.hw,
 		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds,
 		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty,
-		c.rolls, c.flushes, c.flushSeconds} {
+		c.rolls, c.flushes, c.flushSeconds,
+		c.reqMemUsed, c.reqMemWaiting} {
 		ch <- d
 	}
 }
@@ -358,6 +362,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.connections, float64(k), name)
 	}
 	gauge(c.inFlight, float64(inFlight))
+	gauge(c.reqMemUsed, float64(n.reqMem.Used()))
+	gauge(c.reqMemWaiting, float64(n.reqMem.Waiting()))
 
 	ok, _ := n.readiness()
 	gauge(c.ready, b2f(ok))
