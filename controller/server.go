@@ -106,7 +106,7 @@ func (s *server) handle(conn net.Conn) {
 	default:
 		return
 	}
-	bw := bufio.NewWriterSize(conn, 64<<10)
+	bw := bufio.NewWriterSize(conn, 16<<10) // larger writes go straight to the socket
 	for {
 		if len(payload) < 2 {
 			return
