@@ -50,7 +50,7 @@ var Settings = []Setting{
 	{"socket.request.max.bytes", "104857600", "largest request accepted; a larger size prefix closes the connection before anything is allocated"},
 	{"connections.max.idle.ms", "600000", "close a connection idle for this long"},
 	{"queued.max.requests", "500", "requests read from one connection but not yet answered; the reader stops reading at this bound"},
-	{"queued.max.request.bytes", "268435456", "bytes of requests being read or handled, every connection of every listener (CONTROLLER included) together; a reader stops reading while they are spent (-1 = unbounded, Kafka's default; else at least socket.request.max.bytes)"},
+	{"queued.max.request.bytes", "268435456", "bytes of requests being read or handled, all client connections together (the CONTROLLER listener has as much again of its own); a reader stops reading while they are spent (-1 = unbounded, Kafka's default; else at least socket.request.max.bytes)"},
 	{"strata.socket.request.read.timeout.ms", "30000", "close a connection whose request has not fully arrived this long after its size prefix (connections.max.idle.ms applies between requests)"},
 	{"max.incremental.fetch.session.cache.slots", "1000", "fetch sessions (KIP-227) this broker keeps; 0 disables them"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},

@@ -73,7 +73,7 @@ type slot struct {
 // order; the writer pops them, waiting for each to be done.
 //
 // Memory: before reading a frame's body the reader takes its size from the
-// node's request budget (queued.max.request.bytes, shared by every
+// node's request budget (queued.max.request.bytes, shared by every client
 // connection); the writer gives it back once the request's handler is done.
 // The body's buffer grows as its bytes arrive (netbuf.ReadFrame), and the
 // whole frame must arrive within strata.socket.request.read.timeout.ms of
@@ -359,10 +359,6 @@ func (c *conn) writeLoop() {
 	// Frames read but never queued (the connection died while dispatching
 	// them): the reader has returned, so nothing adds to held any more.
 	c.n.reqMem.Release(c.held.Swap(0))
-	// A connection the client closed was never killed: cancel its context
-	// anyway, or the node's context keeps it (and its reader's) as a child
-	// for as long as the node runs, one pair per connection ever served.
-	c.cancel()
 }
 
 // decodeBody decodes a request body; a panic in the decoder (kmsg is

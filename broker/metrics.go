@@ -320,7 +320,7 @@ func newNodeCollector(n *Node) *nodeCollector {
 		rolls:            d("log", "segment_rolls_total", "Segments sealed (rolled) since the partition's log opened.", tp...),
 		flushes:          d("log", "flushes_total", "fsyncs of the active segment (flush.messages, flush.ms, shutdown) since the log opened.", tp...),
 		flushSeconds:     d("log", "flush_seconds_total", "Time those fsyncs took (rate of this / rate of flushes_total = mean fsync time).", tp...),
-		reqMemUsed:       d("broker", "request_memory_used_bytes", "Bytes of requests being read or handled, every listener together (bound: queued.max.request.bytes; Kafka's MemoryPoolUsed)."),
+		reqMemUsed:       d("broker", "request_memory_used_bytes", "Bytes of requests being read or handled, all client listeners together (bound: queued.max.request.bytes; Kafka's MemoryPoolUsed)."),
 		reqMemWaiting:    d("broker", "request_memory_waiting_readers", "Connections waiting, without reading, for queued.max.request.bytes to have room for their next request."),
 	}
 }

@@ -76,9 +76,11 @@ type Node struct {
 
 	connMu sync.Mutex // guards conns
 	conns  map[*conn]struct{}
-	// reqMem bounds the bytes of requests being read or not yet answered,
-	// on every client connection and the CONTROLLER listener together
-	// (queued.max.request.bytes).
+	// reqMem bounds the bytes of requests being read or handled on every
+	// client connection together (queued.max.request.bytes). The
+	// CONTROLLER listener has a budget of its own of the same size, as
+	// Kafka's controller has its own socket server and memory pool: a
+	// Kafka client holding this one must not delay the quorum's traffic.
 	reqMem *netbuf.Budget
 
 	metaMu     sync.RWMutex // guards meta, metaNotify, topicCfgs
@@ -279,7 +281,7 @@ func (n *Node) startController(o Options) error {
 		Config:        n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
 		Listener:      ln,
 		Registry:      n.reg,
-		RequestMemory: n.reqMem,
+		RequestMemory: netbuf.NewBudget(n.cfg.QueuedMaxRequestBytes),
 		Incarnation:   n.incarnation,
 	})
 	if err != nil {
@@ -422,6 +424,10 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 			defer n.connWG.Done()
 			c.serve()
 			<-c.done
+			// A connection the client closed was never killed: cancel its
+			// context anyway, or the node's context keeps it (and its
+			// reader's) as a child for as long as the node runs.
+			c.cancel()
 			n.connMu.Lock()
 			delete(n.conns, c)
 			n.connMu.Unlock()

@@ -39,10 +39,12 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Seed seeds topic ids and placement; 0 seeds randomly.
 	Seed uint64
-	// RequestMemory bounds the bytes of frames being read or handled on
-	// the CONTROLLER listener; the broker passes the budget its Kafka
-	// listeners share (queued.max.request.bytes), so the bound is
-	// node-wide. Nil: a budget of DefaultRequestMemory of its own.
+	// RequestMemory bounds the bytes of RPC frames being read or handled
+	// on the CONTROLLER listener; the broker passes a budget of
+	// queued.max.request.bytes (apart from its Kafka listeners', so a
+	// Kafka client cannot delay the quorum). Raft streams from voters are
+	// not charged to it: a stranger holding the budget must not delay the
+	// heartbeats that keep the leader. Nil: DefaultRequestMemory.
 	RequestMemory *netbuf.Budget
 	// ClusterID is sent to peers in the Raft hello, and a peer's hello
 	// naming another cluster is refused. Empty: not sent, and peers' ids
@@ -56,7 +58,7 @@ type Options struct {
 }
 
 // DefaultRequestMemory is the request budget of a Controller whose
-// Options carry none: queued.max.request.bytes' default.
+// Options carry none: the broker's queued.max.request.bytes default.
 const DefaultRequestMemory = 256 << 20
 
 // Controller is one member of the metadata quorum: a Raft node whose

@@ -181,3 +181,59 @@ func FuzzDecodeRaftHello(f *testing.F) {
 		}
 	})
 }
+
+// TestRaftStreamsPerVoterBounded: streams that pass every check but are
+// more than maxStreamsPerVoter for one voter (its own included) are
+// refused, so one voter's id cannot open unbounded uncharged streams.
+func TestRaftStreamsPerVoterBounded(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3, tcp: true, clusterID: "cluster-a"})
+	lead := c.leader()
+	var fol int32
+	for id := range c.ctrls {
+		if id != int32(lead.ID()) {
+			fol = id
+			break
+		}
+	}
+	tcp := lead.transport.(*TCPTransport)
+	streams := func() int {
+		tcp.mu.Lock()
+		defer tcp.mu.Unlock()
+		if pi := tcp.incarnations[uint64(fol)]; pi != nil {
+			return pi.conns
+		}
+		return 0
+	}
+	if !waitFor(testWait, func() bool { return streams() == 1 }) {
+		t.Fatalf("follower %d has %d streams to the leader, want 1", fol, streams())
+	}
+	h := raftHello{from: uint64(fol), clusterID: "cluster-a", incarnation: c.incs[fol]}
+	var conns []net.Conn
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	for i := 0; i < maxStreamsPerVoter; i++ {
+		nc, err := net.DialTimeout("tcp", lead.Addr(), testWait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, nc)
+		nc.SetWriteDeadline(time.Now().Add(testWait))
+		bw := bufio.NewWriter(nc)
+		if err := writeFrame(bw, kindRaftHello, h.append(nil)); err != nil || bw.Flush() != nil {
+			t.Fatal(err)
+		}
+		if i < maxStreamsPerVoter-1 {
+			want := i + 2
+			if !waitFor(testWait, func() bool { return streams() == want }) {
+				t.Fatalf("stream %d not accepted: %d open", i+2, streams())
+			}
+			continue
+		}
+		if err := waitClosed(nc, 5*time.Second); err != nil {
+			t.Fatalf("stream %d of one voter: %v", maxStreamsPerVoter+1, err)
+		}
+	}
+}

@@ -65,6 +65,11 @@ type TCPTransport struct {
 	refusedLog atomic.Int64 // unix nanos of the last refusal logged
 }
 
+// maxStreamsPerVoter bounds a voter's open inbound streams: it keeps one,
+// and reconnects may overlap old ones until those are seen closed (a
+// peer that lost power is noticed only by TCP keep-alive).
+const maxStreamsPerVoter = 3
+
 type peerIncarnation struct {
 	id    uuid.UUID
 	conns int
@@ -301,6 +306,11 @@ func (t *TCPTransport) serveConn(conn net.Conn, fr *frameReader, hello []byte) {
 		t.refuse(conn, "another incarnation of a connected voter", from, "incarnation", h.incarnation, "connected", pi.id)
 		return
 	}
+	if pi != nil && pi.conns >= maxStreamsPerVoter {
+		t.mu.Unlock()
+		t.refuse(conn, "too many streams from one voter", from)
+		return
+	}
 	if pi == nil {
 		pi = &peerIncarnation{}
 		t.incarnations[from] = pi
@@ -311,6 +321,11 @@ func (t *TCPTransport) serveConn(conn net.Conn, fr *frameReader, hello []byte) {
 	pi.conns++
 	t.inbound[conn] = struct{}{}
 	t.mu.Unlock()
+	// A voter's frames are not charged to the request budget (see
+	// Options.RequestMemory); they still grow as they arrive and must
+	// arrive within the read timeout.
+	fr.release()
+	fr.budget = nil
 	defer func() {
 		t.mu.Lock()
 		delete(t.inbound, conn)

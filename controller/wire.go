@@ -46,10 +46,11 @@ import (
 //	               A kindRequest may come first (clients before
 //	               kindClientHello) if it fits in maxFirstFrame.
 //
-// After the first frame, frames are up to maxFrame bytes; each payload's
-// bytes are taken from the node's request budget (Options.RequestMemory)
-// before it is read, its buffer grows as the bytes arrive, and it must
-// arrive within FrameReadTimeout of its header.
+// After the first frame, frames are up to maxFrame bytes; each RPC
+// payload's bytes are taken from the listener's request budget
+// (Options.RequestMemory) before it is read (a voter's Raft frames are
+// not: see there), every payload's buffer grows as the bytes arrive, and
+// it must arrive within FrameReadTimeout of its header.
 //
 // raftHello, after the node id that was the whole payload in version 1:
 //
