@@ -52,6 +52,8 @@ var Settings = []Setting{
 	{"socket.request.max.bytes", "104857600", "largest request accepted; a larger size prefix closes the connection before anything is allocated"},
 	{"connections.max.idle.ms", "600000", "close a connection idle for this long"},
 	{"queued.max.requests", "500", "requests read from one connection but not yet answered; the reader stops reading at this bound"},
+	{"queued.max.request.bytes", "268435456", "bytes of requests being read or handled, all client connections together (the CONTROLLER listener has as much again of its own); a reader stops reading while they are spent (-1 = unbounded, Kafka's default; else at least socket.request.max.bytes)"},
+	{"strata.socket.request.read.timeout.ms", "30000", "close a connection whose request has not fully arrived this long after its size prefix (connections.max.idle.ms applies between requests)"},
 	{"max.incremental.fetch.session.cache.slots", "1000", "fetch sessions (KIP-227) this broker keeps; 0 disables them"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
@@ -282,6 +284,8 @@ type Config struct {
 	SocketRequestMaxBytes    int32
 	ConnectionsMaxIdle       time.Duration
 	QueuedMaxRequests        int
+	QueuedMaxRequestBytes    int64         // -1: unbounded
+	RequestReadTimeout       time.Duration // strata.socket.request.read.timeout.ms
 	FetchSessionCacheSlots   int
 	ShutdownTimeout          time.Duration
 
@@ -509,6 +513,15 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.SocketRequestMaxBytes = int32(min(i64("socket.request.max.bytes", 64), 1<<31-1))
 	c.ConnectionsMaxIdle = ms("connections.max.idle.ms", 1)
 	c.QueuedMaxRequests = int(min(i64("queued.max.requests", 1), 1<<20))
+	c.QueuedMaxRequestBytes = i64("queued.max.request.bytes", -1)
+	if c.QueuedMaxRequestBytes <= 0 {
+		c.QueuedMaxRequestBytes = -1
+	} else if c.QueuedMaxRequestBytes < int64(c.SocketRequestMaxBytes) {
+		// As Kafka requires: a bound below the largest request would run
+		// every such request alone.
+		bad("queued.max.request.bytes", get("queued.max.request.bytes"), "below socket.request.max.bytes")
+	}
+	c.RequestReadTimeout = ms("strata.socket.request.read.timeout.ms", 1)
 	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
 	c.GroupInitialRebalanceDelay = ms("group.initial.rebalance.delay.ms", 0)
@@ -732,6 +745,7 @@ func (c *Config) controllerConfig(listenAddr string, voters []controller.Voter, 
 		BrokerHeartbeatInterval: c.BrokerHeartbeatInterval,
 		TickInterval:            tick,
 		ElectionTicks:           max(int(c.ElectionTimeout/tick), 2),
+		FrameReadTimeout:        c.RequestReadTimeout,
 		Logger:                  logger,
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/netbuf"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -47,6 +48,7 @@ type request struct {
 	msg           kmsg.Request
 	conn          *conn
 	start         time.Time // when its frame was read: request_duration_seconds
+	held          int64     // its frame's bytes in the node's request budget, given back once handled
 	respCode      int16     // the response's top-level error code, set by encodeResponse
 }
 
@@ -69,6 +71,14 @@ type slot struct {
 // read and not yet answered; at the bound the reader stops reading and TCP
 // pushes back on the client. The queue carries the slots in request
 // order; the writer pops them, waiting for each to be done.
+//
+// Memory: before reading a frame's body the reader takes its size from the
+// node's request budget (queued.max.request.bytes, shared by every client
+// connection); the writer gives it back once the request's handler is done.
+// The body's buffer grows as its bytes arrive (netbuf.ReadFrame), and the
+// whole frame must arrive within strata.socket.request.read.timeout.ms of
+// its size prefix, so a peer that claims a large frame and stalls holds
+// neither memory nor budget for long.
 type conn struct {
 	n        *Node
 	nc       net.Conn
@@ -86,14 +96,21 @@ type conn struct {
 	handlers sync.WaitGroup
 	killOnce sync.Once
 	done     chan struct{} // closed when the writer has finished
+	// readCtx is ctx, also cancelled by shutdown: it ends the reader's
+	// wait for request budget.
+	readCtx    context.Context
+	readCancel context.CancelFunc
+	// held is the budget taken by frames read and not yet handled.
+	held atomic.Int64
 }
 
 func newConn(n *Node, nc net.Conn, listener string) *conn {
 	ctx, cancel := context.WithCancel(n.ctx)
+	readCtx, readCancel := context.WithCancel(ctx)
 	return &conn{
 		n: n, nc: nc, listener: listener,
 		logger: n.logger.With("remote", nc.RemoteAddr().String(), "listener", listener),
-		ctx:    ctx, cancel: cancel,
+		ctx:    ctx, cancel: cancel, readCtx: readCtx, readCancel: readCancel,
 		queue:  make(chan *slot, n.cfg.QueuedMaxRequests),
 		tokens: make(chan struct{}, n.cfg.QueuedMaxRequests),
 		stopc:  make(chan struct{}),
@@ -124,6 +141,7 @@ func (c *conn) shutdown() {
 	if !c.stopRead.Swap(true) {
 		close(c.stopc)
 	}
+	c.readCancel()
 	c.nc.SetReadDeadline(time.Now())
 }
 
@@ -172,10 +190,10 @@ func (c *conn) readLoop() {
 			c.kill(fmt.Errorf("%w: size %d", ErrMalformedRequest, size))
 			return
 		}
-		body := make([]byte, size)
-		if _, err := io.ReadFull(br, body); err != nil {
+		body, err := c.readBody(br, size)
+		if err != nil {
 			if !c.stopRead.Load() {
-				c.kill(fmt.Errorf("%w: truncated frame: %v", ErrMalformedRequest, err))
+				c.kill(err)
 			}
 			return // shutdown: the writer answers what is in flight, then closes
 		}
@@ -186,10 +204,44 @@ func (c *conn) readLoop() {
 	}
 }
 
+// readBody reads the size bytes of a frame's body once the node's request
+// budget has them (waiting, without reading, while it does not), within
+// the request read timeout. The bytes stay held (c.held) until the writer
+// releases the request.
+func (c *conn) readBody(br *bufio.Reader, size int32) ([]byte, error) {
+	if err := c.n.reqMem.Acquire(c.readCtx, int64(size)); err != nil {
+		return nil, err
+	}
+	c.held.Add(int64(size))
+	timeout := c.n.cfg.RequestReadTimeout
+	c.nc.SetReadDeadline(time.Now().Add(timeout))
+	if c.stopRead.Load() { // as in readLoop: a shutdown's deadline may predate ours
+		return nil, net.ErrClosed
+	}
+	body, err := netbuf.ReadFrame(br, int(size))
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, fmt.Errorf("%w: request of %d bytes not received within strata.socket.request.read.timeout.ms (%v)", ErrMalformedRequest, size, timeout)
+		}
+		return nil, fmt.Errorf("%w: truncated frame: %v", ErrMalformedRequest, err)
+	}
+	return body, nil
+}
+
+// release gives back the request budget r's frame held.
+func (c *conn) release(r *request) {
+	if r != nil && r.held > 0 {
+		c.held.Add(-r.held)
+		c.n.reqMem.Release(r.held)
+		r.held = 0
+	}
+}
+
 // dispatch decodes one frame and runs its handler. An error closes the
 // connection.
 func (c *conn) dispatch(b []byte) error {
-	r := &request{conn: c, start: time.Now()}
+	r := &request{conn: c, start: time.Now(), held: int64(len(b))}
 	r.key = int16(binary.BigEndian.Uint16(b[0:]))
 	r.version = int16(binary.BigEndian.Uint16(b[2:]))
 	r.correlationID = int32(binary.BigEndian.Uint32(b[4:]))
@@ -282,6 +334,7 @@ func (c *conn) writeLoop() {
 		}
 		c.pending.Add(-1)
 		<-c.tokens
+		c.release(s.r)
 		if s.err != nil && !dead {
 			dead = true
 			c.kill(s.err)
@@ -303,6 +356,9 @@ func (c *conn) writeLoop() {
 		c.n.metrics.observeRequest(s.r.key, s.r.version, code, s.r.start)
 	}
 	c.handlers.Wait()
+	// Frames read but never queued (the connection died while dispatching
+	// them): the reader has returned, so nothing adds to held any more.
+	c.n.reqMem.Release(c.held.Swap(0))
 }
 
 // decodeBody decodes a request body; a panic in the decoder (kmsg is

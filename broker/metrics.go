@@ -294,6 +294,7 @@ type nodeCollector struct {
 	cleanerRuns, cleanerFailures, cleanerRead, cleanerWritten, cleanerDirty, cleanerMaxDirty *prometheus.Desc
 	rolls, flushes, flushSeconds                                                             *prometheus.Desc
 	dirFree, dirMinFree, dirFull, dirOffline                                                 *prometheus.Desc
+	reqMemUsed, reqMemWaiting                                                                *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -336,6 +337,8 @@ func newNodeCollector(n *Node) *nodeCollector {
 		dirMinFree:       d("log_dir", "min_free_bytes", "strata.log.dir.min.free.bytes: below this much free space the log dir refuses appends.", "dir"),
 		dirFull:          d("log_dir", "full", "1 while the log dir refuses appends: free space below strata.log.dir.min.free.bytes, or a write failed with ENOSPC.", "dir"),
 		dirOffline:       d("log_dir", "offline", "1 once an I/O error took the log dir, and its partitions, offline (until a restart).", "dir"),
+		reqMemUsed:       d("broker", "request_memory_used_bytes", "Bytes of requests being read or handled, all client listeners together (bound: queued.max.request.bytes; Kafka's MemoryPoolUsed)."),
+		reqMemWaiting:    d("broker", "request_memory_waiting_readers", "Connections waiting, without reading, for queued.max.request.bytes to have room for their next request."),
 	}
 }
 
@@ -344,7 +347,8 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.metadataOffset, c.logSize, c.logSegments, c.logEnd, c.logStart, c.localLogStart, c.hw,
 		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds,
 		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty,
-		c.rolls, c.flushes, c.flushSeconds, c.dirFree, c.dirMinFree, c.dirFull, c.dirOffline} {
+		c.rolls, c.flushes, c.flushSeconds, c.dirFree, c.dirMinFree, c.dirFull, c.dirOffline,
+		c.reqMemUsed, c.reqMemWaiting} {
 		ch <- d
 	}
 }
@@ -374,6 +378,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.connections, float64(k), name)
 	}
 	gauge(c.inFlight, float64(inFlight))
+	gauge(c.reqMemUsed, float64(n.reqMem.Used()))
+	gauge(c.reqMemWaiting, float64(n.reqMem.Waiting()))
 
 	ok, _ := n.readiness()
 	gauge(c.ready, b2f(ok))

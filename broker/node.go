@@ -23,6 +23,7 @@ import (
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/internal/netbuf"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/tiering/objstore"
@@ -80,6 +81,12 @@ type Node struct {
 
 	connMu sync.Mutex // guards conns
 	conns  map[*conn]struct{}
+	// reqMem bounds the bytes of requests being read or handled on every
+	// client connection together (queued.max.request.bytes). The
+	// CONTROLLER listener has a budget of its own of the same size, as
+	// Kafka's controller has its own socket server and memory pool: a
+	// Kafka client holding this one must not delay the quorum's traffic.
+	reqMem *netbuf.Budget
 
 	metaMu     sync.RWMutex // guards meta, metaNotify, topicCfgs
 	meta       *metadata.State
@@ -132,7 +139,7 @@ func Open(o Options) (n *Node, err error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
 	}
-	if cfg.QueuedMaxRequests <= 0 || cfg.SocketRequestMaxBytes <= 0 || cfg.ConnectionsMaxIdle <= 0 {
+	if cfg.QueuedMaxRequests <= 0 || cfg.SocketRequestMaxBytes <= 0 || cfg.ConnectionsMaxIdle <= 0 || cfg.RequestReadTimeout <= 0 {
 		return nil, fmt.Errorf("%w: connection limits unset (build Config with ParseConfig or DefaultConfig)", ErrInvalidConfig)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,6 +148,7 @@ func Open(o Options) (n *Node, err error) {
 		conns: map[*conn]struct{}{}, meta: metadata.NewState(), metaNotify: make(chan struct{}),
 		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{}, reconciled: -1,
 		fetchSessions: newFetchSessionCache(cfg.FetchSessionCacheSlots),
+		reqMem:        netbuf.NewBudget(cfg.QueuedMaxRequestBytes),
 	}
 	n.fenced.Store(true)
 	node := n // the returns below set n to nil
@@ -304,10 +312,12 @@ func (n *Node) startController(o Options) error {
 		voters[0].Addr = ln.Addr().String()
 	}
 	n.ctl, err = controller.Open(controller.Options{
-		Config:    n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
-		Listener:  ln,
-		Registry:  n.reg,
-		ClusterID: n.props.clusterID,
+		Config:        n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
+		Listener:      ln,
+		Registry:      n.reg,
+		ClusterID:     n.props.clusterID,
+		RequestMemory: netbuf.NewBudget(n.cfg.QueuedMaxRequestBytes),
+		Incarnation:   n.incarnation,
 	})
 	if err != nil {
 		ln.Close()
@@ -460,6 +470,10 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 			defer n.connWG.Done()
 			c.serve()
 			<-c.done
+			// A connection the client closed was never killed: cancel its
+			// context anyway, or the node's context keeps it (and its
+			// reader's) as a child for as long as the node runs.
+			c.cancel()
 			n.connMu.Lock()
 			delete(n.conns, c)
 			n.connMu.Unlock()

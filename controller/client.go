@@ -117,7 +117,15 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clientConn{addr: addr, conn: conn, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn)}, nil
+	cc := &clientConn{addr: addr, conn: conn, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn)}
+	// Say what this connection is before any request, so a request larger
+	// than maxFirstFrame is accepted; buffered, it leaves with the first
+	// request.
+	if err := writeFrame(cc.bw, kindClientHello); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return cc, nil
 }
 
 func (c *Client) release(cc *clientConn) {

@@ -42,6 +42,7 @@ const (
 	DefaultMaxSizePerMsg           = 1 << 20
 	DefaultMaxInflightMsgs         = 256
 	DefaultProposalTimeout         = 10 * time.Second
+	DefaultFrameReadTimeout        = 30 * time.Second
 	// metadataDirName is the directory under metadata.log.dir holding the
 	// Raft WAL and snapshots, named as Kafka names it.
 	metadataDirName = "__cluster_metadata-0"
@@ -108,6 +109,11 @@ type Config struct {
 	// ProposalTimeout bounds a service call that proposes (when the caller's
 	// context has no earlier deadline).
 	ProposalTimeout time.Duration
+	// FrameReadTimeout bounds how long a frame on the CONTROLLER listener
+	// may take to arrive once its header has, and how long a new
+	// connection may take to identify itself (its first frame). The broker
+	// sets it from strata.socket.request.read.timeout.ms.
+	FrameReadTimeout time.Duration
 
 	// FS is the file system for the WAL; nil means vfs.Default.
 	FS vfs.FS
@@ -290,6 +296,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ProposalTimeout == 0 {
 		c.ProposalTimeout = DefaultProposalTimeout
+	}
+	if c.FrameReadTimeout == 0 {
+		c.FrameReadTimeout = DefaultFrameReadTimeout
 	}
 	if c.FS == nil {
 		c.FS = vfs.Default

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/controller/raftlog"
+	"github.com/strata-io/strata/internal/netbuf"
 )
 
 // Options are what [Open] builds a [Controller] from. Only Config is
@@ -45,7 +46,23 @@ type Options struct {
 	// this controller records it (a fresh one when ""), so a cluster
 	// created before the id was a metadata record keeps its first node's.
 	ClusterID string
+	// RequestMemory bounds the bytes of RPC frames being read or handled
+	// on the CONTROLLER listener; the broker passes a budget of
+	// queued.max.request.bytes (apart from its Kafka listeners', so a
+	// Kafka client cannot delay the quorum). Raft streams from voters are
+	// not charged to it: a stranger holding the budget must not delay the
+	// heartbeats that keep the leader. Nil: DefaultRequestMemory.
+	RequestMemory *netbuf.Budget
+	// Incarnation identifies this node's data directory (meta.properties'
+	// incarnation.id); sent in the Raft hello. A second connection claiming
+	// a voter's id with another incarnation while the first is open is
+	// refused.
+	Incarnation uuid.UUID
 }
+
+// DefaultRequestMemory is the request budget of a Controller whose
+// Options carry none: the broker's queued.max.request.bytes default.
+const DefaultRequestMemory = 256 << 20
 
 // Controller is one member of the metadata quorum: a Raft node whose
 // replicated state machine is the metadata image, and the service brokers
@@ -67,6 +84,7 @@ type Controller struct {
 	metrics   *metrics
 	resolve   func(id int32) string
 	live      *liveness
+	reqMem    *netbuf.Budget // bytes of inbound frames being read or handled
 
 	// decisions feeds the decider goroutine, the only one that plans: a
 	// plan always sees the effects of every decision before it. rng is
@@ -111,11 +129,15 @@ func Open(o Options) (*Controller, error) {
 		fwd:     map[string]*Client{},
 		stopc:   make(chan struct{}),
 		live:    newLiveness(cfg.BrokerSessionTimeout),
+		reqMem:  o.RequestMemory,
 
 		decisions:   make(chan *decision, decisionQueueLen),
 		deciderDone: make(chan struct{}),
 	}
 	c.stopCtx, c.stopAll = context.WithCancel(context.Background())
+	if c.reqMem == nil {
+		c.reqMem = netbuf.NewBudget(DefaultRequestMemory)
+	}
 	seed := o.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -167,7 +189,15 @@ func Open(o Options) (*Controller, error) {
 				peers[uint64(v.ID)] = v.Addr
 			}
 		}
-		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger})
+		// The cluster id peers must agree on: the quorum's, as this node's
+		// applied image holds it (metadata.ClusterIDRecord). Until the first
+		// leader has recorded it, "" (hellos then carry none and are not
+		// checked), so a fresh node can join and learn it. Options.ClusterID
+		// is only this node's candidate: a node upgraded from a version that
+		// made up its own id must not be refused for it.
+		clusterID := c.ClusterID
+		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger,
+			ClusterID: clusterID, Incarnation: o.Incarnation})
 		c.transport = tcp
 	}
 	m := newMetrics(cfg.NodeID, c.Status)

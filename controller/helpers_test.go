@@ -232,6 +232,9 @@ type ctrlCluster struct {
 	tune   func(*Config)
 	// clusterIDs are the voters' Options.ClusterID (meta.properties ids).
 	clusterIDs map[int32]string
+	// clusterID and incs are what each controller says in its Raft hello.
+	clusterID string
+	incs      map[int32]uuid.UUID
 
 	mu    sync.Mutex // guards addrs
 	addrs map[int32]string
@@ -245,12 +248,24 @@ type clusterOpts struct {
 	// clusterIDs, by voter id: the cluster id each one's meta.properties
 	// has (Options.ClusterID); none by default.
 	clusterIDs map[int32]string
+	// clusterID is every controller's Options.ClusterID (each also gets an
+	// incarnation of its own).
+	clusterID string
+}
+
+// clusterIDOf is voter id's Options.ClusterID: its own from clusterIDs,
+// else the one every voter shares.
+func (c *ctrlCluster) clusterIDOf(id int32) string {
+	if cid, ok := c.clusterIDs[id]; ok {
+		return cid
+	}
+	return c.clusterID
 }
 
 func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 	t.Helper()
 	c := &ctrlCluster{
-		t: t, disk: o.disk, tune: o.tune, clusterIDs: o.clusterIDs,
+		t: t, disk: o.disk, tune: o.tune, clusterIDs: o.clusterIDs, clusterID: o.clusterID, incs: map[int32]uuid.UUID{},
 		dirs: map[int32]string{}, mem: map[int32]*MemoryStorage{},
 		ctrls: map[int32]*Controller{}, addrs: map[int32]string{},
 	}
@@ -270,6 +285,7 @@ func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 		c.addrs[id] = ln.Addr().String()
 		c.dirs[id] = t.TempDir()
 		c.mem[id] = NewMemoryStorage()
+		c.incs[id] = uuid.New()
 	}
 	t.Cleanup(func() {
 		for id := range c.ctrls {
@@ -324,10 +340,11 @@ func (c *ctrlCluster) start(id int32) {
 func (c *ctrlCluster) startWith(id int32, ln net.Listener) {
 	c.t.Helper()
 	o := Options{
-		Config:    c.config(id),
-		Listener:  ln,
-		Seed:      uint64(id),
-		ClusterID: c.clusterIDs[id],
+		Config:      c.config(id),
+		Listener:    ln,
+		Seed:        uint64(id),
+		ClusterID:   c.clusterIDOf(id),
+		Incarnation: c.incs[id],
 		Resolve: func(id int32) string {
 			c.mu.Lock()
 			defer c.mu.Unlock()

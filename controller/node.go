@@ -71,8 +71,9 @@ type report struct {
 // owns the RawNode and runs the Ready loop; everything else talks to it
 // through bounded channels. Stop closes stopc and waits for donec.
 type node struct {
-	cfg nodeConfig
-	rn  *raft.RawNode // owned by run
+	cfg    nodeConfig
+	rn     *raft.RawNode       // owned by run
+	voters map[uint64]struct{} // cfg.peers without self; read-only
 
 	recvc   chan *raftpb.Message
 	campc   chan struct{}
@@ -121,6 +122,12 @@ func newNode(cfg nodeConfig) (*node, error) {
 		donec:    make(chan struct{}),
 		waiters:  map[uint64]*waiter{},
 		appliedc: make(chan struct{}),
+		voters:   map[uint64]struct{}{},
+	}
+	for _, id := range cfg.peers {
+		if id != cfg.id {
+			n.voters[id] = struct{}{}
+		}
 	}
 	n.nextProp.Store(rand.Uint64() >> 1)
 
@@ -193,9 +200,15 @@ func (n *node) start() error {
 }
 
 // Receive implements Receiver. Local message types (MsgHup, MsgBeat, ...)
-// are never accepted from the network.
+// are never accepted from the network, nor messages from anyone but the
+// other voters: raft would step down to follow any sender with a higher
+// term (the transport refuses such peers already; this holds for every
+// transport).
 func (n *node) Receive(m *raftpb.Message) {
 	if raft.IsLocalMsg(m.GetType()) {
+		return
+	}
+	if _, ok := n.voters[m.GetFrom()]; !ok || m.GetTo() != n.cfg.id {
 		return
 	}
 	select {

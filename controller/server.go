@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -73,22 +76,37 @@ func (s *server) handle(conn net.Conn) {
 		delete(s.conns, conn)
 		s.mu.Unlock()
 	}()
-	br := bufio.NewReaderSize(conn, 64<<10)
-	bw := bufio.NewWriterSize(conn, 64<<10)
-	kind, payload, err := readFrame(br)
+	// Until the peer has identified itself it gets maxFirstFrame and
+	// FrameReadTimeout: a connection that sends nothing, or claims a large
+	// first frame, costs a few KiB and is closed. The read buffer stays
+	// small afterwards too: payloads larger than it are read straight into
+	// their own buffers.
+	br := bufio.NewReaderSize(conn, maxFirstFrame)
+	fr := &frameReader{conn: conn, br: br, budget: s.c.reqMem, ctx: s.ctx, timeout: s.c.cfg.FrameReadTimeout}
+	defer fr.release()
+	conn.SetReadDeadline(time.Now().Add(s.c.cfg.FrameReadTimeout))
+	kind, payload, err := fr.next(maxFirstFrame)
 	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			s.c.cfg.Logger.Debug("controller: closing connection before its first frame", "remote", conn.RemoteAddr().String(), "err", err)
+		}
 		return
 	}
 	switch kind {
 	case kindRaftHello:
 		if s.tcp != nil {
-			s.tcp.serveConn(conn, br, payload)
+			s.tcp.serveConn(conn, fr, payload)
 		}
 		return
+	case kindClientHello:
+		if kind, payload, err = fr.next(maxFrame); err != nil || kind != kindRequest {
+			return
+		}
 	case kindRequest:
 	default:
 		return
 	}
+	bw := bufio.NewWriterSize(conn, 16<<10) // larger writes go straight to the socket
 	for {
 		if len(payload) < 2 {
 			return
@@ -109,7 +127,7 @@ func (s *server) handle(conn net.Conn) {
 		if err := bw.Flush(); err != nil {
 			return
 		}
-		kind, payload, err = readFrame(br)
+		kind, payload, err = fr.next(maxFrame)
 		if err != nil || kind != kindRequest {
 			return
 		}

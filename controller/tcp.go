@@ -2,13 +2,14 @@ package controller
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -28,7 +29,14 @@ type TCPTransportOptions struct {
 	MaxBackoff  time.Duration
 	// WriteTimeout bounds one write to a peer (default 5s).
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
+	// ClusterID returns the cluster id sent in the hello of every outbound
+	// connection; an inbound hello naming another cluster is refused when
+	// both are non-empty. Called per connection, so it may follow what the
+	// node learns (nil: none). Incarnation is sent in the hello too. See
+	// [Options].
+	ClusterID   func() string
+	Incarnation uuid.UUID
+	Logger      *slog.Logger
 }
 
 // TCPTransport is the [Transport] between controllers on their CONTROLLER
@@ -46,10 +54,25 @@ type TCPTransport struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 
-	// mu guards inbound and started.
+	// mu guards inbound, incarnations and started.
 	mu      sync.Mutex
 	inbound map[net.Conn]struct{}
-	started bool
+	// incarnations has, per voter with an open inbound stream, the
+	// incarnation it said it was and how many streams are open.
+	incarnations map[uint64]*peerIncarnation
+	started      bool
+
+	refusedLog atomic.Int64 // unix nanos of the last refusal logged
+}
+
+// maxStreamsPerVoter bounds a voter's open inbound streams: it keeps one,
+// and reconnects may overlap old ones until those are seen closed (a
+// peer that lost power is noticed only by TCP keep-alive).
+const maxStreamsPerVoter = 3
+
+type peerIncarnation struct {
+	id    uuid.UUID
+	conns int
 }
 
 type tcpPeer struct {
@@ -75,7 +98,8 @@ func NewTCPTransport(o TCPTransportOptions) *TCPTransport {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	t := &TCPTransport{o: o, peers: map[uint64]*tcpPeer{}, stopc: make(chan struct{}), inbound: map[net.Conn]struct{}{}}
+	t := &TCPTransport{o: o, peers: map[uint64]*tcpPeer{}, stopc: make(chan struct{}), inbound: map[net.Conn]struct{}{},
+		incarnations: map[uint64]*peerIncarnation{}}
 	for id, addr := range o.Peers {
 		t.peers[id] = &tcpPeer{id: id, addr: addr, q: make(chan *raftpb.Message, o.QueueLen)}
 	}
@@ -171,7 +195,8 @@ func (t *TCPTransport) dial(p *tcpPeer) (net.Conn, error) {
 	}
 	bw := bufio.NewWriter(conn)
 	conn.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
-	if err := writeFrame(bw, kindRaftHello, binary.AppendUvarint(nil, t.o.ID)); err != nil {
+	hello := raftHello{from: t.o.ID, clusterID: t.clusterID(), incarnation: t.o.Incarnation}
+	if err := writeFrame(bw, kindRaftHello, hello.append(nil)); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -244,9 +269,28 @@ func (t *TCPTransport) failSnaps(p *tcpPeer, n int, m *raftpb.Message) {
 // serveConn reads Raft messages from an inbound peer connection until it
 // fails or the transport stops. The listener calls it on its own goroutine
 // after reading the hello frame.
-func (t *TCPTransport) serveConn(conn net.Conn, br *bufio.Reader, hello []byte) {
-	from, n := binary.Uvarint(hello)
-	if n <= 0 {
+//
+// Nothing reaches Raft from a peer that is not who a voter would be: the
+// hello must name one of the other voters, this cluster (when both sides
+// know it), and, while another stream from that voter is open, the same
+// incarnation; every message must then be from that voter to us. Raft
+// steps down for any message with a higher term, so one accepted message
+// from a stranger is enough to stall the quorum; PreVote and CheckQuorum
+// (node.go) do not help against that, only against a real voter that was
+// partitioned away.
+func (t *TCPTransport) serveConn(conn net.Conn, fr *frameReader, hello []byte) {
+	h, err := decodeRaftHello(hello)
+	if err != nil {
+		t.refuse(conn, "bad hello", 0, "err", err)
+		return
+	}
+	from := h.from
+	if _, ok := t.peers[from]; !ok {
+		t.refuse(conn, "not one of the other voters", from)
+		return
+	}
+	if ours := t.clusterID(); ours != "" && h.clusterID != "" && h.clusterID != ours {
+		t.refuse(conn, "another cluster", from, "cluster.id", h.clusterID, "ours", ours)
 		return
 	}
 	t.mu.Lock()
@@ -256,15 +300,42 @@ func (t *TCPTransport) serveConn(conn net.Conn, br *bufio.Reader, hello []byte) 
 		return
 	default:
 	}
+	pi := t.incarnations[from]
+	if h.incarnation != (uuid.UUID{}) && pi != nil && pi.conns > 0 && pi.id != (uuid.UUID{}) && pi.id != h.incarnation {
+		t.mu.Unlock()
+		t.refuse(conn, "another incarnation of a connected voter", from, "incarnation", h.incarnation, "connected", pi.id)
+		return
+	}
+	if pi != nil && pi.conns >= maxStreamsPerVoter {
+		t.mu.Unlock()
+		t.refuse(conn, "too many streams from one voter", from)
+		return
+	}
+	if pi == nil {
+		pi = &peerIncarnation{}
+		t.incarnations[from] = pi
+	}
+	if h.incarnation != (uuid.UUID{}) {
+		pi.id = h.incarnation
+	}
+	pi.conns++
 	t.inbound[conn] = struct{}{}
 	t.mu.Unlock()
+	// A voter's frames are not charged to the request budget (see
+	// Options.RequestMemory); they still grow as they arrive and must
+	// arrive within the read timeout.
+	fr.release()
+	fr.budget = nil
 	defer func() {
 		t.mu.Lock()
 		delete(t.inbound, conn)
+		if pi.conns--; pi.conns == 0 {
+			delete(t.incarnations, from)
+		}
 		t.mu.Unlock()
 	}()
 	for {
-		kind, payload, err := readFrame(br)
+		kind, payload, err := fr.next(maxFrame)
 		if err != nil {
 			return
 		}
@@ -277,10 +348,28 @@ func (t *TCPTransport) serveConn(conn net.Conn, br *bufio.Reader, hello []byte) 
 			t.o.Logger.Warn("controller: bad raft message", "peer", from, "err", err)
 			return
 		}
+		fr.release() // Unmarshal copied what m keeps
 		if m.GetTo() != t.o.ID || m.GetFrom() != from {
 			t.o.Logger.Warn("controller: misaddressed raft message", "to", m.GetTo(), "from", m.GetFrom(), "peer", from)
 			return
 		}
 		t.r.Receive(m)
+	}
+}
+
+func (t *TCPTransport) clusterID() string {
+	if t.o.ClusterID == nil {
+		return ""
+	}
+	return t.o.ClusterID()
+}
+
+// refuse logs why an inbound Raft stream is closed, at most once a second
+// (a stranger reconnecting in a loop must not flood the log).
+func (t *TCPTransport) refuse(conn net.Conn, why string, from uint64, kv ...any) {
+	now := time.Now().UnixNano()
+	if last := t.refusedLog.Load(); now-last >= int64(time.Second) && t.refusedLog.CompareAndSwap(last, now) {
+		args := append([]any{"reason", why, "peer", from, "remote", conn.RemoteAddr().String()}, kv...)
+		t.o.Logger.Warn("controller: refused raft connection", args...)
 	}
 }

@@ -22,12 +22,12 @@ func acceptRaft(ln net.Listener, t *TCPTransport, wg *sync.WaitGroup) {
 		go func() {
 			defer wg.Done()
 			defer conn.Close()
-			br := bufio.NewReader(conn)
-			kind, hello, err := readFrame(br)
+			fr := &frameReader{conn: conn, br: bufio.NewReader(conn), timeout: time.Minute}
+			kind, hello, err := fr.next(maxFirstFrame)
 			if err != nil || kind != kindRaftHello {
 				return
 			}
-			t.serveConn(conn, br, hello)
+			t.serveConn(conn, fr, hello)
 		}()
 	}
 }
@@ -74,7 +74,13 @@ func TestTCPTransportDropsWhileDownAndReconnects(t *testing.T) {
 	if !waitFor(testWait, func() bool { ln, err = net.Listen("tcp", addr); return err == nil }) {
 		t.Fatal(err)
 	}
-	b := NewTCPTransport(TCPTransportOptions{ID: 2, Peers: map[uint64]string{}, Logger: testLogger()})
+	// b knows a as a voter (an inbound stream from a non-voter is refused);
+	// a does not listen, so b's own dialing to it just fails.
+	aAddr, err := netListenClose()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewTCPTransport(TCPTransportOptions{ID: 2, Peers: map[uint64]string{1: aAddr}, Logger: testLogger()})
 	if err := b.Start(rb); err != nil {
 		t.Fatal(err)
 	}

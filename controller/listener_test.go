@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+// header builds a CONTROLLER frame header claiming a payload of n bytes.
+func header(n uint32, kind byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, n+1), kind)
+}
+
+// waitClosed reads from conn until the controller closes it or d passes.
+func waitClosed(conn net.Conn, d time.Duration) error {
+	conn.SetReadDeadline(time.Now().Add(d))
+	var b [512]byte
+	for {
+		if _, err := conn.Read(b[:]); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Errorf("still open after %v", d)
+			}
+			return nil
+		}
+	}
+}
+
+// TestControllerListenerBoundsWhatPeersMakeItAllocate is the issue's
+// attack on the CONTROLLER listener and its variants, ten connections each:
+// a first frame claiming 256 MiB (closed at once: a first frame is at most
+// maxFirstFrame), nothing at all (closed after FrameReadTimeout), and a
+// client hello followed by a header claiming 200 MiB and a few bytes
+// (closed after FrameReadTimeout). None makes the controller allocate more
+// than a few MiB, and it keeps serving.
+func TestControllerListenerBoundsWhatPeersMakeItAllocate(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	c := newCtrlCluster(t, clusterOpts{n: 1, tcp: true, tune: func(cfg *Config) { cfg.FrameReadTimeout = timeout }})
+	lead := c.leader()
+	for _, tc := range []struct {
+		name     string
+		send     []byte
+		minDelay time.Duration // closed no earlier than this
+	}{
+		{"first frame of 256 MiB", header(256<<20-1, kindRequest), 0},
+		{"silent", nil, timeout},
+		{"hello then a stalled 200 MiB frame", append(append(header(0, kindClientHello), header(200<<20, kindRequest)...), 1, 2, 3), timeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ms0, ms1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms0)
+			start := time.Now()
+			errs := make([]error, 10)
+			var wg sync.WaitGroup
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					conn, err := net.DialTimeout("tcp", lead.Addr(), testWait)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					defer conn.Close()
+					conn.SetWriteDeadline(time.Now().Add(testWait))
+					if _, err := conn.Write(tc.send); err != nil {
+						errs[i] = err
+						return
+					}
+					errs[i] = waitClosed(conn, testWait)
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			runtime.ReadMemStats(&ms1)
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if el < tc.minDelay {
+				t.Errorf("closed after %v, before FrameReadTimeout %v", el, tc.minDelay)
+			}
+			if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 32<<20 {
+				t.Errorf("ten connections made the process allocate %d MiB", grew>>20)
+			}
+		})
+	}
+	registerBrokers(t, lead, 1, 0)
+	res, err := lead.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "still-serving", NumPartitions: 1, ReplicationFactor: 1}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("CreateTopics after the attack: %v %v", err, res)
+	}
+	if used := lead.reqMem.Used(); used != 0 {
+		t.Fatalf("%d bytes of request budget still held", used)
+	}
+}
+
+// TestClientRequestLargerThanFirstFrame: a client's first request on a new
+// connection may be far larger than maxFirstFrame (it says hello first).
+func TestClientRequestLargerThanFirstFrame(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 1, tcp: true})
+	lead := c.leader()
+	registerBrokers(t, lead, 1, 0)
+	cl := NewClient(ClientOptions{Addrs: []string{lead.Addr()}})
+	defer cl.Close()
+	var req metadata.CreateTopicsRequest
+	for i := range 500 {
+		req.Topics = append(req.Topics, metadata.CreateTopic{Name: fmt.Sprintf("topic-with-a-long-name-%04d", i), NumPartitions: 1, ReplicationFactor: 1})
+	}
+	res, err := cl.CreateTopics(ctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.Name, r.Err)
+		}
+	}
+}

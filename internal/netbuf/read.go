@@ -1,0 +1,43 @@
+package netbuf
+
+import "io"
+
+// FirstChunk is the most [ReadFrame] allocates before any byte of a frame
+// has arrived. It is a producer's largest usual request (batch.size and
+// message.max.bytes are about 1 MiB), so the produce path allocates once,
+// as it did from the size prefix: growing from 128 KiB instead made a
+// 1 MiB read 3 times slower (BenchmarkReadFrame: 2.3 ms against 0.67 ms on
+// the shared CI machine), four allocations and 0.9 MiB copied per request.
+// A stalled frame costs at most this much, and no more frames are read at
+// once than the request budget admits.
+const FirstChunk = 1 << 20
+
+// ReadFrame reads exactly n bytes from r into a new buffer that grows as
+// they arrive: it starts at min(n, FirstChunk) and doubles, so a peer that
+// claims a large frame and sends little makes the process allocate at most
+// about three times what was sent, and FirstChunk for nothing.
+// A short read returns io.ErrUnexpectedEOF (io.EOF if nothing was read), or
+// the reader's error, such as a deadline.
+func ReadFrame(r io.Reader, n int) ([]byte, error) {
+	if n <= 0 {
+		return []byte{}, nil
+	}
+	buf := make([]byte, min(n, FirstChunk))
+	got := 0
+	for {
+		m, err := io.ReadFull(r, buf[got:])
+		got += m
+		if err != nil {
+			if err == io.EOF && got > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if got == n {
+			return buf, nil
+		}
+		next := make([]byte, min(n, 2*len(buf)))
+		copy(next, buf)
+		buf = next
+	}
+}
