@@ -19,6 +19,10 @@ values travel base64-encoded so arbitrary bytes compare byte-exact; None
       stdout: one JSON record per line, with "offset" and "timestamp".
   offsets_for_times <bootstrap> <topic> <partition> <ts>...
       stdout: [offset per ts] (-1: no record at or after ts)
+  produce_may_fail <bootstrap> <topic> <batch.size>
+      as produce (uncompressed, not idempotent, partition 0), but delivery
+      errors are reported, not fatal; stdout: {"librdkafka": version
+      int, "reports": [{"offset", "error": error name or null}]}.
 """
 
 import base64
@@ -170,6 +174,37 @@ def offsets_for_times(bootstrap, topic, partition, *tss):
     print(json.dumps(out))
 
 
+def produce_may_fail(bootstrap, topic, batch_size):
+    p = ck.Producer(dict(common(bootstrap), **{
+        "linger.ms": 200,  # every record in one batch, unless batch.size
+        "batch.size": int(batch_size),
+        "enable.idempotence": False,
+        "acks": "all",
+        "message.timeout.ms": int(TIMEOUT * 1000),
+    }))
+    reports = []
+
+    def done(i):
+        def cb(err, msg):
+            reports[i] = {"offset": msg.offset(), "error": None if err is None else err.name()}
+        return cb
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        reports.append(None)
+        kw = {"partition": 0, "on_delivery": done(len(reports) - 1)}
+        if r.get("key") is not None:
+            kw["key"] = unb64(r["key"])
+        p.produce(topic, unb64(r["value"]), **kw)
+    left = p.flush(TIMEOUT)
+    if left:
+        print("client.py: %d records without a delivery report" % left, file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps({"librdkafka": ck.libversion()[1], "reports": reports}))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {
@@ -177,6 +212,7 @@ def main():
         "produce": produce,
         "consume": consume,
         "offsets_for_times": offsets_for_times,
+        "produce_may_fail": produce_may_fail,
     }[cmd](*args)
 
 
