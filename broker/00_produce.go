@@ -32,8 +32,8 @@ package broker
 // than the producer's INVALID_PRODUCER_EPOCH. Invalid batches are answered
 // as invalid before any producer check, as in Kafka.
 //
-// Produce is an ordered API: the requests of one connection append in
-// arrival order, which in-flight pipelining (max.in.flight > 1) relies on.
+// The requests of one connection run one at a time in arrival order
+// (conn.go), so pipelined produces (max.in.flight > 1) append in order.
 //
 // acks=0 gets no response; as in Kafka, an acks=0 request with any failed
 // partition closes the connection, which is how the client learns of it.
@@ -58,7 +58,7 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
-func init() { register(0, 3, true, handleProduce) }
+func init() { register(0, 3, handleProduce) }
 
 func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.ProduceRequest)

@@ -69,7 +69,7 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
-func init() { register(1, 4, false, handleFetch) }
+func init() { register(1, 4, handleFetch) }
 
 const markerLen = 20
 

@@ -42,7 +42,7 @@ const authorizedOpsUnknown = -2147483648
 // create a topic.
 const autoCreateWait = 2 * time.Second
 
-func init() { register(3, 0, false, handleMetadata) }
+func init() { register(3, 0, handleMetadata) }
 
 func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.MetadataRequest)
