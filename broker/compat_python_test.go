@@ -403,3 +403,38 @@ func TestPythonKeylessRecordsOnCompactedTopicFailAsInKafka(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonGroupConsumesManyTopics is librdkafka's 0042_many_topics: a
+// group member subscribed to 20 topics of 4 partitions reads every record
+// with no connection lost. librdkafka's fetches list a topic's partitions
+// in several runs; answering them grouped by topic closed the connection
+// ("All broker connections are down").
+func TestPythonGroupConsumesManyTopics(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	cl := newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var topics []string
+	var recs []*kgo.Record
+	for i := range 20 {
+		topic := fmt.Sprintf("py-many-%02d", i)
+		topics = append(topics, topic)
+		createTopic(t, adm, topic, 4, nil)
+		for j := range 40 {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(j % 4), Value: fmt.Appendf(nil, "%s/%d", topic, j)})
+		}
+	}
+	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Records int      `json:"records"`
+		Errors  []string `json:"errors"`
+	}
+	args := append([]string{"subscribe", n.Addr(), "py-many", fmt.Sprint(len(recs))}, topics...)
+	if err := json.Unmarshal(pyClient(t, nil, args...), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Records != len(recs) || len(out.Errors) > 0 {
+		t.Fatalf("read %d of %d records; client errors: %v", out.Records, len(recs), out.Errors)
+	}
+}

@@ -19,6 +19,10 @@ values travel base64-encoded so arbitrary bytes compare byte-exact; None
       stdout: one JSON record per line, with "offset" and "timestamp".
   offsets_for_times <bootstrap> <topic> <partition> <ts>...
       stdout: [offset per ts] (-1: no record at or after ts)
+  subscribe <bootstrap> <group> <count> <topic>...
+      a group member subscribed to the topics (earliest), reading count
+      records; stdout: {"records": n, "errors": [every error_cb error,
+      transient ones included]}.
   produce_may_fail <bootstrap> <topic> <batch.size>
       as produce (uncompressed, not idempotent, partition 0), but delivery
       errors are reported, not fatal; stdout: {"librdkafka": version
@@ -174,6 +178,27 @@ def offsets_for_times(bootstrap, topic, partition, *tss):
     print(json.dumps(out))
 
 
+def subscribe(bootstrap, group, count, *topics):
+    errors = []
+    c = ck.Consumer(dict(common(bootstrap), **{
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "error_cb": lambda err: errors.append(str(err)),
+    }))
+    c.subscribe(list(topics))
+    got = 0
+    while got < int(count):
+        m = c.poll(TIMEOUT)
+        if m is None:
+            break
+        if m.error():
+            errors.append(str(m.error()))
+            continue
+        got += 1
+    c.close()
+    print(json.dumps({"records": got, "errors": errors}))
+
+
 def produce_may_fail(bootstrap, topic, batch_size):
     p = ck.Producer(dict(common(bootstrap), **{
         "linger.ms": 200,  # every record in one batch, unless batch.size
@@ -213,6 +238,7 @@ def main():
         "consume": consume,
         "offsets_for_times": offsets_for_times,
         "produce_may_fail": produce_may_fail,
+        "subscribe": subscribe,
     }[cmd](*args)
 
 
