@@ -75,11 +75,19 @@ func TestKafkaGoConformance(t *testing.T) {
 	defer cancel()
 	dir := kafkaGoDir(t, ctx)
 
-	// kafka-go's tests dial localhost:9092: that port must be ours.
-	if ln, err := net.Listen("tcp", "127.0.0.1:9092"); err != nil {
-		t.Fatalf("127.0.0.1:9092 is not free for the node kafka-go's tests dial: %v", err)
-	} else {
-		ln.Close()
+	// kafka-go's tests dial localhost:9092: that port must be ours. Another
+	// test of the run may hold it for a while (a README walkthrough, a
+	// process test on the default port): wait for it, within bounds.
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		ln, err := net.Listen("tcp", "127.0.0.1:9092")
+		if err == nil {
+			ln.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("127.0.0.1:9092 is not free for the node kafka-go's tests dial: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	startNode(t, t.TempDir(), map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:0",
