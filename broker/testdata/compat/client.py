@@ -201,12 +201,15 @@ def subscribe(bootstrap, group, count, *topics):
 
 def produce_may_fail(bootstrap, topic, batch_size):
     p = ck.Producer(dict(common(bootstrap), **{
-        "linger.ms": 200,  # every record in one batch, unless batch.size
+        "linger.ms": 1000,  # every record in one batch, unless batch.size
         "batch.size": int(batch_size),
         "enable.idempotence": False,
         "acks": "all",
         "message.timeout.ms": int(TIMEOUT * 1000),
     }))
+    # Metadata and the connection first, so the first record does not go
+    # out on its own as soon as the partition's leader becomes known.
+    p.list_topics(topic, timeout=TIMEOUT)
     reports = []
 
     def done(i):
