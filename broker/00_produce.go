@@ -16,6 +16,12 @@ package broker
 // CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
 // INVALID_TIMESTAMP, UNSUPPORTED_COMPRESSION_TYPE, KAFKA_STORAGE_ERROR.
 //
+// A compacted topic refuses records without a key: the whole batch fails
+// with INVALID_RECORD (none of it is appended) and, from v8 (KIP-467),
+// ErrorRecords lists every keyless record's index in the batch with
+// Kafka's messages; clients fail those records with INVALID_RECORD and the
+// batch's others with a retriable "different record" error.
+//
 // Each partition carries exactly one batch with base offset 0 (Kafka's
 // LogValidator and UnifiedLog: INVALID_RECORD otherwise). Batches of
 // idempotent producers (producer id >= 0) are checked against the
@@ -26,8 +32,8 @@ package broker
 // than the producer's INVALID_PRODUCER_EPOCH. Invalid batches are answered
 // as invalid before any producer check, as in Kafka.
 //
-// Produce is an ordered API: the requests of one connection append in
-// arrival order, which in-flight pipelining (max.in.flight > 1) relies on.
+// The requests of one connection run one at a time in arrival order
+// (conn.go), so pipelined produces (max.in.flight > 1) append in order.
 //
 // acks=0 gets no response; as in Kafka, an acks=0 request with any failed
 // partition closes the connection, which is how the client learns of it.
@@ -40,6 +46,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,9 +55,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/storage"
 )
 
-func init() { register(0, 3, true, handleProduce) }
+func init() { register(0, 3, handleProduce) }
 
 func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
@@ -81,6 +89,17 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 				r.metrics().partitionError("Produce", rp.ErrorCode)
 				if r.version >= 8 {
 					rp.ErrorMessage = kmsg.StringPtr(err.Error())
+					var ire *storage.InvalidRecordsError
+					if errors.As(err, &ire) {
+						// KIP-467: Kafka's message, and each invalid
+						// record's index in the batch.
+						rp.ErrorMessage = kmsg.StringPtr(ire.Error())
+						for _, re := range ire.Records {
+							er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+							er.RelativeOffset, er.ErrorMessage = re.Index, kmsg.StringPtr(re.Message)
+							rp.ErrorRecords = append(rp.ErrorRecords, er)
+						}
+					}
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)

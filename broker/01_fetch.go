@@ -49,9 +49,7 @@ package broker
 // like consumer fetches until replication exists (their sessions are
 // privileged in the session cache, as in Kafka). Read-committed reads stop
 // at the high watermark (there are no transactions yet, so the last stable
-// offset is the high watermark). Response topics are grouped by topic in
-// order of first appearance (Kafka starts a new topic entry whenever the
-// topic changes from the previous partition's).
+// offset is the high watermark).
 
 import (
 	"bytes"
@@ -69,7 +67,7 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
-func init() { register(1, 4, false, handleFetch) }
+func init() { register(1, 4, handleFetch) }
 
 const markerLen = 20
 
@@ -548,11 +546,16 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer
 	binary.LittleEndian.PutUint64(nonce[8:], rand.Uint64())
 	var views []storage.ReadView
 	var markers [][]byte
+	// As Kafka (FetchResponse.toMessage), a new topic entry starts
+	// whenever the topic differs from the previous partition's: clients
+	// (librdkafka) list a topic's partitions in several runs, and the
+	// response keeps their order, which is also the order of the
+	// placeholders below.
 	type topicKey struct {
 		name string
 		id   [16]byte
 	}
-	topicAt := map[topicKey]int{}
+	var prev *topicKey
 	for i := range parts {
 		fp := &parts[i]
 		if !answer[i] {
@@ -563,14 +566,13 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer
 			continue
 		}
 		k := topicKey{fp.topic, fp.topicID}
-		ti, ok := topicAt[k]
-		if !ok {
+		if prev == nil || *prev != k {
 			rt := kmsg.NewFetchResponseTopic()
 			rt.Topic, rt.TopicID = fp.topic, fp.topicID
 			resp.Topics = append(resp.Topics, rt)
-			ti = len(resp.Topics) - 1
-			topicAt[k] = ti
+			prev = &k
 		}
+		ti := len(resp.Topics) - 1
 		rp := kmsg.NewFetchResponseTopicPartition()
 		rp.Partition = fp.partition
 		// Empty, not null: librdkafka rejects a null record set

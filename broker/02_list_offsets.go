@@ -36,7 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(2, 1, false, handleListOffsets) }
+func init() { register(2, 1, handleListOffsets) }
 
 // ListOffsets special timestamps.
 const (

@@ -15,10 +15,11 @@ package broker
 // Auto-creation: a topic asked for by name that does not exist is created
 // through the controller with num.partitions and default.replication.factor
 // when auto.create.topics.enable is true and the request allows it (always
-// before v4, AllowAutoTopicCreation from v4). The handler waits briefly for
-// the new topic to reach this broker's metadata view and returns it; if it
-// has not arrived, the topic carries LEADER_NOT_AVAILABLE and clients
-// retry, as with Kafka. An illegal name gets INVALID_TOPIC_EXCEPTION.
+// before v4, AllowAutoTopicCreation from v4). As in Kafka, the response
+// that triggers the creation carries LEADER_NOT_AVAILABLE and no
+// partitions; clients retry, and a later request finds the topic (or
+// LEADER_NOT_AVAILABLE again until it reaches this broker's view). An
+// illegal name gets INVALID_TOPIC_EXCEPTION, a refused creation its error.
 //
 // Differences from Kafka: authorized operations are always "unknown"
 // (-2147483648) since there are no ACLs; no offline replicas are reported.
@@ -37,17 +38,24 @@ import (
 
 const authorizedOpsUnknown = -2147483648
 
-// autoCreateWait bounds how long Metadata waits for an auto-created topic.
+// autoCreateWait bounds how long Metadata waits for the controller to
+// create a topic.
 const autoCreateWait = 2 * time.Second
 
-func init() { register(3, 0, false, handleMetadata) }
+func init() { register(3, 0, handleMetadata) }
 
 func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.MetadataRequest)
 	resp := kmsg.NewPtrMetadataResponse()
 	all := req.Topics == nil || (r.version == 0 && len(req.Topics) == 0)
 
-	// Auto-create the missing topics first, so the response includes them.
+	// Auto-create the missing topics. As in Kafka (KafkaApis'
+	// handleTopicMetadataRequest and its AutoTopicCreationManager), the
+	// response that triggers a creation answers LEADER_NOT_AVAILABLE with
+	// no partitions, however fast the creation is; later requests see the
+	// topic. Clients rely on it: segmentio/kafka-go reads the partitions of
+	// a just-deleted topic and expects none.
+	autoCreated := map[string]int16{} // name → the response's error code
 	if !all && n.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation) {
 		var missing []string
 		n.view(func(st *metadata.State) {
@@ -62,27 +70,12 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 				}
 			}
 		})
-		created := n.autoCreate(ctx, missing)
-		for name, err := range created {
+		for name, err := range n.autoCreate(ctx, missing) {
+			autoCreated[name] = kerr.LeaderNotAvailable.Code
 			if err != nil {
-				st := kmsg.NewMetadataResponseTopic()
-				st.Topic = kmsg.StringPtr(name)
-				st.ErrorCode = errCode(err)
-				st.AuthorizedOperations = authorizedOpsUnknown
-				resp.Topics = append(resp.Topics, st)
+				autoCreated[name] = errCode(err)
 			}
 		}
-		failed := map[string]bool{}
-		for name, err := range created {
-			failed[name] = err != nil
-		}
-		filtered := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			if t.Topic == nil || !failed[*t.Topic] {
-				filtered = append(filtered, t)
-			}
-		}
-		req.Topics = filtered
 	}
 
 	n.view(func(st *metadata.State) {
@@ -111,6 +104,14 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 			var t metadata.TopicInfo
 			var ok bool
 			if rt.Topic != nil {
+				if code, created := autoCreated[*rt.Topic]; created {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+					mt.ErrorCode = code
+					mt.AuthorizedOperations = authorizedOpsUnknown
+					resp.Topics = append(resp.Topics, mt)
+					continue
+				}
 				t, ok = st.TopicByName(*rt.Topic)
 			} else {
 				t, ok = st.TopicByID(uuid.UUID(rt.TopicID))
@@ -137,9 +138,11 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 	return encodeResponse(r, resp), nil
 }
 
-// autoCreate creates missing topics with the broker's defaults and waits
-// (up to autoCreateWait) for them to appear here. The result maps each
-// name to nil (created or already created meanwhile) or its error.
+// autoCreate creates missing topics with the broker's defaults, waiting
+// (up to autoCreateWait) for the controller's answer but not for the
+// topics to reach this broker's view. The result maps each name to nil
+// (created, or already created meanwhile) or its error; a name is absent
+// when the controller could not be asked (clients retry).
 func (n *Node) autoCreate(ctx context.Context, names []string) map[string]error {
 	out := map[string]error{}
 	if len(names) == 0 {
@@ -156,16 +159,13 @@ func (n *Node) autoCreate(ctx context.Context, names []string) map[string]error 
 		n.logger.Warn("broker: auto-create topics", "topics", names, "err", err)
 		return out // clients see LEADER_NOT_AVAILABLE and retry
 	}
-	var ok []string
 	for _, r := range res {
 		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 			out[r.Name] = r.Err
 			continue
 		}
 		out[r.Name] = nil
-		ok = append(ok, r.Name)
 	}
-	n.waitTopics(ctx, ok)
 	return out
 }
 

@@ -34,7 +34,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(8, 0, false, handleOffsetCommit) }
+func init() { register(8, 0, handleOffsetCommit) }
 
 func handleOffsetCommit(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.OffsetCommitRequest)

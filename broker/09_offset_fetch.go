@@ -29,7 +29,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(9, 0, false, handleOffsetFetch) }
+func init() { register(9, 0, handleOffsetFetch) }
 
 // fetchedTopic is one topic of an OffsetFetch answer before it is put in
 // the version's response shape.

@@ -27,7 +27,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(10, 0, false, handleFindCoordinator) }
+func init() { register(10, 0, handleFindCoordinator) }
 
 // findCoordinatorCreateWait bounds how long a FindCoordinator waits for
 // __consumer_offsets to be created before answering

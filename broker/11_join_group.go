@@ -7,8 +7,9 @@ package broker
 // MEMBER_ID_REQUIRED with its id (KIP-394) and rejoins with it; the answer
 // waits until the join phase completes (every known member rejoined, the
 // rebalance timeout, or group.initial.rebalance.delay.ms for the first
-// rebalance of an empty group), so the handler runs off the reader
-// goroutine (not ordered) and other requests of the connection proceed.
+// rebalance of an empty group); as in Kafka, the connection's later
+// requests wait behind it (clients send group requests on a connection of
+// their own, or nothing else meanwhile).
 // The leader's answer carries every member's protocol metadata. v0 has no
 // rebalance timeout: the session timeout is used. v5+ static members
 // (KIP-345) rejoining within their session keep their assignment.
@@ -27,7 +28,7 @@ import (
 	"github.com/strata-io/strata/broker/group"
 )
 
-func init() { register(11, 0, false, handleJoinGroup) }
+func init() { register(11, 0, handleJoinGroup) }
 
 func handleJoinGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.JoinGroupRequest)

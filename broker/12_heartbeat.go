@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(12, 0, false, handleHeartbeat) }
+func init() { register(12, 0, handleHeartbeat) }
 
 func handleHeartbeat(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.HeartbeatRequest)

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(13, 0, false, handleLeaveGroup) }
+func init() { register(13, 0, handleLeaveGroup) }
 
 func handleLeaveGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.LeaveGroupRequest)

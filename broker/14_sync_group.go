@@ -5,7 +5,8 @@ package broker
 // Behaviour: group.Coordinator.SyncGroup. In CompletingRebalance the
 // leader's assignment is appended to __consumer_offsets (group metadata
 // with every member's assignment) and only then is anyone answered;
-// followers wait for it, so the handler runs off the reader goroutine. In
+// followers wait for it (and, as in Kafka, so do their connections' later
+// requests). In
 // Stable a member gets its stored assignment at once (a static member that
 // rejoined without a rebalance). v5+ checks ProtocolType/ProtocolName
 // against the group (INCONSISTENT_GROUP_PROTOCOL) and returns them.
@@ -18,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(14, 0, false, handleSyncGroup) }
+func init() { register(14, 0, handleSyncGroup) }
 
 func handleSyncGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.SyncGroupRequest)

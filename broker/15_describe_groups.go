@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(15, 0, false, handleDescribeGroups) }
+func init() { register(15, 0, handleDescribeGroups) }
 
 func handleDescribeGroups(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeGroupsRequest)

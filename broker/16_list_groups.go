@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(16, 0, false, handleListGroups) }
+func init() { register(16, 0, handleListGroups) }
 
 func handleListGroups(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.ListGroupsRequest)

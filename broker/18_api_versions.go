@@ -38,7 +38,7 @@ const (
 	produceKey     = 0
 )
 
-func init() { register(apiVersionsKey, 0, false, handleAPIVersions) }
+func init() { register(apiVersionsKey, 0, handleAPIVersions) }
 
 func handleAPIVersions(_ context.Context, _ *Node, r *request) (*frame, error) {
 	resp := kmsg.NewPtrApiVersionsResponse()

@@ -34,7 +34,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(19, 0, false, handleCreateTopics) }
+func init() { register(19, 0, handleCreateTopics) }
 
 func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.CreateTopicsRequest)

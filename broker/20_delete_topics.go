@@ -21,7 +21,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(20, 0, false, handleDeleteTopics) }
+func init() { register(20, 0, handleDeleteTopics) }
 
 func handleDeleteTopics(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DeleteTopicsRequest)

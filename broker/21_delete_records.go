@@ -32,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(21, 0, false, handleDeleteRecords) }
+func init() { register(21, 0, handleDeleteRecords) }
 
 // deleteToHighWatermark is DeleteRecordsRequest.HIGH_WATERMARK.
 const deleteToHighWatermark = -1

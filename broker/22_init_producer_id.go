@@ -28,7 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(22, 0, false, handleInitProducerID) }
+func init() { register(22, 0, handleInitProducerID) }
 
 func handleInitProducerID(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.InitProducerIDRequest)

@@ -31,7 +31,7 @@ import (
 	"github.com/strata-io/strata/storage/checkpoint"
 )
 
-func init() { register(23, 2, false, handleOffsetForLeaderEpoch) }
+func init() { register(23, 2, handleOffsetForLeaderEpoch) }
 
 func handleOffsetForLeaderEpoch(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.OffsetForLeaderEpochRequest)

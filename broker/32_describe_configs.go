@@ -46,7 +46,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(32, 0, false, handleDescribeConfigs) }
+func init() { register(32, 0, handleDescribeConfigs) }
 
 // topicConfigDef describes one topic config for DescribeConfigs: the broker
 // setting it defaults from (its synonym; "" when it is topic-only), the

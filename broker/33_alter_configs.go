@@ -30,7 +30,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(33, 0, false, handleAlterConfigs) }
+func init() { register(33, 0, handleAlterConfigs) }
 
 // alterConfigsWait bounds the wait for a committed change to reach this
 // broker's view (it normally takes one metadata delta; a concurrent

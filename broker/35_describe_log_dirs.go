@@ -25,7 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() { register(35, 0, false, handleDescribeLogDirs) }
+func init() { register(35, 0, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeLogDirsRequest)

@@ -29,7 +29,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(37, 0, false, handleCreatePartitions) }
+func init() { register(37, 0, handleCreatePartitions) }
 
 // maxNewPartitionsPerRequest caps the partitions one request may add, as
 // Kafka's controller caps the records of one operation (10000).

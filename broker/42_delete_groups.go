@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(42, 0, false, handleDeleteGroups) }
+func init() { register(42, 0, handleDeleteGroups) }
 
 func handleDeleteGroups(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DeleteGroupsRequest)

@@ -26,7 +26,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(44, 0, false, handleIncrementalAlterConfigs) }
+func init() { register(44, 0, handleIncrementalAlterConfigs) }
 
 // errResultCount is answered (as UNKNOWN_SERVER_ERROR) if the controller
 // returns a result count that does not match the request's.

@@ -26,7 +26,7 @@ import (
 	"github.com/strata-io/strata/broker/group"
 )
 
-func init() { register(47, 0, false, handleOffsetDelete) }
+func init() { register(47, 0, handleOffsetDelete) }
 
 func handleOffsetDelete(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.OffsetDeleteRequest)

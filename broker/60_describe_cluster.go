@@ -26,7 +26,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-func init() { register(60, 0, false, handleDescribeCluster) }
+func init() { register(60, 0, handleDescribeCluster) }
 
 // authorizedOpsOmitted is Kafka's "not requested" value of the authorized
 // operations bit fields.

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const systemPython = "/usr/bin/python3"
@@ -311,5 +313,128 @@ func TestPythonOffsetsForTimes(t *testing.T) {
 	}
 	if recs[29].Offset != 29 {
 		t.Fatalf("last offset %d", recs[29].Offset)
+	}
+}
+
+// TestPythonKeylessRecordsOnCompactedTopicFailAsInKafka is librdkafka's
+// 0011_produce_batch test_message_single_partition_record_fail: the topic
+// becomes compacted by IncrementalAlterConfigs APPEND cleanup.policy
+// compact, then 100 records, every tenth without a key, are
+// produced. In one batch, the batch fails whole: librdkafka 2.4+ (KIP-467)
+// fails the ten keyless records with INVALID_RECORD, from the response's
+// RecordErrors, and the ninety others with _INVALID_DIFFERENT_RECORD;
+// older ones fail all hundred with INVALID_RECORD. With one record per
+// batch the ten fail and the ninety are appended.
+func TestPythonKeylessRecordsOnCompactedTopicFailAsInKafka(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	for _, variation := range []struct {
+		name      string
+		batchSize string
+	}{{"one-batch", "1000000"}, {"batch-per-record", "1"}} {
+		t.Run(variation.name, func(t *testing.T) {
+			topic := "py-keyless-" + variation.name
+			createTopic(t, adm, topic, 1, nil)
+			rs, err := adm.AlterTopicConfigs(testCtx(t), []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: kmsg.StringPtr("compact")}}, topic)
+			if err == nil {
+				err = rs[0].Err
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(testWait)
+			for {
+				if l, ok := n.store.Get(topic, 0); ok && l.Config().Compact() {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("cleanup.policy compact did not reach the log")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			var in bytes.Buffer
+			enc := json.NewEncoder(&in)
+			for i := range 100 {
+				r := pyRecord{Value: b64p(fmt.Appendf(nil, "message #%d", i))}
+				if i%10 != 0 {
+					r.Key = b64p(fmt.Appendf(nil, "key #%d", i))
+				}
+				enc.Encode(r)
+			}
+			var out struct {
+				Librdkafka int `json:"librdkafka"`
+				Reports    []struct {
+					Offset int64   `json:"offset"`
+					Error  *string `json:"error"`
+				} `json:"reports"`
+			}
+			if err := json.Unmarshal(pyClient(t, in.Bytes(), "produce_may_fail", n.Addr(), topic, variation.batchSize), &out); err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Reports) != 100 {
+				t.Fatalf("%d delivery reports", len(out.Reports))
+			}
+			kip467 := out.Librdkafka >= 0x02040000
+			for i, rep := range out.Reports {
+				got := "delivered"
+				if rep.Error != nil {
+					got = *rep.Error
+				}
+				want := "delivered"
+				switch {
+				case i%10 == 0:
+					want = "INVALID_RECORD"
+				case variation.batchSize != "1" && kip467:
+					want = "_INVALID_DIFFERENT_RECORD"
+				case variation.batchSize != "1":
+					want = "INVALID_RECORD"
+				}
+				if got != want {
+					t.Errorf("librdkafka %#x: record %d: %s, want %s", out.Librdkafka, i, got, want)
+				}
+			}
+			wantHW := int64(0)
+			if variation.batchSize == "1" {
+				wantHW = 90
+			}
+			if hw := n.partition(topic, 0).hw.Load(); hw != wantHW {
+				t.Fatalf("%d records appended, want %d", hw, wantHW)
+			}
+		})
+	}
+}
+
+// TestPythonGroupConsumesManyTopics is librdkafka's 0042_many_topics: a
+// group member subscribed to 20 topics of 4 partitions reads every record
+// with no connection lost. librdkafka's fetches list a topic's partitions
+// in several runs; answering them grouped by topic closed the connection
+// ("All broker connections are down").
+func TestPythonGroupConsumesManyTopics(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	cl := newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var topics []string
+	var recs []*kgo.Record
+	for i := range 20 {
+		topic := fmt.Sprintf("py-many-%02d", i)
+		topics = append(topics, topic)
+		createTopic(t, adm, topic, 4, nil)
+		for j := range 40 {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(j % 4), Value: fmt.Appendf(nil, "%s/%d", topic, j)})
+		}
+	}
+	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Records int      `json:"records"`
+		Errors  []string `json:"errors"`
+	}
+	args := append([]string{"subscribe", n.Addr(), "py-many", fmt.Sprint(len(recs))}, topics...)
+	if err := json.Unmarshal(pyClient(t, nil, args...), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Records != len(recs) || len(out.Errors) > 0 {
+		t.Fatalf("read %d of %d records; client errors: %v", out.Records, len(recs), out.Errors)
 	}
 }

@@ -52,25 +52,36 @@ type request struct {
 	respCode      int16     // the response's top-level error code, set by encodeResponse
 }
 
-// slot is one request's place in the connection's response order. The
-// handler fills f (or err) and closes done.
+// slot is one request's place in the connection's order. The executor
+// runs run, fills f (or err) and closes done.
 type slot struct {
 	done chan struct{}
+	run  func(context.Context) (*frame, error)
 	f    *frame
 	err  error
 	r    *request // for the metrics, read once done is closed
 }
 
-// conn is one client connection: a reader goroutine that decodes requests
-// and dispatches them, and a writer goroutine that sends responses strictly
-// in request order.
+// conn is one client connection: a reader goroutine that decodes
+// requests, an executor goroutine that runs their handlers one at a time in
+// arrival order, and a writer goroutine that sends the responses in the
+// same order.
+//
+// One request at a time, as Kafka's network layer (it mutes a connection
+// until its request is answered): a connection's requests take effect in
+// the order sent (a commit is not overtaken by the next commit or by an
+// OffsetFetch; pipelined produces append in order), and a request that
+// waits (a long poll, a JoinGroup) holds back the ones after it. Unlike
+// Kafka, the reader does not wait for the answer: it reads and decodes
+// ahead while a handler runs, and the writer sends one response while the
+// next handler runs, so a pipelining producer keeps its throughput.
 //
 // The in-flight bound is a token per request: the reader takes one before
 // reading a frame and the writer returns it once the response is written
 // (or skipped, for acks=0), so at most queued.max.requests requests are
 // read and not yet answered; at the bound the reader stops reading and TCP
-// pushes back on the client. The queue carries the slots in request
-// order; the writer pops them, waiting for each to be done.
+// pushes back on the client. The reader pushes each slot on queue (the
+// writer's order) and exec (the executor's), both in request order.
 //
 // Memory: before reading a frame's body the reader takes its size from the
 // node's request budget (queued.max.request.bytes, shared by every client
@@ -87,7 +98,8 @@ type conn struct {
 
 	ctx    context.Context // cancelled when the connection dies
 	cancel context.CancelFunc
-	queue  chan *slot
+	queue  chan *slot    // slots in request order, for the writer
+	exec   chan *slot    // the same slots, for the executor
 	tokens chan struct{} // in-flight bound: one per request read and not answered
 	stopc  chan struct{} // closed by shutdown
 	// pending counts slots pushed and not yet written, for idle detection.
@@ -112,6 +124,7 @@ func newConn(n *Node, nc net.Conn, listener string) *conn {
 		logger: n.logger.With("remote", nc.RemoteAddr().String(), "listener", listener),
 		ctx:    ctx, cancel: cancel, readCtx: readCtx, readCancel: readCancel,
 		queue:  make(chan *slot, n.cfg.QueuedMaxRequests),
+		exec:   make(chan *slot, n.cfg.QueuedMaxRequests),
 		tokens: make(chan struct{}, n.cfg.QueuedMaxRequests),
 		stopc:  make(chan struct{}),
 		done:   make(chan struct{}),
@@ -119,6 +132,8 @@ func newConn(n *Node, nc net.Conn, listener string) *conn {
 }
 
 func (c *conn) serve() {
+	c.handlers.Add(1)
+	go c.execLoop()
 	go c.writeLoop()
 	c.readLoop()
 }
@@ -147,6 +162,7 @@ func (c *conn) shutdown() {
 
 func (c *conn) readLoop() {
 	defer close(c.queue)
+	defer close(c.exec)
 	br := bufio.NewReaderSize(c.nc, 32<<10)
 	var sizeBuf [sizeLen]byte
 	idle := c.n.cfg.ConnectionsMaxIdle
@@ -262,7 +278,7 @@ func (c *conn) dispatch(b []byte) error {
 	if r.version < a.min || r.version > a.max {
 		if r.key == apiVersionsKey {
 			// KIP-511: answer an unknown ApiVersions version with v0.
-			return c.enqueue(a, r, func(context.Context) (*frame, error) {
+			return c.enqueue(r, func(context.Context) (*frame, error) {
 				r.respCode = kerr.UnsupportedVersion.Code
 				return apiVersionsFallback(r), nil
 			})
@@ -280,14 +296,14 @@ func (c *conn) dispatch(b []byte) error {
 	if err := decodeBody(r.msg, rest); err != nil {
 		return fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, err)
 	}
-	return c.enqueue(a, r, func(ctx context.Context) (*frame, error) { return a.fn(ctx, c.n, r) })
+	return c.enqueue(r, func(ctx context.Context) (*frame, error) { return a.fn(ctx, c.n, r) })
 }
 
-// enqueue takes the request's place in the response order (blocking while
-// the in-flight bound is reached) and runs the handler: inline for ordered
-// APIs, on its own goroutine for the others.
-func (c *conn) enqueue(a *api, r *request, fn func(context.Context) (*frame, error)) error {
-	s := &slot{done: make(chan struct{}), r: r}
+// enqueue takes the request's place in the connection's order; the
+// executor runs fn when the requests before it are done. The bound on
+// requests in flight (tokens) keeps both channels from filling up.
+func (c *conn) enqueue(r *request, fn func(context.Context) (*frame, error)) error {
+	s := &slot{done: make(chan struct{}), run: fn, r: r}
 	c.pending.Add(1)
 	select {
 	case c.queue <- s:
@@ -295,29 +311,46 @@ func (c *conn) enqueue(a *api, r *request, fn func(context.Context) (*frame, err
 		c.pending.Add(-1)
 		return c.ctx.Err()
 	}
-	run := func() {
-		defer close(s.done)
-		defer func() {
-			if p := recover(); p != nil {
-				s.f, s.err = nil, fmt.Errorf("broker: panic in %s v%d handler: %v", kmsg.NameForKey(r.key), r.version, p)
-				c.logger.Error("broker: handler panicked", "api", kmsg.NameForKey(r.key), "version", r.version, "panic", p)
-			}
-		}()
-		s.f, s.err = fn(c.ctx)
-	}
-	if a.ordered {
-		run()
-		if s.err != nil {
-			return s.err
-		}
-		return nil
-	}
-	c.handlers.Add(1)
-	go func() {
-		defer c.handlers.Done()
-		run()
-	}()
+	c.exec <- s
 	return nil
+}
+
+// errConnFailed is the error of requests read after one whose handler
+// failed: the connection closes at that one, so they never run.
+var errConnFailed = errors.New("broker: an earlier request on the connection failed")
+
+// execLoop runs the connection's handlers one at a time, in request order.
+// After a handler error (which closes the connection once the writer
+// reaches it) or the connection's death, later requests are not run.
+func (c *conn) execLoop() {
+	defer c.handlers.Done()
+	failed := false
+	for s := range c.exec {
+		if failed || c.ctx.Err() != nil {
+			s.err = errConnFailed
+			if !failed {
+				s.err = c.ctx.Err()
+			}
+			close(s.done)
+			continue
+		}
+		c.runSlot(s)
+		failed = s.err != nil
+	}
+}
+
+// runSlot runs one handler; a panic is recovered into an error that
+// closes the connection.
+func (c *conn) runSlot(s *slot) {
+	r := s.r
+	defer close(s.done)
+	defer func() {
+		if p := recover(); p != nil {
+			s.f, s.err = nil, fmt.Errorf("broker: panic in %s v%d handler: %v", kmsg.NameForKey(r.key), r.version, p)
+			c.logger.Error("broker: handler panicked", "api", kmsg.NameForKey(r.key), "version", r.version, "panic", p)
+		}
+	}()
+	s.f, s.err = s.run(c.ctx)
 }
 
 // writeLoop sends responses in request order. After a write error it keeps
@@ -330,7 +363,7 @@ func (c *conn) writeLoop() {
 		select {
 		case <-s.done:
 		case <-c.ctx.Done():
-			<-s.done // handlers watch ctx; they finish promptly
+			<-s.done // handlers watch ctx; they finish promptly, and the executor skips the rest
 		}
 		c.pending.Add(-1)
 		<-c.tokens

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"testing"
@@ -248,5 +249,65 @@ func TestFetchLongPollAnswersAtOnceWhenLeadershipMoves(t *testing.T) {
 	}
 	if got := fetchedParts(t, decodeResponse(t, req, body).(*kmsg.FetchResponse)); got[0].code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("answered %+v, want NOT_LEADER_OR_FOLLOWER", got)
+	}
+}
+
+// TestFetchTopicListedInSeveralRunsAnswersInRequestOrder: librdkafka
+// lists a topic's partitions in several runs of one Fetch (a consumer of
+// many topics: 0042_many_topics); the response keeps the request's order,
+// a new topic entry whenever the topic changes, as Kafka's does. Grouping
+// the partitions by topic instead put the record placeholders out of
+// order, and the broker closed the connection ("All broker connections
+// are down").
+func TestFetchTopicListedInSeveralRunsAnswersInRequestOrder(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "runs-a", 2, nil)
+	createTopic(t, adm, "runs-b", 2, nil)
+	c := dialRaw(t, n)
+	order := []struct {
+		topic     string
+		partition int32
+	}{{"runs-a", 0}, {"runs-b", 0}, {"runs-a", 1}, {"runs-b", 1}}
+	for _, tp := range order[:4] {
+		if code, _ := produceErr(t, c.roundTrip(produceReq(9, tp.topic, [16]byte{}, tp.partition, 1, recordBatch(1, tp.topic)))); code != 0 {
+			t.Fatalf("produce %s-%d: %d", tp.topic, tp.partition, code)
+		}
+	}
+	for _, v := range []int16{4, 11, 12, 13} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(v)
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 0, 1, 50<<20, -1
+		for _, tp := range order[:4] {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = tp.topic
+			if v >= 13 {
+				rt.TopicID = topicID(t, n, tp.topic)
+			}
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = tp.partition, 1<<20, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := c.roundTrip(req).(*kmsg.FetchResponse)
+		if len(resp.Topics) != 4 {
+			t.Fatalf("v%d: %d topic entries, want 4 (one per run)", v, len(resp.Topics))
+		}
+		for i, rt := range resp.Topics {
+			name := rt.Topic
+			if v >= 13 {
+				if rt.TopicID != topicID(t, n, order[i].topic) {
+					t.Fatalf("v%d: entry %d has another topic id", v, i)
+				}
+				name = order[i].topic
+			}
+			if name != order[i].topic || len(rt.Partitions) != 1 || rt.Partitions[0].Partition != order[i].partition {
+				t.Fatalf("v%d: entry %d is %s %+v, want %s-%d", v, i, name, rt.Partitions, order[i].topic, order[i].partition)
+			}
+			p := rt.Partitions[0]
+			if p.ErrorCode != 0 || !bytes.Contains(p.RecordBatches, []byte(order[i].topic)) {
+				t.Fatalf("v%d: %s-%d: error %d, %d bytes of records", v, order[i].topic, order[i].partition, p.ErrorCode, len(p.RecordBatches))
+			}
+		}
 	}
 }

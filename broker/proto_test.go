@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/group"
 )
 
 func produceReq(version int16, topic string, id [16]byte, partition int32, acks int16, records []byte) *kmsg.ProduceRequest {
@@ -500,35 +503,101 @@ func TestNodeCloseAnswersInFlightLongPoll(t *testing.T) {
 }
 
 // TestHandlerPanicClosesOnlyThatConnection registers a panicking handler
-// for an unused key (ordered and not): the connection closes, the node
-// keeps serving.
+// for an unused key: the connection closes, the node keeps serving.
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
 	const key = 9 // OffsetFetch, swapped for a panicking handler and restored
 	saved, had := apis[key]
-	restore := func() {
+	defer func() {
 		if had {
 			apis[key] = saved
 		} else {
 			delete(apis, key)
 		}
+	}()
+	apis[key] = &api{key: key, min: 0, max: kmsg.NewPtrOffsetFetchRequest().MaxVersion(),
+		fn: func(context.Context, *Node, *request) (*frame, error) { panic("boom") }}
+	n := startNode(t, t.TempDir(), nil)
+	c := dialRaw(t, n)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(5)
+	c.send(req)
+	c.expectClosed()
+	other := dialRaw(t, n)
+	if resp := other.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatal("node stopped serving after a handler panic")
 	}
-	defer restore()
-	for _, ordered := range []bool{false, true} {
-		apis[key] = &api{key: key, min: 0, max: kmsg.NewPtrOffsetFetchRequest().MaxVersion(), ordered: ordered,
-			fn: func(context.Context, *Node, *request) (*frame, error) { panic("boom") }}
-		func() {
-			defer restore()
-			n := startNode(t, t.TempDir(), nil)
-			c := dialRaw(t, n)
-			req := kmsg.NewPtrOffsetFetchRequest()
-			req.SetVersion(5)
-			c.send(req)
-			c.expectClosed()
-			other := dialRaw(t, n)
-			if resp := other.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
-				t.Fatal("node stopped serving after a handler panic")
+}
+
+// TestConnRequestsTakeEffectInOrder: as in Kafka, which handles one
+// request per connection at a time, pipelined requests on one connection
+// take effect in the order sent: a commit sent after another overwrites
+// it, and an OffsetFetch sent after them sees the last one (librdkafka's
+// 0030_offset_commit read 9 after committing 50 when commits ran
+// concurrently).
+func TestConnRequestsTakeEffectInOrder(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "ordered", 1, nil)
+	var os kadm.Offsets
+	os.AddOffset("ordered", 0, 1, -1)
+	if resp, err := adm.CommitOffsets(testCtx(t), "in-order", os); err != nil || resp.Error() != nil {
+		t.Fatalf("first commit: %v %v", err, resp.Error())
+	}
+	commit := func(offset int64) *kmsg.OffsetCommitRequest {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(8)
+		req.Group, req.Generation, req.MemberID = "in-order", -1, ""
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "ordered"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.SetVersion(7)
+	fetch.Group = "in-order"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "ordered", []int32{0}
+	fetch.Topics = append(fetch.Topics, ft)
+
+	c := dialRaw(t, n)
+	for round := range 20 {
+		var reqs []kmsg.Request
+		for i := range 5 {
+			reqs = append(reqs, commit(int64(round*10+i+2)))
+		}
+		reqs = append(reqs, fetch)
+		var buf []byte
+		for i, r := range reqs {
+			buf = append(buf, frameRequest(r, int32(1000*round+i))...)
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range reqs {
+			corr, body, err := c.readFrame()
+			if err != nil {
+				t.Fatal(err)
 			}
-			n.Close()
-		}()
+			if corr != int32(1000*round+i) {
+				t.Fatalf("response %d has correlation id %d", i, corr)
+			}
+			switch resp := decodeResponse(t, r, body).(type) {
+			case *kmsg.OffsetCommitResponse:
+				if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+					t.Fatalf("round %d commit %d: error %d", round, i, code)
+				}
+			case *kmsg.OffsetFetchResponse:
+				want := int64(round*10 + 6)
+				if got := resp.Topics[0].Partitions[0].Offset; got != want {
+					t.Fatalf("round %d: OffsetFetch after committing %d read %d", round, want, got)
+				}
+			}
+		}
+	}
+	if o, ok := n.groups.store.Fetch("in-order", group.TopicPartition{Topic: "ordered", Partition: 0}); !ok || o.Offset != 196 {
+		t.Fatalf("committed offset %+v, want the last commit 196", o)
 	}
 }

@@ -12,17 +12,13 @@ import (
 // the connection (Kafka's reaction to a request it cannot process).
 type handlerFunc func(ctx context.Context, n *Node, r *request) (*frame, error)
 
-// api is one registered API key: its version range and handler.
+// api is one registered API key: its version range and handler. Every
+// handler runs on its connection's executor, one request at a time in
+// arrival order (conn.go).
 type api struct {
 	key      int16
 	min, max int16
-	// ordered handlers run on the connection's reader goroutine, one at a
-	// time in arrival order (Produce: appends from one connection must hit
-	// the log in the order the client sent them). The others run on their
-	// own goroutines and may finish out of order; responses still leave in
-	// request order.
-	ordered bool
-	fn      handlerFunc
+	fn       handlerFunc
 }
 
 // apis is the registry, filled by each NN_*.go file's init. Reads after
@@ -31,7 +27,7 @@ var apis = map[int16]*api{}
 
 // register adds an API served from minVersion up to the newest version kmsg
 // knows (ApiVersions advertises exactly this range).
-func register(key, minVersion int16, ordered bool, fn handlerFunc) {
+func register(key, minVersion int16, fn handlerFunc) {
 	if _, dup := apis[key]; dup {
 		panic("broker: api key registered twice")
 	}
@@ -39,7 +35,7 @@ func register(key, minVersion int16, ordered bool, fn handlerFunc) {
 	if req == nil {
 		panic("broker: kmsg does not know api key")
 	}
-	apis[key] = &api{key: key, min: minVersion, max: req.MaxVersion(), ordered: ordered, fn: fn}
+	apis[key] = &api{key: key, min: minVersion, max: req.MaxVersion(), fn: fn}
 }
 
 // supportedAPIs returns the registry sorted by key (ApiVersions' order).

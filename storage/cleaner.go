@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/index"
 )
@@ -684,17 +682,30 @@ func lastOffsetOf(l *Log, path string, base int64) (int64, error) {
 	return last, nil
 }
 
-// checkKeyed refuses a record without a key in a batch bound for a
-// compacted log, as Kafka's LogValidator does (INVALID_RECORD).
-func checkKeyed(b []byte) error {
+// checkKeyed refuses a batch bound for a compacted log that holds records
+// without a key, as Kafka's LogValidator does: every such record is
+// listed (its index in the batch and Kafka's message naming the
+// partition) in an [InvalidRecordsError], INVALID_RECORD.
+func checkKeyed(b []byte, topic string, partition int32) error {
 	h, err := batch.ParseHeader(b)
 	if err != nil || h.Control() {
 		return err
 	}
-	return batch.Records(b, func(r batch.Record) error {
+	var bad []RecordError
+	index := int32(0)
+	err = batch.Records(b, func(r batch.Record) error {
 		if r.KeyNull {
-			return fmt.Errorf("compacted topic cannot accept a record without a key (offset delta %d): %w", r.OffsetDelta, kerr.InvalidRecord)
+			bad = append(bad, RecordError{Index: index,
+				Message: fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, partition)})
 		}
+		index++
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return &InvalidRecordsError{Records: bad}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -46,3 +47,38 @@ var errNotExist = iofs.ErrNotExist
 // errFsync marks an fsync failure: whatever it says (even ENOSPC, from
 // delayed allocation), written data may be lost, so the log latches.
 var errFsync = errors.New("fsync failed")
+
+// RecordError is one record a batch was refused for (KIP-467): its index
+// in the batch and why, as Kafka's ProduceResponse v8+ reports it
+// (RecordErrors: BatchIndex, BatchIndexErrorMessage).
+type RecordError struct {
+	Index   int32
+	Message string
+}
+
+// InvalidRecordsError is returned by [Log.Append] when records of a batch
+// fail a per-record check (a record without a key bound for a compacted
+// log). As in Kafka, the whole record set is refused, valid records
+// included, and Records lists every invalid one. It satisfies
+// errors.Is(err, kerr.InvalidRecord).
+type InvalidRecordsError struct {
+	Records []RecordError
+}
+
+// Error is Kafka's message for the same refusal (LogValidator's
+// processRecordErrors), which its ProduceResponse carries as ErrorMessage.
+func (e *InvalidRecordsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [", len(e.Records))
+	for i, r := range e.Records[:min(len(e.Records), 3)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "RecordError(batchIndex=%d, message='%s')", r.Index, r.Message)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// Unwrap makes the error match kerr.InvalidRecord.
+func (e *InvalidRecordsError) Unwrap() error { return kerr.InvalidRecord }

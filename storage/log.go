@@ -277,7 +277,7 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		if o.AssignOffsets {
 			h, err = batch.Validate(first, lim)
 			if err == nil && cfg.Compact() {
-				err = checkKeyed(first)
+				err = checkKeyed(first, l.topic, l.partition)
 			}
 		} else {
 			// A follower copies the leader's log, which compaction may

@@ -151,7 +151,7 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 			}
 			return v, false, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, pos, err)
 		}
-		if h.LastOffset() >= offset {
+		if h.LastOffset() >= offset && !hollow(h) {
 			break
 		}
 		pos += int64(h.Size())
@@ -180,12 +180,25 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 			}
 			return v, false, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, end, err)
 		}
-		if h.LastOffset() >= maxOffset {
+		if h.LastOffset() >= maxOffset || hollow(h) {
 			break
 		}
 	}
 	v.Size = end - pos
 	return v, true, nil
+}
+
+// hollow reports whether a stored batch is one that readers never get: a
+// batch without records, producer id or control marker. The cleaner keeps
+// one as the last batch of a cleaned segment whose newest records were all
+// superseded, so the segment still ends where the segments it replaced
+// ended (cleaner.go); Kafka's cleaner drops such a batch, clients expect
+// none (segmentio/kafka-go reads the next batch's bytes as its records),
+// and it carries nothing a consumer needs. A read skips it like a gap in
+// the offsets. Empty batches with a producer id (an idempotent producer's
+// last, kept for its sequence numbers) are served, as Kafka serves them.
+func hollow(h batch.Header) bool {
+	return h.NumRecords == 0 && !h.Control() && !h.HasProducerID()
 }
 
 // OffsetForTimestamp returns the first offset whose record timestamp is

@@ -19,6 +19,14 @@ values travel base64-encoded so arbitrary bytes compare byte-exact; None
       stdout: one JSON record per line, with "offset" and "timestamp".
   offsets_for_times <bootstrap> <topic> <partition> <ts>...
       stdout: [offset per ts] (-1: no record at or after ts)
+  subscribe <bootstrap> <group> <count> <topic>...
+      a group member subscribed to the topics (earliest), reading count
+      records; stdout: {"records": n, "errors": [every error_cb error,
+      transient ones included]}.
+  produce_may_fail <bootstrap> <topic> <batch.size>
+      as produce (uncompressed, not idempotent, partition 0), but delivery
+      errors are reported, not fatal; stdout: {"librdkafka": version
+      int, "reports": [{"offset", "error": error name or null}]}.
 """
 
 import base64
@@ -170,6 +178,61 @@ def offsets_for_times(bootstrap, topic, partition, *tss):
     print(json.dumps(out))
 
 
+def subscribe(bootstrap, group, count, *topics):
+    errors = []
+    c = ck.Consumer(dict(common(bootstrap), **{
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "error_cb": lambda err: errors.append(str(err)),
+    }))
+    c.subscribe(list(topics))
+    got = 0
+    while got < int(count):
+        m = c.poll(TIMEOUT)
+        if m is None:
+            break
+        if m.error():
+            errors.append(str(m.error()))
+            continue
+        got += 1
+    c.close()
+    print(json.dumps({"records": got, "errors": errors}))
+
+
+def produce_may_fail(bootstrap, topic, batch_size):
+    p = ck.Producer(dict(common(bootstrap), **{
+        "linger.ms": 1000,  # every record in one batch, unless batch.size
+        "batch.size": int(batch_size),
+        "enable.idempotence": False,
+        "acks": "all",
+        "message.timeout.ms": int(TIMEOUT * 1000),
+    }))
+    # Metadata and the connection first, so the first record does not go
+    # out on its own as soon as the partition's leader becomes known.
+    p.list_topics(topic, timeout=TIMEOUT)
+    reports = []
+
+    def done(i):
+        def cb(err, msg):
+            reports[i] = {"offset": msg.offset(), "error": None if err is None else err.name()}
+        return cb
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        reports.append(None)
+        kw = {"partition": 0, "on_delivery": done(len(reports) - 1)}
+        if r.get("key") is not None:
+            kw["key"] = unb64(r["key"])
+        p.produce(topic, unb64(r["value"]), **kw)
+    left = p.flush(TIMEOUT)
+    if left:
+        print("client.py: %d records without a delivery report" % left, file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps({"librdkafka": ck.libversion()[1], "reports": reports}))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {
@@ -177,6 +240,8 @@ def main():
         "produce": produce,
         "consume": consume,
         "offsets_for_times": offsets_for_times,
+        "produce_may_fail": produce_may_fail,
+        "subscribe": subscribe,
     }[cmd](*args)
 
 
