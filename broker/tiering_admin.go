@@ -260,7 +260,7 @@ func (n *Node) serveTierRestore(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, ErrTierDisabled), errors.Is(err, ErrRestoreConflict):
 			code = http.StatusConflict
-		case errors.Is(err, objstore.ErrNotFound):
+		case errors.Is(err, objstore.ErrNotFound), errors.Is(err, tiering.ErrTopicNotInBucket):
 			code = http.StatusNotFound
 		}
 		writeJSONError(w, code, err)
