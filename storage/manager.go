@@ -72,7 +72,8 @@ type Manager struct {
 // marker each log recovers from its checkpointed recovery point; with it,
 // logs reopen without rescanning. The marker is removed once everything is
 // loaded, so a crash from here on is detected next time. Directories named
-// <...>-delete are removed in the background; __cluster_metadata-<n> (the
+// <...>-delete are removed in the background, <...>-stray are left alone
+// (see [Manager.MarkStray]); __cluster_metadata-<n> (the
 // controller's Raft log, when metadata.log.dir is this directory) is
 // skipped.
 func OpenManager(o ManagerOptions) (*Manager, error) {
@@ -290,25 +291,43 @@ func (m *Manager) Logs() []*Log {
 // <topic>-<partition>.<uuid>-delete (durably) and removes it in the
 // background. Deleting a log that does not exist is a no-op.
 func (m *Manager) Delete(topic string, partition int32) error {
+	gone, err := m.setAside(topic, partition, DeleteDirSuffix)
+	if err != nil || gone == "" {
+		return err
+	}
+	m.removeInBackground(gone)
+	return nil
+}
+
+// MarkStray closes the log of topic/partition and renames its directory
+// to <topic>-<partition>.<uuid>-stray (durably), where it stays: a later
+// OpenManager neither loads nor removes it. It returns the new path, ""
+// for a log that does not exist.
+func (m *Manager) MarkStray(topic string, partition int32) (string, error) {
+	return m.setAside(topic, partition, StrayDirSuffix)
+}
+
+// setAside unloads a log and renames its directory to
+// <topic>-<partition>.<uuid><suffix>, returning the new path.
+func (m *Manager) setAside(topic string, partition int32, suffix string) (string, error) {
 	tp := checkpoint.TopicPartition{Topic: topic, Partition: partition}
 	m.mu.Lock()
 	l, ok := m.logs[tp]
 	delete(m.logs, tp)
 	m.mu.Unlock()
 	if !ok {
-		return nil
+		return "", nil
 	}
 	m.cleaner.forget(tp)
 	_ = l.Close()
-	gone := filepath.Join(m.opts.Dir, LogDirName(topic, partition)+"."+strings.ReplaceAll(uuid.NewString(), "-", "")+DeleteDirSuffix)
-	if err := m.opts.FS.Rename(l.dir, gone); err != nil {
-		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+	to := filepath.Join(m.opts.Dir, LogDirName(topic, partition)+"."+strings.ReplaceAll(uuid.NewString(), "-", "")+suffix)
+	if err := m.opts.FS.Rename(l.dir, to); err != nil {
+		return "", fmt.Errorf("storage: set aside %s: %w", l.dir, err)
 	}
 	if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
-		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+		return "", fmt.Errorf("storage: set aside %s: %w", l.dir, err)
 	}
-	m.removeInBackground(gone)
-	return nil
+	return to, nil
 }
 
 func (m *Manager) removeInBackground(path string) {
