@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,4 +168,108 @@ func gatheredCounter(t *testing.T, n *Node, name string) float64 {
 		}
 	}
 	return total
+}
+
+// TestTierEmptyMetadataKeepsLogsAndRestoreAllBringsThemBack: a node
+// restarted with its metadata log removed sets every log aside as
+// <dir>.<uuid>-stray (nothing deleted); tier list shows the tiered topic
+// as lost, with its offsets; tier restore --all recreates it from the
+// bucket and every record reads back; a second restore --all restores
+// nothing and skips it as present.
+func TestTierEmptyMetadataKeepsLogsAndRestoreAllBringsThemBack(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, tierSettings(nil))
+	const topic, records = "lostmeta", 60
+	smallTieredTopic(t, n, dir, topic, records)
+	oldID := encodeTopicID(n.partition(topic, 0).topicID)
+	createTopic(t, newAdmin(t, n), "plain", 1, nil)
+	if err := newClient(t, n).ProduceSync(testCtx(t), &kgo.Record{Topic: "plain", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	if err := os.RemoveAll(filepath.Join(dir, "__cluster_metadata-0")); err != nil {
+		t.Fatal(err)
+	}
+
+	n = startNode(t, dir, tierSettings(nil))
+	for _, name := range []string{topic + "-0", "plain-0"} {
+		strays, _ := filepath.Glob(filepath.Join(dir, name+".*-stray"))
+		if len(strays) != 1 {
+			t.Fatalf("%s: stray dirs %v, want one", name, strays)
+		}
+		if logs, _ := filepath.Glob(filepath.Join(strays[0], "*.log")); len(logs) == 0 {
+			t.Fatalf("%s lost its segments", strays[0])
+		}
+	}
+	rows, err := n.TierList(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Topic != topic || rows[0].TopicID != oldID || rows[0].State != bucketLost ||
+		len(rows[0].Partitions) != 1 || rows[0].Partitions[0].EndOffset != records-1 || rows[0].Partitions[0].Segments == 0 ||
+		rows[0].Partitions[0].Bytes == 0 {
+		t.Fatalf("tier list: %+v, want %s (%s) lost with offsets up to %d", rows, topic, oldID, records-1)
+	}
+
+	resp, err := http.Post("http://"+n.AdminAddr()+"/v1/tier/restore?all=true", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res RestoreAllResult
+	err = json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(res.Restored) != 1 || res.Restored[0].Topic != topic || res.Restored[0].TopicID != oldID || len(res.Failed) != 0 {
+		t.Fatalf("restore --all: %s %+v %v", resp.Status, res, err)
+	}
+	cl := newClient(t, n, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := 0
+	for seen < records {
+		fs := cl.PollFetches(testCtx(t))
+		if err := testCtx(t).Err(); err != nil {
+			t.Fatalf("read back %d of %d records", seen, records)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != int64(seen) || string(r.Key) != strconv.Itoa(seen) {
+				t.Fatalf("record at %d: offset %d key %q", seen, r.Offset, r.Key)
+			}
+			seen++
+		})
+	}
+	again, err := n.RestoreAll(testCtx(t))
+	if err != nil || len(again.Restored) != 0 || len(again.Skipped) != 1 || again.Skipped[0].Reason != bucketPresent {
+		t.Fatalf("second restore --all: %+v %v", again, err)
+	}
+}
+
+// TestTierStatusJSONIsSnakeCaseWithKafkaTopicIDs: /v1/tier/status names
+// its fields in snake_case and prints the topic id as Kafka does.
+func TestTierStatusJSONIsSnakeCaseWithKafkaTopicIDs(t *testing.T) {
+	n := startNode(t, t.TempDir(), tierSettings(nil))
+	s := func(v string) *string { return &v }
+	createTopic(t, newAdmin(t, n), "snake", 1, map[string]*string{"remote.storage.enable": s("true")})
+	deadline := time.Now().Add(testWait)
+	var rows []map[string]any
+	for len(rows) == 0 {
+		resp, err := http.Get("http://" + n.AdminAddr() + "/v1/tier/status?topic=snake")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&rows)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no status row")
+		}
+	}
+	want := encodeTopicID(n.partition("snake", 0).topicID)
+	if rows[0]["topic_id"] != want || rows[0]["remote_segments"] == nil || rows[0]["upload_lag_bytes"] == nil || rows[0]["partition"] == nil {
+		t.Fatalf("status row %v: want snake_case fields and topic_id %s", rows[0], want)
+	}
+	for k := range rows[0] {
+		if strings.ToLower(k) != k {
+			t.Fatalf("field %q is not snake_case", k)
+		}
+	}
 }
