@@ -77,6 +77,7 @@ func (n *Node) startTier() error {
 		Store: n.remote, Prefix: "", Meta: tierMeta{n}, BrokerID: n.cfg.NodeID,
 		Threads: ts.CopierThreads, Interval: ts.TaskInterval, CopyMaxBytesPerSecond: ts.CopyMaxBytesPerSecond,
 		OrphanGrace: ts.OrphanGrace, Registerer: n.reg, Logger: n.logger,
+		RetryBackoff: n.cfg.RemoteStore.Retry.BaseDelay, RetryBackoffMax: n.cfg.RemoteStore.Retry.MaxDelay,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: remote tier uploader: %w", err)

@@ -128,5 +128,5 @@ const (
 	MetricReadQueueWaitSeconds  = "strata_tiering_read_queue_wait_seconds"       // histogram: time a read waited for the budget
 	MetricIndexCacheHits        = "strata_tiering_index_cache_hits_total"        //
 	MetricIndexCacheMisses      = "strata_tiering_index_cache_misses_total"      //
-	MetricRemoteMissingSegments = "strata_tiering_remote_missing_segments_total" // segments found with objects missing or damaged
+	MetricRemoteMissingSegments = "strata_tiering_remote_missing_segments_total" // segments found with objects missing
 )

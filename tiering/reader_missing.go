@@ -13,8 +13,7 @@ import (
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
-// Remote segments whose objects are missing from the bucket (or shorter
-// than recorded). A read that finds one records the segment: it is logged
+// Remote segments whose objects are missing from the bucket. A read that finds one records the segment: it is logged
 // once with the object's key and counted
 // (strata_tiering_remote_missing_segments_total), `tier status` shows it,
 // and every later read of it fails at once with the same
@@ -25,7 +24,7 @@ import (
 // only briefly wrong) are found without a restart.
 
 // ErrSegmentMissing is returned (wrapped) by [Reader.Read] for a segment
-// whose objects a read found missing from the bucket or damaged.
+// whose objects a read found missing from the bucket.
 var ErrSegmentMissing = errors.New("tiering: remote segment objects missing")
 
 // missingRecheck is how often a read of a segment known missing goes to
@@ -39,7 +38,7 @@ type MissingSegmentInfo struct {
 	SegmentID  uuid.UUID
 	BaseOffset int64
 	EndOffset  int64
-	Key        string // the object a read found missing (or short)
+	Key        string // the object a read found missing
 	Err        string
 	Since      time.Time
 }
@@ -55,10 +54,12 @@ type missingSet struct {
 	m  map[uuid.UUID]*missingEntry
 }
 
-// brokenObject reports whether err says a segment object is missing or
-// damaged (not that the store is down or slow).
+// brokenObject reports whether err says a segment object is missing
+// (not that the store is down or slow). A corrupt object is not: the
+// batches before the damage still read, so it stays a per-read
+// ErrCorruptObject.
 func brokenObject(err error) bool {
-	return errors.Is(err, objstore.ErrNotFound) || errors.Is(err, ErrCorruptObject)
+	return errors.Is(err, objstore.ErrNotFound)
 }
 
 // knownMissing returns the error a read of seg answers without going to
@@ -106,7 +107,7 @@ func (r *Reader) noteRead(seg RemoteSegment, err error) error {
 		}
 		r.missing.m[seg.SegmentID] = e
 		r.m.missingSegments.Inc()
-		r.log.Error("tiering: remote segment object missing or damaged; fetches of its offsets answer KAFKA_STORAGE_ERROR",
+		r.log.Error("tiering: remote segment object missing from the bucket; fetches of its offsets answer KAFKA_STORAGE_ERROR",
 			"topic", seg.Topic, "partition", seg.Index, "segment", seg.SegmentID,
 			"base_offset", seg.BaseOffset, "end_offset", seg.EndOffset, "key", key, "err", err)
 	}
