@@ -3,11 +3,14 @@ package broker
 import (
 	crand "crypto/rand"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -273,3 +276,65 @@ func TestTierStatusJSONIsSnakeCaseWithKafkaTopicIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestTierVanishedLocalLogWarnsWhichOffsetsWereLost: a tiered
+// partition's directory removed while the node is down, holding records
+// never uploaded (the active segment), restarts after the remote tier
+// with a warning naming the lost offsets, not an INFO line.
+func TestTierVanishedLocalLogWarnsWhichOffsetsWereLost(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, tierSettings(nil))
+	const topic, uploaded, tail = "vanish", 40, 7
+	smallTieredTopic(t, n, dir, topic, uploaded)
+	cl := newClient(t, n)
+	for i := range tail {
+		if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	n.Close()
+	if err := os.RemoveAll(filepath.Join(dir, topic+"-0")); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedLog{}
+	n, err := Open(Options{Config: testConfig(t, dir, tierSettings(nil)), Logger: slog.New(slog.NewTextHandler(logs, nil)), StartTimeout: testWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	deadline := time.Now().Add(testWait)
+	for !strings.Contains(logs.String(), "vanished") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning of the lost log:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out := logs.String()
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "vanished") {
+			line = l
+		}
+	}
+	want := fmt.Sprintf("lost_from=%d lost_to=%d", uploaded, uploaded+tail-1)
+	if !strings.Contains(line, "level=WARN") || !strings.Contains(line, want) {
+		t.Fatalf("warning %q, want WARN with %s", line, want)
+	}
+	if p := n.partition(topic, 0); p == nil || p.log.LogEndOffset() != uploaded {
+		t.Fatalf("partition did not restart after the remote end %d", uploaded)
+	}
+}
+
+// lockedLog collects a logger's output for a test.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedLog) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }

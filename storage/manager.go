@@ -53,10 +53,14 @@ type ManagerOptions struct {
 type Manager struct {
 	opts ManagerOptions
 
-	mu      sync.Mutex // guards logs, configs, closed
+	mu      sync.Mutex // guards logs, configs, closed, vanished
 	logs    map[checkpoint.TopicPartition]*Log
 	configs map[string]Config
 	closed  bool
+	// vanished holds the checkpointed recovery point of each log the
+	// recovery-point checkpoint lists but whose directory was not found
+	// at open (removed while the node was down); see [Manager.Vanished].
+	vanished map[checkpoint.TopicPartition]int64
 
 	failOnce sync.Once
 	failed   chan error // closed-over by Failed; receives the first failure
@@ -148,6 +152,19 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 			continue
 		}
 		toLoad = append(toLoad, checkpoint.TopicPartition{Topic: topic, Partition: part})
+	}
+
+	// Logs the checkpoint knows that are gone from disk: what they held
+	// is lost locally, and the broker says so (Vanished).
+	onDisk := make(map[checkpoint.TopicPartition]bool, len(toLoad))
+	for _, tp := range toLoad {
+		onDisk[tp] = true
+	}
+	m.vanished = map[checkpoint.TopicPartition]int64{}
+	for tp, rp := range rps {
+		if !onDisk[tp] && tp.Topic != MetadataTopic {
+			m.vanished[tp] = rp
+		}
 	}
 
 	// Load in parallel, RecoveryThreads at a time.
@@ -260,6 +277,21 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 	}
 	m.logs[tp] = l
 	return l, nil
+}
+
+// Vanished returns, once, the recovery point the recovery-point
+// checkpoint recorded for topic/partition when the checkpoint listed the
+// log but its directory was missing at open (removed while the node was
+// down): every offset below it had been written and flushed locally.
+// ok is false for a log that was found, or that the checkpoint did not
+// list, or when asked again.
+func (m *Manager) Vanished(topic string, partition int32) (recoveryPoint int64, ok bool) {
+	tp := checkpoint.TopicPartition{Topic: topic, Partition: partition}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rp, ok := m.vanished[tp]
+	delete(m.vanished, tp)
+	return rp, ok
 }
 
 // Get returns the log of topic/partition if it is loaded.

@@ -296,3 +296,37 @@ func TestManagerMarkStrayKeepsTheDataAside(t *testing.T) {
 		t.Fatalf("MarkStray of a missing log: %q %v", p, err)
 	}
 }
+
+// TestManagerVanishedReportsCheckpointedLogsGoneFromDisk: a log the
+// recovery-point checkpoint lists whose directory was removed while the
+// manager was closed is reported once with its recovery point; a log
+// still on disk is not.
+func TestManagerVanishedReportsCheckpointedLogsGoneFromDisk(t *testing.T) {
+	fs := vfs.NewMem()
+	m := openManager(t, managerOptions(fs))
+	for _, p := range []int32{0, 1} {
+		l, _ := m.GetOrCreate("v", p, m.opts.Default)
+		for range 3 {
+			if _, err := l.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{AssignOffsets: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.RemoveAll("/data/v-1"); err != nil {
+		t.Fatal(err)
+	}
+	m = openManager(t, managerOptions(fs))
+	defer m.Close()
+	if rp, ok := m.Vanished("v", 1); !ok || rp != 6 {
+		t.Fatalf("Vanished(v-1) = %d, %v; want 6, true", rp, ok)
+	}
+	if _, ok := m.Vanished("v", 1); ok {
+		t.Fatal("Vanished answered twice")
+	}
+	if _, ok := m.Vanished("v", 0); ok {
+		t.Fatal("a log still on disk reported vanished")
+	}
+}
