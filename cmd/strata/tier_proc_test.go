@@ -131,3 +131,39 @@ func TestEmptyMetadataKeepsDataAndTierRestoreAllBringsItBack(t *testing.T) {
 	checkLog(t, p.addr, topic, 1, restored)
 	t.Logf("restored %d of %d records (offsets up to %d) from the bucket; the rest is in %s", len(restored), len(all), remoteEnd, filepath.Base(strays[0]))
 }
+
+// TestTierBrokersFindsTheAdminListenerOrSaysWhy: `strata tier status
+// --brokers` reaches the admin listener the cluster reports
+// (admin.listener from DescribeConfigs); with admin.listener on port 0 it
+// fails with one line saying to give --admin; with an unreachable seed it
+// says it cannot reach the brokers.
+func TestTierBrokersFindsTheAdminListenerOrSaysWhy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	admin := "127.0.0.1:" + freePort(t)
+	p := startProcOn(t, t.TempDir(), 0, "127.0.0.1:0", "admin.listener="+admin)
+	createProcTopic(t, p.addr, "viabrokers", 1, map[string]*string{"remote.storage.enable": kmsg.StringPtr("true")})
+	deadline := time.Now().Add(procWait)
+	for {
+		var out, errb strings.Builder
+		code := run([]string{"tier", "status", "--brokers", p.addr}, &out, &errb)
+		if code == 0 && strings.Contains(out.String(), "viabrokers") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tier status --brokers: exit %d\n%s%s", code, out.String(), errb.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	q := startProc(t, t.TempDir(), 0) // admin.listener=127.0.0.1:0
+	var out, errb strings.Builder
+	if code := run([]string{"tier", "status", "--brokers", q.addr}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "give --admin") || strings.Count(errb.String(), "\n") != 1 {
+		t.Fatalf("admin listener on port 0: exit %d %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"tier", "status", "--brokers", "127.0.0.1:1", "--timeout", "5s"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "cannot reach brokers") {
+		t.Fatalf("unreachable seed: exit %d %q", code, errb.String())
+	}
+}
