@@ -1,7 +1,7 @@
 package broker
 
 // The remote tier's admin endpoints, on the admin listener next to
-// /metrics (`strata tier status|restore` call them):
+// /metrics (`strata tier status|list|verify|restore` call them):
 //
 //	GET  /v1/tier/status[?topic=T]   JSON [TierStatusRow], the partitions
 //	                                 this node leads with remote storage,
