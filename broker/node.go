@@ -749,7 +749,7 @@ func (n *Node) markStray(l *storage.Log, why string) {
 		n.logger.Error("broker: set aside stray log", "topic", topic, "partition", part, "dir", l.Dir(), "err", err)
 		return
 	}
-	n.logger.Warn("broker: stray log set aside, not deleted", "topic", topic, "partition", part, "topic_id", id,
+	n.logger.Warn("broker: stray log set aside, not deleted", "topic", topic, "partition", part, "topic_id", encodeTopicID(id),
 		"log_start", start, "log_end", end, "why", why, "dir", to)
 }
 
