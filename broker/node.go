@@ -648,7 +648,7 @@ func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition
 		// A log left from another topic of this name (deleted while this
 		// node was down, or lost with the metadata): set it aside, then
 		// start over.
-		n.markStray(l, fmt.Sprintf("the metadata names topic id %s", w.id))
+		n.markStray(l, fmt.Sprintf("the metadata names topic id %s", encodeTopicID(w.id)))
 		if _, ok := n.store.Get(w.topic, w.index); ok {
 			return nil, fmt.Errorf("broker: %s-%d: could not set aside the log of topic id %s", w.topic, w.index, id)
 		}
