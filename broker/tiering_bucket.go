@@ -63,7 +63,14 @@ func (n *Node) tierStatusRows(topic string) ([]TierStatusRow, error) {
 			UploadLagBytes: s.UploadLagBytes, UploadLagSegments: s.UploadLagSegments,
 			MissingSegments: []MissingSegmentRow{},
 		}
+		live := map[uuid.UUID]bool{}
+		for _, seg := range n.tier.finished(s.TopicID, s.Index) {
+			live[seg.SegmentID] = true
+		}
 		for _, m := range n.tier.rd.Missing(s.Partition) {
+			if !live[m.SegmentID] {
+				continue // deleted since (retention): nothing to read any more
+			}
 			r.MissingSegments = append(r.MissingSegments, MissingSegmentRow{
 				SegmentID: m.SegmentID.String(), BaseOffset: m.BaseOffset, EndOffset: m.EndOffset, Key: m.Key, Error: m.Err,
 			})

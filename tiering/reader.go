@@ -304,6 +304,9 @@ func (r *Reader) Forget(seg RemoteSegment) {
 	r.smu.Lock()
 	delete(r.segs, logKey)
 	r.smu.Unlock()
+	r.missing.mu.Lock()
+	delete(r.missing.m, seg.SegmentID)
+	r.missing.mu.Unlock()
 }
 
 // Follows tells the reader that next comes right after seg in their
