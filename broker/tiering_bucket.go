@@ -160,7 +160,14 @@ type RestoreAllResult struct {
 type RestoreSkip struct {
 	Topic   string `json:"topic"`
 	TopicID string `json:"topic_id"`
-	Reason  string `json:"reason"`
+	Reason  string `json:"reason"` // the bucket state (present, replaced, deleting), an older incarnation, or the error
+	Detail  string `json:"detail,omitempty"`
+}
+
+var skipDetail = map[string]string{
+	bucketPresent:  "the cluster has it (tier restore --topic registers segments it lacks)",
+	bucketReplaced: "the cluster has the name under another id; delete that topic to restore this one",
+	bucketDeleting: "deleted through DeleteTopics; its objects are being removed",
 }
 
 // RestoreAll restores every topic of the bucket the metadata lost (state
@@ -177,12 +184,12 @@ func (n *Node) RestoreAll(ctx context.Context) (RestoreAllResult, error) {
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if seen[r.Topic] {
-			res.Skipped = append(res.Skipped, RestoreSkip{Topic: r.Topic, TopicID: r.TopicID, Reason: "an older incarnation of the name"})
+			res.Skipped = append(res.Skipped, RestoreSkip{Topic: r.Topic, TopicID: r.TopicID, Reason: "older", Detail: "an older incarnation of the name; the newest is restored"})
 			continue
 		}
 		seen[r.Topic] = true
 		if r.State != bucketLost {
-			res.Skipped = append(res.Skipped, RestoreSkip{Topic: r.Topic, TopicID: r.TopicID, Reason: r.State})
+			res.Skipped = append(res.Skipped, RestoreSkip{Topic: r.Topic, TopicID: r.TopicID, Reason: r.State, Detail: skipDetail[r.State]})
 			continue
 		}
 		rr, err := n.RestoreTopic(ctx, r.Topic, nil)

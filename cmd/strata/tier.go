@@ -360,6 +360,7 @@ type restoreSkip struct {
 	Topic   string `json:"topic"`
 	TopicID string `json:"topic_id"`
 	Reason  string `json:"reason"`
+	Detail  string `json:"detail"`
 }
 
 func printRestoreAll(body []byte, format string, stdout, stderr io.Writer) int {
@@ -384,7 +385,11 @@ func printRestoreAll(body []byte, format string, stdout, stderr io.Writer) int {
 		printRestored(r, stdout)
 	}
 	for _, s := range res.Skipped {
-		fmt.Fprintf(stdout, "skipped %q (id %s): %s\n", s.Topic, s.TopicID, s.Reason)
+		why := s.Reason
+		if s.Detail != "" {
+			why += ": " + s.Detail
+		}
+		fmt.Fprintf(stdout, "skipped %q (id %s): %s\n", s.Topic, s.TopicID, why)
 	}
 	for _, s := range res.Failed {
 		fmt.Fprintf(stderr, "strata tier restore: %q (id %s): %s\n", s.Topic, s.TopicID, s.Reason)

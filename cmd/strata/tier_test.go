@@ -30,6 +30,12 @@ func TestTierCommandsAgainstAFakeAdmin(t *testing.T) {
 			"upload_lag_segments":1,"missing_segments":[{"segment_id":"s","base_offset":100,"end_offset":199,"key":"orders-x/1/00000000000000000100-s.log","error":"not found"}]}]`))
 	})
 	mux.HandleFunc("/v1/tier/restore", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("all") == "true" {
+			w.Write([]byte(`{"restored":[{"topic":"orders","topic_id":"AAECAwQFBgcICQoLDA0ODw","created":true,"partitions":[]}],
+				"skipped":[{"topic":"kept","topic_id":"x","reason":"present","detail":"the cluster has it"}],
+				"failed":[{"topic":"bad","topic_id":"y","reason":"tiering: remote segments missing"}]}`))
+			return
+		}
 		if r.Method != http.MethodPost || r.URL.Query().Get("topic") != "orders" || r.URL.Query()["config"][0] != "retention.ms=-1" {
 			w.WriteHeader(http.StatusBadRequest)
 			w.Write([]byte(`{"error":"unexpected request"}`))
@@ -78,6 +84,13 @@ func TestTierCommandsAgainstAFakeAdmin(t *testing.T) {
 	if code, out, _ = tierRun("restore", "--admin", admin, "--topic", "orders", "--config", "retention.ms=-1"); code != 0 ||
 		!strings.Contains(out, `restored created topic "orders"`) || !strings.Contains(out, "300") {
 		t.Fatalf("restore: %d\n%s", code, out)
+	}
+	if code, out, errs := tierRun("restore", "--all", "--admin", admin); code != 1 || !strings.Contains(out, `restored created topic "orders"`) ||
+		!strings.Contains(out, `skipped "kept" (id x): present: the cluster has it`) || !strings.Contains(errs, `"bad"`) {
+		t.Fatalf("restore --all with a failure: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	if code, _, _ := tierRun("restore", "--all", "--topic", "x", "--admin", admin); code != 2 {
+		t.Fatalf("restore --all --topic: exit %d, want 2", code)
 	}
 	if code, _, errs := tierRun("restore", "--admin", admin); code != 2 || !strings.Contains(errs, "--topic or --all is required") {
 		t.Fatalf("restore without a topic: %d %s", code, errs)
