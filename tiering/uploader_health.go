@@ -30,9 +30,9 @@ type storeHealth struct {
 	downSince time.Time     // when the first probe failed
 	wake      chan struct{} // closed when a probe succeeds after one failed
 	// draining is set at a recovery: the backlog then, until it is gone.
-	draining               bool
-	drainFrom              time.Time
-	drainBytes, drainSegs0 int64
+	draining              bool
+	drainFrom             time.Time
+	drainBytes, drainSegs int64
 }
 
 // suspect reports a failed store step: it starts the probe if none runs
@@ -75,26 +75,34 @@ func (u *Uploader) probeLoop() {
 			h.mu.Unlock()
 			return
 		}
-		h.mu.Lock()
 		if err == nil {
-			wasDown := h.down
+			// The backlog is read before the waiters wake (and without
+			// h.mu: Statuses takes u.mu and the metadata's lock).
+			lagBytes, lagSegs := u.backlog()
+			h.mu.Lock()
+			wasDown, since := h.down, h.downSince
 			h.probing, h.down = false, false
 			if wasDown {
 				close(h.wake)
 				h.wake = make(chan struct{})
-				lagBytes, lagSegs := u.backlog()
-				h.draining, h.drainFrom, h.drainBytes, h.drainSegs0 = true, time.Now(), lagBytes, int64(lagSegs)
-				u.log.Info("tiering: object store reachable again; uploads resume", "down_for", time.Since(h.downSince).Round(time.Millisecond),
-					"backlog_segments", lagSegs, "backlog_bytes", lagBytes)
+				h.draining, h.drainFrom, h.drainBytes, h.drainSegs = true, time.Now(), lagBytes, int64(lagSegs)
 			}
 			h.mu.Unlock()
+			if wasDown {
+				u.log.Info("tiering: object store reachable again; uploads resume", "down_for", time.Since(since).Round(time.Millisecond),
+					"backlog_segments", lagSegs, "backlog_bytes", lagBytes)
+			}
 			return
 		}
-		if !h.down {
+		h.mu.Lock()
+		first := !h.down
+		if first {
 			h.down, h.downSince = true, time.Now()
-			u.log.Warn("tiering: object store unreachable; uploads and remote deletes wait for it (probing every "+probeEvery.String()+")", "err", err)
 		}
 		h.mu.Unlock()
+		if first {
+			u.log.Warn("tiering: object store unreachable; uploads and remote deletes wait for it (probing every "+probeEvery.String()+")", "err", err)
+		}
 		t := time.NewTimer(probeEvery)
 		select {
 		case <-u.ctx.Done():
@@ -118,7 +126,7 @@ func (u *Uploader) backlog() (bytes int64, segs int) {
 func (u *Uploader) checkDrained() {
 	h := &u.health
 	h.mu.Lock()
-	draining, from, b, s := h.draining, h.drainFrom, h.drainBytes, h.drainSegs0
+	draining, from, b, s := h.draining, h.drainFrom, h.drainBytes, h.drainSegs
 	h.mu.Unlock()
 	if !draining {
 		return
