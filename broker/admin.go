@@ -113,6 +113,8 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 	mux.HandleFunc("/readyz", n.serveReadyz)
 	mux.HandleFunc("/v1/tier/status", n.serveTierStatus)
 	mux.HandleFunc("/v1/tier/restore", n.serveTierRestore)
+	mux.HandleFunc("/v1/tier/list", n.serveTierList)
+	mux.HandleFunc("/v1/tier/verify", n.serveTierVerify)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

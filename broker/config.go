@@ -492,7 +492,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	// As in Kafka, the Raft log defaults to <first log dir>/__cluster_metadata-0:
 	// storage.Manager skips that directory. A data directory written before
 	// this default (WAL under <log dir>/metadata) keeps its WAL there, or the
-	// node would start with empty metadata and remove every log as stray.
+	// node would start with empty metadata and set every log aside as stray.
 	c.MetadataLogDir = get("metadata.log.dir")
 	if c.MetadataLogDir == "" {
 		c.MetadataLogDir = c.LogDir

@@ -63,7 +63,7 @@ func TestNodeMetadataLogDefaultsToTheLogDirAndSurvivesRestart(t *testing.T) {
 
 // A data directory written while the default was <log dir>/metadata keeps
 // using it: moving the default must not start such a node on empty
-// metadata (which would remove every log as stray).
+// metadata (which would set every log aside as stray).
 func TestConfigMetadataLogDirKeepsALegacyWAL(t *testing.T) {
 	dir := t.TempDir()
 	legacy := filepath.Join(dir, "metadata")

@@ -745,9 +745,12 @@ func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition
 		return nil, err
 	}
 	if ok && id != w.id {
-		// A log left from an earlier topic of this name: start over.
-		if err := n.store.Delete(w.topic, w.index); err != nil {
-			return nil, err
+		// A log left from another topic of this name (deleted while this
+		// node was down, or lost with the metadata): set it aside, then
+		// start over.
+		n.markStray(l, fmt.Sprintf("the metadata names topic id %s", encodeTopicID(w.id)))
+		if _, ok := n.store.Get(w.topic, w.index); ok {
+			return nil, fmt.Errorf("broker: %s-%d: could not set aside the log of topic id %s", w.topic, w.index, id)
 		}
 		if l, err = n.store.GetOrCreate(w.topic, w.index, scfg); err != nil {
 			return nil, err
@@ -799,10 +802,14 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	}
 }
 
-// removeStrayLogs deletes logs found on disk whose topic no longer exists
-// (deleted while this node was down): no topic of that name, a partition
-// index the topic does not have, or a partition.metadata naming another
-// topic id. It runs once the metadata has caught up, and judges by the
+// removeStrayLogs sets aside logs found on disk that the metadata does
+// not account for: no topic of that name, a partition index the topic
+// does not have, or a partition.metadata naming another topic id. Such a
+// log may be a topic deleted while this node was down, or the only copy
+// of data whose metadata was lost (an emptied metadata log): as Kafka
+// does, its directory is renamed <dir>.<uuid>-stray and kept for the
+// operator (`strata tier restore --all` brings back tiered topics), never
+// deleted. It runs once the metadata has caught up, and judges by the
 // metadata only (never by which partitions happen to be open), so a log
 // that failed to open is kept.
 func (n *Node) removeStrayLogs() {
@@ -827,11 +834,23 @@ func (n *Node) removeStrayLogs() {
 				continue
 			}
 		}
-		n.logger.Info("broker: removing stray log", "topic", l.Topic(), "partition", l.Partition())
-		if err := n.store.Delete(l.Topic(), l.Partition()); err != nil {
-			n.logger.Error("broker: remove stray log", "dir", l.Dir(), "err", err)
-		}
+		n.markStray(l, "the metadata has no such partition")
 	}
+}
+
+// markStray renames l's directory <dir>.<uuid>-stray (Kafka's stray
+// logs), logging a warning with what it held.
+func (n *Node) markStray(l *storage.Log, why string) {
+	topic, part := l.Topic(), l.Partition()
+	start, end := l.LogStartOffset(), l.LogEndOffset()
+	id, _, _ := readPartitionMetadata(l.Dir())
+	to, err := n.store.MarkStray(topic, part)
+	if err != nil {
+		n.logger.Error("broker: set aside stray log", "topic", topic, "partition", part, "dir", l.Dir(), "err", err)
+		return
+	}
+	n.logger.Warn("broker: stray log set aside, not deleted", "topic", topic, "partition", part, "topic_id", encodeTopicID(id),
+		"log_start", start, "log_end", end, "why", why, "dir", to)
 }
 
 // partition returns the hosted partition, or nil.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -295,10 +296,11 @@ func TestNodeDeleteTopicRemovesLogsAndAllowsRecreate(t *testing.T) {
 	}
 }
 
-// TestNodeRemovesStrayLogsAtStart: a log on disk whose topic the metadata
-// does not have (deleted while the node was down) is removed at start;
-// the logs of live topics are kept.
-func TestNodeRemovesStrayLogsAtStart(t *testing.T) {
+// TestNodeSetsAsideStrayLogsAtStart: a log on disk whose topic the
+// metadata does not have (deleted while the node was down, or lost with
+// the metadata) is renamed <dir>.<uuid>-stray at start, its files kept,
+// as Kafka does; the logs of live topics are kept in place.
+func TestNodeSetsAsideStrayLogsAtStart(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, dir, nil)
 	createTopic(t, newAdmin(t, n), "kept", 1, nil)
@@ -319,9 +321,17 @@ func TestNodeRemovesStrayLogsAtStart(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("stray log phantom-0 not removed")
+			t.Fatal("stray log phantom-0 not set aside")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	strays, _ := filepath.Glob(filepath.Join(dir, "phantom-0.*-stray"))
+	if len(strays) != 1 {
+		t.Fatalf("stray dirs %v, want one phantom-0.<uuid>-stray", strays)
+	}
+	logs, _ := filepath.Glob(filepath.Join(strays[0], "*.log"))
+	if len(logs) == 0 {
+		t.Fatalf("stray dir %s lost its segments", strays[0])
 	}
 	if p := n2.partition("kept", 0); p == nil || p.log.LogEndOffset() != 1 {
 		t.Fatal("live topic's log lost")
@@ -373,4 +383,34 @@ func TestNodeConcurrentProducersAndTailingConsumers(t *testing.T) {
 		}
 	}
 	checkConsumed(t, all, <-consumed)
+}
+
+// TestNodeSetsAsideALogOfAnotherTopicID: a log on disk whose
+// partition.metadata names another id than the metadata's topic of that
+// name is set aside as -stray (not deleted) and the partition starts
+// empty under the metadata's id.
+func TestNodeSetsAsideALogOfAnotherTopicID(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, nil)
+	createTopic(t, newAdmin(t, n), "reborn", 1, nil)
+	if err := newClient(t, n).ProduceSync(testCtx(t), &kgo.Record{Topic: "reborn", Value: []byte("old")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePartitionMetadata(filepath.Join(dir, "reborn-0"), uuid.New()); err != nil {
+		t.Fatal(err)
+	}
+	n2 := startNode(t, dir, nil)
+	strays, _ := filepath.Glob(filepath.Join(dir, "reborn-0.*-stray"))
+	if len(strays) != 1 {
+		t.Fatalf("stray dirs %v, want one", strays)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(strays[0], "*.log")); len(logs) == 0 {
+		t.Fatalf("%s lost its segments", strays[0])
+	}
+	if p := n2.partition("reborn", 0); p == nil || p.log.LogEndOffset() != 0 {
+		t.Fatal("the partition did not start empty under the metadata's id")
+	}
 }

@@ -77,6 +77,7 @@ func (n *Node) startTier() error {
 		Store: n.remote, Prefix: "", Meta: tierMeta{n}, BrokerID: n.cfg.NodeID,
 		Threads: ts.CopierThreads, Interval: ts.TaskInterval, CopyMaxBytesPerSecond: ts.CopyMaxBytesPerSecond,
 		OrphanGrace: ts.OrphanGrace, Registerer: n.reg, Logger: n.logger,
+		RetryBackoff: n.cfg.RemoteStore.Retry.BaseDelay, RetryBackoffMax: n.cfg.RemoteStore.Retry.MaxDelay,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: remote tier uploader: %w", err)
@@ -218,9 +219,22 @@ func (t *tier) remoteRange(p *partition) (start, end int64, ok bool) {
 // with the remote start as log start: the partition then serves its old
 // data from the bucket and appends after it. A log with data is left
 // alone.
+//
+// When the log's directory vanished while the node was down (storage's
+// recovery-point checkpoint still listed it), what the checkpoint says
+// had been written locally, up to the recovery point, is compared with
+// the remote end: offsets above the remote end were never uploaded and
+// are gone, and a warning says which. The recovery point is a lower
+// bound (records after the last checkpoint are not counted), so the loss
+// may reach further.
 func (t *tier) restartEmpty(p *partition) error {
+	lostTo, vanished := t.n.store.Vanished(p.topic, p.index) // next offset the lost log had flushed
 	start, end, ok := t.remoteRange(p)
 	if !ok {
+		if vanished && lostTo > 0 {
+			t.n.logger.Warn("broker: local log of a tiered partition vanished with nothing in the remote tier: records lost",
+				"topic", p.topic, "partition", p.index, "lost_from", 0, "lost_to", lostTo-1)
+		}
 		return nil
 	}
 	l := p.log
@@ -232,8 +246,18 @@ func (t *tier) restartEmpty(p *partition) error {
 	}
 	l.SetRemoteUploadedOffset(end + 1)
 	p.raiseHW(end + 1)
-	t.n.logger.Info("broker: empty log restarted after the remote tier", "topic", p.topic, "partition", p.index,
-		"log_start", start, "log_end", end+1)
+	switch {
+	case vanished && lostTo > end+1:
+		t.n.logger.Warn("broker: local log of a tiered partition vanished; records never uploaded are lost, the partition restarts after the remote tier",
+			"topic", p.topic, "partition", p.index, "lost_from", end+1, "lost_to", lostTo-1, "lost_records", lostTo-end-1,
+			"remote_start", start, "remote_end", end, "lost_to_source", "recovery-point checkpoint (a lower bound)")
+	case vanished:
+		t.n.logger.Warn("broker: local log of a tiered partition vanished; the remote tier holds everything it had flushed, the partition restarts after it",
+			"topic", p.topic, "partition", p.index, "remote_start", start, "remote_end", end, "checkpointed_end", lostTo)
+	default:
+		t.n.logger.Info("broker: empty log restarted after the remote tier", "topic", p.topic, "partition", p.index,
+			"log_start", start, "log_end", end+1)
+	}
 	return nil
 }
 

@@ -1,17 +1,28 @@
 package broker
 
 // The remote tier's admin endpoints, on the admin listener next to
-// /metrics (`strata tier status|restore` call them):
+// /metrics (`strata tier status|list|verify|restore` call them):
 //
-//	GET  /v1/tier/status[?topic=T]   JSON [tiering.PartitionStatus], the
-//	                                 partitions this node leads with
-//	                                 remote storage, sorted
+//	GET  /v1/tier/status[?topic=T]   JSON [TierStatusRow], the partitions
+//	                                 this node leads with remote storage,
+//	                                 sorted
+//	GET  /v1/tier/list               JSON [BucketTopicRow]: every topic
+//	                                 incarnation in the bucket and whether
+//	                                 the cluster still has it
+//	GET  /v1/tier/verify[?topic=T]   JSON VerifyResult: every registered
+//	                                 remote segment's objects exist with
+//	                                 the recorded sizes
 //	POST /v1/tier/restore?topic=T[&config=k=v...]
 //	                                 rebuild topic T from the bucket's
 //	                                 manifests (RestoreTopic); JSON
 //	                                 RestoreResult
+//	POST /v1/tier/restore?all=true   restore every topic of the bucket the
+//	                                 metadata lost (RestoreAll); JSON
+//	                                 RestoreAllResult
 //
-// Errors answer with a status code and a JSON {"error": "..."}.
+// JSON field names are snake_case and topic ids are printed as Kafka
+// prints them (URL-safe base64 without padding). Errors answer with a
+// status code and a JSON {"error": "..."}.
 
 import (
 	"context"
@@ -63,7 +74,7 @@ func (n *Node) TierStatus(topic string) ([]tiering.PartitionStatus, error) {
 // RestoreResult says what RestoreTopic did.
 type RestoreResult struct {
 	Topic      string              `json:"topic"`
-	TopicID    string              `json:"topicId"`
+	TopicID    string              `json:"topic_id"`
 	Created    bool                `json:"created"` // the topic did not exist and was created with its old id
 	Partitions []RestoredPartition `json:"partitions"`
 }
@@ -73,8 +84,8 @@ type RestoredPartition struct {
 	Partition  int32 `json:"partition"`
 	Segments   int   `json:"segments"`   // COPY_FINISHED segments in the bucket's manifest
 	Registered int   `json:"registered"` // of which the controller did not know
-	LogStart   int64 `json:"logStart"`
-	LogEnd     int64 `json:"logEnd"` // next offset; -1 when this node does not lead it
+	LogStart   int64 `json:"log_start"`
+	LogEnd     int64 `json:"log_end"` // next offset; -1 when this node does not lead it
 }
 
 // RestoreTopic rebuilds topic from the bucket's manifests: it finds the
@@ -122,7 +133,7 @@ func (n *Node) RestoreTopic(ctx context.Context, topic string, configs map[strin
 	if err != nil {
 		return res, err
 	}
-	res.TopicID = id.String()
+	res.TopicID = encodeTopicID(id)
 	var cur metadata.TopicInfo
 	var exists bool
 	n.view(func(st *metadata.State) { cur, exists = st.TopicByName(topic) })
@@ -222,15 +233,12 @@ func (n *Node) serveTierStatus(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusMethodNotAllowed, errors.New("use GET"))
 		return
 	}
-	st, err := n.TierStatus(r.URL.Query().Get("topic"))
+	rows, err := n.tierStatusRows(r.URL.Query().Get("topic"))
 	if err != nil {
 		writeJSONError(w, http.StatusConflict, err)
 		return
 	}
-	if st == nil {
-		st = []tiering.PartitionStatus{}
-	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, rows)
 }
 
 func (n *Node) serveTierRestore(w http.ResponseWriter, r *http.Request) {
@@ -239,8 +247,16 @@ func (n *Node) serveTierRestore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	topic := r.URL.Query().Get("topic")
+	if all := r.URL.Query().Get("all"); all == "true" || all == "1" {
+		if topic != "" {
+			writeJSONError(w, http.StatusBadRequest, errors.New("give topic or all, not both"))
+			return
+		}
+		n.serveTierRestoreAll(w, r)
+		return
+	}
 	if topic == "" {
-		writeJSONError(w, http.StatusBadRequest, errors.New("topic is required"))
+		writeJSONError(w, http.StatusBadRequest, errors.New("topic (or all=true) is required"))
 		return
 	}
 	configs := map[string]string{}
@@ -260,7 +276,7 @@ func (n *Node) serveTierRestore(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, ErrTierDisabled), errors.Is(err, ErrRestoreConflict):
 			code = http.StatusConflict
-		case errors.Is(err, objstore.ErrNotFound):
+		case errors.Is(err, objstore.ErrNotFound), errors.Is(err, tiering.ErrTopicNotInBucket):
 			code = http.StatusNotFound
 		}
 		writeJSONError(w, code, err)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	crand "crypto/rand"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,5 +151,74 @@ func TestNodeClosesWhileMinIODown(t *testing.T) {
 		t.Fatalf("close took %v with MinIO down", el)
 	} else {
 		t.Logf("closed in %v with uploads stuck", el)
+	}
+}
+
+// TestTieringResumesWithinSecondsOfMinIOReturning: after an outage long
+// enough for every partition's retry pause to have grown to seconds (the
+// backoff cap set to 30 s), uploads of every partition resume within a
+// few seconds of MinIO answering again: the store probe wakes them.
+func TestTieringResumesWithinSecondsOfMinIOReturning(t *testing.T) {
+	srv := miniotest.Start(t)
+	settings := tierSettings(minioSettings(srv, srv.Bucket))
+	settings["remote.storage.request.timeout.ms"] = "2000"
+	settings["remote.storage.retry.max.attempts"] = "2"
+	settings["remote.storage.retry.backoff.max.ms"] = "30000"
+	n := startNode(t, t.TempDir(), settings)
+	const topic, parts = "resume", 3
+	s := func(v string) *string { return &v }
+	createTopic(t, newAdmin(t, n), topic, parts, map[string]*string{
+		"remote.storage.enable": s("true"), "segment.bytes": s("16384"), "retention.ms": s("-1"),
+	})
+	srv.Stop()
+	cl := newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(parts) {
+		for range 40 {
+			v := make([]byte, 1000)
+			crand.Read(v)
+			if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Partition: p, Value: v}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := n.partition(topic, p).log.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two copier threads (the default pool): two partitions retry, eight
+	// failed attempts each, pauses of up to 0.1, 0.2, ... 6.4 s; the
+	// next is drawn from [6.4 s, 12.8 s].
+	start := time.Now()
+	deadline := start.Add(time.Minute)
+	for gatheredCounter(t, n, "strata_tiering_upload_errors_total") < 16 {
+		if time.Now().After(deadline) {
+			t.Fatal("uploads did not fail while MinIO was down")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("MinIO down %v (%v upload errors)", time.Since(start).Round(time.Millisecond), gatheredCounter(t, n, "strata_tiering_upload_errors_total"))
+	srv.Restart(t)
+	back := time.Now()
+	deadline = back.Add(time.Minute)
+	for {
+		st, err := n.TierStatus(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := len(st) == parts
+		for _, s := range st {
+			done = done && s.UploadLagSegments == 0 && s.RemoteSegments > 0
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog not uploaded a minute after MinIO returned: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d := time.Since(back)
+	t.Logf("every partition's backlog uploaded %v after MinIO returned", d)
+	if d > 3*time.Second {
+		t.Fatalf("uploads resumed %v after MinIO returned, want within a few seconds", d)
 	}
 }

@@ -69,6 +69,10 @@ const (
 	PartitionMetadataFile = "partition.metadata"
 	// DeleteDirSuffix ends the name of a log directory being removed.
 	DeleteDirSuffix = "-delete"
+	// StrayDirSuffix ends the name of a log directory the metadata does
+	// not account for (Kafka's "-stray"): set aside, never loaded and never
+	// removed, for the operator to inspect, restore or delete.
+	StrayDirSuffix = "-stray"
 	// MetadataTopic is the name of the controller's metadata log. Its
 	// directory (__cluster_metadata-0, the Raft WAL) may share a data
 	// directory with partition logs, as in Kafka's combined mode, and is

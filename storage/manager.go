@@ -62,10 +62,14 @@ type Manager struct {
 	opts ManagerOptions
 	dirs []*logDir // log.dirs, in order
 
-	mu      sync.Mutex // guards logs, configs, closed
+	mu      sync.Mutex // guards logs, configs, closed, vanished
 	logs    map[checkpoint.TopicPartition]*Log
 	configs map[string]Config
 	closed  bool
+	// vanished holds the checkpointed recovery point of each log the
+	// recovery-point checkpoint lists but whose directory was not found
+	// at open (removed while the node was down); see [Manager.Vanished].
+	vanished map[checkpoint.TopicPartition]int64
 
 	failOnce sync.Once
 	failed   chan error // receives once every directory has failed
@@ -81,7 +85,8 @@ type Manager struct {
 // marker each log recovers from its checkpointed recovery point; with it,
 // logs reopen without rescanning. The marker is removed once everything is
 // loaded, so a crash from here on is detected next time. Directories named
-// <...>-delete are removed in the background; __cluster_metadata-<n> (the
+// <...>-delete are removed in the background, <...>-stray are left alone
+// (see [Manager.MarkStray]); __cluster_metadata-<n> (the
 // controller's Raft log, when metadata.log.dir is this directory) is
 // skipped.
 func OpenManager(o ManagerOptions) (*Manager, error) {
@@ -159,6 +164,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	}
 	var loads []toLoad
 	where := map[checkpoint.TopicPartition]string{}
+	checkpointed := map[checkpoint.TopicPartition]int64{} // every dir's recovery points
 	for _, d := range m.dirs {
 		marker := filepath.Join(d.path, CleanShutdownFile)
 		_, statErr := o.FS.Stat(marker)
@@ -173,6 +179,9 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		if err != nil {
 			o.Logger.Warn("storage: log start offset checkpoint unreadable", "dir", d.path, "err", err)
 			lsos = map[checkpoint.TopicPartition]int64{}
+		}
+		for tp, rp := range rps {
+			checkpointed[tp] = rp
 		}
 		names, err := o.FS.List(d.path)
 		if err != nil {
@@ -201,6 +210,18 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 			loads = append(loads, toLoad{tp: tp, d: d, rp: rps[tp], lso: lsos[tp], clean: d.clean})
 		}
 		m.measureFree(d)
+	}
+
+	// Logs the checkpoint knows that are gone from disk: what they held
+	// is lost locally, and the broker says so (Vanished).
+	m.vanished = map[checkpoint.TopicPartition]int64{}
+	for tp, rp := range checkpointed {
+		if _, onDisk := where[tp]; onDisk {
+			continue
+		}
+		if tp.Topic != MetadataTopic {
+			m.vanished[tp] = rp
+		}
 	}
 
 	// Load in parallel, RecoveryThreads at a time.
@@ -339,6 +360,21 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 	return l, nil
 }
 
+// Vanished returns, once, the recovery point the recovery-point
+// checkpoint recorded for topic/partition when the checkpoint listed the
+// log but its directory was missing at open (removed while the node was
+// down): every offset below it had been written and flushed locally.
+// ok is false for a log that was found, or that the checkpoint did not
+// list, or when asked again.
+func (m *Manager) Vanished(topic string, partition int32) (recoveryPoint int64, ok bool) {
+	tp := checkpoint.TopicPartition{Topic: topic, Partition: partition}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rp, ok := m.vanished[tp]
+	delete(m.vanished, tp)
+	return rp, ok
+}
+
 // Get returns the log of topic/partition if it is loaded.
 func (m *Manager) Get(topic string, partition int32) (*Log, bool) {
 	m.mu.Lock()
@@ -368,26 +404,46 @@ func (m *Manager) Logs() []*Log {
 // <topic>-<partition>.<uuid>-delete (durably) and removes it in the
 // background. Deleting a log that does not exist is a no-op.
 func (m *Manager) Delete(topic string, partition int32) error {
+	gone, err := m.setAside(topic, partition, DeleteDirSuffix)
+	if err != nil || gone == "" {
+		return err
+	}
+	m.removeInBackground(gone)
+	return nil
+}
+
+// MarkStray closes the log of topic/partition and renames its directory
+// to <topic>-<partition>.<uuid>-stray (durably), where it stays: a later
+// OpenManager neither loads nor removes it. It returns the new path, ""
+// for a log that does not exist.
+func (m *Manager) MarkStray(topic string, partition int32) (string, error) {
+	return m.setAside(topic, partition, StrayDirSuffix)
+}
+
+// setAside unloads a log and renames its directory to
+// <topic>-<partition>.<uuid><suffix>, returning the new path.
+func (m *Manager) setAside(topic string, partition int32, suffix string) (string, error) {
 	tp := checkpoint.TopicPartition{Topic: topic, Partition: partition}
 	m.mu.Lock()
 	l, ok := m.logs[tp]
 	delete(m.logs, tp)
 	m.mu.Unlock()
 	if !ok {
-		return nil
+		return "", nil
 	}
 	m.cleaner.forget(tp)
 	_ = l.Close()
+	// Set aside in the log's own dir (JBOD): a rename never crosses
+	// file systems.
 	parent := filepath.Dir(l.dir)
-	gone := filepath.Join(parent, LogDirName(topic, partition)+"."+strings.ReplaceAll(uuid.NewString(), "-", "")+DeleteDirSuffix)
-	if err := m.opts.FS.Rename(l.dir, gone); err != nil {
-		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+	to := filepath.Join(parent, LogDirName(topic, partition)+"."+strings.ReplaceAll(uuid.NewString(), "-", "")+suffix)
+	if err := m.opts.FS.Rename(l.dir, to); err != nil {
+		return "", fmt.Errorf("storage: set aside %s: %w", l.dir, err)
 	}
 	if err := m.opts.FS.SyncDir(parent); err != nil {
-		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+		return "", fmt.Errorf("storage: set aside %s: %w", l.dir, err)
 	}
-	m.removeInBackground(gone)
-	return nil
+	return to, nil
 }
 
 func (m *Manager) removeInBackground(path string) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,5 +259,74 @@ func TestManagerUpdateConfigReachesLogs(t *testing.T) {
 	}
 	if other.NumSegments() != 1 || other.Config().SegmentBytes != m.opts.Default.SegmentBytes {
 		t.Fatal("UpdateConfig leaked to another topic")
+	}
+}
+
+// TestManagerMarkStrayKeepsTheDataAside: a log marked stray is unloaded,
+// its directory renamed <dir>.<uuid>-stray with every file in it, and a
+// restart neither loads nor removes it.
+func TestManagerMarkStrayKeepsTheDataAside(t *testing.T) {
+	fs := vfs.NewMem()
+	m := openManager(t, managerOptions(fs))
+	l, _ := m.GetOrCreate("lost", 2, m.opts.Default)
+	if _, err := l.Append(makeBatch(t, 1, 10, baseTs), AppendOptions{AssignOffsets: true}); err != nil {
+		t.Fatal(err)
+	}
+	to, err := m.MarkStray("lost", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(to), "lost-2.") || !strings.HasSuffix(to, StrayDirSuffix) {
+		t.Fatalf("stray dir %q", to)
+	}
+	if _, ok := m.Get("lost", 2); ok {
+		t.Fatal("stray log still listed")
+	}
+	m.Close()
+	m = openManager(t, managerOptions(fs))
+	defer m.Close()
+	if len(m.Logs()) != 0 {
+		t.Fatalf("stray dir loaded as a log: %d logs", len(m.Logs()))
+	}
+	names, err := fs.List(to)
+	if err != nil || !slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, LogFileSuffix) }) {
+		t.Fatalf("stray dir after restart: %v %v", names, err)
+	}
+	if p, err := m.MarkStray("nosuch", 0); p != "" || err != nil {
+		t.Fatalf("MarkStray of a missing log: %q %v", p, err)
+	}
+}
+
+// TestManagerVanishedReportsCheckpointedLogsGoneFromDisk: a log the
+// recovery-point checkpoint lists whose directory was removed while the
+// manager was closed is reported once with its recovery point; a log
+// still on disk is not.
+func TestManagerVanishedReportsCheckpointedLogsGoneFromDisk(t *testing.T) {
+	fs := vfs.NewMem()
+	m := openManager(t, managerOptions(fs))
+	for _, p := range []int32{0, 1} {
+		l, _ := m.GetOrCreate("v", p, m.opts.Default)
+		for range 3 {
+			if _, err := l.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{AssignOffsets: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.RemoveAll("/data/v-1"); err != nil {
+		t.Fatal(err)
+	}
+	m = openManager(t, managerOptions(fs))
+	defer m.Close()
+	if rp, ok := m.Vanished("v", 1); !ok || rp != 6 {
+		t.Fatalf("Vanished(v-1) = %d, %v; want 6, true", rp, ok)
+	}
+	if _, ok := m.Vanished("v", 1); ok {
+		t.Fatal("Vanished answered twice")
+	}
+	if _, ok := m.Vanished("v", 0); ok {
+		t.Fatal("a log still on disk reported vanished")
 	}
 }

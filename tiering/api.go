@@ -106,26 +106,27 @@ type PartitionStatus struct {
 // strata_objstore_*). Dashboards and alerts name these; tests keep them
 // honest (dashboards/).
 const (
-	MetricUploadLagBytes       = "strata_tiering_upload_lag_bytes"     // gauge {topic}
-	MetricUploadLagSegments    = "strata_tiering_upload_lag_segments"  // gauge {topic}
-	MetricLocalBytes           = "strata_tiering_local_bytes"          // gauge {topic}
-	MetricRemoteBytes          = "strata_tiering_remote_bytes"         // gauge {topic}
-	MetricRemoteSegments       = "strata_tiering_remote_segments"      // gauge {topic}
-	MetricUploadedBytes        = "strata_tiering_uploaded_bytes_total" // counter
-	MetricUploadedSegments     = "strata_tiering_uploaded_segments_total"
-	MetricUploadErrors         = "strata_tiering_upload_errors_total"
-	MetricUploadSeconds        = "strata_tiering_upload_seconds" // histogram, one segment's copy
-	MetricRemoteDeletedSegs    = "strata_tiering_remote_deleted_segments_total"
-	MetricOrphansDeleted       = "strata_tiering_orphan_segments_deleted_total"
-	MetricRemoteReadBytes      = "strata_tiering_remote_read_bytes_total"  // bytes returned to fetches
-	MetricRemoteReads          = "strata_tiering_remote_reads_total"       // {result="ok|error|timeout"}
-	MetricRemoteReadSeconds    = "strata_tiering_remote_read_seconds"      // histogram
-	MetricCacheHits            = "strata_tiering_cache_hits_total"         // chunk cache
-	MetricCacheMisses          = "strata_tiering_cache_misses_total"       //
-	MetricCacheBytes           = "strata_tiering_cache_bytes"              // gauge
-	MetricCacheEvictions       = "strata_tiering_cache_evictions_total"    //
-	MetricReadAheadChunks      = "strata_tiering_readahead_chunks_total"   //
-	MetricReadQueueWaitSeconds = "strata_tiering_read_queue_wait_seconds"  // histogram: time a read waited for the budget
-	MetricIndexCacheHits       = "strata_tiering_index_cache_hits_total"   //
-	MetricIndexCacheMisses     = "strata_tiering_index_cache_misses_total" //
+	MetricUploadLagBytes        = "strata_tiering_upload_lag_bytes"     // gauge {topic}
+	MetricUploadLagSegments     = "strata_tiering_upload_lag_segments"  // gauge {topic}
+	MetricLocalBytes            = "strata_tiering_local_bytes"          // gauge {topic}
+	MetricRemoteBytes           = "strata_tiering_remote_bytes"         // gauge {topic}
+	MetricRemoteSegments        = "strata_tiering_remote_segments"      // gauge {topic}
+	MetricUploadedBytes         = "strata_tiering_uploaded_bytes_total" // counter
+	MetricUploadedSegments      = "strata_tiering_uploaded_segments_total"
+	MetricUploadErrors          = "strata_tiering_upload_errors_total"
+	MetricUploadSeconds         = "strata_tiering_upload_seconds" // histogram, one segment's copy
+	MetricRemoteDeletedSegs     = "strata_tiering_remote_deleted_segments_total"
+	MetricOrphansDeleted        = "strata_tiering_orphan_segments_deleted_total"
+	MetricRemoteReadBytes       = "strata_tiering_remote_read_bytes_total"       // bytes returned to fetches
+	MetricRemoteReads           = "strata_tiering_remote_reads_total"            // {result="ok|error|timeout"}
+	MetricRemoteReadSeconds     = "strata_tiering_remote_read_seconds"           // histogram
+	MetricCacheHits             = "strata_tiering_cache_hits_total"              // chunk cache
+	MetricCacheMisses           = "strata_tiering_cache_misses_total"            //
+	MetricCacheBytes            = "strata_tiering_cache_bytes"                   // gauge
+	MetricCacheEvictions        = "strata_tiering_cache_evictions_total"         //
+	MetricReadAheadChunks       = "strata_tiering_readahead_chunks_total"        //
+	MetricReadQueueWaitSeconds  = "strata_tiering_read_queue_wait_seconds"       // histogram: time a read waited for the budget
+	MetricIndexCacheHits        = "strata_tiering_index_cache_hits_total"        //
+	MetricIndexCacheMisses      = "strata_tiering_index_cache_misses_total"      //
+	MetricRemoteMissingSegments = "strata_tiering_remote_missing_segments_total" // segments found with objects missing
 )

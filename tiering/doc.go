@@ -11,10 +11,14 @@
 //	partition manifest manifest.go: JSON per partition, conditional updates
 //	broker contract    api.go: Partition, RemoteSegment, Metadata, LeaderPartition, metric names
 //	uploader           uploader*.go: sealed committed segments → bucket on a bounded pool;
-//	                   remote retention, orphans, deleted topics
-//	remote reader      reader.go, reader_index.go: fetches below the local log start
+//	                   remote retention, orphans, deleted topics; uploader_health.go:
+//	                   the store probe that wakes every retry when an outage ends
+//	remote reader      reader.go, reader_index.go: fetches below the local log start;
+//	                   reader_missing.go: segments whose objects are gone (one steady error)
 //	chunk cache        cache.go, cache_index.go: 2Q on disk, bounded; budget.go: GET slots, byte rate
 //	restore            restore.go: a topic's manifests and records from the bucket alone
+//	bucket             bucket.go: every topic in the bucket (tier list); registered
+//	                   segments' objects checked against it (tier verify)
 //
 // # What it must never do
 //

@@ -157,6 +157,8 @@ type Reader struct {
 	smu  sync.Mutex // guards segs
 	segs map[string]*segState
 
+	missing missingSet // segments reads found objects of missing
+
 	raPending                atomic.Int64
 	hits, misses, raChunks   atomic.Int64
 	idxHits, idxMisses, gets atomic.Int64
@@ -302,6 +304,9 @@ func (r *Reader) Forget(seg RemoteSegment) {
 	r.smu.Lock()
 	delete(r.segs, logKey)
 	r.smu.Unlock()
+	r.missing.mu.Lock()
+	delete(r.missing.m, seg.SegmentID)
+	r.missing.mu.Unlock()
 }
 
 // Follows tells the reader that next comes right after seg in their
@@ -345,7 +350,12 @@ func (r *Reader) Stats() ReaderStats {
 // [ErrCorruptObject] wrapped. With an error no bytes are returned.
 func (r *Reader) Read(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int) (RemoteRead, error) {
 	start := time.Now()
+	if err := r.knownMissing(seg); err != nil {
+		r.observe(start, err)
+		return RemoteRead{}, err
+	}
 	rr, err := r.read(ctx, seg, offset, maxBytes)
+	err = r.noteRead(seg, err)
 	r.observe(start, err)
 	if err != nil {
 		return RemoteRead{}, err

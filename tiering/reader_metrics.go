@@ -26,6 +26,9 @@ type readerMetrics struct {
 	queueWait      prometheus.Observer
 	indexHits      prometheus.Counter
 	indexMisses    prometheus.Counter
+	// missingSegments counts remote segments a read found objects of
+	// missing, once per segment.
+	missingSegments prometheus.Counter
 }
 
 func newReaderMetrics(reg prometheus.Registerer) (*readerMetrics, error) {
@@ -45,6 +48,7 @@ func newReaderMetrics(reg prometheus.Registerer) (*readerMetrics, error) {
 	m.readAhead = add(counter(MetricReadAheadChunks, "Chunks prefetched ahead of sequential remote readers."))
 	m.indexHits = add(counter(MetricIndexCacheHits, "Remote segment index lookups served from memory."))
 	m.indexMisses = add(counter(MetricIndexCacheMisses, "Remote segment index lookups fetched from the object store."))
+	m.missingSegments = add(counter(MetricRemoteMissingSegments, "Remote segments a read found objects of missing from the bucket (once per segment)."))
 
 	reads, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricRemoteReads, Help: "Remote reads (fetches and timestamp lookups) by result.",

@@ -212,7 +212,9 @@ type timeoutStore struct {
 // timedOut rewrites err when the per-request deadline, not the caller's
 // context, ended the call.
 func (t *timeoutStore) timedOut(parent, ctx context.Context, op, key string, err error) error {
-	if err == nil || parent.Err() != nil || ctx.Err() == nil {
+	// Only the deadline counts: a context cancelled after the call (Get
+	// cancels its own on failure) says nothing about why it failed.
+	if err == nil || parent.Err() != nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return err
 	}
 	// %v, not %w: the call must not look like the caller's deadline.
@@ -230,8 +232,12 @@ func (t *timeoutStore) Get(ctx context.Context, key string, off, length int64) (
 	c, cancel := context.WithTimeout(ctx, t.d)
 	rc, err := t.next.Get(c, key, off, length)
 	if err != nil {
+		// Classified before cancel: once cancelled, c.Err() is set
+		// whatever the failure was, and a missing object would be
+		// retried as a timeout (about 500 ms of retries per read).
+		err = t.timedOut(ctx, c, "get", key, err)
 		cancel()
-		return nil, t.timedOut(ctx, c, "get", key, err)
+		return nil, err
 	}
 	return &timeoutBody{rc: rc, t: t, parent: ctx, ctx: c, cancel: cancel, key: key}, nil
 }

@@ -281,3 +281,24 @@ func TestOpenStoreS3AgainstMinIO(t *testing.T) {
 }
 
 func minioStatOpts() minio.StatObjectOptions { return minio.StatObjectOptions{} }
+
+// TestOpenStoreGetOfAMissingObjectIsNotFoundAtOnce: a Get of a key the
+// bucket lacks answers objstore.ErrNotFound after one attempt, not a
+// request timeout retried for the whole retry budget (Get cancels its
+// per-request context on failure; that must not read as its deadline).
+func TestOpenStoreGetOfAMissingObjectIsNotFoundAtOnce(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, err := OpenStore(context.Background(), StoreConfig{Backend: BackendFS, FSPath: t.TempDir(),
+		Retry: objstore.RetryPolicy{MaxAttempts: 5, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second}}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = s.Get(context.Background(), "t-0f8fad5b-d9cb-469f-a165-70867728950e/0/manifest.json", 0, 100)
+	if !errors.Is(err, objstore.ErrNotFound) || errors.Is(err, ErrRequestTimeout) {
+		t.Fatalf("Get of a missing key: %v, want ErrNotFound", err)
+	}
+	if d := time.Since(start); d > 150*time.Millisecond {
+		t.Fatalf("Get of a missing key took %v: retried", d)
+	}
+}

@@ -85,16 +85,29 @@ const (
 	// orphanScanEvery is how often a led partition's prefix is listed for
 	// objects no metadata segment names.
 	orphanScanEvery = 10 * time.Minute
-	// maxBackoff caps the pause between retries of one step.
-	maxBackoff = 30 * time.Second
+	// DefaultRetryBackoff and DefaultRetryBackoffMax are the first and
+	// the longest pause between retries of one step when
+	// UploaderConfig leaves them 0 (Kafka's remote.storage.retry.backoff
+	// defaults are the broker's; these are for tests and tools).
+	DefaultRetryBackoff    = 200 * time.Millisecond
+	DefaultRetryBackoffMax = 5 * time.Second
 )
 
 // UploaderConfig configures [NewUploader].
 type UploaderConfig struct {
 	// Store is the object store, already timed and retried per request by
-	// the broker (OpenStore); the uploader's own retries, with backoff up
-	// to 30s, ride out longer outages.
-	Store  objstore.ObjectStore
+	// the broker (OpenStore); the uploader's own retries, with backoff
+	// from RetryBackoff up to RetryBackoffMax, ride out longer outages,
+	// and a probe of the store wakes them all when it is back
+	// (uploader_health.go).
+	Store objstore.ObjectStore
+	// RetryBackoff is the first pause between retries of a step
+	// (remote.storage.retry.backoff.ms); it doubles, with jitter, up to
+	// RetryBackoffMax (remote.storage.retry.backoff.max.ms). 0 means
+	// DefaultRetryBackoff, DefaultRetryBackoffMax.
+	RetryBackoff    time.Duration
+	RetryBackoffMax time.Duration
+
 	Prefix string
 	Meta   Metadata
 	// BrokerID is recorded in every segment record this node commits.
@@ -130,8 +143,10 @@ type Uploader struct {
 	slots   chan struct{} // copier pool: one token per concurrent copy
 	bucket  *tokenBucket  // nil: unlimited
 
-	// backoffBase is the first retry pause (tests shorten it).
-	backoffBase time.Duration
+	// backoffBase is the first retry pause, backoffMax the longest
+	// (tests shorten them).
+	backoffBase, backoffMax time.Duration
+	health                  storeHealth
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -176,7 +191,7 @@ func NewUploader(cfg UploaderConfig) (*Uploader, error) {
 	if cfg.Store == nil || cfg.Meta == nil {
 		return nil, errors.New("tiering: uploader needs a Store and Meta")
 	}
-	if cfg.Threads < 0 || cfg.Interval < 0 || cfg.CopyMaxBytesPerSecond < 0 || cfg.OrphanGrace < 0 {
+	if cfg.Threads < 0 || cfg.Interval < 0 || cfg.CopyMaxBytesPerSecond < 0 || cfg.OrphanGrace < 0 || cfg.RetryBackoff < 0 || cfg.RetryBackoffMax < 0 {
 		return nil, fmt.Errorf("tiering: uploader: negative setting (threads %d, interval %v, copy max bytes/s %d, orphan grace %v)",
 			cfg.Threads, cfg.Interval, cfg.CopyMaxBytesPerSecond, cfg.OrphanGrace)
 	}
@@ -188,6 +203,15 @@ func NewUploader(cfg UploaderConfig) (*Uploader, error) {
 	}
 	if cfg.OrphanGrace == 0 {
 		cfg.OrphanGrace = DefaultOrphanGrace
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.RetryBackoffMax == 0 {
+		cfg.RetryBackoffMax = max(DefaultRetryBackoffMax, cfg.RetryBackoff)
+	}
+	if cfg.RetryBackoffMax < cfg.RetryBackoff {
+		return nil, fmt.Errorf("tiering: uploader: retry backoff %v above its max %v", cfg.RetryBackoff, cfg.RetryBackoffMax)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -206,7 +230,8 @@ func NewUploader(cfg UploaderConfig) (*Uploader, error) {
 		log:         cfg.Logger.With("component", "tiering-uploader"),
 		metrics:     m,
 		slots:       make(chan struct{}, cfg.Threads),
-		backoffBase: 200 * time.Millisecond,
+		backoffBase: cfg.RetryBackoff,
+		backoffMax:  cfg.RetryBackoffMax,
 		ctx:         ctx,
 		cancel:      cancel,
 		parts:       map[Partition]*partTask{},
@@ -532,6 +557,7 @@ func (u *Uploader) gaugeLoop() {
 		for topic := range topics {
 			u.publishTopic(topic)
 		}
+		u.checkDrained()
 	}
 }
 
@@ -581,8 +607,11 @@ func permanent(err error) bool {
 }
 
 // retry runs fn until it succeeds, fails permanently, or ctx ends,
-// pausing with exponential backoff and full jitter (capped at 30s)
-// between attempts. Each failed attempt counts as an upload error.
+// pausing with exponential backoff and full jitter (from backoffBase,
+// capped at backoffMax) between attempts; a recovery of the object store
+// (uploader_health.go) ends every pause at once. Each failed attempt
+// counts as an upload error. While the store is known down the outage is
+// logged once node-wide, not per step.
 func (u *Uploader) retry(ctx context.Context, what string, fn func() error) error {
 	delay := u.backoffBase
 	for attempt := 0; ; attempt++ {
@@ -597,8 +626,11 @@ func (u *Uploader) retry(ctx context.Context, what string, fn func() error) erro
 		if permanent(err) {
 			return err
 		}
-		if attempt == 0 || attempt%10 == 9 {
+		wake := u.suspect()
+		if attempt%10 == 9 && !u.storeDown() {
 			u.log.Warn("tiering step failed; retrying", "step", what, "attempt", attempt+1, "err", err)
+		} else {
+			u.log.Debug("tiering step failed; retrying", "step", what, "attempt", attempt+1, "err", err)
 		}
 		d := delay/2 + rand.N(delay/2+1)
 		timer := time.NewTimer(d)
@@ -606,9 +638,13 @@ func (u *Uploader) retry(ctx context.Context, what string, fn func() error) erro
 		case <-ctx.Done():
 			timer.Stop()
 			return ctx.Err()
+		case <-wake:
+			timer.Stop()
+			delay = u.backoffBase // the store is back: start over
+			continue
 		case <-timer.C:
 		}
-		delay = min(2*delay, maxBackoff)
+		delay = min(2*delay, u.backoffMax)
 	}
 }
 

@@ -1,9 +1,11 @@
 package main
 
-// strata tier status|restore: the remote tier's admin commands. They talk
-// to a node's admin listener (admin.listener, default 127.0.0.1:9644) over
-// HTTP, not the Kafka protocol: what they show and do (upload lag, restore
-// from the bucket) has no Kafka API.
+// strata tier status|list|verify|restore: the remote tier's admin
+// commands. They talk to a node's admin listener (admin.listener, default
+// 127.0.0.1:9644) over HTTP, not the Kafka protocol: what they show and do
+// (upload lag, the bucket's contents, restore from the bucket) has no
+// Kafka API. --brokers finds the admin listeners through the cluster
+// (tier_brokers.go).
 
 import (
 	"context"
@@ -15,19 +17,28 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 )
 
 func init() {
-	addCommand(command{name: "tier", summary: "remote tier: status (per partition), restore a topic from the bucket", run: tierCmd})
+	addCommand(command{name: "tier", summary: "remote tier: status, list and verify the bucket, restore topics from it", run: tierCmd})
 }
 
-const tierUsage = `usage: strata tier <status|restore> [flags]
+const tierUsage = `usage: strata tier <status|list|verify|restore> [flags]
 
   status  [--topic T]   per partition: log start, local start, remote start and end,
-                        log end, local and remote bytes, upload lag
+                        log end, local and remote bytes, upload lag, and remote
+                        segments whose objects reads found missing
+  list                  every topic in the bucket (name, id, partitions, segments,
+                        bytes, remote start and end offsets) and whether the
+                        cluster still has it: present, lost (restorable),
+                        replaced (the name now has another id) or deleting
+  verify  [--topic T]   check that every remote segment the cluster registered has
+                        its objects in the bucket with the recorded sizes; exit 1
+                        when any is missing or of the wrong size
   restore --topic T [--config k=v]...
                         rebuild T's partitions from the bucket's manifests (a node
                         whose disk, or whole cluster metadata, lost them); a topic
@@ -35,11 +46,18 @@ const tierUsage = `usage: strata tier <status|restore> [flags]
                         its manifests recorded (none recorded: retention.ms and
                         retention.bytes -1, so nothing restored expires until you
                         say so), then --config
+  restore --all         restore every topic that list shows as lost
 
 flags:
-  --admin host:port     the node's admin listener (default $STRATA_ADMIN or 127.0.0.1:9644)
+  --admin host:port     a node's admin listener (default $STRATA_ADMIN or 127.0.0.1:9644)
+  --brokers h:p,...     find the admin listeners through the cluster instead: each
+                        broker's admin.listener (status asks every broker and merges
+                        what they lead; the other commands ask the lowest id)
   --format table|json   output format (default table)
-  --timeout d           request timeout (default 30s status, 5m restore)
+  --timeout d           request timeout (default 30s status and list, 10m verify,
+                        5m restore, 30m restore --all)
+
+Topic ids are printed as Kafka prints them (URL-safe base64, no padding).
 `
 
 func tierCmd(args []string, stdout, stderr io.Writer) int {
@@ -51,21 +69,21 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	sub := args[0]
-	if sub != "status" && sub != "restore" {
+	switch sub {
+	case "status", "list", "verify", "restore":
+	default:
 		fmt.Fprintf(stderr, "strata tier: unknown subcommand %q\n%s", sub, tierUsage)
 		return 2
 	}
 	fs := flag.NewFlagSet("tier "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stdout, tierUsage) }
-	admin := fs.String("admin", envOr("STRATA_ADMIN", "127.0.0.1:9644"), "admin listener host:port")
+	admin := fs.String("admin", "", "admin listener host:port")
+	brokers := fs.String("brokers", "", "seed brokers host:port,... to find the admin listeners through")
 	topic := fs.String("topic", "", "topic")
+	all := fs.Bool("all", false, "restore every topic the metadata lost")
 	format := fs.String("format", "table", "table or json")
-	def := 30 * time.Second
-	if sub == "restore" {
-		def = 5 * time.Minute
-	}
-	timeout := fs.Duration("timeout", def, "request timeout")
+	timeout := fs.Duration("timeout", 0, "request timeout")
 	var cfgs multiFlag
 	fs.Var(&cfgs, "config", "topic config name=value for a topic restore creates (repeatable)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -74,23 +92,43 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "strata tier %s: unexpected argument %q\n", sub, fs.Arg(0))
+		return 2
+	}
 	if *format != "table" && *format != "json" {
 		fmt.Fprintf(stderr, "strata tier %s: --format must be table or json, not %q\n", sub, *format)
 		return 2
 	}
-	if sub == "restore" && *topic == "" {
-		fmt.Fprintln(stderr, "strata tier restore: --topic is required")
+	switch {
+	case sub == "restore" && *topic == "" && !*all:
+		fmt.Fprintln(stderr, "strata tier restore: --topic or --all is required")
+		return 2
+	case sub == "restore" && *topic != "" && *all:
+		fmt.Fprintln(stderr, "strata tier restore: give --topic or --all, not both")
+		return 2
+	case sub != "restore" && (*all || len(cfgs) > 0):
+		fmt.Fprintf(stderr, "strata tier %s: --all and --config are restore's flags\n", sub)
+		return 2
+	case sub == "list" && *topic != "":
+		fmt.Fprintln(stderr, "strata tier list: lists the whole bucket; no --topic")
+		return 2
+	case *admin != "" && *brokers != "":
+		fmt.Fprintf(stderr, "strata tier %s: give --admin or --brokers, not both\n", sub)
 		return 2
 	}
-	base := *admin
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+	if *timeout <= 0 {
+		*timeout = map[string]time.Duration{"status": 30 * time.Second, "list": 30 * time.Second, "verify": 10 * time.Minute, "restore": 5 * time.Minute}[sub]
+		if *all {
+			*timeout = 30 * time.Minute
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
 	q := url.Values{}
 	if *topic != "" {
 		q.Set("topic", *topic)
+	}
+	if *all {
+		q.Set("all", "true")
 	}
 	for _, c := range cfgs {
 		if !strings.Contains(c, "=") {
@@ -99,23 +137,70 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		q.Add("config", c)
 	}
-	method, path := http.MethodGet, "/v1/tier/status"
-	if sub == "restore" {
-		method, path = http.MethodPost, "/v1/tier/restore"
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+
+	// Where to send it: --admin, else the admin listeners --brokers
+	// finds, else $STRATA_ADMIN, else $STRATA_BROKERS's, else the default.
+	var admins []string
+	switch {
+	case *admin != "":
+		admins = []string{*admin}
+	case *brokers != "":
+		as, err := findAdminListeners(ctx, *brokers)
+		if err != nil {
+			fmt.Fprintf(stderr, "strata tier %s: %v\n", sub, err)
+			return 1
+		}
+		admins = as
+	case os.Getenv("STRATA_ADMIN") != "":
+		admins = []string{os.Getenv("STRATA_ADMIN")}
+	case os.Getenv("STRATA_BROKERS") != "":
+		as, err := findAdminListeners(ctx, os.Getenv("STRATA_BROKERS"))
+		if err != nil {
+			fmt.Fprintf(stderr, "strata tier %s: $STRATA_BROKERS: %v\n", sub, err)
+			return 1
+		}
+		admins = as
+	default:
+		admins = []string{"127.0.0.1:9644"}
 	}
-	body, err := adminCall(ctx, method, base+path+"?"+q.Encode())
-	if err != nil {
-		fmt.Fprintf(stderr, "strata tier %s: %v\n", sub, err)
-		return 1
+	if sub != "status" {
+		admins = admins[:1]
+	}
+	method, path := http.MethodGet, "/v1/tier/"+sub
+	if sub == "restore" {
+		method = http.MethodPost
+	}
+	var bodies [][]byte
+	for _, a := range admins {
+		base := a
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+		body, err := adminCall(ctx, method, base+path+"?"+q.Encode())
+		if err != nil {
+			fmt.Fprintf(stderr, "strata tier %s: %v\n", sub, err)
+			return 1
+		}
+		bodies = append(bodies, body)
+	}
+	switch sub {
+	case "status":
+		return printTierStatus(bodies, *format, stdout, stderr)
+	case "list":
+		return printTierList(bodies[0], *format, stdout, stderr)
+	case "verify":
+		return printVerify(bodies[0], *format, stdout, stderr)
+	}
+	if *all {
+		return printRestoreAll(bodies[0], *format, stdout, stderr)
 	}
 	if *format == "json" {
-		stdout.Write(body)
+		stdout.Write(bodies[0])
 		return 0
 	}
-	if sub == "status" {
-		return printTierStatus(body, stdout, stderr)
-	}
-	return printRestore(body, stdout, stderr)
+	return printRestore(bodies[0], stdout, stderr)
 }
 
 type multiFlag []string
@@ -162,34 +247,64 @@ func adminCall(ctx context.Context, method, u string) ([]byte, error) {
 	return body, nil
 }
 
+// tierStatusRow is one row of /v1/tier/status (broker.TierStatusRow).
 type tierStatusRow struct {
-	Topic             string
-	Index             int32
-	LogStart          int64
-	LocalStart        int64
-	LogEnd            int64
-	RemoteStart       int64
-	RemoteEnd         int64
-	LocalBytes        int64
-	RemoteBytes       int64
-	RemoteSegments    int
-	UploadLagBytes    int64
-	UploadLagSegments int
+	Topic             string `json:"topic"`
+	TopicID           string `json:"topic_id"`
+	Partition         int32  `json:"partition"`
+	LogStart          int64  `json:"log_start"`
+	LocalStart        int64  `json:"local_start"`
+	LogEnd            int64  `json:"log_end"`
+	RemoteStart       int64  `json:"remote_start"`
+	RemoteEnd         int64  `json:"remote_end"`
+	LocalBytes        int64  `json:"local_bytes"`
+	RemoteBytes       int64  `json:"remote_bytes"`
+	RemoteSegments    int    `json:"remote_segments"`
+	UploadLagBytes    int64  `json:"upload_lag_bytes"`
+	UploadLagSegments int    `json:"upload_lag_segments"`
+	MissingSegments   []struct {
+		SegmentID  string `json:"segment_id"`
+		BaseOffset int64  `json:"base_offset"`
+		EndOffset  int64  `json:"end_offset"`
+		Key        string `json:"key"`
+		Error      string `json:"error"`
+	} `json:"missing_segments"`
 }
 
-func printTierStatus(body []byte, stdout, stderr io.Writer) int {
-	rows, err := decodeStatus(string(body))
-	if err != nil {
-		fmt.Fprintf(stderr, "strata tier status: bad answer: %v\n", err)
-		return 1
+func printTierStatus(bodies [][]byte, format string, stdout, stderr io.Writer) int {
+	var rows []tierStatusRow
+	for _, b := range bodies {
+		rs, err := decodeStatus(string(b))
+		if err != nil {
+			fmt.Fprintf(stderr, "strata tier status: bad answer: %v\n", err)
+			return 1
+		}
+		rows = append(rows, rs...)
+	}
+	slices.SortFunc(rows, func(a, b tierStatusRow) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	if format == "json" {
+		if rows == nil {
+			rows = []tierStatusRow{}
+		}
+		return writeJSONOut(stdout, rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TOPIC\tPART\tLOG-START\tLOCAL-START\tREMOTE-START\tREMOTE-END\tLOG-END\tLOCAL-BYTES\tREMOTE-BYTES\tREMOTE-SEGS\tLAG-BYTES\tLAG-SEGS\t")
+	fmt.Fprintln(tw, "TOPIC\tPART\tLOG-START\tLOCAL-START\tREMOTE-START\tREMOTE-END\tLOG-END\tLOCAL-BYTES\tREMOTE-BYTES\tREMOTE-SEGS\tLAG-BYTES\tLAG-SEGS\tMISSING-SEGS\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Topic, r.Index, r.LogStart, r.LocalStart,
-			orDash(r.RemoteStart), orDash(r.RemoteEnd), r.LogEnd, r.LocalBytes, r.RemoteBytes, r.RemoteSegments, r.UploadLagBytes, r.UploadLagSegments)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Topic, r.Partition, r.LogStart, r.LocalStart,
+			orDash(r.RemoteStart), orDash(r.RemoteEnd), r.LogEnd, r.LocalBytes, r.RemoteBytes, r.RemoteSegments, r.UploadLagBytes, r.UploadLagSegments, len(r.MissingSegments))
 	}
 	tw.Flush()
+	for _, r := range rows {
+		for _, m := range r.MissingSegments {
+			fmt.Fprintf(stdout, "missing: %s partition %d offsets [%d, %d]: %s\n", r.Topic, r.Partition, m.BaseOffset, m.EndOffset, m.Key)
+		}
+	}
 	if len(rows) == 0 {
 		fmt.Fprintln(stderr, "(no partition led by this node has remote.storage.enable=true)")
 	}
@@ -203,23 +318,31 @@ func orDash(v int64) string {
 	return fmt.Sprint(v)
 }
 
+// restoreResult is /v1/tier/restore's answer (broker.RestoreResult).
+type restoreResult struct {
+	Topic      string `json:"topic"`
+	TopicID    string `json:"topic_id"`
+	Created    bool   `json:"created"`
+	Partitions []struct {
+		Partition  int32 `json:"partition"`
+		Segments   int   `json:"segments"`
+		Registered int   `json:"registered"`
+		LogStart   int64 `json:"log_start"`
+		LogEnd     int64 `json:"log_end"`
+	} `json:"partitions"`
+}
+
 func printRestore(body []byte, stdout, stderr io.Writer) int {
-	var res struct {
-		Topic      string
-		TopicID    string
-		Created    bool
-		Partitions []struct {
-			Partition  int32
-			Segments   int
-			Registered int
-			LogStart   int64
-			LogEnd     int64
-		}
-	}
+	var res restoreResult
 	if err := json.Unmarshal(body, &res); err != nil {
 		fmt.Fprintf(stderr, "strata tier restore: bad answer: %v\n", err)
 		return 1
 	}
+	printRestored(res, stdout)
+	return 0
+}
+
+func printRestored(res restoreResult, stdout io.Writer) {
 	verb := "existing topic"
 	if res.Created {
 		verb = "created topic"
@@ -231,6 +354,137 @@ func printRestore(body []byte, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t\n", p.Partition, p.Segments, p.Registered, orDash(p.LogStart), orDash(p.LogEnd))
 	}
 	tw.Flush()
+}
+
+type restoreSkip struct {
+	Topic   string `json:"topic"`
+	TopicID string `json:"topic_id"`
+	Reason  string `json:"reason"`
+	Detail  string `json:"detail"`
+}
+
+func printRestoreAll(body []byte, format string, stdout, stderr io.Writer) int {
+	var res struct {
+		Restored []restoreResult `json:"restored"`
+		Skipped  []restoreSkip   `json:"skipped"`
+		Failed   []restoreSkip   `json:"failed"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		fmt.Fprintf(stderr, "strata tier restore: bad answer: %v\n", err)
+		return 1
+	}
+	code := 0
+	if len(res.Failed) > 0 {
+		code = 1
+	}
+	if format == "json" {
+		stdout.Write(body)
+		return code
+	}
+	for _, r := range res.Restored {
+		printRestored(r, stdout)
+	}
+	for _, s := range res.Skipped {
+		why := s.Reason
+		if s.Detail != "" {
+			why += ": " + s.Detail
+		}
+		fmt.Fprintf(stdout, "skipped %q (id %s): %s\n", s.Topic, s.TopicID, why)
+	}
+	for _, s := range res.Failed {
+		fmt.Fprintf(stderr, "strata tier restore: %q (id %s): %s\n", s.Topic, s.TopicID, s.Reason)
+	}
+	if len(res.Restored)+len(res.Skipped)+len(res.Failed) == 0 {
+		fmt.Fprintln(stderr, "(the bucket holds no topic)")
+	} else if len(res.Restored) == 0 && len(res.Failed) == 0 {
+		fmt.Fprintln(stderr, "(no topic of the bucket is lost: nothing to restore)")
+	}
+	return code
+}
+
+// bucketTopic is one row of /v1/tier/list (broker.BucketTopicRow).
+type bucketTopic struct {
+	Topic      string `json:"topic"`
+	TopicID    string `json:"topic_id"`
+	State      string `json:"state"`
+	UpdatedAt  int64  `json:"updated_at"`
+	Partitions []struct {
+		Partition int32 `json:"partition"`
+		Segments  int   `json:"segments"`
+		Objects   int   `json:"objects"`
+		Bytes     int64 `json:"bytes"`
+		LogStart  int64 `json:"log_start"`
+		EndOffset int64 `json:"end_offset"`
+		Manifest  bool  `json:"manifest"`
+	} `json:"partitions"`
+}
+
+func printTierList(body []byte, format string, stdout, stderr io.Writer) int {
+	var rows []bucketTopic
+	if err := json.Unmarshal(body, &rows); err != nil {
+		fmt.Fprintf(stderr, "strata tier list: bad answer: %v\n", err)
+		return 1
+	}
+	if format == "json" {
+		stdout.Write(body)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tTOPIC-ID\tSTATE\tPART\tSEGMENTS\tBYTES\tREMOTE-START\tREMOTE-END\t")
+	for _, r := range rows {
+		for _, p := range r.Partitions {
+			start := orDash(p.LogStart)
+			if !p.Manifest {
+				start = "(no manifest)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t\n", r.Topic, r.TopicID, r.State, p.Partition, p.Segments, p.Bytes, start, orDash(p.EndOffset))
+		}
+	}
+	tw.Flush()
+	if len(rows) == 0 {
+		fmt.Fprintln(stderr, "(the bucket holds no topic)")
+	}
+	return 0
+}
+
+func printVerify(body []byte, format string, stdout, stderr io.Writer) int {
+	var res struct {
+		Partitions int `json:"partitions"`
+		Segments   int `json:"segments"`
+		Problems   []struct {
+			Topic      string `json:"topic"`
+			Partition  int32  `json:"partition"`
+			BaseOffset int64  `json:"base_offset"`
+			EndOffset  int64  `json:"end_offset"`
+			Key        string `json:"key"`
+			Problem    string `json:"problem"`
+		} `json:"problems"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		fmt.Fprintf(stderr, "strata tier verify: bad answer: %v\n", err)
+		return 1
+	}
+	code := 0
+	if len(res.Problems) > 0 {
+		code = 1
+	}
+	if format == "json" {
+		stdout.Write(body)
+		return code
+	}
+	for _, p := range res.Problems {
+		fmt.Fprintf(stdout, "%s partition %d offsets [%d, %d]: %s: %s\n", p.Topic, p.Partition, p.BaseOffset, p.EndOffset, p.Key, p.Problem)
+	}
+	fmt.Fprintf(stdout, "checked %d remote segments of %d partitions: %d problems\n", res.Segments, res.Partitions, len(res.Problems))
+	return code
+}
+
+func writeJSONOut(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return 1
+	}
 	return 0
 }
 
