@@ -551,6 +551,9 @@ func (l *Log) Close() error {
 	if !l.failed.Load() {
 		err = l.flushLocked()
 	}
+	if err == nil && !l.failed.Load() {
+		l.writeShutdownSnapshotLocked()
+	}
 	l.closed.Store(true)
 	l.drainDeletions()
 	for _, s := range l.segments() {
@@ -655,6 +658,32 @@ func (l *Log) writeSnapshotLocked(off int64) error {
 		offs = offs[1:]
 	}
 	return nil
+}
+
+// writeShutdownSnapshotLocked writes the producer snapshot at the log end
+// when the log closes cleanly, as Kafka's UnifiedLog.close
+// (producerStateManager.takeSnapshot): the next open restores it and
+// replays nothing, instead of every batch header of the active segment
+// (about 2 s per GiB of 100-byte batches). The state is exact at the log
+// end even with an append between its write and its producer Tx commit
+// (producer.State.SnapshotAt). A failure only costs that replay at the
+// next open, so it is logged, not returned: Close still succeeds and the
+// clean-shutdown marker is still written.
+func (l *Log) writeShutdownSnapshotLocked() {
+	if l.snapshot == nil {
+		return
+	}
+	leo := l.active().next.Load()
+	if offs := l.snapshotOffsets(); len(offs) > 0 && offs[len(offs)-1] == leo {
+		return // a roll at the log end wrote it already; nothing appended since
+	}
+	err := l.writeSnapshotLocked(leo)
+	if err == nil {
+		err = l.fs.SyncDir(l.dir)
+	}
+	if err != nil {
+		l.logger.Warn("storage: producer snapshot at close failed; the next open replays the log", "dir", l.dir, "offset", leo, "err", err)
+	}
 }
 
 // keepSnapshots is how many producer snapshots a log keeps (a
