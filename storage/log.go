@@ -45,6 +45,11 @@ type LogOptions struct {
 	// lowered the recovery point, without the log's lock held (the Manager
 	// writes its checkpoints).
 	OnTruncate func()
+
+	// OnRoll is called after a roll moved the recovery point past the
+	// sealed segment, with the log's lock held: it must not block or call
+	// into the log (the Manager wakes its checkpoint writer).
+	OnRoll func()
 }
 
 // AppendOptions qualify one [Log.Append].
@@ -90,6 +95,7 @@ type Log struct {
 	snapshot   func(int64) ([]byte, error)
 	onFailure  func(error)
 	onTruncate func()
+	onRoll     func()
 
 	cfg  atomic.Pointer[Config]
 	segs atomic.Pointer[[]*segment] // copy-on-write, oldest first; never empty while open
@@ -470,6 +476,9 @@ func (l *Log) rollLocked(newBase int64) error {
 	}
 	l.unflushed = 0
 	l.lastFlushMs.Store(l.now().UnixMilli())
+	if l.onRoll != nil {
+		l.onRoll()
+	}
 	return nil
 }
 
@@ -552,7 +561,7 @@ func (l *Log) Close() error {
 		err = l.flushLocked()
 	}
 	if err == nil && !l.failed.Load() {
-		l.writeShutdownSnapshotLocked()
+		err = l.writeShutdownSnapshotLocked()
 	}
 	l.closed.Store(true)
 	l.drainDeletions()
@@ -666,24 +675,25 @@ func (l *Log) writeSnapshotLocked(off int64) error {
 // replays nothing, instead of every batch header of the active segment
 // (about 2 s per GiB of 100-byte batches). The state is exact at the log
 // end even with an append between its write and its producer Tx commit
-// (producer.State.SnapshotAt). A failure only costs that replay at the
-// next open, so it is logged, not returned: Close still succeeds and the
-// clean-shutdown marker is still written.
-func (l *Log) writeShutdownSnapshotLocked() {
+// (producer.State.SnapshotAt). A failure is a disk fault like any other
+// at close: Close returns it (so the Manager writes no clean-shutdown
+// marker); the data is flushed already, and the next open replays.
+func (l *Log) writeShutdownSnapshotLocked() error {
 	if l.snapshot == nil {
-		return
+		return nil
 	}
 	leo := l.active().next.Load()
 	if offs := l.snapshotOffsets(); len(offs) > 0 && offs[len(offs)-1] == leo {
-		return // a roll at the log end wrote it already; nothing appended since
+		return nil // a roll at the log end wrote it already; nothing appended since
 	}
 	err := l.writeSnapshotLocked(leo)
 	if err == nil {
 		err = l.fs.SyncDir(l.dir)
 	}
 	if err != nil {
-		l.logger.Warn("storage: producer snapshot at close failed; the next open replays the log", "dir", l.dir, "offset", leo, "err", err)
+		return fmt.Errorf("storage: %s: producer snapshot at close: %w", l.dir, err)
 	}
+	return nil
 }
 
 // keepSnapshots is how many producer snapshots a log keeps (a

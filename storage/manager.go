@@ -61,7 +61,8 @@ type Manager struct {
 	failOnce sync.Once
 	failed   chan error // closed-over by Failed; receives the first failure
 
-	cpMu    sync.Mutex // serializes checkpoint writes
+	cpMu    sync.Mutex    // serializes checkpoint writes
+	cpKick  chan struct{} // a roll moved a recovery point: checkpoint soon (cap 1, coalescing)
 	cleaner *cleanerManager
 	stop    chan struct{}
 	started bool
@@ -108,7 +109,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
-		failed: make(chan error, 1), stop: make(chan struct{}),
+		failed: make(chan error, 1), stop: make(chan struct{}), cpKick: make(chan struct{}, 1),
 	}
 	if err := mkdirAllDurable(o.FS, o.Dir); err != nil {
 		return nil, err
@@ -150,6 +151,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	}
 
 	// Load in parallel, RecoveryThreads at a time.
+	loadStart := time.Now()
 	var (
 		wg    sync.WaitGroup
 		resMu sync.Mutex
@@ -179,6 +181,9 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		}()
 	}
 	wg.Wait()
+	if !clean && len(m.logs) > 0 {
+		m.warnUncleanRecovery(time.Since(loadStart))
+	}
 	if len(errs) > 0 {
 		for _, l := range m.logs {
 			l.Close()
@@ -203,6 +208,27 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	return m, nil
 }
 
+// warnUncleanRecovery logs, once for the directory, that it was not shut
+// down cleanly and what recovery did: how many logs and segments it
+// rescanned and, summed over the logs, what it truncated (each log that
+// lost data also logs its own warning with the offsets, in OpenLog).
+func (m *Manager) warnUncleanRecovery(took time.Duration) {
+	var scanned, truncLogs, dropped int
+	var bytes int64
+	for _, l := range m.logs {
+		r := l.Recovery()
+		scanned += r.SegmentsScanned
+		if r.TruncatedBytes > 0 {
+			truncLogs++
+			bytes += r.TruncatedBytes
+			dropped += r.DroppedSegments
+		}
+	}
+	m.opts.Logger.Warn("storage: unclean shutdown, logs recovered", "dir", m.opts.Dir,
+		"logs", len(m.logs), "segments_rescanned", scanned, "logs_truncated", truncLogs,
+		"truncated_bytes", bytes, "segments_dropped", dropped, "took", took.Round(time.Millisecond))
+}
+
 func (m *Manager) logOptions(tp checkpoint.TopicPartition, cfg Config, rp, lso int64, clean bool) LogOptions {
 	o := LogOptions{
 		Dir: filepath.Join(m.opts.Dir, LogDirName(tp.Topic, tp.Partition)), Topic: tp.Topic, Partition: tp.Partition,
@@ -213,11 +239,24 @@ func (m *Manager) logOptions(tp checkpoint.TopicPartition, cfg Config, rp, lso i
 		// or a crash would rescan with a stale, higher one and take the
 		// torn tail of the new history for damage to flushed data.
 		OnTruncate: func() { _ = m.Checkpoint() },
+		// A roll fsynced the sealed segment and moved the recovery point
+		// past it: checkpoint it soon (not under the log's lock), so a
+		// crash rescans only the active segment rather than everything
+		// since the last timed checkpoint (Kafka checkpoints at roll too).
+		OnRoll: m.kickCheckpoint,
 	}
 	if m.opts.ProducerSnapshot != nil {
 		o.ProducerSnapshot = m.opts.ProducerSnapshot(tp.Topic, tp.Partition)
 	}
 	return o
+}
+
+// kickCheckpoint asks the checkpoint loop for a checkpoint without waiting.
+func (m *Manager) kickCheckpoint() {
+	select {
+	case m.cpKick <- struct{}{}:
+	default: // one is pending already: it will see this roll too
+	}
 }
 
 // Failed returns a channel that receives the first log failure (a write,
@@ -350,6 +389,18 @@ func (m *Manager) Start() {
 	m.loop(m.opts.RetentionCheckInterval, func() { m.RunRetention() })
 	m.loop(m.opts.FlushCheckInterval, m.flushDue)
 	m.loop(m.opts.CheckpointInterval, func() { _ = m.Checkpoint() })
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-m.cpKick:
+				_ = m.Checkpoint()
+			}
+		}
+	}()
 	if !m.opts.DisableCleaner {
 		for range m.opts.CleanerThreads {
 			m.wg.Add(1)

@@ -433,6 +433,12 @@ func (s *segment) loadTrusted() error {
 // indexes and publishes the end of the last whole valid batch as the
 // segment's size. It returns how many bytes lie past that end and the
 // first invalid position (-1 if none).
+//
+// The log is read sequentially through buf (a recoveryReadBuf: 1 MiB), one
+// ReadAt per window rather than two per batch (header, then body): 400k
+// single-record batches in 2,000 partitions took 24-29 s to recover at
+// about one pread64 per batch (issue 12). A batch larger than the window
+// is read whole into a buffer of its own.
 func (s *segment) rebuild(interval int, buf *[]byte) (cut int64, badPos int64, err error) {
 	st, err := s.log.Stat()
 	if err != nil {
@@ -450,8 +456,59 @@ func (s *segment) rebuild(interval int, buf *[]byte) (cut int64, badPos int64, e
 	next := s.base
 	pos := int64(0)
 	badPos = -1
+	win := (*buf)[:0] // the file from winPos on
+	winPos := int64(0)
+	var big []byte
 	for pos < fileSize {
-		h, herr := readHeader(s.log, pos, fileSize)
+		b, h, herr := func() ([]byte, batch.Header, error) {
+			if fileSize-pos < batch.HeaderSize {
+				return nil, batch.Header{}, io.ErrUnexpectedEOF
+			}
+			if pos+batch.HeaderSize > winPos+int64(len(win)) {
+				n := int(min(int64(cap(*buf)), fileSize-pos))
+				m, err := s.log.ReadAt((*buf)[:n], pos)
+				if m < batch.HeaderSize {
+					if err == nil || errors.Is(err, io.EOF) {
+						err = io.ErrUnexpectedEOF
+					}
+					return nil, batch.Header{}, err
+				}
+				win, winPos = (*buf)[:m], pos
+			}
+			off := int(pos - winPos)
+			h, err := batch.ParseHeader(win[off : off+batch.HeaderSize])
+			if err != nil {
+				return nil, h, err
+			}
+			n := int64(h.Size())
+			if pos+n > fileSize {
+				return nil, h, io.ErrUnexpectedEOF
+			}
+			if pos+n <= winPos+int64(len(win)) {
+				return win[off : off+int(n)], h, nil
+			}
+			if n > int64(cap(*buf)) {
+				// Larger than the window: read it alone.
+				if int64(cap(big)) < n {
+					big = make([]byte, n)
+				}
+				b := big[:n]
+				if _, err := s.log.ReadAt(b, pos); err != nil {
+					return nil, h, err
+				}
+				return b, h, nil
+			}
+			// Straddles the window's end: slide the window to it.
+			m, err := s.log.ReadAt((*buf)[:min(int64(cap(*buf)), fileSize-pos)], pos)
+			if int64(m) < n {
+				if err == nil || errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return nil, h, err
+			}
+			win, winPos = (*buf)[:m], pos
+			return win[:n], h, nil
+		}()
 		if herr == nil && h.BaseOffset < next {
 			herr = fmt.Errorf("offset %d goes backwards (expected >= %d)", h.BaseOffset, next)
 		}
@@ -459,14 +516,7 @@ func (s *segment) rebuild(interval int, buf *[]byte) (cut int64, badPos int64, e
 			herr = fmt.Errorf("offset %d does not fit segment %d", h.LastOffset(), s.base)
 		}
 		if herr == nil {
-			n := int(h.Size())
-			if cap(*buf) < n {
-				*buf = make([]byte, n)
-			}
-			b := (*buf)[:n]
-			if _, rerr := s.log.ReadAt(b, pos); rerr != nil {
-				herr = rerr
-			} else if _, verr := batch.CheckStored(b); verr != nil {
+			if _, verr := batch.CheckStored(b); verr != nil {
 				// Not Validate: compacted batches have offset-delta gaps
 				// or no records at all, and stored timestamps are the
 				// leader's business, not recovery's.
@@ -490,6 +540,12 @@ func (s *segment) rebuild(interval int, buf *[]byte) (cut int64, badPos int64, e
 	s.next.Store(next)
 	return fileSize - pos, badPos, nil
 }
+
+// recoveryReadBuf is the window rebuild reads the log through. 1 MiB: one
+// read covers thousands of small batches, and a recovery thread holds one.
+const recoveryReadBuf = 1 << 20
+
+var recoveryBufPool = sync.Pool{New: func() any { b := make([]byte, recoveryReadBuf); return &b }}
 
 // cutTail truncates the log file to the published size after rebuild.
 func (s *segment) cutTail() error {
