@@ -46,6 +46,10 @@ type LogOptions struct {
 	// writes its checkpoints).
 	OnTruncate func()
 
+	// files, if set, bounds the open files of the log's sealed segments
+	// together with the other logs sharing it (the Manager's).
+	files *fileCache
+
 	// OnRoll is called after a roll moved the recovery point past the
 	// sealed segment, with the log's lock held: it must not block or call
 	// into the log (the Manager wakes its checkpoint writer).
@@ -96,6 +100,7 @@ type Log struct {
 	onFailure  func(error)
 	onTruncate func()
 	onRoll     func()
+	files      *fileCache // open files of sealed segments; nil: all stay open
 
 	cfg  atomic.Pointer[Config]
 	segs atomic.Pointer[[]*segment] // copy-on-write, oldest first; never empty while open
@@ -471,6 +476,7 @@ func (l *Log) rollLocked(newBase int64) error {
 	old := l.segments()
 	list := append(append(make([]*segment, 0, len(old)+1), old...), ns)
 	l.segs.Store(&list)
+	l.cacheSealed(act)
 	if end > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(end)
 	}
@@ -566,7 +572,7 @@ func (l *Log) Close() error {
 	l.closed.Store(true)
 	l.drainDeletions()
 	for _, s := range l.segments() {
-		s.release()
+		s.drop()
 	}
 	return err
 }
@@ -587,7 +593,7 @@ func (l *Log) Delete() error {
 // renamed to .deleted after delay; open read views keep it alive longer.
 func (l *Log) scheduleDeleteLocked(s *segment, delay time.Duration) {
 	if delay <= 0 {
-		s.release()
+		s.drop()
 		return
 	}
 	l.delMu.Lock()
@@ -601,7 +607,7 @@ func (l *Log) scheduleDeleteLocked(s *segment, delay time.Duration) {
 		delete(l.pending, s)
 		l.delMu.Unlock()
 		if ok {
-			s.release()
+			s.drop()
 		}
 	})
 }
@@ -614,7 +620,7 @@ func (l *Log) drainDeletions() {
 	l.delMu.Unlock()
 	for s, t := range p {
 		t.Stop()
-		s.release()
+		s.drop()
 	}
 }
 

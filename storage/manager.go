@@ -36,6 +36,12 @@ type ManagerOptions struct {
 	CleanerDedupeBufferSize    int64         // log.cleaner.dedupe.buffer.size (128 MiB, shared by the threads)
 	CleanerBackoff             time.Duration // log.cleaner.backoff.ms (15 s)
 
+	// MaxOpenSealedSegments caps how many sealed segments of all the
+	// directory's logs keep their files (three descriptors each) open;
+	// the least recently used others are closed and reopened on demand
+	// (filecache.go). 0: no cap, every segment's files stay open.
+	MaxOpenSealedSegments int
+
 	// ProducerSnapshot, if set, gives each log its snapshot function.
 	ProducerSnapshot func(topic string, partition int32) func(int64) ([]byte, error)
 	// TopicConfig, if set, gives the config of a topic found at load time
@@ -61,6 +67,7 @@ type Manager struct {
 	failOnce sync.Once
 	failed   chan error // closed-over by Failed; receives the first failure
 
+	files   *fileCache    // nil without MaxOpenSealedSegments
 	cpMu    sync.Mutex    // serializes checkpoint writes
 	cpKick  chan struct{} // a roll moved a recovery point: checkpoint soon (cap 1, coalescing)
 	cleaner *cleanerManager
@@ -110,6 +117,9 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	m := &Manager{
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
 		failed: make(chan error, 1), stop: make(chan struct{}), cpKick: make(chan struct{}, 1),
+	}
+	if o.MaxOpenSealedSegments > 0 {
+		m.files = newFileCache(o.MaxOpenSealedSegments)
 	}
 	if err := mkdirAllDurable(o.FS, o.Dir); err != nil {
 		return nil, err
@@ -244,11 +254,21 @@ func (m *Manager) logOptions(tp checkpoint.TopicPartition, cfg Config, rp, lso i
 		// crash rescans only the active segment rather than everything
 		// since the last timed checkpoint (Kafka checkpoints at roll too).
 		OnRoll: m.kickCheckpoint,
+		files:  m.files,
 	}
 	if m.opts.ProducerSnapshot != nil {
 		o.ProducerSnapshot = m.opts.ProducerSnapshot(tp.Topic, tp.Partition)
 	}
 	return o
+}
+
+// OpenSealedSegments returns how many sealed segments have their files
+// open (-1 without MaxOpenSealedSegments: all of them).
+func (m *Manager) OpenSealedSegments() int {
+	if m.files == nil {
+		return -1
+	}
+	return m.files.len()
 }
 
 // kickCheckpoint asks the checkpoint loop for a checkpoint without waiting.

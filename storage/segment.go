@@ -59,6 +59,15 @@ type segment struct {
 
 	refs    atomic.Int64 // 1 (the log's) + open read views; files closed at 0
 	deleted atomic.Bool  // files renamed to .deleted: unlink them when closed
+
+	// Sealed segments' files may be closed while the segment lives and
+	// reopened on demand (filecache.go). The active segment's never are.
+	fmu     sync.Mutex                // serializes opening and closing log, oi and ti
+	open    atomic.Bool               // log, oi and ti are open
+	users   atomic.Int64              // pins: uses of the files now (readers, reactivation)
+	inCache atomic.Bool               // a member of cache (set under cache.mu)
+	lastUse atomic.Int64              // cache.clock at the last pin
+	cache   atomic.Pointer[fileCache] // set by fileCache.add before inCache
 }
 
 func (s *segment) logPath() string {
@@ -88,6 +97,7 @@ func createSegment(fs vfs.FS, dir string, base int64, cfg Config) (*segment, err
 	}
 	s.next.Store(base)
 	s.refs.Store(1)
+	s.open.Store(true)
 	return s, nil
 }
 
@@ -118,21 +128,30 @@ func openSegmentFiles(fs vfs.FS, dir string, base int64, oiMax, tiMax int) (*seg
 	s.size.Store(st.Size())
 	s.next.Store(base)
 	s.refs.Store(1)
+	s.open.Store(true)
 	return s, nil
 }
 
 func (s *segment) openIndexes(oiMax, tiMax int) error {
-	oi, err := index.OpenOffsetIndex(s.fs, s.indexPath(), s.base, oiMax)
+	oi, ti, err := openIndexFiles(s.fs, s.indexPath(), s.timeIndexPath(), s.base, oiMax, tiMax)
 	if err != nil {
-		return fmt.Errorf("storage: open offset index: %w", err)
-	}
-	ti, err := index.OpenTimeIndex(s.fs, s.timeIndexPath(), s.base, tiMax)
-	if err != nil {
-		oi.Close()
-		return fmt.Errorf("storage: open time index: %w", err)
+		return err
 	}
 	s.oi, s.ti = oi, ti
 	return nil
+}
+
+func openIndexFiles(fs vfs.FS, oiPath, tiPath string, base int64, oiMax, tiMax int) (*index.OffsetIndex, *index.TimeIndex, error) {
+	oi, err := index.OpenOffsetIndex(fs, oiPath, base, oiMax)
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage: open offset index: %w", err)
+	}
+	ti, err := index.OpenTimeIndex(fs, tiPath, base, tiMax)
+	if err != nil {
+		oi.Close()
+		return nil, nil, fmt.Errorf("storage: open time index: %w", err)
+	}
+	return oi, ti, nil
 }
 
 // recreateIndexes replaces both index files with empty ones of the given
@@ -150,22 +169,41 @@ func (s *segment) recreateIndexes(maxBytes int) error {
 	return s.openIndexes(maxBytes, maxBytes)
 }
 
-// acquire takes a reader reference; false if the segment is already closed.
-func (s *segment) acquire() bool {
+// errSegmentClosed is what acquire returns for a segment closed for good
+// (deleted, or its log closed) between a reader's load of the list and
+// its acquire.
+var errSegmentClosed = errors.New("storage: segment closed")
+
+// acquire takes a reader reference and pins the files open (reopening
+// them if the file cache closed them: the error is then the open's);
+// errSegmentClosed if the segment is already closed for good. Each
+// successful acquire is paired with a release.
+func (s *segment) acquire() error {
 	for {
 		r := s.refs.Load()
 		if r <= 0 {
-			return false
+			return errSegmentClosed
 		}
 		if s.refs.CompareAndSwap(r, r+1) {
-			return true
+			break
 		}
 	}
+	if err := s.pin(); err != nil {
+		s.drop()
+		return err
+	}
+	return nil
 }
 
-// release drops a reference; the last one closes the files and, for a
-// deleted segment, unlinks them.
+// release ends a reader's acquire.
 func (s *segment) release() {
+	s.unpin()
+	s.drop()
+}
+
+// drop drops a reference (the log's own, or a reader's through release);
+// the last one closes the files and, for a deleted segment, unlinks them.
+func (s *segment) drop() {
 	if s.refs.Add(-1) != 0 {
 		return
 	}
@@ -177,9 +215,24 @@ func (s *segment) release() {
 	}
 }
 
-// closeFiles closes whatever is open (recovery may fail half-way through
-// reopening an index, leaving it nil).
+// closeFiles closes the segment's files for good, if open, and takes it
+// out of the file cache.
 func (s *segment) closeFiles() error {
+	if c := s.cache.Load(); c != nil && s.inCache.Load() {
+		c.remove(s)
+	}
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if !s.open.Load() {
+		return nil
+	}
+	s.open.Store(false)
+	return s.closeFilesLocked()
+}
+
+// closeFilesLocked closes whatever is open (recovery may fail half-way
+// through reopening an index, leaving it nil). fmu held.
+func (s *segment) closeFilesLocked() error {
 	var err error
 	if s.oi != nil {
 		err = s.oi.Close()
@@ -191,8 +244,10 @@ func (s *segment) closeFiles() error {
 		}
 		s.ti = nil
 	}
-	if e := s.log.Close(); err == nil {
-		err = e
+	if s.log != nil {
+		if e := s.log.Close(); err == nil {
+			err = e
+		}
 	}
 	return err
 }
