@@ -45,6 +45,13 @@ func startProc(t *testing.T, dataDir string, incarnation int) *proc {
 // are more --set name=value settings.
 func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, extra ...string) *proc {
 	t.Helper()
+	return startProcWith(t, dataDir, incarnation, addr, 0, extra...)
+}
+
+// startProcWith is startProcOn with the open-file limit (soft and hard)
+// set to nofile first when it is not 0, through sh's ulimit.
+func startProcWith(t *testing.T, dataDir string, incarnation int, addr string, nofile int, extra ...string) *proc {
+	t.Helper()
 	logs := t.TempDir()
 	p := &proc{
 		out:  filepath.Join(logs, fmt.Sprintf("stdout-%d", incarnation)),
@@ -68,6 +75,11 @@ func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, ext
 		"--set", "log.dirs="+dataDir)
 	for _, kv := range extra {
 		p.cmd.Args = append(p.cmd.Args, "--set", kv)
+	}
+	if nofile > 0 {
+		// sh -c script binary serve ...: the script's $0 is the binary.
+		args := append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile)}, p.cmd.Args...)
+		p.cmd = exec.Command("/bin/sh", args...)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
