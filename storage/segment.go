@@ -106,6 +106,15 @@ func createSegment(fs vfs.FS, dir string, base int64, cfg Config) (*segment, err
 // for sealed segments). It computes nothing: recovery decides whether the
 // indexes are trusted or rebuilt.
 func openSegmentFiles(fs vfs.FS, dir string, base int64, oiMax, tiMax int) (*segment, error) {
+	return openSegmentFilesFor(fs, dir, base, oiMax, tiMax, false)
+}
+
+// openSegmentFilesFor is openSegmentFiles; with rescan (the segment is
+// about to be rebuilt), its indexes' entries are counted only in the slots
+// a log of its size can fill (one entry per batch at most, and a batch is
+// at least a header): a crash leaves the active segment's indexes at their
+// preallocated size, and counting them whole reads megabytes of zeros.
+func openSegmentFilesFor(fs vfs.FS, dir string, base int64, oiMax, tiMax int, rescan bool) (*segment, error) {
 	s := &segment{fs: fs, dir: dir, base: base, maxTS: -1, maxTSOff: base, firstAppendMs: -1}
 	var err error
 	if s.log, err = fs.OpenReadWrite(s.logPath()); err != nil {
@@ -121,10 +130,16 @@ func openSegmentFiles(fs vfs.FS, dir string, base int64, oiMax, tiMax int) (*seg
 			s.missingIndex = true
 		}
 	}
-	if err := s.openIndexes(oiMax, tiMax); err != nil {
+	maxEntries := 0
+	if rescan {
+		maxEntries = int(min(st.Size()/batch.HeaderSize+2, 1<<30))
+	}
+	oi, ti, err := openIndexFilesAtMost(fs, s.indexPath(), s.timeIndexPath(), base, oiMax, tiMax, maxEntries)
+	if err != nil {
 		s.log.Close()
 		return nil, err
 	}
+	s.oi, s.ti = oi, ti
 	s.size.Store(st.Size())
 	s.next.Store(base)
 	s.refs.Store(1)
@@ -142,11 +157,17 @@ func (s *segment) openIndexes(oiMax, tiMax int) error {
 }
 
 func openIndexFiles(fs vfs.FS, oiPath, tiPath string, base int64, oiMax, tiMax int) (*index.OffsetIndex, *index.TimeIndex, error) {
-	oi, err := index.OpenOffsetIndex(fs, oiPath, base, oiMax)
+	return openIndexFilesAtMost(fs, oiPath, tiPath, base, oiMax, tiMax, 0)
+}
+
+// openIndexFilesAtMost opens both indexes, counting entries only in the
+// first maxEntries slots (0: all).
+func openIndexFilesAtMost(fs vfs.FS, oiPath, tiPath string, base int64, oiMax, tiMax, maxEntries int) (*index.OffsetIndex, *index.TimeIndex, error) {
+	oi, err := index.OpenOffsetIndexAtMost(fs, oiPath, base, oiMax, maxEntries)
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage: open offset index: %w", err)
 	}
-	ti, err := index.OpenTimeIndex(fs, tiPath, base, tiMax)
+	ti, err := index.OpenTimeIndexAtMost(fs, tiPath, base, tiMax, maxEntries)
 	if err != nil {
 		oi.Close()
 		return nil, nil, fmt.Errorf("storage: open time index: %w", err)
