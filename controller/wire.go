@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/errcode"
 	"github.com/strata-io/strata/internal/netbuf"
 )
 
@@ -253,7 +253,7 @@ func toWireErr(err error) *wireErr {
 	if errors.As(err, &nc) {
 		return &wireErr{Code: kerr.NotController.Code, Msg: err.Error(), LeaderID: nc.LeaderID, LeaderAddr: nc.LeaderAddr}
 	}
-	return &wireErr{Code: metadata.ErrorCode(err), Msg: err.Error(), Stopped: errors.Is(err, ErrStopped)}
+	return &wireErr{Code: errcode.Code(err), Msg: err.Error(), Stopped: errors.Is(err, ErrStopped)}
 }
 
 func fromWireErr(w *wireErr) error {
