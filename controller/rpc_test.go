@@ -2,11 +2,8 @@ package controller
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"reflect"
 	"sync"
@@ -14,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -47,6 +43,33 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("method numbers changed:\n got %v\nwant %v", got, want)
+	}
+	// Every Service method but Watch (a stream) is one entry of the table,
+	// under its number.
+	if n := reflect.TypeFor[Service]().NumMethod() - 1; len(rpcsByMethod) != n {
+		t.Fatalf("%d rpc table entries for %d Service methods besides Watch", len(rpcsByMethod), n)
+	}
+	for name, m := range want {
+		if _, ok := rpcsByMethod[m]; ok == (name == "Watch") {
+			t.Errorf("%s (method %d): in the rpc table %v", name, m, ok)
+		}
+	}
+}
+
+func TestRPCRegisterRefusesATakenNumber(t *testing.T) {
+	before := len(rpcsByMethod)
+	for _, m := range []byte{0, methodCreateTopics, methodWatch} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("method %d registered", m)
+				}
+			}()
+			register(&rpc[struct{}, struct{}, struct{}]{method: m, name: "Dup"})
+		}()
+	}
+	if len(rpcsByMethod) != before {
+		t.Fatalf("a refused entry changed the table: %d entries", len(rpcsByMethod))
 	}
 }
 
@@ -286,9 +309,8 @@ func TestRPCWatchGoldenEncoding(t *testing.T) {
 	r := newRPCRecorder(t)
 	cl := NewClient(ClientOptions{Addrs: []string{r.ln.Addr().String()}})
 	defer cl.Close()
-	rec := metadata.Encode(&metadata.TopicRecord{Name: "t", TopicID: goldenID})
-	recJSON, _ := json.Marshal(rec)
-	r.expect(kindDelta, fmt.Sprintf(`{"offset":5,"records":[%s]}`, recJSON))
+	// One TopicRecord as metadata.Encode writes it, base64 in JSON.
+	r.expect(kindDelta, `{"offset":5,"records":["BAABdGunuBCdrRHRgLQAwE/UMMg="]}`)
 	w, err := cl.Watch(ctx(t), 5)
 	if err != nil {
 		t.Fatal(err)
@@ -339,45 +361,8 @@ func TestRPCServerGoldenAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kind != kindResponse || !bytes.Equal(payload, []byte(c.want)) {
+		if kind != kindResponse || string(payload) != c.want {
 			t.Errorf("method %d %s: answered kind %d\n%s\nwant\n%s", c.method, c.body, kind, payload, c.want)
-		}
-	}
-}
-
-// TestWireErrorCodes pins the code every error a controller answers with
-// is sent as, and what the Client makes of it.
-func TestWireErrorCodes(t *testing.T) {
-	for _, c := range []struct {
-		err     error
-		code    int16
-		stopped bool
-	}{
-		{kerr.TopicAlreadyExists, 36, false},
-		{fmt.Errorf("x: %w", kerr.InvalidReplicationFactor), 38, false},
-		{&NotControllerError{LeaderID: -1}, 41, false},
-		{fmt.Errorf("controller: proposal: %w (%w)", kerr.RequestTimedOut, context.DeadlineExceeded), 7, false},
-		{context.DeadlineExceeded, -1, false},
-		{context.Canceled, -1, false},
-		{ErrStopped, -1, true},
-		{fmt.Errorf("x: %w", ErrStopped), -1, true},
-		{ErrProtocol, -1, false},
-		{ErrNotLeader, -1, false},
-		{&RemoteError{Code: 87, Msg: "remote"}, 87, false},
-		{errors.New("plain"), -1, false},
-	} {
-		w := toWireErr(c.err)
-		if w.Code != c.code || w.Stopped != c.stopped || w.Msg != c.err.Error() {
-			t.Errorf("%v: on the wire %+v, want code %d stopped %v", c.err, w, c.code, c.stopped)
-		}
-		back := fromWireErr(w)
-		var ke *kerr.Error
-		if c.stopped {
-			if !errors.Is(back, ErrStopped) {
-				t.Errorf("%v: came back as %v", c.err, back)
-			}
-		} else if !errors.As(back, &ke) || ke.Code != c.code {
-			t.Errorf("%v: came back as %v (%v)", c.err, back, ke)
 		}
 	}
 }

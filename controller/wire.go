@@ -125,21 +125,11 @@ func decodeRaftHello(b []byte) (raftHello, error) {
 	return h, nil
 }
 
-// Request flags.
+// Request flags: flagForwarded marks a request a follower forwarded to
+// its leader (see [Controller.route]); it is never forwarded again.
 const flagForwarded byte = 1
 
-// Methods of kindRequest.
-const (
-	methodRegisterBroker byte = iota + 1
-	methodBrokerHeartbeat
-	methodCreateTopics
-	methodDeleteTopics
-	methodCreatePartitions
-	methodAlterConfigs
-	methodAlterPartition
-	methodCommitRemoteSegment
-	methodWatch
-)
+// Method numbers of kindRequest are in rpc.go, beside the table of RPCs.
 
 func writeFrame(w *bufio.Writer, kind byte, payload ...[]byte) error {
 	n := 1
