@@ -94,11 +94,7 @@ func newRPCRecorder(t *testing.T) *rpcRecorder {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
+		for conn, err := ln.Accept(); err == nil; conn, err = ln.Accept() {
 			r.wg.Add(1)
 			go r.serve(conn)
 		}

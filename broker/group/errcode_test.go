@@ -9,39 +9,37 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
+// groupErrorCodes is what ErrorCode (every error of this package) and
+// storeErrorCode (a failed Persister write, as Kafka's storeGroup) answer.
+var groupErrorCodes = []struct {
+	err         error
+	code, store int16
+}{
+	{nil, 0, kerr.CoordinatorNotAvailable.Code},
+	{codeErr("g", kerr.IllegalGeneration.Code), kerr.IllegalGeneration.Code, kerr.IllegalGeneration.Code},
+	{kerr.FencedInstanceID, kerr.FencedInstanceID.Code, kerr.FencedInstanceID.Code},
+	{fmt.Errorf("x: %w", kerr.RebalanceInProgress), kerr.RebalanceInProgress.Code, kerr.RebalanceInProgress.Code},
+	{context.DeadlineExceeded, kerr.UnknownServerError.Code, kerr.CoordinatorNotAvailable.Code},
+	{errors.New("disk gone"), kerr.UnknownServerError.Code, kerr.CoordinatorNotAvailable.Code},
+	{kerr.UnknownServerError, kerr.UnknownServerError.Code, kerr.UnknownServerError.Code},
+	{kerr.UnknownTopicOrPartition, kerr.UnknownTopicOrPartition.Code, kerr.CoordinatorNotAvailable.Code},
+	{kerr.NotEnoughReplicas, kerr.NotEnoughReplicas.Code, kerr.CoordinatorNotAvailable.Code},
+	{kerr.NotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend.Code, kerr.CoordinatorNotAvailable.Code},
+	{kerr.RequestTimedOut, kerr.RequestTimedOut.Code, kerr.CoordinatorNotAvailable.Code},
+	{kerr.NotLeaderForPartition, kerr.NotLeaderForPartition.Code, kerr.NotCoordinator.Code},
+	{kerr.KafkaStorageError, kerr.KafkaStorageError.Code, kerr.NotCoordinator.Code},
+	{kerr.MessageTooLarge, kerr.MessageTooLarge.Code, kerr.UnknownServerError.Code},
+	{kerr.RecordListTooLarge, kerr.RecordListTooLarge.Code, kerr.UnknownServerError.Code},
+	{kerr.InvalidFetchSize, kerr.InvalidFetchSize.Code, kerr.UnknownServerError.Code},
+	{kerr.NotCoordinator, kerr.NotCoordinator.Code, kerr.NotCoordinator.Code},
+}
+
 // TestErrorCodesOfEveryGroupPath pins the Kafka code each error is
-// answered with by ErrorCode (every error of this package) and by
-// storeErrorCode (a failed Persister write, as Kafka's storeGroup).
+// answered with on both paths (groupErrorCodes).
 func TestErrorCodesOfEveryGroupPath(t *testing.T) {
-	cases := []struct {
-		name        string
-		err         error
-		code, store int16
-	}{
-		{"nil", nil, 0, kerr.CoordinatorNotAvailable.Code},
-		{"codeErr", codeErr("g", kerr.IllegalGeneration.Code), kerr.IllegalGeneration.Code, kerr.IllegalGeneration.Code},
-		{"kerr", kerr.FencedInstanceID, kerr.FencedInstanceID.Code, kerr.FencedInstanceID.Code},
-		{"wrapped kerr", fmt.Errorf("x: %w", kerr.RebalanceInProgress), kerr.RebalanceInProgress.Code, kerr.RebalanceInProgress.Code},
-		{"deadline", context.DeadlineExceeded, kerr.UnknownServerError.Code, kerr.CoordinatorNotAvailable.Code},
-		{"plain", errors.New("disk gone"), kerr.UnknownServerError.Code, kerr.CoordinatorNotAvailable.Code},
-		{"unknown server error", kerr.UnknownServerError, kerr.UnknownServerError.Code, kerr.UnknownServerError.Code},
-		{"unknown topic", kerr.UnknownTopicOrPartition, kerr.UnknownTopicOrPartition.Code, kerr.CoordinatorNotAvailable.Code},
-		{"not enough replicas", kerr.NotEnoughReplicas, kerr.NotEnoughReplicas.Code, kerr.CoordinatorNotAvailable.Code},
-		{"not enough after append", kerr.NotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend.Code, kerr.CoordinatorNotAvailable.Code},
-		{"timed out", kerr.RequestTimedOut, kerr.RequestTimedOut.Code, kerr.CoordinatorNotAvailable.Code},
-		{"not leader", kerr.NotLeaderForPartition, kerr.NotLeaderForPartition.Code, kerr.NotCoordinator.Code},
-		{"storage error", kerr.KafkaStorageError, kerr.KafkaStorageError.Code, kerr.NotCoordinator.Code},
-		{"message too large", kerr.MessageTooLarge, kerr.MessageTooLarge.Code, kerr.UnknownServerError.Code},
-		{"record list too large", kerr.RecordListTooLarge, kerr.RecordListTooLarge.Code, kerr.UnknownServerError.Code},
-		{"invalid fetch size", kerr.InvalidFetchSize, kerr.InvalidFetchSize.Code, kerr.UnknownServerError.Code},
-		{"not coordinator", kerr.NotCoordinator, kerr.NotCoordinator.Code, kerr.NotCoordinator.Code},
-	}
-	for _, c := range cases {
-		if got := ErrorCode(c.err); got != c.code {
-			t.Errorf("%s: ErrorCode = %d, want %d", c.name, got, c.code)
-		}
-		if got := storeErrorCode(c.err); got != c.store {
-			t.Errorf("%s: storeErrorCode = %d, want %d", c.name, got, c.store)
+	for _, c := range groupErrorCodes {
+		if code, store := ErrorCode(c.err), storeErrorCode(c.err); code != c.code || store != c.store {
+			t.Errorf("%v: ErrorCode %d storeErrorCode %d, want %d %d", c.err, code, store, c.code, c.store)
 		}
 	}
 }
