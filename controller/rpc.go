@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/google/uuid"
 
@@ -99,6 +100,9 @@ func register[Req, Res, W any](r *rpc[Req, Res, W]) *rpc[Req, Res, W] {
 	}
 	if (r.toWire == nil) != (r.fromWire == nil) {
 		panic(fmt.Sprintf("controller: rpc %s: toWire and fromWire go together", r.name))
+	}
+	if r.toWire == nil && reflect.TypeFor[W]() != reflect.TypeFor[Res]() {
+		panic(fmt.Sprintf("controller: rpc %s: a result sent as another type needs toWire and fromWire", r.name))
 	}
 	rpcsByMethod[r.method] = r
 	return r

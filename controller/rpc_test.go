@@ -68,6 +68,14 @@ func TestRPCRegisterRefusesATakenNumber(t *testing.T) {
 			register(&rpc[struct{}, struct{}, struct{}]{method: m, name: "Dup"})
 		}()
 	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("a result sent as another type registered without conversions")
+			}
+		}()
+		register(&rpc[struct{}, int, string]{method: 250, name: "NoConversion"})
+	}()
 	if len(rpcsByMethod) != before {
 		t.Fatalf("a refused entry changed the table: %d entries", len(rpcsByMethod))
 	}
@@ -330,6 +338,11 @@ func TestRPCWatchGoldenEncoding(t *testing.T) {
 func TestRPCServerGoldenAnswers(t *testing.T) {
 	c := newCtrlCluster(t, clusterOpts{n: 1})
 	ctl := c.leader()
+	registerBrokers(t, ctl, 1, 0)
+	res, err := ctl.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "t", NumPartitions: 2, ReplicationFactor: 1, TopicID: goldenID}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
 	conn, err := net.Dial("tcp", ctl.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -346,6 +359,25 @@ func TestRPCServerGoldenAnswers(t *testing.T) {
 		{4, flagForwarded, `{"names":[]}`, `{"body":[]}`},
 		{200, 0, `{}`, `{"err":{"code":-1,"msg":"controller: protocol error: unknown method 200"}}`},
 		{1, 0, `{`, `{"err":{"code":-1,"msg":"controller: protocol error: unexpected end of JSON input"}}`},
+		{2, 0, `{"BrokerID":999,"BrokerEpoch":1}`,
+			`{"err":{"code":102,"msg":"BROKER_ID_NOT_REGISTERED: The given broker ID was not registered.: broker 999"}}`},
+		{3, 0, `{"Topics":[{"Name":"","NumPartitions":1,"ReplicationFactor":1}],"ValidateOnly":true}`,
+			`{"body":[{"name":"","topic_id":"00000000-0000-0000-0000-000000000000","err":{"code":17,"msg":"INVALID_TOPIC_EXCEPTION: The request attempted to perform an operation on an invalid topic.: illegal topic name \"\""},"num_partitions":0,"replication_factor":0}]}`},
+		{5, 0, `{"Topics":[{"Name":"nope","Count":2}]}`,
+			`{"body":[{"name":"nope","err":{"code":3,"msg":"UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition.: topic \"nope\""}}]}`},
+		{6, 0, `{"Resources":[{"Type":2,"Name":"nope","Configs":[{"Name":"retention.ms","Value":"1"}]}]}`,
+			`{"body":[{"type":2,"name":"nope","err":{"code":3,"msg":"UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition.: topic \"nope\""}}]}`},
+		{7, 0, `{"BrokerID":999,"BrokerEpoch":1,"TopicID":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}`,
+			`{"body":{"err":{"code":77,"msg":"STALE_BROKER_EPOCH: Broker epoch has changed: broker 999 epoch 1"},"leader":-1,"leader_epoch":0,"partition_epoch":0,"isr":null}}`},
+		{8, 0, `{"SegmentID":"f47ac10b-58cc-4372-a567-0e02b2c3d479","TopicID":"00000000-0000-0000-0000-0000000000ff","State":0}`,
+			`{"err":{"code":100,"msg":"UNKNOWN_TOPIC_ID: This server does not host this topic ID.: 00000000-0000-0000-0000-0000000000ff"}}`},
+		{8, 0, `{"SegmentID":"f47ac10b-58cc-4372-a567-0e02b2c3d479","TopicID":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","Partition":1,"BaseOffset":0,"EndOffset":9,"SizeBytes":10,"State":0,"BrokerID":101}`,
+
+			`{"body":{}}`},
+		{5, 0, `{"Topics":[{"Name":"t","Count":1}]}`,
+			`{"body":[{"name":"t","err":{"code":37,"msg":"INVALID_PARTITIONS: Number of partitions is below 1.: topic \"t\" has 2 partitions, asked for 1"}}]}`},
+		{6, 0, `{"Resources":[{"Type":2,"Name":"t","Configs":[{"Name":"retention.ms","Value":"1000"}]}],"Incremental":true}`,
+			`{"body":[{"type":2,"name":"t"}]}`},
 	} {
 		if err := writeFrame(bw, kindRequest, []byte{c.method, c.flags}, []byte(c.body)); err != nil {
 			t.Fatal(err)
