@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/strata-io/strata/broker"
 	"io"
 	"net/http"
 	"net/url"
@@ -247,29 +248,9 @@ func adminCall(ctx context.Context, method, u string) ([]byte, error) {
 	return body, nil
 }
 
-// tierStatusRow is one row of /v1/tier/status (broker.TierStatusRow).
-type tierStatusRow struct {
-	Topic             string `json:"topic"`
-	TopicID           string `json:"topic_id"`
-	Partition         int32  `json:"partition"`
-	LogStart          int64  `json:"log_start"`
-	LocalStart        int64  `json:"local_start"`
-	LogEnd            int64  `json:"log_end"`
-	RemoteStart       int64  `json:"remote_start"`
-	RemoteEnd         int64  `json:"remote_end"`
-	LocalBytes        int64  `json:"local_bytes"`
-	RemoteBytes       int64  `json:"remote_bytes"`
-	RemoteSegments    int    `json:"remote_segments"`
-	UploadLagBytes    int64  `json:"upload_lag_bytes"`
-	UploadLagSegments int    `json:"upload_lag_segments"`
-	MissingSegments   []struct {
-		SegmentID  string `json:"segment_id"`
-		BaseOffset int64  `json:"base_offset"`
-		EndOffset  int64  `json:"end_offset"`
-		Key        string `json:"key"`
-		Error      string `json:"error"`
-	} `json:"missing_segments"`
-}
+// tierStatusRow is one row of /v1/tier/status: the broker's own type, so
+// the client decodes exactly what the admin listener encodes.
+type tierStatusRow = broker.TierStatusRow
 
 func printTierStatus(bodies [][]byte, format string, stdout, stderr io.Writer) int {
 	var rows []tierStatusRow
