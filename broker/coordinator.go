@@ -7,7 +7,7 @@ package broker
 // state machine writes group metadata through), offsets retention, and the
 // consumer-lag metric.
 //
-// Partition lifecycle, driven by reconcile (node.go) through
+// Partition lifecycle, driven by reconcile (reconcile.go) through
 // offsetsPartitionChanged:
 //
 //	NotOwned --leader--> Loading --replayed to the HW--> Loaded

@@ -1,0 +1,348 @@
+package broker
+
+// The metadata follower and the reconcile loop: followMetadata applies the
+// controller's metadata log to this broker's view (applyDelta), and after
+// each delta reconcile makes the hosted partitions match it: logs opened
+// (partition.metadata checked or written, producer state loaded), leader
+// flags and epochs set, tiering and the group coordinator told, partitions
+// of deleted topics dropped. Logs the metadata does not account for are
+// set aside as stray, never deleted. Only the follower goroutine
+// reconciles; heartbeats report the last reconciled offset.
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/controller"
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage"
+)
+
+// metadataOffset is the offset heartbeats report: the last one whose
+// partitions are reconciled, so "caught up" (and so unfenced, and so
+// serving) implies every log the metadata promises is open.
+func (n *Node) metadataOffset() int64 {
+	n.metaMu.RLock()
+	defer n.metaMu.RUnlock()
+	return n.reconciled
+}
+
+// appliedOffset is the last metadata offset applied to the view.
+func (n *Node) appliedOffset() int64 {
+	n.metaMu.RLock()
+	defer n.metaMu.RUnlock()
+	return n.meta.Offset()
+}
+
+// followMetadata applies the controller's metadata log to this broker's
+// view and reconciles the partitions after each delta. After a broken
+// stream it watches again from the last applied offset + 1.
+func (n *Node) followMetadata() {
+	for n.ctx.Err() == nil {
+		w, err := n.svc.Watch(n.ctx, n.appliedOffset()+1)
+		if err != nil {
+			if n.ctx.Err() == nil {
+				n.logger.Warn("broker: watch metadata", "err", err)
+			}
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		for {
+			d, err := w.Next(n.ctx)
+			if err != nil {
+				if n.ctx.Err() == nil {
+					n.logger.Warn("broker: metadata stream ended", "err", err)
+				}
+				break
+			}
+			n.applyDelta(d)
+		}
+		w.Close()
+	}
+}
+
+func (n *Node) applyDelta(d controller.Delta) {
+	n.metaMu.Lock()
+	if d.Image != nil {
+		n.meta = d.Image
+	} else if d.Offset > n.meta.Offset() {
+		if err := n.meta.ApplyBatch(d.Offset, d.Records); err != nil {
+			n.logger.Debug("broker: metadata records refused (as by the controller)", "offset", d.Offset, "err", err)
+		}
+	}
+	n.metaMu.Unlock()
+	n.reconcile()
+	n.metaMu.Lock()
+	n.reconciled = n.meta.Offset()
+	close(n.metaNotify)
+	n.metaNotify = make(chan struct{})
+	n.metaMu.Unlock()
+}
+
+// wantedPartition is one partition of the metadata image as reconcile sees
+// it.
+type wantedPartition struct {
+	topic   string
+	id      uuid.UUID
+	index   int32
+	leader  bool
+	epoch   int32
+	configs map[string]string
+}
+
+// reconcile makes the hosted partitions match the metadata view: a log is
+// opened (and partition.metadata written) for every partition this broker
+// leads; leadership and epochs follow the image; partitions of deleted
+// topics are closed and their logs deleted. Only the follower goroutine
+// calls it.
+func (n *Node) reconcile() {
+	var want []wantedPartition
+	n.metaMu.RLock()
+	for _, t := range n.meta.Topics() {
+		cfgs := n.effectiveTopicConfigs(n.meta, t.Name) // dynamic broker configs, then the topic's own
+		for _, p := range n.meta.Partitions(t.ID) {
+			isReplica := false
+			for _, r := range p.Replicas {
+				isReplica = isReplica || r == n.cfg.NodeID
+			}
+			if !isReplica {
+				continue
+			}
+			want = append(want, wantedPartition{topic: t.Name, id: t.ID, index: p.Partition,
+				leader: p.Leader == n.cfg.NodeID, epoch: p.LeaderEpoch, configs: cfgs})
+		}
+	}
+	n.metaMu.RUnlock()
+
+	seen := map[tpKey]bool{}
+	for _, w := range want {
+		k := tpKey{w.topic, w.index}
+		seen[k] = true
+		n.metaMu.Lock()
+		prev, had := n.topicCfgs[w.topic]
+		changed := !had || !maps.Equal(prev, w.configs)
+		n.topicCfgs[w.topic] = w.configs
+		n.metaMu.Unlock()
+		scfg := topicStorageConfig(n.cfg.Storage, w.configs)
+		if changed && had {
+			n.store.UpdateConfig(w.topic, scfg)
+		}
+		n.partsMu.RLock()
+		p := n.parts[k]
+		n.partsMu.RUnlock()
+		if p != nil && p.topicID != w.id {
+			n.dropPartition(k, true) // the topic was deleted and re-created under the same name
+			p = nil
+		}
+		if p == nil {
+			var err error
+			if p, err = n.openPartition(w, scfg); err != nil {
+				n.logger.Error("broker: open partition", "topic", w.topic, "partition", w.index, "err", err)
+				continue
+			}
+		}
+		p.leaderEpoch.Store(w.epoch)
+		p.leader.Store(w.leader)
+		n.tier.track(p, w.leader, scfg.RemoteStorageEnable)
+		if w.topic == offsetsTopic {
+			n.groups.offsetsPartitionChanged(w.index, p)
+		}
+	}
+	n.partsMu.RLock()
+	var gone []tpKey
+	for k := range n.parts {
+		if !seen[k] {
+			gone = append(gone, k)
+		}
+	}
+	n.partsMu.RUnlock()
+	for _, k := range gone {
+		n.dropPartition(k, true)
+	}
+}
+
+func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition, error) {
+	l, err := n.store.GetOrCreate(w.topic, w.index, scfg)
+	if err != nil {
+		return nil, err
+	}
+	l.SetConfig(scfg)
+	id, ok, err := readPartitionMetadata(l.Dir())
+	if err != nil {
+		return nil, err
+	}
+	if ok && id != w.id {
+		// A log left from another topic of this name (deleted while this
+		// node was down, or lost with the metadata): set it aside, then
+		// start over.
+		n.markStray(l, fmt.Sprintf("the metadata names topic id %s", encodeTopicID(w.id)))
+		if _, ok := n.store.Get(w.topic, w.index); ok {
+			return nil, fmt.Errorf("broker: %s-%d: could not set aside the log of topic id %s", w.topic, w.index, id)
+		}
+		if l, err = n.store.GetOrCreate(w.topic, w.index, scfg); err != nil {
+			return nil, err
+		}
+		ok = false
+	}
+	if !ok {
+		if err := writePartitionMetadata(l.Dir(), w.id); err != nil {
+			return nil, err
+		}
+	}
+	p := newPartition(w.topic, w.id, w.index, l)
+	if res, err := p.loadProducerState(n.pcells.get(w.topic, w.index), time.Now().UnixMilli()); err != nil {
+		return nil, err
+	} else if res.SnapshotErr != nil {
+		n.logger.Warn("broker: producer snapshot unusable, replayed the log", "topic", w.topic, "partition", w.index, "err", res.SnapshotErr)
+	}
+	p.tm = n.metrics.topic(w.topic)
+	p.leaderEpoch.Store(w.epoch) // before publishing: never seen as a non-leader by mistake
+	p.leader.Store(w.leader)
+	n.partsMu.Lock()
+	n.parts[tpKey{w.topic, w.index}] = p
+	n.partsMu.Unlock()
+	return p, nil
+}
+
+// dropPartition stops hosting a partition; with deleteLog its log is
+// deleted (the topic is gone).
+func (n *Node) dropPartition(k tpKey, deleteLog bool) {
+	n.partsMu.Lock()
+	p := n.parts[k]
+	delete(n.parts, k)
+	n.partsMu.Unlock()
+	if p == nil {
+		return
+	}
+	n.metrics.releaseTopic(k.topic)
+	p.leader.Store(false)
+	n.tier.untrack(p)
+	if k.topic == offsetsTopic {
+		n.groups.offsetsPartitionChanged(k.partition, nil)
+	}
+	p.wake() // fetches waiting on it answer now
+	if deleteLog {
+		n.pcells.forget(k.topic, k.partition, p.prod)
+		if err := n.store.Delete(k.topic, k.partition); err != nil {
+			n.logger.Error("broker: delete log", "topic", k.topic, "partition", k.partition, "err", err)
+		}
+	}
+}
+
+// removeStrayLogs sets aside logs found on disk that the metadata does
+// not account for: no topic of that name, a partition index the topic
+// does not have, or a partition.metadata naming another topic id. Such a
+// log may be a topic deleted while this node was down, or the only copy
+// of data whose metadata was lost (an emptied metadata log): as Kafka
+// does, its directory is renamed <dir>.<uuid>-stray and kept for the
+// operator (`strata tier restore --all` brings back tiered topics), never
+// deleted. It runs once the metadata has caught up, and judges by the
+// metadata only (never by which partitions happen to be open), so a log
+// that failed to open is kept.
+func (n *Node) removeStrayLogs() {
+	for _, l := range n.store.Logs() {
+		if strings.HasPrefix(l.Topic(), "__cluster_metadata") {
+			continue
+		}
+		var stray bool
+		var topicID uuid.UUID
+		n.view(func(st *metadata.State) {
+			t, ok := st.TopicByName(l.Topic())
+			if !ok {
+				stray = true
+				return
+			}
+			_, ok = st.Partition(t.ID, l.Partition())
+			stray, topicID = !ok, t.ID
+		})
+		if !stray {
+			id, ok, err := readPartitionMetadata(l.Dir())
+			if err != nil || !ok || id == topicID {
+				continue
+			}
+		}
+		n.markStray(l, "the metadata has no such partition")
+	}
+}
+
+// markStray renames l's directory <dir>.<uuid>-stray (Kafka's stray
+// logs), logging a warning with what it held.
+func (n *Node) markStray(l *storage.Log, why string) {
+	topic, part := l.Topic(), l.Partition()
+	start, end := l.LogStartOffset(), l.LogEndOffset()
+	id, _, _ := readPartitionMetadata(l.Dir())
+	to, err := n.store.MarkStray(topic, part)
+	if err != nil {
+		n.logger.Error("broker: set aside stray log", "topic", topic, "partition", part, "dir", l.Dir(), "err", err)
+		return
+	}
+	n.logger.Warn("broker: stray log set aside, not deleted", "topic", topic, "partition", part, "topic_id", encodeTopicID(id),
+		"log_start", start, "log_end", end, "why", why, "dir", to)
+}
+
+// topicStorageConfig overlays a topic's configs (Kafka names, validated by
+// the controller) on the broker's defaults.
+func topicStorageConfig(base storage.Config, m map[string]string) storage.Config {
+	c := base
+	i64 := func(name string, dst *int64) {
+		if v, ok := m[name]; ok {
+			if x, err := strconv.ParseInt(v, 10, 64); err == nil {
+				*dst = x
+			}
+		}
+	}
+	i32 := func(name string, dst *int) {
+		var x int64 = int64(*dst)
+		i64(name, &x)
+		*dst = int(x)
+	}
+	i64(metadata.ConfigSegmentBytes, &c.SegmentBytes)
+	i64(metadata.ConfigSegmentMs, &c.SegmentMs)
+	i64(metadata.ConfigSegmentJitterMs, &c.SegmentJitterMs)
+	i32(metadata.ConfigSegmentIndexBytes, &c.SegmentIndexBytes)
+	i32(metadata.ConfigIndexIntervalBytes, &c.IndexIntervalBytes)
+	i32(metadata.ConfigMaxMessageBytes, &c.MaxMessageBytes)
+	i64(metadata.ConfigFlushMessages, &c.FlushMessages)
+	i64(metadata.ConfigFlushMs, &c.FlushMs)
+	i64(metadata.ConfigRetentionMs, &c.RetentionMs)
+	i64(metadata.ConfigRetentionBytes, &c.RetentionBytes)
+	i64(metadata.ConfigLocalRetentionMs, &c.LocalRetentionMs)
+	i64(metadata.ConfigLocalRetentionBytes, &c.LocalRetentionBytes)
+	i64(metadata.ConfigMessageTimestampBeforeMaxMs, &c.TimestampBeforeMaxMs)
+	i64(metadata.ConfigMessageTimestampAfterMaxMs, &c.TimestampAfterMaxMs)
+	i64(metadata.ConfigFileDeleteDelayMs, &c.FileDeleteDelayMs)
+	i64(metadata.ConfigDeleteRetentionMs, &c.DeleteRetentionMs)
+	i64(metadata.ConfigMinCompactionLagMs, &c.MinCompactionLagMs)
+	i64(metadata.ConfigMaxCompactionLagMs, &c.MaxCompactionLagMs)
+	if v, ok := m[metadata.ConfigMinCleanableDirtyRatio]; ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			c.MinCleanableDirtyRatio = f
+		}
+	}
+	if v, ok := m[metadata.ConfigRemoteStorageEnable]; ok {
+		c.RemoteStorageEnable = strings.EqualFold(v, "true")
+	}
+	if v, ok := m[metadata.ConfigMessageTimestampType]; ok {
+		c.TimestampType = batch.TimestampType(0)
+		if v == "LogAppendTime" {
+			c.TimestampType = batch.TimestampType(1)
+		}
+	}
+	if v, ok := m[metadata.ConfigPreallocate]; ok {
+		c.Preallocate = strings.EqualFold(v, "true")
+	}
+	if v, ok := m[metadata.ConfigCleanupPolicy]; ok {
+		c.CleanupPolicy = v
+	}
+	return c
+}

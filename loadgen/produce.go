@@ -1,0 +1,227 @@
+package loadgen
+
+// The producers of a run: kgo clients built from the workload, each
+// goroutine sending at its share of the open-loop rate (or as fast as the
+// fill allows), with publish latency recorded in each record's promise.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// producerOpts are the kgo options of a workload's producer client.
+func (r *runner) producerOpts() []kgo.Opt {
+	w := r.w
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(r.o.Brokers...),
+		kgo.ProducerLinger(dur(w.Linger)),
+		kgo.ProducerBatchMaxBytes(int32(size(w.BatchBytes))),
+		kgo.MaxBufferedRecords(max(w.Window, DefaultWindow)),
+		kgo.RecordDeliveryTimeout(2 * time.Minute),
+	}
+	switch w.Acks {
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	default:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	if !*w.Idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	c := map[string]kgo.CompressionCodec{
+		"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
+	}[w.Compression]
+	opts = append(opts, kgo.ProducerBatchCompression(c))
+	if w.MaxInFlight > 0 {
+		opts = append(opts, kgo.MaxProduceRequestsInflightPerBroker(w.MaxInFlight))
+	}
+	return opts
+}
+
+// producer is one producing goroutine and its client.
+type producer struct {
+	r      *runner
+	cl     *kgo.Client
+	sched  *Schedule
+	rate   float64 // this producer's share, records/s
+	sizes  *SizeSampler
+	keys   *KeyGen
+	rec    *Recorder
+	window chan struct{}    // rate 0: records in flight
+	free   chan *kgo.Record // records (and their value buffers) whose promise fired
+	fill   *atomic.Int64    // bytes left to write (nil: unbounded)
+	wg     sync.WaitGroup   // the loop
+	filler []byte           // payload bytes copied after the timestamp
+}
+
+// newProducers connects w.Producers producers sharing rate (records/s, 0:
+// unthrottled) and, if fill is set, stopping once it is spent; launch
+// starts them.
+func (r *runner) newProducers(rate float64, fill *atomic.Int64) ([]*producer, error) {
+	w := r.w
+	var ps []*producer
+	for i := range w.Producers {
+		cl, err := kgo.NewClient(r.producerOpts()...)
+		if err != nil {
+			for _, p := range ps {
+				p.cl.Close()
+			}
+			return nil, fmt.Errorf("loadgen: producer: %w", err)
+		}
+		seed := w.Seed
+		if seed == 0 {
+			seed = uint64(time.Now().UnixNano())
+		}
+		seed += uint64(i) * 0x9e3779b97f4a7c15
+		sizes, _ := NewSizeSampler(w.RecordSize, seed)
+		keys, _ := NewKeyGen(w.Keys, w.KeySpace, w.ZipfS, seed+1)
+		p := &producer{
+			r: r, cl: cl, sizes: sizes, keys: keys, rec: NewRecorder(), fill: fill,
+			rate: rate / float64(w.Producers),
+			free: make(chan *kgo.Record, max(w.Window, DefaultWindow)+64),
+		}
+		// Incompressible-ish payload so compression codecs do real work:
+		// a fixed pseudo-random pattern, not zeros.
+		p.filler = make([]byte, sizes.Max())
+		for j := range p.filler {
+			p.filler[j] = byte(keys.rng.Uint32())
+		}
+		if rate == 0 {
+			p.window = make(chan struct{}, w.Window)
+		}
+		r.recMu.Lock()
+		r.pubRecs = append(r.pubRecs, p.rec)
+		r.recMu.Unlock()
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// launch starts the producers' loops, their schedules starting at start
+// and their measured phase at measureFrom; they run until stop ends, the
+// fill is spent, or (end not zero) every slot before end has been sent.
+func (r *runner) launch(ps []*producer, stop context.Context, start, end time.Time) {
+	for _, p := range ps {
+		p.sched = NewScheduleAt(r.clock, start, p.rate)
+		p.rec.Measure(time.Unix(0, r.measureFrom.Load()))
+		p.wg.Add(1)
+		go p.loop(stop, end)
+	}
+}
+
+// loop schedules and hands records to the client until stop ends, the
+// fill budget is spent, or the next slot is at or past end (zero: no
+// end). Produce may block (the client's buffer is full when the cluster
+// is slow); the schedule does not move meanwhile, so the records due
+// during the block go out at once afterwards, each measured from its own
+// slot — and that holds at the end too: a loop running late on a loaded
+// machine still sends every slot before end, so a run of rate r for d
+// seconds sends r×d records whatever the cluster or the machine did.
+func (p *producer) loop(stop context.Context, end time.Time) {
+	defer p.wg.Done()
+	topics := p.r.topics
+	// The in-flight window (rate 0) is waited for no later than end: its
+	// slots are "now", so none past end would be sent anyway.
+	win := stop
+	if !end.IsZero() {
+		var cancel context.CancelFunc
+		win, cancel = context.WithDeadline(stop, end)
+		defer cancel()
+	}
+	for n := 0; stop.Err() == nil; n++ {
+		sz := p.sizes.Next()
+		if p.fill != nil && p.fill.Add(-int64(sz)) < 0 {
+			return
+		}
+		if p.window != nil {
+			select {
+			case p.window <- struct{}{}:
+			case <-win.Done():
+				return
+			}
+		}
+		var intended time.Time
+		err := context.DeadlineExceeded
+		if end.IsZero() || p.sched.Due().Before(end) {
+			// A due slot returns at once; a future one is before end,
+			// so Next sleeps no later than end.
+			intended, err = p.sched.Next(stop)
+		}
+		if err != nil {
+			if p.window != nil {
+				<-p.window
+			}
+			return
+		}
+		var rec *kgo.Record
+		select {
+		case rec = <-p.free:
+		default:
+			rec = &kgo.Record{Value: make([]byte, 0, p.sizes.Max())}
+		}
+		v := rec.Value[:sz]
+		binary.BigEndian.PutUint64(v, uint64(intended.UnixNano()))
+		copy(v[8:], p.filler)
+		*rec = kgo.Record{Topic: topics[n%len(topics)], Key: p.keys.AppendKey(rec.Key[:0]), Value: v, Timestamp: intended}
+		// Records already buffered outlive stop: they are flushed, not
+		// failed, so the produce context is not stop.
+		p.cl.Produce(context.WithoutCancel(stop), rec, p.promise)
+	}
+}
+
+// promise runs on the client's promise goroutine for every record.
+func (p *producer) promise(rec *kgo.Record, err error) {
+	now := p.r.clock.Now()
+	intended := time.Unix(0, int64(binary.BigEndian.Uint64(rec.Value)))
+	measured := intended.UnixNano() >= p.r.measureFrom.Load()
+	n := int64(len(rec.Value) + len(rec.Key))
+	s := &p.r.prod
+	if err != nil {
+		p.r.noteErr(fmt.Errorf("produce: %w", err))
+		s.ivErrs.Add(1)
+		if measured {
+			s.errors.Add(1)
+		}
+	} else {
+		p.rec.Record(intended, now)
+		s.ivRecords.Add(1)
+		s.ivBytes.Add(n)
+		if measured {
+			s.records.Add(1)
+			s.bytes.Add(n)
+			s.last.Store(now.UnixNano())
+		}
+	}
+	if p.window != nil {
+		<-p.window
+	}
+	select {
+	case p.free <- rec:
+	default:
+	}
+}
+
+// stopProducers waits for the loops (stop must be canceled or the fill
+// spent), flushes what is buffered within timeout and closes the clients.
+func (r *runner) stopProducers(ps []*producer, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, p := range ps {
+		p.wg.Wait()
+	}
+	for _, p := range ps {
+		if err := p.cl.Flush(ctx); err != nil {
+			r.noteErr(fmt.Errorf("flush: %w", err))
+		}
+		p.cl.Close()
+	}
+}
