@@ -220,24 +220,7 @@ func (u *Uploader) applyRemoteRetention(ctx context.Context, t *partTask) {
 	if len(finished) == 0 {
 		return
 	}
-	// Redundant: covered by another finished segment (ties: keep the
-	// greater id).
-	var redundant, live []metadata.RemoteSegmentInfo
-	for i, s := range finished {
-		covered := false
-		for j, o := range finished {
-			if i != j && o.BaseOffset <= s.BaseOffset && o.EndOffset >= s.EndOffset &&
-				(o.BaseOffset != s.BaseOffset || o.EndOffset != s.EndOffset || compareIDs(o.SegmentID, s.SegmentID) > 0) {
-				covered = true
-				break
-			}
-		}
-		if covered {
-			redundant = append(redundant, s)
-		} else {
-			live = append(live, s)
-		}
-	}
+	redundant, live := splitCovered(finished)
 	if len(redundant) > 0 {
 		if err := u.deleteSegments(ctx, lp.Topic, redundant, true, -1); err != nil {
 			u.log.Warn("delete redundant remote segments", "topic", lp.Topic, "partition", lp.Index, "err", err)
@@ -296,6 +279,27 @@ func (u *Uploader) applyRemoteRetention(ctx context.Context, t *partTask) {
 	}
 	u.metrics.remoteDeleted.Add(float64(len(del)))
 	u.log.Info("remote retention deleted segments", "topic", lp.Topic, "partition", lp.Index, "count", len(del), "log_start", newStart)
+}
+
+// splitCovered splits finished segments into those another finished
+// segment covers wholly (ties: keep the greater id) and the rest.
+func splitCovered(finished []metadata.RemoteSegmentInfo) (redundant, live []metadata.RemoteSegmentInfo) {
+	for i, s := range finished {
+		covered := false
+		for j, o := range finished {
+			if i != j && o.BaseOffset <= s.BaseOffset && o.EndOffset >= s.EndOffset &&
+				(o.BaseOffset != s.BaseOffset || o.EndOffset != s.EndOffset || compareIDs(o.SegmentID, s.SegmentID) > 0) {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			redundant = append(redundant, s)
+		} else {
+			live = append(live, s)
+		}
+	}
+	return redundant, live
 }
 
 func compareIDs(a, b uuid.UUID) int {
