@@ -36,28 +36,11 @@ var (
 // new id after errAckMismatch within one pass.
 const maxCopyRestarts = 3
 
-// copyNext copies the oldest local segment that should be remote and is
-// not: sealed, non-empty, wholly below the high watermark and the log
-// start, ending above the remote end. A segment straddling the remote end
-// (a new leader's segmentation) goes up whole with its true base: overlap
-// of committed offsets is harmless, each holds the same batches on every
-// replica. It reports whether it copied one.
-func (u *Uploader) copyNext(ctx context.Context, t *partTask) (bool, error) {
-	lp := t.lp
-	remoteEnd := int64(-1)
-	if _, e, ok := finishedExtent(u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index)); ok {
-		remoteEnd = e
-	}
-	hw := lp.HighWatermark()
-	logStart := lp.Log.LogStartOffset()
-	local := lp.Log.Segments()
-	i := slices.IndexFunc(local, func(s storage.SegmentInfo) bool {
-		return s.Sealed && s.NextOffset > s.BaseOffset && s.NextOffset <= hw &&
-			s.NextOffset-1 > remoteEnd && s.NextOffset > logStart
-	})
-	if i < 0 {
-		return false, nil
-	}
+// copyNext runs a copy action (PlanCopy's choice) on a slot of the
+// copier pool, restarting under a new id after errAckMismatch. It reports
+// whether the segment is done with: copied, or deleted locally meanwhile
+// (below the log start now; the next plan skips it).
+func (u *Uploader) copyNext(ctx context.Context, lp LeaderPartition, a Action) (bool, error) {
 	select {
 	case u.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -65,12 +48,12 @@ func (u *Uploader) copyNext(ctx context.Context, t *partTask) (bool, error) {
 	}
 	defer func() { <-u.slots }()
 	for restart := 0; ; restart++ {
-		err := u.copySegment(ctx, lp, local, i)
+		err := u.copySegment(ctx, lp, a.Segment, a.Snapshot)
 		switch {
 		case err == nil:
 			return true, nil
 		case errors.Is(err, errSegmentVanished):
-			return true, nil // below the log start now; the next call skips it
+			return true, nil
 		case errors.Is(err, errAckMismatch) && restart < maxCopyRestarts:
 			continue
 		}
@@ -87,7 +70,8 @@ type localFile struct {
 	data []byte // for the generated .epochs object
 }
 
-// copySegment uploads local[i] under a new segment id (see the package
+// copySegment uploads info, whose producer snapshot at its end is snap
+// ("" for none), under a new segment id (see the package
 // comment's lifecycle):
 //
 //  1. open its files and note their sizes (a vanished file of a segment
@@ -99,13 +83,12 @@ type localFile struct {
 //  5. commit COPY_FINISHED, then Log.SetRemoteUploadedOffset(end+1).
 //
 // A crash or cancellation between 2 and 5 leaves a COPY_STARTED orphan
-// that deleteOrphans removes; objects are never put before step 2, so
+// that the next plan's orphan step removes; objects are never put before step 2, so
 // every object in the bucket is named by some record.
-func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, local []storage.SegmentInfo, i int) error {
-	info := local[i]
+func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info storage.SegmentInfo, snap string) error {
 	begin := time.Now()
 	base, end := info.BaseOffset, info.NextOffset-1
-	files, err := u.openSegment(lp, local, i)
+	files, err := u.openSegment(lp, info, snap)
 	if err != nil {
 		return err
 	}
@@ -205,16 +188,11 @@ func (u *Uploader) abandon(ctx context.Context, topic string, desc metadata.Remo
 	}
 }
 
-// openSegment opens local[i]'s .log, .index and .timeindex and the
-// producer snapshot at its end (the next segment's; none: a zero-byte
+// openSegment opens info's .log, .index and .timeindex and the producer
+// snapshot at its end, snap (the next segment's; none: a zero-byte
 // object), with their sizes. Called before anything is committed.
-func (u *Uploader) openSegment(lp LeaderPartition, local []storage.SegmentInfo, i int) ([]localFile, error) {
-	info := local[i]
+func (u *Uploader) openSegment(lp LeaderPartition, info storage.SegmentInfo, snap string) ([]localFile, error) {
 	fsys := lp.Log.FS()
-	snap := ""
-	if i+1 < len(local) && local[i+1].BaseOffset == info.NextOffset {
-		snap = local[i+1].SnapshotPath
-	}
 	var files []localFile
 	fail := func(err error) ([]localFile, error) {
 		for _, f := range files {
