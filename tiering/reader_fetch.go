@@ -42,26 +42,23 @@ func (r *Reader) Fetch(ctx context.Context, seg RemoteSegment, offset int64, max
 	k := fetchKey{seg.Partition, offset}
 	r.fmu.Lock()
 	f := r.fetchFlights[k]
-	if f == nil {
+	lead := f == nil
+	if lead {
 		f = &fetchFlight{done: make(chan struct{})}
-		started := r.background(func() {
-			rctx, cancel := context.WithTimeout(r.ctx, r.fetchTimeout+wait)
-			res, err := r.Read(rctx, seg, offset, maxBytes)
-			cancel()
-			f.res, f.err = res, err
-			r.fmu.Lock()
-			delete(r.fetchFlights, k)
-			r.fmu.Unlock()
-			close(f.done)
-		})
-		if !started {
-			r.fmu.Unlock()
-			return RemoteRead{}, false, ErrReaderClosed
-		}
 		r.fetchFlights[k] = f
 		r.fetchReads.Add(1)
 	}
 	r.fmu.Unlock()
+	// The flight starts outside fmu: background takes closeMu, which
+	// comes before fmu (DESIGN.md's lock order).
+	if lead && !r.background(func() {
+		rctx, cancel := context.WithTimeout(r.ctx, r.fetchTimeout+wait)
+		res, err := r.Read(rctx, seg, offset, maxBytes)
+		cancel()
+		r.land(k, f, res, err)
+	}) {
+		r.land(k, f, RemoteRead{}, ErrReaderClosed)
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
@@ -72,4 +69,13 @@ func (r *Reader) Fetch(ctx context.Context, seg RemoteSegment, offset int64, max
 		return RemoteRead{}, true, nil
 	}
 	return f.res, false, f.err
+}
+
+// land sets a fetch flight's outcome and takes it out of the table.
+func (r *Reader) land(k fetchKey, f *fetchFlight, res RemoteRead, err error) {
+	f.res, f.err = res, err
+	r.fmu.Lock()
+	delete(r.fetchFlights, k)
+	r.fmu.Unlock()
+	close(f.done)
 }
