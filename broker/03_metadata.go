@@ -150,7 +150,17 @@ func (n *Node) autoCreate(ctx context.Context, names []string) map[string]error 
 	}
 	req := metadata.CreateTopicsRequest{DefaultPartitions: n.cfg.NumPartitions, DefaultReplicationFactor: n.cfg.DefaultReplicationFactor}
 	for _, name := range names {
+		// The open-file budget (fdbudget.go), as for CreateTopics.
+		release, err := n.reservePartitions(n.onThisNode(int64(n.cfg.NumPartitions), -1, nil))
+		if err != nil {
+			out[name] = err
+			continue
+		}
+		defer release()
 		req.Topics = append(req.Topics, metadata.CreateTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+	}
+	if len(req.Topics) == 0 {
+		return out
 	}
 	ctx, cancel := context.WithTimeout(ctx, autoCreateWait)
 	defer cancel()

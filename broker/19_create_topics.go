@@ -12,6 +12,10 @@ package broker
 // partition count, replication factor and the topic's configs (only the
 // ones set on the topic, as non-default); v7 the topic id.
 //
+// A topic whose partitions would take this broker past its open-file
+// budget (fdbudget.go) gets POLICY_VIOLATION with a message naming the
+// limit, and is not created.
+//
 // A request whose topics would add more than maxNewPartitionsPerRequest
 // partitions in all gets POLICY_VIOLATION for the topics past the limit
 // (Kafka's controller caps one operation at 10000 records): a fuzzed
@@ -91,6 +95,28 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 		}
 		creq.Topics = append(creq.Topics, ct)
 	}
+	// The open-file budget (fdbudget.go): a topic whose partitions would
+	// not fit is refused here and never reaches the controller.
+	admitted := creq.Topics[:0]
+	for _, ct := range creq.Topics {
+		parts := int64(ct.NumPartitions)
+		if len(ct.Assignments) > 0 {
+			parts = int64(len(ct.Assignments))
+		} else if parts == -1 {
+			parts = int64(n.cfg.NumPartitions)
+		}
+		release, err := n.reservePartitions(n.onThisNode(parts, ct.ReplicationFactor, ct.Assignments))
+		if err != nil {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = ct.Name, errCode(err), kmsg.StringPtr(err.Error())
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			refused = append(refused, rt)
+			continue
+		}
+		defer release() // after waitTopics: the logs are open and counted by then
+		admitted = append(admitted, ct)
+	}
+	creq.Topics = admitted
 	resp.Topics = refused
 	if len(creq.Topics) == 0 {
 		return encodeResponse(r, resp), nil

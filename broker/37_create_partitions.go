@@ -10,7 +10,8 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (topic repeated),
 // INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT; POLICY_VIOLATION
 // for topics that would take the request past 10000 new partitions (Kafka's
-// per-operation record cap). ValidateOnly
+// per-operation record cap) or past this broker's open-file budget
+// (fdbudget.go; nothing is created). ValidateOnly
 // plans without committing. On success the handler waits, within the
 // request's timeout, until this broker's metadata view has the new
 // partitions and their logs are open, so a producer that refreshes its
@@ -43,11 +44,15 @@ func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, e
 	// maxNewPartitionsPerRequest partitions (its MAX_RECORDS_PER_USER_OP):
 	// a fuzzed Count of 2^31 must not make the controller plan billions.
 	var current map[string]int32
+	rfs := map[string]int16{} // replication factor of partition 0, for the budget
 	n.view(func(st *metadata.State) {
 		current = make(map[string]int32, len(req.Topics))
 		for _, t := range req.Topics {
 			if ti, ok := st.TopicByName(t.Topic); ok {
 				current[t.Topic] = ti.NumPartitions
+				if ps := st.Partitions(ti.ID); len(ps) > 0 {
+					rfs[t.Topic] = int16(len(ps[0].Replicas))
+				}
 			}
 		}
 	})
@@ -61,6 +66,24 @@ func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, e
 				added -= int64(t.Count - cur)
 			}
 		}
+	}
+	// The open-file budget (fdbudget.go): growth that would not fit on
+	// this broker is refused here and never reaches the controller.
+	for i, t := range req.Topics {
+		cur, ok := current[t.Topic]
+		if refused[i] != nil || !ok || t.Count <= cur {
+			continue
+		}
+		var assignments [][]int32
+		for _, a := range t.Assignment {
+			assignments = append(assignments, a.Replicas)
+		}
+		release, err := n.reservePartitions(n.onThisNode(int64(t.Count-cur), rfs[t.Topic], assignments))
+		if err != nil {
+			refused[i] = err
+			continue
+		}
+		defer release() // after waitMetadata: the new logs are open and counted by then
 	}
 	var sent []int // mreq.Topics[j] is req.Topics[sent[j]]
 	for i, t := range req.Topics {

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/netbuf"
-	"github.com/strata-io/strata/storage"
 )
 
 // Request framing, as read by conn.readLoop (all integers big endian):
@@ -451,25 +450,4 @@ func encodeResponse(r *request, resp kmsg.Response) *frame {
 	buf = resp.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-sizeLen))
 	return &frame{buf: buf}
-}
-
-// errCode returns the Kafka error code err carries: 0 for nil, the code
-// of a wrapped *kerr.Error, UNKNOWN_SERVER_ERROR otherwise.
-func errCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return kerr.RequestTimedOut.Code
-	}
-	if errors.Is(err, storage.ErrClosed) {
-		// The partition was dropped (deleted, or moved away) under the
-		// request: the client refreshes metadata and retries.
-		return kerr.NotLeaderForPartition.Code
-	}
-	return kerr.UnknownServerError.Code
 }

@@ -294,6 +294,11 @@ func (gc *groupCoordinator) ensureOffsetsTopic(ctx context.Context) error {
 	if live > 0 && int(rf) > live {
 		rf = int16(live)
 	}
+	release, err := gc.n.reservePartitions(gc.n.onThisNode(int64(gc.n.cfg.OffsetsTopicPartitions), rf, nil))
+	if err != nil {
+		return err
+	}
+	defer release()
 	res, err := gc.n.svc.CreateTopics(ctx, metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{
 		Name: offsetsTopic, NumPartitions: gc.n.cfg.OffsetsTopicPartitions, ReplicationFactor: rf,
 		Configs: map[string]string{

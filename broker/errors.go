@@ -1,6 +1,14 @@
 package broker
 
-import "errors"
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/internal/errcode"
+	"github.com/strata-io/strata/storage"
+)
 
 // Sentinel errors. Each says who returns it.
 var (
@@ -22,3 +30,17 @@ var (
 	// does not serve; Kafka closes the connection and so does Strata.
 	ErrUnknownAPI = errors.New("broker: unknown api key")
 )
+
+// codes is how the broker answers an error: the shared mapping
+// (internal/errcode: the wrapped *kerr.Error, else UNKNOWN_SERVER_ERROR),
+// plus the sentinels below that stand for a Kafka error here.
+var codes = errcode.Mapping{
+	// The request's deadline passed.
+	{Err: context.DeadlineExceeded, Code: kerr.RequestTimedOut},
+	// The partition was dropped (deleted, or moved away) under the
+	// request: the client refreshes metadata and retries.
+	{Err: storage.ErrClosed, Code: kerr.NotLeaderForPartition},
+}
+
+// errCode returns the Kafka error code err is answered with (see codes).
+func errCode(err error) int16 { return codes.Code(err) }

@@ -974,7 +974,13 @@ func TestFuzzInvariantsCatchBrokenHandlers(t *testing.T) {
 // topics) gets POLICY_VIOLATION for the topics past the limit, at once,
 // while the others of the request proceed.
 func TestCreateTopicsRefusesExcessivePartitions(t *testing.T) {
-	n := startNode(t, t.TempDir(), nil)
+	// An open-file budget of 300,000 partitions: this is about the
+	// per-request cap, not the budget (TestCreateTopicsRefusedPastTheOpenFileBudget).
+	n, err := Open(Options{Config: testConfig(t, t.TempDir(), nil), Logger: testLogger(), StartTimeout: testWait, FileLimit: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
 	cl := newClient(t, n)
 	create := func(validateOnly bool, counts map[string]int32) map[string]int16 {
 		t.Helper()

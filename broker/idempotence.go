@@ -8,8 +8,10 @@ package broker
 // storage.ManagerOptions.ProducerSnapshot, and producerCells.hook builds
 // the cell then). The cell is the log's producer.State and the small mutex
 // guarding it. The State is loaded when the broker opens the partition
-// (partition.loadProducerState): the latest <offset>.snapshot, then every
-// batch after it, read back from the log's files header by header.
+// (partition.loadProducerState): the latest <offset>.snapshot (written at
+// each roll and at a clean close, at the log end), then every batch after
+// it, read back from the log's files header by header (none after a clean
+// close).
 //
 // Per produce (partition.appendRecords), under the partition's appendMu,
 // following storage/producer's doc:

@@ -489,6 +489,49 @@ func TestIdempotentStateRestoredFromSnapshotAndReplay(t *testing.T) {
 	}
 }
 
+// TestIdempotentCleanShutdownSnapshotSkipsReplay: a clean shutdown writes
+// the producer snapshot at the log end, so the restart restores it and
+// replays no batch header (before: every batch of the active segment), and
+// duplicates are still acknowledged at their offsets.
+func TestIdempotentCleanShutdownSnapshotSkipsReplay(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, nil)
+	createTopic(t, newAdmin(t, n), "snapend", 1, nil)
+	c := dialRaw(t, n)
+	pid := initProducerID(t, c)
+	var batches [][]byte
+	for i := range 8 {
+		b := producerBatch(pid, 0, int32(i), fmt.Sprintf("value-%02d", i))
+		expectProduce(t, c, "snapend", b, nil, int64(i))
+		batches = append(batches, b)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := storage.OpenLog(storage.LogOptions{Dir: filepath.Join(dir, "snapend-0"), Topic: "snapend", CleanShutdown: true, RecoveryPoint: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, snap, ok, err := l.LatestProducerSnapshot()
+	if err != nil || !ok || off != 8 {
+		l.Close()
+		t.Fatalf("latest producer snapshot after a clean shutdown: offset %d ok %v err %v, want offset 8", off, ok, err)
+	}
+	_, res, err := producer.Load(producer.Options{}, off, snap, time.Now().UnixMilli(), func(from int64, apply func(batch.Header) error) error {
+		return replayBatchHeaders(l, from, apply)
+	})
+	l.Close()
+	if err != nil || res.Replayed != 0 || res.SnapshotErr != nil {
+		t.Fatalf("load after a clean shutdown: replayed %d batches, snapshot error %v, err %v; want 0", res.Replayed, res.SnapshotErr, err)
+	}
+	n2 := startNode(t, dir, nil)
+	c2 := dialRaw(t, n2)
+	for i := 3; i < 8; i++ {
+		expectProduce(t, c2, "snapend", batches[i], nil, int64(i))
+	}
+	expectProduce(t, c2, "snapend", producerBatch(pid, 0, 8, "next"), nil, 8)
+}
+
 // TestIdempotentConcurrentProducersOnePartition: several idempotent
 // producers on their own connections, each retrying every batch once,
 // write one partition at once; every batch lands once, and every retry is

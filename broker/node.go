@@ -44,6 +44,9 @@ type Options struct {
 	// StartTimeout bounds Open's wait for the controller to accept this
 	// broker (0 = 30s).
 	StartTimeout time.Duration
+	// FileLimit, if set, is the open-file limit the partition budget is
+	// planned from, instead of raising and reading RLIMIT_NOFILE (tests).
+	FileLimit uint64
 }
 
 // Node is one Strata process: a broker, and in combined mode the
@@ -54,6 +57,7 @@ type Options struct {
 type Node struct {
 	cfg      Config
 	logger   *slog.Logger
+	fds      fdBudget        // the open-file budget (fdbudget.go)
 	ctx      context.Context // cancelled by Close once connections drained: loops stop
 	cancel   context.CancelFunc
 	stopping chan struct{} // closed when Close starts: long polls answer at once
@@ -165,9 +169,11 @@ func Open(o Options) (n *Node, err error) {
 	}
 	// The storage manager locks every log dir before anything reads or
 	// writes in them (meta.properties and the producer ids included).
+	n.planFileBudget(o.FileLimit)
 	loadStart := time.Now()
 	n.store, err = storage.OpenManager(storage.ManagerOptions{
-		Dir: cfg.LogDir, Dirs: cfg.LogDirs, MinFreeBytes: cfg.LogDirMinFreeBytes, Default: cfg.Storage, Logger: o.Logger,
+		MaxOpenSealedSegments: n.fds.plan.SealedSegments,
+		Dir:                   cfg.LogDir, Dirs: cfg.LogDirs, MinFreeBytes: cfg.LogDirMinFreeBytes, Default: cfg.Storage, Logger: o.Logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval, FlushCheckInterval: cfg.FlushCheckInterval,
 		CheckpointInterval: cfg.CheckpointInterval, RecoveryThreads: cfg.RecoveryThreads,
 		ProducerSnapshot: n.pcells.hook,
@@ -186,6 +192,7 @@ func Open(o Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.health.recovery.Store(summarizeRecovery(n.store.Logs(), time.Since(loadStart)))
+	n.warnOverBudget(len(n.store.Logs()))
 	n.health.storeLoaded.Store(true)
 	if err := n.openRemoteStore(ctx); err != nil {
 		return nil, err

@@ -9,10 +9,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
-
-	"github.com/strata-io/strata/controller/metadata"
 )
 
 // ClientOptions configure a [Client].
@@ -242,100 +238,6 @@ func (c *Client) call(ctx context.Context, method byte, req any, out any) error 
 		case <-t.C:
 		}
 	}
-}
-
-// RegisterBroker implements [Service].
-func (c *Client) RegisterBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (metadata.RegisterBrokerResponse, error) {
-	return c.registerBroker(ctx, req)
-}
-
-func (c *Client) registerBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (resp metadata.RegisterBrokerResponse, err error) {
-	err = c.call(ctx, methodRegisterBroker, req, &resp)
-	return resp, err
-}
-
-// BrokerHeartbeat implements [Service].
-func (c *Client) BrokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (metadata.BrokerHeartbeatResponse, error) {
-	return c.brokerHeartbeat(ctx, req)
-}
-
-func (c *Client) brokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (resp metadata.BrokerHeartbeatResponse, err error) {
-	err = c.call(ctx, methodBrokerHeartbeat, req, &resp)
-	return resp, err
-}
-
-// CreateTopics implements [Service].
-func (c *Client) CreateTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error) {
-	return c.createTopics(ctx, req)
-}
-
-func (c *Client) createTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error) {
-	var w []createTopicResultW
-	if err := c.call(ctx, methodCreateTopics, req, &w); err != nil {
-		return nil, err
-	}
-	return createTopicsFromW(w), nil
-}
-
-// DeleteTopics implements [Service].
-func (c *Client) DeleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error) {
-	return c.deleteTopics(ctx, names, ids)
-}
-
-func (c *Client) deleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error) {
-	var w []deleteTopicResultW
-	if err := c.call(ctx, methodDeleteTopics, deleteTopicsReq{Names: names, IDs: ids}, &w); err != nil {
-		return nil, err
-	}
-	return deleteTopicsFromW(w), nil
-}
-
-// CreatePartitions implements [Service].
-func (c *Client) CreatePartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error) {
-	return c.createPartitions(ctx, req)
-}
-
-func (c *Client) createPartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error) {
-	var w []nameResultW
-	if err := c.call(ctx, methodCreatePartitions, req, &w); err != nil {
-		return nil, err
-	}
-	return createPartitionsFromW(w), nil
-}
-
-// AlterConfigs implements [Service].
-func (c *Client) AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error) {
-	return c.alterConfigs(ctx, req)
-}
-
-func (c *Client) alterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error) {
-	var w []nameResultW
-	if err := c.call(ctx, methodAlterConfigs, req, &w); err != nil {
-		return nil, err
-	}
-	return alterConfigsFromW(w), nil
-}
-
-// AlterPartition implements [Service].
-func (c *Client) AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error) {
-	return c.alterPartition(ctx, req)
-}
-
-func (c *Client) alterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error) {
-	var w alterPartitionResultW
-	if err := c.call(ctx, methodAlterPartition, req, &w); err != nil {
-		return metadata.AlterPartitionResult{}, err
-	}
-	return alterPartitionFromW(w), nil
-}
-
-// CommitRemoteSegment implements [Service].
-func (c *Client) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
-	return c.commitRemoteSegment(ctx, rec)
-}
-
-func (c *Client) commitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
-	return c.call(ctx, methodCommitRemoteSegment, rec, nil)
 }
 
 // Watch implements [Service]: a dedicated connection to one controller

@@ -1,173 +1,320 @@
 package controller
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
 	"github.com/google/uuid"
 
 	"github.com/strata-io/strata/controller/metadata"
 )
 
-// JSON bodies of the service methods on the wire (see wire.go). Requests
-// are metadata's request types as they are; results carry their errors as
-// wireErr.
+// The controller's RPCs, each one entry of the table below. An entry
+// names the RPC's wire method number, its planner (run on the leader's
+// image through the one decider) and, when its result carries errors, the
+// wire form of the result (rpc_wire.go). From the entry come:
+//
+//   - the server's dispatch on the CONTROLLER listener (server.go looks the
+//     method number up in rpcsByMethod);
+//   - the in-process call on the leader, and the forwarding to the leader
+//     from a follower ([rpc.local], through decideRouted);
+//   - the [Client] stub that sends it over the network ([rpc.remote]).
+//
+// So a new RPC is a planner with its request and response types in
+// controller/metadata, a method number and an entry here, with its
+// [Service] line and the two one-line methods beside the entry, and a
+// golden in rpc_test.go. Watch is the one method outside the table: it
+// streams deltas instead of answering once, from whichever controller it
+// reached (watch.go).
 
-type deleteTopicsReq struct {
-	Names []string    `json:"names"`
-	IDs   []uuid.UUID `json:"ids"`
+// Method numbers of kindRequest (the byte after the frame kind; see
+// wire.go). They are the wire format: a number is never changed or reused,
+// and a new RPC takes the next one.
+const (
+	methodRegisterBroker      byte = 1 // [Service.RegisterBroker]
+	methodBrokerHeartbeat     byte = 2 // [Service.BrokerHeartbeat]
+	methodCreateTopics        byte = 3 // [Service.CreateTopics]
+	methodDeleteTopics        byte = 4 // [Service.DeleteTopics]
+	methodCreatePartitions    byte = 5 // [Service.CreatePartitions]
+	methodAlterConfigs        byte = 6 // [Service.AlterConfigs]
+	methodAlterPartition      byte = 7 // [Service.AlterPartition]
+	methodCommitRemoteSegment byte = 8 // [Service.CommitRemoteSegment]
+	methodWatch               byte = 9 // [Service.Watch]: a stream, not in the table
+)
+
+// Service is the API brokers use, implemented in-process by [*Controller]
+// and over the CONTROLLER listener by [*Client]. Results and errors are
+// those of controller/metadata's Plan* functions; routing failures are
+// [NotControllerError] (retry) and kerr.RequestTimedOut.
+type Service interface {
+	RegisterBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (metadata.RegisterBrokerResponse, error)
+	BrokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (metadata.BrokerHeartbeatResponse, error)
+	CreateTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error)
+	DeleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error)
+	CreatePartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error)
+	AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error)
+	AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error)
+	CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error
+	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
 }
 
-type watchReq struct {
-	From int64 `json:"from"`
+var (
+	_ Service = (*Controller)(nil)
+	_ Service = (*Client)(nil)
+)
+
+// rpc is one entry of the table: an RPC whose request is Req (JSON on the
+// wire), whose result is Res, sent as W.
+type rpc[Req, Res, W any] struct {
+	method byte
+	name   string
+	// plan decides req against the leader's image st (as extended by the
+	// decisions batched ahead of it); it must not keep st.
+	plan func(c *Controller, st *metadata.State, req Req) ([]metadata.Record, Res, error)
+	// applied, if set, runs on the leader once the planned records are
+	// applied and the plan did not fail.
+	applied func(c *Controller, req Req)
+	// toWire and fromWire convert the result for the wire; nil when W is
+	// Res itself (a result without errors in it).
+	toWire   func(Res) W
+	fromWire func(W) Res
 }
 
-// response is the envelope of every kindResponse frame.
-type response struct {
-	Err  *wireErr `json:"err,omitempty"`
-	Body any      `json:"body,omitempty"`
+// rpcEntry is what the server needs of an entry.
+type rpcEntry interface {
+	// serve answers one request body on the CONTROLLER listener; fwd is
+	// the request's forwarded flag.
+	serve(ctx context.Context, c *Controller, fwd bool, body []byte) response
 }
 
-type createTopicResultW struct {
-	Name              string            `json:"name"`
-	TopicID           uuid.UUID         `json:"topic_id"`
-	Err               *wireErr          `json:"err,omitempty"`
-	NumPartitions     int32             `json:"num_partitions"`
-	ReplicationFactor int16             `json:"replication_factor"`
-	Configs           map[string]string `json:"configs,omitempty"`
-}
+// rpcsByMethod is the table by method number, filled by register.
+var rpcsByMethod = map[byte]rpcEntry{}
 
-type deleteTopicResultW struct {
-	Name    string    `json:"name"`
-	TopicID uuid.UUID `json:"topic_id"`
-	Err     *wireErr  `json:"err,omitempty"`
-}
-
-type nameResultW struct {
-	Type metadata.ResourceType `json:"type,omitempty"`
-	Name string                `json:"name"`
-	Err  *wireErr              `json:"err,omitempty"`
-}
-
-type alterPartitionResultW struct {
-	Err            *wireErr `json:"err,omitempty"`
-	Leader         int32    `json:"leader"`
-	LeaderEpoch    int32    `json:"leader_epoch"`
-	PartitionEpoch int32    `json:"partition_epoch"`
-	ISR            []int32  `json:"isr"`
-}
-
-// deltaW is a Delta on the wire: records as metadata.Encode gives them,
-// the image as metadata.State.Marshal gives it.
-type deltaW struct {
-	Offset  int64    `json:"offset"`
-	Records [][]byte `json:"records,omitempty"`
-	Image   []byte   `json:"image,omitempty"`
-}
-
-func createTopicsToW(rs []metadata.CreateTopicResult) []createTopicResultW {
-	out := make([]createTopicResultW, len(rs))
-	for i, r := range rs {
-		out[i] = createTopicResultW{r.Name, r.TopicID, toWireErr(r.Err), r.NumPartitions, r.ReplicationFactor, r.Configs}
+// register adds an entry to the table. A number taken twice (or Watch's)
+// panics at init, so every test catches it.
+func register[Req, Res, W any](r *rpc[Req, Res, W]) *rpc[Req, Res, W] {
+	if _, dup := rpcsByMethod[r.method]; dup || r.method == methodWatch || r.method == 0 {
+		panic(fmt.Sprintf("controller: rpc %s: method number %d taken", r.name, r.method))
 	}
-	return out
+	if (r.toWire == nil) != (r.fromWire == nil) {
+		panic(fmt.Sprintf("controller: rpc %s: toWire and fromWire go together", r.name))
+	}
+	if r.toWire == nil && reflect.TypeFor[W]() != reflect.TypeFor[Res]() {
+		panic(fmt.Sprintf("controller: rpc %s: a result sent as another type needs toWire and fromWire", r.name))
+	}
+	rpcsByMethod[r.method] = r
+	return r
 }
 
-func createTopicsFromW(rs []createTopicResultW) []metadata.CreateTopicResult {
-	out := make([]metadata.CreateTopicResult, len(rs))
-	for i, r := range rs {
-		out[i] = metadata.CreateTopicResult{Name: r.Name, TopicID: r.TopicID, Err: fromWireErr(r.Err),
-			NumPartitions: r.NumPartitions, ReplicationFactor: r.ReplicationFactor, Configs: r.Configs}
+// local runs req on this controller: planned and proposed on the leader;
+// on a follower forwarded to the leader, unless fwd (it was itself
+// forwarded: it is never forwarded twice).
+func (r *rpc[Req, Res, W]) local(ctx context.Context, c *Controller, req Req, fwd bool) (Res, error) {
+	var onApplied func()
+	if r.applied != nil {
+		onApplied = func() { r.applied(c, req) }
 	}
-	return out
+	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, Res, error) {
+		return r.plan(c, st, req)
+	}, onApplied, func(ctx context.Context, cl *Client) (Res, error) {
+		return r.remote(ctx, cl, req)
+	})
 }
 
-func deleteTopicsToW(rs []metadata.DeleteTopicResult) []deleteTopicResultW {
-	out := make([]deleteTopicResultW, len(rs))
-	for i, r := range rs {
-		out[i] = deleteTopicResultW{r.Name, r.TopicID, toWireErr(r.Err)}
+// remote sends req through cl (retrying as [Client] does).
+func (r *rpc[Req, Res, W]) remote(ctx context.Context, cl *Client, req Req) (Res, error) {
+	var w W
+	if err := cl.call(ctx, r.method, req, &w); err != nil {
+		var zero Res
+		return zero, err
 	}
-	return out
+	if r.fromWire == nil {
+		return any(w).(Res), nil
+	}
+	return r.fromWire(w), nil
 }
 
-func deleteTopicsFromW(rs []deleteTopicResultW) []metadata.DeleteTopicResult {
-	out := make([]metadata.DeleteTopicResult, len(rs))
-	for i, r := range rs {
-		out[i] = metadata.DeleteTopicResult{Name: r.Name, TopicID: r.TopicID, Err: fromWireErr(r.Err)}
+func (r *rpc[Req, Res, W]) serve(ctx context.Context, c *Controller, fwd bool, body []byte) response {
+	var req Req
+	if err := json.Unmarshal(body, &req); err != nil {
+		return badRequest(err)
 	}
-	return out
+	res, err := r.local(ctx, c, req, fwd)
+	if err != nil {
+		return response{Err: toWireErr(err)}
+	}
+	if r.toWire == nil {
+		return response{Body: res}
+	}
+	return response{Body: r.toWire(res)}
 }
 
-func createPartitionsToW(rs []metadata.CreatePartitionsResult) []nameResultW {
-	out := make([]nameResultW, len(rs))
-	for i, r := range rs {
-		out[i] = nameResultW{Name: r.Name, Err: toWireErr(r.Err)}
-	}
-	return out
+// badRequest answers a request that does not decode.
+func badRequest(err error) response {
+	return response{Err: toWireErr(fmt.Errorf("%w: %v", ErrProtocol, err))}
 }
 
-func createPartitionsFromW(rs []nameResultW) []metadata.CreatePartitionsResult {
-	out := make([]metadata.CreatePartitionsResult, len(rs))
-	for i, r := range rs {
-		out[i] = metadata.CreatePartitionsResult{Name: r.Name, Err: fromWireErr(r.Err)}
-	}
-	return out
+// The table. Each entry is followed by its Controller and Client methods.
+
+var rpcRegisterBroker = register(&rpc[metadata.RegisterBrokerRequest, metadata.RegisterBrokerResponse, metadata.RegisterBrokerResponse]{
+	method: methodRegisterBroker, name: "RegisterBroker",
+	plan: func(c *Controller, st *metadata.State, req metadata.RegisterBrokerRequest) ([]metadata.Record, metadata.RegisterBrokerResponse, error) {
+		b, ok := st.Broker(req.BrokerID)
+		req.ExistingSessionAlive = ok && !b.Fenced && c.live.alive(req.BrokerID)
+		return st.PlanRegisterBroker(req)
+	},
+	applied: func(c *Controller, req metadata.RegisterBrokerRequest) { c.live.touch(req.BrokerID) },
+})
+
+// RegisterBroker registers a broker (Kafka's BrokerRegistration); the
+// broker starts fenced and is unfenced by a heartbeat once caught up. Its
+// session starts now. Errors: those of metadata.State.PlanRegisterBroker,
+// [NotControllerError], kerr.RequestTimedOut.
+func (c *Controller) RegisterBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (metadata.RegisterBrokerResponse, error) {
+	return rpcRegisterBroker.local(ctx, c, req, false)
 }
 
-func alterConfigsToW(rs []metadata.AlterConfigsResult) []nameResultW {
-	out := make([]nameResultW, len(rs))
-	for i, r := range rs {
-		out[i] = nameResultW{Type: r.Type, Name: r.Name, Err: toWireErr(r.Err)}
-	}
-	return out
+// RegisterBroker implements [Service].
+func (c *Client) RegisterBroker(ctx context.Context, req metadata.RegisterBrokerRequest) (metadata.RegisterBrokerResponse, error) {
+	return rpcRegisterBroker.remote(ctx, c, req)
 }
 
-func alterConfigsFromW(rs []nameResultW) []metadata.AlterConfigsResult {
-	out := make([]metadata.AlterConfigsResult, len(rs))
-	for i, r := range rs {
-		out[i] = metadata.AlterConfigsResult{Type: r.Type, Name: r.Name, Err: fromWireErr(r.Err)}
-	}
-	return out
+var rpcBrokerHeartbeat = register(&rpc[metadata.BrokerHeartbeatRequest, metadata.BrokerHeartbeatResponse, metadata.BrokerHeartbeatResponse]{
+	method: methodBrokerHeartbeat, name: "BrokerHeartbeat",
+	plan: func(_ *Controller, st *metadata.State, req metadata.BrokerHeartbeatRequest) ([]metadata.Record, metadata.BrokerHeartbeatResponse, error) {
+		return st.PlanBrokerHeartbeat(req)
+	},
+	applied: func(c *Controller, req metadata.BrokerHeartbeatRequest) { c.live.touch(req.BrokerID) },
+})
+
+// BrokerHeartbeat renews a broker's session and may fence, unfence or
+// shut it down (metadata.State.PlanBrokerHeartbeat).
+func (c *Controller) BrokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (metadata.BrokerHeartbeatResponse, error) {
+	return rpcBrokerHeartbeat.local(ctx, c, req, false)
 }
 
-func alterPartitionToW(r metadata.AlterPartitionResult) alterPartitionResultW {
-	return alterPartitionResultW{toWireErr(r.Err), r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR}
+// BrokerHeartbeat implements [Service].
+func (c *Client) BrokerHeartbeat(ctx context.Context, req metadata.BrokerHeartbeatRequest) (metadata.BrokerHeartbeatResponse, error) {
+	return rpcBrokerHeartbeat.remote(ctx, c, req)
 }
 
-func alterPartitionFromW(r alterPartitionResultW) metadata.AlterPartitionResult {
-	return metadata.AlterPartitionResult{Err: fromWireErr(r.Err), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
-		PartitionEpoch: r.PartitionEpoch, ISR: r.ISR}
+var rpcCreateTopics = register(&rpc[metadata.CreateTopicsRequest, []metadata.CreateTopicResult, []createTopicResultW]{
+	method: methodCreateTopics, name: "CreateTopics",
+	plan: func(c *Controller, st *metadata.State, req metadata.CreateTopicsRequest) ([]metadata.Record, []metadata.CreateTopicResult, error) {
+		recs, res := st.PlanCreateTopics(req, c.rng)
+		return recs, res, nil
+	},
+	toWire: createTopicsToW, fromWire: createTopicsFromW,
+})
+
+// CreateTopics creates topics with replicas placed over live, unfenced
+// brokers (rack-aware). Per-topic errors are in the results.
+func (c *Controller) CreateTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error) {
+	return rpcCreateTopics.local(ctx, c, req, false)
 }
 
-func deltaToW(d Delta) (deltaW, error) {
-	w := deltaW{Offset: d.Offset}
-	if d.Image != nil {
-		b, err := d.Image.Marshal()
-		if err != nil {
-			return w, err
-		}
-		w.Image = b
-		return w, nil
-	}
-	for _, r := range d.Records {
-		w.Records = append(w.Records, metadata.Encode(r))
-	}
-	return w, nil
+// CreateTopics implements [Service].
+func (c *Client) CreateTopics(ctx context.Context, req metadata.CreateTopicsRequest) ([]metadata.CreateTopicResult, error) {
+	return rpcCreateTopics.remote(ctx, c, req)
 }
 
-func deltaFromW(w deltaW) (Delta, error) {
-	d := Delta{Offset: w.Offset}
-	if w.Image != nil {
-		st, err := metadata.Unmarshal(w.Image)
-		if err != nil {
-			return d, err
-		}
-		d.Image = st
-		return d, nil
-	}
-	for _, b := range w.Records {
-		r, err := metadata.Decode(b)
-		if err != nil {
-			return d, err
-		}
-		d.Records = append(d.Records, r)
-	}
-	return d, nil
+var rpcDeleteTopics = register(&rpc[deleteTopicsReq, []metadata.DeleteTopicResult, []deleteTopicResultW]{
+	method: methodDeleteTopics, name: "DeleteTopics",
+	plan: func(_ *Controller, st *metadata.State, req deleteTopicsReq) ([]metadata.Record, []metadata.DeleteTopicResult, error) {
+		recs, res := st.PlanDeleteTopics(req.Names, req.IDs)
+		return recs, res, nil
+	},
+	toWire: deleteTopicsToW, fromWire: deleteTopicsFromW,
+})
+
+// DeleteTopics deletes topics by name or id.
+func (c *Controller) DeleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error) {
+	return rpcDeleteTopics.local(ctx, c, deleteTopicsReq{Names: names, IDs: ids}, false)
+}
+
+// DeleteTopics implements [Service].
+func (c *Client) DeleteTopics(ctx context.Context, names []string, ids []uuid.UUID) ([]metadata.DeleteTopicResult, error) {
+	return rpcDeleteTopics.remote(ctx, c, deleteTopicsReq{Names: names, IDs: ids})
+}
+
+var rpcCreatePartitions = register(&rpc[metadata.CreatePartitionsRequest, []metadata.CreatePartitionsResult, []nameResultW]{
+	method: methodCreatePartitions, name: "CreatePartitions",
+	plan: func(c *Controller, st *metadata.State, req metadata.CreatePartitionsRequest) ([]metadata.Record, []metadata.CreatePartitionsResult, error) {
+		recs, res := st.PlanCreatePartitions(req, c.rng)
+		return recs, res, nil
+	},
+	toWire: createPartitionsToW, fromWire: createPartitionsFromW,
+})
+
+// CreatePartitions grows topics.
+func (c *Controller) CreatePartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error) {
+	return rpcCreatePartitions.local(ctx, c, req, false)
+}
+
+// CreatePartitions implements [Service].
+func (c *Client) CreatePartitions(ctx context.Context, req metadata.CreatePartitionsRequest) ([]metadata.CreatePartitionsResult, error) {
+	return rpcCreatePartitions.remote(ctx, c, req)
+}
+
+var rpcAlterConfigs = register(&rpc[metadata.AlterConfigsRequest, []metadata.AlterConfigsResult, []nameResultW]{
+	method: methodAlterConfigs, name: "AlterConfigs",
+	plan: func(_ *Controller, st *metadata.State, req metadata.AlterConfigsRequest) ([]metadata.Record, []metadata.AlterConfigsResult, error) {
+		recs, res := st.PlanAlterConfigs(req)
+		return recs, res, nil
+	},
+	toWire: alterConfigsToW, fromWire: alterConfigsFromW,
+})
+
+// AlterConfigs changes topic or broker configs, incrementally or by full
+// replacement (req.Incremental), after validation.
+func (c *Controller) AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error) {
+	return rpcAlterConfigs.local(ctx, c, req, false)
+}
+
+// AlterConfigs implements [Service].
+func (c *Client) AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error) {
+	return rpcAlterConfigs.remote(ctx, c, req)
+}
+
+var rpcAlterPartition = register(&rpc[metadata.AlterPartitionRequest, metadata.AlterPartitionResult, alterPartitionResultW]{
+	method: methodAlterPartition, name: "AlterPartition",
+	plan: func(_ *Controller, st *metadata.State, req metadata.AlterPartitionRequest) ([]metadata.Record, metadata.AlterPartitionResult, error) {
+		recs, res := st.PlanAlterPartition(req)
+		return recs, res, nil
+	},
+	toWire: alterPartitionToW, fromWire: alterPartitionFromW,
+})
+
+// AlterPartition applies a partition leader's ISR change, refused when the
+// leader's leader epoch or partition epoch is stale.
+func (c *Controller) AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error) {
+	return rpcAlterPartition.local(ctx, c, req, false)
+}
+
+// AlterPartition implements [Service].
+func (c *Client) AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error) {
+	return rpcAlterPartition.remote(ctx, c, req)
+}
+
+var rpcCommitRemoteSegment = register(&rpc[metadata.RemoteSegmentRecord, struct{}, struct{}]{
+	method: methodCommitRemoteSegment, name: "CommitRemoteSegment",
+	plan: func(_ *Controller, st *metadata.State, rec metadata.RemoteSegmentRecord) ([]metadata.Record, struct{}, error) {
+		recs, err := st.PlanRemoteSegment(rec)
+		return recs, struct{}{}, err
+	},
+})
+
+// CommitRemoteSegment records a remote-segment state transition (legal
+// transitions only; repeating the current state is a no-op).
+func (c *Controller) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
+	_, err := rpcCommitRemoteSegment.local(ctx, c, rec, false)
+	return err
+}
+
+// CommitRemoteSegment implements [Service].
+func (c *Client) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
+	_, err := rpcCommitRemoteSegment.remote(ctx, c, rec)
+	return err
 }

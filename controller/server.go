@@ -10,8 +10,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/strata-io/strata/controller/metadata"
 )
 
 // server is the CONTROLLER listener's accept loop. Each connection gets a
@@ -134,76 +132,15 @@ func (s *server) handle(conn net.Conn) {
 	}
 }
 
-// dispatch decodes one request, calls the Controller (forwarding to the
-// leader unless the request was itself forwarded) and builds the response.
+// dispatch answers one request through its entry in the rpc table (the
+// entry calls the Controller, which forwards to the leader unless the
+// request was itself forwarded).
 func (s *server) dispatch(method byte, fwd bool, body []byte) response {
-	c := s.c
-	ctx := s.ctx
-	bad := func(err error) response {
-		return response{Err: toWireErr(fmt.Errorf("%w: %v", ErrProtocol, err))}
+	r, ok := rpcsByMethod[method]
+	if !ok {
+		return badRequest(fmt.Errorf("unknown method %d", method))
 	}
-	out := func(body any, err error) response {
-		if err != nil {
-			return response{Err: toWireErr(err)}
-		}
-		return response{Body: body}
-	}
-	switch method {
-	case methodRegisterBroker:
-		var req metadata.RegisterBrokerRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			return bad(err)
-		}
-		return out(c.registerBroker(ctx, req, fwd))
-	case methodBrokerHeartbeat:
-		var req metadata.BrokerHeartbeatRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			return bad(err)
-		}
-		return out(c.brokerHeartbeat(ctx, req, fwd))
-	case methodCreateTopics:
-		var req metadata.CreateTopicsRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			return bad(err)
-		}
-		res, err := c.createTopics(ctx, req, fwd)
-		return out(createTopicsToW(res), err)
-	case methodDeleteTopics:
-		var req deleteTopicsReq
-		if err := json.Unmarshal(body, &req); err != nil {
-			return bad(err)
-		}
-		res, err := c.deleteTopics(ctx, req.Names, req.IDs, fwd)
-		return out(deleteTopicsToW(res), err)
-	case methodCreatePartitions:
-		var req metadata.CreatePartitionsRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			return bad(err)
-		}
-		res, err := c.createPartitions(ctx, req, fwd)
-		return out(createPartitionsToW(res), err)
-	case methodAlterConfigs:
-		var req metadata.AlterConfigsRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			return bad(err)
-		}
-		res, err := c.alterConfigs(ctx, req, fwd)
-		return out(alterConfigsToW(res), err)
-	case methodAlterPartition:
-		var req metadata.AlterPartitionRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			return bad(err)
-		}
-		res, err := c.alterPartition(ctx, req, fwd)
-		return out(alterPartitionToW(res), err)
-	case methodCommitRemoteSegment:
-		var req metadata.RemoteSegmentRecord
-		if err := json.Unmarshal(body, &req); err != nil {
-			return bad(err)
-		}
-		return out(struct{}{}, c.commitRemoteSegment(ctx, req, fwd))
-	}
-	return bad(fmt.Errorf("unknown method %d", method))
+	return r.serve(s.ctx, s.c, fwd, body)
 }
 
 // watch streams deltas until the connection or the controller closes.

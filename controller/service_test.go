@@ -325,3 +325,40 @@ func TestControllerFencedLeaderKeepsItsPartitionsUnlessUnclean(t *testing.T) {
 		t.Fatalf("unclean topic: %+v", pu)
 	}
 }
+
+// TestWireErrorCodes pins the code every error a controller answers with
+// is sent as, and what the Client makes of it.
+func TestWireErrorCodes(t *testing.T) {
+	for _, c := range []struct {
+		err     error
+		code    int16
+		stopped bool
+	}{
+		{kerr.TopicAlreadyExists, 36, false},
+		{fmt.Errorf("x: %w", kerr.InvalidReplicationFactor), 38, false},
+		{&NotControllerError{LeaderID: -1}, 41, false},
+		{fmt.Errorf("controller: proposal: %w (%w)", kerr.RequestTimedOut, context.DeadlineExceeded), 7, false},
+		{context.DeadlineExceeded, -1, false},
+		{context.Canceled, -1, false},
+		{ErrStopped, -1, true},
+		{fmt.Errorf("x: %w", ErrStopped), -1, true},
+		{ErrProtocol, -1, false},
+		{ErrNotLeader, -1, false},
+		{&RemoteError{Code: 87, Msg: "remote"}, 87, false},
+		{errors.New("plain"), -1, false},
+	} {
+		w := toWireErr(c.err)
+		if w.Code != c.code || w.Stopped != c.stopped || w.Msg != c.err.Error() {
+			t.Errorf("%v: on the wire %+v, want code %d stopped %v", c.err, w, c.code, c.stopped)
+		}
+		back := fromWireErr(w)
+		var ke *kerr.Error
+		if c.stopped {
+			if !errors.Is(back, ErrStopped) {
+				t.Errorf("%v: came back as %v", c.err, back)
+			}
+		} else if !errors.As(back, &ke) || ke.Code != c.code {
+			t.Errorf("%v: came back as %v (%v)", c.err, back, ke)
+		}
+	}
+}

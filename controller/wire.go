@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/errcode"
 	"github.com/strata-io/strata/internal/netbuf"
 )
 
@@ -125,21 +125,11 @@ func decodeRaftHello(b []byte) (raftHello, error) {
 	return h, nil
 }
 
-// Request flags.
+// Request flags: flagForwarded marks a request a follower forwarded to
+// its leader (see [Controller.route]); it is never forwarded again.
 const flagForwarded byte = 1
 
-// Methods of kindRequest.
-const (
-	methodRegisterBroker byte = iota + 1
-	methodBrokerHeartbeat
-	methodCreateTopics
-	methodDeleteTopics
-	methodCreatePartitions
-	methodAlterConfigs
-	methodAlterPartition
-	methodCommitRemoteSegment
-	methodWatch
-)
+// Method numbers of kindRequest are in rpc.go, beside the table of RPCs.
 
 func writeFrame(w *bufio.Writer, kind byte, payload ...[]byte) error {
 	n := 1
@@ -253,7 +243,7 @@ func toWireErr(err error) *wireErr {
 	if errors.As(err, &nc) {
 		return &wireErr{Code: kerr.NotController.Code, Msg: err.Error(), LeaderID: nc.LeaderID, LeaderAddr: nc.LeaderAddr}
 	}
-	return &wireErr{Code: metadata.ErrorCode(err), Msg: err.Error(), Stopped: errors.Is(err, ErrStopped)}
+	return &wireErr{Code: errcode.Code(err), Msg: err.Error(), Stopped: errors.Is(err, ErrStopped)}
 }
 
 func fromWireErr(w *wireErr) error {

@@ -219,11 +219,14 @@ func (l *Log) clean(p cleanParams) (res cleanResult, err error) {
 		return res, nil
 	}
 	for i, s := range section {
-		if !s.acquire() {
+		if err := s.acquire(); err != nil {
 			for _, r := range section[:i] {
 				r.release()
 			}
-			return res, errCleanAborted
+			if errors.Is(err, errSegmentClosed) {
+				return res, errCleanAborted
+			}
+			return res, err
 		}
 	}
 	defer func() {
@@ -384,6 +387,7 @@ func (l *Log) writeCleaned(group []*segment, cfg *Config, om *offsetMap, produce
 		return nil, fmt.Errorf("storage: clean: %w", err)
 	}
 	w.oi, w.ti = oi, ti
+	w.open.Store(true)
 	var (
 		out     []byte // pending output, flushed at 1 MiB
 		pos     int64  // file position of out[0]
@@ -586,6 +590,7 @@ func (l *Log) swapIn(group []*segment, w *segment, cfg *Config) error {
 	ns.next.Store(w.next.Load())
 	ts, off := w.maxTimestamp()
 	ns.setMaxTimestamp(ts, off)
+	l.cacheSealed(ns)
 	list := make([]*segment, 0, len(segs)-len(group)+1)
 	list = append(list, segs[:at]...)
 	list = append(list, ns)

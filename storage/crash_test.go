@@ -408,7 +408,7 @@ func checkIndexesAgree(t testing.TB, l *Log, got [][]byte, label string) {
 	}
 	// Each segment's index entries point at batch starts at or before the
 	// batch they are asked for.
-	for _, s := range l.segments() {
+	for _, s := range pinSegments(t, l) {
 		starts := map[int32]int64{} // position -> base offset
 		type bp struct {
 			h   batch.Header
@@ -1154,6 +1154,9 @@ func crashManagerOptions(fs vfs.FS) ManagerOptions {
 		Dir: crashDataDir, FS: fs, Default: crashConfig(),
 		Now:              func() time.Time { return time.UnixMilli(crashBaseTs) },
 		ProducerSnapshot: func(string, int32) func(int64) ([]byte, error) { return crashSnapshot },
+		// One open sealed segment: the sweeps also close and reopen
+		// segment files (filecache.go) all the time.
+		MaxOpenSealedSegments: 1,
 	}
 }
 

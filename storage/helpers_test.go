@@ -246,7 +246,7 @@ func scanBatches(tb testing.TB, l *Log) []batch.Header {
 func checkIndexAgainstScan(tb testing.TB, l *Log) {
 	tb.Helper()
 	hdrs := scanBatches(tb, l)
-	for _, s := range l.segments() {
+	for _, s := range pinSegments(tb, l) {
 		if err := s.oi.SanityCheck(); err != nil {
 			tb.Fatalf("segment %d: %v", s.base, err)
 		}
@@ -336,4 +336,19 @@ func splitForScript(b []byte) (string, []byte, error) {
 		return "", nil, err
 	}
 	return fmt.Sprintf("[%d,%d]", h.BaseOffset, h.LastOffset()), rest, nil
+}
+
+// pinSegments returns the log's segments with their files pinned open
+// (acquire: the file cache may have closed a sealed one) until the test
+// ends, for checks that look at a segment's files directly.
+func pinSegments(tb testing.TB, l *Log) []*segment {
+	tb.Helper()
+	segs := l.segments()
+	for _, s := range segs {
+		if err := s.acquire(); err != nil {
+			tb.Fatalf("segment %d: %v", s.base, err)
+		}
+		tb.Cleanup(s.release)
+	}
+	return segs
 }

@@ -280,6 +280,32 @@ func TestLogRollWritesProducerSnapshotsAndKeepsLatest(t *testing.T) {
 	}
 }
 
+// TestLogCloseWritesProducerSnapshotAtLogEnd: a clean close writes the
+// producer snapshot at the log end (as Kafka does at shutdown), so the next
+// open restores it and replays nothing; an unclean reopen after more
+// appends replays only what follows it.
+func TestLogCloseWritesProducerSnapshotAtLogEnd(t *testing.T) {
+	e := newEnv(t)
+	e.log.Close()
+	e.snap = func(off int64) ([]byte, error) { return fmt.Appendf(nil, "state@%d", off), nil }
+	e.open(true, 0, 0)
+	e.appendBatches(3, 2, 10)
+	if err := e.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	e.appendBatches(2, 2, 10) // log end 10, the roll's snapshot at 6
+	e.reopen()
+	off, data, ok, err := e.log.LatestProducerSnapshot()
+	if err != nil || !ok || off != 10 || string(data) != "state@10" {
+		t.Fatalf("latest snapshot after a clean close: %d %q %v %v, want 10 \"state@10\"", off, data, ok, err)
+	}
+	// Closing again with nothing appended writes nothing new.
+	e.reopen()
+	if got := e.log.snapshotOffsets(); len(got) != keepSnapshots || got[len(got)-1] != 10 {
+		t.Fatalf("snapshots after a second clean close: %v", got)
+	}
+}
+
 func TestLogWriteFailureLatches(t *testing.T) {
 	e := newEnv(t)
 	ffs := &failFS{FS: e.fs}

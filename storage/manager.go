@@ -44,6 +44,12 @@ type ManagerOptions struct {
 	CleanerDedupeBufferSize    int64         // log.cleaner.dedupe.buffer.size (128 MiB, shared by the threads)
 	CleanerBackoff             time.Duration // log.cleaner.backoff.ms (15 s)
 
+	// MaxOpenSealedSegments caps how many sealed segments of all the
+	// directory's logs keep their files (three descriptors each) open;
+	// the least recently used others are closed and reopened on demand
+	// (filecache.go). 0: no cap, every segment's files stay open.
+	MaxOpenSealedSegments int
+
 	// ProducerSnapshot, if set, gives each log its snapshot function.
 	ProducerSnapshot func(topic string, partition int32) func(int64) ([]byte, error)
 	// TopicConfig, if set, gives the config of a topic found at load time
@@ -74,7 +80,9 @@ type Manager struct {
 	failOnce sync.Once
 	failed   chan error // receives once every directory has failed
 
-	cpMu    sync.Mutex // serializes checkpoint writes
+	files   *fileCache    // nil without MaxOpenSealedSegments
+	cpMu    sync.Mutex    // serializes checkpoint writes
+	cpKick  chan struct{} // a roll moved a recovery point: checkpoint soon (cap 1, coalescing)
 	cleaner *cleanerManager
 	stop    chan struct{}
 	started bool
@@ -129,7 +137,10 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
-		failed: make(chan error, 1), stop: make(chan struct{}),
+		failed: make(chan error, 1), stop: make(chan struct{}), cpKick: make(chan struct{}, 1),
+	}
+	if o.MaxOpenSealedSegments > 0 {
+		m.files = newFileCache(o.MaxOpenSealedSegments)
 	}
 	ok := false
 	defer func() {
@@ -225,6 +236,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	}
 
 	// Load in parallel, RecoveryThreads at a time.
+	loadStart := time.Now()
 	var (
 		wg    sync.WaitGroup
 		resMu sync.Mutex
@@ -254,6 +266,11 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		}()
 	}
 	wg.Wait()
+	for _, d := range m.dirs {
+		if !d.clean {
+			m.warnUncleanRecovery(d, time.Since(loadStart))
+		}
+	}
 	if len(errs) > 0 {
 		for _, l := range m.logs {
 			l.Close()
@@ -302,6 +319,34 @@ func managerDirs(o ManagerOptions) ([]string, error) {
 	return out, nil
 }
 
+// warnUncleanRecovery logs, once for the directory d, that it was not
+// shut down cleanly and what recovery did: how many logs and segments it
+// rescanned and, summed over the logs, what it truncated (each log that
+// lost data also logs its own warning with the offsets, in OpenLog).
+func (m *Manager) warnUncleanRecovery(d *logDir, took time.Duration) {
+	var logs, scanned, truncLogs, dropped int
+	var bytes int64
+	for _, l := range m.logs {
+		if filepath.Dir(l.dir) != d.path {
+			continue
+		}
+		logs++
+		r := l.Recovery()
+		scanned += r.SegmentsScanned
+		if r.TruncatedBytes > 0 {
+			truncLogs++
+			bytes += r.TruncatedBytes
+			dropped += r.DroppedSegments
+		}
+	}
+	if logs == 0 {
+		return
+	}
+	m.opts.Logger.Warn("storage: unclean shutdown, logs recovered", "dir", d.path,
+		"logs", logs, "segments_rescanned", scanned, "logs_truncated", truncLogs,
+		"truncated_bytes", bytes, "segments_dropped", dropped, "took", took.Round(time.Millisecond))
+}
+
 func (m *Manager) logOptions(d *logDir, tp checkpoint.TopicPartition, cfg Config, rp, lso int64, clean bool) LogOptions {
 	o := LogOptions{
 		Dir: filepath.Join(d.path, LogDirName(tp.Topic, tp.Partition)), Topic: tp.Topic, Partition: tp.Partition,
@@ -314,11 +359,34 @@ func (m *Manager) logOptions(d *logDir, tp checkpoint.TopicPartition, cfg Config
 		// or a crash would rescan with a stale, higher one and take the
 		// torn tail of the new history for damage to flushed data.
 		OnTruncate: func() { _ = m.Checkpoint() },
+		// A roll fsynced the sealed segment and moved the recovery point
+		// past it: checkpoint it soon (not under the log's lock), so a
+		// crash rescans only the active segment rather than everything
+		// since the last timed checkpoint (Kafka checkpoints at roll too).
+		OnRoll: m.kickCheckpoint,
+		files:  m.files,
 	}
 	if m.opts.ProducerSnapshot != nil {
 		o.ProducerSnapshot = m.opts.ProducerSnapshot(tp.Topic, tp.Partition)
 	}
 	return o
+}
+
+// OpenSealedSegments returns how many sealed segments have their files
+// open (-1 without MaxOpenSealedSegments: all of them).
+func (m *Manager) OpenSealedSegments() int {
+	if m.files == nil {
+		return -1
+	}
+	return m.files.len()
+}
+
+// kickCheckpoint asks the checkpoint loop for a checkpoint without waiting.
+func (m *Manager) kickCheckpoint() {
+	select {
+	case m.cpKick <- struct{}{}:
+	default: // one is pending already: it will see this roll too
+	}
 }
 
 // Failed returns a channel that receives an error once every data
@@ -486,6 +554,18 @@ func (m *Manager) Start() {
 	m.loop(m.opts.FlushCheckInterval, m.flushDue)
 	m.loop(m.opts.CheckpointInterval, func() { _ = m.Checkpoint() })
 	m.loop(m.opts.FreeCheckInterval, m.checkFree)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-m.cpKick:
+				_ = m.Checkpoint()
+			}
+		}
+	}()
 	if !m.opts.DisableCleaner {
 		for range m.opts.CleanerThreads {
 			m.wg.Add(1)

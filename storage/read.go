@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -53,19 +54,24 @@ func findSegment(segs []*segment, off int64) int {
 
 // acquireAt loads the segment list and takes a reference on the segment
 // holding off. It retries when a deletion closed that segment between the
-// load and the acquire.
-func (l *Log) acquireAt(off int64) (segs []*segment, i int, ok bool) {
+// load and the acquire; ErrClosed once the log is closed, or the error
+// reopening the segment's files (file cache).
+func (l *Log) acquireAt(off int64) (segs []*segment, i int, err error) {
 	for range 100 {
 		segs = l.segments()
 		i = findSegment(segs, off)
-		if segs[i].acquire() {
-			return segs, i, true
+		err := segs[i].acquire()
+		if err == nil {
+			return segs, i, nil
+		}
+		if !errors.Is(err, errSegmentClosed) {
+			return nil, 0, err
 		}
 		if l.closed.Load() {
-			return nil, 0, false
+			return nil, 0, ErrClosed
 		}
 	}
-	return nil, 0, false
+	return nil, 0, ErrClosed
 }
 
 // Read returns whole batches starting with the batch containing offset, up
@@ -89,9 +95,9 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (ReadView, error
 	if offset >= maxOffset || offset == leo {
 		return empty, nil
 	}
-	segs, i, ok := l.acquireAt(offset)
-	if !ok {
-		return ReadView{}, ErrClosed
+	segs, i, err := l.acquireAt(offset)
+	if err != nil {
+		return ReadView{}, err
 	}
 	// Deletions move the local start before publishing the shorter list,
 	// so a list that no longer holds offset is caught here.
@@ -101,10 +107,14 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (ReadView, error
 	}
 	for first := true; i < len(segs); i, first = i+1, false {
 		s := segs[i]
-		if !first && !s.acquire() {
-			// Deleted under us: only possible for segments below the
-			// local start, which a reader asking for offset never needs.
-			return empty, nil
+		if !first {
+			if err := s.acquire(); errors.Is(err, errSegmentClosed) {
+				// Deleted under us: only possible for segments below the
+				// local start, which a reader asking for offset never needs.
+				return empty, nil
+			} else if err != nil {
+				return ReadView{}, err
+			}
 		}
 		v, found, err := s.read(offset, maxBytes, maxOffset)
 		if err != nil || found {
@@ -215,8 +225,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		if mts, _ := s.maxTimestamp(); mts < ts {
 			continue
 		}
-		if !s.acquire() {
+		if err := s.acquire(); errors.Is(err, errSegmentClosed) {
 			continue
+		} else if err != nil {
+			return 0, 0, false, err
 		}
 		off, rts, found, err := s.findTimestamp(ts, start)
 		s.release()
@@ -299,7 +311,7 @@ func (l *Log) MaxTimestampOffset() (offset int64, timestamp int64) {
 			best, bestTS, bestOff = s, ts, off
 		}
 	}
-	if best == nil || !best.acquire() {
+	if best == nil || best.acquire() != nil {
 		return -1, -1
 	}
 	defer best.release()

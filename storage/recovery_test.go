@@ -3,10 +3,16 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"math"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -60,8 +66,15 @@ func TestRecoveryUncleanReopenRescansFromRecoveryPoint(t *testing.T) {
 	if !r.Recovered || r.SegmentsScanned != 2 || r.TruncatedBytes != 0 || r.DroppedFromOffset != -1 {
 		t.Fatalf("report %+v, want 2 segments scanned, nothing dropped", r)
 	}
-	if l.RecoveryPoint() != l.LogEndOffset() || l.LogEndOffset() != 60 {
-		t.Fatalf("rp %d leo %d", l.RecoveryPoint(), l.LogEndOffset())
+	// The rescanned sealed segment was sealed (fsynced) again, the active
+	// one was not fsynced: the recovery point is the active segment's base
+	// until a flush.
+	act := l.Segments()[l.NumSegments()-1].BaseOffset
+	if l.RecoveryPoint() != act || l.LogEndOffset() != 60 {
+		t.Fatalf("rp %d leo %d, want rp %d (the active segment's base) and leo 60", l.RecoveryPoint(), l.LogEndOffset(), act)
+	}
+	if err := l.Flush(); err != nil || l.RecoveryPoint() != 60 {
+		t.Fatalf("rp %d after a flush (%v), want 60", l.RecoveryPoint(), err)
 	}
 	checkIndexAgainstScan(t, l)
 }
@@ -225,4 +238,192 @@ func TestRecoveryOnOSFileSystemReopensBothWays(t *testing.T) {
 	if v, err := l.Read(l.LogEndOffset(), 100, math.MaxInt64); err != nil || v.Size != 0 {
 		t.Fatalf("read at end: %+v %v", v, err)
 	}
+}
+
+// TestRecoveryRescanReadsTheLogInLargeReads: the slow path reads the log
+// sequentially in large windows, not once or twice per batch (2,000
+// single-record batches: 4,000 preads before, a handful now), and still
+// finds a torn tail.
+func TestRecoveryRescanReadsTheLogInLargeReads(t *testing.T) {
+	e := newEnv(t)
+	e.appendBatches(2000, 1, 10)
+	want, _ := readAll(t, e.log)
+	act := e.log.Segments()[e.log.NumSegments()-1]
+	e.log.Close()
+	appendBytes(t, e.fs, act.LogPath, makeBatch(t, 3, 50, baseTs)[:70])
+	cfs := &readCountFS{FS: e.fs}
+	e.fs = cfs
+	l := e.open(false, 0, 0)
+	if n := cfs.logReads.Load(); n > 10 {
+		t.Fatalf("recovery of 2,000 batches (%d bytes) made %d reads of the log", len(want), n)
+	}
+	if r := l.Recovery(); r.TruncatedBytes != 70 || r.DroppedFromOffset != 2000 || r.SegmentsScanned != 1 {
+		t.Fatalf("report %+v, want 70 bytes dropped from 2000", r)
+	}
+	got, _ := readAll(t, l)
+	if !bytes.Equal(got, want) {
+		t.Fatal("recovered log differs")
+	}
+	checkIndexAgainstScan(t, l)
+}
+
+// TestRecoveryRescanWindowBoundaries: batches straddling the read window's
+// end, and batches larger than the window, are read whole and validated.
+func TestRecoveryRescanWindowBoundaries(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxMessageBytes = 4 << 20; c.SegmentBytes = 64 << 20 })
+	for _, size := range []int{100, 300 << 10, 1<<20 + 17, 5, 700 << 10, 2 << 20, 33} {
+		if _, err := e.log.Append(makeBatch(t, 1, size, baseTs), AppendOptions{LeaderEpoch: 1, AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := readAll(t, e.log)
+	e.log.Close()
+	l := e.open(false, 0, 0)
+	if r := l.Recovery(); r.TruncatedBytes != 0 || l.LogEndOffset() != 7 {
+		t.Fatalf("report %+v, log end %d, want nothing cut and 7", r, l.LogEndOffset())
+	}
+	got, _ := readAll(t, l)
+	if !bytes.Equal(got, want) {
+		t.Fatal("recovered log differs")
+	}
+	checkIndexAgainstScan(t, l)
+}
+
+// TestManagerCheckpointsRecoveryPointAtRoll: a roll moves the recovery
+// point past the sealed segment and the checkpoint file follows soon,
+// without waiting for the checkpoint interval; a crash then rescans only
+// the active segment.
+func TestManagerCheckpointsRecoveryPointAtRoll(t *testing.T) {
+	fs := vfs.NewMem()
+	o := managerOptions(fs)
+	o.CheckpointInterval = time.Hour
+	m := openManager(t, o)
+	defer m.Close()
+	m.Start()
+	l, _ := m.GetOrCreate("t", 0, m.opts.Default)
+	for range 3 {
+		l.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{AssignOffsets: true})
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{AssignOffsets: true})
+	tp := checkpoint.TopicPartition{Topic: "t", Partition: 0}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rps, err := checkpoint.ReadOffsets(fs, "/data/"+RecoveryPointCheckpointFile)
+		if err == nil && rps[tp] == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recovery point checkpoint %v (%v) after rolls at 6, want 6", rps, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	m2 := openManager(t, managerOptions(fs.CrashClone(100, nil)))
+	defer m2.Close()
+	l2, _ := m2.Get("t", 0)
+	if r := l2.Recovery(); !r.Recovered || r.SegmentsScanned != 1 || l2.LogEndOffset() != 8 {
+		t.Fatalf("after a crash: %+v, log end %d; want only the active segment rescanned, end 8", r, l2.LogEndOffset())
+	}
+}
+
+// TestManagerWarnsOfUncleanRecovery: a start without the clean-shutdown
+// marker logs one warning for the directory, and a log whose tail was cut
+// says what it lost.
+func TestManagerWarnsOfUncleanRecovery(t *testing.T) {
+	fs := vfs.NewMem()
+	m := openManager(t, managerOptions(fs))
+	l, _ := m.GetOrCreate("t", 0, m.opts.Default)
+	l.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{AssignOffsets: true})
+	act := l.Segments()[l.NumSegments()-1]
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Remove("/data/" + CleanShutdownFile); err != nil {
+		t.Fatal(err)
+	}
+	appendBytes(t, fs, act.LogPath, makeBatch(t, 3, 50, baseTs)[:40])
+	var out syncBuffer
+	o := managerOptions(fs)
+	o.Logger = slog.New(slog.NewTextHandler(&out, nil))
+	m2 := openManager(t, o)
+	defer m2.Close()
+	got := out.String()
+	for _, want := range []string{
+		`level=WARN msg="storage: unclean shutdown, logs recovered"`, "logs=1", "logs_truncated=1", "truncated_bytes=40",
+		`level=WARN msg="storage: unclean recovery truncated the log"`, "from_offset=2", "bytes=40",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the recovery threads' loggers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// indexReadFS counts the bytes read through ReadAt from index files.
+type indexReadFS struct {
+	vfs.FS
+	n *atomic.Int64
+}
+
+type indexReadFile struct {
+	vfs.File
+	n *atomic.Int64
+}
+
+func (f indexReadFile) ReadAt(b []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(b, off)
+	f.n.Add(int64(n))
+	return n, err
+}
+
+func (c indexReadFS) OpenReadWrite(name string) (vfs.File, error) {
+	f, err := c.FS.OpenReadWrite(name)
+	if err != nil || !(strings.HasSuffix(name, IndexFileSuffix) || strings.HasSuffix(name, TimeIndexFileSuffix)) {
+		return f, err
+	}
+	return indexReadFile{File: f, n: c.n}, nil
+}
+
+// TestRecoveryDoesNotReadPreallocatedIndexTails: after a crash the active
+// segment's indexes keep their preallocated size (segment.index.bytes);
+// the rescan counts their entries only where a log of its size can have
+// put any, instead of reading the zeros after them (10 MiB per index by
+// default: most of a 2,000-partition recovery's time).
+func TestRecoveryDoesNotReadPreallocatedIndexTails(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SegmentIndexBytes = 1 << 20 })
+	e.appendBatches(50, 1, 10)
+	want, _ := readAll(t, e.log)
+	mem := e.fs.(*vfs.MemFS)
+	crashed := mem.CrashClone(100, nil) // a kill -9: everything written is kept, nothing trimmed
+	e.log.Close()
+	var n atomic.Int64
+	e.fs = indexReadFS{FS: crashed, n: &n}
+	l := e.open(false, 0, 0)
+	if got := n.Load(); got > 8<<10 {
+		t.Fatalf("recovery read %d bytes of index files for a log of %d bytes", got, len(want))
+	}
+	got, _ := readAll(t, l)
+	if !bytes.Equal(got, want) {
+		t.Fatal("recovered log differs")
+	}
+	checkIndexAgainstScan(t, l)
 }

@@ -8,10 +8,11 @@ import (
 	"github.com/strata-io/strata/storage/vfs"
 )
 
-// readCountFS counts the bytes read through ReadAt from .log files.
+// readCountFS counts the bytes read, and the ReadAt calls, from .log files.
 type readCountFS struct {
 	vfs.FS
 	logBytes atomic.Int64
+	logReads atomic.Int64
 }
 
 type readCountFile struct {
@@ -33,6 +34,7 @@ func (f *readCountFile) ReadAt(b []byte, off int64) (int, error) {
 	n, err := f.File.ReadAt(b, off)
 	if strings.HasSuffix(f.Name(), LogFileSuffix) {
 		f.fs.logBytes.Add(int64(n))
+		f.fs.logReads.Add(1)
 	}
 	return n, err
 }

@@ -190,7 +190,7 @@ func (l *Log) countBreachingLocked(nowMs, ms, bytes, limit int64) int {
 		if ts < 0 {
 			// No batch carries a timestamp: judge by the file's age, as
 			// Kafka does.
-			if st, err := s.log.Stat(); err == nil {
+			if st, err := s.fs.Stat(s.logPath()); err == nil { // its file may be closed (file cache)
 				ts = st.ModTime().UnixMilli()
 			}
 		}
@@ -312,6 +312,9 @@ func (l *Log) truncate(offset int64) error {
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.failLocked(err)
+	}
+	if err := keep.activate(); err != nil {
+		return l.failLocked(fmt.Errorf("truncate segment %d: %w", keep.base, err))
 	}
 	if err := keep.truncateTo(offset, *cfg); err != nil {
 		return l.failLocked(fmt.Errorf("truncate segment %d: %w", keep.base, err))

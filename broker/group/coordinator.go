@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/errcode"
 )
 
 // Defaults of the Kafka settings the coordinator takes.
@@ -138,17 +140,9 @@ func (c *Coordinator) Close() {
 }
 
 // ErrorCode returns the Kafka error code an error of this package carries
-// (0 for nil, UNKNOWN_SERVER_ERROR for an error without one).
-func ErrorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	return kerr.UnknownServerError.Code
-}
+// (0 for nil, UNKNOWN_SERVER_ERROR for an error without one): the shared
+// mapping of internal/errcode.
+func ErrorCode(err error) int16 { return errcode.Code(err) }
 
 func codeErr(group string, code int16) error {
 	return fmt.Errorf("group: %q: %w", group, kerr.ErrorForCode(code))

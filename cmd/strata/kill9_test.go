@@ -45,7 +45,14 @@ func startProc(t *testing.T, dataDir string, incarnation int) *proc {
 // are more --set name=value settings.
 func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, extra ...string) *proc {
 	t.Helper()
-	p := launchProc(t, incarnation, append([]string{
+	return startProcWith(t, dataDir, incarnation, addr, 0, extra...)
+}
+
+// startProcWith is startProcOn with the open-file limit (soft and hard)
+// set to nofile first when it is not 0, through sh's ulimit.
+func startProcWith(t *testing.T, dataDir string, incarnation int, addr string, nofile int, extra ...string) *proc {
+	t.Helper()
+	p := launchProcWith(t, incarnation, nofile, append([]string{
 		"listeners=PLAINTEXT://" + addr + ",CONTROLLER://127.0.0.1:0",
 		"controller.quorum.voters=1@127.0.0.1:0",
 		"admin.listener=127.0.0.1:0",
@@ -59,6 +66,13 @@ func startProcOn(t *testing.T, dataDir string, incarnation int, addr string, ext
 // as --set) and returns without waiting for it to serve (a node of a
 // multi-voter quorum serves only once the others run too).
 func launchProc(t *testing.T, incarnation int, settings ...string) *proc {
+	t.Helper()
+	return launchProcWith(t, incarnation, 0, settings...)
+}
+
+// launchProcWith is launchProc with the open-file limit set to nofile
+// first when it is not 0.
+func launchProcWith(t *testing.T, incarnation int, nofile int, settings ...string) *proc {
 	t.Helper()
 	logs := t.TempDir()
 	p := &proc{
@@ -79,6 +93,11 @@ func launchProc(t *testing.T, incarnation int, settings ...string) *proc {
 	p.cmd = exec.Command(binary, "serve")
 	for _, kv := range settings {
 		p.cmd.Args = append(p.cmd.Args, "--set", kv)
+	}
+	if nofile > 0 {
+		// sh -c script binary serve ...: the script's $0 is the binary.
+		args := append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile)}, p.cmd.Args...)
+		p.cmd = exec.Command("/bin/sh", args...)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -3,6 +3,7 @@ package metadata
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -66,9 +67,28 @@ func TestRecordEncodeDecodeRoundTripsEveryType(t *testing.T) {
 			t.Fatalf("%T: re-encoding differs", r)
 		}
 	}
-	for typ := TypeRegisterBroker; typ <= TypeClusterID; typ++ {
+	for typ := RecordType(1); typ < typeEnd; typ++ {
 		if !seen[typ] {
 			t.Errorf("no sample of %s", typ)
+		}
+	}
+}
+
+// TestRecordTypeEndIsOnePastTheLast pins the sentinel the tests above walk
+// to: every type below typeEnd has a name and decodes, typeEnd has neither.
+// A type added after the last without moving typeEnd fails here.
+func TestRecordTypeEndIsOnePastTheLast(t *testing.T) {
+	for typ := RecordType(1); typ < typeEnd; typ++ {
+		if typ.String() == fmt.Sprintf("RecordType(%d)", uint8(typ)) {
+			t.Errorf("type %d below typeEnd has no name", uint8(typ))
+		}
+	}
+	if got, want := typeEnd.String(), fmt.Sprintf("RecordType(%d)", uint8(typeEnd)); got != want {
+		t.Errorf("typeEnd is named %q: a type was added without moving typeEnd", got)
+	}
+	for v := 0; v < 256; v++ {
+		if _, err := Decode([]byte{byte(typeEnd), byte(v)}); !errors.Is(err, ErrUnknownRecord) {
+			t.Fatalf("type typeEnd version %d decodes (err %v): a type was added without moving typeEnd", v, err)
 		}
 	}
 }

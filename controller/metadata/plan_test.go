@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -287,6 +288,24 @@ func TestErrorCodeMapsKafkaAndOtherErrors(t *testing.T) {
 	}
 	if ErrorCode(errors.New("x")) != -1 {
 		t.Fatal("plain error")
+	}
+	// Every code a planner's error, or one it is given, is answered with.
+	for _, c := range []struct {
+		err  error
+		code int16
+		name string
+	}{
+		{kerr.TopicAlreadyExists, 36, "TOPIC_ALREADY_EXISTS"},
+		{fmt.Errorf("%w: %w", ErrIllegalSegmentTransition, kerr.InvalidRequest), 42, "INVALID_REQUEST"},
+		{ErrIllegalSegmentTransition, -1, "UNKNOWN_SERVER_ERROR"},
+		{ErrCorruptRecord, -1, "UNKNOWN_SERVER_ERROR"},
+		{context.DeadlineExceeded, -1, "UNKNOWN_SERVER_ERROR"},
+		{fmt.Errorf("%w (%w)", kerr.RequestTimedOut, context.DeadlineExceeded), 7, "REQUEST_TIMED_OUT"},
+		{kerr.UnknownServerError, -1, "UNKNOWN_SERVER_ERROR"},
+	} {
+		if got, name := ErrorCode(c.err), ErrorName(c.err); got != c.code || name != c.name {
+			t.Errorf("%v: %d %s, want %d %s", c.err, got, name, c.code, c.name)
+		}
 	}
 }
 

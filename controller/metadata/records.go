@@ -12,7 +12,8 @@ import (
 // snapshots still carry it.
 type RecordType uint8
 
-// Record types. Append new kinds at the end with a fresh number.
+// Record types. Append new kinds at the end with the number typeEnd has,
+// and move typeEnd up by one.
 const (
 	TypeRegisterBroker           RecordType = 1  // [RegisterBrokerRecord]
 	TypeUnregisterBroker         RecordType = 2  // [UnregisterBrokerRecord]
@@ -26,6 +27,11 @@ const (
 	TypeNoOp                     RecordType = 10 // [NoOpRecord]
 	TypeFeatureLevel             RecordType = 11 // [FeatureLevelRecord]
 	TypeClusterID                RecordType = 12 // [ClusterIDRecord]
+
+	// typeEnd is one past the last record type. The codec's tests walk
+	// every type below it (a sample, a name, a decoder each) and check that
+	// typeEnd itself is unknown, so a new type cannot be left out of them.
+	typeEnd RecordType = 13
 )
 
 // String returns the record type's name.

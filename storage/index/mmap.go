@@ -107,6 +107,12 @@ type mmapIndex struct {
 }
 
 func openMmapIndex(fs vfs.FS, path string, baseOffset int64, maxBytes, entrySize int, kind string) (*mmapIndex, error) {
+	return openMmapIndexAtMost(fs, path, baseOffset, maxBytes, entrySize, 0, kind)
+}
+
+// openMmapIndexAtMost is openMmapIndex counting entries only in the first
+// maxEntries slots (0: all of them).
+func openMmapIndexAtMost(fs vfs.FS, path string, baseOffset int64, maxBytes, entrySize, maxEntries int, kind string) (*mmapIndex, error) {
 	if baseOffset < 0 {
 		return nil, fmt.Errorf("index: open %s: negative base offset %d", path, baseOffset)
 	}
@@ -118,7 +124,7 @@ func openMmapIndex(fs vfs.FS, path string, baseOffset int64, maxBytes, entrySize
 		return nil, fmt.Errorf("index: open %s %s: %w", kind, path, err)
 	}
 	m := &mmapIndex{fs: fs, path: path, baseOffset: baseOffset, entrySize: entrySize, f: f}
-	if err := m.load(maxBytes); err != nil {
+	if err := m.load(maxBytes, int64(maxEntries)); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("index: open %s %s: %w", kind, path, err)
 	}
@@ -126,7 +132,7 @@ func openMmapIndex(fs vfs.FS, path string, baseOffset int64, maxBytes, entrySize
 }
 
 // load sizes and maps a freshly opened file and counts its entries.
-func (m *mmapIndex) load(maxBytes int) error {
+func (m *mmapIndex) load(maxBytes int, maxEntries int64) error {
 	st, err := m.f.Stat()
 	if err != nil {
 		return err
@@ -154,8 +160,11 @@ func (m *mmapIndex) load(maxBytes int) error {
 	// (BenchmarkOffsetIndexOpenUnclean); reading it in 64 KiB chunks takes
 	// a fraction of that.
 	var n int64
-	if size > 0 {
-		if n, err = countEntriesInFile(m.f, min(size, slots*es), m.entrySize); err != nil {
+	if scan := min(size, slots*es); scan > 0 {
+		if maxEntries > 0 {
+			scan = min(scan, maxEntries*es)
+		}
+		if n, err = countEntriesInFile(m.f, scan, m.entrySize); err != nil {
 			return err
 		}
 	}

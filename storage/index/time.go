@@ -46,6 +46,16 @@ func OpenTimeIndex(fs vfs.FS, path string, baseOffset int64, maxBytes int) (*Tim
 	return &TimeIndex{m: m}, nil
 }
 
+// OpenTimeIndexAtMost is OpenTimeIndex counting entries only in the first
+// maxEntries slots, as OpenOffsetIndexAtMost.
+func OpenTimeIndexAtMost(fs vfs.FS, path string, baseOffset int64, maxBytes, maxEntries int) (*TimeIndex, error) {
+	m, err := openMmapIndexAtMost(fs, path, baseOffset, maxBytes, TimeEntrySize, maxEntries, "time index")
+	if err != nil {
+		return nil, err
+	}
+	return &TimeIndex{m: m}, nil
+}
+
 func timeEntry(b []byte, i int) (ts int64, rel uint32) {
 	e := b[i*TimeEntrySize:]
 	return int64(be.Uint64(e)), be.Uint32(e[8:])

@@ -1,0 +1,176 @@
+package controller
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+// JSON bodies of the RPCs on the wire (see wire.go for the framing and
+// rpc.go for the methods). Requests are metadata's request types as they
+// are; results that carry errors carry them as wireErr, in the *W types
+// below and their conversions, which the rpc table entries name.
+
+// deleteTopicsReq is DeleteTopics' request: the names and ids of the
+// Service method's arguments.
+type deleteTopicsReq struct {
+	Names []string    `json:"names"`
+	IDs   []uuid.UUID `json:"ids"`
+}
+
+type watchReq struct {
+	From int64 `json:"from"`
+}
+
+// response is the envelope of every kindResponse frame.
+type response struct {
+	Err  *wireErr `json:"err,omitempty"`
+	Body any      `json:"body,omitempty"`
+}
+
+type createTopicResultW struct {
+	Name              string            `json:"name"`
+	TopicID           uuid.UUID         `json:"topic_id"`
+	Err               *wireErr          `json:"err,omitempty"`
+	NumPartitions     int32             `json:"num_partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+}
+
+type deleteTopicResultW struct {
+	Name    string    `json:"name"`
+	TopicID uuid.UUID `json:"topic_id"`
+	Err     *wireErr  `json:"err,omitempty"`
+}
+
+type nameResultW struct {
+	Type metadata.ResourceType `json:"type,omitempty"`
+	Name string                `json:"name"`
+	Err  *wireErr              `json:"err,omitempty"`
+}
+
+type alterPartitionResultW struct {
+	Err            *wireErr `json:"err,omitempty"`
+	Leader         int32    `json:"leader"`
+	LeaderEpoch    int32    `json:"leader_epoch"`
+	PartitionEpoch int32    `json:"partition_epoch"`
+	ISR            []int32  `json:"isr"`
+}
+
+// deltaW is a Delta on the wire: records as metadata.Encode gives them,
+// the image as metadata.State.Marshal gives it.
+type deltaW struct {
+	Offset  int64    `json:"offset"`
+	Records [][]byte `json:"records,omitempty"`
+	Image   []byte   `json:"image,omitempty"`
+}
+
+func createTopicsToW(rs []metadata.CreateTopicResult) []createTopicResultW {
+	out := make([]createTopicResultW, len(rs))
+	for i, r := range rs {
+		out[i] = createTopicResultW{r.Name, r.TopicID, toWireErr(r.Err), r.NumPartitions, r.ReplicationFactor, r.Configs}
+	}
+	return out
+}
+
+func createTopicsFromW(rs []createTopicResultW) []metadata.CreateTopicResult {
+	out := make([]metadata.CreateTopicResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.CreateTopicResult{Name: r.Name, TopicID: r.TopicID, Err: fromWireErr(r.Err),
+			NumPartitions: r.NumPartitions, ReplicationFactor: r.ReplicationFactor, Configs: r.Configs}
+	}
+	return out
+}
+
+func deleteTopicsToW(rs []metadata.DeleteTopicResult) []deleteTopicResultW {
+	out := make([]deleteTopicResultW, len(rs))
+	for i, r := range rs {
+		out[i] = deleteTopicResultW{r.Name, r.TopicID, toWireErr(r.Err)}
+	}
+	return out
+}
+
+func deleteTopicsFromW(rs []deleteTopicResultW) []metadata.DeleteTopicResult {
+	out := make([]metadata.DeleteTopicResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.DeleteTopicResult{Name: r.Name, TopicID: r.TopicID, Err: fromWireErr(r.Err)}
+	}
+	return out
+}
+
+func createPartitionsToW(rs []metadata.CreatePartitionsResult) []nameResultW {
+	out := make([]nameResultW, len(rs))
+	for i, r := range rs {
+		out[i] = nameResultW{Name: r.Name, Err: toWireErr(r.Err)}
+	}
+	return out
+}
+
+func createPartitionsFromW(rs []nameResultW) []metadata.CreatePartitionsResult {
+	out := make([]metadata.CreatePartitionsResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.CreatePartitionsResult{Name: r.Name, Err: fromWireErr(r.Err)}
+	}
+	return out
+}
+
+func alterConfigsToW(rs []metadata.AlterConfigsResult) []nameResultW {
+	out := make([]nameResultW, len(rs))
+	for i, r := range rs {
+		out[i] = nameResultW{Type: r.Type, Name: r.Name, Err: toWireErr(r.Err)}
+	}
+	return out
+}
+
+func alterConfigsFromW(rs []nameResultW) []metadata.AlterConfigsResult {
+	out := make([]metadata.AlterConfigsResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.AlterConfigsResult{Type: r.Type, Name: r.Name, Err: fromWireErr(r.Err)}
+	}
+	return out
+}
+
+func alterPartitionToW(r metadata.AlterPartitionResult) alterPartitionResultW {
+	return alterPartitionResultW{toWireErr(r.Err), r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR}
+}
+
+func alterPartitionFromW(r alterPartitionResultW) metadata.AlterPartitionResult {
+	return metadata.AlterPartitionResult{Err: fromWireErr(r.Err), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
+		PartitionEpoch: r.PartitionEpoch, ISR: r.ISR}
+}
+
+func deltaToW(d Delta) (deltaW, error) {
+	w := deltaW{Offset: d.Offset}
+	if d.Image != nil {
+		b, err := d.Image.Marshal()
+		if err != nil {
+			return w, err
+		}
+		w.Image = b
+		return w, nil
+	}
+	for _, r := range d.Records {
+		w.Records = append(w.Records, metadata.Encode(r))
+	}
+	return w, nil
+}
+
+func deltaFromW(w deltaW) (Delta, error) {
+	d := Delta{Offset: w.Offset}
+	if w.Image != nil {
+		st, err := metadata.Unmarshal(w.Image)
+		if err != nil {
+			return d, err
+		}
+		d.Image = st
+		return d, nil
+	}
+	for _, b := range w.Records {
+		r, err := metadata.Decode(b)
+		if err != nil {
+			return d, err
+		}
+		d.Records = append(d.Records, r)
+	}
+	return d, nil
+}
