@@ -9,7 +9,8 @@
 //	store wiring       store.go: OpenStore from broker config (backend, retry, metrics)
 //	object keys        paths.go: the one place every key is built
 //	partition manifest manifest.go: JSON per partition, conditional updates
-//	broker contract    api.go: Partition, RemoteSegment, Metadata, LeaderPartition, metric names
+//	broker contract    api.go: Partition, RemoteSegment, Metadata, LeaderPartition, metric names;
+//	                   log.go: Log, the storage.Log methods tiering uses
 //	planner            plan.go: the uploader's decisions, pure (what to copy, what
 //	                   retention deletes, what is an orphan); scripts in testdata/plan
 //	uploader           uploader*.go: the planner's shell: sealed committed segments →

@@ -68,7 +68,7 @@ const (
 	// raised to LogStart), DELETE_FINISHED.
 	ActRetain
 	// ActCopy copies the local segment Local[Index] (Segment) under a new
-	// id; Snapshot is the producer snapshot at its end ("" for none).
+	// id, with the producer snapshot at its end (storage finds it).
 	ActCopy
 )
 
@@ -90,7 +90,6 @@ type Action struct {
 	SkipIfPrevFailed bool
 	Index            int // ActCopy: into PlanInput.Local
 	Segment          storage.SegmentInfo
-	Snapshot         string
 }
 
 // Plan returns a pass's actions, in the order the shell runs them:
@@ -244,8 +243,7 @@ func splitCovered(finished []metadata.RemoteSegmentInfo) (redundant, live []meta
 // segments) and the log start. A segment straddling the remote end (a new
 // leader's segmentation) goes up whole with its true base: overlap of
 // committed offsets is harmless, each holds the same batches on every
-// replica. Its producer snapshot is the next segment's, when that one
-// starts where it ends.
+// replica.
 func PlanCopy(in PlanInput) (Action, bool) {
 	remoteEnd := int64(-1)
 	if _, e, ok := finishedExtent(in.Remote); ok {
@@ -258,11 +256,7 @@ func PlanCopy(in PlanInput) (Action, bool) {
 	if i < 0 {
 		return Action{}, false
 	}
-	a := Action{Kind: ActCopy, Index: i, Segment: in.Local[i]}
-	if i+1 < len(in.Local) && in.Local[i+1].BaseOffset == a.Segment.NextOffset {
-		a.Snapshot = in.Local[i+1].SnapshotPath
-	}
-	return a, true
+	return Action{Kind: ActCopy, Index: i, Segment: in.Local[i]}, true
 }
 
 // PlanOrphanObjects returns the keys of listed objects (a listing of the

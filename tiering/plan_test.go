@@ -23,7 +23,7 @@ import (
 // crashed at one), so a script follows a partition through several passes.
 //
 //	local                    input: one segment a line, oldest first:
-//	                         <base>-<next> [size=<n>] [ts=<ms>] [snap] [active]
+//	                         <base>-<next> [size=<n>] [ts=<ms>] [active]
 //	remote                   input: <name> <base>-<end> <state> [broker=<id>] [at=<ms>] [size=<n>] [ts=<ms>]
 //	set [hw=] [log-start=] [local-start=] [log-end=] [now=<ms>] [retention-ms=] [retention-bytes=]
 //	    [policy=<cleanup.policy>] [broker=<id>] [grace=<ms>] [last-scan=<ms>] [inflight=(<name>,...)]
@@ -173,9 +173,6 @@ func parseLocal(t *testing.T, line string) storage.SegmentInfo {
 		LogPath: fmt.Sprintf("%d.log", base), IndexPath: fmt.Sprintf("%d.index", base), TimeIndexPath: fmt.Sprintf("%d.timeindex", base),
 		Sealed: !slices.Contains(f, "active"),
 	}
-	if slices.Contains(f, "snap") {
-		s.SnapshotPath = fmt.Sprintf("%d.snapshot", base)
-	}
 	return s
 }
 
@@ -272,11 +269,7 @@ func (h *planHarness) action(a Action) string {
 		}
 		return s
 	case ActCopy:
-		snap := a.Snapshot
-		if snap == "" {
-			snap = "none"
-		}
-		return fmt.Sprintf("copy %d-%d snapshot=%s", a.Segment.BaseOffset, a.Segment.NextOffset-1, snap)
+		return fmt.Sprintf("copy %d-%d", a.Segment.BaseOffset, a.Segment.NextOffset-1)
 	}
 	return "?"
 }
