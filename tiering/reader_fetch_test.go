@@ -21,17 +21,8 @@ func (r *Reader) fetchesInFlight() int {
 // another; the read goes on past the wait and fills the cache, so the
 // next fetch gets the data without another GET.
 func TestReaderFetchCoalescesAndOutlivesItsWait(t *testing.T) {
-	l := rdNewLog(t)
-	l.fillFixed(2, 300<<10, 1000)
-	mem := objstore.NewMemStore()
-	segs := l.upload(mem, "p")
-	store := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpGet, Latency: 300 * time.Millisecond})
-	r := rdReader(t, store, func(c *ReaderConfig) { c.ReadAheadChunks = -1 })
-	ctx := rdCtx(t, 30*time.Second)
-	seg := segs[1]
-	off := seg.BaseOffset + 5
-	want, _, _ := l.localRead(off, 2000, seg)
-	mem.ResetCalls()
+	sr := newRdSlowRead(t, 300*time.Millisecond)
+	mem, r, ctx, seg, off, want := sr.mem, sr.r, sr.ctx, sr.seg, sr.off, sr.want
 
 	for i := range 2 {
 		_, pending, err := r.Fetch(ctx, seg, off, 2000, time.Millisecond)
