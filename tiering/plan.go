@@ -67,8 +67,8 @@ const (
 	// log start moves to LogStart, then objects, manifest (its log start
 	// raised to LogStart), DELETE_FINISHED.
 	ActRetain
-	// ActCopy copies the local segment Local[Index] (Segment) under a new
-	// id, with the producer snapshot at its end (storage finds it).
+	// ActCopy copies the sealed local segment Segment under a new id,
+	// with the producer snapshot at its end (storage finds it).
 	ActCopy
 )
 
@@ -88,8 +88,7 @@ type Action struct {
 	// SkipIfPrevFailed: the shell skips this action when the one before
 	// it failed (retention waits for the redundant segments to go).
 	SkipIfPrevFailed bool
-	Index            int // ActCopy: into PlanInput.Local
-	Segment          storage.SegmentInfo
+	Segment          storage.SegmentInfo // ActCopy
 }
 
 // Plan returns a pass's actions, in the order the shell runs them:
@@ -256,7 +255,7 @@ func PlanCopy(in PlanInput) (Action, bool) {
 	if i < 0 {
 		return Action{}, false
 	}
-	return Action{Kind: ActCopy, Index: i, Segment: in.Local[i]}, true
+	return Action{Kind: ActCopy, Segment: in.Local[i]}, true
 }
 
 // PlanOrphanObjects returns the keys of listed objects (a listing of the

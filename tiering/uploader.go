@@ -521,22 +521,21 @@ func (u *Uploader) partitionLoop(t *partTask) {
 func (u *Uploader) gather(t *partTask) PlanInput {
 	lp := t.lp
 	l := lp.Log
-	in := PlanInput{
-		Remote:        u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index),
-		HighWatermark: lp.HighWatermark(),
-		LogStart:      l.LogStartOffset(),
-		LocalStart:    l.LocalLogStartOffset(),
-		LogEnd:        l.LogEndOffset(),
-		Local:         l.Segments(),
-		Config:        l.Config(),
-		Now:           u.cfg.Now(),
-		BrokerID:      u.cfg.BrokerID,
-		OrphanGrace:   u.cfg.OrphanGrace,
-		Inflight:      u.inflightIDs(),
-		ScanEvery:     orphanScanEvery,
+	return PlanInput{
+		Remote:         u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index),
+		HighWatermark:  lp.HighWatermark(),
+		LogStart:       l.LogStartOffset(),
+		LocalStart:     l.LocalLogStartOffset(),
+		LogEnd:         l.LogEndOffset(),
+		Local:          l.Segments(),
+		Config:         l.Config(),
+		Now:            u.cfg.Now(),
+		BrokerID:       u.cfg.BrokerID,
+		OrphanGrace:    u.cfg.OrphanGrace,
+		Inflight:       u.inflightIDs(),
+		ScanEvery:      orphanScanEvery,
+		LastOrphanScan: t.lastOrphanScan,
 	}
-	in.LastOrphanScan = t.lastOrphanScan
-	return in
 }
 
 // pass is one examination of a led partition: it gathers a snapshot, runs
