@@ -6,14 +6,10 @@ package broker
 // by Fetch and ListOffsets for offsets below a partition's local log
 // start.
 //
-// Remote reads never run on a request goroutine's own time beyond
-// remote.fetch.max.wait.ms: each is a "flight" on its own goroutine
-// (shared by concurrent fetches of the same partition and offset), bounded
-// node-wide by the reader's thread and bandwidth budget. A fetch waits for
-// its flights up to remote.fetch.max.wait.ms and answers without the data
-// of those still in the air; they go on, warm the chunk cache, and the
-// consumer's next fetch finds the data there. Many partitions of one fetch
-// are read at once.
+// A fetch's remote read is tiering.Reader.Fetch: coalesced per partition
+// and offset, waited for up to remote.fetch.max.wait.ms, going on in the
+// background past it to warm the chunk cache (tiering/reader_fetch.go).
+// Many partitions of one fetch are read at once.
 
 import (
 	"context"
@@ -47,21 +43,6 @@ type tier struct {
 	mu        sync.Mutex
 	led       map[tpKey]int32 // partitions handed to the uploader, by leader epoch
 	restoring map[string]int  // topics being restored: not handed to the uploader yet
-	flights   map[flightKey]*flight
-}
-
-type flightKey struct {
-	topic     string
-	partition int32
-	offset    int64
-}
-
-// flight is one remote read in progress; done is closed when res and err
-// are set.
-type flight struct {
-	done chan struct{}
-	res  tiering.RemoteRead
-	err  error
 }
 
 // startTier builds the uploader and reader once the controller service is
@@ -72,7 +53,7 @@ func (n *Node) startTier() error {
 		return nil
 	}
 	ts := n.cfg.Tiering
-	t := &tier{n: n, led: map[tpKey]int32{}, restoring: map[string]int{}, flights: map[flightKey]*flight{}}
+	t := &tier{n: n, led: map[tpKey]int32{}, restoring: map[string]int{}}
 	up, err := tiering.NewUploader(tiering.UploaderConfig{
 		Store: n.remote, Prefix: "", Meta: tierMeta{n}, BrokerID: n.cfg.NodeID,
 		Threads: ts.CopierThreads, Interval: ts.TaskInterval, CopyMaxBytesPerSecond: ts.CopyMaxBytesPerSecond,
@@ -85,7 +66,8 @@ func (n *Node) startTier() error {
 	rd, err := tiering.NewReader(tiering.ReaderConfig{
 		Store: n.remote, Prefix: "", CacheDir: ts.CacheDir, CacheBytes: ts.CacheBytes, ChunkBytes: ts.ChunkBytes,
 		IndexCacheBytes: ts.IndexCacheBytes, Threads: ts.ReaderThreads, MaxBytesPerSecond: ts.FetchMaxBytesPerSecond,
-		ReadAheadChunks: readAhead(ts.ReadAheadChunks), Registerer: n.reg, Logger: n.logger,
+		ReadAheadChunks: readAhead(ts.ReadAheadChunks), FetchTimeout: n.cfg.RemoteStore.RequestTimeout,
+		Registerer: n.reg, Logger: n.logger,
 	})
 	if err != nil {
 		up.Close()
@@ -289,7 +271,8 @@ func (t *tier) servesRemote(p *partition, offset int64) bool {
 }
 
 // read starts (or joins) the remote read of p at offset and waits for it
-// up to wait. timedOut reports a read still in the air.
+// up to wait (tiering.Reader.Fetch). timedOut reports a read still in the
+// air.
 func (t *tier) read(ctx context.Context, p *partition, offset int64, maxBytes int, wait time.Duration) (v storage.ReadView, timedOut bool, err error) {
 	seg, next, ok := t.segmentFor(p, offset)
 	if !ok {
@@ -300,37 +283,14 @@ func (t *tier) read(ctx context.Context, p *partition, offset int64, maxBytes in
 		// segment instead of stalling at every segment boundary.
 		t.rd.Follows(seg, *next)
 	}
-	k := flightKey{p.topic, p.index, offset}
-	t.mu.Lock()
-	f := t.flights[k]
-	if f == nil {
-		f = &flight{done: make(chan struct{})}
-		t.flights[k] = f
-		go func() {
-			rctx, cancel := context.WithTimeout(t.n.ctx, t.n.cfg.RemoteStore.RequestTimeout+wait)
-			res, err := t.rd.Read(rctx, seg, offset, maxBytes)
-			cancel()
-			f.res, f.err = res, err
-			t.mu.Lock()
-			delete(t.flights, k)
-			t.mu.Unlock()
-			close(f.done)
-		}()
-	}
-	t.mu.Unlock()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-f.done:
-	case <-timer.C:
+	res, pending, err := t.rd.Fetch(ctx, seg, offset, maxBytes, wait)
+	switch {
+	case pending:
 		return storage.ReadView{}, true, nil
-	case <-ctx.Done():
-		return storage.ReadView{}, true, nil
+	case err != nil:
+		return storage.ReadView{}, false, fmt.Errorf("%w: remote read: %v", kerr.KafkaStorageError, err)
 	}
-	if f.err != nil {
-		return storage.ReadView{}, false, fmt.Errorf("%w: remote read: %v", kerr.KafkaStorageError, f.err)
-	}
-	return storage.BytesView(f.res.Records, f.res.FirstOffset, f.res.NextOffset), false, nil
+	return storage.BytesView(res.Records, res.FirstOffset, res.NextOffset), false, nil
 }
 
 // offsetForTimestamp looks ts up in the remote tier: the first offset whose

@@ -40,6 +40,11 @@ var (
 	// whose offsets are below the log end offset or not increasing, and by
 	// [Log.SetLogStartOffset] for an offset past the log end.
 	ErrInvalidOffset = fmt.Errorf("storage: invalid offset: %w", kerr.InvalidRecord)
+
+	// ErrNoSuchSegment is returned by [Log.OpenSealedSegment] for a base
+	// offset no sealed segment of the log has (deleted by retention, cut
+	// by truncation, still the active segment, or never there).
+	ErrNoSuchSegment = errors.New("storage: no such sealed segment")
 )
 
 var errNotExist = iofs.ErrNotExist

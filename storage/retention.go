@@ -245,8 +245,10 @@ type SegmentInfo struct {
 
 // Segments lists all local segments, oldest first. Sealed segments are
 // immutable; their files may be copied as they are.
-func (l *Log) Segments() []SegmentInfo {
-	segs := l.segments()
+func (l *Log) Segments() []SegmentInfo { return l.segmentInfos(l.segments()) }
+
+// segmentInfos describes segs (one load of the segment list).
+func (l *Log) segmentInfos(segs []*segment) []SegmentInfo {
 	snaps := map[int64]bool{}
 	for _, o := range l.snapshotOffsets() {
 		snaps[o] = true

@@ -9,9 +9,128 @@ import (
 	"github.com/strata-io/strata/storage/vfs"
 )
 
-// FS returns the file system the log's files live on: tiering opens the
-// paths of [Log.Segments] through it, never through package os.
-func (l *Log) FS() vfs.FS { return l.fs }
+// SealedSegment is a sealed segment's files opened for copying by
+// [Log.OpenSealedSegment]: the .log, .index and .timeindex as they are on
+// disk, and the producer snapshot at the segment's end. Each is read
+// through ReaderAt up to its size; they stay readable until Release, even
+// if retention deletes the segment meanwhile (its files are unlinked after
+// the last reference goes, as for a [ReadView]). The readers are shared:
+// ReadAt only, no Close. Release is idempotent; after it the readers must
+// not be used.
+type SealedSegment struct {
+	Info                  SegmentInfo
+	Log, Index, TimeIndex SegmentFile
+	Snapshot              SegmentFile // Size 0 and R nil when there is none
+	release, closeOwn     func()
+	released              bool
+}
+
+// SegmentFile is one file of a [SealedSegment].
+type SegmentFile struct {
+	R    io.ReaderAt
+	Size int64
+}
+
+// Release drops the segment's reference and closes what was opened for
+// it.
+func (s *SealedSegment) Release() {
+	if s == nil || s.released {
+		return
+	}
+	s.released = true
+	s.closeOwn()
+	s.release()
+}
+
+// OpenSealedSegment opens the sealed segment with base offset base for
+// copying (tiering): it takes a reference on the segment (which keeps its
+// files from being unlinked, and from being closed by the open-file LRU,
+// until Release) and opens its indexes and the producer snapshot at its
+// end (the next segment's base, when that segment starts where this one
+// ends and a snapshot was written there; none otherwise, as a snapshot
+// removed meanwhile). ErrNoSuchSegment when no sealed segment of the log
+// has that base.
+func (l *Log) OpenSealedSegment(base int64) (*SealedSegment, error) {
+	segs := l.segments()
+	infos := l.segmentInfos(segs)
+	i := -1
+	for j, s := range segs {
+		if s.base == base {
+			i = j
+			break
+		}
+	}
+	if i < 0 || i == len(segs)-1 {
+		return nil, fmt.Errorf("%w: base %d", ErrNoSuchSegment, base)
+	}
+	s := segs[i]
+	if err := s.acquire(); err != nil {
+		if errors.Is(err, errSegmentClosed) {
+			return nil, fmt.Errorf("%w: base %d", ErrNoSuchSegment, base)
+		}
+		return nil, err
+	}
+	info := infos[i]
+	var own []vfs.File
+	closeOwn := func() {
+		for _, f := range own {
+			f.Close()
+		}
+	}
+	fail := func(err error) (*SealedSegment, error) {
+		closeOwn()
+		s.release()
+		return nil, err
+	}
+	open := func(path string, optional bool) (SegmentFile, error) {
+		f, err := l.fs.Open(path)
+		if errors.Is(err, errNotExist) {
+			// Renamed to .deleted since (retention): the reference keeps
+			// that name until it is released.
+			f, err = l.fs.Open(path + DeletedFileSuffix)
+		}
+		if err != nil {
+			if optional && errors.Is(err, errNotExist) {
+				return SegmentFile{}, nil
+			}
+			return SegmentFile{}, fmt.Errorf("storage: open %s: %w", path, err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return SegmentFile{}, fmt.Errorf("storage: stat %s: %w", path, err)
+		}
+		own = append(own, f)
+		return SegmentFile{R: f, Size: st.Size()}, nil
+	}
+	out := &SealedSegment{Info: info, release: s.release}
+	logSize, err := fileSize(s.log)
+	if err != nil {
+		return fail(fmt.Errorf("storage: stat %s: %w", s.logPath(), err))
+	}
+	out.Log = SegmentFile{R: s.log, Size: logSize}
+	if out.Index, err = open(s.indexPath(), false); err != nil {
+		return fail(err)
+	}
+	if out.TimeIndex, err = open(s.timeIndexPath(), false); err != nil {
+		return fail(err)
+	}
+	if next := infos[i+1]; next.BaseOffset == info.NextOffset && next.SnapshotPath != "" {
+		if out.Snapshot, err = open(next.SnapshotPath, true); err != nil {
+			return fail(err)
+		}
+	}
+	out.closeOwn = closeOwn
+	return out, nil
+}
+
+func fileSize(f vfs.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
 
 // SetRemoteLogStart sets the log start offset of a remote-storage log to
 // off, the remote tier's start: unlike [Log.SetLogStartOffset] it may move

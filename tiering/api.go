@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-io/strata/controller/metadata"
-	"github.com/strata-io/strata/storage"
 )
 
 // Partition names a partition together with its topic's id, which every
@@ -81,7 +80,7 @@ type Metadata interface {
 // lie wholly below HighWatermark and applies remote retention to it.
 type LeaderPartition struct {
 	Partition
-	Log           *storage.Log
+	Log           Log // *storage.Log in the broker (log.go)
 	HighWatermark func() int64
 	LeaderEpoch   func() int32
 }

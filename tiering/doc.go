@@ -9,16 +9,23 @@
 //	store wiring       store.go: OpenStore from broker config (backend, retry, metrics)
 //	object keys        paths.go: the one place every key is built
 //	partition manifest manifest.go: JSON per partition, conditional updates
-//	broker contract    api.go: Partition, RemoteSegment, Metadata, LeaderPartition, metric names
-//	uploader           uploader*.go: sealed committed segments → bucket on a bounded pool;
-//	                   remote retention, orphans, deleted topics; uploader_health.go:
-//	                   the store probe that wakes every retry when an outage ends
+//	broker contract    api.go: Partition, RemoteSegment, Metadata, LeaderPartition, metric names;
+//	                   log.go: Log, the storage.Log methods tiering uses
+//	planner            plan.go: the uploader's decisions, pure (what to copy, what
+//	                   retention deletes, what is an orphan); scripts in testdata/plan
+//	uploader           uploader*.go: the planner's shell: sealed committed segments →
+//	                   bucket on a bounded pool; remote retention, orphans, deleted
+//	                   topics; uploader_health.go: the store probe that wakes every
+//	                   retry when an outage ends
 //	remote reader      reader.go, reader_index.go: fetches below the local log start;
+//	                   reader_fetch.go: a fetch's read, coalesced, within its wait;
 //	                   reader_missing.go: segments whose objects are gone (one steady error)
 //	chunk cache        cache.go, cache_index.go: 2Q on disk, bounded; budget.go: GET slots, byte rate
 //	restore            restore.go: a topic's manifests and records from the bucket alone
 //	bucket             bucket.go: every topic in the bucket (tier list); registered
 //	                   segments' objects checked against it (tier verify)
+//
+// DESIGN.md has the file map, the lock order and the invariants.
 //
 // # What it must never do
 //

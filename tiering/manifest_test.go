@@ -20,7 +20,9 @@ import (
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata golden files")
+// rewrite is the -rewrite flag cockroachdb/datadriven registers (the
+// planner's scripts use it too): one flag rewrites every golden file.
+func rewrite() bool { return flag.Lookup("rewrite").Value.(flag.Getter).Get().(bool) }
 
 func TestManifestValidateAcceptsWellFormed(t *testing.T) {
 	for _, m := range []Manifest{
@@ -142,7 +144,7 @@ func TestManifestEncodeMatchesGoldenAndRoundTrips(t *testing.T) {
 		t.Fatal("two encodings differ")
 	}
 	golden := filepath.Join("testdata", "manifest-v1.json")
-	if *rewrite {
+	if rewrite() {
 		if err := os.WriteFile(golden, data, 0o644); err != nil {
 			t.Fatal(err)
 		}

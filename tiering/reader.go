@@ -70,8 +70,11 @@ type ReaderConfig struct {
 	// (default 64 × Threads); beyond it reads fail with
 	// [ErrReadQueueFull]. Read-ahead waits in its own queue of Threads.
 	MaxQueuedReads int
-	Registerer     prometheus.Registerer // may be nil
-	Logger         *slog.Logger          // nil: discard
+	// FetchTimeout plus the fetch's wait bounds a [Reader.Fetch] flight
+	// (remote.storage.request.timeout.ms); 0 means DefaultFetchTimeout.
+	FetchTimeout time.Duration
+	Registerer   prometheus.Registerer // may be nil
+	Logger       *slog.Logger          // nil: discard
 }
 
 // Defaults of [ReaderConfig].
@@ -122,6 +125,7 @@ type ReaderStats struct {
 	IndexHits       int64
 	IndexMisses     int64
 	GETs            int64 // object-store GETs issued
+	FetchReads      int64 // reads [Reader.Fetch] started (fetches that joined one not counted)
 }
 
 // Reader reads remote segments for fetches and ListOffsets. It is safe
@@ -150,9 +154,11 @@ type Reader struct {
 	closeMu sync.RWMutex // guards closed against wg.Add
 	closed  bool
 
-	fmu          sync.Mutex // guards chunkFlights, idxFlights
+	fmu          sync.Mutex // guards chunkFlights, idxFlights, fetchFlights
 	chunkFlights map[chunkKey]*chunkFlight
 	idxFlights   map[string]*idxFlight
+	fetchFlights map[fetchKey]*fetchFlight // reader_fetch.go
+	fetchTimeout time.Duration
 
 	smu  sync.Mutex // guards segs
 	segs map[string]*segState
@@ -162,6 +168,7 @@ type Reader struct {
 	raPending                atomic.Int64
 	hits, misses, raChunks   atomic.Int64
 	idxHits, idxMisses, gets atomic.Int64
+	fetchReads               atomic.Int64
 }
 
 // segState is what the reader remembers of one segment's .log between
@@ -229,6 +236,9 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	if cfg.MaxQueuedReads == 0 {
 		cfg.MaxQueuedReads = 64 * cfg.Threads
 	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = DefaultFetchTimeout
+	}
 	switch {
 	case cfg.ChunkBytes < batch.HeaderSize || cfg.ChunkBytes > 1<<30:
 		return nil, fmt.Errorf("tiering: reader: remote.log.cache.chunk.bytes %d not in [%d, 1 GiB]", cfg.ChunkBytes, batch.HeaderSize)
@@ -268,6 +278,7 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 		budget: newReadBudget(cfg.Threads, cfg.MaxQueuedReads, cfg.Threads, cfg.MaxBytesPerSecond),
 		m:      m, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		chunkFlights: map[chunkKey]*chunkFlight{}, idxFlights: map[string]*idxFlight{},
+		fetchFlights: map[fetchKey]*fetchFlight{}, fetchTimeout: cfg.FetchTimeout,
 		segs: map[string]*segState{},
 	}, nil
 }
@@ -334,7 +345,7 @@ func (r *Reader) Stats() ReaderStats {
 		Hits: r.hits.Load(), Misses: r.misses.Load(), CachedBytes: used, CachedChunks: chunks,
 		Evictions: cs.evictions, Dropped: cs.dropped, InFlight: inUse, Queued: queued,
 		ReadAheadChunks: r.raChunks.Load(), IndexHits: r.idxHits.Load(), IndexMisses: r.idxMisses.Load(),
-		GETs: r.gets.Load(),
+		GETs: r.gets.Load(), FetchReads: r.fetchReads.Load(),
 	}
 }
 

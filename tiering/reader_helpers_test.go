@@ -305,3 +305,30 @@ func rdBatchInChunk(tb testing.TB, bs []rdBatchPos, c, chunk, margin int64) int6
 	tb.Fatalf("no batch inside chunk %d", c)
 	return 0
 }
+
+// rdSlowRead is a reader (read-ahead off) over two uploaded segments in a
+// MemStore whose GETs take latency, with an offset of the second segment
+// and the local log's bytes there (2000 bytes at most); the store's calls
+// are reset.
+type rdSlowRead struct {
+	mem  *objstore.MemStore
+	r    *Reader
+	ctx  context.Context
+	seg  RemoteSegment
+	off  int64
+	want []byte
+}
+
+func newRdSlowRead(t *testing.T, latency time.Duration) rdSlowRead {
+	t.Helper()
+	l := rdNewLog(t)
+	l.fillFixed(2, 300<<10, 1000)
+	mem := objstore.NewMemStore()
+	segs := l.upload(mem, "p")
+	store := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpGet, Latency: latency})
+	r := rdReader(t, store, func(c *ReaderConfig) { c.ReadAheadChunks = -1 })
+	seg := segs[1]
+	want, _, _ := l.localRead(seg.BaseOffset+5, 2000, seg)
+	mem.ResetCalls()
+	return rdSlowRead{mem: mem, r: r, ctx: rdCtx(t, 30*time.Second), seg: seg, off: seg.BaseOffset + 5, want: want}
+}

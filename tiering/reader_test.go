@@ -254,16 +254,8 @@ func TestReaderHotSetSurvivesSequentialScan(t *testing.T) {
 
 // N concurrent readers of one cold chunk cause one GET of it.
 func TestReaderConcurrentReadersOfColdChunkShareOneGet(t *testing.T) {
-	l := rdNewLog(t)
-	l.fillFixed(2, 300<<10, 1000)
-	mem := objstore.NewMemStore()
-	segs := l.upload(mem, "p")
-	store := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpGet, Latency: 50 * time.Millisecond})
-	r := rdReader(t, store, func(c *ReaderConfig) { c.ReadAheadChunks = -1 })
-	ctx := rdCtx(t, 30*time.Second)
-	seg := segs[1]
-	want, _, _ := l.localRead(seg.BaseOffset+5, 2000, seg)
-	mem.ResetCalls()
+	sr := newRdSlowRead(t, 50*time.Millisecond)
+	mem, r, ctx, seg, want := sr.mem, sr.r, sr.ctx, sr.seg, sr.want
 
 	const n = 16
 	var wg sync.WaitGroup

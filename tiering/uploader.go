@@ -63,6 +63,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -158,7 +159,7 @@ type Uploader struct {
 	// of the same partition waits for the old one to stop: two copies of
 	// one partition never overlap in time.
 	retired  map[Partition]chan struct{}
-	inflight map[uuid.UUID]struct{} // segment ids this process is copying
+	inflight map[uuid.UUID]bool // segment ids this process is copying
 	started  bool
 	closed   bool
 	unknown  map[uuid.UUID]bool // deleted topics whose name is unknown, logged once
@@ -236,7 +237,7 @@ func NewUploader(cfg UploaderConfig) (*Uploader, error) {
 		cancel:      cancel,
 		parts:       map[Partition]*partTask{},
 		retired:     map[Partition]chan struct{}{},
-		inflight:    map[uuid.UUID]struct{}{},
+		inflight:    map[uuid.UUID]bool{},
 		unknown:     map[uuid.UUID]bool{},
 		janitorKick: make(chan struct{}, 1),
 	}
@@ -323,25 +324,28 @@ func (u *Uploader) Lead(p LeaderPartition) {
 }
 
 // onLead applies the remote tier's extent to the log (steps 1–3 of the
-// file comment). Only local calls: the metadata image and the log.
+// file comment, decided by PlanLead). Only local calls: the metadata
+// image and the log.
 func (u *Uploader) onLead(p LeaderPartition) {
-	segs := u.cfg.Meta.RemoteSegments(p.TopicID, p.Index)
-	start, end, ok := finishedExtent(segs)
+	l := p.Log
+	lead, ok := PlanLead(PlanInput{
+		Remote: u.cfg.Meta.RemoteSegments(p.TopicID, p.Index),
+		LogEnd: l.LogEndOffset(), LocalStart: l.LocalLogStartOffset(),
+	})
 	if !ok {
 		return
 	}
-	l := p.Log
-	l.SetRemoteUploadedOffset(end + 1)
-	if l.LogEndOffset() == l.LocalLogStartOffset() && end+1 > l.LogEndOffset() {
-		if err := l.RestartAt(start, end+1); err != nil {
-			u.log.Error("restart empty log after the remote tier", "partition", p.Partition, "remote_start", start, "next", end+1, "err", err)
+	l.SetRemoteUploadedOffset(lead.Uploaded)
+	if lead.Restart {
+		if err := l.RestartAt(lead.RemoteStart, lead.Uploaded); err != nil {
+			u.log.Error("restart empty log after the remote tier", "partition", p.Partition, "remote_start", lead.RemoteStart, "next", lead.Uploaded, "err", err)
 		} else {
-			u.log.Info("empty local log restarted after the remote tier", "partition", p.Partition, "remote_start", start, "next", end+1)
+			u.log.Info("empty local log restarted after the remote tier", "partition", p.Partition, "remote_start", lead.RemoteStart, "next", lead.Uploaded)
 		}
 		return
 	}
-	if err := l.SetRemoteLogStart(start); err != nil && !errors.Is(err, storage.ErrOffsetOutOfRange) {
-		u.log.Warn("set remote log start", "partition", p.Partition, "remote_start", start, "err", err)
+	if err := l.SetRemoteLogStart(lead.RemoteStart); err != nil && !errors.Is(err, storage.ErrOffsetOutOfRange) {
+		u.log.Warn("set remote log start", "partition", p.Partition, "remote_start", lead.RemoteStart, "err", err)
 	}
 }
 
@@ -512,25 +516,72 @@ func (u *Uploader) partitionLoop(t *partTask) {
 	}
 }
 
-// pass is one examination of a led partition: orphans, remote retention,
-// then copies until nothing is left to copy, then the metrics.
+// gather takes the planner's snapshot of a led partition: the metadata
+// image, the log and the clock, no object-store call.
+func (u *Uploader) gather(t *partTask) PlanInput {
+	lp := t.lp
+	l := lp.Log
+	return PlanInput{
+		Remote:         u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index),
+		HighWatermark:  lp.HighWatermark(),
+		LogStart:       l.LogStartOffset(),
+		LocalStart:     l.LocalLogStartOffset(),
+		LogEnd:         l.LogEndOffset(),
+		Local:          l.Segments(),
+		Config:         l.Config(),
+		Now:            u.cfg.Now(),
+		BrokerID:       u.cfg.BrokerID,
+		OrphanGrace:    u.cfg.OrphanGrace,
+		Inflight:       u.inflightIDs(),
+		ScanEvery:      orphanScanEvery,
+		LastOrphanScan: t.lastOrphanScan,
+	}
+}
+
+// pass is one examination of a led partition: it gathers a snapshot, runs
+// Plan (orphans, the orphan-object scan when due, remote retention, the
+// next copy) and executes the actions in order; after each copy it asks
+// PlanCopy for the next, until nothing is left to copy; then the metrics.
 func (u *Uploader) pass(t *partTask) {
 	ctx := t.ctx
 	if ctx.Err() != nil {
 		return
 	}
-	u.deleteOrphans(ctx, t)
-	if now := u.cfg.Now(); t.lastOrphanScan.IsZero() || now.Sub(t.lastOrphanScan) >= orphanScanEvery {
-		if err := u.scanOrphanObjects(ctx, t.lp.Partition); err == nil {
-			t.lastOrphanScan = now
-		}
-	}
-	u.applyRemoteRetention(ctx, t)
-	for ctx.Err() == nil {
-		copied, err := u.copyNext(ctx, t)
-		if err != nil || !copied {
+	in := u.gather(t)
+	failed := false
+	for _, a := range Plan(in) {
+		if ctx.Err() != nil {
 			break
 		}
+		if a.SkipIfPrevFailed && failed {
+			continue
+		}
+		var err error
+		switch a.Kind {
+		case ActDeleteOrphans:
+			err = u.deleteOrphans(ctx, t.lp, a)
+		case ActScanOrphanObjects:
+			if err = u.scanOrphanObjects(ctx, t); err == nil {
+				t.lastOrphanScan = in.Now
+			}
+		case ActDeleteRedundant:
+			err = u.deleteRedundant(ctx, t.lp, a)
+		case ActRetain:
+			err = u.retain(ctx, t.lp, a)
+		case ActCopy:
+			for ctx.Err() == nil {
+				copied, cerr := u.copyNext(ctx, t.lp, a)
+				if cerr != nil || !copied {
+					break
+				}
+				next, ok := PlanCopy(u.gather(t))
+				if !ok {
+					break
+				}
+				a = next
+			}
+		}
+		failed = err != nil
 	}
 	u.publishTopic(t.lp.Topic)
 }
@@ -661,18 +712,18 @@ func (u *Uploader) commit(ctx context.Context, seg metadata.RemoteSegmentInfo, s
 	})
 }
 
-func (u *Uploader) isInflight(id uuid.UUID) bool {
+// inflightIDs returns the ids of the segments this process is copying.
+func (u *Uploader) inflightIDs() map[uuid.UUID]bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	_, ok := u.inflight[id]
-	return ok
+	return maps.Clone(u.inflight)
 }
 
 func (u *Uploader) setInflight(id uuid.UUID, on bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if on {
-		u.inflight[id] = struct{}{}
+		u.inflight[id] = true
 	} else {
 		delete(u.inflight, id)
 	}

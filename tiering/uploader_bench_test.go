@@ -52,7 +52,7 @@ func BenchmarkUploadSegment(b *testing.B) {
 		ctx := context.Background()
 		b.SetBytes(seg.Size)
 		for b.Loop() {
-			if err := u.copySegment(ctx, tp.LeaderPartition, local, 0); err != nil {
+			if err := u.copySegment(ctx, tp.LeaderPartition, seg); err != nil {
 				b.Fatal(err)
 			}
 			b.StopTimer()

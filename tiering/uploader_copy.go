@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/checkpoint"
-	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -36,28 +34,11 @@ var (
 // new id after errAckMismatch within one pass.
 const maxCopyRestarts = 3
 
-// copyNext copies the oldest local segment that should be remote and is
-// not: sealed, non-empty, wholly below the high watermark and the log
-// start, ending above the remote end. A segment straddling the remote end
-// (a new leader's segmentation) goes up whole with its true base: overlap
-// of committed offsets is harmless, each holds the same batches on every
-// replica. It reports whether it copied one.
-func (u *Uploader) copyNext(ctx context.Context, t *partTask) (bool, error) {
-	lp := t.lp
-	remoteEnd := int64(-1)
-	if _, e, ok := finishedExtent(u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index)); ok {
-		remoteEnd = e
-	}
-	hw := lp.HighWatermark()
-	logStart := lp.Log.LogStartOffset()
-	local := lp.Log.Segments()
-	i := slices.IndexFunc(local, func(s storage.SegmentInfo) bool {
-		return s.Sealed && s.NextOffset > s.BaseOffset && s.NextOffset <= hw &&
-			s.NextOffset-1 > remoteEnd && s.NextOffset > logStart
-	})
-	if i < 0 {
-		return false, nil
-	}
+// copyNext runs a copy action (PlanCopy's choice) on a slot of the
+// copier pool, restarting under a new id after errAckMismatch. It reports
+// whether the segment is done with: copied, or deleted locally meanwhile
+// (below the log start now; the next plan skips it).
+func (u *Uploader) copyNext(ctx context.Context, lp LeaderPartition, a Action) (bool, error) {
 	select {
 	case u.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -65,12 +46,12 @@ func (u *Uploader) copyNext(ctx context.Context, t *partTask) (bool, error) {
 	}
 	defer func() { <-u.slots }()
 	for restart := 0; ; restart++ {
-		err := u.copySegment(ctx, lp, local, i)
+		err := u.copySegment(ctx, lp, a.Segment)
 		switch {
 		case err == nil:
 			return true, nil
 		case errors.Is(err, errSegmentVanished):
-			return true, nil // below the log start now; the next call skips it
+			return true, nil
 		case errors.Is(err, errAckMismatch) && restart < maxCopyRestarts:
 			continue
 		}
@@ -78,20 +59,21 @@ func (u *Uploader) copyNext(ctx context.Context, t *partTask) (bool, error) {
 	}
 }
 
-// localFile is one file of a segment to upload: open (nil for an absent
-// producer snapshot: a zero-byte object) and its size.
+// localFile is one object of a segment to upload: read from r (nil for
+// an absent producer snapshot: a zero-byte object) or data, and its size.
 type localFile struct {
 	ext  string
-	f    vfs.File
+	r    io.ReaderAt
 	size int64
 	data []byte // for the generated .epochs object
 }
 
-// copySegment uploads local[i] under a new segment id (see the package
+// copySegment uploads the sealed segment info under a new segment id (see the package
 // comment's lifecycle):
 //
-//  1. open its files and note their sizes (a vanished file of a segment
-//     now below the log start is errSegmentVanished);
+//  1. open its files through Log.OpenSealedSegment, a reference that keeps
+//     them readable until the copy ends (a segment the log no longer holds,
+//     now below the log start, is errSegmentVanished);
 //  2. commit COPY_STARTED with the full description;
 //  3. put .log, .index, .timeindex, .snapshot (the producer state at the
 //     segment's end: the next segment's snapshot), .epochs, create-only;
@@ -99,23 +81,22 @@ type localFile struct {
 //  5. commit COPY_FINISHED, then Log.SetRemoteUploadedOffset(end+1).
 //
 // A crash or cancellation between 2 and 5 leaves a COPY_STARTED orphan
-// that deleteOrphans removes; objects are never put before step 2, so
+// that the next plan's orphan step removes; objects are never put before step 2, so
 // every object in the bucket is named by some record.
-func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, local []storage.SegmentInfo, i int) error {
-	info := local[i]
+func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info storage.SegmentInfo) error {
 	begin := time.Now()
 	base, end := info.BaseOffset, info.NextOffset-1
-	files, err := u.openSegment(lp, local, i)
+	sealed, err := u.openSegment(lp, info)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, f := range files {
-			if f.f != nil {
-				f.f.Close()
-			}
-		}
-	}()
+	defer sealed.Release()
+	files := []localFile{
+		{ext: ExtLog, r: sealed.Log.R, size: sealed.Log.Size},
+		{ext: ExtIndex, r: sealed.Index.R, size: sealed.Index.Size},
+		{ext: ExtTimeIndex, r: sealed.TimeIndex.R, size: sealed.TimeIndex.Size},
+		{ext: ExtSnapshot, r: sealed.Snapshot.R, size: sealed.Snapshot.Size},
+	}
 	epochs := segmentEpochs(lp.Log.LeaderEpochs().Entries(), base, end)
 	epochsData := encodeEpochs(epochs)
 	files = append(files, localFile{ext: ExtEpochs, size: int64(len(epochsData)), data: epochsData})
@@ -138,10 +119,10 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, local []
 		switch {
 		case f.data != nil:
 			body = bytes.NewReader(f.data)
-		case f.f == nil:
+		case f.r == nil:
 			body = bytes.NewReader(nil)
 		default:
-			body = io.NewSectionReader(f.f, 0, f.size)
+			body = io.NewSectionReader(f.r, 0, f.size)
 		}
 		if u.bucket != nil {
 			body = &throttledReader{ctx: ctx, r: body, b: u.bucket}
@@ -205,53 +186,19 @@ func (u *Uploader) abandon(ctx context.Context, topic string, desc metadata.Remo
 	}
 }
 
-// openSegment opens local[i]'s .log, .index and .timeindex and the
-// producer snapshot at its end (the next segment's; none: a zero-byte
-// object), with their sizes. Called before anything is committed.
-func (u *Uploader) openSegment(lp LeaderPartition, local []storage.SegmentInfo, i int) ([]localFile, error) {
-	info := local[i]
-	fsys := lp.Log.FS()
-	snap := ""
-	if i+1 < len(local) && local[i+1].BaseOffset == info.NextOffset {
-		snap = local[i+1].SnapshotPath
+// openSegment opens info's .log, .index and .timeindex and the producer
+// snapshot at its end (the next segment's; none: a zero-byte object)
+// through the log's reference-counted call. Called before anything is
+// committed.
+func (u *Uploader) openSegment(lp LeaderPartition, info storage.SegmentInfo) (*storage.SealedSegment, error) {
+	sealed, err := lp.Log.OpenSealedSegment(info.BaseOffset)
+	if err != nil {
+		if errors.Is(err, storage.ErrNoSuchSegment) && info.NextOffset <= lp.Log.LogStartOffset() {
+			return nil, fmt.Errorf("%w: %w", errSegmentVanished, err)
+		}
+		return nil, fmt.Errorf("tiering: open segment %d: %w", info.BaseOffset, err)
 	}
-	var files []localFile
-	fail := func(err error) ([]localFile, error) {
-		for _, f := range files {
-			if f.f != nil {
-				f.f.Close()
-			}
-		}
-		return nil, err
-	}
-	for _, x := range []struct{ ext, path string }{
-		{ExtLog, info.LogPath}, {ExtIndex, info.IndexPath}, {ExtTimeIndex, info.TimeIndexPath}, {ExtSnapshot, snap},
-	} {
-		if x.path == "" {
-			files = append(files, localFile{ext: x.ext})
-			continue
-		}
-		f, err := fsys.Open(x.path)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				if info.NextOffset <= lp.Log.LogStartOffset() {
-					return fail(fmt.Errorf("%w: %s", errSegmentVanished, x.path))
-				}
-				if x.ext == ExtSnapshot {
-					files = append(files, localFile{ext: x.ext}) // rolled away meanwhile: none
-					continue
-				}
-			}
-			return fail(fmt.Errorf("tiering: open %s: %w", x.path, err))
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return fail(fmt.Errorf("tiering: stat %s: %w", x.path, err))
-		}
-		files = append(files, localFile{ext: x.ext, f: f, size: st.Size()})
-	}
-	return files, nil
+	return sealed, nil
 }
 
 // putObject puts one segment object create-only, retrying transient

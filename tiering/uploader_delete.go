@@ -116,186 +116,90 @@ func (u *Uploader) deleteSegments(ctx context.Context, topic string, segs []meta
 	return u.finishDelete(ctx, segs)
 }
 
-// deleteOrphans deletes p's COPY_STARTED segments nobody is copying: not
-// in flight in this process, and either committed by another broker id
-// (a former leader) or older than OrphanGrace (this broker's, from before
-// a crash or an abandoned copy). It also resumes interrupted deletions
-// (DELETE_STARTED segments).
-func (u *Uploader) deleteOrphans(ctx context.Context, t *partTask) {
-	nowMs := u.cfg.Now().UnixMilli()
-	grace := u.cfg.OrphanGrace.Milliseconds()
-	var orphans, resumed []metadata.RemoteSegmentInfo
-	for _, s := range u.cfg.Meta.RemoteSegments(t.lp.TopicID, t.lp.Index) {
-		switch {
-		case s.State == metadata.DeleteStarted:
-			resumed = append(resumed, s)
-		case s.State == metadata.CopyStarted && !u.isInflight(s.SegmentID) &&
-			(s.BrokerID != u.cfg.BrokerID || nowMs-s.EventTimestamp >= grace):
-			orphans = append(orphans, s)
-		}
+// deleteOrphans runs an ActDeleteOrphans action (planOrphans chose its
+// segments: COPY_STARTED orphans, then interrupted deletions to resume).
+func (u *Uploader) deleteOrphans(ctx context.Context, lp LeaderPartition, a Action) error {
+	if err := u.deleteSegments(ctx, lp.Topic, a.Segments, true, a.LogStart); err != nil {
+		u.log.Warn("delete orphaned remote segments", "topic", lp.Topic, "partition", lp.Index, "err", err)
+		return err
 	}
-	if len(orphans)+len(resumed) == 0 {
-		return
+	u.metrics.orphans.Add(float64(a.Orphans))
+	u.metrics.remoteDeleted.Add(float64(len(a.Segments) - a.Orphans))
+	if a.Orphans > 0 {
+		u.log.Info("orphaned remote segments deleted", "topic", lp.Topic, "partition", lp.Index, "count", a.Orphans)
 	}
-	// An interrupted retention deletion already moved the log start (at
-	// its DELETE_STARTED): the manifest catches up with it here.
-	if err := u.deleteSegments(ctx, t.lp.Topic, append(orphans, resumed...), true, t.lp.Log.LogStartOffset()); err != nil {
-		u.log.Warn("delete orphaned remote segments", "topic", t.lp.Topic, "partition", t.lp.Index, "err", err)
-		return
-	}
-	u.metrics.orphans.Add(float64(len(orphans)))
-	u.metrics.remoteDeleted.Add(float64(len(resumed)))
-	if len(orphans) > 0 {
-		u.log.Info("orphaned remote segments deleted", "topic", t.lp.Topic, "partition", t.lp.Index, "count", len(orphans))
-	}
+	return nil
 }
 
-// scanOrphanObjects lists p's prefix and deletes segment objects whose id
-// no metadata segment names and no copy of this process holds. The
-// listing comes first and the metadata is read after it: an object is
-// only ever put after its COPY_STARTED is committed, so a listed object
-// of a live copy is named by the metadata read later. Objects younger
-// than OrphanGrace are left alone, since this broker's image may lag a
-// record another broker just committed.
-func (u *Uploader) scanOrphanObjects(ctx context.Context, p Partition) error {
+// scanOrphanObjects lists t's prefix and deletes the segment objects
+// PlanOrphanObjects names. The listing comes first and the snapshot is
+// gathered after it: an object is only ever put after its COPY_STARTED is
+// committed, so a listed object of a live copy is named by the metadata
+// read later.
+func (u *Uploader) scanOrphanObjects(ctx context.Context, t *partTask) error {
+	p := t.lp.Partition
 	objs, err := u.cfg.Store.List(ctx, PartitionPrefix(u.cfg.Prefix, p.Topic, p.TopicID, p.Index))
 	if err != nil {
 		u.metrics.errors.Inc()
 		return err
 	}
-	known := map[uuid.UUID]bool{}
-	for _, s := range u.cfg.Meta.RemoteSegments(p.TopicID, p.Index) {
-		known[s.SegmentID] = true
+	in := PlanInput{
+		Remote:      u.cfg.Meta.RemoteSegments(p.TopicID, p.Index),
+		Inflight:    u.inflightIDs(),
+		Now:         u.cfg.Now(),
+		OrphanGrace: u.cfg.OrphanGrace,
 	}
-	now := u.cfg.Now()
 	var firstErr error
-	for _, o := range objs {
-		info, err := ParseSegmentKey(o.Key)
-		if err != nil || known[info.SegmentID] || u.isInflight(info.SegmentID) {
-			continue // the manifest, or a named segment
-		}
-		if now.Sub(o.LastModified) < u.cfg.OrphanGrace {
-			continue
-		}
-		if err := u.cfg.Store.Delete(ctx, o.Key); err != nil {
+	for _, key := range PlanOrphanObjects(in, objs) {
+		if err := u.cfg.Store.Delete(ctx, key); err != nil {
 			u.metrics.errors.Inc()
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		u.log.Info("orphaned object deleted", "key", o.Key)
+		u.log.Info("orphaned object deleted", "key", key)
 	}
 	return firstErr
 }
 
-// applyRemoteRetention deletes p's remote segments that retention says
-// must go (cleanup.policy with delete only), oldest first:
-//
-//   - first, COPY_FINISHED segments another finished segment covers
-//     wholly (left by a leader change; the manifest already dropped
-//     them);
-//   - then while the segment's MaxTimestamp is older than now minus
-//     retention.ms (retention.ms >= 0; a segment without timestamps is
-//     not judged by time), or while the partition's size (remote bytes
-//     plus the local bytes above the remote end) minus the segment is
-//     still at least retention.bytes (>= 0).
-//
-// Once their DELETE_STARTED is committed the log start moves past them
+// deleteRedundant runs an ActDeleteRedundant action: finished segments
+// another covers wholly (the manifest already dropped them).
+func (u *Uploader) deleteRedundant(ctx context.Context, lp LeaderPartition, a Action) error {
+	if err := u.deleteSegments(ctx, lp.Topic, a.Segments, true, -1); err != nil {
+		u.log.Warn("delete redundant remote segments", "topic", lp.Topic, "partition", lp.Index, "err", err)
+		return err
+	}
+	u.metrics.remoteDeleted.Add(float64(len(a.Segments)))
+	return nil
+}
+
+// retain runs an ActRetain action (planRetention's choice). Once their
+// DELETE_STARTED is committed the log start moves past them
 // (Log.SetLogStartOffset, which also drops local segments below), so no
 // fetch is sent to a segment being deleted; the manifest is written once
 // for the batch.
-func (u *Uploader) applyRemoteRetention(ctx context.Context, t *partTask) {
-	lp := t.lp
-	cfg := lp.Log.Config()
-	if !cfg.Deletes() {
-		return
-	}
-	var finished []metadata.RemoteSegmentInfo
-	for _, s := range u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index) {
-		if s.State == metadata.CopyFinished {
-			finished = append(finished, s)
-		}
-	}
-	if len(finished) == 0 {
-		return
-	}
-	// Redundant: covered by another finished segment (ties: keep the
-	// greater id).
-	var redundant, live []metadata.RemoteSegmentInfo
-	for i, s := range finished {
-		covered := false
-		for j, o := range finished {
-			if i != j && o.BaseOffset <= s.BaseOffset && o.EndOffset >= s.EndOffset &&
-				(o.BaseOffset != s.BaseOffset || o.EndOffset != s.EndOffset || compareIDs(o.SegmentID, s.SegmentID) > 0) {
-				covered = true
-				break
-			}
-		}
-		if covered {
-			redundant = append(redundant, s)
-		} else {
-			live = append(live, s)
-		}
-	}
-	if len(redundant) > 0 {
-		if err := u.deleteSegments(ctx, lp.Topic, redundant, true, -1); err != nil {
-			u.log.Warn("delete redundant remote segments", "topic", lp.Topic, "partition", lp.Index, "err", err)
-			return
-		}
-		u.metrics.remoteDeleted.Add(float64(len(redundant)))
-	}
-	slices.SortFunc(live, func(a, b metadata.RemoteSegmentInfo) int { return cmpInt64(a.EndOffset, b.EndOffset) })
-	remoteEnd := live[len(live)-1].EndOffset
-	var total int64
-	for _, s := range live {
-		total += s.SizeBytes
-	}
-	for _, s := range lp.Log.Segments() {
-		if s.NextOffset-1 > remoteEnd {
-			total += s.Size
-		}
-	}
-	nowMs := u.cfg.Now().UnixMilli()
-	var del []metadata.RemoteSegmentInfo
-	logStart := lp.Log.LogStartOffset()
-	for _, s := range live {
-		byTime := cfg.RetentionMs >= 0 && s.MaxTimestamp >= 0 && s.MaxTimestamp < nowMs-cfg.RetentionMs
-		bySize := cfg.RetentionBytes >= 0 && total-s.SizeBytes >= cfg.RetentionBytes
-		// Wholly below the log start: DeleteRecords, or local retention.ms
-		// having expired it, moved the start past it.
-		belowStart := s.EndOffset < logStart
-		if !byTime && !bySize && !belowStart {
-			break
-		}
-		total -= s.SizeBytes
-		del = append(del, s)
-	}
-	if len(del) == 0 {
-		return
-	}
-	newStart := del[len(del)-1].EndOffset + 1
-	moveStart := func() {
-		if err := lp.Log.SetLogStartOffset(newStart); err != nil {
-			u.log.Warn("advance log start after remote retention", "topic", lp.Topic, "partition", lp.Index, "offset", newStart, "err", err)
-		}
-	}
+func (u *Uploader) retain(ctx context.Context, lp LeaderPartition, a Action) error {
+	del, newStart := a.Segments, a.LogStart
 	if err := u.startDelete(ctx, del); err != nil {
 		u.log.Warn("remote retention", "topic", lp.Topic, "partition", lp.Index, "err", err)
-		return
+		return err
 	}
-	moveStart()
+	if err := lp.Log.SetLogStartOffset(newStart); err != nil {
+		u.log.Warn("advance log start after remote retention", "topic", lp.Topic, "partition", lp.Index, "offset", newStart, "err", err)
+	}
 	if err := u.deleteObjects(ctx, lp.Topic, del); err != nil {
-		return
+		return err
 	}
 	if err := u.dropFromManifest(ctx, lp.Partition, del, newStart); err != nil {
-		return
+		return err
 	}
 	if err := u.finishDelete(ctx, del); err != nil {
-		return
+		return err
 	}
 	u.metrics.remoteDeleted.Add(float64(len(del)))
 	u.log.Info("remote retention deleted segments", "topic", lp.Topic, "partition", lp.Index, "count", len(del), "log_start", newStart)
+	return nil
 }
 
 func compareIDs(a, b uuid.UUID) int {

@@ -190,6 +190,9 @@ const testTs = int64(1_764_417_600_000)
 // with a settable high watermark and leader epoch.
 type testPart struct {
 	LeaderPartition
+	// Log is the partition's log itself (LeaderPartition.Log is the same
+	// log behind tiering's interface): tests append, roll and look at it.
+	Log   *storage.Log
 	fs    vfs.FS
 	hw    atomic.Int64 // -1: follow the log end offset
 	epoch atomic.Int32
@@ -244,6 +247,7 @@ func openTestPart(t testing.TB, fsys vfs.FS, dir string, p Partition, mod ...fun
 	tp := &testPart{fs: fsys}
 	tp.hw.Store(-1)
 	tp.epoch.Store(3)
+	tp.Log = l
 	tp.LeaderPartition = LeaderPartition{
 		Partition: p, Log: l,
 		HighWatermark: func() int64 {

@@ -180,7 +180,7 @@ func TestUploaderSkipsSegmentDeletedByRetentionBeforeUpload(t *testing.T) {
 		_, err := tp.fs.Stat(stale[0].LogPath)
 		return err != nil
 	})
-	err := u.copySegment(testCtx(t), tp.LeaderPartition, stale, 0)
+	err := u.copySegment(testCtx(t), tp.LeaderPartition, stale[0])
 	if !errors.Is(err, errSegmentVanished) {
 		t.Fatalf("copy of a deleted segment: %v", err)
 	}
