@@ -15,26 +15,21 @@ import (
 // were written against the broker's own implementation and must pass
 // unchanged against storage's.
 
-func readGolden(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func assertNoTmp(t *testing.T, dir string) {
+// dataDirFile returns the contents of dir/name, after checking that no
+// temporary file of an atomic write is left in dir.
+func dataDirFile(t *testing.T, dir, name string) string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".tmp") {
 			t.Fatalf("temporary file %s left in %s", e.Name(), dir)
 		}
 	}
+	b, rerr := os.ReadFile(filepath.Join(dir, name))
+	if err = errors.Join(err, rerr); err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestMetaPropertiesGoldenRoundTrip(t *testing.T) {
@@ -54,10 +49,9 @@ func TestMetaPropertiesGoldenRoundTrip(t *testing.T) {
 			if err := writeMetaProperties(dir, 3, tc.props); err != nil {
 				t.Fatal(err)
 			}
-			if got := readGolden(t, filepath.Join(dir, "meta.properties")); got != tc.golden {
+			if got := dataDirFile(t, dir, "meta.properties"); got != tc.golden {
 				t.Fatalf("meta.properties:\n%q\nwant\n%q", got, tc.golden)
 			}
-			assertNoTmp(t, dir)
 			got, err := loadMetaProperties(dir, 3)
 			if err != nil {
 				t.Fatal(err)
@@ -121,10 +115,9 @@ func TestPartitionMetadataGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	const golden = "version: 0\ntopic_id: biodTIs_Sl6cfR8uPUxbag\n"
-	if got := readGolden(t, filepath.Join(dir, "partition.metadata")); got != golden {
+	if got := dataDirFile(t, dir, "partition.metadata"); got != golden {
 		t.Fatalf("partition.metadata %q, want %q", got, golden)
 	}
-	assertNoTmp(t, dir)
 	got, ok, err := readPartitionMetadata(dir)
 	if err != nil || !ok || got != id {
 		t.Fatalf("read back %v %v %v, want %v", got, ok, err, id)
@@ -156,10 +149,9 @@ func TestProducerIDBlockGoldenRestart(t *testing.T) {
 	if id, err := p.allocate(); err != nil || id != 5<<32 {
 		t.Fatalf("first id %x, %v", id, err)
 	}
-	if got := readGolden(t, filepath.Join(dir, "producer-id-block")); got != "next=1000\n" {
+	if got := dataDirFile(t, dir, "producer-id-block"); got != "next=1000\n" {
 		t.Fatalf("producer-id-block %q", got)
 	}
-	assertNoTmp(t, dir)
 	// A restart starts at the reserved end and reserves the next block
 	// before handing any id of it out.
 	p, err = openProducerIDs(dir, 5)
@@ -169,7 +161,7 @@ func TestProducerIDBlockGoldenRestart(t *testing.T) {
 	if id, err := p.allocate(); err != nil || id != 5<<32|1000 {
 		t.Fatalf("first id after restart %x, %v", id, err)
 	}
-	if got := readGolden(t, filepath.Join(dir, "producer-id-block")); got != "next=2000\n" {
+	if got := dataDirFile(t, dir, "producer-id-block"); got != "next=2000\n" {
 		t.Fatalf("producer-id-block after restart %q", got)
 	}
 	for _, bad := range []string{"2000\n", "next=x\n", "next=-1\n"} {

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"path/filepath"
 	"strconv"
@@ -86,7 +85,7 @@ func EncodeTopicID(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToS
 // for; ok is false when the file is missing.
 func ReadPartitionMetadata(fs vfs.FS, dir string) (id uuid.UUID, ok bool, err error) {
 	path := filepath.Join(dir, PartitionMetadataFile)
-	b, err := readSmallFile(fs, path)
+	b, err := vfs.ReadFile(fs, path, maxSmallFile)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return uuid.UUID{}, false, nil
 	}
@@ -122,7 +121,7 @@ func WritePartitionMetadata(fs vfs.FS, dir string, id uuid.UUID) error {
 // holds; ok is false when the file is missing.
 func ReadProducerIDBlock(fs vfs.FS, dir string) (next int64, ok bool, err error) {
 	path := filepath.Join(dir, ProducerIDBlockFile)
-	b, err := readSmallFile(fs, path)
+	b, err := vfs.ReadFile(fs, path, maxSmallFile)
 	switch {
 	case errors.Is(err, iofs.ErrNotExist):
 		return 0, false, nil
@@ -143,25 +142,9 @@ func WriteProducerIDBlock(fs vfs.FS, dir string, next int64) error {
 	return writeDataDirFile(fs, filepath.Join(dir, ProducerIDBlockFile), []byte(fmt.Sprintf("next=%d\n", next)))
 }
 
-// maxSmallFile bounds what readSmallFile accepts: these files are tens of
-// bytes, and a garbage file must not make a read allocate without limit.
+// maxSmallFile bounds what a read of these files accepts: they are tens
+// of bytes.
 const maxSmallFile = 1 << 20
-
-func readSmallFile(fs vfs.FS, path string) ([]byte, error) {
-	f, err := fs.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSmallFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxSmallFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxSmallFile)
-	}
-	return b, nil
-}
 
 func writeDataDirFile(fs vfs.FS, path string, data []byte) error {
 	if err := vfs.WriteFileAtomic(fs, path, data); err != nil {

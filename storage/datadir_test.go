@@ -2,7 +2,6 @@ package storage
 
 import (
 	"errors"
-	"io"
 	"syscall"
 	"testing"
 
@@ -22,20 +21,6 @@ func memDataDir(t *testing.T) *vfs.MemFS {
 	return fs
 }
 
-func fileString(t *testing.T, fs vfs.FS, path string) string {
-	t.Helper()
-	f, err := fs.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // The data directory's small files go through the vfs they are given
 // (never the os package) and round-trip.
 func TestDataDirFilesRoundTrip(t *testing.T) {
@@ -53,7 +38,7 @@ func TestDataDirFilesRoundTrip(t *testing.T) {
 	if err := WriteMetaProperties(fs, "/data", MetaProperties{NodeID: "2", ClusterID: "c", IncarnationID: mp.IncarnationID}); err != nil {
 		t.Fatal(err)
 	}
-	if got := fileString(t, fs, "/data/meta.properties"); got != "#\n#Written by strata\nversion=1\ncluster.id=c\nnode.id=2\nincarnation.id="+mp.IncarnationID+"\n" {
+	if got, _ := vfs.ReadFile(fs, "/data/meta.properties", 1<<10); string(got) != "#\n#Written by strata\nversion=1\ncluster.id=c\nnode.id=2\nincarnation.id="+mp.IncarnationID+"\n" {
 		t.Fatalf("meta.properties without a source: %q", got)
 	}
 

@@ -1,7 +1,9 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 )
 
@@ -73,4 +75,27 @@ func writeFileAtomic(fs FS, path string, data []byte, syncDir bool) (err error) 
 		return fmt.Errorf("sync dir of %s: %w", path, err)
 	}
 	return nil
+}
+
+// ErrTooLarge is wrapped by [ReadFile]'s error for a file over its limit.
+var ErrTooLarge = errors.New("vfs: file larger than the limit")
+
+// ReadFile returns the whole contents of the named file, refusing (with
+// an error wrapping [ErrTooLarge]) one of more than limit bytes, so a
+// garbage file in place of a small one cannot make a read allocate
+// without bound. Its error for a missing file matches fs.ErrNotExist.
+func ReadFile(fs FS, name string, limit int64) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: %s: over %d bytes", ErrTooLarge, name, limit)
+	}
+	return b, nil
 }

@@ -2,7 +2,7 @@ package vfs_test
 
 import (
 	"errors"
-	"io"
+	iofs "io/fs"
 	"math/rand/v2"
 	"strings"
 	"syscall"
@@ -14,12 +14,7 @@ import (
 
 func readAll(t *testing.T, fs vfs.FS, path string) string {
 	t.Helper()
-	f, err := fs.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
+	b, err := vfs.ReadFile(fs, path, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +168,18 @@ func TestWriteFileAtomicDeferDirSync(t *testing.T) {
 	}
 	if _, err := fs.Stat("/d/f.tmp"); err == nil {
 		t.Fatal("temporary file left")
+	}
+}
+
+func TestReadFileLimit(t *testing.T) {
+	mem := newDir(t)
+	if b, err := vfs.ReadFile(mem, "/d/f", 3); err != nil || string(b) != "old" {
+		t.Fatalf("at the limit: %q %v", b, err)
+	}
+	if _, err := vfs.ReadFile(mem, "/d/f", 2); !errors.Is(err, vfs.ErrTooLarge) {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if _, err := vfs.ReadFile(mem, "/d/missing", 2); !errors.Is(err, iofs.ErrNotExist) {
+		t.Fatalf("missing: %v", err)
 	}
 }
