@@ -1,7 +1,7 @@
 package broker
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +17,7 @@ import (
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/internal/props"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/tiering"
 	"github.com/strata-io/strata/tiering/objstore"
@@ -158,33 +159,12 @@ func lookupSetting(name string) (Setting, bool) {
 // key:value lines, '#' and '!' comments, blank lines, and a trailing
 // backslash continuing a line. Keys and values are trimmed.
 func ReadProperties(r io.Reader) (map[string]string, error) {
-	out := map[string]string{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var pending string
-	lineNo := 0
-	for sc.Scan() {
-		lineNo++
-		line := strings.TrimSpace(sc.Text())
-		if pending == "" && (line == "" || line[0] == '#' || line[0] == '!') {
-			continue
-		}
-		if strings.HasSuffix(line, "\\") && !strings.HasSuffix(line, "\\\\") {
-			pending += strings.TrimSuffix(line, "\\")
-			continue
-		}
-		line, pending = pending+line, ""
-		i := strings.IndexAny(line, "=:")
-		if i <= 0 {
-			return nil, fmt.Errorf("%w: line %d: %q is not key=value", ErrInvalidConfig, lineNo, line)
-		}
-		out[strings.TrimSpace(line[:i])] = strings.TrimSpace(line[i+1:])
+	out, err := props.Parse(r)
+	if se := (*props.SyntaxError)(nil); errors.As(err, &se) {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, se.Msg)
 	}
-	if err := sc.Err(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("broker: read properties: %w", err)
-	}
-	if pending != "" {
-		return nil, fmt.Errorf("%w: continuation at end of file", ErrInvalidConfig)
 	}
 	return out, nil
 }

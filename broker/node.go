@@ -7,9 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -283,7 +281,7 @@ func (n *Node) lockMetadataDir() error {
 			return nil
 		}
 	}
-	if err := os.MkdirAll(md, 0o755); err != nil {
+	if err := vfs.Default.MkdirAll(md, 0o755); err != nil {
 		return fmt.Errorf("broker: create metadata log dir: %w", err)
 	}
 	lk, err := vfs.Default.Lock(filepath.Join(md, storage.LockFile))
@@ -632,53 +630,3 @@ func (n *Node) waitMetadata(ctx context.Context, cond func(st *metadata.State) b
 // serves them by forwarding to the quorum, so, like a KRaft broker (which
 // reports a random live broker), this broker reports itself.
 func (n *Node) controllerID() int32 { return n.cfg.NodeID }
-
-// metaProperties is what <log dir>/meta.properties says about this node.
-type metaProperties struct {
-	clusterID string
-	// confirmed: clusterID is the quorum's, as a registration confirmed
-	// it (cluster.id.source=quorum). Files written before cluster ids were
-	// a metadata record carry an id the node generated on its own.
-	confirmed   bool
-	incarnation uuid.UUID
-}
-
-const metaPropertiesFile = "meta.properties"
-
-// loadMetaProperties reads <dir>/meta.properties (cluster.id, node.id,
-// Strata's incarnation.id and cluster.id.source). A node.id that differs
-// from the file's is refused, as Kafka refuses it. Without the file (a
-// first start) it returns a fresh incarnation and no cluster id: the file
-// is written once the quorum's id is known (adoptClusterID).
-func loadMetaProperties(dir string, nodeID int32) (metaProperties, error) {
-	path := filepath.Join(dir, metaPropertiesFile)
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return metaProperties{incarnation: uuid.New()}, nil
-	}
-	if err != nil {
-		return metaProperties{}, fmt.Errorf("broker: read %s: %w", path, err)
-	}
-	defer f.Close()
-	props, err := ReadProperties(f)
-	if err != nil {
-		return metaProperties{}, fmt.Errorf("broker: %s: %w", path, err)
-	}
-	if id := props["node.id"]; id != strconv.Itoa(int(nodeID)) {
-		return metaProperties{}, fmt.Errorf("%w: node.id=%d but %s says %s", ErrInvalidConfig, nodeID, path, id)
-	}
-	inc, err := uuid.Parse(props["incarnation.id"])
-	if props["cluster.id"] == "" || err != nil {
-		return metaProperties{}, fmt.Errorf("%w: %s lacks cluster.id or incarnation.id", ErrInvalidConfig, path)
-	}
-	return metaProperties{clusterID: props["cluster.id"], confirmed: props["cluster.id.source"] == "quorum", incarnation: inc}, nil
-}
-
-// writeMetaProperties writes <dir>/meta.properties durably.
-func writeMetaProperties(dir string, nodeID int32, p metaProperties) error {
-	data := fmt.Sprintf("#\n#Written by strata\nversion=1\ncluster.id=%s\nnode.id=%d\nincarnation.id=%s\n", p.clusterID, nodeID, p.incarnation)
-	if p.confirmed {
-		data += "cluster.id.source=quorum\n"
-	}
-	return writeFileDurably(filepath.Join(dir, metaPropertiesFile), []byte(data))
-}

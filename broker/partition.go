@@ -1,11 +1,6 @@
 package broker
 
 import (
-	"encoding/base64"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -13,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // partition is the broker's state of one partition it hosts: the log,
@@ -123,70 +119,19 @@ func (p *partition) removeWaiter(w *waiter) {
 	p.mu.Unlock()
 }
 
-// partition.metadata, as Kafka writes it:
-//
-//	version: 0
-//	topic_id: <topic id, URL-safe base64 without padding>
-const partitionMetadataVersion = 0
-
-func encodeTopicID(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+// encodeTopicID spells a topic id as partition.metadata does.
+func encodeTopicID(id uuid.UUID) string { return storage.EncodeTopicID(id) }
 
 // readPartitionMetadata returns the topic id a log directory was created
-// for; ok is false when the file is missing.
+// for; ok is false when the file is missing. storage owns the file
+// (storage.ReadPartitionMetadata); the broker decides what it must say.
 func readPartitionMetadata(dir string) (uuid.UUID, bool, error) {
-	b, err := os.ReadFile(filepath.Join(dir, storage.PartitionMetadataFile))
-	if os.IsNotExist(err) {
-		return uuid.UUID{}, false, nil
-	}
-	if err != nil {
-		return uuid.UUID{}, false, fmt.Errorf("broker: read partition.metadata: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.TrimSpace(k) == "topic_id" {
-			raw, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(v))
-			if err != nil || len(raw) != 16 {
-				return uuid.UUID{}, false, fmt.Errorf("broker: partition.metadata in %s: bad topic id %q", dir, v)
-			}
-			return uuid.UUID(raw), true, nil
-		}
-	}
-	return uuid.UUID{}, false, fmt.Errorf("broker: partition.metadata in %s has no topic_id", dir)
+	return storage.ReadPartitionMetadata(vfs.Default, dir)
 }
 
-// writePartitionMetadata writes the file durably: tmp, fsync, rename,
-// fsync of the directory.
+// writePartitionMetadata records the topic id of a log directory,
+// durably (storage.WritePartitionMetadata: tmp, fsync, rename, directory
+// fsync).
 func writePartitionMetadata(dir string, id uuid.UUID) error {
-	data := fmt.Sprintf("version: %d\ntopic_id: %s\n", partitionMetadataVersion, encodeTopicID(id))
-	return writeFileDurably(filepath.Join(dir, storage.PartitionMetadataFile), []byte(data))
-}
-
-func writeFileDurably(path string, data []byte) error {
-	tmp := path + storage.TmpFileSuffix
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("broker: write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		var d *os.File
-		if d, err = os.Open(filepath.Dir(path)); err == nil {
-			err = d.Sync()
-			d.Close()
-		}
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("broker: write %s: %w", path, err)
-	}
-	return nil
+	return storage.WritePartitionMetadata(vfs.Default, dir, id)
 }

@@ -2,26 +2,19 @@ package broker
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
-// producerIDFile holds the end of the last producer-id block this node
-// reserved:
-//
-//	next=<counter>\n
-//
-// Ids are handed out only below the reserved end, and the end is made
-// durable before any id of a new block is used, so a restart (even after
+// The producer-id block (storage.ProducerIDBlockFile, in the first data
+// directory, read and written by storage) holds the end of the last block
+// of producer ids this node reserved. Ids are handed out only below the
+// reserved end, and the end is made durable before any id of a new block is used, so a restart (even after
 // kill -9) never hands out an id twice: it starts at the reserved end,
 // skipping at most one block.
-const (
-	producerIDFile      = "producer-id-block"
-	producerIDBlockSize = 1000
-)
+const producerIDBlockSize = 1000
 
 // producerIDs allocates producer ids unique across the cluster and across
 // restarts without the controller: the node id in the high 32 bits, a
@@ -29,7 +22,7 @@ const (
 // blocks with AllocateProducerIds; ours does not yet).
 type producerIDs struct {
 	nodeID int32
-	path   string
+	dir    string // holds storage.ProducerIDBlockFile
 
 	mu         sync.Mutex // guards next, reservedTo
 	next       int64
@@ -37,20 +30,12 @@ type producerIDs struct {
 }
 
 func openProducerIDs(dir string, nodeID int32) (*producerIDs, error) {
-	p := &producerIDs{nodeID: nodeID, path: filepath.Join(dir, producerIDFile)}
-	b, err := os.ReadFile(p.path)
-	switch {
-	case os.IsNotExist(err):
-	case err != nil:
-		return nil, fmt.Errorf("broker: read %s: %w", p.path, err)
-	default:
-		v, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "next=")
-		n, perr := strconv.ParseInt(v, 10, 64)
-		if !ok || perr != nil || n < 0 {
-			return nil, fmt.Errorf("broker: %s: bad content %q", p.path, b)
-		}
-		p.next, p.reservedTo = n, n
+	p := &producerIDs{nodeID: nodeID, dir: dir}
+	n, _, err := storage.ReadProducerIDBlock(vfs.Default, dir)
+	if err != nil {
+		return nil, err
 	}
+	p.next, p.reservedTo = n, n
 	return p, nil
 }
 
@@ -63,7 +48,7 @@ func (p *producerIDs) allocate() (int64, error) {
 		if end >= 1<<32 {
 			return 0, fmt.Errorf("broker: producer ids of node %d exhausted", p.nodeID)
 		}
-		if err := writeFileDurably(p.path, []byte(fmt.Sprintf("next=%d\n", end))); err != nil {
+		if err := storage.WriteProducerIDBlock(vfs.Default, p.dir, end); err != nil {
 			return 0, err
 		}
 		p.reservedTo = end

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // On-disk layout of one data directory (a [Manager] owns it):
@@ -11,6 +13,8 @@ import (
 //	<data dir>/                             one of log.dirs (each laid out alike)
 //	  .lock                                 flock'd by the process using the dir: "pid=<pid>"
 //	  .kafka_cleanshutdown                  written by Manager.Close, removed after load
+//	  meta.properties                       first data dir only: cluster.id, node.id, incarnation.id (datadir.go)
+//	  producer-id-block                     first data dir only: "next=<end of the reserved block>\n"
 //	  recovery-point-offset-checkpoint      "0\n<count>\n<topic> <partition> <offset>\n..."
 //	  log-start-offset-checkpoint           same format
 //	  cleaner-offset-checkpoint             same format: first dirty offset of compacted logs
@@ -20,7 +24,7 @@ import (
 //	    00000000000000000000.timeindex      sparse time index, mmap'd
 //	    00000000000000012345.snapshot       producer state at offset 12345 (taken at roll)
 //	    leader-epoch-checkpoint             epoch -> start offset
-//	    partition.metadata                  topic id (written by the broker)
+//	    partition.metadata                  "version: 0\ntopic_id: <base64>\n" (datadir.go; the broker decides it)
 //	    *.deleted                           removed by retention or compaction, closed and unlinked later
 //	    *.cleaned, *.swap                   compaction output being swapped in (cleaner.go)
 //	  <topic>-<partition>.<uuid>-delete/    a deleted log, removed in the background
@@ -48,8 +52,9 @@ const (
 	CleanedFileSuffix = ".cleaned"
 	// SwapFileSuffix marks a compaction output being swapped in.
 	SwapFileSuffix = ".swap"
-	// TmpFileSuffix marks a file being written before its atomic rename.
-	TmpFileSuffix = ".tmp"
+	// TmpFileSuffix marks a file being written before its atomic rename
+	// (vfs.WriteFileAtomic).
+	TmpFileSuffix = vfs.AtomicTmpSuffix
 	// LockFile, in every data directory (and the metadata directory), is
 	// held locked (flock) by the process using it; it holds "pid=<pid>".
 	LockFile = ".lock"
@@ -65,8 +70,14 @@ const (
 	CleanerCheckpointFile = "cleaner-offset-checkpoint"
 	// LeaderEpochCheckpointFile holds a log's leader-epoch cache.
 	LeaderEpochCheckpointFile = "leader-epoch-checkpoint"
-	// PartitionMetadataFile holds a log's topic id.
+	// PartitionMetadataFile holds a log's topic id (datadir.go).
 	PartitionMetadataFile = "partition.metadata"
+	// MetaPropertiesFile, in the first data directory, holds the node's
+	// cluster id, node id and incarnation id (datadir.go).
+	MetaPropertiesFile = "meta.properties"
+	// ProducerIDBlockFile, in the first data directory, holds the end of
+	// the node's last reserved block of producer ids (datadir.go).
+	ProducerIDBlockFile = "producer-id-block"
 	// DeleteDirSuffix ends the name of a log directory being removed.
 	DeleteDirSuffix = "-delete"
 	// StrayDirSuffix ends the name of a log directory the metadata does

@@ -650,7 +650,7 @@ func (l *Log) snapshotPath(off int64) string {
 }
 
 // writeSnapshotLocked writes <off>.snapshot atomically (tmp, fsync,
-// rename) and keeps only the latest few.
+// rename; the caller syncs the directory) and keeps only the latest few.
 func (l *Log) writeSnapshotLocked(off int64) error {
 	data, err := l.snapshot(off)
 	if err != nil {
@@ -660,7 +660,9 @@ func (l *Log) writeSnapshotLocked(off int64) error {
 		return nil
 	}
 	path := l.snapshotPath(off)
-	if err := writeFileAtomic(l.fs, path, data); err != nil {
+	// The directory fsync is the caller's: a roll syncs the snapshot's
+	// rename with its new segment's files, a clean close right after.
+	if err := vfs.WriteFileAtomicDeferDirSync(l.fs, path, data); err != nil {
 		return err
 	}
 	offs := l.snapshotOffsets()
@@ -708,28 +710,6 @@ func (l *Log) writeShutdownSnapshotLocked() error {
 // keepSnapshots is how many producer snapshots a log keeps (a
 // remote-storage log keeps more: see writeSnapshotLocked).
 const keepSnapshots = 2
-
-// writeFileAtomic writes path via path.tmp, fsync and rename (the caller
-// syncs the directory).
-func writeFileAtomic(fs vfs.FS, path string, data []byte) error {
-	tmp := path + TmpFileSuffix
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return fs.Rename(tmp, path)
-}
 
 // snapshotOffsets lists the offsets of the producer snapshots, ascending.
 func (l *Log) snapshotOffsets() []int64 {

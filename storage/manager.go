@@ -716,18 +716,9 @@ func (m *Manager) Close() error {
 }
 
 func (m *Manager) writeCleanMarker(d *logDir) error {
-	f, err := m.opts.FS.Create(filepath.Join(d.path, CleanShutdownFile))
-	if err != nil {
-		return fmt.Errorf("storage: write clean-shutdown marker: %w", err)
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = m.opts.FS.SyncDir(d.path)
-	}
-	if err != nil {
+	// Empty, but written like every data-directory file: a crash leaves
+	// the marker fully durable or absent.
+	if err := vfs.WriteFileAtomic(m.opts.FS, filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
 		return fmt.Errorf("storage: write clean-shutdown marker: %w", err)
 	}
 	return nil

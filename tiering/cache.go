@@ -2,12 +2,15 @@ package tiering
 
 import (
 	"container/list"
+	"errors"
 	"fmt"
-	"os"
+	iofs "io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // The chunk cache: fixed-size pieces (remote.log.cache.chunk.bytes) of
@@ -134,16 +137,22 @@ func openChunkCache(dir string, capacity, chunkBytes int64, memMax int) (*chunkC
 	if dir == "" {
 		return nil, fmt.Errorf("tiering: reader: CacheDir is empty")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The cache directory is inside the first data directory: its I/O
+	// goes through vfs like the rest of it.
+	if err := vfs.Default.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tiering: reader: cache dir: %w", err)
 	}
-	names, err := os.ReadDir(dir)
+	names, err := vfs.Default.List(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tiering: reader: cache dir: %w", err)
 	}
-	for _, de := range names {
-		if de.Type().IsRegular() && strings.HasSuffix(de.Name(), chunkFileSuffix) {
-			if err := os.Remove(filepath.Join(dir, de.Name())); err != nil {
+	for _, name := range names {
+		if !strings.HasSuffix(name, chunkFileSuffix) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if st, err := vfs.Default.Stat(p); err == nil && st.Mode().IsRegular() {
+			if err := vfs.Default.Remove(p); err != nil {
 				return nil, fmt.Errorf("tiering: reader: wiping cache: %w", err)
 			}
 		}
@@ -340,7 +349,7 @@ func (c *chunkCache) removeLocked(e *chunkEntry) {
 // unlinkLocked deletes e's file and gives its bytes back. The bytes are
 // given back even if the unlink fails for a file never created.
 func (c *chunkCache) unlinkLocked(e *chunkEntry) {
-	if err := os.Remove(e.path); err != nil && !os.IsNotExist(err) {
+	if err := vfs.Default.Remove(e.path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 		// The file stays on disk: keep its bytes counted so the bound
 		// holds, and forget the entry (it is not reachable any more).
 		return

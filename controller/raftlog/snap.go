@@ -69,8 +69,9 @@ func decodeSnapshot(b []byte) (*pb.Snapshot, error) {
 	return pb.EnsureSnapshot(snap), nil
 }
 
-// writeSnapshotFile makes snap durable under its final name: write to
-// name.tmp, fsync, rename, fsync the directory. A crash at any point leaves
+// writeSnapshotFile makes snap durable under its final name
+// (vfs.WriteFileAtomic: write to name.tmp, fsync, rename, fsync the
+// directory). A crash at any point leaves
 // either no .snap file (and maybe a .tmp that Open removes) or a whole one.
 func writeSnapshotFile(fs vfs.FS, dir string, snap *pb.Snapshot) (snapInfo, error) {
 	b, err := encodeSnapshot(snap)
@@ -80,27 +81,8 @@ func writeSnapshotFile(fs vfs.FS, dir string, snap *pb.Snapshot) (snapInfo, erro
 	md := snap.GetMetadata()
 	name := snapName(md.GetTerm(), md.GetIndex())
 	final := joinDir(dir, name)
-	tmp := final + tmpSuffix
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return snapInfo{}, fmt.Errorf("raftlog: create %s: %w", tmp, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return snapInfo{}, fmt.Errorf("raftlog: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return snapInfo{}, fmt.Errorf("raftlog: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return snapInfo{}, fmt.Errorf("raftlog: close %s: %w", tmp, err)
-	}
-	if err := fs.Rename(tmp, final); err != nil {
-		return snapInfo{}, fmt.Errorf("raftlog: rename %s: %w", tmp, err)
-	}
-	if err := fs.SyncDir(dir); err != nil {
-		return snapInfo{}, fmt.Errorf("raftlog: sync dir %s: %w", dir, err)
+	if err := vfs.WriteFileAtomic(fs, final, b); err != nil {
+		return snapInfo{}, fmt.Errorf("raftlog: %w", err)
 	}
 	return snapInfo{name: name, term: md.GetTerm(), index: md.GetIndex(), size: int64(len(b)), time: time.Now()}, nil
 }

@@ -42,7 +42,7 @@ const (
 	snapSuffix = ".snap"
 	// tmpSuffix: a snapshot being written; renamed to .snap once fsynced,
 	// removed by Open if a crash left it behind.
-	tmpSuffix = ".tmp"
+	tmpSuffix = ".tmp" // vfs.AtomicTmpSuffix, which writeSnapshotFile uses
 	// corruptSuffix: a snapshot that failed its checksum, renamed by Open
 	// and kept for inspection; never read again.
 	corruptSuffix = ".corrupt"

@@ -6,7 +6,8 @@
 // Kafka's, byte for byte, so a directory written by one can be read by the
 // other.
 //
-// checkpoint owns those formats and the atomic replacement of the files:
+// checkpoint owns those formats; the files are replaced atomically through
+// [vfs.WriteFileAtomic], the one helper every small data-directory file uses:
 // write <name>.tmp, sync it, rename it over <name>, sync the directory, so
 // a crash leaves either the old file or the new one, never a mix. It never
 // decides what the offsets are: the storage manager and logs do.

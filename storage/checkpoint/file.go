@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,11 +43,12 @@ const maxFileBytes = 64 << 20
 // A missing or empty file, or one holding only the version line, has no
 // entries (Kafka reads them that way too).
 
-// writeFile replaces path atomically with the checkpoint made of lines:
-// write path.tmp, sync it, rename it over path, sync the directory. A crash
-// at any point leaves the old file or the new one; a failed write leaves the
-// old one and removes the temporary file when it can.
-func writeFile(fs vfs.FS, path string, lines []string) (err error) {
+// writeFile replaces path atomically with the checkpoint made of lines
+// ([vfs.WriteFileAtomic]: write path.tmp, sync it, rename it over path,
+// sync the directory). A crash at any point leaves the old file or the new
+// one; a failed write leaves the old one and removes the temporary file
+// when it can.
+func writeFile(fs vfs.FS, path string, lines []string) error {
 	var buf bytes.Buffer
 	buf.WriteString(strconv.Itoa(Version))
 	buf.WriteByte('\n')
@@ -59,34 +59,8 @@ func writeFile(fs vfs.FS, path string, lines []string) (err error) {
 		buf.WriteByte('\n')
 	}
 
-	tmp := path + ".tmp"
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("checkpoint: create %s: %w", tmp, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = fs.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("checkpoint: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("checkpoint: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("checkpoint: close %s: %w", tmp, err)
-	}
-	if err := fs.Rename(tmp, path); err != nil {
-		return fmt.Errorf("checkpoint: rename %s: %w", tmp, err)
-	}
-	// The rename has happened: from here on the new file is in place even
-	// if the directory sync fails, so the temporary file is gone already.
-	if err := fs.SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("checkpoint: sync dir of %s: %w", path, err)
+	if err := vfs.WriteFileAtomic(fs, path, buf.Bytes()); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }

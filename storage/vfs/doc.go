@@ -9,7 +9,10 @@
 // with [File.Sync] (file contents) and [FS.SyncDir] (directory entries).
 // [FS.Lock] (an exclusive flock; in-process for MemFS) and [FS.FreeSpace]
 // (statfs; settable on MemFS and errfs) let storage keep a second process
-// off its directories and see a disk fill up.
+// off its directories and see a disk fill up. [WriteFileAtomic] is the one
+// way a small file of a data directory is replaced (tmp, fsync, rename,
+// directory fsync; the tmp removed on failure), and [ReadFile] the bounded
+// way it is read back.
 //
 // Three implementations exist:
 //
