@@ -41,8 +41,7 @@ func TestUploaderUploadsSealedCommittedSegments(t *testing.T) {
 	u := newTestUploader(t, store, meta, nil)
 	u.Lead(tp.LeaderPartition)
 	waitFor(t, u, "two segments uploaded", func() bool { return len(meta.finished(p.TopicID, 0)) == 2 })
-	u.Kick()
-	time.Sleep(50 * time.Millisecond)
+	settle(t, u)
 	fin := meta.finished(p.TopicID, 0)
 	if got := spans(fin); !slices.Equal(got, []string{"[0,29]COPY_FINISHED", "[30,59]COPY_FINISHED"}) {
 		t.Fatalf("finished = %v, want [0,29] [30,59] only (HW 75)", got)
