@@ -260,3 +260,23 @@ func TestUploaderManifestKeepsTopicConfigs(t *testing.T) {
 		t.Fatalf("manifest configs %v, want retention.ms=%s", m.Configs, v)
 	}
 }
+
+// Passes counts completed passes: one at Lead, one more per Kick, none
+// while the uploader is idle between them.
+func TestUploaderPassesCountsCompletedPasses(t *testing.T) {
+	_, meta, tp := ordersPart(t)
+	tp.appendSegments(t, testTs, 1, 1)
+	u := newTestUploader(t, objstore.NewMemStore(), meta, nil)
+	if got := u.Passes(); got != 0 {
+		t.Fatalf("Passes = %d before any Lead", got)
+	}
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, nil, "the first pass", func() bool { return u.Passes() >= 1 })
+	settle(t, u)
+	after := u.Passes()
+	if after < 2 {
+		t.Fatalf("Passes = %d after Lead and a settled Kick, want at least 2", after)
+	}
+	u.Kick()
+	waitFor(t, nil, "the kicked pass", func() bool { return u.Passes() > after })
+}
