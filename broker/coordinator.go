@@ -67,6 +67,10 @@ type groupCoordinator struct {
 	// before any read: a slow load is a hook that blocks.
 	loadHook atomic.Pointer[func(partition int32)]
 
+	// expiryPasses counts completed offset expiry passes (run), so a test
+	// can wait for the expiry to have had its chance.
+	expiryPasses atomic.Uint64
+
 	commits     prometheus.Counter
 	commitFails prometheus.Counter
 }
@@ -334,6 +338,7 @@ func (gc *groupCoordinator) run(ctx context.Context) {
 			return
 		case <-t.C:
 			gc.expireOffsets(ctx)
+			gc.expiryPasses.Add(1)
 		}
 	}
 }

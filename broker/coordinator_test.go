@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // groupTestSettings keep __consumer_offsets small and rebalances quick.
@@ -36,34 +38,25 @@ func withSettings(extra map[string]string) map[string]string {
 // retriable (the first one creates __consumer_offsets).
 func findCoordinator(t *testing.T, c *rawConn, groupID string) *kmsg.FindCoordinatorResponse {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for {
+	var resp *kmsg.FindCoordinatorResponse
+	testutil.Within(testWait, func() bool { // past the deadline: the last answer
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.SetVersion(0)
 		req.CoordinatorKey = groupID
-		resp := c.roundTrip(req).(*kmsg.FindCoordinatorResponse)
-		if resp.ErrorCode != kerr.CoordinatorNotAvailable.Code || time.Now().After(deadline) {
-			return resp
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp = c.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		return resp.ErrorCode != kerr.CoordinatorNotAvailable.Code
+	})
+	return resp
 }
 
 // waitLoaded waits until group's __consumer_offsets partition is loaded
 // here.
-func waitLoaded(t *testing.T, n *Node, groupID string) {
+func waitLoaded(t testing.TB, n *Node, groupID string) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for {
+	testutil.Eventually(t, testWait, func() error {
 		_, err := n.groups.partitionOf(groupID)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s never loaded: %v", groupID, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err
+	}, "group %s to load", groupID)
 }
 
 func commitRaw(t *testing.T, c *rawConn, version int16, groupID, topic string, partition int32, offset int64, md *string) int16 {
@@ -408,18 +401,14 @@ func TestOffsetsExpireAfterRetentionInEmptyGroups(t *testing.T) {
 	if _, ok := n.groups.store.Fetch("g", group.TopicPartition{Topic: "t", Partition: 0}); !ok {
 		t.Fatal("commit not visible")
 	}
-	deadline := time.Now().Add(testWait)
-	for {
+	testutil.Eventually(t, testWait, func() error {
 		_, ok := n.groups.store.Fetch("g", group.TopicPartition{Topic: "t", Partition: 0})
 		_, known := n.groups.members.GroupState("g")
-		if !ok && !known {
-			break
+		if ok || known {
+			return fmt.Errorf("offset still there after retention (offset kept %v, group kept %v)", ok, known)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("offset still there after retention (offset kept %v, group kept %v)", ok, known)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "the offset and the group to expire")
 	n.Close()
 	// The expiry was written as tombstones: a reload does not bring it back.
 	n2 := startNode(t, dir, groupTestSettings)
@@ -662,24 +651,12 @@ func BenchmarkOffsetCommit(b *testing.B) {
 			n := startNode(b, b.TempDir(), groupTestSettings)
 			createTopic(b, newAdmin(b, n), "t", parts, nil)
 			c := dialRaw(b, n)
-			deadline := time.Now().Add(testWait)
-			for {
+			testutil.Eventually(b, testWait, func() bool {
 				req := kmsg.NewPtrFindCoordinatorRequest()
 				req.CoordinatorKey = "bench"
-				if r := c.roundTrip(req).(*kmsg.FindCoordinatorResponse); r.ErrorCode == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					b.Fatal("no coordinator")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			for _, err := n.groups.partitionOf("bench"); err != nil; _, err = n.groups.partitionOf("bench") {
-				if time.Now().After(deadline) {
-					b.Fatal(err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				return c.roundTrip(req).(*kmsg.FindCoordinatorResponse).ErrorCode == 0
+			}, "a coordinator")
+			waitLoaded(b, n, "bench")
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.SetVersion(8)
 			req.Group, req.Generation = "bench", -1
@@ -836,19 +813,18 @@ func TestOffsetsOfUnsubscribedTopicsExpireInStableGroups(t *testing.T) {
 			t.Fatalf("commit %s: %d", rt.Topic, rt.Partitions[0].ErrorCode)
 		}
 	}
-	deadline := time.Now().Add(testWait)
-	for {
-		if _, ok := n.groups.store.Fetch("s", group.TopicPartition{Topic: "u", Partition: 0}); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("offset of an unsubscribed topic never expired")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, testWait, func() bool {
+		_, ok := n.groups.store.Fetch("s", group.TopicPartition{Topic: "u", Partition: 0})
+		return !ok
+	}, "the offset of an unsubscribed topic to expire")
 	// Several retention periods later the subscribed topic's offset stays
-	// (the member's heartbeats are not needed: its session is 10s).
-	time.Sleep(3 * cfg.OffsetsRetention)
+	// (the member's heartbeats are not needed: its session is 10s): as
+	// many expiry passes as run in three retention periods, each past the
+	// retention of both offsets (committed together). The first pass
+	// counted may be the one in progress.
+	more := uint64(3*cfg.OffsetsRetention/cfg.OffsetsRetentionCheckInterval) + 1
+	passes := n.groups.expiryPasses.Load() + more
+	testutil.Eventually(t, testWait, func() bool { return n.groups.expiryPasses.Load() >= passes }, "%d more offset expiry passes", more-1)
 	if st, _ := n.groups.members.GroupState("s"); st != "Stable" {
 		t.Fatalf("group state %s, want Stable", st)
 	}

@@ -186,7 +186,7 @@ func TestFetchSessionIncrementalLongPollWokenByAppend(t *testing.T) {
 	req := sessionFetch(12, full.SessionID, 1, "", [16]byte{}, nil)
 	req.MaxWaitMillis, req.MinBytes = 20000, 1
 	corr := c.send(req)
-	time.Sleep(100 * time.Millisecond) // let it park (a late park is still woken: it reads first)
+	waitParked(t, n, "sesspoll", 2)
 	start := time.Now()
 	producedOne(t, dialRaw(t, n), "sesspoll", 2, "wake")
 	got, body, err := c.readFrame()

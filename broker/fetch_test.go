@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestFetchKgoLongConsumeWithSessions runs franz-go's consumer with its
@@ -69,7 +71,24 @@ func TestFetchKgoLongConsumeWithSessions(t *testing.T) {
 		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond) // let the consumer catch up and park: rounds arrive on live sessions
+		// Let the consumer catch up and park: rounds arrive on live sessions.
+		testutil.Eventually(t, testWait, func() bool {
+			mu.Lock()
+			c := got.count
+			mu.Unlock()
+			if len(done) > 0 { // finished or failed: the select below says which
+				return true
+			}
+			if c < (round+1)*perRound {
+				return false
+			}
+			for p := int32(0); p < parts; p++ {
+				if !parked(n, topic, p) {
+					return false
+				}
+			}
+			return true
+		}, "the consumer to catch up with round %d and park", round)
 	}
 	select {
 	case err := <-done:
@@ -234,7 +253,7 @@ func TestFetchLongPollAnswersAtOnceWhenLeadershipMoves(t *testing.T) {
 	c := dialRaw(t, n)
 	req := fetchReq(12, "moves", [16]byte{}, 0, 0, 20000, 1, 1<<20)
 	c.send(req)
-	time.Sleep(100 * time.Millisecond) // parked (or about to: it checks first)
+	waitParked(t, n, "moves", 0)
 	p := n.partition("moves", 0)
 	p.leader.Store(false)
 	defer p.leader.Store(true)

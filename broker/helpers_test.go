@@ -17,10 +17,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // testWait bounds every wait in these tests.
 const testWait = 20 * time.Second
+
+// parked reports whether a fetch waits on topic's partition index: it is
+// registered as a waiter (before it reads), so an append from now on
+// wakes it.
+func parked(n *Node, topic string, index int32) bool {
+	p := n.partition(topic, index)
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiters) > 0
+}
+
+// waitParked waits until a fetch waits on topic's partition index.
+func waitParked(t testing.TB, n *Node, topic string, index int32) {
+	t.Helper()
+	testutil.Eventually(t, testWait, func() bool { return parked(n, topic, index) }, "a fetch parked on %s-%d", topic, index)
+}
 
 func testLogger() *slog.Logger {
 	if os.Getenv("STRATA_TEST_VERBOSE") != "" {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 func produceReq(version int16, topic string, id [16]byte, partition int32, acks int16, records []byte) *kmsg.ProduceRequest {
@@ -396,7 +399,7 @@ func TestFetchLongPollWokenByAppend(t *testing.T) {
 
 	// An append wakes a 20s long poll at once.
 	corr := c.send(fetchReq(11, "poll", [16]byte{}, 0, 0, 20000, 1, 1<<20))
-	time.Sleep(100 * time.Millisecond)
+	waitParked(t, n, "poll", 0)
 	start = time.Now()
 	prod := dialRaw(t, n)
 	prod.roundTrip(produceReq(9, "poll", [16]byte{}, 0, 1, recordBatch(0, "wake")))
@@ -441,17 +444,20 @@ func TestConnPipelinedResponsesInOrder(t *testing.T) {
 	}
 	// While the long poll holds the head of the queue, the reader stops at
 	// the bound: two requests read and unanswered, the rest left unread.
-	time.Sleep(150 * time.Millisecond)
-	n.connMu.Lock()
-	for sc := range n.conns {
-		if sc.nc.RemoteAddr().String() != c.nc.LocalAddr().String() {
-			continue
+	testutil.Eventually(t, testWait, func() error {
+		n.connMu.Lock()
+		defer n.connMu.Unlock()
+		for sc := range n.conns {
+			if sc.nc.RemoteAddr().String() != c.nc.LocalAddr().String() {
+				continue
+			}
+			if tok, p := len(sc.tokens), sc.pending.Load(); tok != 2 || p != 2 {
+				return fmt.Errorf("in flight: %d tokens taken, %d pending; want 2 and 2 (bound 2)", tok, p)
+			}
+			return nil
 		}
-		if tok, p := len(sc.tokens), sc.pending.Load(); tok != 2 || p != 2 {
-			t.Errorf("in flight: %d tokens taken, %d pending; want 2 and 2 (bound 2)", tok, p)
-		}
-	}
-	n.connMu.Unlock()
+		return errors.New("connection not registered")
+	}, "the reader to stop at the in-flight bound")
 	for i, r := range reqs {
 		corr, body, err := c.readFrame()
 		if err != nil {
@@ -485,7 +491,7 @@ func TestNodeCloseAnswersInFlightLongPoll(t *testing.T) {
 	createTopic(t, newAdmin(t, n), "bye", 1, nil)
 	c := dialRaw(t, n)
 	corr := c.send(fetchReq(11, "bye", [16]byte{}, 0, 0, 20000, 1, 1<<20))
-	time.Sleep(100 * time.Millisecond)
+	waitParked(t, n, "bye", 0)
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- n.Close() }()

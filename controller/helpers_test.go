@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // Test timings: 20ms ticks, elections after 15-30 ticks (300-600ms), so a
@@ -203,18 +204,9 @@ func (c *nodeCluster) propose(payload string) uint64 {
 	return 0
 }
 
-// waitFor polls cond every few milliseconds until it holds or d passes.
+// waitFor polls cond until it holds (true) or d passes (false).
 func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return testutil.Within(d, cond) == nil
 }
 
 // ctrlCluster is N Controllers. Raft runs over a SimNetwork (sim=true) or

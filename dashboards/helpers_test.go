@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // needTool returns the path of an external program; when it is missing
@@ -140,21 +143,22 @@ func startPrometheus(t *testing.T, bin, target string, interval time.Duration) *
 			t.Logf("prometheus log:\n%s", lastLines(b, 40))
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	err = testutil.Within(20*time.Second, func() error {
 		resp, err := http.Get(s.URL + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(s.log)
-			t.Fatalf("prometheus not ready within 20s: %v\n%s", err, lastLines(b, 40))
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return errors.New(resp.Status)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		b, _ := os.ReadFile(s.log)
+		t.Fatalf("prometheus not ready within 20s: %v\n%s", err, lastLines(b, 40))
 	}
+	return s
 }
 
 func lastLines(b []byte, n int) []byte {
@@ -232,6 +236,33 @@ func (s *promServer) scalarOf(ctx context.Context, q string) (float64, error) {
 	}
 	str, _ := sample.Value[1].(string)
 	return strconv.ParseFloat(str, 64)
+}
+
+// rulesEvaluated returns when Prometheus last evaluated its rules: the
+// oldest last evaluation of any rule (zero if one was never evaluated).
+func (s *promServer) rulesEvaluated(ctx context.Context) (time.Time, error) {
+	var body struct {
+		Data struct {
+			Groups []struct {
+				Rules []struct {
+					LastEvaluation time.Time `json:"lastEvaluation"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if err := s.get(ctx, "/api/v1/rules", &body); err != nil {
+		return time.Time{}, err
+	}
+	var oldest time.Time
+	first := true
+	for _, g := range body.Data.Groups {
+		for _, r := range g.Rules {
+			if first || r.LastEvaluation.Before(oldest) {
+				oldest, first = r.LastEvaluation, false
+			}
+		}
+	}
+	return oldest, nil
 }
 
 // mapFS is an in-memory fs.FS of the given files, for extraction tests.

@@ -8,10 +8,12 @@ package dashboards
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // conditionalSeries are the metrics the dashboards and alerts may name
@@ -84,18 +87,33 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 	n := startTieredNode(t)
 	prom := startPrometheus(t, bin, n.AdminAddr(), scrapeInterval)
 	runLoad(ctx, t, n)
+	loaded := time.Now()
 
 	// Wait until Prometheus has scraped the node after the load (so the
-	// last sample holds its effect) and the rules have been evaluated.
-	waitFor(ctx, t, "Prometheus scraped the node after the load", func() (bool, error) {
+	// last sample holds its effect), with the uploader caught up with it
+	// (a healthy node: no upload backlog left), and the rules have been
+	// evaluated on that scrape.
+	waitFor(ctx, t, "Prometheus scraped the node after the load and the upload, then evaluated the rules", func() (bool, error) {
 		v, err := prom.scalarOf(ctx, `sum(strata_group_offset_commits_total{job="strata"})`)
 		if err != nil || v <= 0 {
 			return false, err
 		}
+		lag, err := prom.scalarOf(ctx, `max(strata_tiering_upload_lag_segments{job="strata"})`)
+		if err != nil || lag != 0 {
+			return false, err
+		}
 		ups, err := prom.scalarOf(ctx, `count_over_time(up{job="strata"}[1m])`)
-		return ups >= 5, err
+		if err != nil || ups < 5 {
+			return false, err
+		}
+		ts, err := prom.scalarOf(ctx, `timestamp(up{job="strata"})`)
+		scraped := time.UnixMilli(int64(ts * 1000))
+		if err != nil || !scraped.After(loaded) {
+			return false, err
+		}
+		evaluated, err := prom.rulesEvaluated(ctx)
+		return err == nil && evaluated.After(scraped), err
 	})
-	time.Sleep(2 * scrapeInterval)
 
 	used := map[string]bool{}
 	check := func(e Expr, alert bool) {
@@ -243,12 +261,14 @@ func runLoad(ctx context.Context, t *testing.T, n *broker.Node) {
 	}
 	defer consumer.Close()
 	consumed := make(chan int, 1)
+	var consumedSoFar atomic.Int64
 	cctx, ccancel := context.WithCancel(ctx)
 	go func() {
 		total := 0
 		for cctx.Err() == nil {
 			fs := consumer.PollFetches(cctx)
 			total += fs.NumRecords()
+			consumedSoFar.Store(int64(total))
 		}
 		consumed <- total
 	}()
@@ -265,10 +285,12 @@ func runLoad(ctx context.Context, t *testing.T, n *broker.Node) {
 			t.Fatalf("produce: %v", err)
 		}
 		produced += len(batch)
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the load's pace, not a synchronisation
 	}
-	// Let the consumer commit what it read, then stop it.
-	time.Sleep(time.Second)
+	// Let the consumer read everything, commit what it read, then stop it.
+	waitFor(ctx, t, "the consumer to read what was produced", func() (bool, error) {
+		return consumedSoFar.Load() >= int64(produced), nil
+	})
 	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
@@ -354,22 +376,22 @@ func checkRulesHealthy(ctx context.Context, t *testing.T, prom *promServer, want
 	}
 }
 
-// waitFor polls cond every 200ms until it holds or ctx ends.
+// waitFor polls cond until it holds or ctx ends (the test's deadline).
 func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-		case <-time.After(200 * time.Millisecond):
-		}
+	timeout := testTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
 	}
+	testutil.Eventually(t, timeout, func() error {
+		switch ok, err := cond(); {
+		case ok:
+			return nil
+		case err != nil:
+			return err
+		}
+		return errors.New("not yet")
+	}, "%s", what)
 }
 
 func truncate(rs []json.RawMessage) string {

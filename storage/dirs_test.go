@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/storage/vfs/errfs"
 )
@@ -14,13 +15,7 @@ import (
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, cond, "%s", what)
 }
 
 func TestManagerLockRefusesASecondManager(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -444,13 +445,7 @@ func TestReaderQueuedReadHonoursContextAndQueueBound(t *testing.T) {
 // rdWaitFor polls cond until it holds (bounded).
 func rdWaitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, cond, "reader condition")
 }
 
 // A flipped byte inside a batch is ErrCorruptObject with no bytes, for

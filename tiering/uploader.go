@@ -67,6 +67,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -166,6 +167,10 @@ type Uploader struct {
 
 	janitorKick chan struct{}
 
+	// passes counts completed partition passes, janitorPasses completed
+	// janitor passes (Passes, and tests waiting for "a pass ran").
+	passes, janitorPasses atomic.Uint64
+
 	// gaugeMu serialises setting and dropping a topic's gauges, so a pass
 	// finishing after its topic's last Resign cannot bring them back.
 	gaugeMu sync.Mutex
@@ -182,6 +187,10 @@ type partTask struct {
 	prev   chan struct{} // the previous task's done, nil if none
 
 	lastOrphanScan time.Time // partition goroutine only
+
+	// passesStarted and passesDone count this task's passes; a pass that
+	// began after passesStarted read n has finished once passesDone > n.
+	passesStarted, passesDone atomic.Uint64
 
 	mu     sync.Mutex // guards status
 	status PartitionStatus
@@ -396,6 +405,10 @@ func (u *Uploader) Kick() {
 	}
 }
 
+// Passes returns how many partition passes have completed since
+// NewUploader, over every partition led so far. It only grows.
+func (u *Uploader) Passes() uint64 { return u.passes.Load() }
+
 // Status returns a led partition's status, computed now from the log and
 // the metadata image.
 func (u *Uploader) Status(p Partition) (PartitionStatus, bool) {
@@ -547,6 +560,8 @@ func (u *Uploader) pass(t *partTask) {
 	if ctx.Err() != nil {
 		return
 	}
+	t.passesStarted.Add(1)
+	defer func() { t.passesDone.Add(1); u.passes.Add(1) }()
 	in := u.gather(t)
 	failed := false
 	for _, a := range Plan(in) {

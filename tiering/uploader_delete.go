@@ -221,6 +221,7 @@ func (u *Uploader) janitorLoop() {
 		if u.cfg.Meta.Janitor() {
 			u.cleanDeletedTopics(u.ctx)
 		}
+		u.janitorPasses.Add(1)
 		select {
 		case <-u.ctx.Done():
 			return

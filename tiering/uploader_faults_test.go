@@ -3,7 +3,9 @@ package tiering
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,8 +202,7 @@ func TestUploaderCrashMidCopyLeavesOrphanDeletedAfterGrace(t *testing.T) {
 			t.Fatal("the orphan's id was finished")
 		}
 	}
-	u2.Kick()
-	time.Sleep(50 * time.Millisecond)
+	settle(t, u2)
 	if got := len(meta.RemoteSegments(p.TopicID, 0)); got != 3 {
 		t.Fatalf("%d segments within the grace, want 2 finished + the orphan", got)
 	}
@@ -234,10 +235,13 @@ func TestUploaderCloseIsBoundedWhileStoreHangs(t *testing.T) {
 			} else {
 				faults.Add(objstore.Rule{Op: objstore.OpPut, Latency: time.Hour})
 			}
-			u := newTestUploader(t, faults, meta, nil)
+			puts := &putCounter{ObjectStore: faults}
+			u := newTestUploader(t, puts, meta, nil)
 			u.Lead(tp.LeaderPartition)
 			waitFor(t, u, "copy started", func() bool { return len(meta.RemoteSegments(p.TopicID, 0)) == 1 })
-			time.Sleep(20 * time.Millisecond)
+			// The copy is in flight: a put has reached the store (and
+			// hangs, or failed and is being retried).
+			waitFor(t, nil, "a put in flight", func() bool { return puts.n.Load() > 0 })
 			start := time.Now()
 			if err := u.Close(); err != nil {
 				t.Fatal(err)
@@ -276,8 +280,7 @@ func TestUploaderLeadDeletesUnnamedObjects(t *testing.T) {
 	// Within the grace (the clock is the objects' own): kept.
 	u2 := newTestUploader(t, mem, meta, nil)
 	u2.Lead(tp.LeaderPartition)
-	u2.Kick()
-	time.Sleep(50 * time.Millisecond)
+	settle(t, u2)
 	if _, err := mem.Head(testCtx(t), stray); err != nil {
 		t.Fatalf("young stray deleted: %v", err)
 	}
@@ -295,4 +298,15 @@ func TestUploaderLeadDeletesUnnamedObjects(t *testing.T) {
 			t.Fatalf("%s: %v", k, err)
 		}
 	}
+}
+
+// putCounter counts the Put calls that reached the store beneath it.
+type putCounter struct {
+	objstore.ObjectStore
+	n atomic.Int64
+}
+
+func (c *putCounter) Put(ctx context.Context, key string, r io.Reader, size int64, o objstore.PutOptions) (objstore.ObjectInfo, error) {
+	c.n.Add(1)
+	return c.ObjectStore.Put(ctx, key, r, size, o)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/tiering/objstore"
@@ -338,19 +339,45 @@ func newTestUploader(t testing.TB, store objstore.ObjectStore, meta Metadata, no
 	return u
 }
 
-// waitFor polls cond every 5ms, kicking u, until it holds or 15s pass.
+// waitFor polls cond, kicking u, until it holds or 15s pass.
 func waitFor(t testing.TB, u *Uploader, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		if cond() {
+			return true
 		}
 		if u != nil {
 			u.Kick()
 		}
-		time.Sleep(5 * time.Millisecond)
+		return false
+	}, "%s", what)
+}
+
+// settle kicks u and returns once every led partition, and the janitor,
+// has completed a pass that began after the call: what the test did
+// before settle has been seen, so "nothing changed" after it means the
+// uploader chose to do nothing.
+func settle(t testing.TB, u *Uploader) {
+	t.Helper()
+	u.mu.Lock()
+	want := map[*partTask]uint64{}
+	for _, pt := range u.parts {
+		want[pt] = pt.passesStarted.Load()
 	}
+	u.mu.Unlock()
+	// The janitor counts at the end of each loop: one more may be the
+	// pass in progress now, two more is one that began after this call.
+	janitor := u.janitorPasses.Load() + 2
+	u.Kick()
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		u.Kick()
+		for pt, n := range want {
+			if pt.passesDone.Load() <= n && pt.ctx.Err() == nil {
+				return false
+			}
+		}
+		return u.janitorPasses.Load() >= janitor
+	}, "a completed uploader pass")
 }
 
 // upMetricValue reads a counter or gauge.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -131,8 +130,7 @@ func TestUploaderJanitorDeletesDeletedTopics(t *testing.T) {
 	meta.deleteTopic(t, ids["gone"])
 	meta.deleteTopic(t, ids["lost"])
 	meta.forget(ids["lost"])
-	u.Kick()
-	time.Sleep(50 * time.Millisecond)
+	settle(t, u)
 	if len(meta.RemoteSegments(ids["gone"], 0)) != 2 {
 		t.Fatal("a broker that is not the janitor deleted a topic's remote data")
 	}

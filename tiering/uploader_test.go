@@ -41,8 +41,7 @@ func TestUploaderUploadsSealedCommittedSegments(t *testing.T) {
 	u := newTestUploader(t, store, meta, nil)
 	u.Lead(tp.LeaderPartition)
 	waitFor(t, u, "two segments uploaded", func() bool { return len(meta.finished(p.TopicID, 0)) == 2 })
-	u.Kick()
-	time.Sleep(50 * time.Millisecond)
+	settle(t, u)
 	fin := meta.finished(p.TopicID, 0)
 	if got := spans(fin); !slices.Equal(got, []string{"[0,29]COPY_FINISHED", "[30,59]COPY_FINISHED"}) {
 		t.Fatalf("finished = %v, want [0,29] [30,59] only (HW 75)", got)
@@ -260,4 +259,24 @@ func TestUploaderManifestKeepsTopicConfigs(t *testing.T) {
 	if m.Configs["retention.ms"] != v || len(m.Configs) != 1 {
 		t.Fatalf("manifest configs %v, want retention.ms=%s", m.Configs, v)
 	}
+}
+
+// Passes counts completed passes: one at Lead, one more per Kick, none
+// while the uploader is idle between them.
+func TestUploaderPassesCountsCompletedPasses(t *testing.T) {
+	_, meta, tp := ordersPart(t)
+	tp.appendSegments(t, testTs, 1, 1)
+	u := newTestUploader(t, objstore.NewMemStore(), meta, nil)
+	if got := u.Passes(); got != 0 {
+		t.Fatalf("Passes = %d before any Lead", got)
+	}
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, nil, "the first pass", func() bool { return u.Passes() >= 1 })
+	settle(t, u)
+	after := u.Passes()
+	if after < 2 {
+		t.Fatalf("Passes = %d after Lead and a settled Kick, want at least 2", after)
+	}
+	u.Kick()
+	waitFor(t, nil, "the kicked pass", func() bool { return u.Passes() > after })
 }

@@ -13,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // fakeClock is a [Clock] whose time moves only by Advance, which fires the
@@ -224,19 +226,11 @@ func pending[T any](t *testing.T, ch <-chan T, what string) {
 // waitFor polls cond (under the coordinator's lock) until it holds.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(h.t, 10*time.Second, func() bool {
 		h.c.mu.Lock()
-		ok := cond()
-		h.c.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer h.c.mu.Unlock()
+		return cond()
+	}, "%s", what)
 }
 
 // awaiting waits until n members of groupID have a parked JoinGroup.
