@@ -130,7 +130,7 @@ type tpKey struct {
 // metadata follower, the broker registration and heartbeats. It returns
 // once the controller has unfenced this broker, with every listener
 // accepting. Close stops everything.
-func Open(o Options) (n *Node, err error) {
+func Open(o Options) (_ *Node, err error) {
 	cfg := o.Config
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -142,7 +142,10 @@ func Open(o Options) (n *Node, err error) {
 		return nil, fmt.Errorf("%w: connection limits unset (build Config with ParseConfig or DefaultConfig)", ErrInvalidConfig)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n = &Node{
+	// n is a local, not the named result: the goroutines started below
+	// capture it, and a failed start's "return nil, err" must not write
+	// what they read (a data race the race detector caught).
+	n := &Node{
 		cfg: cfg, logger: o.Logger, ctx: ctx, cancel: cancel, stopping: make(chan struct{}),
 		conns: map[*conn]struct{}{}, meta: metadata.NewState(), metaNotify: make(chan struct{}),
 		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{}, reconciled: -1,
@@ -150,10 +153,9 @@ func Open(o Options) (n *Node, err error) {
 		reqMem:        netbuf.NewBudget(cfg.QueuedMaxRequestBytes),
 	}
 	n.fenced.Store(true)
-	node := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
-			node.Close()
+			n.Close()
 		}
 	}()
 	if err := n.startMetrics(o); err != nil {
