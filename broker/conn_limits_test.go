@@ -2,7 +2,6 @@ package broker
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -14,22 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/strata-io/strata/internal/netbuf"
+	"github.com/strata-io/strata/internal/testutil"
 )
-
-// closedWithin reads from nc until the broker closes it or d passes.
-func closedWithin(nc net.Conn, d time.Duration) error {
-	nc.SetReadDeadline(time.Now().Add(d))
-	var b [512]byte
-	for {
-		if _, err := nc.Read(b[:]); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return fmt.Errorf("connection still open after %v", d)
-			}
-			return nil
-		}
-	}
-}
 
 // TestConnStalledSizePrefixesHoldNoMemory is the attack on the
 // Kafka listener: ten connections each send a 100 MiB size prefix (the
@@ -57,7 +42,7 @@ func TestConnStalledSizePrefixesHoldNoMemory(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			errs[i] = closedWithin(c.nc, testWait)
+			errs[i] = testutil.ClosedWithin(c.nc, testWait)
 		}()
 	}
 	wg.Wait()
@@ -246,7 +231,7 @@ func TestFakeRaftPeerDoesNotStallTheNode(t *testing.T) {
 	if got := n.ctl.Status().Term; got != term {
 		t.Errorf("controller term %d, was %d before the fake peer", got, term)
 	}
-	if err := closedWithin(nc, 5*time.Second); err != nil {
+	if err := testutil.ClosedWithin(nc, 5*time.Second); err != nil {
 		t.Error("fake peer's stream:", err)
 	}
 }

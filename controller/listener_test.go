@@ -2,7 +2,6 @@ package controller
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -11,26 +10,12 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/netbuf"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // header builds a CONTROLLER frame header claiming a payload of n bytes.
 func header(n uint32, kind byte) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, n+1), kind)
-}
-
-// waitClosed reads from conn until the controller closes it or d passes.
-func waitClosed(conn net.Conn, d time.Duration) error {
-	conn.SetReadDeadline(time.Now().Add(d))
-	var b [512]byte
-	for {
-		if _, err := conn.Read(b[:]); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return fmt.Errorf("still open after %v", d)
-			}
-			return nil
-		}
-	}
 }
 
 // TestControllerListenerBoundsWhatPeersMakeItAllocate is the issue's
@@ -75,7 +60,7 @@ func TestControllerListenerBoundsWhatPeersMakeItAllocate(t *testing.T) {
 						errs[i] = err
 						return
 					}
-					errs[i] = waitClosed(conn, testWait)
+					errs[i] = testutil.ClosedWithin(conn, testWait)
 				}()
 			}
 			wg.Wait()
