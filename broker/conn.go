@@ -15,8 +15,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/internal/netbuf"
 )
 
 // Request framing, as read by conn.readLoop (all integers big endian):
@@ -85,7 +83,7 @@ type slot struct {
 // Memory: before reading a frame's body the reader takes its size from the
 // node's request budget (queued.max.request.bytes, shared by every client
 // connection); the writer gives it back once the request's handler is done.
-// The body's buffer grows as its bytes arrive (netbuf.ReadFrame), and the
+// The body's buffer grows as its bytes arrive (the budget's ReadFrame), and the
 // whole frame must arrive within strata.socket.request.read.timeout.ms of
 // its size prefix, so a peer that claims a large frame and stalls holds
 // neither memory nor budget for long.
@@ -233,7 +231,7 @@ func (c *conn) readBody(br *bufio.Reader, size int32) ([]byte, error) {
 	if c.stopRead.Load() { // as in readLoop: a shutdown's deadline may predate ours
 		return nil, net.ErrClosed
 	}
-	body, err := netbuf.ReadFrame(br, int(size))
+	body, err := c.n.reqMem.ReadFrame(br, int(size))
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

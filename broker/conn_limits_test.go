@@ -2,10 +2,8 @@ package broker
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -13,44 +11,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/strata-io/strata/internal/netbuf"
+	"github.com/strata-io/strata/internal/testutil"
 )
-
-// heapLive returns the bytes of live heap after a collection.
-func heapLive() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
-// closedWithin reads from nc until the broker closes it or d passes.
-func closedWithin(nc net.Conn, d time.Duration) error {
-	nc.SetReadDeadline(time.Now().Add(d))
-	var b [512]byte
-	for {
-		if _, err := nc.Read(b[:]); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return fmt.Errorf("connection still open after %v", d)
-			}
-			return nil
-		}
-	}
-}
 
 // TestConnStalledSizePrefixesHoldNoMemory is the attack on the
 // Kafka listener: ten connections each send a 100 MiB size prefix (the
 // largest socket.request.max.bytes allows) and a few bytes, then stall.
-// The broker allocates as bytes arrive (a few hundred KiB in all, not
-// 1000 MiB), closes every connection once
-// strata.socket.request.read.timeout.ms has passed since its prefix (not
-// after connections.max.idle.ms), and gives all of its request budget back.
+// The broker allocates as bytes arrive (at most netbuf.FirstChunk a frame,
+// 10 MiB in all, not 1000 MiB: the request budget's exact count of frame
+// buffers, not the process's heap, which other goroutines move), closes
+// every connection once strata.socket.request.read.timeout.ms has passed
+// since its prefix (not after connections.max.idle.ms), and gives all of
+// its request budget and buffers back.
 func TestConnStalledSizePrefixesHoldNoMemory(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	n := startNode(t, t.TempDir(), map[string]string{"strata.socket.request.read.timeout.ms": "300"})
-	var ms0, ms1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms0)
 	start := time.Now()
 	errs := make([]error, 10)
 	var wg sync.WaitGroup
@@ -65,12 +42,11 @@ func TestConnStalledSizePrefixesHoldNoMemory(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			errs[i] = closedWithin(c.nc, testWait)
+			errs[i] = testutil.ClosedWithin(c.nc, testWait)
 		}()
 	}
 	wg.Wait()
 	el := time.Since(start)
-	runtime.ReadMemStats(&ms1)
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -79,29 +55,37 @@ func TestConnStalledSizePrefixesHoldNoMemory(t *testing.T) {
 	if el < timeout {
 		t.Errorf("closed after %v, before the read timeout", el)
 	}
-	if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 48<<20 {
-		t.Errorf("ten stalled 100 MiB prefixes made the process allocate %d MiB", grew>>20)
+	if peak := n.reqMem.ReadingPeak(); peak > int64(len(errs))*netbuf.FirstChunk {
+		t.Errorf("ten stalled 100 MiB prefixes made the broker allocate %d MiB of frame buffers at once", peak>>20)
 	}
-	eventually(t, "request budget returned", func() bool { return n.reqMem.Used() == 0 })
+	eventually(t, "request budget and buffers returned", func() bool { return n.reqMem.Used() == 0 && n.reqMem.Reading() == 0 })
 	c := dialRaw(t, n)
 	c.roundTrip(kmsg.NewPtrApiVersionsRequest())
 }
 
 // TestConnRequestBytesBoundedNodeWide: with queued.max.request.bytes at
-// 64 MiB and six connections each sending all but the last byte of a
-// 32 MiB request, two are read (64 MiB held) and four wait without being
-// read, so the live heap grows by about 64 MiB, not 192. Closing the
-// connections gives the budget back, and the broker goes on serving.
+// 64 MiB, six connections each send the first 12 MiB of a 32 MiB request
+// and stall. Two are admitted (64 MiB held) and read, four wait without
+// being read; the two being read hold 16 MiB buffers each (grown as their
+// bytes arrived: 1, 2, 4, 8, 16 MiB), 32 MiB in all, and never more than
+// 48 MiB, under the bound, even while each holds its 8 MiB buffer and its
+// 16 MiB successor at once. These are
+// the request budget's exact counts of frame buffers, not the process's
+// heap (which other goroutines move): allocating from the size prefix
+// would hold 64 MiB, and six frames read without the budget 96 MiB.
+// Closing the connections gives everything back, and the broker goes on
+// serving.
 func TestConnRequestBytesBoundedNodeWide(t *testing.T) {
-	const frameBytes, limit = 32 << 20, 64 << 20
+	const frameBytes, limit, sent = 32 << 20, 64 << 20, 12 << 20
+	const want = 2 * 16 << 20       // two frames read, each in a 16 MiB buffer
+	const most = 2 * (8 + 16) << 20 // both while growing from 8 to 16 MiB
 	n := startNode(t, t.TempDir(), map[string]string{
 		"socket.request.max.bytes": fmt.Sprint(frameBytes),
 		"queued.max.request.bytes": fmt.Sprint(limit),
 	})
-	frame := binary.BigEndian.AppendUint32(make([]byte, 0, frameBytes+4), frameBytes)
+	frame := binary.BigEndian.AppendUint32(make([]byte, 0, sent+4), frameBytes)
 	frame = append(frame, 0, 0, 0, 9, 0, 0, 0, 1) // Produce v9, correlation 1
-	frame = frame[:frameBytes+4-1]                // all but the last byte
-	before := heapLive()
+	frame = frame[:sent+4]                        // then zeros, and the rest never comes
 	var conns []*rawConn
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // the writers end when their connections close
@@ -111,40 +95,31 @@ func TestConnRequestBytesBoundedNodeWide(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.nc.Write(frame) }()
 	}
-	// Wait for the steady state: the budget full, four readers waiting,
-	// and the two admitted frames read (the live heap holds them and stops
-	// growing). Until then a frame being grown briefly holds its old and
-	// new buffers (1.5 times its bytes): the peak allowed is twice the
-	// bound, where six frames allocated from their size prefixes (before
-	// the fix) take three times.
-	peak := uint64(2*limit + 16<<20)
 	deadline := time.Now().Add(testWait)
-	var grew, last uint64
 	for {
-		grew = heapLive() - before
-		if grew > peak {
-			t.Fatalf("live heap grew by %d MiB with six 32 MiB frames and a 64 MiB bound", grew>>20)
+		reading, used, waiting := n.reqMem.Reading(), n.reqMem.Used(), n.reqMem.Waiting()
+		if reading > most {
+			t.Fatalf("frame buffers of %d MiB for six 32 MiB frames of which 12 MiB were sent, bound 64 MiB; want at most %d MiB", reading>>20, most>>20)
 		}
-		full := n.reqMem.Used() == limit && n.reqMem.Waiting() == 4
-		if full && grew >= 2*frameBytes-(4<<20) && grew <= last+(1<<20) && last <= grew+(1<<20) {
+		if reading == want && used == limit && waiting == 4 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no steady state: %d bytes held, %d waiting, heap +%d MiB", n.reqMem.Used(), n.reqMem.Waiting(), grew>>20)
+			t.Fatalf("no steady state: %d bytes held, %d waiting, %d bytes of frame buffers", used, waiting, reading)
 		}
-		last = grew
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
-	if grew > limit+8<<20 {
-		t.Fatalf("live heap grew by %d MiB, bound %d MiB", grew>>20, limit>>20)
+	if peak := n.reqMem.ReadingPeak(); peak > most {
+		t.Fatalf("frame buffers peaked at %d MiB, want at most %d MiB (bound %d MiB)", peak>>20, most>>20, limit>>20)
 	}
 	waitMetric(t, n, func(v float64) bool { return v == limit }, "strata_broker_request_memory_used_bytes")
 	waitMetric(t, n, func(v float64) bool { return v == 4 }, "strata_broker_request_memory_waiting_readers")
-	runtime.KeepAlive(frame)
 	for _, c := range conns {
 		c.nc.Close()
 	}
-	eventually(t, "request budget returned", func() bool { return n.reqMem.Used() == 0 && n.reqMem.Waiting() == 0 })
+	eventually(t, "request budget and buffers returned", func() bool {
+		return n.reqMem.Used() == 0 && n.reqMem.Waiting() == 0 && n.reqMem.Reading() == 0
+	})
 	c := dialRaw(t, n)
 	c.roundTrip(kmsg.NewPtrApiVersionsRequest())
 }
@@ -256,7 +231,7 @@ func TestFakeRaftPeerDoesNotStallTheNode(t *testing.T) {
 	if got := n.ctl.Status().Term; got != term {
 		t.Errorf("controller term %d, was %d before the fake peer", got, term)
 	}
-	if err := closedWithin(nc, 5*time.Second); err != nil {
+	if err := testutil.ClosedWithin(nc, 5*time.Second); err != nil {
 		t.Error("fake peer's stream:", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // fakePeer opens a Raft stream to addr with hello h and sends heartbeats
@@ -232,7 +233,7 @@ func TestRaftStreamsPerVoterBounded(t *testing.T) {
 			}
 			continue
 		}
-		if err := waitClosed(nc, 5*time.Second); err != nil {
+		if err := testutil.ClosedWithin(nc, 5*time.Second); err != nil {
 			t.Fatalf("stream %d of one voter: %v", maxStreamsPerVoter+1, err)
 		}
 	}

@@ -207,7 +207,7 @@ func (fr *frameReader) next(limit uint32) (kind byte, payload []byte, err error)
 	}
 	fr.held = int64(n)
 	fr.conn.SetReadDeadline(time.Now().Add(fr.timeout))
-	payload, err = netbuf.ReadFrame(fr.br, n)
+	payload, err = fr.budget.ReadFrame(fr.br, n)
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

@@ -3,6 +3,7 @@ package netbuf
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Budget is a count of bytes that callers take before allocating a frame
@@ -16,8 +17,14 @@ import (
 // read to its end without waiting for another, so readers holding bytes
 // never wait on each other.
 //
+// [Budget.ReadFrame] reads a frame whose bytes were acquired and accounts
+// the buffers it allocates while the frame's bytes arrive ([Budget.Reading],
+// [Budget.ReadingPeak]): exact figures of what peers made the node allocate,
+// which tests assert on instead of the process's heap.
+//
 // Thread-safety: all methods are safe for concurrent use. A nil *Budget,
-// or one built with a limit <= 0, admits everything at once (Kafka's -1).
+// or one built with a limit <= 0, admits everything at once (Kafka's -1);
+// a nil one accounts nothing.
 // Errors: Acquire returns ctx.Err() when ctx ends first, holding nothing.
 // Idempotence: none; every successful Acquire(n) needs one Release(n).
 type Budget struct {
@@ -27,6 +34,10 @@ type Budget struct {
 	mu      sync.Mutex
 	used    int64
 	waiters []*waiter // FIFO: only the head may be admitted
+
+	// reading is the bytes of buffers allocated by ReadFrame calls that
+	// have not returned; readingPeak the most it has been.
+	reading, readingPeak atomic.Int64
 }
 
 type waiter struct {
@@ -53,6 +64,40 @@ func (b *Budget) Used() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
+}
+
+// Reading returns the bytes of frame buffers that [Budget.ReadFrame] calls
+// in progress have allocated and not yet returned or dropped: what the
+// frames being read cost now. A returned frame is bounded by the bytes
+// acquired for it instead.
+func (b *Budget) Reading() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.reading.Load()
+}
+
+// ReadingPeak returns the most [Budget.Reading] has been, counting a
+// growing buffer and its successor together while both are held.
+func (b *Budget) ReadingPeak() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.readingPeak.Load()
+}
+
+// addReading adds d to reading and raises readingPeak to match.
+func (b *Budget) addReading(d int64) {
+	if b == nil {
+		return
+	}
+	v := b.reading.Add(d)
+	for {
+		p := b.readingPeak.Load()
+		if v <= p || b.readingPeak.CompareAndSwap(p, v) {
+			return
+		}
+	}
 }
 
 // Waiting returns how many callers wait in Acquire.

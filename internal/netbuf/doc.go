@@ -2,8 +2,9 @@
 // allocate for the frames they send: a [Budget] of bytes shared by every
 // connection of a node (Kafka's queued.max.request.bytes), taken before a
 // frame's body is read and given back once the request is done, and
-// [ReadFrame], which grows a frame's buffer as its bytes arrive instead of
-// allocating what the size prefix claims.
+// [Budget.ReadFrame], which grows a frame's buffer as its bytes arrive
+// instead of allocating what the size prefix claims, and counts the
+// buffers it holds ([Budget.Reading]) so tests assert exact figures.
 //
 // It owns no sockets, deadlines or framing formats: the broker's Kafka
 // listener and the controller's CONTROLLER listener read their own size
@@ -12,7 +13,7 @@
 //
 //	b := netbuf.NewBudget(256 << 20)
 //	if err := b.Acquire(ctx, int64(size)); err != nil { ... } // waits while the node is full
-//	body, err := netbuf.ReadFrame(br, size)                   // allocates as bytes arrive
+//	body, err := b.ReadFrame(br, size)                        // allocates as bytes arrive
 //	... handle the request ...
 //	b.Release(int64(size))
 package netbuf

@@ -207,3 +207,23 @@ func BenchmarkReadFrame(b *testing.B) {
 		})
 	}
 }
+
+func TestBudgetReadFrameAccountsItsBuffers(t *testing.T) {
+	b := NewBudget(-1)
+	// 10 bytes of a claimed 100 MiB: one FirstChunk, given back on error.
+	if _, err := b.ReadFrame(&trickle{left: 10, step: 10, err: io.EOF}, 100<<20); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err %v, want unexpected EOF", err)
+	}
+	if r, p := b.Reading(), b.ReadingPeak(); r != 0 || p != FirstChunk {
+		t.Fatalf("reading %d, peak %d; want 0, %d", r, p, FirstChunk)
+	}
+	// A whole frame of 3 MiB grows 1, 2, 3 MiB: at most 2+3 MiB held at
+	// once (while copying), none once the caller has it.
+	buf, err := b.ReadFrame(&trickle{left: 3 << 20, step: 64 << 10}, 3<<20)
+	if err != nil || len(buf) != 3<<20 {
+		t.Fatalf("read %d bytes, err %v", len(buf), err)
+	}
+	if r, p := b.Reading(), b.ReadingPeak(); r != 0 || p != 5<<20 {
+		t.Fatalf("reading %d, peak %d; want 0, %d", r, p, 5<<20)
+	}
+}

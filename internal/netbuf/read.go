@@ -19,10 +19,19 @@ const FirstChunk = 1 << 20
 // A short read returns io.ErrUnexpectedEOF (io.EOF if nothing was read), or
 // the reader's error, such as a deadline.
 func ReadFrame(r io.Reader, n int) ([]byte, error) {
+	return (*Budget)(nil).ReadFrame(r, n)
+}
+
+// ReadFrame is [ReadFrame] for a frame whose n bytes were acquired from b;
+// while it runs, the buffers it holds count in [Budget.Reading]. It
+// acquires and releases nothing.
+func (b *Budget) ReadFrame(r io.Reader, n int) ([]byte, error) {
 	if n <= 0 {
 		return []byte{}, nil
 	}
 	buf := make([]byte, min(n, FirstChunk))
+	b.addReading(int64(len(buf)))
+	defer func() { b.addReading(-int64(len(buf))) }()
 	got := 0
 	for {
 		m, err := io.ReadFull(r, buf[got:])
@@ -37,7 +46,9 @@ func ReadFrame(r io.Reader, n int) ([]byte, error) {
 			return buf, nil
 		}
 		next := make([]byte, min(n, 2*len(buf)))
+		b.addReading(int64(len(next)))
 		copy(next, buf)
+		b.addReading(-int64(len(buf)))
 		buf = next
 	}
 }
