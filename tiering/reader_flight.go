@@ -10,10 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -318,9 +318,10 @@ func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, key, ext string,
 	return data, nil
 }
 
-// readFileAt reads len(p) bytes of the file at path from off.
+// readFileAt reads len(p) bytes of the file at path from off. Through vfs
+// like the rest of the cache directory (cache.go).
 func readFileAt(path string, p []byte, off int64) error {
-	f, err := os.Open(path)
+	f, err := vfs.Default.Open(path)
 	if err != nil {
 		return err
 	}
@@ -338,7 +339,7 @@ func readFileAt(path string, p []byte, off int64) error {
 // writeChunkFile creates path (it must not exist) holding data. No fsync:
 // the cache is wiped at start, so a torn file is never read.
 func writeChunkFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := vfs.Default.CreateExclusive(path, 0o600)
 	if err != nil {
 		return err
 	}
