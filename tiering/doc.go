@@ -18,6 +18,8 @@
 //	                   topics; uploader_health.go: the store probe that wakes every
 //	                   retry when an outage ends
 //	remote reader      reader.go, reader_index.go: fetches below the local log start;
+//	                   reader_segment.go, reader_readahead.go, reader_flight.go: a
+//	                   segment's .log by chunks, read-ahead, GETs shared per chunk/index;
 //	                   reader_fetch.go: a fetch's read, coalesced, within its wait;
 //	                   reader_missing.go: segments whose objects are gone (one steady error)
 //	chunk cache        cache.go, cache_index.go: 2Q on disk, bounded; budget.go: GET slots, byte rate

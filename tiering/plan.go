@@ -249,13 +249,22 @@ func PlanCopy(in PlanInput) (Action, bool) {
 		remoteEnd = e
 	}
 	i := slices.IndexFunc(in.Local, func(s storage.SegmentInfo) bool {
-		return s.Sealed && s.NextOffset > s.BaseOffset && s.NextOffset <= in.HighWatermark &&
-			s.NextOffset-1 > remoteEnd && s.NextOffset > in.LogStart
+		return dueForCopy(s, in.HighWatermark, remoteEnd, in.LogStart)
 	})
 	if i < 0 {
 		return Action{}, false
 	}
 	return Action{Kind: ActCopy, Segment: in.Local[i]}, true
+}
+
+// dueForCopy is the one test of a local segment that should be remote and
+// is not (see PlanCopy): sealed, non-empty, wholly below the high
+// watermark hw, ending above remoteEnd (the last offset of the
+// COPY_FINISHED segments, -1 if none) and the log start. The upload lag
+// of a status counts the segments it holds for.
+func dueForCopy(s storage.SegmentInfo, hw, remoteEnd, logStart int64) bool {
+	return s.Sealed && s.NextOffset > s.BaseOffset && s.NextOffset <= hw &&
+		s.NextOffset-1 > remoteEnd && s.NextOffset > logStart
 }
 
 // PlanOrphanObjects returns the keys of listed objects (a listing of the

@@ -461,9 +461,12 @@ func (u *Uploader) statusOf(lp LeaderPartition) PartitionStatus {
 	l := lp.Log
 	st.LogStart, st.LocalStart, st.LogEnd = l.LogStartOffset(), l.LocalLogStartOffset(), l.LogEndOffset()
 	hw := lp.HighWatermark()
+	// The log start is read before the segments: storage drops every
+	// segment wholly below its log start as it moves it, so the log start
+	// test of dueForCopy excludes nothing here that is still listed.
 	for _, s := range l.Segments() {
 		st.LocalBytes += s.Size
-		if s.Sealed && s.NextOffset > s.BaseOffset && s.NextOffset <= hw && s.NextOffset-1 > remoteEnd {
+		if dueForCopy(s, hw, remoteEnd, st.LogStart) {
 			st.UploadLagBytes += s.Size
 			st.UploadLagSegments++
 		}

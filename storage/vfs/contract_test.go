@@ -37,6 +37,50 @@ func TestFSCreateTruncatesExisting(t *testing.T) {
 	})
 }
 
+// CreateExclusive creates a new file read-write, and refuses (fs.ErrExist)
+// a path where a file or a directory exists, leaving it as it was; a
+// missing parent is fs.ErrNotExist.
+func TestFSCreateExclusive(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		name := join(dir, "1.chunk")
+		f, err := fsys.CreateExclusive(name, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte("chunk")); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 5)
+		if n, err := f.ReadAt(b, 0); n != 5 || string(b) != "chunk" {
+			t.Fatalf("ReadAt through the new file = %d %q %v, want it read-write", n, b, err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, fsys, name, []byte("chunk"))
+
+		var pe *os.PathError
+		if _, err := fsys.CreateExclusive(name, 0o600); !errors.Is(err, fs.ErrExist) || !errors.As(err, &pe) || pe.Path != name {
+			t.Fatalf("CreateExclusive of an existing file = %v, want a *PathError matching fs.ErrExist", err)
+		}
+		mustContain(t, fsys, name, []byte("chunk")) // neither truncated nor replaced
+
+		sub := join(dir, "sub")
+		if err := fsys.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fsys.CreateExclusive(sub, 0o600); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("CreateExclusive of a directory = %v, want fs.ErrExist", err)
+		}
+		if st, err := fsys.Stat(sub); err != nil || !st.IsDir() {
+			t.Fatalf("directory after a refused CreateExclusive: %v %v", st, err)
+		}
+		if _, err := fsys.CreateExclusive(join(join(dir, "nope"), "f"), 0o600); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("CreateExclusive in a missing directory = %v, want fs.ErrNotExist", err)
+		}
+	})
+}
+
 func TestFSOpenReadWriteKeepsContents(t *testing.T) {
 	eachFS(t, func(t *testing.T, fsys FS, dir string) {
 		name := join(dir, "a.log")

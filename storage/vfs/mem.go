@@ -283,7 +283,17 @@ func (m *MemFS) applyLocked(effects ...dirEffect) {
 }
 
 // Create implements [FS]: creates or truncates name, opened read-write.
-func (m *MemFS) Create(name string) (File, error) {
+func (m *MemFS) Create(name string) (File, error) { return m.create(name, false) }
+
+// CreateExclusive implements [FS]: creates name, which must not exist,
+// opened read-write. MemFS keeps no permissions: perm is not recorded.
+func (m *MemFS) CreateExclusive(name string, perm os.FileMode) (File, error) {
+	return m.create(name, true)
+}
+
+// create creates name or, unless excl, truncates it; with excl anything
+// at name fails with EEXIST (matching fs.ErrExist), as O_EXCL does.
+func (m *MemFS) create(name string, excl bool) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, base, err := m.lookupLocked("open", name)
@@ -291,10 +301,15 @@ func (m *MemFS) Create(name string) (File, error) {
 		return nil, err
 	}
 	if d == nil {
+		if excl {
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EEXIST}
+		}
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
 	}
 	n, ok := d.entries[base]
 	switch {
+	case ok && excl:
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EEXIST}
 	case ok && n.dir:
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
 	case ok:

@@ -61,6 +61,10 @@ func (osFS) Create(name string) (File, error) {
 	return wrap(os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644))
 }
 
+func (osFS) CreateExclusive(name string, perm os.FileMode) (File, error) {
+	return wrap(os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm))
+}
+
 func (osFS) Open(name string) (File, error) { return wrap(os.Open(name)) }
 
 func (osFS) OpenReadWrite(name string) (File, error) {

@@ -44,6 +44,11 @@ type OSFile interface {
 type FS interface {
 	// Create creates or truncates the named file, opened read-write.
 	Create(name string) (File, error)
+	// CreateExclusive creates the named file, which must not exist,
+	// opened read-write with permissions perm (O_CREATE|O_EXCL): if
+	// anything exists at name, a file or a directory, it fails with an
+	// error matching fs.ErrExist and leaves it as it is.
+	CreateExclusive(name string, perm os.FileMode) (File, error)
 	// Open opens the named file read-only.
 	Open(name string) (File, error)
 	// OpenReadWrite opens an existing file read-write, without truncating.

@@ -42,13 +42,14 @@ const (
 	OpMunmap
 	OpLock
 	OpFreeSpace
+	OpCreateExclusive
 	numOps
 )
 
 var opNames = [numOps]string{
 	"create", "open", "openrw", "remove", "removeall", "rename", "mkdirall", "list", "stat", "syncdir",
 	"read", "readat", "write", "writeat", "sync", "truncate", "fstat", "close", "mmap", "munmap",
-	"lock", "freespace",
+	"lock", "freespace", "createexcl",
 }
 
 func (o Op) String() string {
@@ -67,7 +68,7 @@ var (
 	// Reads are the operations that read a file's bytes.
 	Reads = []Op{OpRead, OpReadAt}
 	// Namespace are the operations that change directory entries.
-	Namespace = []Op{OpCreate, OpRemove, OpRemoveAll, OpRename, OpMkdirAll}
+	Namespace = []Op{OpCreate, OpCreateExclusive, OpRemove, OpRemoveAll, OpRename, OpMkdirAll}
 )
 
 // Call describes one operation about to happen.
@@ -296,6 +297,15 @@ func (e *FS) Create(name string) (vfs.File, error) {
 		return nil, pathErr(c, f.Err)
 	}
 	return e.file(e.fs.Create(name))
+}
+
+// CreateExclusive implements [vfs.FS].
+func (e *FS) CreateExclusive(name string, perm os.FileMode) (vfs.File, error) {
+	c := Call{Op: OpCreateExclusive, Path: name}
+	if f := e.check(c); f != nil {
+		return nil, pathErr(c, f.Err)
+	}
+	return e.file(e.fs.CreateExclusive(name, perm))
 }
 
 // Open implements [vfs.FS].

@@ -293,6 +293,38 @@ func TestErrfsPassesThroughWithoutFaults(t *testing.T) {
 	}
 }
 
+// CreateExclusive passes through (refusing an existing file as the
+// wrapped FS does), and a fault on it creates nothing; OpCreate rules do
+// not see it, Namespace ones do.
+func TestErrfsCreateExclusive(t *testing.T) {
+	m := newMem(t)
+	e := Wrap(m, Any(On(OpCreate).Err(syscall.EIO), On(OpCreateExclusive).Glob("*.full").Err(syscall.ENOSPC)))
+	f, err := e.CreateExclusive("/d/a", 0o600)
+	if err != nil {
+		t.Fatalf("CreateExclusive outside the glob: %v", err)
+	}
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mustContain(t, m, "/d/a", []byte("x"))
+	if _, err := e.CreateExclusive("/d/a", 0o600); !errors.Is(err, fs.ErrExist) || errors.Is(err, ErrInjected) {
+		t.Fatalf("CreateExclusive of an existing file = %v, want the wrapped FS's fs.ErrExist", err)
+	}
+	_, err = e.CreateExclusive("/d/b.full", 0o600)
+	var pe *os.PathError
+	if !errors.Is(err, syscall.ENOSPC) || !errors.Is(err, ErrInjected) || !errors.As(err, &pe) || pe.Op != "createexcl" {
+		t.Fatalf("CreateExclusive under the rule = %v, want an injected ENOSPC *PathError", err)
+	}
+	if _, err := m.Stat("/d/b.full"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("failed CreateExclusive created the file")
+	}
+	ns := Wrap(m, On(Namespace...).Err(syscall.EROFS))
+	if _, err := ns.CreateExclusive("/d/c", 0o600); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("CreateExclusive under a Namespace rule = %v", err)
+	}
+}
+
 func TestOpString(t *testing.T) {
 	if OpWriteAt.String() != "writeat" || OpMunmap.String() != "munmap" || Op(99).String() != "op?" {
 		t.Fatal(OpWriteAt.String(), OpMunmap.String())
