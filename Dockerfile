@@ -15,7 +15,11 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ENV CGO_ENABLED=0
-RUN go build -trimpath -ldflags "-s -w" -o /out/strata ./cmd/strata \
+# .git is not in the build context: the commit comes in as a build arg
+# (docker build --build-arg COMMIT=$(git rev-parse HEAD) .).
+ARG COMMIT=unknown
+ARG VERSION=dev
+RUN go build -trimpath -ldflags "-s -w -X github.com/strata-io/strata/internal/buildinfo.version=${VERSION} -X github.com/strata-io/strata/internal/buildinfo.commitStamp=${COMMIT}" -o /out/strata ./cmd/strata \
  && go build -trimpath -ldflags "-s -w" -o /out/healthcheck ./deploy/healthcheck \
  && mkdir -p /out/data
 

@@ -8,20 +8,30 @@
 //	go build -ldflags "-X github.com/strata-io/strata/internal/buildinfo.version=0.4.0" ./cmd/strata
 //
 // and the commit comes from the VCS stamp `go build` records in a git
-// checkout (runtime/debug.ReadBuildInfo), so a plain `go build` or `go run`
-// reports it without any flag. Test binaries carry no VCS stamp: Commit is
-// then "unknown".
+// checkout (runtime/debug.ReadBuildInfo). Where that stamp is missing —
+// `go run`, test binaries, GOFLAGS=-buildvcs=false, or a build context
+// without .git such as the Docker image's — `make build` and the
+// Dockerfile set it at link time instead:
+//
+//	go build -ldflags "-X github.com/strata-io/strata/internal/buildinfo.commitStamp=$(git rev-parse HEAD)" ./cmd/strata
+//
+// With neither, Commit is "unknown".
 package buildinfo
 
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 )
 
 // version is the release version; overridden with -ldflags -X at release
 // builds. A development build says "dev".
 var version = "dev"
+
+// commitStamp is the commit set with -ldflags -X; it wins over the VCS
+// stamp when set.
+var commitStamp = ""
 
 var (
 	once     sync.Once
@@ -31,6 +41,10 @@ var (
 
 func load() {
 	once.Do(func() {
+		if commitStamp != "" {
+			commit, modified = strings.CutSuffix(commitStamp, "-dirty")
+			return
+		}
 		bi, ok := debug.ReadBuildInfo()
 		if !ok {
 			return
