@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,11 +90,23 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 	runLoad(ctx, t, n)
 	loaded := time.Now()
 
-	// Wait until Prometheus has scraped the node after the load (so the
-	// last sample holds its effect), with the uploader caught up with it
-	// (a healthy node: no upload backlog left), and the rules have been
-	// evaluated on that scrape.
+	// Wait until the uploader has caught up with the load (a healthy node:
+	// no upload backlog left), as the node itself says (its tier status is
+	// computed afresh; the lag gauges are republished only at the end of a
+	// pass or on the uploader's 5 s tick, so a scrape can still show a
+	// stale 0 taken before the last rolls), then until Prometheus has
+	// scraped the node after that (so the last sample holds the load's
+	// effect and the caught-up lag), and the rules have been evaluated on
+	// that scrape.
+	var caughtUp time.Time
 	waitFor(ctx, t, "Prometheus scraped the node after the load and the upload, then evaluated the rules", func() (bool, error) {
+		if caughtUp.IsZero() {
+			lag, err := nodeUploadLagSegments(ctx, n.AdminAddr())
+			if err != nil || lag != 0 {
+				return false, err
+			}
+			caughtUp = time.Now()
+		}
 		v, err := prom.scalarOf(ctx, `sum(strata_group_offset_commits_total{job="strata"})`)
 		if err != nil || v <= 0 {
 			return false, err
@@ -108,7 +121,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 		}
 		ts, err := prom.scalarOf(ctx, `timestamp(up{job="strata"})`)
 		scraped := time.UnixMilli(int64(ts * 1000))
-		if err != nil || !scraped.After(loaded) {
+		if err != nil || !scraped.After(loaded) || !scraped.After(caughtUp) {
 			return false, err
 		}
 		evaluated, err := prom.rulesEvaluated(ctx)
@@ -194,6 +207,36 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 
 // startTieredNode opens a combined-mode node on loopback port 0 with its
 // admin listener, and the remote tier on the fs backend.
+// nodeUploadLagSegments is the node's own upload lag in sealed segments,
+// summed over its tiered partitions, from its admin listener's
+// /v1/tier/status (computed when asked, unlike the gauges).
+func nodeUploadLagSegments(ctx context.Context, admin string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/v1/tier/status", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /v1/tier/status: %s", resp.Status)
+	}
+	var rows []broker.TierStatusRow
+	if err := json.NewDecoder(resp.Body).Decode(&rows); err != nil {
+		return 0, err
+	}
+	if len(rows) == 0 {
+		return 0, errors.New("GET /v1/tier/status: no tiered partition")
+	}
+	lag := 0
+	for _, r := range rows {
+		lag += r.UploadLagSegments
+	}
+	return lag, nil
+}
+
 func startTieredNode(t *testing.T) *broker.Node {
 	t.Helper()
 	dir := t.TempDir()
