@@ -502,7 +502,24 @@ func (s *S3Store) Get(ctx context.Context, key string, off, length int64) (io.Re
 		}
 		return nil, err
 	}
-	return out.Body, nil
+	return &s3Body{ctx: ctx, ReadCloser: out.Body}, nil
+}
+
+// s3Body is a GetObject body that honours ctx on every Read, as the other
+// backends' readers do. The HTTP transport ends a body when its request's
+// context is cancelled only while bytes are still on the wire: a body the
+// transport has already received whole (a few MiB fit in loopback socket
+// buffers) would otherwise read to a clean EOF after the cancel.
+type s3Body struct {
+	ctx context.Context
+	io.ReadCloser
+}
+
+func (b *s3Body) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return b.ReadCloser.Read(p)
 }
 
 // Head implements ObjectStore.
