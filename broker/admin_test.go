@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -107,16 +109,14 @@ func (s scrape) get(t testing.TB, name string, labels ...string) float64 {
 // after testWait.
 func waitMetric(t testing.TB, n *Node, cond func(float64) bool, name string, labels ...string) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for {
+	if err := testutil.Within(testWait, func() error {
 		v, ok := scrapeMetrics(t, n).value(name, labels...)
 		if ok && cond(v) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s%v = %v (found %v): condition not met within %v", name, labels, v, ok, testWait)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("%s%v = %v (found %v): condition not met within %v", name, labels, v, ok, testWait)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -286,14 +286,12 @@ func TestMetricsCountRequestsBytesAndMessages(t *testing.T) {
 	// A request is counted once its response is written, just after the
 	// client has its answer: scrape until the counts settle.
 	var produced, samples float64
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testutil.Within(5*time.Second, func() bool { // asserted just below
 		ps := scrapeMetrics(t, n)
 		produced, _ = ps.value("strata_broker_requests_total", "api", "Produce", "error", "NONE")
 		samples, _ = ps.value("strata_broker_request_duration_seconds", "api", "Produce")
-		if produced >= 1 && samples == produced || time.Now().After(deadline) {
-			break
-		}
-	}
+		return produced >= 1 && samples == produced
+	})
 	if produced < 1 || samples != produced {
 		t.Errorf("Produce: %v requests, %v latency samples", produced, samples)
 	}
@@ -378,11 +376,10 @@ func TestMetricsCountRequestsBytesAndMessages(t *testing.T) {
 		}
 		return true
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if after = scrapeMetrics(t, n); settled() || time.Now().After(deadline) {
-			break
-		}
-	}
+	testutil.Within(5*time.Second, func() bool { // asserted just below
+		after = scrapeMetrics(t, n)
+		return settled()
+	})
 	for _, c := range checks {
 		if got := delta(c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v moved by %v, want %v", c.name, c.labels, got, c.want)
@@ -487,18 +484,16 @@ func TestMetricsDeletedTopicLeavesTheScrape(t *testing.T) {
 	if resp, err := adm.DeleteTopics(ctx, "gone"); err != nil || resp["gone"].Err != nil {
 		t.Fatalf("delete: %v %v", err, resp)
 	}
-	deadline := time.Now().Add(testWait)
-	for {
+	if err := testutil.Within(testWait, func() error {
 		s := scrapeMetrics(t, n)
 		_, in := s.value("strata_topic_bytes_in_total", "topic", "gone")
 		_, size := s.value("strata_log_size_bytes", "topic", "gone")
-		if !in && !size {
-			return
+		if in || size {
+			return fmt.Errorf("series of a deleted topic remain: bytes in %v, log size %v", in, size)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("series of a deleted topic remain: bytes in %v, log size %v", in, size)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -573,16 +568,14 @@ func TestAdminReadyzTurnsUnreadyWhenTheControllerIsGone(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(testWait)
-	for {
+	if err := testutil.Within(testWait, func() error {
 		code, body := httpGet(t, b.AdminAddr(), "/readyz")
 		if code == http.StatusServiceUnavailable && strings.Contains(body, "controller: no leader") {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d %q with the quorum gone", code, body)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return fmt.Errorf("/readyz still %d %q with the quorum gone", code, body)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if code, _ := httpGet(t, b.AdminAddr(), "/healthz"); code != 200 {
 		t.Fatalf("/healthz %d", code)

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -27,6 +28,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 const (
@@ -78,16 +81,15 @@ func TestKafkaGoConformance(t *testing.T) {
 	// kafka-go's tests dial localhost:9092: that port must be ours. Another
 	// test of the run may hold it for a while (a README walkthrough, a
 	// process test on the default port): wait for it, within bounds.
-	for deadline := time.Now().Add(90 * time.Second); ; {
+	if err := testutil.Within(90*time.Second, func() error {
 		ln, err := net.Listen("tcp", "127.0.0.1:9092")
-		if err == nil {
-			ln.Close()
-			break
+		if err != nil {
+			return fmt.Errorf("127.0.0.1:9092 is not free for the node kafka-go's tests dial: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("127.0.0.1:9092 is not free for the node kafka-go's tests dial: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+		ln.Close()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	startNode(t, t.TempDir(), map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:0",

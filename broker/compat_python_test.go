@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 const systemPython = "/usr/bin/python3"
@@ -342,15 +344,11 @@ func TestPythonKeylessRecordsOnCompactedTopicFailAsInKafka(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(testWait)
-			for {
-				if l, ok := n.store.Get(topic, 0); ok && l.Config().Compact() {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("cleanup.policy compact did not reach the log")
-				}
-				time.Sleep(10 * time.Millisecond)
+			if err := testutil.Within(testWait, func() bool {
+				l, ok := n.store.Get(topic, 0)
+				return ok && l.Config().Compact()
+			}); err != nil {
+				t.Fatal("cleanup.policy compact did not reach the log")
 			}
 			var in bytes.Buffer
 			enc := json.NewEncoder(&in)

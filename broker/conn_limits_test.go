@@ -95,19 +95,17 @@ func TestConnRequestBytesBoundedNodeWide(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.nc.Write(frame) }()
 	}
-	deadline := time.Now().Add(testWait)
-	for {
+	if err := testutil.Within(testWait, func() error {
 		reading, used, waiting := n.reqMem.Reading(), n.reqMem.Used(), n.reqMem.Waiting()
 		if reading > most {
 			t.Fatalf("frame buffers of %d MiB for six 32 MiB frames of which 12 MiB were sent, bound 64 MiB; want at most %d MiB", reading>>20, most>>20)
 		}
 		if reading == want && used == limit && waiting == 4 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no steady state: %d bytes held, %d waiting, %d bytes of frame buffers", used, waiting, reading)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return fmt.Errorf("no steady state: %d bytes held, %d waiting, %d bytes of frame buffers", used, waiting, reading)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if peak := n.reqMem.ReadingPeak(); peak > most {
 		t.Fatalf("frame buffers peaked at %d MiB, want at most %d MiB (bound %d MiB)", peak>>20, most>>20, limit>>20)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/storage/vfs"
@@ -254,17 +255,12 @@ func TestDeleteRecordsWakesParkedFetchBelowNewStart(t *testing.T) {
 		}
 		fetched <- resp.Topics[0].Partitions[0]
 	}()
-	for deadline := time.Now().Add(testWait); ; {
+	if err := testutil.Within(testWait, func() bool {
 		p.mu.Lock()
-		parked := len(p.waiters)
-		p.mu.Unlock()
-		if parked > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fetch never parked")
-		}
-		time.Sleep(5 * time.Millisecond)
+		defer p.mu.Unlock()
+		return len(p.waiters) > 0
+	}); err != nil {
+		t.Fatal("the fetch never parked")
 	}
 	if lw, err := deleteRecordsTo(t, adm, "park", 5); err != nil || lw != 5 {
 		t.Fatalf("delete to 5: %d %v", lw, err)

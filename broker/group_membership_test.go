@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // groupMember is one kgo consumer-group member whose owned partitions are
@@ -309,16 +312,14 @@ func TestConsumerGroupListDescribeDeleteThroughKadm(t *testing.T) {
 		t.Fatalf("deleting a live group: %v %+v, want NON_EMPTY_GROUP", err, del)
 	}
 	m.cl.Close()
-	deadline := time.Now().Add(testWait)
-	for {
+	if err := testutil.Within(testWait, func() error {
 		described, err := adm.DescribeGroups(testCtx(t), "live")
 		if err == nil && described["live"].State == "Empty" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group not Empty after its only member left: %+v %v", described, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("group not Empty after its only member left: %+v %v", described, err)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	del, err = adm.DeleteGroups(testCtx(t), "live")
 	if err != nil || del["live"].Err != nil {
@@ -534,8 +535,7 @@ func TestConsumerGroupStaticMembersSurviveBrokerRestart(t *testing.T) {
 	// Before anyone rejoins, the loaded group is Stable with both static
 	// members and their assignments.
 	adm := newAdmin(t, n2)
-	deadline := time.Now().Add(testWait)
-	for {
+	if err := testutil.Within(testWait, func() error {
 		d, err := adm.DescribeGroups(testCtx(t), "g")
 		if err == nil && d.Error() == nil {
 			dg := d["g"]
@@ -548,12 +548,11 @@ func TestConsumerGroupStaticMembersSurviveBrokerRestart(t *testing.T) {
 					t.Fatalf("loaded member %+v", m)
 				}
 			}
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("describe after restart: %v %v", err, d.Error())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("describe after restart: %v %v", err, d.Error())
+	}); err != nil {
+		t.Fatal(err)
 	}
 	a2 := joinGroup(t, n2, "g", "t", opts("a")...)
 	b2 := joinGroup(t, n2, "g", "t", opts("b")...)

@@ -3,10 +3,11 @@ package broker
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // metadataFor asks for one topic by name at version v, allowing
@@ -46,19 +47,17 @@ func TestMetadataAutoCreateAnswersLeaderNotAvailable(t *testing.T) {
 			t.Errorf("v%d: the request that auto-creates %s got error %d and %d partitions, want LEADER_NOT_AVAILABLE and none",
 				v, name, first.ErrorCode, len(first.Partitions))
 		}
-		deadline := time.Now().Add(testWait)
-		for {
+		if err := testutil.Within(testWait, func() error {
 			mt := metadataFor(c, v, name)
 			if mt.ErrorCode == 0 && len(mt.Partitions) == 2 {
-				break
+				return nil
 			}
 			if mt.ErrorCode != 0 && mt.ErrorCode != kerr.LeaderNotAvailable.Code {
 				t.Fatalf("v%d: %s: error %d while being created", v, name, mt.ErrorCode)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("v%d: auto-created %s not seen: error %d, %d partitions", v, name, mt.ErrorCode, len(mt.Partitions))
-			}
-			time.Sleep(10 * time.Millisecond)
+			return fmt.Errorf("v%d: auto-created %s not seen: error %d, %d partitions", v, name, mt.ErrorCode, len(mt.Partitions))
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 var codecs = []struct {
@@ -275,15 +277,11 @@ func TestNodeDeleteTopicRemovesLogsAndAllowsRecreate(t *testing.T) {
 	if err != nil || resp.Err != nil {
 		t.Fatalf("delete: %v %v", err, resp.Err)
 	}
-	deadline := time.Now().Add(testWait)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "gone-0")); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("log directory still there after DeleteTopics")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := testutil.Within(testWait, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "gone-0"))
+		return os.IsNotExist(err)
+	}); err != nil {
+		t.Fatal("log directory still there after DeleteTopics")
 	}
 	createTopic(t, adm, "gone", 1, nil)
 	r := &kgo.Record{Topic: "gone", Value: []byte("fresh")}
@@ -314,16 +312,11 @@ func TestNodeSetsAsideStrayLogsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	n2 := startNode(t, dir, nil)
-	deadline := time.Now().Add(testWait)
-	for {
+	if err := testutil.Within(testWait, func() bool {
 		_, err := os.Stat(filepath.Join(dir, "phantom-0"))
-		if os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("stray log phantom-0 not set aside")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return os.IsNotExist(err)
+	}); err != nil {
+		t.Fatal("stray log phantom-0 not set aside")
 	}
 	strays, _ := filepath.Glob(filepath.Join(dir, "phantom-0.*-stray"))
 	if len(strays) != 1 {

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/tiering"
 )
 
@@ -61,19 +61,17 @@ func smallTieredTopic(t *testing.T, n *Node, dir, topic string, records int) str
 	if err := n.partition(topic, 0).log.Roll(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(testWait)
-	for {
+	if err := testutil.Within(testWait, func() error {
 		st, err := n.TierStatus(topic)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(st) == 1 && st[0].UploadLagSegments == 0 && st[0].RemoteEnd == int64(records-1) && st[0].LocalStart > 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not tiered: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return fmt.Errorf("not tiered: %+v", st)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	return filepath.Join(dir, "objects")
 }
@@ -250,9 +248,8 @@ func TestTierStatusJSONIsSnakeCaseWithKafkaTopicIDs(t *testing.T) {
 	n := startNode(t, t.TempDir(), tierSettings(nil))
 	s := func(v string) *string { return &v }
 	createTopic(t, newAdmin(t, n), "snake", 1, map[string]*string{"remote.storage.enable": s("true")})
-	deadline := time.Now().Add(testWait)
 	var rows []map[string]any
-	for len(rows) == 0 {
+	if err := testutil.Within(testWait, func() bool {
 		resp, err := http.Get("http://" + n.AdminAddr() + "/v1/tier/status?topic=snake")
 		if err != nil {
 			t.Fatal(err)
@@ -262,9 +259,9 @@ func TestTierStatusJSONIsSnakeCaseWithKafkaTopicIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no status row")
-		}
+		return len(rows) > 0
+	}); err != nil {
+		t.Fatal("no status row")
 	}
 	want := encodeTopicID(n.partition("snake", 0).topicID)
 	if rows[0]["topic_id"] != want || rows[0]["remote_segments"] == nil || rows[0]["upload_lag_bytes"] == nil || rows[0]["partition"] == nil {
@@ -303,12 +300,8 @@ func TestTierVanishedLocalLogWarnsWhichOffsetsWereLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	deadline := time.Now().Add(testWait)
-	for !strings.Contains(logs.String(), "vanished") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no warning of the lost log:\n%s", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := testutil.Within(testWait, func() bool { return strings.Contains(logs.String(), "vanished") }); err != nil {
+		t.Fatalf("no warning of the lost log:\n%s", logs.String())
 	}
 	out := logs.String()
 	var line string

@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/miniotest"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 const (
@@ -237,8 +238,7 @@ func rollAll(t testing.TB, n *Node, topic string) {
 // and local retention has run.
 func waitUploaded(t testing.TB, n *Node, topic string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	if err := testutil.Within(timeout, func() error {
 		st, err := n.TierStatus(topic)
 		if err != nil {
 			t.Fatal(err)
@@ -248,12 +248,11 @@ func waitUploaded(t testing.TB, n *Node, topic string, timeout time.Duration) {
 			ok = ok && s.UploadLagSegments == 0 && s.RemoteEnd >= 0 && s.LocalBytes <= e2eLocalRetention+e2eSegmentBytes
 		}
 		if ok {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not uploaded after %v: %+v", timeout, st)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return fmt.Errorf("not uploaded after %v: %+v", timeout, st)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -397,21 +396,19 @@ func runTieringE2E(t *testing.T, dir string, settings map[string]string, bucket 
 	if _, err := adm.DeleteTopics(testCtx(t), topic); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	if err := testutil.Within(time.Minute, func() error {
 		left := 0
 		for k := range bucket(t, "") {
 			if strings.HasPrefix(k, topic+"-") {
 				left++
 			}
 		}
-		if left == 0 {
-			break
+		if left > 0 {
+			return fmt.Errorf("%d objects of the deleted topic remain in the bucket", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d objects of the deleted topic remain in the bucket", left)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/miniotest"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestTieringSurvivesMinIOOutage stops MinIO under load: producers and a
@@ -63,12 +64,8 @@ func TestTieringSurvivesMinIOOutage(t *testing.T) {
 	if prod == prodBefore {
 		t.Fatal("producer made no progress while MinIO was down")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for tail.Load() == tailBefore {
-		if time.Now().After(deadline) {
-			t.Fatal("tail consumer made no progress while MinIO was down")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := testutil.Within(10*time.Second, func() bool { return tail.Load() != tailBefore }); err != nil {
+		t.Fatal("tail consumer made no progress while MinIO was down")
 	}
 	lag, ok := scrapeMetrics(t, n).value("strata_tiering_upload_lag_bytes", "topic", topic)
 	if !ok || lag <= 0 {
@@ -132,16 +129,11 @@ func TestNodeClosesWhileMinIODown(t *testing.T) {
 	var prod produced
 	produceE2E(t, newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 4<<20, &prod)
 	rollAll(t, n, topic)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if err := testutil.Within(10*time.Second, func() bool {
 		lag, _ := scrapeMetrics(t, n).value("strata_tiering_upload_lag_bytes", "topic", topic)
-		if lag > 0 {
-			break // uploads are pending and failing
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no upload lag while MinIO is down")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return lag > 0 // uploads are pending and failing
+	}); err != nil {
+		t.Fatal("no upload lag while MinIO is down")
 	}
 	start := time.Now()
 	if err := n.Close(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/storage/vfs/errfs"
 )
@@ -581,24 +582,20 @@ func TestManagerCleanerThreadsCleanInBackgroundUnlessDisabled(t *testing.T) {
 			if disabled {
 				wait = 300 * time.Millisecond // 60 backoffs: an enabled cleaner ran long before
 			}
-			deadline := time.Now().Add(wait)
-			for m.CleanerStats().Runs == 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			testutil.Within(wait, func() bool { return m.CleanerStats().Runs > 0 }) // asserted just below
 			if got := m.CleanerStats().Runs > 0; got == disabled {
 				t.Fatalf("cleaner ran: %v, disabled: %v", got, disabled)
 			}
 			if !disabled {
 				// Cleanings may have started before the last roll: wait for
 				// the threads to catch up with everything sealed.
-				n := 0
-				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-					if n = len(readRecords(t, l)); n == 1 {
-						break
+				if err := testutil.Within(5*time.Second, func() error {
+					if n := len(readRecords(t, l)); n != 1 {
+						return fmt.Errorf("%d records after background cleaning, want 1", n)
 					}
-				}
-				if n != 1 {
-					t.Fatalf("%d records after background cleaning, want 1", n)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
 				}
 			}
 		})

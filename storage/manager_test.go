@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -192,23 +193,14 @@ func TestManagerLoopsEnforceRetentionAndFlush(t *testing.T) {
 	}
 	l.Append(makeBatch(t, 1, 10, baseTs), AppendOptions{AssignOffsets: true})
 	m.Start()
-	deadline := time.Now().Add(5 * time.Second)
-	for l.LogStartOffset() != 3 || l.RecoveryPoint() != 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("loops did not run: start %d rp %d", l.LogStartOffset(), l.RecoveryPoint())
-		}
-		time.Sleep(2 * time.Millisecond)
+	if err := testutil.Within(5*time.Second, func() bool { return l.LogStartOffset() == 3 && l.RecoveryPoint() == 4 }); err != nil {
+		t.Fatalf("loops did not run: start %d rp %d", l.LogStartOffset(), l.RecoveryPoint())
 	}
-	deadline = time.Now().Add(5 * time.Second)
-	for {
+	if err := testutil.Within(5*time.Second, func() bool {
 		lsos, _ := checkpoint.ReadOffsets(fs, "/data/"+LogStartOffsetCheckpointFile)
-		if lsos[checkpoint.TopicPartition{Topic: "t", Partition: 0}] == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("checkpoint loop did not run")
-		}
-		time.Sleep(2 * time.Millisecond)
+		return lsos[checkpoint.TopicPartition{Topic: "t", Partition: 0}] == 3
+	}); err != nil {
+		t.Fatal("checkpoint loop did not run")
 	}
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -309,16 +311,14 @@ func TestManagerCheckpointsRecoveryPointAtRoll(t *testing.T) {
 	}
 	l.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{AssignOffsets: true})
 	tp := checkpoint.TopicPartition{Topic: "t", Partition: 0}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if err := testutil.Within(10*time.Second, func() error {
 		rps, err := checkpoint.ReadOffsets(fs, "/data/"+RecoveryPointCheckpointFile)
 		if err == nil && rps[tp] == 6 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("recovery point checkpoint %v (%v) after rolls at 6, want 6", rps, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return fmt.Errorf("recovery point checkpoint %v (%v) after rolls at 6, want 6", rps, err)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	m2 := openManager(t, managerOptions(fs.CrashClone(100, nil)))
 	defer m2.Close()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/storage/vfs/errfs"
 )
@@ -179,12 +180,8 @@ func TestRetentionDelayedDeletionRemovesFilesLater(t *testing.T) {
 	if !contains(names, SegmentFileName(0, LogFileSuffix)+DeletedFileSuffix) || e.log.PendingDeletions() != 3 {
 		t.Fatalf("want .deleted files pending: %v", names)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for e.log.PendingDeletions() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("delayed deletion never ran")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := testutil.Within(5*time.Second, func() bool { return e.log.PendingDeletions() == 0 }); err != nil {
+		t.Fatal("delayed deletion never ran")
 	}
 	names, _ = e.fs.List(e.dir)
 	for _, n := range names {

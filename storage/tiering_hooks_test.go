@@ -7,6 +7,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 func readSegmentFile(t *testing.T, f SegmentFile) []byte {
@@ -75,15 +77,11 @@ func TestOpenSealedSegmentOutlivesRetention(t *testing.T) {
 	}
 	s.Release()
 	s.Release() // idempotent
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := e.fs.Stat(first.LogPath + DeletedFileSuffix); err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(".log.deleted still there after Release")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := testutil.Within(5*time.Second, func() bool {
+		_, err := e.fs.Stat(first.LogPath + DeletedFileSuffix)
+		return err != nil
+	}); err != nil {
+		t.Fatal(".log.deleted still there after Release")
 	}
 
 	active := e.log.Segments()[len(e.log.Segments())-1]

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -33,12 +34,8 @@ func TestReaderFetchCoalescesAndOutlivesItsWait(t *testing.T) {
 			t.Fatalf("fetch %d: %d reads started, want 1 shared", i, n)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for r.fetchesInFlight() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the read in flight never finished")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := testutil.Within(15*time.Second, func() bool { return r.fetchesInFlight() == 0 }); err != nil {
+		t.Fatal("the read in flight never finished")
 	}
 	gets := rdGetsOf(mem, seg.Key("p", ExtLog))
 	if gets != 1 {

@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // procCluster is n combined-mode (broker,controller) strata processes
@@ -164,17 +166,19 @@ func partition0(t *testing.T, adm *kadm.Client, topic string) (kadm.PartitionDet
 // waitPartition0 polls partition 0 of topic until ok accepts it.
 func waitPartition0(t *testing.T, adm *kadm.Client, topic, what string, ok func(p kadm.PartitionDetail, brokers []int32) bool) kadm.PartitionDetail {
 	t.Helper()
-	deadline := time.Now().Add(procWait)
-	for {
-		p, brokers, err := partition0(t, adm, topic)
+	var p kadm.PartitionDetail
+	if err := testutil.Within(procWait, func() error {
+		var brokers []int32
+		var err error
+		p, brokers, err = partition0(t, adm, topic)
 		if err == nil && ok(p, brokers) {
-			return p
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: partition %s-0 still %+v (brokers %v, err %v) after %v", what, topic, p, brokers, err, procWait)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return fmt.Errorf("%s: partition %s-0 still %+v (brokers %v, err %v) after %v", what, topic, p, brokers, err, procWait)
+	}); err != nil {
+		t.Fatal(err)
 	}
+	return p
 }
 
 // endOffset0 returns the end offset of partition 0 of topic.

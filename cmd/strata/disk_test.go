@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/smalldisk"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // A second `strata serve` on a data directory a live broker uses, with
@@ -113,16 +114,15 @@ func TestFullDiskRefusesAppendsKeepsReadsAndResumes(t *testing.T) {
 
 	refused := func(addr string) {
 		t.Helper()
-		deadline := time.Now().Add(procWait)
-		for {
+		if err := testutil.Within(procWait, func() error {
 			clientLog.Reset()
 			err := produce(addr, "full", 1)
 			if err != nil && (errors.Is(err, kerr.KafkaStorageError) || strings.Contains(clientLog.String(), kerr.KafkaStorageError.Message)) {
-				return
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("produce on a full disk: %v, want KAFKA_STORAGE_ERROR", err)
-			}
+			return fmt.Errorf("produce on a full disk: %v, want KAFKA_STORAGE_ERROR", err)
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	refused(p.addr)
@@ -137,15 +137,13 @@ func TestFullDiskRefusesAppendsKeepsReadsAndResumes(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(procWait)
-	for {
-		err := produce(p.addr, "after", 1)
-		if err == nil {
-			break
+	if err := testutil.Within(procWait, func() error {
+		if err := produce(p.addr, "after", 1); err != nil {
+			return fmt.Errorf("appends did not resume once space was freed: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("appends did not resume once space was freed: %v", err)
-		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if err := produce(p.addr, "after2", 100); err != nil {
 		t.Fatalf("produce after space was freed: %v", err)

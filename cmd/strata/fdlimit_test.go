@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestProcLowFileLimitRefusesCreateTopicsAndRestarts runs strata under
@@ -93,16 +95,13 @@ func TestProcLowFileLimitRefusesCreateTopicsAndRestarts(t *testing.T) {
 // waitLog waits until p's stderr holds s.
 func waitLog(t *testing.T, p *proc, s string) {
 	t.Helper()
-	deadline := time.Now().Add(procWait)
-	for {
-		b, _ := os.ReadFile(p.err)
-		if strings.Contains(string(b), s) {
-			return
+	if err := testutil.Within(procWait, func() error {
+		if b, _ := os.ReadFile(p.err); !strings.Contains(string(b), s) {
+			return fmt.Errorf("stderr lacks %q", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stderr lacks %q", s)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestKill9TieredKeepsEveryRecordAndLeavesNoOrphans kills the strata binary
@@ -54,18 +55,16 @@ func TestKill9TieredKeepsEveryRecordAndLeavesNoOrphans(t *testing.T) {
 	// the grace; then every object in the bucket belongs to a segment the
 	// node counts, five objects each.
 	admin := adminAddr(t, p)
-	deadline := time.Now().Add(procWait)
-	for {
+	if err := testutil.Within(procWait, func() error {
 		segs, lag := tierTotals(t, admin, topic)
 		objs := countObjects(t, objects, topic)
 		if lag == 0 && segs > 0 && objs == 5*segs {
 			t.Logf("%d remote segments, %d objects, no orphans", segs, objs)
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bucket holds %d objects of %s for %d remote segments (upload lag %d segments)", objs, topic, segs, lag)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return fmt.Errorf("bucket holds %d objects of %s for %d remote segments (upload lag %d segments)", objs, topic, segs, lag)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

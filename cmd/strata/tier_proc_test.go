@@ -4,16 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // freePort returns a loopback port free right now.
@@ -75,16 +77,13 @@ func TestEmptyMetadataKeepsDataAndTierRestoreAllBringsItBack(t *testing.T) {
 		all[[2]int64{0, r.Offset}] = string(v)
 	}
 	cl.Close()
-	deadline := time.Now().Add(procWait)
-	for {
-		segs, lag := tierTotals(t, admin, topic)
-		if segs > 0 && lag == 0 {
-			break
+	if err := testutil.Within(procWait, func() error {
+		if segs, lag := tierTotals(t, admin, topic); segs == 0 || lag != 0 {
+			return fmt.Errorf("not uploaded: %d remote segments, lag %d", segs, lag)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not uploaded: %d remote segments, lag %d", segs, lag)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	p.kill()
 	if err := os.RemoveAll(filepath.Join(data, "__cluster_metadata-0")); err != nil {
@@ -144,17 +143,15 @@ func TestTierBrokersFindsTheAdminListenerOrSaysWhy(t *testing.T) {
 	admin := "127.0.0.1:" + freePort(t)
 	p := startProcOn(t, t.TempDir(), 0, "127.0.0.1:0", "admin.listener="+admin)
 	createProcTopic(t, p.addr, "viabrokers", 1, map[string]*string{"remote.storage.enable": kmsg.StringPtr("true")})
-	deadline := time.Now().Add(procWait)
-	for {
+	if err := testutil.Within(procWait, func() error {
 		var out, errb strings.Builder
 		code := run([]string{"tier", "status", "--brokers", p.addr}, &out, &errb)
 		if code == 0 && strings.Contains(out.String(), "viabrokers") {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tier status --brokers: exit %d\n%s%s", code, out.String(), errb.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return fmt.Errorf("tier status --brokers: exit %d\n%s%s", code, out.String(), errb.String())
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	q := startProc(t, t.TempDir(), 0) // admin.listener=127.0.0.1:0

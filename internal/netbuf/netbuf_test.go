@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 func acquireAsync(b *Budget, ctx context.Context, n int64) chan error {
@@ -19,18 +21,16 @@ func acquireAsync(b *Budget, ctx context.Context, n int64) chan error {
 
 func waitQueued(t *testing.T, b *Budget, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if err := testutil.Within(5*time.Second, func() error {
 		b.mu.Lock()
 		got := len(b.waiters)
 		b.mu.Unlock()
-		if got == n {
-			return
+		if got != n {
+			return fmt.Errorf("%d waiters, want %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
