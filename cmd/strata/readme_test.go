@@ -97,7 +97,8 @@ func tryItLines(t *testing.T) []string {
 // TestReadmeTryIt runs the README's "Try it" walkthrough, line by line, as
 // bash would, against a freshly started node: every line must succeed.
 // The node listens on free ports; 127.0.0.1:9092 in a line becomes its
-// address, and STRATA_BROKERS/STRATA_ADMIN point the CLI at it. `go build`
+// address and 127.0.0.1:9644 its admin listener, and STRATA_BROKERS/
+// STRATA_ADMIN point the CLI at it. `go build`
 // is the binary TestMain built from this source; loadgen runs are shortened
 // (--duration 1s --warmup 0s, the later flag winning). kcat lines need kcat
 // (.ci/run installs it).
@@ -122,6 +123,7 @@ func TestReadmeTryIt(t *testing.T) {
 	start := time.Now()
 	for _, line := range lines {
 		cmdline := strings.ReplaceAll(line, "127.0.0.1:9092", addr)
+		cmdline = strings.ReplaceAll(cmdline, "127.0.0.1:9644", admin)
 		switch {
 		case strings.HasPrefix(line, "go build ./cmd/strata"):
 			continue // TestMain built ./strata from this source
