@@ -357,7 +357,7 @@ func TestLibrdkafkaMemberSharesAGroupWithFranzGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr safeBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -397,25 +397,6 @@ func TestLibrdkafkaMemberSharesAGroupWithFranzGo(t *testing.T) {
 	// kgo leaves: librdkafka takes everything back.
 	k.cl.Close()
 	waitAssigned(t, 12, []*groupMember{py0}, 12)
-}
-
-// safeBuffer is a bytes.Buffer safe for a subprocess writer and a reader.
-type safeBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *safeBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *safeBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
 
 // TestGroupMembershipAPIsEveryVersion drives one single-member group per

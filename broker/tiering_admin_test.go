@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -294,7 +293,7 @@ func TestTierVanishedLocalLogWarnsWhichOffsetsWereLost(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, topic+"-0")); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedLog{}
+	logs := &testutil.SyncBuffer{}
 	n, err := Open(Options{Config: testConfig(t, dir, tierSettings(nil)), Logger: slog.New(slog.NewTextHandler(logs, nil)), StartTimeout: testWait})
 	if err != nil {
 		t.Fatal(err)
@@ -318,16 +317,3 @@ func TestTierVanishedLocalLogWarnsWhichOffsetsWereLost(t *testing.T) {
 		t.Fatalf("partition did not restart after the remote end %d", uploaded)
 	}
 }
-
-// lockedLog collects a logger's output for a test.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedLog) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -344,7 +343,7 @@ func TestManagerWarnsOfUncleanRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendBytes(t, fs, act.LogPath, makeBatch(t, 3, 50, baseTs)[:40])
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	o := managerOptions(fs)
 	o.Logger = slog.New(slog.NewTextHandler(&out, nil))
 	m2 := openManager(t, o)
@@ -358,24 +357,6 @@ func TestManagerWarnsOfUncleanRecovery(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, got)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the recovery threads' loggers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // indexReadFS counts the bytes read through ReadAt from index files.

@@ -1,28 +1,14 @@
 package tiering
 
 import (
-	"bytes"
+	"github.com/strata-io/strata/internal/testutil"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-io/strata/tiering/objstore"
 )
-
-// lockedBuf is a bytes.Buffer safe for the logger's concurrent writes.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // TestUploaderResumesSoonAfterTheStoreReturns: after an outage long
 // enough for a partition's retry pause to have grown to seconds, the
@@ -34,7 +20,7 @@ func TestUploaderResumesSoonAfterTheStoreReturns(t *testing.T) {
 	tp.appendSegments(t, testTs, 2)
 	faults := objstore.WithFaults(objstore.NewMemStore())
 	faults.Down()
-	logs := &lockedBuf{}
+	logs := &testutil.SyncBuffer{}
 	u := newTestUploader(t, faults, meta, nil, func(c *UploaderConfig) {
 		c.RetryBackoffMax = 30 * time.Second
 		c.Interval = 50 * time.Millisecond

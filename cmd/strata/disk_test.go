@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,7 +84,7 @@ func TestFullDiskRefusesAppendsKeepsReadsAndResumes(t *testing.T) {
 	all := map[[2]int64]string{}
 	// franz-go retries KAFKA_STORAGE_ERROR (retriable) until the delivery
 	// timeout, so the code the broker answered is read from its log.
-	var clientLog lockedBuffer
+	var clientLog testutil.SyncBuffer
 	produce := func(addr, tag string, n int) error {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
 			kgo.RecordDeliveryTimeout(3*time.Second), kgo.WithLogger(kgo.BasicLogger(&clientLog, kgo.LogLevelDebug, nil)))
@@ -150,17 +148,3 @@ func TestFullDiskRefusesAppendsKeepsReadsAndResumes(t *testing.T) {
 	}
 	checkLog(t, p.addr, topic, 2, all)
 }
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-func (l *lockedBuffer) Reset()         { l.mu.Lock(); l.b.Reset(); l.mu.Unlock() }

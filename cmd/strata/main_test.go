@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/strata-io/strata/internal/testutil"
 	"io"
 	"net/http"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -69,7 +69,7 @@ func TestServeRunsAndStopsCleanlyOnSIGTERM(t *testing.T) {
 		"--set", "controller.quorum.voters=1@127.0.0.1:0",
 		"--set", "admin.listener=127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "STRATA_LOG_DIRS="+dir)
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -139,22 +139,4 @@ func TestServeRunsAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "proc-0", "partition.metadata")); err != nil {
 		t.Fatalf("no partition.metadata: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer a child process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"flag"
+	"github.com/strata-io/strata/internal/testutil"
 	"io"
 	"os"
 	"os/exec"
@@ -168,7 +169,7 @@ func startNode(t *testing.T) (addr, admin string) {
 		"--set", "controller.quorum.voters=1@127.0.0.1:0",
 		"--set", "admin.listener=127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "STRATA_LOG_DIRS="+t.TempDir())
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
