@@ -7,9 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -70,17 +68,7 @@ func TestProcLowFileLimitRefusesCreateTopicsAndRestarts(t *testing.T) {
 	consumeProc(t, p.addr, topic, partitions, want)
 
 	// A clean stop and a restart under the same limit.
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(procWait):
-		t.Fatal("no exit after SIGTERM")
-	}
-	if !p.cmd.ProcessState.Success() {
-		t.Fatalf("exit after SIGTERM: %v", p.cmd.ProcessState)
-	}
+	p.stop(t)
 	noFileErrors(t, p)
 	p = start(1)
 	consumeProc(t, p.addr, topic, partitions, want)

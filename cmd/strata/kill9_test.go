@@ -144,6 +144,23 @@ func (p *proc) waitServing(t *testing.T) {
 }
 
 // kill sends SIGKILL to the process group and waits for the exit.
+// stop sends SIGTERM and fails the test unless the process exits cleanly
+// (status 0) within procWait.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(procWait):
+		t.Fatal("no exit after SIGTERM")
+	}
+	if !p.cmd.ProcessState.Success() {
+		t.Fatalf("exit after SIGTERM: %v", p.cmd.ProcessState)
+	}
+}
+
 func (p *proc) kill() {
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
@@ -321,17 +338,7 @@ func TestKill9KeepsEveryAcknowledgedRecord(t *testing.T) {
 		checkLog(t, p.addr, topic, partitions, all)
 	}
 	// The last incarnation shuts down cleanly.
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(procWait):
-		t.Fatal("no exit after SIGTERM")
-	}
-	if !p.cmd.ProcessState.Success() {
-		t.Fatalf("exit after SIGTERM: %v", p.cmd.ProcessState)
-	}
+	p.stop(t)
 	if _, err := os.Stat(filepath.Join(data, ".kafka_cleanshutdown")); err != nil {
 		t.Fatalf("no clean-shutdown marker: %v", err)
 	}
