@@ -98,6 +98,12 @@ type wantedPartition struct {
 	leader  bool
 	epoch   int32
 	configs map[string]string
+	// The partition's replication state in the image.
+	leaderID       int32 // metadata.NoLeader when offline
+	replicas       []int32
+	isr            []int32
+	elr            []int32
+	partitionEpoch int32
 }
 
 // reconcile makes the hosted partitions match the metadata view: a log is
@@ -119,7 +125,8 @@ func (n *Node) reconcile() {
 				continue
 			}
 			want = append(want, wantedPartition{topic: t.Name, id: t.ID, index: p.Partition,
-				leader: p.Leader == n.cfg.NodeID, epoch: p.LeaderEpoch, configs: cfgs})
+				leader: p.Leader == n.cfg.NodeID, epoch: p.LeaderEpoch, configs: cfgs,
+				leaderID: p.Leader, replicas: p.Replicas, isr: p.ISR, elr: p.ELR, partitionEpoch: p.PartitionEpoch})
 		}
 	}
 	n.metaMu.RUnlock()
@@ -151,8 +158,11 @@ func (n *Node) reconcile() {
 				continue
 			}
 		}
-		p.leaderEpoch.Store(w.epoch)
-		p.leader.Store(w.leader)
+		if w.leader {
+			n.makeLeader(p, w) // replica_leader.go
+		} else {
+			n.makeFollower(p, w) // replica_fetcher.go
+		}
 		n.tier.track(p, w.leader, scfg.RemoteStorageEnable)
 		if w.topic == offsetsTopic {
 			n.groups.offsetsPartitionChanged(w.index, p)

@@ -20,6 +20,17 @@ type AlterPartitionRequest struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	// NewISRWithEpochs is AlterPartition v3's ISR (KIP-903): each member
+	// with the broker epoch the leader saw in its fetches (-1 unknown).
+	// When set it is the new ISR and NewISR is ignored.
+	NewISRWithEpochs    []ISRMember
+	LeaderRecoveryState int8
+}
+
+// ISRMember is one member of a requested ISR with its broker epoch.
+type ISRMember struct {
+	BrokerID    int32
+	BrokerEpoch int64
 }
 
 // AlterPartitionResult is the partition as it will be once the planned

@@ -144,6 +144,10 @@ type PartitionChangeRecord struct {
 	Leader    *int32  // nil unchanged, NoLeader for none
 	ISR       []int32 // nil unchanged
 	Replicas  []int32 // nil unchanged
+	// KIP-966 and KIP-704 (nil unchanged; an empty non-nil slice clears).
+	ELR                 []int32
+	LastKnownELR        []int32
+	LeaderRecoveryState *int8
 }
 
 // ResourceType is the kind of resource a [ConfigRecord] applies to. The

@@ -50,7 +50,22 @@ type PartitionInfo struct {
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// ELR is KIP-966's eligible leader replicas: members that left the ISR
+	// while it was below min.insync.replicas, still electable.
+	// LastKnownELR is the ELR members last seen before they all went.
+	ELR          []int32
+	LastKnownELR []int32
+	// LeaderRecoveryState is KIP-704's: LeaderRecovered, or
+	// LeaderRecovering after an unclean election until the leader reports
+	// it has recovered.
+	LeaderRecoveryState int8
 }
+
+// KIP-704 leader recovery states ([PartitionInfo.LeaderRecoveryState]).
+const (
+	LeaderRecovered  int8 = 0
+	LeaderRecovering int8 = 1
+)
 
 // RemoteSegmentInfo describes one segment in the remote tier.
 type RemoteSegmentInfo struct {
