@@ -632,3 +632,17 @@ func (n *Node) waitMetadata(ctx context.Context, cond func(st *metadata.State) b
 // serves them by forwarding to the quorum, so, like a KRaft broker (which
 // reports a random live broker), this broker reports itself.
 func (n *Node) controllerID() int32 { return n.cfg.NodeID }
+
+// dialContext dials a peer (another broker's listener) from this node's
+// own address: the host of its first advertised listener when that is an
+// IP, so a peer (or a fault-injecting proxy between nodes on loopback,
+// 127.0.0.2, .3, ...) sees which node is connecting.
+func (n *Node) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	if ls := n.advertisedListeners(); len(ls) > 0 {
+		if ip := net.ParseIP(ls[0].Host); ip != nil && !ip.IsUnspecified() {
+			d.LocalAddr = &net.TCPAddr{IP: ip}
+		}
+	}
+	return d.DialContext(ctx, network, addr)
+}
