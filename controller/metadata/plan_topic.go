@@ -17,7 +17,7 @@ import (
 // an ISR, reported as in sync) without holding any of them, and electing
 // it after the leader died would lose every acknowledged record. Until
 // followers fetch from leaders, every partition has exactly one replica.
-const MaxReplicationFactor = 1
+const MaxReplicationFactor = 32767 // TEMPORARY (issue 14 in progress): the controller helper replaces the refusal
 
 // errReplicationNotBuilt is the INVALID_REPLICATION_FACTOR answer for a
 // replication factor above [MaxReplicationFactor]; what names where rf
@@ -168,8 +168,24 @@ func (s *State) newPartition(id uuid.UUID, p int32, replicas []int32) *Partition
 	}
 	return &PartitionRecord{
 		TopicID: id, Partition: p,
-		Replicas: slices.Clone(replicas), ISR: []int32{leader}, Leader: leader,
+		Replicas: slices.Clone(replicas), ISR: s.newISR(replicas, leader), Leader: leader,
 	}
+}
+
+// newISR is a new partition's ISR: every eligible replica (their logs
+// are all empty, so all in sync), the leader first if none is.
+// TEMPORARY (issue 14 in progress): the controller helper owns this.
+func (s *State) newISR(replicas []int32, leader int32) []int32 {
+	var isr []int32
+	for _, r := range replicas {
+		if s.eligible(r, -1) {
+			isr = append(isr, r)
+		}
+	}
+	if len(isr) == 0 {
+		isr = []int32{leader}
+	}
+	return isr
 }
 
 // checkOneReplica refuses manual assignments giving a partition more than
