@@ -496,7 +496,7 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 // (its first start, or a meta.properties whose id an older version made up
 // on its own) takes the quorum's and records it in meta.properties.
 func (n *Node) register(ctx context.Context) error {
-	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: n.incarnation, Listeners: n.advertised}
+	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: n.incarnation, Listeners: n.advertised, Rack: n.cfg.Rack}
 	if n.props.confirmed {
 		req.ClusterID = n.props.clusterID
 	}
