@@ -5,7 +5,8 @@ package broker
 //
 // Behaviour, per partition, by the requested timestamp:
 //
-//	-1 latest          the high watermark (also for read_committed: no
+//	-1 latest          the high watermark (the log end offset for a replica,
+//	                   ReplicaID != -1; also for read_committed: no
 //	                   transactions yet, so the last stable offset is the HW)
 //	-2 earliest        the log start offset
 //	-3 max timestamp   the record with the largest timestamp (v7+, KIP-734)
@@ -65,7 +66,7 @@ func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error)
 				if r.version >= 4 {
 					epoch = tp.CurrentLeaderEpoch
 				}
-				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, &rp)
+				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, req.ReplicaID != -1, &rp)
 			}
 			rp.ErrorCode = errCode(err)
 			rt.Partitions = append(rt.Partitions, rp)
@@ -75,7 +76,11 @@ func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error)
 	return encodeResponse(r, resp), nil
 }
 
-func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) error {
+// fromReplica (a ReplicaID other than the consumer's -1: a follower, or
+// -2, the debugging replica) is answered latest = the log end offset, not
+// the high watermark, as Kafka does: a follower out of range compares its
+// own LEO with the leader's.
+func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, fromReplica bool, rp *kmsg.ListOffsetsResponseTopicPartition) error {
 	p := n.partition(topic, index)
 	if p == nil {
 		return n.missingPartitionErr(topic, exists, index)
@@ -88,6 +93,9 @@ func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index,
 	switch {
 	case ts == listLatest:
 		off = hw
+		if fromReplica {
+			off = p.log.LogEndOffset()
+		}
 		rp.LeaderEpoch = p.leaderEpoch.Load()
 		rp.Offset, rp.Timestamp = off, rts
 		return nil

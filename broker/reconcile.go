@@ -236,6 +236,7 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	}
 	n.metrics.releaseTopic(k.topic)
 	p.leader.Store(false)
+	n.stopFollowing(p) // no follower append after the log is deleted
 	n.tier.untrack(p)
 	if k.topic == offsetsTopic {
 		n.groups.offsetsPartitionChanged(k.partition, nil)
