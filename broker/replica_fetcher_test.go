@@ -421,9 +421,14 @@ func TestFetcherReplicatesBatchesAndHighWatermark(t *testing.T) {
 	testutil.Eventually(t, testWait, func() bool { return p.hw.Load() == 9 && p.log.LogStartOffset() == 3 },
 		"follower HW 9 and log start 3, got %d and %d", p.hw.Load(), p.log.LogStartOffset())
 
-	h.leader.mu.Lock()
-	last := h.leader.fetches[len(h.leader.fetches)-1]
-	h.leader.mu.Unlock()
+	// The next request built says so: LogStartOffset is the follower's.
+	var last *kmsg.FetchRequest
+	testutil.Eventually(t, testWait, func() bool {
+		h.leader.mu.Lock()
+		defer h.leader.mu.Unlock()
+		last = h.leader.fetches[len(h.leader.fetches)-1]
+		return last.Topics[0].Partitions[0].LogStartOffset == 3
+	}, "a fetch sending log start 3")
 	fp := last.Topics[0].Partitions[0]
 	if last.ReplicaState.ID != 5 || last.ReplicaState.Epoch != 42 || last.ReplicaID != 5 || last.MaxWaitMillis != 50 || last.MinBytes != 1 ||
 		last.MaxBytes != 10<<20 || fp.PartitionMaxBytes != 1<<20 || fp.CurrentLeaderEpoch != 1 || fp.LastFetchedEpoch != 1 ||
@@ -465,7 +470,9 @@ func TestFetcherTruncatesOverSeveralRounds(t *testing.T) {
 	p := h.follower("t", nil)
 	appendLocal(t, p, 0, recordBatch(1, vals("a", 3)...))
 	appendLocal(t, p, 1, recordBatch(4, vals("f1", 3)...))
-	appendLocal(t, p, 3, recordBatch(5, vals("f3", 3)...))
+	// One record per batch, so a truncation lands exactly where it is
+	// asked to (storage cuts whole batches).
+	appendLocal(t, p, 3, recordBatch(5, "f3-0"), recordBatch(6, "f3-1"), recordBatch(7, "f3-2"))
 	h.follow(p, 4)
 	h.waitIdentical(p)
 	var lastFetched []int32
