@@ -16,6 +16,8 @@ package broker
 //	                      DivergingEpoch  truncate (divergenceTruncation), fetch again
 //	                      OFFSET_OUT_OF_RANGE            ListOffsets latest/earliest, truncate (outOfRangePlan)
 //	                      OFFSET_MOVED_TO_TIERED_STORAGE n.rebuildFromTier (replica_tier.go)
+//	                      a batch across our LEO         OffsetsForLeaderEpoch, truncate (a leader
+//	                                                     that did not check LastFetchedEpoch)
 //	                      FENCED_LEADER_EPOCH            parked until new metadata (a new epoch)
 //	                      anything else, transport error back off replica.fetch.backoff.ms
 //
@@ -343,7 +345,10 @@ type followState struct {
 	// failed: the local log failed (KAFKA_STORAGE_ERROR); no fetching
 	// until a new epoch (the log stays latched anyway).
 	failed bool
-	lag    int64 // leader HW - fetch offset at the last response (records)
+	// needEpochQuery: the response showed a divergence the leader did not
+	// report; truncate through OffsetsForLeaderEpoch before fetching on.
+	needEpochQuery bool
+	lag            int64 // leader HW - fetch offset at the last response (records)
 }
 
 // fetchable reports whether st goes into the next request at now.
@@ -572,7 +577,7 @@ func (f *fetcher) process(sent map[tpKey]sentPart, resp *kmsg.FetchResponse) {
 		s  sentPart
 		rp kmsg.FetchResponseTopicPartition
 	}
-	var outOfRange, tiered []later
+	var outOfRange, tiered, epochQuery []later
 	f.mu.Lock()
 	for _, t := range resp.Topics {
 		name := t.Topic
@@ -591,6 +596,10 @@ func (f *fetcher) process(sent map[tpKey]sentPart, resp *kmsg.FetchResponse) {
 			switch rp.ErrorCode {
 			case 0:
 				f.handleData(st, &rp)
+				if st.needEpochQuery {
+					st.needEpochQuery = false
+					epochQuery = append(epochQuery, later{s, rp})
+				}
 			case kerr.OffsetOutOfRange.Code:
 				outOfRange = append(outOfRange, later{s, rp})
 			case kerr.OffsetMovedToTieredStorage.Code:
@@ -616,6 +625,82 @@ func (f *fetcher) process(sent map[tpKey]sentPart, resp *kmsg.FetchResponse) {
 	for _, l := range tiered {
 		f.handleTiered(l.s, l.rp.LogStartOffset)
 	}
+	for _, l := range epochQuery {
+		f.truncateByEpochQuery(l.s)
+	}
+}
+
+// truncateByEpochQuery truncates by OffsetsForLeaderEpoch (KIP-101's way,
+// before DivergingEpoch): the leader's end offset of our latest epoch, then
+// divergenceTruncation as for a DivergingEpoch answer. When that leaves
+// the log as it was, the partition backs off rather than spin.
+func (f *fetcher) truncateByEpochQuery(s sentPart) {
+	st, p := s.st, s.st.p
+	latest, _, ok := p.log.LeaderEpochs().Latest()
+	var epoch int32 = -1
+	var end int64 = -1
+	var err error
+	if ok {
+		ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+		epoch, end, err = f.epochEndOffset(ctx, st, latest)
+		cancel()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.current(st, s.gen) {
+		return
+	}
+	leo := p.log.LogEndOffset()
+	off := leo
+	if err == nil && ok {
+		off, _ = divergenceTruncation(epoch, end, leo, p.log.LeaderEpochs().EndOffsetFor)
+	}
+	if off >= leo {
+		f.env.logger.Warn("broker: follower log ends inside a leader batch and the leader's epochs do not say where it diverges, retrying",
+			"topic", p.topic, "partition", p.index, "leo", leo, "epoch", latest, "leader_epoch", epoch, "leader_end_offset", end, "err", err)
+		st.delayUntil = time.Now().Add(f.env.cfg.Backoff)
+		return
+	}
+	if err := p.truncateAsFollower(off); err != nil {
+		f.fail(st, "truncate", err)
+		return
+	}
+	f.env.metrics.truncated()
+	f.env.logger.Info("broker: follower truncated by OffsetsForLeaderEpoch", "topic", p.topic, "partition", p.index,
+		"epoch", latest, "leader_epoch", epoch, "leader_end_offset", end, "from", leo, "to", p.log.LogEndOffset())
+	f.nextGen++
+	st.gen = f.nextGen
+	st.fetchOffset = p.log.LogEndOffset()
+}
+
+// epochEndOffset asks the leader where epoch ends in its log
+// (OffsetsForLeaderEpoch as a replica, with the current leader epoch).
+func (f *fetcher) epochEndOffset(ctx context.Context, st *followState, epoch int32) (int32, int64, error) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = f.env.nodeID
+	t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	t.Topic = st.p.topic
+	op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	op.Partition = st.p.index
+	f.mu.Lock()
+	op.CurrentLeaderEpoch = st.epoch
+	f.mu.Unlock()
+	op.LeaderEpoch = epoch
+	t.Partitions = append(t.Partitions, op)
+	req.Topics = append(req.Topics, t)
+	resp, err := f.ep.request(ctx, req)
+	if err != nil {
+		return -1, -1, err
+	}
+	or, ok := resp.(*kmsg.OffsetForLeaderEpochResponse)
+	if !ok || len(or.Topics) != 1 || len(or.Topics[0].Partitions) != 1 {
+		return -1, -1, errors.New("broker: OffsetsForLeaderEpoch answered another partition")
+	}
+	rp := or.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return -1, -1, err
+	}
+	return rp.LeaderEpoch, rp.EndOffset, nil
 }
 
 // handleData applies a partition's records, or the truncation its
@@ -648,6 +733,15 @@ func (f *fetcher) handleData(st *followState, rp *kmsg.FetchResponseTopicPartiti
 			return
 		}
 		recs, err := followerBatches(rp.RecordBatches, st.fetchOffset)
+		if errors.Is(err, errStraddle) {
+			// Our log ends inside one of the leader's batches: it differs
+			// from the leader's there, and the leader did not say so with
+			// DivergingEpoch (a peer that does not check LastFetchedEpoch).
+			// Ask with OffsetsForLeaderEpoch instead (process does it after
+			// this pass, without f.mu).
+			st.needEpochQuery = true
+			return
+		}
 		if err != nil {
 			f.env.metrics.fetchError("CORRUPT_MESSAGE")
 			f.env.logger.Warn("broker: replica fetch returned unusable batches, retrying", "topic", p.topic, "partition", p.index, "offset", st.fetchOffset, "err", err)

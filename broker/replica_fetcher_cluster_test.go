@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/storage"
 )
 
 // replicaLog is one replica's stored log of a partition, from its log
@@ -231,4 +235,55 @@ func TestReplicaFetcherNewLeaderKeepsIdempotence(t *testing.T) {
 	}
 	expectProduce(t, nc, topic, producerBatch(pid, 0, 3, "d"), nil, 3)
 	expectProduce(t, nc, topic, producerBatch(pid, 0, 5, "gap"), kerr.OutOfOrderSequenceNumber, -1)
+}
+
+// TestReplicaFetcherRestartedReplicaTruncatesItsDivergentTail: the
+// leader of epoch 0 wrote a tail it never replicated (an acks=1 write),
+// then stopped uncleanly (no clean-shutdown marker); another replica was
+// elected in epoch 1 and wrote other records at those offsets. The old
+// leader comes back as a follower and must truncate its tail by leader
+// epoch (DivergingEpoch, or OffsetsForLeaderEpoch with a leader that does
+// not check LastFetchedEpoch) and take the new leader's records:
+// byte-identical at the end, never the old tail.
+func TestReplicaFetcherRestartedReplicaTruncatesItsDivergentTail(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "200"})
+	cl := c.client()
+	yes := "true" // see TestReplicaFetcherNewLeaderKeepsIdempotence
+	topic, old := c.topicLedElsewhere(t, cl, "tail", map[string]*string{"unclean.leader.election.enable": &yes})
+	produceN(t, cl, topic, 0, 50)
+	c.waitReplicasIdentical(topic, 0)
+	st0, _ := c.partitionState(topic, 0)
+	c.stop(old)
+	l, err := storage.OpenLog(storage.LogOptions{Dir: filepath.Join(c.dirs[old], topic+"-0"), Topic: topic, Config: storage.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(recordBatch(time.Now().UnixMilli(), vals("ghost", 5)...), storage.AppendOptions{LeaderEpoch: st0.LeaderEpoch, AssignOffsets: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(c.dirs[old], storage.CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testWait, func() error {
+		st, _ := c.partitionState(topic, 0)
+		if st.Leader < 0 || st.Leader == old || st.LeaderEpoch <= st0.LeaderEpoch {
+			return fmt.Errorf("leader %d epoch %d", st.Leader, st.LeaderEpoch)
+		}
+		if p := c.node(st.Leader).partition(topic, 0); !p.leader.Load() {
+			return fmt.Errorf("broker %d does not lead yet", st.Leader)
+		}
+		return nil
+	}, "a new leader")
+	produceN(t, cl, topic, 50, 20)
+	c.start(old)
+	want := c.waitReplicasIdentical(topic, 0)
+	if got := c.node(old).partition(topic, 0).log.LogEndOffset(); got != 70 {
+		t.Fatalf("restarted replica LEO %d, want 70", got)
+	}
+	if bytes.Contains(want, []byte("ghost")) {
+		t.Fatal("the unreplicated tail reached the leader")
+	}
 }

@@ -41,6 +41,9 @@ type fakeReplica struct {
 	// records the fetch offsets of such answers.
 	cut   int
 	cutAt []int64
+	// oldPeer: the leader ignores LastFetchedEpoch (no DivergingEpoch), as
+	// a leader before Fetch v12 or one not checking it.
+	oldPeer bool
 }
 
 // fakeLeader is an in-process leader: a leaderEndpoint serving Fetch and
@@ -168,6 +171,26 @@ func (fl *fakeLeader) request(ctx context.Context, req kmsg.Request) (kmsg.Respo
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
+	case *kmsg.OffsetForLeaderEpochRequest:
+		fl.mu.Lock()
+		defer fl.mu.Unlock()
+		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				rp.Partition = p.Partition
+				if fr := fl.parts[tpKey{t.Topic, p.Partition}]; fr == nil {
+					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				} else {
+					rp.LeaderEpoch, rp.EndOffset = fr.log.LeaderEpochs().EndOffsetFor(p.LeaderEpoch, fr.log.LogEndOffset())
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	}
 	return nil, fmt.Errorf("fake leader: unexpected %T", req)
 }
@@ -219,7 +242,7 @@ func (fl *fakeLeader) fetchLocked(req *kmsg.FetchRequest) (*kmsg.FetchResponse, 
 					hw = leo
 				}
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, l.LogStartOffset()
-				if fp.LastFetchedEpoch >= 0 {
+				if fp.LastFetchedEpoch >= 0 && !r.oldPeer {
 					e, end := l.LeaderEpochs().EndOffsetFor(fp.LastFetchedEpoch, leo)
 					if e == checkpoint.UndefinedEpoch || end < 0 {
 						rp.ErrorCode = kerr.OffsetOutOfRange.Code
@@ -766,4 +789,21 @@ func TestFetcherStopWaitsOutAStep(t *testing.T) {
 	if n != 0 || p.log.LogEndOffset() != leo {
 		t.Fatalf("%d fetchers left, LEO %d -> %d", n, leo, p.log.LogEndOffset())
 	}
+}
+
+// TestFetcherTruncatesByEpochQueryWhenTheLeaderDoesNotCheck: a leader
+// that ignores LastFetchedEpoch sends its batch holding our LEO, which
+// starts below it (our log went another way there): the follower asks
+// OffsetsForLeaderEpoch for its latest epoch, truncates to the leader's
+// end of it, and fetches the leader's records.
+func TestFetcherTruncatesByEpochQueryWhenTheLeaderDoesNotCheck(t *testing.T) {
+	h := newFetcherHarness(t)
+	h.leader.appendAs("t", 0, recordBatch(1, vals("a", 5)...))
+	h.leader.appendAs("t", 2, recordBatch(2, vals("new", 6)...))
+	h.leader.set("t", func(r *fakeReplica) { r.oldPeer = true })
+	p := h.follower("t", nil)
+	appendLocal(t, p, 0, recordBatch(1, vals("a", 5)...))
+	appendLocal(t, p, 1, recordBatch(3, vals("old", 3)...))
+	h.follow(p, 2)
+	h.waitIdentical(p)
 }
