@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
@@ -285,5 +286,35 @@ func TestReplicaFetcherRestartedReplicaTruncatesItsDivergentTail(t *testing.T) {
 	}
 	if bytes.Contains(want, []byte("ghost")) {
 		t.Fatal("the unreplicated tail reached the leader")
+	}
+}
+
+// TestListOffsetsLatestIsTheLogEndForReplicas: a follower out of range
+// compares its LEO with the leader's, so ListOffsets latest from a replica
+// (ReplicaID >= 0, or -2, the debugging replica) answers the log end
+// offset, a consumer's (-1) the high watermark, as Kafka does.
+func TestListOffsetsLatestIsTheLogEndForReplicas(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "lo", 1, nil)
+	c := dialRaw(t, n)
+	expectProduce(t, c, "lo", recordBatch(time.Now().UnixMilli(), vals("a", 5)...), nil, 0)
+	n.partition("lo", 0).hw.Store(3) // as a leader whose followers have 3
+	for _, tc := range []struct {
+		replica int32
+		want    int64
+	}{{-1, 3}, {2, 5}, {-2, 5}} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(7)
+		req.ReplicaID = tc.replica
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lo"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := c.roundTrip(req).(*kmsg.ListOffsetsResponse)
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != tc.want {
+			t.Errorf("replica id %d: offset %d error %d, want %d", tc.replica, p.Offset, p.ErrorCode, tc.want)
+		}
 	}
 }
