@@ -366,3 +366,53 @@ func TestWireErrorCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerControlledShutdownThroughTheRPC: a broker heartbeating
+// WantShutDown over the network (a Client on a follower, forwarded to the
+// leader) is told ShouldShutDown once the image has it leading nothing and
+// in no ISR: its leaderships went to the next ISR member, it is fenced and
+// in controlled shutdown, and later heartbeats keep telling it to shut
+// down. The same broker re-registering after an unclean shutdown
+// (PreviousBrokerEpoch not its epoch) stays out of the ELR it had joined.
+func TestControllerControlledShutdownThroughTheRPC(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	lead := c.leader()
+	cl := NewClient(ClientOptions{Addrs: []string{c.follower().Addr()}})
+	defer cl.Close()
+	epochs := registerBrokers(t, cl, 3, 0)
+	res, err := cl.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{
+		{Name: "cs", NumPartitions: 3, ReplicationFactor: 3, Configs: map[string]string{metadata.ConfigMinInsyncReplicas: "3"}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	id := res[0].TopicID
+	hb, err := cl.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 102, BrokerEpoch: epochs[102], CurrentMetadataOffset: 1 << 40, WantShutDown: true})
+	if err != nil || !hb.ShouldShutDown || !hb.IsFenced {
+		t.Fatalf("want-shutdown heartbeat: %v %+v", err, hb)
+	}
+	st := lead.State()
+	for _, p := range st.Partitions(id) {
+		if p.Leader == 102 || p.Leader == metadata.NoLeader || slices.Contains(p.ISR, 102) || !slices.Equal(p.ELR, []int32{102}) {
+			t.Fatalf("after controlled shutdown of 102: %+v (want another leader, 102 out of the ISR, in the ELR: ISR below min ISR 3)", p)
+		}
+	}
+	if b, _ := st.Broker(102); !b.InControlledShutdown || !b.Fenced {
+		t.Fatalf("broker 102: %+v", b)
+	}
+	hb, err = cl.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 102, BrokerEpoch: epochs[102], CurrentMetadataOffset: 1 << 40})
+	if err != nil || !hb.ShouldShutDown || !hb.IsFenced {
+		t.Fatalf("later heartbeat: %v %+v", err, hb)
+	}
+	// Restarted uncleanly (no marker: PreviousBrokerEpoch -1): out of
+	// every ELR, remembered in the last known ELR.
+	if _, err := cl.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 102, IncarnationID: uuid.New(), PreviousBrokerEpoch: -1,
+		Listeners: []metadata.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9002, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range lead.State().Partitions(id) {
+		if slices.Contains(p.ELR, 102) || !slices.Contains(p.LastKnownELR, 102) {
+			t.Fatalf("after an unclean restart of 102: %+v", p)
+		}
+	}
+}
