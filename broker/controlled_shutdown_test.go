@@ -112,3 +112,14 @@ func TestCleanShutdownMarkerGivesThePreviousBrokerEpoch(t *testing.T) {
 		t.Fatalf("registered again with epoch %d, not above %d", got, epoch)
 	}
 }
+
+// TestBrokerRackIsRegistered: broker.rack reaches the controller's image
+// with the registration, where rack-aware placement reads it.
+func TestBrokerRackIsRegistered(t *testing.T) {
+	c := startCluster(t, 2, map[string]string{"broker.rack": "rack-a"})
+	var b metadata.BrokerInfo
+	c.ctl.view(func(st *metadata.State) { b, _ = st.Broker(2) })
+	if b.Rack != "rack-a" {
+		t.Fatalf("broker 2 registered with rack %q, want rack-a", b.Rack)
+	}
+}
