@@ -33,8 +33,8 @@ var KafkaIgnoredSettings = []string{
 	// replication (not built yet: replication factor 1)
 	"num.replica.fetchers", "num.replica.alter.log.dirs.threads", "replica.fetch.max.bytes",
 	"replica.fetch.min.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
-	"replica.fetch.response.max.bytes", "replica.lag.time.max.ms", "replica.socket.timeout.ms",
-	"replica.socket.receive.buffer.bytes", "replica.high.watermark.checkpoint.interval.ms",
+	"replica.fetch.response.max.bytes", "replica.socket.timeout.ms",
+	"replica.socket.receive.buffer.bytes",
 	"replica.selector.class", "min.insync.replicas", "unclean.leader.election.enable",
 	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
 	"leader.imbalance.per.broker.percentage", "controlled.shutdown.enable",

@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +17,9 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // rs builds a replState led by 1 over replicas 1..3 with the given
@@ -508,6 +514,48 @@ func TestAcksAllWaitsForTheISRWithoutBlockingTheConnection(t *testing.T) {
 	if took := time.Since(start); took < 250*time.Millisecond {
 		t.Fatalf("timed out after %v, before the request's 300ms", took)
 	}
+	// Leadership lost while waiting: NOT_LEADER_OR_FOLLOWER, at once.
+	r4 := produceReq(9, "acks", [16]byte{}, 0, -1, recordBatch(time.Now().UnixMilli(), "e"))
+	r4.TimeoutMillis = 15_000
+	c4 := rc.send(r4)
+	testutil.Eventually(t, testWait, func() bool {
+		p.hwMu.Lock()
+		defer p.hwMu.Unlock()
+		return len(p.hwWait) == 1
+	}, "the produce waiting for the HW")
+	p.resignLeadership() // what reconcile does before makeFollower
+	got, body, err := rc.readFrame()
+	if err != nil || got != c4 {
+		t.Fatalf("after resigning: %v (correlation %d want %d)", err, got, c4)
+	}
+	if code, _ := produceErr(t, decodeResponse(t, r4, body)); code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("acks=all after leadership lost: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+	}
+}
+
+// acks=all's answer once the HW covers the batch (Kafka's
+// checkEnoughReplicasReachOffset): NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+// the maximal ISR is below the effective min ISR by then.
+func TestAcksAllResult(t *testing.T) {
+	p := &partition{}
+	if err := p.acksAllResult(); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("not led: %v", err)
+	}
+	p.rep = rs([]int32{1, 2}, 2, nil, nil)
+	if err := p.acksAllResult(); err != nil {
+		t.Fatalf("ISR at min: %v", err)
+	}
+	p.rep.isr, p.rep.pending = []int32{1}, []int32{1, 3}
+	if err := p.acksAllResult(); err != nil {
+		t.Fatalf("maximal ISR (pending expand) at min: %v", err)
+	}
+	if err := p.acksAllCheck(); !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("before appending, the committed ISR counts: %v", err)
+	}
+	p.rep.pending = nil
+	if err := p.acksAllResult(); !errors.Is(err, kerr.NotEnoughReplicasAfterAppend) {
+		t.Fatalf("ISR below min: %v", err)
+	}
 }
 
 // Followers that never fetch leave the ISR after replica.lag.time.max.ms
@@ -600,5 +648,113 @@ func skipUnlessControllerGrowsISR(t *testing.T, c *testCluster, topic string, ad
 	})
 	if errors.Is(err, kerr.IneligibleReplica) {
 		t.Skipf("this controller refuses ISR growth (%v): the expand half needs the controller side of issue 14", err)
+	}
+}
+
+// makeLeader runs on every metadata delta: one that changes nothing for
+// the partition keeps the followers' state and the HW, while a new
+// leader's epoch entry (epoch, LEO) was written before any append in it
+// (KIP-279).
+func TestMakeLeaderRecordsEpochFirstAndIsIdempotent(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	leader, fs := replTopic(t, c, "idem", 3, nil)
+	p := leader.partition("idem", 0)
+	if e, start, ok := p.log.LeaderEpochs().Latest(); !ok || e != p.leaderEpoch.Load() || start != 0 {
+		t.Fatalf("epoch cache before any append: %d %d %v, want (%d, 0)", e, start, ok, p.leaderEpoch.Load())
+	}
+	produceAcks1(t, c, leader, "idem", 2)
+	rc := dialRaw(t, leader)
+	replicaFetch(t, c, rc, leader, fs[0], "idem", 2, -1)
+	before := leader.appliedOffset()
+	adm := kadm.NewClient(c.client())
+	if r, err := adm.CreateTopic(testCtx(t), 1, 1, nil, "other"); err != nil || r.Err != nil {
+		t.Fatalf("create other: %v %v", err, r.Err)
+	}
+	testutil.Eventually(t, testWait, func() bool { return leader.metadataOffset() > before }, "the leader reconciled a later delta")
+	p.repMu.Lock()
+	leo := p.rep.followers[fs[0]].leo
+	p.repMu.Unlock()
+	if leo != 2 {
+		t.Fatalf("a delta that changed nothing reset follower %d's LEO to %d", fs[0], leo)
+	}
+}
+
+// A partition opened over a log starts at the HW the log's
+// replication-offset-checkpoint recorded, capped at the log end; the
+// leader's HW is what the checkpoint gets.
+func TestPartitionStartsAtTheCheckpointedHighWatermark(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"replica.high.watermark.checkpoint.interval.ms": "50"})
+	leader, fs := replTopic(t, c, "ckpt", 3, nil)
+	p := leader.partition("ckpt", 0)
+	produceAcks1(t, c, leader, "ckpt", 3)
+	rc := dialRaw(t, leader)
+	replicaFetch(t, c, rc, leader, fs[0], "ckpt", 2, -1)
+	replicaFetch(t, c, rc, leader, fs[1], "ckpt", 2, -1)
+	if p.hw.Load() != 2 {
+		t.Fatalf("HW %d, want 2", p.hw.Load())
+	}
+	dir := filepath.Dir(p.log.Dir())
+	testutil.Eventually(t, testWait, func() error {
+		hws, err := checkpoint.ReadOffsets(vfs.Default, filepath.Join(dir, storage.ReplicationOffsetCheckpointFile))
+		if err != nil || hws[checkpoint.TopicPartition{Topic: "ckpt", Partition: 0}] != 2 {
+			return fmt.Errorf("checkpoint %v %v", hws, err)
+		}
+		return nil
+	}, "HW 2 in replication-offset-checkpoint")
+	if np := newPartition("ckpt", p.topicID, 0, p.log); np.hw.Load() != 2 {
+		t.Fatalf("a partition reopened over the log starts at HW %d, want the checkpointed 2 (not the LEO 3)", np.hw.Load())
+	}
+}
+
+// BenchmarkFollowerFetch is a follower's fetch of 1 MiB from the leader
+// over loopback: the leader's checks, state update and HW computation, and
+// the records sent with sendfile (zero copy: allocations do not grow with
+// the bytes). The request is encoded once and the response read into a
+// reused buffer, so allocs/op are the broker's.
+func BenchmarkFollowerFetch(b *testing.B) {
+	c := startCluster(b, 2, nil)
+	adm := kadm.NewClient(c.client())
+	if r, err := adm.CreateTopic(context.Background(), 1, 2, nil, "bench"); err != nil || r.Err != nil {
+		b.Fatal(err, r.Err)
+	}
+	var leader *Node
+	var follower int32
+	testutil.Eventually(b, testWait, func() bool {
+		st, ok := c.partitionState("bench", 0)
+		if !ok || st.Leader < 0 || c.node(st.Leader).partition("bench", 0) == nil || c.node(st.Leader).partition("bench", 0).epochStartOffset() < 0 {
+			return false
+		}
+		leader, follower = c.node(st.Leader), 3-st.Leader
+		return true
+	}, "bench led")
+	p := leader.partition("bench", 0)
+	val := string(make([]byte, 16<<10))
+	rc := dialRaw(b, leader)
+	for range 64 {
+		req := produceReq(9, "bench", [16]byte{}, 0, 1, recordBatch(time.Now().UnixMilli(), val))
+		if code := rc.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			b.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	req := followerFetch(follower, c.node(follower).brokerEpoch.Load(), "bench", p.topicID, 0, p.leaderEpoch.Load(), -1, 0)
+	wire := frameRequest(req, 1)
+	buf := make([]byte, 2<<20)
+	b.ReportAllocs()
+	b.SetBytes(int64(p.log.Size()))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := rc.nc.Write(wire); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(rc.nc, buf[:4]); err != nil {
+			b.Fatal(err)
+		}
+		size := int(binary.BigEndian.Uint32(buf[:4]))
+		if _, err := io.ReadFull(rc.nc, buf[:size]); err != nil {
+			b.Fatal(err)
+		}
+		if size < 1<<20 {
+			b.Fatalf("response of %d bytes", size)
+		}
 	}
 }
