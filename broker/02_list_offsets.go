@@ -5,9 +5,9 @@ package broker
 //
 // Behaviour, per partition, by the requested timestamp:
 //
-//	-1 latest          the high watermark (also for read_committed: no
-//	                   transactions yet, so the last stable offset is the HW);
-//	                   the log end offset for a replica (ReplicaID >= 0)
+//	-1 latest          the high watermark (the log end offset for a replica,
+//	                   ReplicaID != -1; also for read_committed: no
+//	                   transactions yet, so the last stable offset is the HW)
 //	-2 earliest        the log start offset
 //	-3 max timestamp   the record with the largest timestamp (v7+, KIP-734)
 //	-4 earliest local  the first offset on local disk (v8+, KIP-405)
@@ -99,7 +99,7 @@ func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index,
 	switch {
 	case ts == listLatest:
 		off = hw
-		if replicaID >= 0 {
+		if replicaID != -1 {
 			off = p.log.LogEndOffset()
 		}
 		rp.LeaderEpoch = p.leaderEpoch.Load()

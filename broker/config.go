@@ -104,6 +104,13 @@ var Settings = []Setting{
 	{"offset.metadata.max.bytes", "4096", "largest metadata string an OffsetCommit may carry"},
 	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
 	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
+	{"inter.broker.listener.name", "", "the registered listener followers fetch from (default: the first listener that is not the controller's)"},
+	{"num.replica.fetchers", "1", "fetcher loops per source broker; a followed partition is hashed onto one"},
+	{"replica.fetch.max.bytes", "1048576", "bytes a follower fetch asks of one partition (the first batch comes whole even when larger, KIP-74)"},
+	{"replica.fetch.response.max.bytes", "10485760", "bytes a follower fetch asks for in all (the first batch comes whole even when larger)"},
+	{"replica.fetch.wait.max.ms", "500", "how long the leader may hold a follower fetch that has fewer than replica.fetch.min.bytes"},
+	{"replica.fetch.min.bytes", "1", "bytes a follower fetch waits for before the leader answers"},
+	{"replica.fetch.backoff.ms", "1000", "how long a follower waits before fetching a partition again after an error"},
 	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
 	{"remote.log.storage.system.enable", "true", "open the remote (tiered) object store at start; topics tier with remote.storage.enable"},
 	{"remote.storage.backend", "fs", "object store of the remote tier: fs (a directory) or s3 (AWS S3, MinIO, S3-compatible)"},
@@ -306,6 +313,12 @@ type Config struct {
 	BrokerHeartbeatInterval time.Duration
 	ElectionTimeout         time.Duration
 
+	// The follower side of replication (replica.fetch.*, num.replica.fetchers;
+	// replica_fetcher.go). InterBrokerListenerName "" means the first
+	// registered listener that is not the controller's.
+	InterBrokerListenerName string
+	ReplicaFetch            ReplicaFetchSettings
+
 	// Remote tier (remote.*; tiering.OpenStore, broker/tiering_store.go).
 	RemoteStorageEnable bool
 	RemoteStore         tiering.StoreConfig
@@ -339,6 +352,17 @@ type TieringSettings struct {
 	IndexCacheBytes        int64
 	RemoteFetchMaxWait     time.Duration
 	CacheDir               string // <log dir>/remote-cache
+}
+
+// ReplicaFetchSettings are the replica fetcher's settings, with Kafka's
+// names and defaults.
+type ReplicaFetchSettings struct {
+	Fetchers         int           // num.replica.fetchers
+	MaxBytes         int32         // replica.fetch.max.bytes, per partition
+	ResponseMaxBytes int32         // replica.fetch.response.max.bytes
+	MaxWait          time.Duration // replica.fetch.wait.max.ms
+	MinBytes         int32         // replica.fetch.min.bytes
+	Backoff          time.Duration // replica.fetch.backoff.ms
 }
 
 // DefaultConfig returns the configuration of the table's defaults.
@@ -603,6 +627,19 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)
 	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms", 1)
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
+	c.InterBrokerListenerName = strings.ToUpper(get("inter.broker.listener.name"))
+	if c.InterBrokerListenerName != "" && c.InterBrokerListenerName == c.ControllerListenerName {
+		bad("inter.broker.listener.name", get("inter.broker.listener.name"), "the controller's listener serves no fetches")
+	}
+	i32 := func(name string, lo int64) int32 { return int32(min(i64(name, lo), 1<<31-1)) }
+	c.ReplicaFetch = ReplicaFetchSettings{
+		Fetchers:         int(min(i64("num.replica.fetchers", 1), 256)),
+		MaxBytes:         i32("replica.fetch.max.bytes", 0),
+		ResponseMaxBytes: i32("replica.fetch.response.max.bytes", 0),
+		MaxWait:          ms("replica.fetch.wait.max.ms", 0),
+		MinBytes:         i32("replica.fetch.min.bytes", 1),
+		Backoff:          ms("replica.fetch.backoff.ms", 0),
+	}
 	c.RemoteStorageEnable = boolean("remote.log.storage.system.enable")
 	c.RemoteStore = tiering.StoreConfig{
 		Backend: get("remote.storage.backend"),

@@ -239,6 +239,7 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	p.leader.Store(false)
 	p.resignLeadership()
 	p.markDropped()
+	n.stopFollowing(p) // no follower append after the log is deleted
 	n.tier.untrack(p)
 	if k.topic == offsetsTopic {
 		n.groups.offsetsPartitionChanged(k.partition, nil)
