@@ -765,7 +765,7 @@ func BenchmarkFollowerFetch(b *testing.B) {
 		if _, err := io.ReadFull(rc.nc, buf[:size]); err != nil {
 			b.Fatal(err)
 		}
-		if size < 1<<20 {
+		if size < 1<<19 {
 			b.Fatalf("response of %d bytes", size)
 		}
 	}
@@ -837,5 +837,56 @@ func TestAcksAllWithRealFollowers(t *testing.T) {
 	}
 	if hw := p.hw.Load(); hw != 220 {
 		t.Fatalf("HW %d with ISR {1,2}, want 220", hw)
+	}
+}
+
+// A new leader whose HW is below its epoch's start offset (it holds
+// records the previous leader may not have committed) answers clients'
+// ListOffsets with OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before)
+// until the followers bring the HW there; replicas get the LEO.
+func TestListOffsetsNotAvailableUntilTheHWReachesTheEpochStart(t *testing.T) {
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "lo", []int32{1, 2, 3}, nil)
+	p := leader.partition("lo", 0)
+	produceAcks1(t, leader, "lo", 3)
+	// What reconcile does for a new leader epoch (as after an election
+	// that kept this broker, with the HW behind).
+	st, _ := c.partitionState("lo", 0)
+	leader.makeLeader(p, wantedPartition{topic: "lo", id: p.topicID, index: 0, leader: true, epoch: st.LeaderEpoch + 1,
+		leaderID: 1, replicas: st.Replicas, isr: st.ISR, partitionEpoch: st.PartitionEpoch})
+	if e, start, _ := p.log.LeaderEpochs().Latest(); e != st.LeaderEpoch+1 || start != 3 || p.epochStartOffset() != 3 {
+		t.Fatalf("new epoch entry (%d, %d), epoch start %d; want (%d, 3)", e, start, p.epochStartOffset(), st.LeaderEpoch+1)
+	}
+	rc := dialRaw(t, leader)
+	list := func(version int16, replica int32) kmsg.ListOffsetsResponseTopicPartition {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(version)
+		req.ReplicaID = replica
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "lo"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp, lp.CurrentLeaderEpoch = -1, -1
+		lt.Partitions = append(lt.Partitions, lp)
+		req.Topics = append(req.Topics, lt)
+		return rc.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	}
+	if r := list(7, -1); r.ErrorCode != kerr.OffsetNotAvailable.Code {
+		t.Fatalf("v7 client: %v, want OFFSET_NOT_AVAILABLE", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := list(4, -1); r.ErrorCode != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("v4 client: %v, want LEADER_NOT_AVAILABLE", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := list(7, fs[0]); r.ErrorCode != 0 || r.Offset != 3 {
+		t.Fatalf("replica: %v offset %d, want the LEO 3", kerr.ErrorForCode(r.ErrorCode), r.Offset)
+	}
+	fc := dialRaw(t, leader)
+	for _, id := range fs {
+		req := followerFetch(id, ep[id], "lo", p.topicID, 3, st.LeaderEpoch+1, -1, 0)
+		if got := fetchPart0(t, fc.roundTrip(req)); got.ErrorCode != 0 {
+			t.Fatalf("follower %d: %v", id, kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	if r := list(7, -1); r.ErrorCode != 0 || r.Offset != 3 {
+		t.Fatalf("once the HW reached the epoch start: %v offset %d", kerr.ErrorForCode(r.ErrorCode), r.Offset)
 	}
 }
