@@ -252,11 +252,11 @@ func TestHWWaiters(t *testing.T) {
 }
 
 // handCluster starts three brokers whose followers the tests play by
-// hand: a stopped broker stays registered and unfenced (a long
-// broker.session.timeout.ms), so its replicas keep their place in the ISR
-// while nothing fetches for them but the test.
+// hand: a stopped broker stays registered and unfenced (no controlled
+// shutdown, a long broker.session.timeout.ms), so its replicas keep their
+// place in the ISR while nothing fetches for them but the test.
 func handCluster(t testing.TB, extra map[string]string) *testCluster {
-	props := map[string]string{"broker.session.timeout.ms": "120000"}
+	props := map[string]string{"broker.session.timeout.ms": "120000", "controlled.shutdown.enable": "false"}
 	for k, v := range extra {
 		props[k] = v
 	}
@@ -777,7 +777,9 @@ func BenchmarkFollowerFetch(b *testing.B) {
 // replica.lag.time.max.ms it leaves the ISR and acks=all goes on with
 // min.insync.replicas=2. The acks=all latency is logged.
 func TestAcksAllWithRealFollowers(t *testing.T) {
-	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "120000"})
+	// A follower that dies (no controlled shutdown) and is not fenced yet.
+	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "120000",
+		"controlled.shutdown.enable": "false"})
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(testWait / time.Millisecond)
 	rt := kmsg.NewCreateTopicsRequestTopic()
