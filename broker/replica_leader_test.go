@@ -892,3 +892,41 @@ func TestListOffsetsNotAvailableUntilTheHWReachesTheEpochStart(t *testing.T) {
 		t.Fatalf("once the HW reached the epoch start: %v offset %d", kerr.ErrorForCode(r.ErrorCode), r.Offset)
 	}
 }
+
+// A follower in a fetch session (KIP-227; Kafka's followers use them):
+// the session's partition carries the fetch offset, LastFetchedEpoch and
+// log start the follower last sent, and an incremental fetch that names
+// none of them still updates the follower's state from the session.
+func TestFollowerFetchInASession(t *testing.T) {
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "sess", []int32{1, 2}, nil)
+	p := leader.partition("sess", 0)
+	produceAcks1(t, leader, "sess", 3)
+	rc := dialRaw(t, leader)
+	epoch := p.leaderEpoch.Load()
+	full := followerFetch(fs[0], ep[fs[0]], "sess", p.topicID, 3, epoch, epoch, 0)
+	full.SessionEpoch = 0
+	resp := rc.roundTrip(full).(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 || resp.SessionID == 0 || p.hw.Load() != 3 {
+		t.Fatalf("full fetch: err %d session %d HW %d", resp.ErrorCode, resp.SessionID, p.hw.Load())
+	}
+	produceAcks1(t, leader, "sess", 2)
+	inc := followerFetch(fs[0], ep[fs[0]], "sess", p.topicID, 5, epoch, epoch, 0)
+	inc.SessionID, inc.SessionEpoch = resp.SessionID, 1
+	if r := rc.roundTrip(inc).(*kmsg.FetchResponse); r.ErrorCode != 0 || p.hw.Load() != 5 {
+		t.Fatalf("incremental fetch at 5: err %d HW %d", r.ErrorCode, p.hw.Load())
+	}
+	// Nothing named: the session's entry (offset 5, epoch) is fetched again.
+	idle := followerFetch(fs[0], ep[fs[0]], "sess", p.topicID, 0, epoch, epoch, 0)
+	idle.Topics = nil
+	idle.SessionID, idle.SessionEpoch = resp.SessionID, 2
+	if r := rc.roundTrip(idle).(*kmsg.FetchResponse); r.ErrorCode != 0 {
+		t.Fatalf("incremental fetch naming nothing: err %d", r.ErrorCode)
+	}
+	p.repMu.Lock()
+	leo := p.rep.followers[fs[0]].leo
+	p.repMu.Unlock()
+	if leo != 5 {
+		t.Fatalf("follower LEO %d after the session fetches, want 5", leo)
+	}
+}
