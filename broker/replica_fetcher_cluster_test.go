@@ -135,6 +135,22 @@ func TestReplicaFetcherFollowersHoldTheLeadersBytes(t *testing.T) {
 	if total == 0 {
 		t.Fatal("no bytes replicated")
 	}
+	// Each broker leads one of the three partitions and follows two: its
+	// fetchers' figures are on /metrics.
+	for id := int32(1); id <= 3; id++ {
+		s := scrapeMetrics(t, c.node(id))
+		if v := s.get(t, "strata_replica_fetcher_bytes_total"); v <= 0 {
+			t.Errorf("broker %d: replicated bytes %v", id, v)
+		}
+		for _, name := range []string{"strata_replica_fetcher_request_duration_seconds", "strata_replica_fetcher_fetch_gap_seconds",
+			"strata_replica_fetcher_append_duration_seconds", "strata_replica_fetcher_records_total", "strata_replica_fetcher_max_lag_records"} {
+			s.get(t, name)
+		}
+		if v := s.get(t, "strata_replica_fetcher_partitions", "state", "fetching"); v != 2 {
+			t.Errorf("broker %d follows %v partitions, want 2", id, v)
+		}
+		s.get(t, "strata_replica_fetcher_lag_records", "topic", "rep")
+	}
 }
 
 // TestReplicaFetcherRestartedFollowerCatchesUp: a follower stopped while
