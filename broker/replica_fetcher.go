@@ -398,8 +398,9 @@ func (f *fetcher) add(p *partition, epoch int32, topicID uuid.UUID) {
 	st.topicID, st.epoch, st.gen = topicID, epoch, f.nextGen
 	st.fetchOffset = p.log.LogEndOffset()
 	st.delayUntil, st.fenced, st.failed = time.Time{}, false, p.log.Failed()
+	from := st.fetchOffset
 	f.mu.Unlock()
-	f.env.logger.Debug("broker: following", "topic", p.topic, "partition", p.index, "leader", f.key.leader, "epoch", epoch, "fetch_offset", st.fetchOffset)
+	f.env.logger.Debug("broker: following", "topic", p.topic, "partition", p.index, "leader", f.key.leader, "epoch", epoch, "fetch_offset", from)
 	select {
 	case f.kick <- struct{}{}:
 	default:

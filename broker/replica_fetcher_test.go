@@ -367,22 +367,34 @@ func appendLocal(t *testing.T, p *partition, e int32, records ...[]byte) {
 
 func readLog(t *testing.T, l *storage.Log) []byte {
 	t.Helper()
+	b, err := tryReadLog(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// tryReadLog reads a log that may be truncated meanwhile (an error then).
+func tryReadLog(l *storage.Log) ([]byte, error) {
 	var out bytes.Buffer
-	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
-		v, err := l.Read(off, 64<<20, l.LogEndOffset())
+	for off, end := l.LogStartOffset(), l.LogEndOffset(); off < end; {
+		v, err := l.Read(off, 64<<20, end)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		b, err := v.Bytes()
 		next := v.NextOffset
 		v.Release()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
+		}
+		if next <= off {
+			return nil, fmt.Errorf("read at %d made no progress", off)
 		}
 		out.Write(b)
 		off = next
 	}
-	return out.Bytes()
+	return out.Bytes(), nil
 }
 
 // waitIdentical waits until the follower's log is the leader's, byte for
@@ -395,7 +407,10 @@ func (h *fetcherHarness) waitIdentical(p *partition) {
 		want, wantLEO := readLog(h.t, lr.log), lr.log.LogEndOffset()
 		wantEpochs := lr.log.LeaderEpochs().Entries()
 		h.leader.mu.Unlock()
-		got := readLog(h.t, p.log)
+		got, err := tryReadLog(p.log)
+		if err != nil {
+			return err
+		}
 		if p.log.LogEndOffset() != wantLEO || !bytes.Equal(got, want) {
 			return fmt.Errorf("follower LEO %d (%d bytes), leader LEO %d (%d bytes)", p.log.LogEndOffset(), len(got), wantLEO, len(want))
 		}
