@@ -24,6 +24,10 @@ package broker
 //
 // The answer carries the leader epoch of the returned offset from the
 // log's leader-epoch cache (v4+), and checks CurrentLeaderEpoch (KIP-320).
+// While a new leader's high watermark is below the start offset of its
+// epoch (it has not yet learnt what the previous leader committed), a
+// client's request (ReplicaID -1) is answered OFFSET_NOT_AVAILABLE (v5+;
+// LEADER_NOT_AVAILABLE before), as Kafka's fetchOffsetForTimestamp.
 // Errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
 // FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, INVALID_REQUEST (another
 // negative timestamp), KAFKA_STORAGE_ERROR.
@@ -66,7 +70,7 @@ func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error)
 				if r.version >= 4 {
 					epoch = tp.CurrentLeaderEpoch
 				}
-				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, req.ReplicaID != -1, &rp)
+				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, req.ReplicaID, r.version, &rp)
 			}
 			rp.ErrorCode = errCode(err)
 			rt.Partitions = append(rt.Partitions, rp)
@@ -76,11 +80,7 @@ func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error)
 	return encodeResponse(r, resp), nil
 }
 
-// fromReplica (a ReplicaID other than the consumer's -1: a follower, or
-// -2, the debugging replica) is answered latest = the log end offset, not
-// the high watermark, as Kafka does: a follower out of range compares its
-// own LEO with the leader's.
-func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, fromReplica bool, rp *kmsg.ListOffsetsResponseTopicPartition) error {
+func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, replicaID int32, version int16, rp *kmsg.ListOffsetsResponseTopicPartition) error {
 	p := n.partition(topic, index)
 	if p == nil {
 		return n.missingPartitionErr(topic, exists, index)
@@ -89,11 +89,17 @@ func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index,
 		return err
 	}
 	hw := p.hw.Load()
+	if replicaID < 0 && p.epochStartOffset() > hw {
+		if version >= 5 {
+			return kerr.OffsetNotAvailable
+		}
+		return kerr.LeaderNotAvailable
+	}
 	off, rts := int64(-1), int64(-1)
 	switch {
 	case ts == listLatest:
 		off = hw
-		if fromReplica {
+		if replicaID != -1 {
 			off = p.log.LogEndOffset()
 		}
 		rp.LeaderEpoch = p.leaderEpoch.Load()

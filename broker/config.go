@@ -88,6 +88,8 @@ var Settings = []Setting{
 	{"log.retention.check.interval.ms", "300000", "how often retention runs"},
 	{"log.flush.scheduler.interval.ms", "1000", "how often flush.ms is checked"},
 	{"log.flush.offset.checkpoint.interval.ms", "60000", "how often recovery points are checkpointed"},
+	{"replica.lag.time.max.ms", "30000", "a follower that has not caught up to the leader's log end for this long leaves the ISR (checked every half of it)"},
+	{"replica.high.watermark.checkpoint.interval.ms", "5000", "how often each log's high watermark is written to replication-offset-checkpoint"},
 	{"num.recovery.threads.per.data.dir", "2", "logs loaded in parallel at start"},
 	{"strata.log.dir.min.free.bytes", "104857600", "a log dir with less free space refuses appends (KAFKA_STORAGE_ERROR; reads, deletes and retention go on) and takes them again once this much is free"},
 	{"group.initial.rebalance.delay.ms", "3000", "how long the first rebalance of an empty group waits for more members to join"},
@@ -296,6 +298,9 @@ type Config struct {
 	FlushCheckInterval     time.Duration
 	CheckpointInterval     time.Duration
 	RecoveryThreads        int
+	// Replication, leader side (replica_leader.go).
+	ReplicaLagTimeMax               time.Duration // replica.lag.time.max.ms
+	HighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms
 
 	// Log cleaner (log.cleaner.*; storage/cleaner*.go).
 	CleanerEnable              bool
@@ -615,6 +620,8 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.RetentionCheckInterval = ms("log.retention.check.interval.ms", 1)
 	c.FlushCheckInterval = ms("log.flush.scheduler.interval.ms", 1)
 	c.CheckpointInterval = ms("log.flush.offset.checkpoint.interval.ms", 1)
+	c.ReplicaLagTimeMax = ms("replica.lag.time.max.ms", 1)
+	c.HighWatermarkCheckpointInterval = ms("replica.high.watermark.checkpoint.interval.ms", 1)
 	c.RecoveryThreads = int(min(i64("num.recovery.threads.per.data.dir", 1), 64))
 	c.LogDirMinFreeBytes = i64("strata.log.dir.min.free.bytes", 0)
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)

@@ -240,6 +240,7 @@ func clientBatch(records []byte) (h batch.Header, ok bool, err error) {
 // produceResult is what a produce answers for one partition.
 type produceResult struct {
 	baseOffset     int64
+	lastOffset     int64 // the batch's last offset (the original's, for a duplicate)
 	logAppendTime  int64 // -1 on CreateTime topics
 	logStartOffset int64
 	duplicate      bool // acknowledged from the producer state, nothing appended
@@ -264,7 +265,7 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 		if err != nil {
 			return res, err
 		}
-		res.baseOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+		res.baseOffset, res.lastOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LastOffset, info.LogAppendTime, info.LogStartOffset
 		return res, nil
 	}
 
@@ -288,7 +289,7 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 			return res, err
 		}
 		res.duplicate = true
-		res.baseOffset, res.logStartOffset = dup.FirstOffset, p.log.LogStartOffset()
+		res.baseOffset, res.lastOffset, res.logStartOffset = dup.FirstOffset, dup.LastOffset, p.log.LogStartOffset()
 		if cfg.TimestampType == batch.LogAppendTime {
 			res.logAppendTime = dup.Timestamp
 		}
@@ -331,7 +332,7 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 		// did, the state would record wrong offsets, so say so loudly.
 		return res, fmt.Errorf("broker: append at %d, producer state expected %d: %w", info.FirstOffset, next, kerr.UnknownServerError)
 	}
-	res.baseOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+	res.baseOffset, res.lastOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LastOffset, info.LogAppendTime, info.LogStartOffset
 	return res, nil
 }
 

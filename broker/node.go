@@ -174,8 +174,9 @@ func Open(o Options) (_ *Node, err error) {
 		Dir:                   cfg.LogDir, Dirs: cfg.LogDirs, MinFreeBytes: cfg.LogDirMinFreeBytes, Default: cfg.Storage, Logger: o.Logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval, FlushCheckInterval: cfg.FlushCheckInterval,
 		CheckpointInterval: cfg.CheckpointInterval, RecoveryThreads: cfg.RecoveryThreads,
-		ProducerSnapshot: n.pcells.hook,
-		DisableCleaner:   !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
+		HighWatermarkCheckpointInterval: cfg.HighWatermarkCheckpointInterval,
+		ProducerSnapshot:                n.pcells.hook,
+		DisableCleaner:                  !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
 		CleanerIOMaxBytesPerSecond: cfg.CleanerIOMaxBytesPerSecond, CleanerDedupeBufferSize: cfg.CleanerDedupeBufferSize,
 		CleanerBackoff: cfg.CleanerBackoff,
 	})
