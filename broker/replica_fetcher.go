@@ -905,6 +905,7 @@ func (f *fetcher) listOffset(ctx context.Context, st *followState, ts int64) (in
 // min(leader HW, LEO)), waking waiters when it changed.
 func (p *partition) setFollowerHW(hw int64) {
 	if p.hw.Swap(hw) != hw {
+		p.log.SetHighWatermark(hw) // for the replication-offset-checkpoint
 		p.wake()
 	}
 }
@@ -916,7 +917,11 @@ func (p *partition) clampHW() {
 	for {
 		hw := p.hw.Load()
 		to := min(max(hw, start), leo)
-		if hw == to || p.hw.CompareAndSwap(hw, to) {
+		if hw == to {
+			return
+		}
+		if p.hw.CompareAndSwap(hw, to) {
+			p.log.SetHighWatermark(to)
 			return
 		}
 	}
