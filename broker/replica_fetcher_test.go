@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -821,4 +822,44 @@ func TestFetcherTruncatesByEpochQueryWhenTheLeaderDoesNotCheck(t *testing.T) {
 	appendLocal(t, p, 1, recordBatch(3, vals("old", 3)...))
 	h.follow(p, 2)
 	h.waitIdentical(p)
+}
+
+// TestFetcherManagerOneFetcherPerSourceAndID: with num.replica.fetchers=2
+// the partitions of one leader go to two fetchers (one request in flight
+// each), every partition replicates, and a leader's new address (a
+// restarted broker on another port) moves its partitions to a new fetcher,
+// stopping the old one.
+func TestFetcherManagerOneFetcherPerSourceAndID(t *testing.T) {
+	h := newFetcherHarness(t)
+	h.m.env.cfg.Fetchers = 2
+	var ps []*partition
+	for i := range 6 {
+		topic := fmt.Sprintf("m%d", i)
+		h.leader.appendAs(topic, 0, recordBatch(1, vals(topic, 2)...))
+		p := h.follower(topic, nil)
+		h.follow(p, 0)
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		h.waitIdentical(p)
+	}
+	h.m.mu.Lock()
+	keys := slices.Collect(maps.Keys(h.m.fetchers))
+	h.m.mu.Unlock()
+	if len(keys) != 2 {
+		t.Fatalf("fetchers %v, want 2", keys)
+	}
+	for _, p := range ps {
+		h.m.follow(p, followTarget{leader: 2, addr: "leader:9999", epoch: 0, topicID: p.topicID})
+	}
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	for k := range h.m.fetchers {
+		if k.addr != "leader:9999" {
+			t.Fatalf("fetcher %v of the old address still running", k)
+		}
+	}
+	if len(h.m.byPart) != 6 {
+		t.Fatalf("%d partitions followed", len(h.m.byPart))
+	}
 }
