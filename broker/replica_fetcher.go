@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -213,7 +214,11 @@ func (n *Node) startReplicaFetchers() error {
 				kgo.ClientID(fmt.Sprintf("strata-replica-fetcher-%d-to-%d", n.cfg.NodeID, leader)),
 				// A fetch is held up to replica.fetch.wait.max.ms by the leader.
 				kgo.RequestTimeoutOverhead(10*time.Second+n.cfg.ReplicaFetch.MaxWait),
-				kgo.BrokerMaxReadBytes(max(n.cfg.ReplicaFetch.ResponseMaxBytes, n.cfg.ReplicaFetch.MaxBytes)+(64<<20)),
+				// The first batch comes whole even when larger than the
+				// limits (KIP-74): leave room for one large batch beyond
+				// them (kgo's own default, 100 MiB, at least).
+				kgo.BrokerMaxReadBytes(int32(min(max(100<<20, int64(max(n.cfg.ReplicaFetch.ResponseMaxBytes, n.cfg.ReplicaFetch.MaxBytes))+
+					int64(n.cfg.Storage.MaxMessageBytes)+(1<<20)), math.MaxInt32))),
 			)
 			if err != nil {
 				return nil, err
@@ -437,6 +442,7 @@ func (f *fetcher) run() {
 		req, sent, wait := f.buildRequest(time.Now())
 		if req == nil {
 			f.idle(wait)
+			lastResp = time.Time{} // an idle wait is no fetch gap
 			continue
 		}
 		start := time.Now()
