@@ -305,6 +305,9 @@ func (rs *replicaStatus) offline(topic string, p metadata.PartitionInfo) []int32
 // localFailed reports whether this broker's log of the partition, or its
 // log dir, has failed.
 func (rs *replicaStatus) localFailed(topic string, partition int32) bool {
+	if rs.n == nil {
+		return false
+	}
 	l, ok := rs.n.store.Get(topic, partition)
 	if !ok {
 		return false
