@@ -23,11 +23,15 @@ var fastFencing = map[string]string{
 }
 
 // createTopicRF creates topic with partitions partitions at replication
-// factor rf through broker 1, and waits until every running broker's view
+// factor rf (and configs) through broker 1, and waits until every running broker's view
 // has it with a leader per partition.
-func (c *testCluster) createTopicRF(topic string, partitions int32, rf int16) {
+func (c *testCluster) createTopicRF(topic string, partitions int32, rf int16, configs ...map[string]*string) {
 	c.t.Helper()
-	resp, err := kadm.NewClient(c.client()).CreateTopic(testCtx(c.t), partitions, rf, nil, topic)
+	var cfg map[string]*string
+	if len(configs) > 0 {
+		cfg = configs[0]
+	}
+	resp, err := kadm.NewClient(c.client()).CreateTopic(testCtx(c.t), partitions, rf, cfg, topic)
 	if err != nil || resp.Err != nil {
 		c.t.Fatalf("create topic %s: %v / %v", topic, err, resp.Err)
 	}
