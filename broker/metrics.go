@@ -519,15 +519,15 @@ func (r *replicationCounts) add(isr, rf, minISR int) {
 }
 
 // topicMinISR is min.insync.replicas of a topic's effective configs
-// (topic, then dynamic broker config; reconcile keeps them), 1 when unset
-// or unreadable (Kafka's default).
-func topicMinISR(cfgs map[string]string) int {
+// (topic, then dynamic broker config; reconcile keeps them), else the
+// broker's static min.insync.replicas (def; Kafka's default 1).
+func topicMinISR(cfgs map[string]string, def int32) int {
 	if v, ok := cfgs[metadata.ConfigMinInsyncReplicas]; ok {
 		if x, err := strconv.Atoi(v); err == nil && x >= 1 {
 			return x
 		}
 	}
-	return 1
+	return int(max(def, 1))
 }
 
 // collectReplication exports the ISR health of the partitions this broker
@@ -548,7 +548,7 @@ func (c *nodeCollector) collectReplication(parts []*partition, gauge func(*prome
 			if !ok || info.Leader != n.cfg.NodeID {
 				continue
 			}
-			counts.add(len(info.ISR), len(info.Replicas), topicMinISR(n.topicCfgs[p.topic]))
+			counts.add(len(info.ISR), len(info.Replicas), topicMinISR(n.topicCfgs[p.topic], n.cfg.MinInsyncReplicas))
 			tp := []string{p.topic, strconv.Itoa(int(p.index))}
 			gauge(c.isrSize, float64(len(info.ISR)), tp...)
 			gauge(c.replicas, float64(len(info.Replicas)), tp...)

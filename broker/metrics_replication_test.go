@@ -27,7 +27,7 @@ func TestReplicationCountsFollowKafkasDefinitions(t *testing.T) {
 				tc.isr, tc.rf, tc.minISR, c, tc.under, tc.underMin, tc.at)
 		}
 	}
-	if topicMinISR(nil) != 1 || topicMinISR(map[string]string{metadata.ConfigMinInsyncReplicas: "3"}) != 3 {
+	if topicMinISR(nil, 1) != 1 || topicMinISR(nil, 2) != 2 || topicMinISR(map[string]string{metadata.ConfigMinInsyncReplicas: "3"}, 2) != 3 {
 		t.Fatal("topicMinISR")
 	}
 }
