@@ -115,6 +115,7 @@ func TestDescribeTopicPartitionsPagesWithTheCursor(t *testing.T) {
 func TestDescribeTopicPartitionsReportsReplicationState(t *testing.T) {
 	c := startCluster(t, 3, fastFencing)
 	c.createTopicRF("dtp", 3, 3)
+	c.createTopicAssigned("dtp-solo", [][]int32{{3}})
 	c.stop(3)
 	c.waitFenced(3)
 	c.waitCaughtUp(2)
@@ -156,8 +157,19 @@ func TestDescribeTopicPartitionsReportsReplicationState(t *testing.T) {
 			leaderless++
 		}
 	}
-	if leaderless == 0 {
-		t.Logf("no partition lost its leader (the controller elected one): leader -1 unchecked here")
+	if leaderless != 0 {
+		t.Errorf("%d partitions of dtp lost their leader: the controller elects from the ISR", leaderless)
+	}
+	// dtp-solo's only replica is gone: leader -1, and no error (Kafka's
+	// DescribeTopicPartitions, unlike Metadata, answers NONE here).
+	rt.Topic = "dtp-solo"
+	req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{rt}
+	resp = raw.roundTrip(req).(*kmsg.DescribeTopicPartitionsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("dtp-solo: %+v", resp.Topics)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.LeaderID != -1 || p.ErrorCode != 0 || !slices.Equal(p.Replicas, []int32{3}) || !slices.Equal(p.OfflineReplicas, []int32{3}) {
+		t.Errorf("dtp-solo-0: %+v, want leader -1, no error, replicas and offline [3]", p)
 	}
 }
 

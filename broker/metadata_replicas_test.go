@@ -56,6 +56,39 @@ func (c *testCluster) createTopicRF(topic string, partitions int32, rf int16, co
 	}
 }
 
+// createTopicAssigned creates topic with the given replica assignment
+// (one replica list per partition) and waits as createTopicRF does.
+func (c *testCluster) createTopicAssigned(topic string, assignment [][]int32) {
+	c.t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(testWait.Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for i, replicas := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(i), replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(c.t), c.client())
+	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		c.t.Fatalf("create topic %s with assignment %v: %v %+v", topic, assignment, err, resp)
+	}
+	for id, n := range c.nodes {
+		if n == nil {
+			continue
+		}
+		testutil.Eventually(c.t, testWait, func() bool {
+			led := false
+			n.view(func(st *metadata.State) {
+				t, ok := st.TopicByName(topic)
+				led = ok && len(st.Partitions(t.ID)) == len(assignment)
+			})
+			return led
+		}, "broker %d to see topic %s", id, topic)
+	}
+}
+
 // waitFenced waits until the controller has fenced broker id.
 func (c *testCluster) waitFenced(id int32) {
 	c.t.Helper()
@@ -88,6 +121,7 @@ func (c *testCluster) waitCaughtUp(id int32) {
 func TestMetadataReportsOfflineReplicasAndLeaderlessPartitions(t *testing.T) {
 	c := startCluster(t, 3, fastFencing)
 	c.createTopicRF("off", 3, 3)
+	c.createTopicAssigned("solo", [][]int32{{3}, {2}}) // partition 0 has no replica left once 3 stops
 	ledBy3 := map[int32]bool{}
 	for i := int32(0); i < 3; i++ {
 		p, _ := c.partitionState("off", i)
@@ -152,6 +186,28 @@ func TestMetadataReportsOfflineReplicasAndLeaderlessPartitions(t *testing.T) {
 				}
 				if ledBy3[mp.Partition] && st.Leader == 3 {
 					t.Errorf("%s: still led by the fenced broker 3", what)
+				}
+			}
+			// solo-0's only replica is gone: no leader, offline [3].
+			req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("solo")}}
+			solo := raw.roundTrip(req).(*kmsg.MetadataResponse)
+			if len(solo.Topics) != 1 || len(solo.Topics[0].Partitions) != 2 {
+				t.Fatalf("broker %d v%d: solo %+v", id, v, solo.Topics)
+			}
+			for _, mp := range solo.Topics[0].Partitions {
+				wantLeader, wantCode, wantOffline, wantReplicas := int32(2), int16(0), []int32{}, []int32{2}
+				if mp.Partition == 0 {
+					wantLeader, wantCode, wantOffline, wantReplicas = -1, kerr.LeaderNotAvailable.Code, []int32{3}, []int32{3}
+					if v == 0 {
+						wantReplicas = []int32{}
+					}
+				}
+				if v < 5 {
+					wantOffline = nil
+				}
+				if mp.Leader != wantLeader || mp.ErrorCode != wantCode || !slices.Equal(mp.Replicas, wantReplicas) || (v >= 5 && !slices.Equal(mp.OfflineReplicas, wantOffline)) {
+					t.Errorf("broker %d v%d solo-%d: leader %d code %d replicas %v offline %v, want %d %d %v %v",
+						id, v, mp.Partition, mp.Leader, mp.ErrorCode, mp.Replicas, mp.OfflineReplicas, wantLeader, wantCode, wantReplicas, wantOffline)
 				}
 			}
 		}

@@ -42,6 +42,7 @@ func TestReplicationGaugesOnThreeBrokers(t *testing.T) {
 	two, three := "2", "3"
 	c.createTopicRF("min2", 3, 3, map[string]*string{"min.insync.replicas": &two})
 	c.createTopicRF("min3", 3, 3, map[string]*string{"min.insync.replicas": &three})
+	c.createTopicAssigned("gone", [][]int32{{3}}) // offline once 3 stops
 	sum := func(name string, labels ...string) float64 {
 		var total float64
 		for _, id := range []int32{1, 2, 3} {
@@ -52,8 +53,8 @@ func TestReplicationGaugesOnThreeBrokers(t *testing.T) {
 		}
 		return total
 	}
-	if u, at := sum("strata_broker_under_replicated_partitions"), sum("strata_broker_at_min_isr_partitions"); u != 0 || at != 3 {
-		t.Fatalf("all replicas in sync: under-replicated %v, at-min-ISR %v (want 0, 3: the min3 partitions)", u, at)
+	if u, at := sum("strata_broker_under_replicated_partitions"), sum("strata_broker_at_min_isr_partitions"); u != 0 || at != 4 {
+		t.Fatalf("all replicas in sync: under-replicated %v, at-min-ISR %v (want 0, 4: the min3 partitions and RF=1 gone-0)", u, at)
 	}
 	if v, _ := scrapeMetrics(t, c.node(1)).value("strata_controller_offline_partitions"); v != 0 {
 		t.Fatalf("offline partitions %v before any loss", v)
@@ -64,8 +65,11 @@ func TestReplicationGaugesOnThreeBrokers(t *testing.T) {
 	c.waitCaughtUp(2)
 	var wantUnder, wantUnderMin, wantAt, wantOffline float64
 	isr := map[string]float64{}
-	for _, topic := range []string{"min2", "min3"} {
+	for _, topic := range []string{"min2", "min3", "gone"} {
 		for i := int32(0); i < 3; i++ {
+			if topic == "gone" && i > 0 {
+				break
+			}
 			st, _ := c.partitionState(topic, i)
 			if st.Leader == metadata.NoLeader {
 				wantOffline++
@@ -79,8 +83,8 @@ func TestReplicationGaugesOnThreeBrokers(t *testing.T) {
 			wantAt += float64(rc.atMinISR)
 		}
 	}
-	if wantUnder == 0 || wantUnderMin == 0 || wantAt == 0 {
-		t.Fatalf("the loss left no partition under-replicated (%v), under min ISR (%v) or at it (%v)", wantUnder, wantUnderMin, wantAt)
+	if wantUnder == 0 || wantUnderMin == 0 || wantAt == 0 || wantOffline != 1 {
+		t.Fatalf("the loss left under-replicated %v, under min ISR %v, at it %v, offline %v (want each > 0, offline 1)", wantUnder, wantUnderMin, wantAt, wantOffline)
 	}
 	got := [3]float64{sum("strata_broker_under_replicated_partitions"), sum("strata_broker_under_min_isr_partitions"), sum("strata_broker_at_min_isr_partitions")}
 	if got != [3]float64{wantUnder, wantUnderMin, wantAt} {
