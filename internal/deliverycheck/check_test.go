@@ -9,9 +9,11 @@ import (
 	"testing"
 )
 
-func ok(v string, p int32, o int64) Send { return Send{Value: v, Status: SendOK, Partition: p, Offset: o} }
-func failed(v string) Send             { return Send{Value: v, Status: SendFailed, Err: "boom"} }
-func unknown(v string) Send            { return Send{Value: v, Status: SendUnknown, Err: "timeout"} }
+func ok(v string, p int32, o int64) Send {
+	return Send{Value: v, Status: SendOK, Partition: p, Offset: o}
+}
+func failed(v string) Send  { return Send{Value: v, Status: SendFailed, Err: "boom"} }
+func unknown(v string) Send { return Send{Value: v, Status: SendUnknown, Err: "timeout"} }
 func poll(c string, g int32, p int32, o int64, v string) Poll {
 	return Poll{Consumer: c, Generation: g, Partition: p, Offset: o, Value: v}
 }
