@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func ok(v string, p int32, o int64) Send {
@@ -223,5 +226,41 @@ func TestCheckIsDeterministic(t *testing.T) {
 		if got := anomalies(Check(g)); !reflect.DeepEqual(got, want) {
 			t.Fatalf("shuffled sends changed the report:\n%q\n%q", got, want)
 		}
+	}
+}
+
+func TestFaultResultRowAndPercentiles(t *testing.T) {
+	ms := func(n ...int) []time.Duration {
+		var out []time.Duration
+		for _, v := range n {
+			out = append(out, time.Duration(v)*time.Millisecond)
+		}
+		return out
+	}
+	if got := Percentile(ms(5, 1, 3, 2, 4), 50); got != 3*time.Millisecond {
+		t.Fatalf("p50 %v", got)
+	}
+	if got := Percentile(ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 100), 99); got != 100*time.Millisecond {
+		t.Fatalf("p99 %v", got)
+	}
+	if Percentile(nil, 50) != 0 {
+		t.Fatal("p50 of nothing")
+	}
+	r := FaultResult{Fault: "kill -9 leader", Runs: 3, Reelection: ms(100, 300, 200)}
+	r.Add(Check(History{Sends: []Send{ok("a", 0, 0), ok("b", 0, 1)}, Final: []Poll{fin(0, 0, "a")}, FinalEnds: map[int32]int64{0: 2}}))
+	want := "| kill -9 leader | 3 | 2 | 1 | 0 | 0 | 0 | 200ms / 300ms | – |"
+	if got := r.Row(); got != want {
+		t.Fatalf("row\n got %s\nwant %s", got, want)
+	}
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	if err := r.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if n := strings.Count(string(b), "\n"); n != 2 {
+		t.Fatalf("%d lines saved:\n%s", n, b)
 	}
 }
