@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/netfault"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -28,6 +29,7 @@ type testCluster struct {
 	// are settings over props (fixed ports, advertised.listeners).
 	fss map[int32]vfs.FS
 	own map[int32]map[string]string
+	nw  *netfault.Network // the links' proxies, nil unless startProxiedCluster
 }
 
 // startCluster starts a controller and n brokers; extra applies to every

@@ -51,6 +51,7 @@ func TestNodeDataDirOnMemFS(t *testing.T) {
 	}
 
 	c.crash(2, 100, rand.New(rand.NewPCG(1, 1)))
+	c.start(2)
 	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	for got := 0; got < n; {
 		fs := consumer.PollFetches(ctx)
