@@ -258,29 +258,41 @@ func (r *faultRun) probeStale(id int32, addr, name string) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), procWait)
 	defer cancel()
-	adm := kadm.NewClient(cl)
+	// Every request goes to the seed, the resumed broker itself: kgo would
+	// send a Metadata request to any broker it knows.
+	seed := cl.SeedBrokers()[0]
 	served, fetches := 0, 0
 	for gen := int32(0); ; gen++ {
-		m, err := adm.Metadata(ctx, r.topic)
+		if gen > 0 { // poll every 20ms until the event, bounded by ctx
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		mreq := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(r.topic)
+		mreq.Topics = append(mreq.Topics, mt)
+		m, err := mreq.RequestWith(ctx, seed)
 		if ctx.Err() != nil {
 			t.Fatalf("the resumed broker %d still names itself leader of %s-0 after %v (%d fetches)", id, r.topic, procWait, fetches)
 		}
-		if err != nil {
+		if err != nil || len(m.Topics) != 1 {
 			continue // it may still be resuming its connections
 		}
-		td := m.Topics[r.topic]
-		if p, ok := td.Partitions[0]; ok && p.Leader != id {
+		td := m.Topics[0]
+		if len(td.Partitions) > 0 && td.Partitions[0].Leader != id {
 			break
 		}
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 0, 1<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = r.topic, td.ID
+		rt.Topic, rt.TopicID = r.topic, td.TopicID
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = 0, 0, -1, 1<<20
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
+		resp, err := req.RequestWith(ctx, seed)
 		fetches++
 		if err != nil {
 			continue
