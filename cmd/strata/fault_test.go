@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,6 +52,9 @@ type faultRun struct {
 	cl    *kgo.Client
 	load  *deliverycheck.Producer
 	res   *deliverycheck.FaultResult
+	// stopConsumer stops the group consumer reading along (its polls go
+	// into rc: offsets must rise within each assignment generation).
+	stopConsumer func()
 }
 
 // startFaultRun creates topic (RF=3, min.insync.replicas=2) on c, skips
@@ -69,6 +73,26 @@ func startFaultRun(t *testing.T, c *procCluster, topic, fault string) *faultRun 
 	r := &faultRun{t: t, c: c, topic: topic, rc: deliverycheck.NewRecorder(true), res: &deliverycheck.FaultResult{Fault: fault}}
 	r.cl = r.newProducerClient()
 	r.load = deliverycheck.Produce(context.Background(), r.cl, topic, r.rc, deliverycheck.ProduceOptions{Prefix: topic, MaxInFlight: 100})
+	cctx, ccancel := context.WithCancel(context.Background())
+	consumed := make(chan error, 1)
+	go func() {
+		consumed <- deliverycheck.Consume(cctx, c.addrs(), topic+"-group", topic, "group", r.rc, kgo.RetryTimeout(10*time.Second))
+	}()
+	var once sync.Once
+	r.stopConsumer = func() {
+		once.Do(func() {
+			ccancel()
+			select {
+			case err := <-consumed:
+				if err != nil {
+					t.Error(err)
+				}
+			case <-time.After(procWait):
+				t.Error("the group consumer did not stop")
+			}
+		})
+	}
+	t.Cleanup(r.stopConsumer)
 	return r
 }
 
@@ -95,6 +119,7 @@ func (r *faultRun) finish() {
 	t := r.t
 	t.Helper()
 	st := r.load.Stop()
+	r.stopConsumer()
 	ctx, cancel := context.WithTimeout(context.Background(), procWait)
 	defer cancel()
 	reader, err := kgo.NewClient(kgo.SeedBrokers(r.c.addrs()...))
