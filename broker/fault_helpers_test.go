@@ -6,6 +6,7 @@ package broker
 // measurements of a fault (re-election and ISR recovery times).
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -236,11 +237,13 @@ func waitAcked(t testing.TB, p *deliverycheck.Producer, n int64) {
 	testutil.Eventually(t, testWait, func() bool { return p.Stats().Acked > n }, "more than %d acknowledgements", n)
 }
 
-// finishFaultRun stops the load, reads every partition back, checks the
-// history and logs and records the matrix row of r.
-func finishFaultRun(t testing.TB, cl *kgo.Client, topic string, p *deliverycheck.Producer, rc *deliverycheck.Recorder, r *deliverycheck.FaultResult) {
+// finishFaultRun stops the load, checks partition 0's replicas hold the
+// same bytes, reads every partition back, checks the history and logs and
+// records the matrix row of r.
+func finishFaultRun(t testing.TB, c *testCluster, cl *kgo.Client, topic string, p *deliverycheck.Producer, rc *deliverycheck.Recorder, r *deliverycheck.FaultResult) {
 	t.Helper()
 	st := p.Stop()
+	c.checkReplicasAgree(topic, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
 	if err := deliverycheck.FinalRead(ctx, cl, topic, rc); err != nil {
@@ -292,4 +295,96 @@ func requireReplication(t testing.TB, c *testCluster, topic string) {
 			t.Skipf("replication not built: follower %d of %s-0 holds no record", id, topic)
 		}
 	}
+}
+
+// replicaLogBytes reads topic-p's whole local log on n (from its local start).
+func replicaLogBytes(n *Node, topic string, p int32) (start int64, b []byte, err error) {
+	part := n.partition(topic, p)
+	if part == nil {
+		return 0, nil, fmt.Errorf("broker %d hosts no %s-%d", n.cfg.NodeID, topic, p)
+	}
+	l := part.log
+	start = l.LocalLogStartOffset()
+	end := l.LogEndOffset()
+	for off := start; off < end; {
+		v, err := l.Read(off, 64<<20, end)
+		if err != nil {
+			return 0, nil, err
+		}
+		chunk, err := v.Bytes()
+		next := v.NextOffset
+		v.Release()
+		if err != nil {
+			return 0, nil, err
+		}
+		if next <= off {
+			return 0, nil, fmt.Errorf("read at %d made no progress", off)
+		}
+		b = append(b, chunk...)
+		off = next
+	}
+	return start, b, nil
+}
+
+// checkReplicasAgree waits (load stopped, faults healed) until every
+// replica of topic-p has the same log end, then fails unless their logs
+// hold the same bytes: followers append the leader's batches byte for
+// byte, so two replicas differing anywhere is a divergence truncation
+// missed (issue 14's property: no two replicas differ below the HW).
+func (c *testCluster) checkReplicasAgree(topic string, p int32) {
+	c.t.Helper()
+	st, _ := c.partitionState(topic, p)
+	ends := func() map[int32]int64 {
+		out := map[int32]int64{}
+		for _, id := range st.Replicas {
+			if n := c.node(id); n != nil {
+				if part := n.partition(topic, p); part != nil {
+					out[id] = part.log.LogEndOffset()
+				}
+			}
+		}
+		return out
+	}
+	if err := testutil.Within(testWait, func() error {
+		e := ends()
+		if len(e) != len(st.Replicas) {
+			return fmt.Errorf("replicas hosting %s-%d: %v of %v", topic, p, e, st.Replicas)
+		}
+		var first int64 = -1
+		for _, v := range e {
+			if first >= 0 && v != first {
+				return fmt.Errorf("replica log ends of %s-%d differ: %v", topic, p, e)
+			}
+			first = v
+		}
+		return nil
+	}); err != nil {
+		c.t.Fatal(err)
+	}
+	var ref []byte
+	var refID int32 = -1
+	for _, id := range st.Replicas {
+		start, b, err := replicaLogBytes(c.node(id), topic, p)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if start != 0 {
+			c.t.Fatalf("broker %d: %s-%d starts at %d", id, topic, p, start)
+		}
+		if refID < 0 {
+			ref, refID = b, id
+			continue
+		}
+		if !bytes.Equal(b, ref) {
+			i := 0
+			for i < min(len(b), len(ref)) && b[i] == ref[i] {
+				i++
+			}
+			c.t.Fatalf("%s-%d: broker %d's log (%d bytes) differs from broker %d's (%d bytes) from byte %d", topic, p, id, len(b), refID, len(ref), i)
+		}
+	}
+	if len(ref) == 0 {
+		c.t.Fatalf("%s-%d: every replica's log is empty", topic, p)
+	}
+	c.t.Logf("%s-%d: the %d replicas hold the same %d bytes", topic, p, len(st.Replicas), len(ref))
 }

@@ -94,7 +94,7 @@ func TestFaultLeaderCutFromPeersAndController(t *testing.T) {
 		res.ISRRecovery = append(res.ISRRecovery, c.waitFullISR(topic, 0).Sub(at))
 		res.Runs++
 	}
-	finishFaultRun(t, cl, topic, load, rc, res)
+	finishFaultRun(t, c, cl, topic, load, rc, res)
 }
 
 // TestFaultFollowerThenLeaderLosePageCache: a follower loses its unflushed
@@ -147,7 +147,7 @@ func TestFaultFollowerThenLeaderLosePageCache(t *testing.T) {
 		leader.ISRRecovery = append(leader.ISRRecovery, c.waitFullISR(topic, 0).Sub(at))
 		leader.Runs++
 	}
-	finishFaultRun(t, cl, topic, load, rc, leader)
+	finishFaultRun(t, c, cl, topic, load, rc, leader)
 	follower.Acked = leader.Acked // one load for both faults
 	t.Logf("%s\n%s", deliverycheck.MatrixHeader(), follower.Row())
 	if err := follower.Save(faultReportPath()); err != nil {
@@ -184,8 +184,24 @@ func TestFaultLeaderCleanBounce(t *testing.T) {
 		res.ISRRecovery = append(res.ISRRecovery, c.waitFullISR(topic, 0).Sub(at))
 		res.Runs++
 	}
-	finishFaultRun(t, cl, topic, load, rc, res)
+	finishFaultRun(t, c, cl, topic, load, rc, res)
 	if st := load.Stats(); st.Failed != 0 {
 		t.Fatalf("%d of %d records failed across clean restarts", st.Failed, st.Sent)
 	}
+}
+
+// TestFaultBaselineNoFault is the matrix's control row: the same load and
+// checks with no fault injected (every replica ends with the same bytes,
+// nothing lost or duplicated).
+func TestFaultBaselineNoFault(t *testing.T) {
+	c := startCluster(t, 3, faultSettings)
+	const topic = "baseline"
+	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
+	requireReplication(t, c, topic)
+	c.waitFullISR(topic, 0)
+	rc := deliverycheck.NewRecorder(true)
+	cl, load := c.faultProducer(topic, rc, "baseline")
+	res := &deliverycheck.FaultResult{Fault: "none (baseline, in-process)", Runs: 1}
+	waitAcked(t, load, 2000)
+	finishFaultRun(t, c, cl, topic, load, rc, res)
 }
