@@ -97,8 +97,14 @@ func startFaultRun(t *testing.T, c *procCluster, topic, fault string) *faultRun 
 }
 
 func (r *faultRun) newProducerClient() *kgo.Client {
+	// A frozen (SIGSTOP) or blackholed leader answers nothing: its
+	// connections look alive, so only the request timeout (the produce
+	// timeout plus the overhead; 10s+10s by default, as Kafka's
+	// request.timeout.ms of 30s) gets the producer to the new leader.
+	// Shorter ones keep each fault's stall well inside procWait.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.c.addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(2*time.Millisecond), kgo.RecordDeliveryTimeout(2*procWait), kgo.RetryTimeout(2*procWait))
+		kgo.ProducerLinger(2*time.Millisecond), kgo.RecordDeliveryTimeout(2*procWait), kgo.RetryTimeout(2*procWait),
+		kgo.ProduceRequestTimeout(4*time.Second), kgo.RequestTimeoutOverhead(2*time.Second))
 	if err != nil {
 		r.t.Fatal(err)
 	}
