@@ -273,6 +273,11 @@ func requireReplication(t testing.TB, c *testCluster, topic string) {
 	if os.Getenv("STRATA_TEST_FAULT_FORCE") != "" {
 		return
 	}
+	// The controller's side (elections from a full ISR, KIP-966) lands
+	// with the broker-level min.insync.replicas setting.
+	if _, ok := lookupSetting("min.insync.replicas"); !ok {
+		t.Skip("replication's controller side not built: no election from a full ISR yet")
+	}
 	p := c.waitPartition(topic, 0, "a leader", func(st metadata.PartitionInfo) bool { return st.Leader >= 0 })
 	cl := c.client()
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
