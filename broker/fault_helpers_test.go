@@ -264,44 +264,6 @@ func finishFaultRun(t testing.TB, c *testCluster, cl *kgo.Client, topic string, 
 	}
 }
 
-// requireReplication skips the test where followers hold no data yet:
-// TEMPORARY, until replication (issue 14, H1-H3) is on main; then this
-// probe goes and the fault tests run everywhere. STRATA_TEST_FAULT_FORCE=1
-// runs them anyway (to watch them fail without replication).
-func requireReplication(t testing.TB, c *testCluster, topic string) {
-	t.Helper()
-	if os.Getenv("STRATA_TEST_FAULT_FORCE") != "" {
-		return
-	}
-	// The controller's side (elections from a full ISR, KIP-966) lands
-	// with the broker-level min.insync.replicas setting.
-	if _, ok := lookupSetting("min.insync.replicas"); !ok {
-		t.Skip("replication's controller side not built: no election from a full ISR yet")
-	}
-	p := c.waitPartition(topic, 0, "a leader", func(st metadata.PartitionInfo) bool { return st.Leader >= 0 })
-	cl := c.client()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("probe")}).FirstErr(); err != nil {
-		t.Skipf("replication not built: acks=all produce to an RF=%d topic: %v", len(p.Replicas), err)
-	}
-	for _, id := range p.Replicas {
-		if id == p.Leader {
-			continue
-		}
-		if err := testutil.Within(5*time.Second, func() bool {
-			n := c.node(id)
-			if n == nil {
-				return false
-			}
-			part := n.partition(topic, 0)
-			return part != nil && part.log.LogEndOffset() > 0
-		}); err != nil {
-			t.Skipf("replication not built: follower %d of %s-0 holds no record", id, topic)
-		}
-	}
-}
-
 // replicaLogBytes reads topic-p's whole local log on n (from its local start).
 func replicaLogBytes(n *Node, topic string, p int32) (start int64, b []byte, err error) {
 	part := n.partition(topic, p)

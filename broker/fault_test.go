@@ -71,7 +71,6 @@ func TestFaultLeaderCutFromPeersAndController(t *testing.T) {
 	c := startProxiedCluster(t, 3, faultSettings, nw)
 	const topic = "cut-leader"
 	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
-	requireReplication(t, c, topic)
 	c.waitFullISR(topic, 0)
 
 	rc := deliverycheck.NewRecorder(true)
@@ -108,7 +107,6 @@ func TestFaultFollowerThenLeaderLosePageCache(t *testing.T) {
 	c := startProxiedCluster(t, 3, faultSettings, nw, 2, 3)
 	const topic = "lose-cache"
 	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
-	requireReplication(t, c, topic)
 	c.waitFullISR(topic, 0)
 	rng := rand.New(rand.NewPCG(14, 5))
 
@@ -163,7 +161,6 @@ func TestFaultLeaderCleanBounce(t *testing.T) {
 	c := startCluster(t, 3, faultSettings)
 	const topic = "bounce-leader"
 	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
-	requireReplication(t, c, topic)
 	c.waitFullISR(topic, 0)
 
 	rc := deliverycheck.NewRecorder(true)
@@ -197,7 +194,6 @@ func TestFaultBaselineNoFault(t *testing.T) {
 	c := startCluster(t, 3, faultSettings)
 	const topic = "baseline"
 	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
-	requireReplication(t, c, topic)
 	c.waitFullISR(topic, 0)
 	rc := deliverycheck.NewRecorder(true)
 	cl, load := c.faultProducer(topic, rc, "baseline")

@@ -26,7 +26,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/broker"
 	"github.com/strata-io/strata/internal/deliverycheck"
 	"github.com/strata-io/strata/internal/netfault"
 	"github.com/strata-io/strata/internal/testutil"
@@ -58,18 +57,16 @@ type faultRun struct {
 	stopConsumer func()
 }
 
-// startFaultRun creates topic (RF=3, min.insync.replicas=2) on c, skips
-// unless followers replicate (TEMPORARY, see requireProcReplication),
-// waits for a full ISR and starts the load.
+// startFaultRun creates topic (RF=3, min.insync.replicas=2) on c, waits
+// for a full ISR and starts the load.
 func startFaultRun(t *testing.T, c *procCluster, topic, fault string) *faultRun {
 	t.Helper()
-	cl, adm := c.client()
+	_, adm := c.client()
 	ctx, cancel := context.WithTimeout(context.Background(), procWait)
 	defer cancel()
 	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create %s: %v / %v (%s)", topic, err, resp.Err, resp.ErrMessage)
 	}
-	requireProcReplication(t, cl, adm, topic)
 	waitFullISR0(t, adm, topic)
 	r := &faultRun{t: t, c: c, topic: topic, rc: deliverycheck.NewRecorder(true), res: &deliverycheck.FaultResult{Fault: fault}}
 	r.cl = r.newProducerClient()
@@ -179,51 +176,6 @@ func waitFullISR0(t *testing.T, adm *kadm.Client, topic string) time.Time {
 		return p.Leader >= 0 && p.Err == nil && len(p.ISR) == len(p.Replicas) && len(p.Replicas) > 0
 	})
 	return time.Now()
-}
-
-// requireProcReplication skips the test unless every follower of
-// topic-0 holds a record acknowledged with acks=all (DescribeLogDirs):
-// TEMPORARY, until replication (issue 14) is on main; then it goes.
-// STRATA_TEST_FAULT_FORCE=1 runs the test anyway.
-func requireProcReplication(t *testing.T, cl *kgo.Client, adm *kadm.Client, topic string) {
-	t.Helper()
-	if os.Getenv("STRATA_TEST_FAULT_FORCE") != "" {
-		return
-	}
-	// The controller's side (elections from a full ISR, KIP-966) lands
-	// with the broker-level min.insync.replicas setting.
-	if !slices.ContainsFunc(broker.Settings, func(s broker.Setting) bool { return s.Name == "min.insync.replicas" }) {
-		t.Skip("replication's controller side not built: no election from a full ISR yet")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), procWait)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("probe")}).FirstErr(); err != nil {
-		t.Skipf("replication not built: acks=all produce to an RF=3 topic: %v", err)
-	}
-	p := waitPartition0(t, adm, topic, "a leader", func(p kadm.PartitionDetail, _ []int32) bool { return p.Leader >= 0 })
-	if err := testutil.Within(5*time.Second, func() error {
-		dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {0: {}}})
-		if err != nil {
-			return err
-		}
-		for _, id := range p.Replicas {
-			var size int64 = -1
-			dirs.Each(func(d kadm.DescribedLogDir) {
-				if d.Broker != id {
-					return
-				}
-				if pd, ok := d.Topics[topic][0]; ok {
-					size = max(size, pd.Size)
-				}
-			})
-			if size <= 0 {
-				return fmt.Errorf("replica %d of %s-0 holds %d bytes", id, topic, size)
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Skipf("replication not built: %v", err)
-	}
 }
 
 // TestFaultKill9LeaderRepeatedly kills the leader of an RF=3 partition
