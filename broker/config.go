@@ -88,6 +88,8 @@ var Settings = []Setting{
 	{"log.retention.check.interval.ms", "300000", "how often retention runs"},
 	{"log.flush.scheduler.interval.ms", "1000", "how often flush.ms is checked"},
 	{"log.flush.offset.checkpoint.interval.ms", "60000", "how often recovery points are checkpointed"},
+	{"replica.lag.time.max.ms", "30000", "a follower that has not caught up to the leader's log end for this long leaves the ISR (checked every half of it)"},
+	{"replica.high.watermark.checkpoint.interval.ms", "5000", "how often each log's high watermark is written to replication-offset-checkpoint"},
 	{"num.recovery.threads.per.data.dir", "2", "logs loaded in parallel at start"},
 	{"strata.log.dir.min.free.bytes", "104857600", "a log dir with less free space refuses appends (KAFKA_STORAGE_ERROR; reads, deletes and retention go on) and takes them again once this much is free"},
 	{"group.initial.rebalance.delay.ms", "3000", "how long the first rebalance of an empty group waits for more members to join"},
@@ -102,6 +104,13 @@ var Settings = []Setting{
 	{"offset.metadata.max.bytes", "4096", "largest metadata string an OffsetCommit may carry"},
 	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
 	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
+	{"inter.broker.listener.name", "", "the registered listener followers fetch from (default: the first listener that is not the controller's)"},
+	{"num.replica.fetchers", "1", "fetcher loops per source broker; a followed partition is hashed onto one"},
+	{"replica.fetch.max.bytes", "1048576", "bytes a follower fetch asks of one partition (the first batch comes whole even when larger, KIP-74)"},
+	{"replica.fetch.response.max.bytes", "10485760", "bytes a follower fetch asks for in all (the first batch comes whole even when larger)"},
+	{"replica.fetch.wait.max.ms", "500", "how long the leader may hold a follower fetch that has fewer than replica.fetch.min.bytes"},
+	{"replica.fetch.min.bytes", "1", "bytes a follower fetch waits for before the leader answers"},
+	{"replica.fetch.backoff.ms", "1000", "how long a follower waits before fetching a partition again after an error"},
 	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
 	{"remote.log.storage.system.enable", "true", "open the remote (tiered) object store at start; topics tier with remote.storage.enable"},
 	{"remote.storage.backend", "fs", "object store of the remote tier: fs (a directory) or s3 (AWS S3, MinIO, S3-compatible)"},
@@ -289,6 +298,9 @@ type Config struct {
 	FlushCheckInterval     time.Duration
 	CheckpointInterval     time.Duration
 	RecoveryThreads        int
+	// Replication, leader side (replica_leader.go).
+	ReplicaLagTimeMax               time.Duration // replica.lag.time.max.ms
+	HighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms
 
 	// Log cleaner (log.cleaner.*; storage/cleaner*.go).
 	CleanerEnable              bool
@@ -300,6 +312,12 @@ type Config struct {
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
 	ElectionTimeout         time.Duration
+
+	// The follower side of replication (replica.fetch.*, num.replica.fetchers;
+	// replica_fetcher.go). InterBrokerListenerName "" means the first
+	// registered listener that is not the controller's.
+	InterBrokerListenerName string
+	ReplicaFetch            ReplicaFetchSettings
 
 	// Remote tier (remote.*; tiering.OpenStore, broker/tiering_store.go).
 	RemoteStorageEnable bool
@@ -334,6 +352,17 @@ type TieringSettings struct {
 	IndexCacheBytes        int64
 	RemoteFetchMaxWait     time.Duration
 	CacheDir               string // <log dir>/remote-cache
+}
+
+// ReplicaFetchSettings are the replica fetcher's settings, with Kafka's
+// names and defaults.
+type ReplicaFetchSettings struct {
+	Fetchers         int           // num.replica.fetchers
+	MaxBytes         int32         // replica.fetch.max.bytes, per partition
+	ResponseMaxBytes int32         // replica.fetch.response.max.bytes
+	MaxWait          time.Duration // replica.fetch.wait.max.ms
+	MinBytes         int32         // replica.fetch.min.bytes
+	Backoff          time.Duration // replica.fetch.backoff.ms
 }
 
 // DefaultConfig returns the configuration of the table's defaults.
@@ -591,11 +620,26 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.RetentionCheckInterval = ms("log.retention.check.interval.ms", 1)
 	c.FlushCheckInterval = ms("log.flush.scheduler.interval.ms", 1)
 	c.CheckpointInterval = ms("log.flush.offset.checkpoint.interval.ms", 1)
+	c.ReplicaLagTimeMax = ms("replica.lag.time.max.ms", 1)
+	c.HighWatermarkCheckpointInterval = ms("replica.high.watermark.checkpoint.interval.ms", 1)
 	c.RecoveryThreads = int(min(i64("num.recovery.threads.per.data.dir", 1), 64))
 	c.LogDirMinFreeBytes = i64("strata.log.dir.min.free.bytes", 0)
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)
 	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms", 1)
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
+	c.InterBrokerListenerName = strings.ToUpper(get("inter.broker.listener.name"))
+	if c.InterBrokerListenerName != "" && c.InterBrokerListenerName == c.ControllerListenerName {
+		bad("inter.broker.listener.name", get("inter.broker.listener.name"), "the controller's listener serves no fetches")
+	}
+	i32 := func(name string, lo int64) int32 { return int32(min(i64(name, lo), 1<<31-1)) }
+	c.ReplicaFetch = ReplicaFetchSettings{
+		Fetchers:         int(min(i64("num.replica.fetchers", 1), 256)),
+		MaxBytes:         i32("replica.fetch.max.bytes", 0),
+		ResponseMaxBytes: i32("replica.fetch.response.max.bytes", 0),
+		MaxWait:          ms("replica.fetch.wait.max.ms", 0),
+		MinBytes:         i32("replica.fetch.min.bytes", 1),
+		Backoff:          ms("replica.fetch.backoff.ms", 0),
+	}
 	c.RemoteStorageEnable = boolean("remote.log.storage.system.enable")
 	c.RemoteStore = tiering.StoreConfig{
 		Backend: get("remote.storage.backend"),

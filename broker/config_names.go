@@ -31,15 +31,13 @@ var KafkaIgnoredSettings = []string{
 	"fetch.max.bytes", "fetch.purgatory.purge.interval.requests",
 	"producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",
 	// replication (not built yet: replication factor 1)
-	"num.replica.fetchers", "num.replica.alter.log.dirs.threads", "replica.fetch.max.bytes",
-	"replica.fetch.min.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
-	"replica.fetch.response.max.bytes", "replica.lag.time.max.ms", "replica.socket.timeout.ms",
+	"num.replica.alter.log.dirs.threads", "replica.lag.time.max.ms", "replica.socket.timeout.ms",
 	"replica.socket.receive.buffer.bytes", "replica.high.watermark.checkpoint.interval.ms",
 	"replica.selector.class", "min.insync.replicas", "unclean.leader.election.enable",
 	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
 	"leader.imbalance.per.broker.percentage", "controlled.shutdown.enable",
 	"controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",
-	"inter.broker.listener.name", "inter.broker.protocol.version",
+	"inter.broker.protocol.version",
 	"listener.security.protocol.map", "security.inter.broker.protocol", "broker.rack",
 	"early.start.listeners", "initial.broker.registration.timeout.ms",
 	// transactions and producer ids (not built yet)

@@ -97,6 +97,7 @@ type Node struct {
 	parts   map[tpKey]*partition
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions (fetch_session.go)
+	replicas      *replicaFetchers   // the follower side: fetchers of the partitions followed here (replica_fetcher.go)
 	groups        *groupCoordinator  // consumer groups and committed offsets (coordinator.go)
 
 	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
@@ -173,8 +174,9 @@ func Open(o Options) (_ *Node, err error) {
 		Dir:                   cfg.LogDir, Dirs: cfg.LogDirs, MinFreeBytes: cfg.LogDirMinFreeBytes, Default: cfg.Storage, Logger: o.Logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval, FlushCheckInterval: cfg.FlushCheckInterval,
 		CheckpointInterval: cfg.CheckpointInterval, RecoveryThreads: cfg.RecoveryThreads,
-		ProducerSnapshot: n.pcells.hook,
-		DisableCleaner:   !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
+		HighWatermarkCheckpointInterval: cfg.HighWatermarkCheckpointInterval,
+		ProducerSnapshot:                n.pcells.hook,
+		DisableCleaner:                  !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
 		CleanerIOMaxBytesPerSecond: cfg.CleanerIOMaxBytesPerSecond, CleanerDedupeBufferSize: cfg.CleanerDedupeBufferSize,
 		CleanerBackoff: cfg.CleanerBackoff,
 	})
@@ -220,7 +222,10 @@ func Open(o Options) (_ *Node, err error) {
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
-	n.groups = newGroupCoordinator(n) // before the follower: reconcile tells it of __consumer_offsets
+	n.groups = newGroupCoordinator(n)                // before the follower: reconcile tells it of __consumer_offsets
+	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
+		return nil, err
+	}
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
 
@@ -425,6 +430,9 @@ func (n *Node) Close() error {
 		}
 		n.connWG.Wait()
 		n.loops.Wait()
+		if n.replicas != nil {
+			n.replicas.close() // no follower appends once the logs close
+		}
 		if n.groups != nil {
 			n.groups.close()
 		}

@@ -17,6 +17,7 @@ import (
 //	  producer-id-block                     first data dir only: "next=<end of the reserved block>\n"
 //	  recovery-point-offset-checkpoint      "0\n<count>\n<topic> <partition> <offset>\n..."
 //	  log-start-offset-checkpoint           same format
+//	  replication-offset-checkpoint         same format: high watermarks (replica.high.watermark.checkpoint.interval.ms, close)
 //	  cleaner-offset-checkpoint             same format: first dirty offset of compacted logs
 //	  <topic>-<partition>/                  one [Log]
 //	    00000000000000000000.log            record batches (v2) exactly as on the wire
@@ -63,6 +64,10 @@ const (
 	CleanShutdownFile = ".kafka_cleanshutdown"
 	// RecoveryPointCheckpointFile holds each log's recovery point.
 	RecoveryPointCheckpointFile = "recovery-point-offset-checkpoint"
+	// ReplicationOffsetCheckpointFile holds each log's high watermark as
+	// the broker last published it (Kafka's replication-offset-checkpoint):
+	// where a restarted replica's high watermark starts.
+	ReplicationOffsetCheckpointFile = "replication-offset-checkpoint"
 	// LogStartOffsetCheckpointFile holds each log's start offset.
 	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
 	// CleanerCheckpointFile holds each compacted log's first dirty offset

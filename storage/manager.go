@@ -28,7 +28,11 @@ type ManagerOptions struct {
 	RetentionCheckInterval time.Duration // log.retention.check.interval.ms (5 min)
 	FlushCheckInterval     time.Duration // log.flush.scheduler.interval.ms (1 s here; Kafka: never)
 	CheckpointInterval     time.Duration // log.flush.offset.checkpoint.interval.ms (1 min)
-	RecoveryThreads        int           // num.recovery.threads.per.data.dir (default 2)
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms (5 s; 0 = 5 s): how
+	// often replication-offset-checkpoint is written.
+	HighWatermarkCheckpointInterval time.Duration
+	RecoveryThreads                 int // num.recovery.threads.per.data.dir (default 2)
 
 	// Full disks (dirs.go). Appends to a directory are refused with
 	// ErrLogDirFull while its free space is below MinFreeBytes, or after a
@@ -171,6 +175,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		d     *logDir
 		rp    int64
 		lso   int64
+		hw    int64
 		clean bool
 	}
 	var loads []toLoad
@@ -190,6 +195,13 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		if err != nil {
 			o.Logger.Warn("storage: log start offset checkpoint unreadable", "dir", d.path, "err", err)
 			lsos = map[checkpoint.TopicPartition]int64{}
+		}
+		hws, err := checkpoint.ReadOffsets(o.FS, filepath.Join(d.path, ReplicationOffsetCheckpointFile))
+		if err != nil {
+			// Only where a high watermark restarts from: the leader's
+			// fetches bring it back.
+			o.Logger.Warn("storage: replication offset checkpoint unreadable", "dir", d.path, "err", err)
+			hws = map[checkpoint.TopicPartition]int64{}
 		}
 		for tp, rp := range rps {
 			checkpointed[tp] = rp
@@ -218,7 +230,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 				return nil, fmt.Errorf("storage: %s-%d is in both %s and %s", topic, part, prev, d.path)
 			}
 			where[tp] = d.path
-			loads = append(loads, toLoad{tp: tp, d: d, rp: rps[tp], lso: lsos[tp], clean: d.clean})
+			loads = append(loads, toLoad{tp: tp, d: d, rp: rps[tp], lso: lsos[tp], hw: hws[tp], clean: d.clean})
 		}
 		m.measureFree(d)
 	}
@@ -255,7 +267,9 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 					cfg = c
 				}
 			}
-			l, err := OpenLog(m.logOptions(ld.d, ld.tp, cfg, ld.rp, ld.lso, ld.clean))
+			lo := m.logOptions(ld.d, ld.tp, cfg, ld.rp, ld.lso, ld.clean)
+			lo.HighWatermark = ld.hw
+			l, err := OpenLog(lo)
 			resMu.Lock()
 			defer resMu.Unlock()
 			if err != nil {
@@ -553,6 +567,11 @@ func (m *Manager) Start() {
 	m.loop(m.opts.RetentionCheckInterval, func() { m.RunRetention() })
 	m.loop(m.opts.FlushCheckInterval, m.flushDue)
 	m.loop(m.opts.CheckpointInterval, func() { _ = m.Checkpoint() })
+	hwEvery := m.opts.HighWatermarkCheckpointInterval
+	if hwEvery <= 0 {
+		hwEvery = 5 * time.Second
+	}
+	m.loop(hwEvery, func() { _ = m.CheckpointHighWatermarks() })
 	m.loop(m.opts.FreeCheckInterval, m.checkFree)
 	m.wg.Add(1)
 	go func() {
@@ -634,6 +653,41 @@ func (m *Manager) Checkpoint() error {
 	return errors.Join(errs...)
 }
 
+// CheckpointHighWatermarks writes the replication-offset-checkpoint of
+// every data directory: each log's high watermark as the broker last set
+// it ([Log.SetHighWatermark]). It runs every
+// HighWatermarkCheckpointInterval, and with the other checkpoints
+// ([Manager.Checkpoint], at close).
+func (m *Manager) CheckpointHighWatermarks() error {
+	m.cpMu.Lock()
+	defer m.cpMu.Unlock()
+	var errs []error
+	logs := m.Logs()
+	for _, d := range m.dirs {
+		if d.failed.Load() {
+			continue
+		}
+		if err := m.checkpointHWDir(d, logs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) checkpointHWDir(d *logDir, logs []*Log) error {
+	hws := map[checkpoint.TopicPartition]int64{}
+	for _, l := range logs {
+		if filepath.Dir(l.dir) == d.path {
+			hws[checkpoint.TopicPartition{Topic: l.topic, Partition: l.partition}] = l.HighWatermark()
+		}
+	}
+	if err := checkpoint.WriteOffsets(m.opts.FS, filepath.Join(d.path, ReplicationOffsetCheckpointFile), hws); err != nil {
+		m.ioError(d, err)
+		return fmt.Errorf("storage: write high watermarks: %w", err)
+	}
+	return nil
+}
+
 func (m *Manager) checkpointDir(d *logDir, logs []*Log) error {
 	rps := map[checkpoint.TopicPartition]int64{}
 	lsos := map[checkpoint.TopicPartition]int64{}
@@ -653,7 +707,7 @@ func (m *Manager) checkpointDir(d *logDir, logs []*Log) error {
 		m.ioError(d, err)
 		return fmt.Errorf("storage: write log start offsets: %w", err)
 	}
-	return nil
+	return m.checkpointHWDir(d, logs)
 }
 
 func (m *Manager) closeLogs() error {
