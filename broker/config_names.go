@@ -33,12 +33,12 @@ var KafkaIgnoredSettings = []string{
 	// replication (not built yet: replication factor 1)
 	"num.replica.alter.log.dirs.threads", "replica.lag.time.max.ms", "replica.socket.timeout.ms",
 	"replica.socket.receive.buffer.bytes", "replica.high.watermark.checkpoint.interval.ms",
-	"replica.selector.class", "min.insync.replicas", "unclean.leader.election.enable",
+	"replica.selector.class",
 	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-	"leader.imbalance.per.broker.percentage", "controlled.shutdown.enable",
+	"leader.imbalance.per.broker.percentage",
 	"controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",
 	"inter.broker.protocol.version",
-	"listener.security.protocol.map", "security.inter.broker.protocol", "broker.rack",
+	"listener.security.protocol.map", "security.inter.broker.protocol",
 	"early.start.listeners", "initial.broker.registration.timeout.ms",
 	// transactions and producer ids (not built yet)
 	"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
