@@ -162,7 +162,7 @@ func TestReadmeCluster3(t *testing.T) {
 			continue // TestMain built ./strata from this source
 		}
 		if strings.HasPrefix(line, "scripts/cluster3 stop") {
-			checkCluster3(t, addrs, checked)
+			checkCluster3(t, dir, addrs, checked)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", line)
@@ -203,8 +203,10 @@ func TestReadmeCluster3(t *testing.T) {
 
 // checkCluster3 checks, through franz-go, what the README promises of the
 // running cluster: three brokers, topic t and __consumer_offsets with
-// three replicas each, every replica in the ISR.
-func checkCluster3(t *testing.T, addrs []string, checked map[string]bool) {
+// three replicas each, every replica in the ISR, and t's
+// min.insync.replicas 2 from the nodes' properties; and no node warned
+// of a setting it ignores.
+func checkCluster3(t *testing.T, dir string, addrs []string, checked map[string]bool) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
@@ -236,6 +238,36 @@ func checkCluster3(t *testing.T, addrs []string, checked map[string]bool) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), procWait)
+	defer cancel()
+	rcs, err := adm.DescribeTopicConfigs(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var minISR string
+	for _, c := range rc.Configs {
+		if c.Key == "min.insync.replicas" && c.Value != nil {
+			minISR = *c.Value
+		}
+	}
+	if minISR != "2" {
+		t.Errorf("topic t: min.insync.replicas %q, want 2 (the nodes' min.insync.replicas)", minISR)
+	}
+	for n := 1; n <= 3; n++ {
+		b, err := os.ReadFile(filepath.Join(dir, "strata-cluster3", fmt.Sprintf("node%d.log", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "not implemented by Strata") {
+				t.Errorf("node %d ignores a setting of scripts/cluster3: %s", n, l)
+			}
+		}
 	}
 	checked["cluster"] = true
 }
