@@ -364,7 +364,8 @@ func TestComposeSettingsAreDocumented(t *testing.T) {
 		}
 	}
 	// One cluster: three voters, each node's CONTROLLER listener among
-	// them under its id; topics and __consumer_offsets at three replicas.
+	// them under its id; topics and __consumer_offsets at three replicas,
+	// two in sync for acks=all.
 	for i, name := range strataNodes {
 		env := svcs[name].Environment
 		_, ctl, _ := strings.Cut(env["STRATA_LISTENERS"], ",CONTROLLER://0.0.0.0:")
@@ -372,9 +373,9 @@ func TestComposeSettingsAreDocumented(t *testing.T) {
 		if voters := strings.Split(env["STRATA_CONTROLLER_QUORUM_VOTERS"], ","); len(voters) != 3 || !slices.Contains(voters, voter) {
 			t.Errorf("%s: controller.quorum.voters %q, want three voters, %s among them", name, env["STRATA_CONTROLLER_QUORUM_VOTERS"], voter)
 		}
-		for _, k := range []string{"STRATA_DEFAULT_REPLICATION_FACTOR", "STRATA_OFFSETS_TOPIC_REPLICATION_FACTOR"} {
-			if env[k] != "3" {
-				t.Errorf("%s: %s=%q, want 3", name, k, env[k])
+		for k, want := range map[string]string{"STRATA_DEFAULT_REPLICATION_FACTOR": "3", "STRATA_OFFSETS_TOPIC_REPLICATION_FACTOR": "3", "STRATA_MIN_INSYNC_REPLICAS": "2"} {
+			if env[k] != want {
+				t.Errorf("%s: %s=%q, want %s", name, k, env[k], want)
 			}
 		}
 	}
