@@ -43,6 +43,10 @@ type tier struct {
 	mu        sync.Mutex
 	led       map[tpKey]int32 // partitions handed to the uploader, by leader epoch
 	restoring map[string]int  // topics being restored: not handed to the uploader yet
+	// followed are the remote-storage partitions this broker replicates
+	// without leading: their remote-uploaded offset follows the
+	// controller's COPY_FINISHED records (replica_tier.go).
+	followed map[tpKey]bool
 }
 
 // startTier builds the uploader and reader once the controller service is
@@ -53,7 +57,7 @@ func (n *Node) startTier() error {
 		return nil
 	}
 	ts := n.cfg.Tiering
-	t := &tier{n: n, led: map[tpKey]int32{}, restoring: map[string]int{}}
+	t := &tier{n: n, led: map[tpKey]int32{}, restoring: map[string]int{}, followed: map[tpKey]bool{}}
 	up, err := tiering.NewUploader(tiering.UploaderConfig{
 		Store: n.remote, Prefix: "", Meta: tierMeta{n}, BrokerID: n.cfg.NodeID,
 		Threads: ts.CopierThreads, Interval: ts.TaskInterval, CopyMaxBytesPerSecond: ts.CopyMaxBytesPerSecond,
@@ -109,6 +113,13 @@ func (t *tier) track(p *partition, leader, remote bool) {
 	k := tpKey{p.topic, p.index}
 	epoch := p.leaderEpoch.Load()
 	t.mu.Lock()
+	follow := !leader && remote
+	newFollower := follow && !t.followed[k]
+	if follow {
+		t.followed[k] = true
+	} else {
+		delete(t.followed, k)
+	}
 	prev, had := t.led[k]
 	// A topic being restored is not led by the uploader until every
 	// segment of its manifests is registered: its orphan scan would take
@@ -121,12 +132,18 @@ func (t *tier) track(p *partition, leader, remote bool) {
 		delete(t.led, k)
 	default:
 		t.mu.Unlock()
+		if newFollower {
+			t.followUploaded(p)
+		}
 		return
 	}
 	t.mu.Unlock()
 	part := tiering.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}
 	if !lead {
 		t.up.Resign(part)
+		if newFollower {
+			t.followUploaded(p)
+		}
 		return
 	}
 	if err := t.restartEmpty(p); err != nil {
@@ -164,6 +181,7 @@ func (t *tier) untrack(p *partition) {
 	t.mu.Lock()
 	_, had := t.led[tpKey{p.topic, p.index}]
 	delete(t.led, tpKey{p.topic, p.index})
+	delete(t.followed, tpKey{p.topic, p.index})
 	t.mu.Unlock()
 	if had {
 		t.up.Resign(tiering.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index})
