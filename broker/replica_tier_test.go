@@ -8,10 +8,12 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/tiering"
 )
 
@@ -371,4 +375,203 @@ func TestTieredFollowersNeverUploadAndFollowTheUploadedOffset(t *testing.T) {
 	c.stop(3)
 	c.start(3)
 	testutil.Eventually(t, testWait, uploaded(3), "restarted follower 3's remote-uploaded offset")
+}
+
+func TestRebuildEpochs(t *testing.T) {
+	seg := func(base, end int64, es ...int64) metadata.RemoteSegmentInfo {
+		s := metadata.RemoteSegmentInfo{BaseOffset: base, EndOffset: end}
+		for i := 0; i+1 < len(es); i += 2 {
+			s.LeaderEpochs = append(s.LeaderEpochs, metadata.EpochStart{Epoch: int32(es[i]), StartOffset: es[i+1]})
+		}
+		return s
+	}
+	es := func(pairs ...int64) []checkpoint.EpochEntry {
+		var out []checkpoint.EpochEntry
+		for i := 0; i+1 < len(pairs); i += 2 {
+			out = append(out, checkpoint.EpochEntry{Epoch: int32(pairs[i]), StartOffset: pairs[i+1]})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name           string
+		segs           []metadata.RemoteSegmentInfo
+		logStart, next int64
+		want           []checkpoint.EpochEntry
+	}{
+		{"none", nil, 0, 100, nil},
+		{"one segment", []metadata.RemoteSegmentInfo{seg(0, 99, 0, 0, 1, 40)}, 0, 100, es(0, 0, 1, 40)},
+		{"clamped starts take the earliest", []metadata.RemoteSegmentInfo{
+			seg(0, 99, 0, 0, 1, 40), seg(100, 199, 1, 100, 3, 150), seg(200, 299, 3, 200)}, 0, 300,
+			es(0, 0, 1, 40, 3, 150)},
+		{"entries at or above next go", []metadata.RemoteSegmentInfo{
+			seg(0, 99, 0, 0), seg(50, 149, 0, 50, 2, 120)}, 0, 100, es(0, 0)},
+		{"log start collapses older entries", []metadata.RemoteSegmentInfo{
+			seg(0, 99, 0, 0, 1, 40), seg(100, 199, 1, 100, 3, 150)}, 120, 200, es(1, 120, 3, 150)},
+		{"log start on an entry", []metadata.RemoteSegmentInfo{
+			seg(0, 99, 0, 0, 1, 40), seg(100, 199, 3, 150)}, 40, 200, es(1, 40, 3, 150)},
+		{"a newer epoch at an older start wins", []metadata.RemoteSegmentInfo{
+			seg(0, 99, 0, 0, 1, 50), seg(40, 140, 0, 40, 2, 50)}, 0, 141, es(0, 0, 2, 50)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rebuildEpochs(tc.segs, tc.logStart, tc.next)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// isolatedReplica opens a log of topic-0 outside any node (no fetcher,
+// no reconcile touches it), with stale records in it, as the partition a
+// fetcher would hand to rebuildFromTier.
+func isolatedReplica(t *testing.T, topic string, id [16]byte, stale int) *partition {
+	t.Helper()
+	cfg := storage.DefaultConfig()
+	cfg.RemoteStorageEnable = true
+	l, err := storage.OpenLog(storage.LogOptions{Dir: filepath.Join(t.TempDir(), topic+"-0"), Topic: topic, Partition: 0, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for i := 0; i < stale; i++ {
+		if _, err := l.Append(recordBatch(time.Now().UnixMilli(), "stale"), storage.AppendOptions{LeaderEpoch: 0, AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newPartition(topic, id, 0, l)
+	if _, err := p.loadProducerState(&producerCell{}, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestTieredFollowerRebuildsFromTheTier: a follower (here a replica log
+// no fetcher touches, driven as the fetcher would: H3's fetcher calls
+// the same function on OFFSET_MOVED_TO_TIERED_STORAGE) whose fetch offset
+// is below the leader's local start truncates fully, restarts after the
+// remote segment holding the leader's local start - 1 with the leader's
+// log start, that segment's leader epochs and its producer snapshot, and
+// fetches on from there: its log then holds the leader's bytes exactly.
+func TestTieredFollowerRebuildsFromTheTier(t *testing.T) {
+	settings, objects := tierClusterSettings(t, nil)
+	c := startCluster(t, 3, settings)
+	const topic = "tier-rebuild"
+	c.createAssigned(topic, tierTopicConfigs(), []int32{2, 3, 1})
+	cl := c.client()
+	const uploaded, total = 600, 650
+	produceTier(t, cl, topic, 0, uploaded)
+	rollPartition(t, c.node(2), topic, 0)
+	c.waitRemoteEnd(topic, 0, uploaded-1)
+	// Every segment went up with the producer state at its end, including
+	// those rolled before the first upload finished.
+	for k, size := range fsBucket(objects)(t, "") {
+		if strings.HasSuffix(k, "."+tiering.ExtSnapshot) && size == 0 {
+			t.Errorf("%s is empty: the idempotent producer's state is missing", k)
+		}
+	}
+	lp := c.node(2).partition(topic, 0)
+	testutil.Eventually(t, testWait, func() bool { return lp.log.LocalLogStartOffset() > 0 }, "the leader's local retention")
+	produceTier(t, cl, topic, uploaded, total) // local on the leader only
+	pid, _, err := cl.ProducerID(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderLogStart, leaderLocalStart := lp.log.LogStartOffset(), lp.log.LocalLogStartOffset()
+
+	fp := isolatedReplica(t, topic, lp.topicID, 3)
+	n3 := c.node(3)
+	ctx := testCtx(t)
+
+	// Nothing remote holds an offset past the remote end: refused, and the
+	// replica is left as it was.
+	if _, err := n3.rebuildFromTier(ctx, fp, leaderLogStart, total+10); !errors.Is(err, errTierRebuild) {
+		t.Fatalf("rebuild past the remote end: %v, want errTierRebuild", err)
+	}
+	if fp.log.LogEndOffset() != 3 {
+		t.Fatalf("a refused rebuild changed the log: end %d", fp.log.LogEndOffset())
+	}
+
+	resume, err := n3.rebuildFromTier(ctx, fp, leaderLogStart, leaderLocalStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var covering metadata.RemoteSegmentInfo
+	for _, s := range c.finishedSegments(topic, 0) {
+		if s.BaseOffset <= leaderLocalStart-1 && leaderLocalStart-1 <= s.EndOffset {
+			covering = s
+		}
+	}
+	if resume != covering.EndOffset+1 || resume < leaderLocalStart {
+		t.Fatalf("resume at %d; the segment holding %d is [%d, %d]", resume, leaderLocalStart-1, covering.BaseOffset, covering.EndOffset)
+	}
+	l := fp.log
+	if l.LogStartOffset() != leaderLogStart || l.LocalLogStartOffset() != resume || l.LogEndOffset() != resume || l.RemoteUploadedOffset() != resume {
+		t.Fatalf("rebuilt log: start %d local %d end %d uploaded %d; want %d %d %d %d", l.LogStartOffset(), l.LocalLogStartOffset(),
+			l.LogEndOffset(), l.RemoteUploadedOffset(), leaderLogStart, resume, resume, resume)
+	}
+	var wantEpochs []checkpoint.EpochEntry
+	for _, e := range lp.log.LeaderEpochs().Entries() {
+		if e.StartOffset < resume {
+			wantEpochs = append(wantEpochs, e)
+		}
+	}
+	if got := l.LeaderEpochs().Entries(); !slices.Equal(got, wantEpochs) {
+		t.Fatalf("rebuilt epochs %v, the leader's below %d %v", got, resume, wantEpochs)
+	}
+	// The producer state is the one at the segment's end: this producer's
+	// last batch is the segment's last record (one record a batch, its
+	// sequence equal to its offset).
+	fp.prod.mu.Lock()
+	e, ok := fp.prod.st.Entry(pid)
+	fp.prod.mu.Unlock()
+	if !ok || len(e.Batches) == 0 {
+		t.Fatalf("producer %d unknown to the rebuilt replica", pid)
+	}
+	if last := e.Batches[len(e.Batches)-1]; last.LastOffset != resume-1 || int64(last.LastSeq) != resume-1 {
+		t.Fatalf("producer %d's last batch %+v, want the one at offset %d", pid, last, resume-1)
+	}
+	if _, data, ok, err := l.LatestProducerSnapshot(); err != nil || !ok || len(data) == 0 {
+		t.Fatalf("no producer snapshot on disk after the rebuild (ok %v, err %v)", ok, err)
+	}
+
+	// The fetcher resumes at resume: the leader's batches appended as they
+	// are give the leader's bytes.
+	for off := resume; off < lp.log.LogEndOffset(); {
+		v, err := lp.log.Read(off, 1<<20, lp.hw.Load())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := v.Bytes()
+		v.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(b, storage.AppendOptions{AssignOffsets: false}); err != nil {
+			t.Fatalf("append the leader's batches at %d: %v", off, err)
+		}
+		off = v.NextOffset
+	}
+	for off := resume; off < total; off++ {
+		lv, err1 := lp.log.Read(off, 1, total)
+		fv, err2 := l.Read(off, 1, total)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("read %d: %v / %v", off, err1, err2)
+		}
+		lb, _ := lv.Bytes()
+		fb, _ := fv.Bytes()
+		lv.Release()
+		fv.Release()
+		if string(lb) != string(fb) {
+			t.Fatalf("offset %d differs between leader and rebuilt follower", off)
+		}
+	}
+
+	// Remote storage off: refused.
+	off := isolatedReplica(t, topic, lp.topicID, 0)
+	cfg := off.log.Config()
+	cfg.RemoteStorageEnable = false
+	off.log.SetConfig(cfg)
+	if _, err := n3.rebuildFromTier(ctx, off, leaderLogStart, leaderLocalStart); !errors.Is(err, errTierRebuild) {
+		t.Fatalf("rebuild without remote storage: %v", err)
+	}
 }

@@ -110,6 +110,16 @@ func (t *tier) track(p *partition, leader, remote bool) {
 	if t == nil || !t.ready.Load() {
 		return
 	}
+	if remote {
+		// Every replica of a tiered partition keeps the producer snapshots
+		// of the segments not uploaded yet (storage keeps those above the
+		// remote-uploaded offset): the leader uploads each segment with the
+		// snapshot at its end, and a follower may lead and upload next. At
+		// -1 (no uploader runs for the log) storage keeps only the last
+		// two, and every segment rolled before the first upload went up
+		// with an empty .snapshot; 0 says "nothing uploaded yet".
+		p.log.SetRemoteUploadedOffset(0)
+	}
 	k := tpKey{p.topic, p.index}
 	epoch := p.leaderEpoch.Load()
 	t.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -166,6 +167,69 @@ func (l *Log) RestartAt(logStart, next int64) error {
 		return err
 	}
 	return l.SetRemoteLogStart(logStart)
+}
+
+// RestartFromTier empties the log and restarts it at next with the
+// auxiliary state a replica rebuilt from the remote tier needs (KIP-405's
+// follower path): log start offset logStart (<= next; the data below next
+// is served from the remote tier), the leader-epoch history epochs (the
+// entries starting below next; what the remote segments record), and the
+// producer snapshot at next (snapshot; nil: no idempotent producer
+// state). The whole change happens under the append lock, so no append or
+// read of the new log sees it half done; on disk the order is: the old
+// segments renamed away and the new one created (truncation), then the
+// epoch checkpoint, then <next>.snapshot, then the directory synced. A
+// crash in between leaves an empty log at next without the later parts:
+// the replica then fetches from next again and, if the leader no longer
+// holds it, rebuilds once more.
+//
+// Errors: ErrOffsetOutOfRange for logStart outside [0, next]; a bad epoch
+// list (checkpoint.ErrInvalidEpoch) before anything changes; any I/O
+// failure latches the log as for Truncate.
+func (l *Log) RestartFromTier(logStart, next int64, epochs []checkpoint.EpochEntry, snapshot []byte) error {
+	if logStart > next || logStart < 0 {
+		return fmt.Errorf("%w: restart at %d with log start %d", ErrOffsetOutOfRange, next, logStart)
+	}
+	var keep []checkpoint.EpochEntry
+	for _, e := range epochs {
+		if e.StartOffset < next {
+			keep = append(keep, e)
+		}
+	}
+	for i, e := range keep {
+		if e.Epoch < 0 || e.StartOffset < 0 || i > 0 && (e.Epoch <= keep[i-1].Epoch || e.StartOffset <= keep[i-1].StartOffset) {
+			return fmt.Errorf("%w: entry %d (%d, %d)", checkpoint.ErrInvalidEpoch, i, e.Epoch, e.StartOffset)
+		}
+	}
+	l.mu.Lock()
+	err := l.restartFromTierLocked(logStart, next, keep, snapshot)
+	l.mu.Unlock()
+	if err == nil && l.onTruncate != nil {
+		l.onTruncate()
+	}
+	return err
+}
+
+func (l *Log) restartFromTierLocked(logStart, next int64, epochs []checkpoint.EpochEntry, snapshot []byte) error {
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if err := l.truncateFullyLocked(next); err != nil {
+		return err
+	}
+	l.logStart.Store(logStart)
+	if err := l.epochs.Reset(epochs); err != nil {
+		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
+	}
+	if snapshot != nil {
+		if err := vfs.WriteFileAtomicDeferDirSync(l.fs, l.snapshotPath(next), snapshot); err != nil {
+			return l.failLocked(fmt.Errorf("producer snapshot at %d: %w", next, err))
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	return nil
 }
 
 // BytesView returns a ReadView over records held in memory (batches read
