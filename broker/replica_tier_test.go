@@ -313,6 +313,16 @@ func TestTieredFailoverNewLeaderResumesUploadAndServesFromTier(t *testing.T) {
 	c.stop(2)
 	leader := c.waitLeader(topic, 0, 2)
 	t.Logf("new leader %d; remote %v", leader, segRanges(c.finishedSegments(topic, 0)))
+	// The new leader's epoch history holds what the remote tier's
+	// segments record, and its own epoch from its log end (KIP-279),
+	// before any append.
+	np := c.node(leader).partition(topic, 0)
+	if end := np.log.LogEndOffset(); end == first {
+		want := []checkpoint.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: np.leaderEpoch.Load(), StartOffset: first}}
+		if got := np.log.LeaderEpochs().Entries(); !slices.Equal(got, want) {
+			t.Fatalf("new leader's epochs %v, want %v", got, want)
+		}
+	}
 
 	// Everything acknowledged before the failover is readable from the
 	// new leader: what its local log lacks comes from the tier.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/tiering"
 )
 
@@ -251,7 +252,17 @@ func (t *tier) restartEmpty(p *partition) error {
 	if l.LogEndOffset() != l.LocalLogStartOffset() || l.LogEndOffset() > end {
 		return nil
 	}
-	if err := l.RestartAt(start, end+1); err != nil {
+	// The leader-epoch history comes with the data (what the remote
+	// segments record), and the leader's own epoch starts at the new end
+	// (KIP-279: written before any append, so OffsetsForLeaderEpoch from
+	// followers is answered from the first moment).
+	epochs := rebuildEpochs(t.finished(p.topicID, p.index), start, end+1)
+	if p.leader.Load() {
+		if e := p.leaderEpoch.Load(); e >= 0 && (len(epochs) == 0 || e > epochs[len(epochs)-1].Epoch) {
+			epochs = append(epochs, checkpoint.EpochEntry{Epoch: e, StartOffset: end + 1})
+		}
+	}
+	if err := l.RestartFromTier(start, end+1, epochs, nil); err != nil {
 		return err
 	}
 	l.SetRemoteUploadedOffset(end + 1)

@@ -171,17 +171,19 @@ func (l *Log) RestartAt(logStart, next int64) error {
 
 // RestartFromTier empties the log and restarts it at next with the
 // auxiliary state a replica rebuilt from the remote tier needs (KIP-405's
-// follower path): log start offset logStart (<= next; the data below next
-// is served from the remote tier), the leader-epoch history epochs (the
-// entries starting below next; what the remote segments record), and the
-// producer snapshot at next (snapshot; nil: no idempotent producer
-// state). The whole change happens under the append lock, so no append or
-// read of the new log sees it half done; on disk the order is: the old
-// segments renamed away and the new one created (truncation), then the
-// epoch checkpoint, then <next>.snapshot, then the directory synced. A
-// crash in between leaves an empty log at next without the later parts:
-// the replica then fetches from next again and, if the leader no longer
-// holds it, rebuilds once more.
+// follower path, and a leader whose local log is gone): log start offset
+// logStart (<= next; the data below next is served from the remote
+// tier), the leader-epoch history epochs (what the remote segments
+// record; an entry starting at next is kept, a new leader's own epoch as
+// KIP-279 wants it, later ones go), and the producer snapshot at next
+// (snapshot; nil: no idempotent producer state). The whole change happens
+// under the append lock, so no append or read of the new log sees it half
+// done; on disk the order is: the old segments renamed away and the new
+// one created (truncation), then the epoch checkpoint, then
+// <next>.snapshot, then the directory synced. A crash in between leaves an
+// empty log at next without the later parts: the replica then fetches
+// from next again and, if the leader no longer holds it, rebuilds once
+// more.
 //
 // Errors: ErrOffsetOutOfRange for logStart outside [0, next]; a bad epoch
 // list (checkpoint.ErrInvalidEpoch) before anything changes; any I/O
@@ -192,7 +194,7 @@ func (l *Log) RestartFromTier(logStart, next int64, epochs []checkpoint.EpochEnt
 	}
 	var keep []checkpoint.EpochEntry
 	for _, e := range epochs {
-		if e.StartOffset < next {
+		if e.StartOffset <= next {
 			keep = append(keep, e)
 		}
 	}
