@@ -248,3 +248,26 @@ func rebuildEpochs(segs []metadata.RemoteSegmentInfo, logStart, next int64) []ch
 	}
 	return out
 }
+
+// lastTieredStart is KIP-1023 (follower.fetch.last.tiered.offset.enable):
+// for a follower of a tiered partition whose local log is empty and
+// below the remote end (a new replica, a lost disk), the fetcher may skip
+// copying what the remote tier already holds and start after it: it calls
+// rebuildFromTierAt(ctx, p, logStart, last) with what this returns (the
+// remote tier's start and its last offset, from the image) before its
+// first fetch, and fetches from the offset that returns. ok is false when
+// the setting is off, the topic is not tiered, the log holds data, or
+// nothing is tiered yet: fetch as usual. The cost (KIP-1023's): leading,
+// such a replica serves everything below its local start from the tier.
+func (n *Node) lastTieredStart(p *partition) (logStart, last int64, ok bool) {
+	t := n.tier
+	if t == nil || !n.cfg.Tiering.FollowerFetchLastTiered || !p.log.Config().RemoteStorageEnable {
+		return -1, -1, false
+	}
+	start, end, ok := t.remoteRange(p)
+	l := p.log
+	if !ok || l.LogEndOffset() != l.LocalLogStartOffset() || l.LogEndOffset() > end {
+		return -1, -1, false
+	}
+	return start, end, true
+}

@@ -585,3 +585,40 @@ func TestTieredFollowerRebuildsFromTheTier(t *testing.T) {
 		t.Fatalf("rebuild without remote storage: %v", err)
 	}
 }
+
+// TestTieredEmptyFollowerStartsAfterTheLastTieredOffset (KIP-1023): with
+// follower.fetch.last.tiered.offset.enable an empty follower rebuilds
+// after the remote tier's last offset rather than the leader's local
+// start; one holding data, or with the setting off, fetches as usual.
+func TestTieredEmptyFollowerStartsAfterTheLastTieredOffset(t *testing.T) {
+	settings, _ := tierClusterSettings(t, map[string]string{"follower.fetch.last.tiered.offset.enable": "true"})
+	c := startCluster(t, 3, settings)
+	const topic = "tier-kip1023"
+	c.createAssigned(topic, tierTopicConfigs(), []int32{2, 3, 1})
+	cl := c.client()
+	produceTier(t, cl, topic, 0, 300)
+	rollPartition(t, c.node(2), topic, 0)
+	c.waitRemoteEnd(topic, 0, 299)
+	lp := c.node(2).partition(topic, 0)
+	n3 := c.node(3)
+
+	if _, _, ok := n3.lastTieredStart(isolatedReplica(t, topic, lp.topicID, 2)); ok {
+		t.Fatal("a follower holding data starts after the last tiered offset")
+	}
+	fp := isolatedReplica(t, topic, lp.topicID, 0)
+	start, last, ok := n3.lastTieredStart(fp)
+	if !ok || start != 0 || last != 299 {
+		t.Fatalf("lastTieredStart = %d, %d, %v; want 0, 299, true", start, last, ok)
+	}
+	resume, err := n3.rebuildFromTierAt(testCtx(t), fp, start, last)
+	if err != nil || resume != 300 {
+		t.Fatalf("rebuild at the last tiered offset: resume %d, %v; want 300", resume, err)
+	}
+	if fp.log.LogStartOffset() != 0 || fp.log.LogEndOffset() != 300 {
+		t.Fatalf("rebuilt: start %d end %d", fp.log.LogStartOffset(), fp.log.LogEndOffset())
+	}
+	n3.cfg.Tiering.FollowerFetchLastTiered = false
+	if _, _, ok := n3.lastTieredStart(isolatedReplica(t, topic, lp.topicID, 0)); ok {
+		t.Fatal("the setting off, an empty follower still starts after the last tiered offset")
+	}
+}
