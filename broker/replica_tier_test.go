@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/tiering"
+	"github.com/strata-io/strata/tiering/objstore"
 )
 
 // tierClusterSettings are the settings of a tiered in-process cluster:
@@ -310,18 +312,38 @@ func TestTieredFailoverNewLeaderResumesUploadAndServesFromTier(t *testing.T) {
 	rollPartition(t, c.node(2), topic, 0)
 	c.waitRemoteEnd(topic, 0, first-1)
 
+	// The old leader dies mid-copy: its next segment COPY_STARTED, one
+	// object put. The new leader must take it for an orphan (another
+	// broker's, so at once), delete it and its objects, and copy the
+	// range itself.
+	lp := c.node(2).partition(topic, 0)
+	orphan := metadata.RemoteSegmentRecord{SegmentID: uuid.New(), TopicID: lp.topicID, Partition: 0,
+		BaseOffset: first, EndOffset: first + 49, MaxTimestamp: -1, SizeBytes: 3,
+		LeaderEpochs: []metadata.EpochStart{{Epoch: 0, StartOffset: first}},
+		State:        metadata.CopyStarted, BrokerID: 2, EventTimestamp: time.Now().UnixMilli()}
+	ctx := testCtx(t)
+	if err := (tierMeta{c.node(2)}).CommitRemoteSegment(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	orphanKey := tiering.FromInfo(topic, metadata.RemoteSegmentInfo{SegmentID: orphan.SegmentID, TopicID: orphan.TopicID,
+		BaseOffset: orphan.BaseOffset, EndOffset: orphan.EndOffset}).Key("", tiering.ExtLog)
+	if _, err := c.node(2).RemoteStore().Put(ctx, orphanKey, strings.NewReader("abc"), 3, objstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	c.stop(2)
 	leader := c.waitLeader(topic, 0, 2)
 	t.Logf("new leader %d; remote %v", leader, segRanges(c.finishedSegments(topic, 0)))
 	// The new leader's epoch history holds what the remote tier's
 	// segments record, and its own epoch from its log end (KIP-279),
 	// before any append.
+	// (Its log holds the records, replicated, or restarts empty after the
+	// remote end; either way it ends at first.)
 	np := c.node(leader).partition(topic, 0)
-	if end := np.log.LogEndOffset(); end == first {
-		want := []checkpoint.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: np.leaderEpoch.Load(), StartOffset: first}}
-		if got := np.log.LeaderEpochs().Entries(); !slices.Equal(got, want) {
-			t.Fatalf("new leader's epochs %v, want %v", got, want)
-		}
+	testutil.Eventually(t, testWait, func() bool { return np.log.LogEndOffset() == first }, "the new leader's log end at %d", first)
+	want := []checkpoint.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: np.leaderEpoch.Load(), StartOffset: first}}
+	if got := np.log.LeaderEpochs().Entries(); !slices.Equal(got, want) {
+		t.Fatalf("new leader's epochs %v, want %v", got, want)
 	}
 
 	// Everything acknowledged before the failover is readable from the
@@ -335,6 +357,9 @@ func TestTieredFailoverNewLeaderResumesUploadAndServesFromTier(t *testing.T) {
 	testutil.Eventually(t, testWait, func() error {
 		return c.checkTierContiguous(c.node(leader), topic, 0, second-1)
 	}, "a contiguous remote tier")
+	if _, err := c.node(leader).RemoteStore().Head(ctx, orphanKey); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("the old leader's orphan object: %v, want deleted", err)
+	}
 	consumeTier(t, c.client(), topic, second)
 }
 

@@ -177,13 +177,14 @@ func (l *Log) RestartAt(logStart, next int64) error {
 // record; an entry starting at next is kept, a new leader's own epoch as
 // KIP-279 wants it, later ones go), and the producer snapshot at next
 // (snapshot; nil: no idempotent producer state). The whole change happens
-// under the append lock, so no append or read of the new log sees it half
-// done; on disk the order is: the old segments renamed away and the new
-// one created (truncation), then the epoch checkpoint, then
-// <next>.snapshot, then the directory synced. A crash in between leaves an
-// empty log at next without the later parts: the replica then fetches
-// from next again and, if the leader no longer holds it, rebuilds once
-// more.
+// under the append lock, so no append sees it half done, and a lock-free
+// reader that sees the new log end sees the new log start and epochs
+// too; on disk the order is: the old segments renamed away and the new
+// one created, then the epoch checkpoint, then (the new segment list
+// published) <next>.snapshot, then the directory synced. A crash in
+// between leaves an empty log at next without the later parts: the
+// replica then fetches from next again and, if the leader no longer
+// holds it, rebuilds once more.
 //
 // Errors: ErrOffsetOutOfRange for logStart outside [0, next]; a bad epoch
 // list (checkpoint.ErrInvalidEpoch) before anything changes; any I/O
@@ -216,12 +217,8 @@ func (l *Log) restartFromTierLocked(logStart, next int64, epochs []checkpoint.Ep
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
-	if err := l.truncateFullyLocked(next); err != nil {
+	if err := l.restartLocked(logStart, next, epochs); err != nil {
 		return err
-	}
-	l.logStart.Store(logStart)
-	if err := l.epochs.Reset(epochs); err != nil {
-		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
 	}
 	if snapshot != nil {
 		if err := vfs.WriteFileAtomicDeferDirSync(l.fs, l.snapshotPath(next), snapshot); err != nil {
