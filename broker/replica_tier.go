@@ -271,3 +271,55 @@ func (n *Node) lastTieredStart(p *partition) (logStart, last int64, ok bool) {
 	}
 	return start, end, true
 }
+
+// restoreProducers gives a partition restarted empty at next after the
+// remote tier (restartEmpty: a lost disk, a restore, an unclean election
+// of an empty replica) the producer state uploaded with the remote
+// segment ending at next - 1, so idempotent producers keep their
+// sequences across the loss. The .snapshot object is fetched on a
+// goroutine of the node (reconcile must not wait for the object store);
+// it is installed only if nothing was appended meanwhile (the log still
+// ends at next), under p.appendMu, else the state built from those
+// appends stays and a warning says the earlier producers' state is lost.
+// The state reaches disk with the next roll's or close's snapshot.
+func (t *tier) restoreProducers(p *partition, next int64) {
+	n := t.n
+	var seg metadata.RemoteSegmentInfo
+	var ok bool
+	n.view(func(st *metadata.State) { seg, _, ok = st.FinishedRemoteSegmentAt(p.topicID, p.index, next-1) })
+	if !ok || seg.EndOffset != next-1 {
+		return
+	}
+	n.loops.Add(1)
+	go func() {
+		defer n.loops.Done()
+		snap, err := t.fetchSnapshot(n.ctx, tiering.FromInfo(p.topic, seg))
+		if err != nil {
+			n.logger.Warn("broker: producer snapshot of the remote tier unreadable; idempotent producers start over",
+				"topic", p.topic, "partition", p.index, "segment", seg.SegmentID, "err", err)
+			return
+		}
+		if len(snap) == 0 {
+			return
+		}
+		st := producer.New(producer.Options{})
+		if err := st.Restore(snap); err != nil {
+			n.logger.Warn("broker: producer snapshot of the remote tier corrupt; idempotent producers start over",
+				"topic", p.topic, "partition", p.index, "segment", seg.SegmentID, "err", err)
+			return
+		}
+		p.appendMu.Lock()
+		defer p.appendMu.Unlock()
+		if p.log.LogEndOffset() != next {
+			n.logger.Warn("broker: records appended before the remote tier's producer snapshot arrived; the earlier producers' state is lost",
+				"topic", p.topic, "partition", p.index, "restarted_at", next, "log_end", p.log.LogEndOffset())
+			return
+		}
+		c := p.prod
+		c.mu.Lock()
+		c.st, c.lastExpiryMs = st, time.Now().UnixMilli()
+		c.mu.Unlock()
+		n.logger.Info("broker: producer state restored from the remote tier", "topic", p.topic, "partition", p.index,
+			"producers", st.Producers(), "at", next)
+	}()
+}

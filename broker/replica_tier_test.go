@@ -345,6 +345,24 @@ func TestTieredFailoverNewLeaderResumesUploadAndServesFromTier(t *testing.T) {
 	if got := np.log.LeaderEpochs().Entries(); !slices.Equal(got, want) {
 		t.Fatalf("new leader's epochs %v, want %v", got, want)
 	}
+	// And the idempotent producer's state: its last batch is the last
+	// record before the failover (one record a batch, sequence = offset).
+	pid, _, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testWait, func() error {
+		np.prod.mu.Lock()
+		e, ok := np.prod.st.Entry(pid)
+		np.prod.mu.Unlock()
+		if !ok || len(e.Batches) == 0 {
+			return fmt.Errorf("producer %d unknown to the new leader", pid)
+		}
+		if last := e.Batches[len(e.Batches)-1]; last.LastOffset != first-1 || int64(last.LastSeq) != first-1 {
+			return fmt.Errorf("producer %d's last batch %+v, want the one at offset %d", pid, last, first-1)
+		}
+		return nil
+	}, "the new leader's producer state")
 
 	// Everything acknowledged before the failover is readable from the
 	// new leader: what its local log lacks comes from the tier.

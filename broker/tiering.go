@@ -265,6 +265,7 @@ func (t *tier) restartEmpty(p *partition) error {
 	if err := l.RestartFromTier(start, end+1, epochs, nil); err != nil {
 		return err
 	}
+	t.restoreProducers(p, end+1) // replica_tier.go: the producer snapshot, off this path
 	l.SetRemoteUploadedOffset(end + 1)
 	p.raiseHW(end + 1)
 	switch {
