@@ -185,6 +185,7 @@ func (n *Node) rebuildFromTierAt(ctx context.Context, p *partition, leaderLogSta
 	}
 	p.log.SetRemoteUploadedOffset(next)
 	p.raiseHW(next)
+	t.rebuilds.Add(1)
 	n.logger.Info("broker: replica rebuilt from the remote tier", "topic", p.topic, "partition", p.index,
 		"log_start", logStart, "resume_at", next, "segment", seg.SegmentID, "epochs", len(epochs), "producer_snapshot_bytes", len(snap))
 	return next, nil

@@ -48,6 +48,9 @@ type tier struct {
 	// without leading: their remote-uploaded offset follows the
 	// controller's COPY_FINISHED records (replica_tier.go).
 	followed map[tpKey]bool
+	// rebuilds counts replicas rebuilt from the remote tier
+	// (rebuildFromTierAt).
+	rebuilds atomic.Uint64
 }
 
 // startTier builds the uploader and reader once the controller service is
