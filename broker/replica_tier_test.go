@@ -418,6 +418,16 @@ func TestTieredFollowersNeverUploadAndFollowTheUploadedOffset(t *testing.T) {
 	}
 	for _, id := range []int32{1, 3} {
 		testutil.Eventually(t, testWait, uploaded(id), "follower %d's remote-uploaded offset", id)
+		// A follower holding the records (followers replicating) deletes
+		// the uploaded ones by local.retention.bytes, as the leader does.
+		if fp := c.node(id).partition(topic, 0); fp.log.LogEndOffset() == n {
+			testutil.Eventually(t, testWait, func() error {
+				if ls, sz := fp.log.LocalLogStartOffset(), fp.log.Size(); ls == 0 || sz > 3*(4<<10) {
+					return fmt.Errorf("follower %d: local start %d, %d bytes", id, ls, sz)
+				}
+				return nil
+			}, "follower %d's local retention", id)
+		}
 		st, err := c.node(id).TierStatus(topic)
 		if err != nil || len(st) != 0 {
 			t.Fatalf("follower %d's uploader holds %+v (err %v), want nothing", id, st, err)
