@@ -603,24 +603,44 @@ func TestTieredFollowerRebuildsFromTheTier(t *testing.T) {
 	}
 
 	// The fetcher resumes at resume: the leader's batches appended as they
-	// are give the leader's bytes.
-	for off := resume; off < lp.log.LogEndOffset(); {
-		v, err := lp.log.Read(off, 1<<20, lp.hw.Load())
-		if err != nil {
+	// are give the leader's bytes. The leader's local retention may move
+	// its local start past resume meanwhile: then, as the fetcher would be
+	// told again, rebuild again.
+	fetch := func(from int64) error {
+		for off := from; off < lp.log.LogEndOffset(); {
+			v, err := lp.log.Read(off, 1<<20, lp.hw.Load())
+			if err != nil {
+				return err
+			}
+			b, err := v.Bytes()
+			v.Release()
+			if err != nil {
+				return err
+			}
+			if _, err := l.Append(b, storage.AppendOptions{AssignOffsets: false}); err != nil {
+				t.Fatalf("append the leader's batches at %d: %v", off, err)
+			}
+			off = v.NextOffset
+		}
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		err := fetch(resume)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, storage.ErrOffsetOutOfRange) || attempt == 5 {
+			t.Fatalf("fetch from %d: %v", resume, err)
+		}
+		if resume, err = n3.rebuildFromTier(ctx, fp, lp.log.LogStartOffset(), lp.log.LocalLogStartOffset()); err != nil {
 			t.Fatal(err)
 		}
-		b, err := v.Bytes()
-		v.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Append(b, storage.AppendOptions{AssignOffsets: false}); err != nil {
-			t.Fatalf("append the leader's batches at %d: %v", off, err)
-		}
-		off = v.NextOffset
 	}
 	for off := resume; off < total; off++ {
 		lv, err1 := lp.log.Read(off, 1, total)
+		if errors.Is(err1, storage.ErrOffsetOutOfRange) && off < lp.log.LocalLogStartOffset() {
+			continue // deleted by the leader's local retention meanwhile
+		}
 		fv, err2 := l.Read(off, 1, total)
 		if err1 != nil || err2 != nil {
 			t.Fatalf("read %d: %v / %v", off, err1, err2)
@@ -732,6 +752,9 @@ func TestTieredFollowerRebuildsEndToEnd(t *testing.T) {
 	}
 	for off := fp.log.LocalLogStartOffset(); off < total; off++ {
 		lv, err1 := lp.log.Read(off, 1, total)
+		if errors.Is(err1, storage.ErrOffsetOutOfRange) && off < lp.log.LocalLogStartOffset() {
+			continue // deleted by the leader's local retention
+		}
 		fv, err2 := fp.log.Read(off, 1, total)
 		if err1 != nil || err2 != nil {
 			t.Fatalf("read %d: %v / %v", off, err1, err2)
