@@ -280,9 +280,9 @@ func (n *Node) lastTieredStart(p *partition) (logStart, last int64, ok bool) {
 // sequences across the loss. The .snapshot object is fetched on a
 // goroutine of the node (reconcile must not wait for the object store);
 // it is installed only if nothing was appended meanwhile (the log still
-// ends at next), under p.appendMu, else the state built from those
-// appends stays and a warning says the earlier producers' state is lost.
-// The state reaches disk with the next roll's or close's snapshot.
+// ends at next), under p.appendMu, and written as <next>.snapshot so a
+// restart finds it; else the state built from those appends stays and a
+// warning says the earlier producers' state is lost.
 func (t *tier) restoreProducers(p *partition, next int64) {
 	n := t.n
 	var seg metadata.RemoteSegmentInfo
@@ -320,6 +320,9 @@ func (t *tier) restoreProducers(p *partition, next int64) {
 		c.mu.Lock()
 		c.st, c.lastExpiryMs = st, time.Now().UnixMilli()
 		c.mu.Unlock()
+		if err := p.log.SnapshotProducers(); err != nil {
+			n.logger.Warn("broker: producer snapshot not written after restoring it from the remote tier", "topic", p.topic, "partition", p.index, "err", err)
+		}
 		n.logger.Info("broker: producer state restored from the remote tier", "topic", p.topic, "partition", p.index,
 			"producers", st.Producers(), "at", next)
 	}()

@@ -368,6 +368,14 @@ func TestTieredFailoverNewLeaderResumesUploadAndServesFromTier(t *testing.T) {
 		}
 		return nil
 	}, "the new leader's producer state")
+	if np.log.LocalLogStartOffset() == first { // restarted empty: the restored state is on disk too
+		testutil.Eventually(t, testWait, func() error {
+			if off, data, ok, err := np.log.LatestProducerSnapshot(); err != nil || !ok || off != first || len(data) == 0 {
+				return fmt.Errorf("at %d, %d bytes, ok %v, err %v; want one at %d", off, len(data), ok, err, first)
+			}
+			return nil
+		}, "the new leader's producer snapshot on disk")
+	}
 
 	// Everything acknowledged before the failover is readable from the
 	// new leader: what its local log lacks comes from the tier.

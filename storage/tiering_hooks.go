@@ -231,6 +231,29 @@ func (l *Log) restartFromTierLocked(logStart, next int64, epochs []checkpoint.Ep
 	return nil
 }
 
+// SnapshotProducers writes the producer snapshot at the log end now
+// (through LogOptions.ProducerSnapshot), durably, as a roll would: the
+// broker calls it after installing producer state that came from
+// elsewhere (the remote tier), so a restart finds it. A log without a
+// snapshot hook, or whose hook has nothing, writes nothing.
+func (l *Log) SnapshotProducers() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if l.snapshot == nil {
+		return nil
+	}
+	if err := l.writeSnapshotLocked(l.active().next.Load()); err != nil {
+		return l.failLocked(fmt.Errorf("producer snapshot: %w", err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(err)
+	}
+	return nil
+}
+
 // BytesView returns a ReadView over records held in memory (batches read
 // from the remote tier): the fetch path sends it like a file region, by
 // copying instead of sendfile. first and next are the view's FirstOffset

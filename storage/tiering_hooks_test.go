@@ -159,3 +159,27 @@ func TestRestartFromTierInstallsEpochsAndSnapshot(t *testing.T) {
 		t.Fatalf("a refused restart changed the log: end %d", e.log.LogEndOffset())
 	}
 }
+
+// SnapshotProducers writes the hook's producer snapshot at the log end
+// now; without a hook it writes nothing.
+func TestSnapshotProducersWritesAtTheLogEnd(t *testing.T) {
+	e := newEnv(t)
+	e.appendBatches(3, 1, 10)
+	if err := e.log.SnapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _ := e.log.LatestProducerSnapshot(); ok {
+		t.Fatal("a log without a snapshot hook wrote a snapshot")
+	}
+	e.log.Close()
+	e.snap = func(off int64) ([]byte, error) { return fmt.Appendf(nil, "state at %d", off), nil }
+	e.open(true, 0, 0)
+	e.appendBatches(2, 1, 10)
+	if err := e.log.SnapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	off, data, ok, err := e.log.LatestProducerSnapshot()
+	if err != nil || !ok || off != 5 || string(data) != "state at 5" {
+		t.Fatalf("snapshot at %d %q ok %v err %v, want at 5", off, data, ok, err)
+	}
+}
