@@ -60,12 +60,13 @@ import (
 
 func init() { register(0, 3, handleProduce) }
 
-func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
+func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
 	resp := kmsg.NewPtrProduceResponse()
 	badAcks := req.Acks != -1 && req.Acks != 0 && req.Acks != 1
 	failed := 0
 	nowMs := time.Now().UnixMilli()
+	var waits []produceWait
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -81,7 +82,12 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 			case topicErr != nil:
 				err = topicErr
 			default:
-				err = n.producePartition(name, exists, tp, nowMs, &rp)
+				var wait *produceWait
+				wait, err = n.producePartition(name, exists, tp, req.Acks, nowMs, &rp)
+				if wait != nil {
+					wait.topic, wait.part = len(resp.Topics), len(rt.Partitions)
+					waits = append(waits, *wait)
+				}
 			}
 			if err != nil {
 				failed++
@@ -117,30 +123,96 @@ func handleProduce(_ context.Context, n *Node, r *request) (*frame, error) {
 		}
 		return nil, nil
 	}
+	if len(waits) > 0 {
+		return n.deferProduce(ctx, r, req, resp, waits), nil
+	}
 	return encodeResponse(r, resp), nil
 }
 
-func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, nowMs int64, rp *kmsg.ProduceResponseTopicPartition) error {
+// produceWait is an acks=-1 partition whose batch the HW does not cover
+// yet: response entry resp.Topics[topic].Partitions[part].
+type produceWait struct {
+	p           *partition
+	last        int64 // the batch's last offset: done when HW > last
+	epoch       int32 // the leader epoch it was appended in
+	topic, part int
+}
+
+// deferProduce answers an acks=-1 produce once every waiting partition's
+// HW covers its batch, or the request's timeout passes, in a frame the
+// connection's writer waits for (conn.go) while the executor runs the next
+// requests.
+func (n *Node) deferProduce(ctx context.Context, r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, waits []produceWait) *frame {
+	d := &deferred{done: make(chan struct{})}
+	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
+	go func() {
+		defer close(d.done)
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-n.stopping:
+				cancel() // shutdown: answer now, the client retries elsewhere
+			case <-wctx.Done():
+			}
+		}()
+		for _, w := range waits {
+			rp := &resp.Topics[w.topic].Partitions[w.part]
+			err := w.p.waitHWInEpoch(wctx, w.last, w.epoch)
+			switch {
+			case err == nil:
+				err = w.p.acksAllResult()
+			case errors.Is(err, context.DeadlineExceeded):
+				err = kerr.RequestTimedOut
+			case errors.Is(err, context.Canceled):
+				err = kerr.NotLeaderForPartition
+			}
+			if err != nil {
+				rp.ErrorCode = errCode(err)
+				rp.BaseOffset, rp.LogAppendTime = -1, -1
+				r.metrics().partitionError("Produce", rp.ErrorCode)
+				if r.version >= 8 {
+					rp.ErrorMessage = kmsg.StringPtr(err.Error())
+				}
+			}
+		}
+		d.f = encodeResponse(r, resp)
+	}()
+	return &frame{later: d}
+}
+
+// producePartition appends one partition's records; for acks=-1 it
+// returns what to wait for when the HW does not cover the batch yet.
+func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, acks int16, nowMs int64, rp *kmsg.ProduceResponseTopicPartition) (*produceWait, error) {
 	if topic == offsetsTopic {
 		// Kafka: "Cannot append to internal topic" for clients (only the
 		// group coordinator writes it, coordinator.go).
-		return kerr.InvalidTopicException
+		return nil, kerr.InvalidTopicException
 	}
 	p := n.partition(topic, tp.Partition)
 	if p == nil {
-		return n.missingPartitionErr(topic, topicExists, tp.Partition)
+		return nil, n.missingPartitionErr(topic, topicExists, tp.Partition)
 	}
 	if err := p.checkLeader(-1); err != nil {
-		return err
+		return nil, err
 	}
+	if acks == -1 {
+		if err := p.acksAllCheck(); err != nil {
+			return nil, err
+		}
+	}
+	epoch := p.leaderEpoch.Load()
 	res, err := p.appendRecords(tp.Records, nowMs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rp.BaseOffset = res.baseOffset
 	rp.LogAppendTime = res.logAppendTime
 	rp.LogStartOffset = res.logStartOffset
-	return nil
+	if acks == -1 && p.hw.Load() <= res.lastOffset {
+		return &produceWait{p: p, last: res.lastOffset, epoch: epoch}, nil
+	}
+	return nil, nil
 }
 
 // resolveTopic finds a request's topic by name (byID false) or id. exists

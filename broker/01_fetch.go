@@ -45,11 +45,31 @@ package broker
 // Kafka; the others carry all three. Errors of the whole request (session
 // errors) are top-level, with no partitions.
 //
-// Differences from Kafka: follower fetches (replica id >= 0) are served
-// like consumer fetches until replication exists (their sessions are
-// privileged in the session cache, as in Kafka). Read-committed reads stop
-// at the high watermark (there are no transactions yet, so the last stable
-// offset is the high watermark).
+// Follower fetches (REPLICATION.md §1.3): a fetch from replica id >= 0
+// (ReplicaState v15+, ReplicaID before) is checked for the leader epoch
+// (FENCED/UNKNOWN_LEADER_EPOCH), the assignment (a non-replica gets
+// UNKNOWN_LEADER_EPOCH when it sent an epoch, else NOT_LEADER_OR_FOLLOWER)
+// and its broker epoch (KIP-903: older than the registered one is
+// NOT_LEADER_OR_FOLLOWER). The leader's log start and LEO are taken before
+// the read. With LastFetchedEpoch (v12+, any fetch, as Kafka) the epoch's
+// end offset in the leader's epoch cache decides: undefined, or a fetch
+// offset below the log start, is OFFSET_OUT_OF_RANGE; an older epoch or an
+// end below the fetch offset answers DivergingEpoch{Epoch, EndOffset} at
+// once, without records or a state update. A follower reads up to the LEO
+// (consumers up to the HW); a fetch offset in [log start, local start) of
+// a remote-storage log is OFFSET_MOVED_TO_TIERED_STORAGE with HW and log
+// start. Then the follower's state is updated (replica_leader.go), which
+// may move the HW and expand the ISR. A parked follower fetch also answers
+// when the HW moves, and carries the HW as it is when answered, so
+// followers learn it one fetch later at most. Followers' sessions are
+// privileged in the session cache, as in Kafka.
+//
+// Consumers: an offset in (HW, LEO] is not out of range (empty, or parked);
+// above the LEO it is.
+//
+// Differences from Kafka: read-committed reads stop at the high watermark
+// (there are no transactions yet, so the last stable offset is the high
+// watermark). CurrentLeader (v12+) is not filled in on leadership errors.
 
 import (
 	"bytes"
@@ -65,6 +85,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/checkpoint"
 )
 
 func init() { register(1, 4, handleFetch) }
@@ -82,12 +103,32 @@ type fetchPart struct {
 	leaderEpoch int32
 	sp          *sessionPart // the session's entry, for sessions
 
-	p       *partition
-	err     error
-	view    storage.ReadView
-	hasView bool
-	read    bool  // read at least once
-	readHW  int64 // the high watermark the last read stopped at
+	// Follower fetches (replica >= 0): who, and what it sent.
+	replica          int32
+	replicaEpoch     int64 // broker epoch (ReplicaState, v15+); -1 unknown
+	lastFetchedEpoch int32 // v12+; -1 none
+	followerStart    int64 // the follower's log start offset (v5+)
+
+	p         *partition
+	err       error
+	view      storage.ReadView
+	hasView   bool
+	read      bool  // read at least once
+	readHW    int64 // the bound the last read stopped at: the HW (consumers) or LEO (followers)
+	hwSeen    int64 // followers: the HW after the last read's state update
+	diverging *kmsg.FetchResponseTopicPartitionDivergingEpoch
+}
+
+// follower reports whether the part is a follower's fetch.
+func (fp *fetchPart) follower() bool { return fp.replica >= 0 }
+
+// bound is how far the part may read: the LEO for a follower, the HW for
+// a consumer.
+func (fp *fetchPart) bound() int64 {
+	if fp.follower() {
+		return fp.p.log.LogEndOffset()
+	}
+	return fp.p.hw.Load()
 }
 
 // fetchKind is how a fetch relates to fetch sessions.
@@ -106,6 +147,10 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 	if err != nil {
 		resp.ErrorCode = errCode(err)
 		return encodeResponse(r, resp), nil
+	}
+	replica, replicaEpoch := fetchReplica(req, r.version)
+	for i := range parts {
+		parts[i].replica, parts[i].replicaEpoch = replica, replicaEpoch
 	}
 
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
@@ -138,8 +183,9 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 		}
 		total, anyErr, remote := n.readFetch(ctx, parts, req.MaxBytes)
 		// A fetch that read the remote tier answers at once: it already
-		// waited (up to remote.fetch.max.wait.ms) for the bucket.
-		if anyErr || remote || total >= int64(max(req.MinBytes, 1)) || w == nil || ctx.Err() != nil || stopping {
+		// waited (up to remote.fetch.max.wait.ms) for the bucket. A
+		// follower's answers when the HW moved, so it learns the HW now.
+		if anyErr || remote || total >= int64(max(req.MinBytes, 1)) || w == nil || ctx.Err() != nil || stopping || followerHWMoved(parts) {
 			break
 		}
 		left := time.Until(deadline)
@@ -178,6 +224,34 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 		answered = sess.update(parts, answered)
 	}
 	return encodeFetch(r, resp, parts, answered)
+}
+
+// fetchReplica returns the fetching replica's id (-1: a consumer) and
+// broker epoch (-1 unknown): ReplicaState from v15 (KIP-903), ReplicaID
+// before.
+func fetchReplica(req *kmsg.FetchRequest, version int16) (int32, int64) {
+	if version >= 15 {
+		if req.ReplicaState.ID >= 0 {
+			return req.ReplicaState.ID, req.ReplicaState.Epoch
+		}
+		return -1, -1
+	}
+	if req.ReplicaID >= 0 {
+		return req.ReplicaID, -1
+	}
+	return -1, -1
+}
+
+// followerHWMoved reports whether a follower's part without data has seen
+// the HW move since its read: the parked fetch answers with it.
+func followerHWMoved(parts []fetchPart) bool {
+	for i := range parts {
+		fp := &parts[i]
+		if fp.follower() && fp.p != nil && fp.read && !fp.hasView && fp.err == nil && fp.p.hw.Load() != fp.hwSeen {
+			return true
+		}
+	}
+	return false
 }
 
 // fetchPrivileged reports whether the fetch comes from a follower.
@@ -253,7 +327,8 @@ func (n *Node) fetchContext(req *kmsg.FetchRequest, version int16) (fetchKind, *
 	parts := make([]fetchPart, len(s.parts))
 	for i, sp := range s.parts {
 		parts[i] = fetchPart{topic: sp.topic, topicID: sp.topicID, partition: sp.partition,
-			fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, leaderEpoch: sp.leaderEpoch, sp: sp}
+			fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, leaderEpoch: sp.leaderEpoch, sp: sp,
+			lastFetchedEpoch: sp.lastFetchedEpoch, followerStart: sp.logStartOffset}
 	}
 	s.mu.Unlock()
 	n.fetchSessions.touch(s)
@@ -269,7 +344,13 @@ func newSessionKey(topic string, id [16]byte, byID bool, part int32) sessionKey 
 
 func newFetchPart(name string, id [16]byte, byID bool, rp *kmsg.FetchRequestTopicPartition, version int16) fetchPart {
 	fp := fetchPart{topic: name, partition: rp.Partition, fetchOffset: rp.FetchOffset,
-		maxBytes: rp.PartitionMaxBytes, leaderEpoch: -1}
+		maxBytes: rp.PartitionMaxBytes, leaderEpoch: -1, lastFetchedEpoch: -1, followerStart: -1}
+	if version >= 5 {
+		fp.followerStart = rp.LogStartOffset
+	}
+	if version >= 12 {
+		fp.lastFetchedEpoch = rp.LastFetchedEpoch
+	}
 	if byID {
 		fp.topicID = id
 	}
@@ -284,7 +365,8 @@ func newFetchPart(name string, id [16]byte, byID bool, rp *kmsg.FetchRequestTopi
 func (fp *fetchPart) sessionPart(byID, answered bool) *sessionPart {
 	sp := &sessionPart{key: newSessionKey(fp.topic, fp.topicID, byID, fp.partition),
 		topic: fp.topic, topicID: fp.topicID, partition: fp.partition,
-		fetchOffset: fp.fetchOffset, maxBytes: fp.maxBytes, leaderEpoch: fp.leaderEpoch}
+		fetchOffset: fp.fetchOffset, maxBytes: fp.maxBytes, leaderEpoch: fp.leaderEpoch,
+		lastFetchedEpoch: fp.lastFetchedEpoch, logStartOffset: fp.followerStart}
 	if answered {
 		sp.answered = true
 		sp.hw, sp.lastStable, sp.logStartOf = fp.offsets()
@@ -350,7 +432,7 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 		if fp.p == nil || !fp.read {
 			continue
 		}
-		if (fp.hasView && fp.p.hw.Load() != fp.readHW) || fp.p.checkLeader(fp.leaderEpoch) != nil ||
+		if (fp.hasView && fp.bound() != fp.readHW) || fp.p.checkLeader(fp.leaderEpoch) != nil ||
 			fp.fetchOffset < fp.p.log.LogStartOffset() {
 			full = true
 			break
@@ -379,12 +461,25 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 		if fp.hasView {
 			continue
 		}
-		hw := fp.p.hw.Load()
+		hw := fp.bound()
 		if fp.read && hw == fp.readHW {
 			continue // no data before, and nothing appended since
 		}
 		if fp.err = fp.p.checkLeader(fp.leaderEpoch); fp.err != nil {
 			anyErr = true
+			continue
+		}
+		if fp.lastFetchedEpoch >= 0 || fp.follower() {
+			answerNow := false
+			if answerNow, fp.err = n.checkReplicaFetch(fp, hw); fp.err != nil || answerNow {
+				anyErr = true
+				continue
+			}
+		}
+		if fp.follower() && fp.p.log.Config().RemoteStorageEnable &&
+			fp.fetchOffset >= fp.p.log.LogStartOffset() && fp.fetchOffset < fp.p.log.LocalLogStartOffset() {
+			// KIP-405: a follower rebuilds this part from the tier.
+			fp.err, anyErr = kerr.OffsetMovedToTieredStorage, true
 			continue
 		}
 		if n.tier.servesRemote(fp.p, fp.fetchOffset) {
@@ -409,6 +504,12 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 			fp.err = err
 			anyErr = true
 			continue
+		}
+		if fp.follower() {
+			// The LEO as it was before the read (hw here): appends racing
+			// with the fetch must not push the follower out of sync.
+			n.updateFollower(fp.p, fp.replica, fp.fetchOffset, fp.followerStart, hw, fp.replicaEpoch)
+			fp.hwSeen = fp.p.hw.Load()
 		}
 		if v.Size == 0 {
 			v.Release()
@@ -490,11 +591,13 @@ func releaseFetch(parts []fetchPart) {
 // the response carries for the partition: -1 for all three with an error,
 // as Kafka does.
 func (fp *fetchPart) offsets() (hw, lastStable, logStart int64) {
-	if fp.err != nil || fp.p == nil {
+	if fp.p == nil || (fp.err != nil && !errors.Is(fp.err, kerr.OffsetMovedToTieredStorage)) {
 		return -1, -1, -1
 	}
 	hw = fp.readHW
-	if !fp.read {
+	if !fp.read || fp.follower() || fp.err != nil {
+		// A follower learns the HW as it is now (raised by its own fetch
+		// perhaps); OFFSET_MOVED_TO_TIERED_STORAGE carries it too.
 		hw = fp.p.hw.Load()
 	}
 	return hw, hw, fp.p.log.LogStartOffset()
@@ -579,6 +682,9 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer
 		// ("invalid MessageSetSize -1"), and Kafka never sends one.
 		rp.RecordBatches = []byte{}
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = fp.offsets()
+		if fp.diverging != nil {
+			rp.DivergingEpoch = *fp.diverging
+		}
 		if fp.err != nil {
 			rp.ErrorCode = errCode(fp.err)
 			if errors.Is(fp.err, storage.ErrOffsetOutOfRange) {
@@ -635,4 +741,44 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer
 	binary.BigEndian.PutUint32(out, uint32(int64(len(out)-sizeLen)+spliced))
 	f.buf = out
 	return f, nil
+}
+
+// checkReplicaFetch runs the checks of a follower's fetch before its read
+// (and the divergence check of any fetch with LastFetchedEpoch), leo being
+// the log end taken before the read: the assignment, the broker epoch,
+// then the last fetched epoch's end offset. answerNow is set with
+// fp.diverging: the fetch answers at once, without records.
+func (n *Node) checkReplicaFetch(fp *fetchPart, leo int64) (answerNow bool, err error) {
+	p := fp.p
+	if fp.follower() {
+		isReplica, led := p.replicaOf(fp.replica)
+		switch {
+		case !led:
+			return false, kerr.NotLeaderForPartition
+		case !isReplica && fp.leaderEpoch >= 0:
+			return false, kerr.UnknownLeaderEpoch // reassignment in progress: the follower retries
+		case !isReplica:
+			return false, kerr.NotLeaderForPartition
+		}
+		if err := p.checkFollowerEpoch(fp.replica, fp.replicaEpoch); err != nil {
+			return false, err
+		}
+	}
+	fp.diverging = nil
+	if fp.lastFetchedEpoch < 0 {
+		return false, nil
+	}
+	logStart := p.log.LogStartOffset()
+	e, end := p.log.LeaderEpochs().EndOffsetFor(fp.lastFetchedEpoch, leo)
+	if e == checkpoint.UndefinedEpoch || end == checkpoint.UndefinedEpochOffset || fp.fetchOffset < logStart {
+		return false, kerr.OffsetOutOfRange
+	}
+	if e < fp.lastFetchedEpoch || end < fp.fetchOffset {
+		d := kmsg.NewFetchResponseTopicPartitionDivergingEpoch()
+		d.Epoch, d.EndOffset = e, end
+		fp.diverging = &d
+		fp.read, fp.readHW = true, leo
+		return true, nil
+	}
+	return false, nil
 }

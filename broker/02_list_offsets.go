@@ -5,7 +5,8 @@ package broker
 //
 // Behaviour, per partition, by the requested timestamp:
 //
-//	-1 latest          the high watermark (also for read_committed: no
+//	-1 latest          the high watermark (the log end offset for a replica,
+//	                   ReplicaID != -1; also for read_committed: no
 //	                   transactions yet, so the last stable offset is the HW)
 //	-2 earliest        the log start offset
 //	-3 max timestamp   the record with the largest timestamp (v7+, KIP-734)
@@ -23,6 +24,10 @@ package broker
 //
 // The answer carries the leader epoch of the returned offset from the
 // log's leader-epoch cache (v4+), and checks CurrentLeaderEpoch (KIP-320).
+// While a new leader's high watermark is below the start offset of its
+// epoch (it has not yet learnt what the previous leader committed), a
+// client's request (ReplicaID -1) is answered OFFSET_NOT_AVAILABLE (v5+;
+// LEADER_NOT_AVAILABLE before), as Kafka's fetchOffsetForTimestamp.
 // Errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
 // FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, INVALID_REQUEST (another
 // negative timestamp), KAFKA_STORAGE_ERROR.
@@ -65,7 +70,7 @@ func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error)
 				if r.version >= 4 {
 					epoch = tp.CurrentLeaderEpoch
 				}
-				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, &rp)
+				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, req.ReplicaID, r.version, &rp)
 			}
 			rp.ErrorCode = errCode(err)
 			rt.Partitions = append(rt.Partitions, rp)
@@ -75,7 +80,7 @@ func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error)
 	return encodeResponse(r, resp), nil
 }
 
-func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) error {
+func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, replicaID int32, version int16, rp *kmsg.ListOffsetsResponseTopicPartition) error {
 	p := n.partition(topic, index)
 	if p == nil {
 		return n.missingPartitionErr(topic, exists, index)
@@ -84,10 +89,19 @@ func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index,
 		return err
 	}
 	hw := p.hw.Load()
+	if replicaID < 0 && p.epochStartOffset() > hw {
+		if version >= 5 {
+			return kerr.OffsetNotAvailable
+		}
+		return kerr.LeaderNotAvailable
+	}
 	off, rts := int64(-1), int64(-1)
 	switch {
 	case ts == listLatest:
 		off = hw
+		if replicaID != -1 {
+			off = p.log.LogEndOffset()
+		}
 		rp.LeaderEpoch = p.leaderEpoch.Load()
 		rp.Offset, rp.Timestamp = off, rts
 		return nil

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/controller"
-	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/internal/props"
 	"github.com/strata-io/strata/storage"
@@ -48,7 +47,7 @@ var Settings = []Setting{
 	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener host:port serving /metrics, /healthz, /readyz, /debug/pprof/ (port 0 = any; empty = none)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
-	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1; only 1 (replication is not built yet)"},
+	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1 (at most the registered, unfenced brokers)"},
 	{"auto.create.topics.enable", "true", "create a topic when Metadata asks for one that does not exist"},
 	{"socket.request.max.bytes", "104857600", "largest request accepted; a larger size prefix closes the connection before anything is allocated"},
 	{"connections.max.idle.ms", "600000", "close a connection idle for this long"},
@@ -88,6 +87,8 @@ var Settings = []Setting{
 	{"log.retention.check.interval.ms", "300000", "how often retention runs"},
 	{"log.flush.scheduler.interval.ms", "1000", "how often flush.ms is checked"},
 	{"log.flush.offset.checkpoint.interval.ms", "60000", "how often recovery points are checkpointed"},
+	{"replica.lag.time.max.ms", "30000", "a follower that has not caught up to the leader's log end for this long leaves the ISR (checked every half of it)"},
+	{"replica.high.watermark.checkpoint.interval.ms", "5000", "how often each log's high watermark is written to replication-offset-checkpoint"},
 	{"num.recovery.threads.per.data.dir", "2", "logs loaded in parallel at start"},
 	{"strata.log.dir.min.free.bytes", "104857600", "a log dir with less free space refuses appends (KAFKA_STORAGE_ERROR; reads, deletes and retention go on) and takes them again once this much is free"},
 	{"group.initial.rebalance.delay.ms", "3000", "how long the first rebalance of an empty group waits for more members to join"},
@@ -95,13 +96,24 @@ var Settings = []Setting{
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
 	{"group.max.size", "2147483647", "most members one group may have"},
 	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
-	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets; only 1 (replication is not built yet)"},
+	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets (1, as Kafka's shipped server.properties sets it; 3 on a 3-node cluster)"},
 	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets"},
 	{"offsets.retention.minutes", "10080", "committed offsets of an Empty group expire this long after their commit"},
 	{"offsets.retention.check.interval.ms", "600000", "how often expired offsets are removed"},
 	{"offset.metadata.max.bytes", "4096", "largest metadata string an OffsetCommit may carry"},
 	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
 	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
+	{"broker.rack", "", "this broker's rack: replicas of a partition are placed on as many racks as possible"},
+	{"min.insync.replicas", "1", "min.insync.replicas of topics that do not set it (the controller's elections use it for KIP-966's ELR)"},
+	{"unclean.leader.election.enable", "false", "unclean.leader.election.enable of topics that do not set it: elect an out-of-sync replica (losing acknowledged records) rather than stay offline"},
+	{"controlled.shutdown.enable", "true", "on shutdown, first ask the controller to move this broker's leaderships and ISR memberships away (heartbeats with WantShutDown, at most broker.session.timeout.ms)"},
+	{"inter.broker.listener.name", "", "the registered listener followers fetch from (default: the first listener that is not the controller's)"},
+	{"num.replica.fetchers", "1", "fetcher loops per source broker; a followed partition is hashed onto one"},
+	{"replica.fetch.max.bytes", "1048576", "bytes a follower fetch asks of one partition (the first batch comes whole even when larger, KIP-74)"},
+	{"replica.fetch.response.max.bytes", "10485760", "bytes a follower fetch asks for in all (the first batch comes whole even when larger)"},
+	{"replica.fetch.wait.max.ms", "500", "how long the leader may hold a follower fetch that has fewer than replica.fetch.min.bytes"},
+	{"replica.fetch.min.bytes", "1", "bytes a follower fetch waits for before the leader answers"},
+	{"replica.fetch.backoff.ms", "1000", "how long a follower waits before fetching a partition again after an error"},
 	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
 	{"remote.log.storage.system.enable", "true", "open the remote (tiered) object store at start; topics tier with remote.storage.enable"},
 	{"remote.storage.backend", "fs", "object store of the remote tier: fs (a directory) or s3 (AWS S3, MinIO, S3-compatible)"},
@@ -290,6 +302,9 @@ type Config struct {
 	FlushCheckInterval     time.Duration
 	CheckpointInterval     time.Duration
 	RecoveryThreads        int
+	// Replication, leader side (replica_leader.go).
+	ReplicaLagTimeMax               time.Duration // replica.lag.time.max.ms
+	HighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms
 
 	// Log cleaner (log.cleaner.*; storage/cleaner*.go).
 	CleanerEnable              bool
@@ -301,6 +316,22 @@ type Config struct {
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
 	ElectionTimeout         time.Duration
+	// Rack is broker.rack, registered for rack-aware placement.
+	Rack string
+	// MinInsyncReplicas and UncleanLeaderElection are the broker-level
+	// min.insync.replicas and unclean.leader.election.enable (topics that
+	// set neither, and no cluster-wide dynamic default, take these).
+	MinInsyncReplicas     int32
+	UncleanLeaderElection bool
+	// ControlledShutdown is controlled.shutdown.enable: Close first has
+	// the controller move this broker's leaderships away.
+	ControlledShutdown bool
+
+	// The follower side of replication (replica.fetch.*, num.replica.fetchers;
+	// replica_fetcher.go). InterBrokerListenerName "" means the first
+	// registered listener that is not the controller's.
+	InterBrokerListenerName string
+	ReplicaFetch            ReplicaFetchSettings
 
 	// Remote tier (remote.*; tiering.OpenStore, broker/tiering_store.go).
 	RemoteStorageEnable bool
@@ -338,6 +369,17 @@ type TieringSettings struct {
 	// FollowerFetchLastTiered: an empty follower starts after the last
 	// tiered offset (follower.fetch.last.tiered.offset.enable, KIP-1023).
 	FollowerFetchLastTiered bool
+}
+
+// ReplicaFetchSettings are the replica fetcher's settings, with Kafka's
+// names and defaults.
+type ReplicaFetchSettings struct {
+	Fetchers         int           // num.replica.fetchers
+	MaxBytes         int32         // replica.fetch.max.bytes, per partition
+	ResponseMaxBytes int32         // replica.fetch.response.max.bytes
+	MaxWait          time.Duration // replica.fetch.wait.max.ms
+	MinBytes         int32         // replica.fetch.min.bytes
+	Backoff          time.Duration // replica.fetch.backoff.ms
 }
 
 // DefaultConfig returns the configuration of the table's defaults.
@@ -402,17 +444,14 @@ func ParseConfig(props map[string]string) (Config, error) {
 		}
 		return n
 	}
-	// oneReplica reads a replication factor: above
-	// metadata.MaxReplicationFactor it is a startup error rather than a
-	// refusal at each topic creation (or a topic quietly given fewer
-	// replicas than configured), so the operator learns it at once.
-	oneReplica := func(name string) int64 {
+	// rf reads a replication factor: 1 to 32767 (Kafka's short).
+	rf := func(name string) int16 {
 		n := i64(name, 1)
-		if n > metadata.MaxReplicationFactor {
-			bad(name, get(name), fmt.Sprintf("replication is not built yet, so a partition has exactly one replica: set %s=%d", name, metadata.MaxReplicationFactor))
-			return metadata.MaxReplicationFactor
+		if n > 1<<15-1 {
+			bad(name, get(name), "above 32767")
+			return 1
 		}
-		return n
+		return int16(n)
 	}
 	ms := func(name string, min int64) time.Duration {
 		n := i64(name, min)
@@ -492,7 +531,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 		}
 	}
 	c.NumPartitions = int32(i64("num.partitions", 1))
-	c.DefaultReplicationFactor = int16(oneReplica("default.replication.factor"))
+	c.DefaultReplicationFactor = rf("default.replication.factor")
 	c.AutoCreateTopics = boolean("auto.create.topics.enable")
 	c.SocketRequestMaxBytes = int32(min(i64("socket.request.max.bytes", 64), 1<<31-1))
 	c.ConnectionsMaxIdle = ms("connections.max.idle.ms", 1)
@@ -513,7 +552,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.GroupMaxSessionTimeout = ms("group.max.session.timeout.ms", 0)
 	c.GroupMaxSize = int(min(i64("group.max.size", 1), 1<<31-1))
 	c.OffsetsTopicPartitions = int32(min(i64("offsets.topic.num.partitions", 1), 1<<20))
-	c.OffsetsTopicReplicationFactor = int16(oneReplica("offsets.topic.replication.factor"))
+	c.OffsetsTopicReplicationFactor = rf("offsets.topic.replication.factor")
 	c.OffsetsTopicSegmentBytes = i64("offsets.topic.segment.bytes", 14)
 	c.OffsetsRetention = time.Duration(min(i64("offsets.retention.minutes", 1), 1<<40)) * time.Minute
 	c.OffsetsRetentionCheckInterval = ms("offsets.retention.check.interval.ms", 1)
@@ -595,11 +634,30 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.RetentionCheckInterval = ms("log.retention.check.interval.ms", 1)
 	c.FlushCheckInterval = ms("log.flush.scheduler.interval.ms", 1)
 	c.CheckpointInterval = ms("log.flush.offset.checkpoint.interval.ms", 1)
+	c.ReplicaLagTimeMax = ms("replica.lag.time.max.ms", 1)
+	c.HighWatermarkCheckpointInterval = ms("replica.high.watermark.checkpoint.interval.ms", 1)
 	c.RecoveryThreads = int(min(i64("num.recovery.threads.per.data.dir", 1), 64))
 	c.LogDirMinFreeBytes = i64("strata.log.dir.min.free.bytes", 0)
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)
 	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms", 1)
+	c.Rack = strings.TrimSpace(get("broker.rack"))
+	c.MinInsyncReplicas = int32(min(i64("min.insync.replicas", 1), 1<<31-1))
+	c.UncleanLeaderElection = boolean("unclean.leader.election.enable")
+	c.ControlledShutdown = boolean("controlled.shutdown.enable")
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
+	c.InterBrokerListenerName = strings.ToUpper(get("inter.broker.listener.name"))
+	if c.InterBrokerListenerName != "" && c.InterBrokerListenerName == c.ControllerListenerName {
+		bad("inter.broker.listener.name", get("inter.broker.listener.name"), "the controller's listener serves no fetches")
+	}
+	i32 := func(name string, lo int64) int32 { return int32(min(i64(name, lo), 1<<31-1)) }
+	c.ReplicaFetch = ReplicaFetchSettings{
+		Fetchers:         int(min(i64("num.replica.fetchers", 1), 256)),
+		MaxBytes:         i32("replica.fetch.max.bytes", 0),
+		ResponseMaxBytes: i32("replica.fetch.response.max.bytes", 0),
+		MaxWait:          ms("replica.fetch.wait.max.ms", 0),
+		MinBytes:         i32("replica.fetch.min.bytes", 1),
+		Backoff:          ms("replica.fetch.backoff.ms", 0),
+	}
 	c.RemoteStorageEnable = boolean("remote.log.storage.system.enable")
 	c.RemoteStore = tiering.StoreConfig{
 		Backend: get("remote.storage.backend"),
@@ -728,6 +786,8 @@ func (c *Config) controllerConfig(listenAddr string, voters []controller.Voter, 
 		MetadataLogDir:          c.MetadataLogDir,
 		BrokerSessionTimeout:    c.BrokerSessionTimeout,
 		BrokerHeartbeatInterval: c.BrokerHeartbeatInterval,
+		MinInsyncReplicas:       c.MinInsyncReplicas,
+		UncleanLeaderElection:   c.UncleanLeaderElection,
 		TickInterval:            tick,
 		ElectionTicks:           max(int(c.ElectionTimeout/tick), 2),
 		FrameReadTimeout:        c.RequestReadTimeout,

@@ -59,7 +59,7 @@ func TestLoadConfigRefusesUnknownNames(t *testing.T) {
 	}
 	var help strings.Builder
 	HelpIgnored(&help)
-	for _, n := range []string{"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "num.replica.fetchers"} {
+	for _, n := range []string{"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "num.replica.alter.log.dirs.threads"} {
 		if !strings.Contains(help.String(), " "+n) {
 			t.Errorf("HelpIgnored lacks %s", n)
 		}

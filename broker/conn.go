@@ -50,7 +50,9 @@ type request struct {
 }
 
 // slot is one request's place in the connection's order. The executor
-// runs run, fills f (or err) and closes done.
+// runs run, fills f (or err) and closes done. A handler may return a
+// deferred frame (frame.later, acks=-1 produces): the executor goes on
+// with the next request and the writer, in order, waits for it.
 type slot struct {
 	done chan struct{}
 	run  func(context.Context) (*frame, error)
@@ -361,6 +363,13 @@ func (c *conn) writeLoop() {
 		case <-s.done:
 		case <-c.ctx.Done():
 			<-s.done // handlers watch ctx; they finish promptly, and the executor skips the rest
+		}
+		if s.f != nil && s.f.later != nil {
+			// A deferred response (acks=-1): the executor has moved on;
+			// its completer watches ctx too.
+			d := s.f.later
+			<-d.done
+			s.f, s.err = d.f, d.err
 		}
 		c.pending.Add(-1)
 		<-c.tokens

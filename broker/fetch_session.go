@@ -83,9 +83,11 @@ type sessionPart struct {
 	topicID   [16]byte // the id the client named (v13+), else zero
 	partition int32
 
-	fetchOffset int64
-	maxBytes    int32
-	leaderEpoch int32
+	fetchOffset      int64
+	maxBytes         int32
+	leaderEpoch      int32
+	lastFetchedEpoch int32 // v12+, -1 none
+	logStartOffset   int64 // a follower's log start (v5+), -1 none
 
 	// What the last response carrying this partition said; answered is
 	// false until one did.
@@ -124,6 +126,7 @@ func nextFetchEpoch(e int32) int32 {
 func (s *fetchSession) addOrUpdateLocked(sp *sessionPart) {
 	if cur, ok := s.index[sp.key]; ok {
 		cur.fetchOffset, cur.maxBytes, cur.leaderEpoch = sp.fetchOffset, sp.maxBytes, sp.leaderEpoch
+		cur.lastFetchedEpoch, cur.logStartOffset = sp.lastFetchedEpoch, sp.logStartOffset
 		return
 	}
 	s.index[sp.key] = sp

@@ -18,6 +18,20 @@ import (
 type frame struct {
 	buf     []byte
 	splices []splice // ascending at
+	// later, if set, is a response still being completed (an acks=-1
+	// produce waiting for the high watermark): the writer waits for it, in
+	// the connection's order, and sends its frame instead; buf and
+	// splices are empty.
+	later *deferred
+}
+
+// deferred is a response completed after its handler returned: f or err
+// is set before done is closed. Whoever completes it watches the
+// connection's context, so a dying connection's writer is not held.
+type deferred struct {
+	done chan struct{}
+	f    *frame
+	err  error
 }
 
 // splice is a file region sent at position at of the frame's buf.

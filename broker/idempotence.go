@@ -240,6 +240,7 @@ func clientBatch(records []byte) (h batch.Header, ok bool, err error) {
 // produceResult is what a produce answers for one partition.
 type produceResult struct {
 	baseOffset     int64
+	lastOffset     int64 // the batch's last offset (the original's, for a duplicate)
 	logAppendTime  int64 // -1 on CreateTime topics
 	logStartOffset int64
 	duplicate      bool // acknowledged from the producer state, nothing appended
@@ -264,7 +265,7 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 		if err != nil {
 			return res, err
 		}
-		res.baseOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+		res.baseOffset, res.lastOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LastOffset, info.LogAppendTime, info.LogStartOffset
 		return res, nil
 	}
 
@@ -288,7 +289,7 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 			return res, err
 		}
 		res.duplicate = true
-		res.baseOffset, res.logStartOffset = dup.FirstOffset, p.log.LogStartOffset()
+		res.baseOffset, res.lastOffset, res.logStartOffset = dup.FirstOffset, dup.LastOffset, p.log.LogStartOffset()
 		if cfg.TimestampType == batch.LogAppendTime {
 			res.logAppendTime = dup.Timestamp
 		}
@@ -331,7 +332,7 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 		// did, the state would record wrong offsets, so say so loudly.
 		return res, fmt.Errorf("broker: append at %d, producer state expected %d: %w", info.FirstOffset, next, kerr.UnknownServerError)
 	}
-	res.baseOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+	res.baseOffset, res.lastOffset, res.logAppendTime, res.logStartOffset = info.FirstOffset, info.LastOffset, info.LogAppendTime, info.LogStartOffset
 	return res, nil
 }
 
@@ -356,3 +357,90 @@ func validateForAnswer(records []byte, cfg storage.Config) error {
 // connection instead of answering (a lost response, which makes a client
 // retry batches that were in fact appended).
 type produceHookFunc func(req *kmsg.ProduceRequest) error
+
+// appendAsFollower appends the leader's batches as they are (offsets,
+// leader epochs and timestamps kept; CRC checked by storage's CheckStored)
+// with one write, then records their producers in the producer state the
+// same way a reload replays the log (State.ReplayBatch: each batch's own
+// base offset and MaxTimestamp), so a follower elected leader dedupes
+// retries of what its predecessor acknowledged.
+//
+// The state is updated after the append, not in a Tx around it as a
+// leader does: a roll inside the append snapshots at the batches' first
+// offset, which none of them may be in, and a failed append (one write,
+// all or nothing) leaves nothing to undo.
+func (p *partition) appendAsFollower(records []byte) (storage.AppendInfo, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	info, err := p.log.Append(records, storage.AppendOptions{AssignOffsets: false})
+	if err != nil {
+		return info, err
+	}
+	if c := p.prod; c != nil {
+		c.mu.Lock()
+		if c.st != nil {
+			for rest := records; len(rest) > 0; {
+				b, r, err := batch.Split(rest)
+				if err != nil {
+					break // Append checked every batch: cannot happen
+				}
+				if h, err := batch.ParseHeader(b); err == nil && h.HasProducerID() {
+					c.st.ReplayBatch(h)
+				}
+				rest = r
+			}
+		}
+		c.mu.Unlock()
+	}
+	return info, nil
+}
+
+// truncateAsFollower cuts the log at offset (storage drops the whole batch
+// holding it), lowers the high watermark to the new end if it was above,
+// and drops the producer state at and above the new end, so the producer
+// state never remembers a batch the log no longer has.
+func (p *partition) truncateAsFollower(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.log.Truncate(offset); err != nil {
+		return err
+	}
+	p.afterTruncateLocked()
+	return nil
+}
+
+// truncateFullyAsFollower empties the log and restarts it at offset (a
+// follower below its leader's log start): the producer state starts over
+// empty.
+func (p *partition) truncateFullyAsFollower(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
+		return err
+	}
+	if c := p.prod; c != nil {
+		c.mu.Lock()
+		if c.st != nil {
+			c.st = producer.New(producer.Options{})
+		}
+		c.mu.Unlock()
+	}
+	p.afterTruncateLocked()
+	return nil
+}
+
+// afterTruncateLocked keeps the high watermark within [log start, LEO]
+// (as Kafka's UnifiedLog does after a truncation) and the producer state
+// within the log.
+func (p *partition) afterTruncateLocked() {
+	p.clampHW()
+	leo := p.log.LogEndOffset()
+	if c := p.prod; c != nil {
+		c.mu.Lock()
+		if c.st != nil {
+			c.st.TruncateTo(leo)
+		}
+		c.mu.Unlock()
+	}
+	p.wake()
+}

@@ -97,6 +97,7 @@ type Node struct {
 	parts   map[tpKey]*partition
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions (fetch_session.go)
+	replicas      *replicaFetchers   // the follower side: fetchers of the partitions followed here (replica_fetcher.go)
 	groups        *groupCoordinator  // consumer groups and committed offsets (coordinator.go)
 
 	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
@@ -173,8 +174,9 @@ func Open(o Options) (_ *Node, err error) {
 		Dir:                   cfg.LogDir, Dirs: cfg.LogDirs, MinFreeBytes: cfg.LogDirMinFreeBytes, Default: cfg.Storage, Logger: o.Logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval, FlushCheckInterval: cfg.FlushCheckInterval,
 		CheckpointInterval: cfg.CheckpointInterval, RecoveryThreads: cfg.RecoveryThreads,
-		ProducerSnapshot: n.pcells.hook,
-		DisableCleaner:   !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
+		HighWatermarkCheckpointInterval: cfg.HighWatermarkCheckpointInterval,
+		ProducerSnapshot:                n.pcells.hook,
+		DisableCleaner:                  !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
 		CleanerIOMaxBytesPerSecond: cfg.CleanerIOMaxBytesPerSecond, CleanerDedupeBufferSize: cfg.CleanerDedupeBufferSize,
 		CleanerBackoff: cfg.CleanerBackoff,
 	})
@@ -220,7 +222,10 @@ func Open(o Options) (_ *Node, err error) {
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
-	n.groups = newGroupCoordinator(n) // before the follower: reconcile tells it of __consumer_offsets
+	n.groups = newGroupCoordinator(n)                // before the follower: reconcile tells it of __consumer_offsets
+	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
+		return nil, err
+	}
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
 
@@ -395,6 +400,7 @@ func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 // marker. Idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.controlledShutdown()
 		n.health.serving.Store(false)
 		close(n.stopping)
 		for _, ln := range n.lns {
@@ -425,6 +431,9 @@ func (n *Node) Close() error {
 		}
 		n.connWG.Wait()
 		n.loops.Wait()
+		if n.replicas != nil {
+			n.replicas.close() // no follower appends once the logs close
+		}
 		if n.groups != nil {
 			n.groups.close()
 		}
@@ -445,6 +454,73 @@ func (n *Node) Close() error {
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
+}
+
+// controlledShutdown, the first step of Close (controlled.shutdown.enable,
+// KRaft's CONTROLLED_SHUTDOWN): while still serving, heartbeat with
+// WantShutDown every broker.heartbeat.interval.ms until the controller
+// answers ShouldShutDown (it has moved this broker's leaderships to other
+// ISR members and taken it out of every ISR), for at most
+// broker.session.timeout.ms: by then the controller would have fenced a
+// silent broker anyway, with the same moves. A broker that is fenced, the
+// only broker of its cluster (there is nobody to move to), or not
+// registered stops at once. It logs how long the move took.
+func (n *Node) controlledShutdown() {
+	if !n.cfg.ControlledShutdown || n.svc == nil || n.brokerEpoch.Load() <= 0 || n.fenced.Load() {
+		return
+	}
+	others := 0
+	n.view(func(st *metadata.State) {
+		for _, b := range st.Brokers() {
+			if b.ID != n.cfg.NodeID {
+				others++
+			}
+		}
+	})
+	if others == 0 {
+		return
+	}
+	start := time.Now()
+	deadline := start.Add(n.cfg.BrokerSessionTimeout)
+	for {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		resp, err := n.svc.BrokerHeartbeat(ctx, metadata.BrokerHeartbeatRequest{
+			BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(), CurrentMetadataOffset: n.metadataOffset(), WantShutDown: true,
+		})
+		cancel()
+		if err == nil && resp.ShouldShutDown {
+			n.fenced.Store(resp.IsFenced)
+			// Keep serving until this node's own view has the moves, so it
+			// answers NOT_LEADER_OR_FOLLOWER (clients go to the new leaders)
+			// rather than taking writes for partitions it no longer leads.
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			n.waitMetadata(ctx, func(st *metadata.State) bool { return !leadsAny(st, n.cfg.NodeID) })
+			cancel()
+			n.logger.Info("broker: controlled shutdown: leaderships moved away", "took", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if err != nil {
+			n.logger.Warn("broker: controlled shutdown heartbeat failed", "err", err)
+		}
+		wait := min(n.cfg.BrokerHeartbeatInterval, time.Until(deadline))
+		if wait <= 0 {
+			n.logger.Warn("broker: controlled shutdown not confirmed within broker.session.timeout.ms, stopping anyway", "took", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// leadsAny reports whether broker id leads a partition in st.
+func leadsAny(st *metadata.State, id int32) bool {
+	for _, t := range st.Topics() {
+		for _, p := range st.Partitions(t.ID) {
+			if p.Leader == id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (n *Node) acceptLoop(ln net.Listener, name string) {
@@ -496,7 +572,8 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 // (its first start, or a meta.properties whose id an older version made up
 // on its own) takes the quorum's and records it in meta.properties.
 func (n *Node) register(ctx context.Context) error {
-	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: n.incarnation, Listeners: n.advertised}
+	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: n.incarnation, Listeners: n.advertised, Rack: n.cfg.Rack,
+		PreviousBrokerEpoch: n.previousBrokerEpoch()}
 	if n.props.confirmed {
 		req.ClusterID = n.props.clusterID
 	}
@@ -507,6 +584,7 @@ func (n *Node) register(ctx context.Context) error {
 				return err
 			}
 			n.brokerEpoch.Store(resp.BrokerEpoch)
+			n.store.SetBrokerEpoch(resp.BrokerEpoch) // what a clean shutdown's marker records
 			n.health.registered.Store(true)
 			return nil
 		}
@@ -520,6 +598,19 @@ func (n *Node) register(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// previousBrokerEpoch is the PreviousBrokerEpoch a registration sends
+// (KIP-966): re-registering while running (the controller dropped our
+// registration), the current epoch: nothing was lost; at start, the epoch
+// the clean-shutdown markers recorded, -1 after an unclean shutdown, so
+// the controller takes this broker out of every ISR and ELR until it has
+// caught up again.
+func (n *Node) previousBrokerEpoch() int64 {
+	if e := n.brokerEpoch.Load(); e > 0 {
+		return e
+	}
+	return n.store.CleanShutdownBrokerEpoch()
 }
 
 // adoptClusterID takes the quorum's cluster id from a registration's

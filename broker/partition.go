@@ -15,8 +15,8 @@ import (
 // whether this broker leads it and in which leader epoch, the high
 // watermark, and the fetches waiting for its next append.
 //
-// On one node the high watermark is the log end offset after each append;
-// replication will move it to the ISR's minimum LEO. Consumers never read
+// While this broker leads it, the high watermark is the minimum LEO of the
+// leader and the maximal ISR (replica_leader.go); consumers never read
 // above it.
 type partition struct {
 	topic   string
@@ -36,6 +36,16 @@ type partition struct {
 
 	mu      sync.Mutex // guards waiters
 	waiters map[*waiter]struct{}
+
+	// Replication, leader side (replica_leader.go).
+	repMu      sync.Mutex // guards rep
+	rep        *replState // nil unless this broker leads the partition
+	lagMs      int64      // replica.lag.time.max.ms, set by makeLeader
+	hwMu       sync.Mutex // guards hwWait
+	hwWait     hwWaiters  // acks=all and waitHW callers, by offset
+	expiryOnce sync.Once  // starts the isr-expiration task
+	dropped    chan struct{}
+	dropOnce   sync.Once
 }
 
 // waiter is one long-polling fetch: a buffered channel that appends to any
@@ -45,8 +55,11 @@ type waiter struct{ c chan struct{} }
 func newWaiter() *waiter { return &waiter{c: make(chan struct{}, 1)} }
 
 func newPartition(topic string, id uuid.UUID, index int32, l *storage.Log) *partition {
-	p := &partition{topic: topic, topicID: id, index: index, log: l, waiters: map[*waiter]struct{}{}}
-	p.hw.Store(l.LogEndOffset())
+	p := &partition{topic: topic, topicID: id, index: index, log: l, waiters: map[*waiter]struct{}{}, dropped: make(chan struct{})}
+	// The checkpointed HW (replication-offset-checkpoint, kept within the
+	// log by storage); makeLeader raises it to the log end for a single
+	// replica.
+	p.hw.Store(min(l.HighWatermark(), l.LogEndOffset()))
 	return p
 }
 
@@ -76,12 +89,15 @@ func (p *partition) append(records []byte) (storage.AppendInfo, error) {
 	if err != nil {
 		return info, err
 	}
-	p.raiseHW(info.LastOffset + 1)
+	p.afterLeaderAppend()
 	p.tm.appended(info)
 	return info, nil
 }
 
-// raiseHW moves the high watermark up (never down) and wakes waiters.
+// raiseHW moves the high watermark up (never down), records it for the
+// replication-offset-checkpoint, completes the acks=all and waitHW waiters
+// it passes and wakes the parked fetches (followers learn the new HW at
+// once, not one replica.fetch.wait.max.ms later).
 func (p *partition) raiseHW(to int64) {
 	for {
 		cur := p.hw.Load()
@@ -92,8 +108,13 @@ func (p *partition) raiseHW(to int64) {
 			break
 		}
 	}
+	p.log.SetHighWatermark(p.hw.Load())
+	p.completeHWWaiters()
 	p.wake()
 }
+
+// markDropped stops the partition's background tasks (isr-expiration).
+func (p *partition) markDropped() { p.dropOnce.Do(func() { close(p.dropped) }) }
 
 // wake signals every waiting fetch.
 func (p *partition) wake() {

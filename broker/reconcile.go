@@ -162,6 +162,7 @@ func (n *Node) reconcile() {
 		if w.leader {
 			n.makeLeader(p, w) // replica_leader.go
 		} else {
+			p.resignLeadership() // replica_leader.go: acks=all waiters fail
 			n.makeFollower(p, w) // replica_fetcher.go
 		}
 		n.tier.track(p, w.leader, scfg.RemoteStorageEnable)
@@ -237,6 +238,9 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	}
 	n.metrics.releaseTopic(k.topic)
 	p.leader.Store(false)
+	p.resignLeadership()
+	p.markDropped()
+	n.stopFollowing(p) // no follower append after the log is deleted
 	n.tier.untrack(p)
 	if k.topic == offsetsTopic {
 		n.groups.offsetsPartitionChanged(k.partition, nil)

@@ -123,7 +123,7 @@ func Open(o Options) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg:     cfg,
-		fsm:     newMetadataFSM(cfg.Logger),
+		fsm:     newMetadataFSM(cfg.Logger, metadata.Defaults{MinInsyncReplicas: cfg.MinInsyncReplicas, UncleanLeaderElection: cfg.UncleanLeaderElection}),
 		storage: o.Storage,
 		resolve: o.Resolve,
 		fwd:     map[string]*Client{},
@@ -578,6 +578,11 @@ func (c *Controller) decideBatch(batch []*decision) {
 	off, err := c.Propose(ctx, recs)
 	if err == nil {
 		c.startedTerm.Store(term)
+		for _, r := range recs {
+			if metadata.IsUncleanElection(r) {
+				c.metrics.uncleanElections.Inc()
+			}
+		}
 	}
 	// Every decision in the batch was planned on state that includes the
 	// records before it, so all of them wait for the whole entry.
@@ -588,9 +593,11 @@ func (c *Controller) decideBatch(batch []*decision) {
 // as) its first decision: the cluster id if the image has none yet
 // (metadata.State.PlanClusterID, the first leader of a new cluster, or of
 // an image from a version without the record), so every decision —
-// registrations first — sees it; and ISRs corrected to the leader alone
-// (metadata.State.PlanOneReplicaISRs), for images written by versions that
-// listed every replica as in sync. Planned once per term, so a leader does
+// registrations first — sees it; and, on an image without the
+// strata.replication.version feature (metadata.State.PlanReplicationFeature:
+// written before replication, when every replica was listed as in sync),
+// ISRs corrected to the leader alone and the feature recorded, so the
+// correction never runs again. Planned once per term, so a leader does
 // not walk every partition for each batch; the liveness loop makes sure
 // it runs even while no request comes.
 func (c *Controller) startOfTerm(st *metadata.State) []metadata.Record {
@@ -602,7 +609,7 @@ func (c *Controller) startOfTerm(st *metadata.State) []metadata.Record {
 		c.clusterIDCandidate = newClusterID(c.rng)
 		recs, _ = st.PlanClusterID(c.clusterIDCandidate)
 	}
-	return recs // TEMPORARY (issue 14 in progress): PlanOneReplicaISRs is gated by the controller helper
+	return append(recs, st.PlanReplicationFeature()...)
 }
 
 // startTerm has the decider plan the start-of-term records, if this

@@ -12,11 +12,12 @@ import (
 //
 //	<data dir>/                             one of log.dirs (each laid out alike)
 //	  .lock                                 flock'd by the process using the dir: "pid=<pid>"
-//	  .kafka_cleanshutdown                  written by Manager.Close, removed after load
+//	  .kafka_cleanshutdown                  written by Manager.Close ({"version":0,"broker_epoch":N}), removed after load
 //	  meta.properties                       first data dir only: cluster.id, node.id, incarnation.id (datadir.go)
 //	  producer-id-block                     first data dir only: "next=<end of the reserved block>\n"
 //	  recovery-point-offset-checkpoint      "0\n<count>\n<topic> <partition> <offset>\n..."
 //	  log-start-offset-checkpoint           same format
+//	  replication-offset-checkpoint         same format: high watermarks (replica.high.watermark.checkpoint.interval.ms, close)
 //	  cleaner-offset-checkpoint             same format: first dirty offset of compacted logs
 //	  <topic>-<partition>/                  one [Log]
 //	    00000000000000000000.log            record batches (v2) exactly as on the wire
@@ -59,10 +60,15 @@ const (
 	// held locked (flock) by the process using it; it holds "pid=<pid>".
 	LockFile = ".lock"
 	// CleanShutdownFile is the marker, in the data directory, that every
-	// log was flushed and closed.
+	// log was flushed and closed; it records the broker epoch of the
+	// registration that shut down (WriteCleanShutdown, KIP-966).
 	CleanShutdownFile = ".kafka_cleanshutdown"
 	// RecoveryPointCheckpointFile holds each log's recovery point.
 	RecoveryPointCheckpointFile = "recovery-point-offset-checkpoint"
+	// ReplicationOffsetCheckpointFile holds each log's high watermark as
+	// the broker last published it (Kafka's replication-offset-checkpoint):
+	// where a restarted replica's high watermark starts.
+	ReplicationOffsetCheckpointFile = "replication-offset-checkpoint"
 	// LogStartOffsetCheckpointFile holds each log's start offset.
 	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
 	// CleanerCheckpointFile holds each compacted log's first dirty offset

@@ -31,7 +31,11 @@ type LogOptions struct {
 
 	RecoveryPoint  int64 // from the manager's checkpoint: everything below is known flushed
 	LogStartOffset int64 // from the manager's checkpoint
-	CleanShutdown  bool  // the clean-shutdown marker was present: reopen without rescanning
+	// HighWatermark is the high watermark the manager's
+	// replication-offset-checkpoint recorded (0 when none); the broker
+	// caps it at the log end offset.
+	HighWatermark int64
+	CleanShutdown bool // the clean-shutdown marker was present: reopen without rescanning
 
 	// ProducerSnapshot is called at each roll with the new segment's base
 	// offset; the bytes are written to <base>.snapshot (nil = no snapshot).
@@ -118,6 +122,7 @@ type Log struct {
 	localStart     atomic.Int64
 	recoveryPoint  atomic.Int64
 	remoteUploaded atomic.Int64
+	highWatermark  atomic.Int64 // the broker's last published HW, for replication-offset-checkpoint
 	lastFlushMs    atomic.Int64
 	rolls          atomic.Int64 // segments sealed (IOStats)
 	flushes        atomic.Int64 // fsyncs of the active segment by Flush/flush.*
@@ -163,6 +168,18 @@ func (l *Log) active() *segment {
 	s := l.segments()
 	return s[len(s)-1]
 }
+
+// HighWatermark returns the high watermark last set with
+// [Log.SetHighWatermark], or the checkpointed one the log was opened with.
+// storage only keeps it for the replication-offset-checkpoint file; the
+// broker owns its meaning.
+func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
+
+// SetHighWatermark records the broker's high watermark, to be written to
+// the data directory's replication-offset-checkpoint by the manager's next
+// checkpoint (every replica.high.watermark.checkpoint.interval.ms and at
+// clean close). Lock-free; safe to call on every change.
+func (l *Log) SetHighWatermark(hw int64) { l.highWatermark.Store(hw) }
 
 // LogStartOffset returns the first offset a consumer may read (local or
 // remote).

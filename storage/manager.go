@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,7 +29,11 @@ type ManagerOptions struct {
 	RetentionCheckInterval time.Duration // log.retention.check.interval.ms (5 min)
 	FlushCheckInterval     time.Duration // log.flush.scheduler.interval.ms (1 s here; Kafka: never)
 	CheckpointInterval     time.Duration // log.flush.offset.checkpoint.interval.ms (1 min)
-	RecoveryThreads        int           // num.recovery.threads.per.data.dir (default 2)
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms (5 s; 0 = 5 s): how
+	// often replication-offset-checkpoint is written.
+	HighWatermarkCheckpointInterval time.Duration
+	RecoveryThreads                 int // num.recovery.threads.per.data.dir (default 2)
 
 	// Full disks (dirs.go). Appends to a directory are refused with
 	// ErrLogDirFull while its free space is below MinFreeBytes, or after a
@@ -87,7 +92,27 @@ type Manager struct {
 	stop    chan struct{}
 	started bool
 	wg      sync.WaitGroup
+
+	// cleanEpoch is the broker epoch the clean-shutdown markers recorded
+	// at open (-1: some directory had none, they disagree, or they were
+	// empty): see [Manager.CleanShutdownBrokerEpoch]. brokerEpoch is what
+	// Close writes into the markers ([Manager.SetBrokerEpoch]).
+	cleanEpoch  int64
+	brokerEpoch atomic.Int64
 }
+
+// CleanShutdownBrokerEpoch returns the broker epoch the clean-shutdown
+// markers held when the manager opened: the epoch of the registration
+// that last shut down cleanly, which the broker sends as BrokerRegistration's
+// PreviousBrokerEpoch (KIP-966). -1 when any data directory had no marker
+// (an unclean shutdown), an empty one (written before markers carried the
+// epoch) or another epoch than the others.
+func (m *Manager) CleanShutdownBrokerEpoch() int64 { return m.cleanEpoch }
+
+// SetBrokerEpoch records the broker epoch of the current registration;
+// Close writes it into the clean-shutdown markers. Safe for concurrent
+// use; until called, Close writes -1.
+func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
 
 // OpenManager loads every log under o.Dir. Without the clean-shutdown
 // marker each log recovers from its checkpointed recovery point; with it,
@@ -139,6 +164,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
 		failed: make(chan error, 1), stop: make(chan struct{}), cpKick: make(chan struct{}, 1),
 	}
+	m.brokerEpoch.Store(-1)
 	if o.MaxOpenSealedSegments > 0 {
 		m.files = newFileCache(o.MaxOpenSealedSegments)
 	}
@@ -171,15 +197,25 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		d     *logDir
 		rp    int64
 		lso   int64
+		hw    int64
 		clean bool
 	}
 	var loads []toLoad
 	where := map[checkpoint.TopicPartition]string{}
 	checkpointed := map[checkpoint.TopicPartition]int64{} // every dir's recovery points
-	for _, d := range m.dirs {
-		marker := filepath.Join(d.path, CleanShutdownFile)
-		_, statErr := o.FS.Stat(marker)
-		d.clean = statErr == nil
+	m.cleanEpoch = -1
+	for i, d := range m.dirs {
+		epoch, clean, err := ReadCleanShutdown(o.FS, d.path)
+		if err != nil {
+			o.Logger.Warn("storage: clean-shutdown marker unreadable, recovering as after a crash", "dir", d.path, "err", err)
+		}
+		d.clean = clean
+		switch {
+		case i == 0 && clean:
+			m.cleanEpoch = epoch
+		case !clean || epoch != m.cleanEpoch:
+			m.cleanEpoch = -1
+		}
 		rps, err := checkpoint.ReadOffsets(o.FS, filepath.Join(d.path, RecoveryPointCheckpointFile))
 		if err != nil {
 			// A damaged checkpoint costs a full rescan, not the data.
@@ -190,6 +226,13 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		if err != nil {
 			o.Logger.Warn("storage: log start offset checkpoint unreadable", "dir", d.path, "err", err)
 			lsos = map[checkpoint.TopicPartition]int64{}
+		}
+		hws, err := checkpoint.ReadOffsets(o.FS, filepath.Join(d.path, ReplicationOffsetCheckpointFile))
+		if err != nil {
+			// Only where a high watermark restarts from: the leader's
+			// fetches bring it back.
+			o.Logger.Warn("storage: replication offset checkpoint unreadable", "dir", d.path, "err", err)
+			hws = map[checkpoint.TopicPartition]int64{}
 		}
 		for tp, rp := range rps {
 			checkpointed[tp] = rp
@@ -218,7 +261,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 				return nil, fmt.Errorf("storage: %s-%d is in both %s and %s", topic, part, prev, d.path)
 			}
 			where[tp] = d.path
-			loads = append(loads, toLoad{tp: tp, d: d, rp: rps[tp], lso: lsos[tp], clean: d.clean})
+			loads = append(loads, toLoad{tp: tp, d: d, rp: rps[tp], lso: lsos[tp], hw: hws[tp], clean: d.clean})
 		}
 		m.measureFree(d)
 	}
@@ -255,7 +298,9 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 					cfg = c
 				}
 			}
-			l, err := OpenLog(m.logOptions(ld.d, ld.tp, cfg, ld.rp, ld.lso, ld.clean))
+			lo := m.logOptions(ld.d, ld.tp, cfg, ld.rp, ld.lso, ld.clean)
+			lo.HighWatermark = ld.hw
+			l, err := OpenLog(lo)
 			resMu.Lock()
 			defer resMu.Unlock()
 			if err != nil {
@@ -553,6 +598,11 @@ func (m *Manager) Start() {
 	m.loop(m.opts.RetentionCheckInterval, func() { m.RunRetention() })
 	m.loop(m.opts.FlushCheckInterval, m.flushDue)
 	m.loop(m.opts.CheckpointInterval, func() { _ = m.Checkpoint() })
+	hwEvery := m.opts.HighWatermarkCheckpointInterval
+	if hwEvery <= 0 {
+		hwEvery = 5 * time.Second
+	}
+	m.loop(hwEvery, func() { _ = m.CheckpointHighWatermarks() })
 	m.loop(m.opts.FreeCheckInterval, m.checkFree)
 	m.wg.Add(1)
 	go func() {
@@ -634,6 +684,41 @@ func (m *Manager) Checkpoint() error {
 	return errors.Join(errs...)
 }
 
+// CheckpointHighWatermarks writes the replication-offset-checkpoint of
+// every data directory: each log's high watermark as the broker last set
+// it ([Log.SetHighWatermark]). It runs every
+// HighWatermarkCheckpointInterval, and with the other checkpoints
+// ([Manager.Checkpoint], at close).
+func (m *Manager) CheckpointHighWatermarks() error {
+	m.cpMu.Lock()
+	defer m.cpMu.Unlock()
+	var errs []error
+	logs := m.Logs()
+	for _, d := range m.dirs {
+		if d.failed.Load() {
+			continue
+		}
+		if err := m.checkpointHWDir(d, logs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) checkpointHWDir(d *logDir, logs []*Log) error {
+	hws := map[checkpoint.TopicPartition]int64{}
+	for _, l := range logs {
+		if filepath.Dir(l.dir) == d.path {
+			hws[checkpoint.TopicPartition{Topic: l.topic, Partition: l.partition}] = l.HighWatermark()
+		}
+	}
+	if err := checkpoint.WriteOffsets(m.opts.FS, filepath.Join(d.path, ReplicationOffsetCheckpointFile), hws); err != nil {
+		m.ioError(d, err)
+		return fmt.Errorf("storage: write high watermarks: %w", err)
+	}
+	return nil
+}
+
 func (m *Manager) checkpointDir(d *logDir, logs []*Log) error {
 	rps := map[checkpoint.TopicPartition]int64{}
 	lsos := map[checkpoint.TopicPartition]int64{}
@@ -653,7 +738,7 @@ func (m *Manager) checkpointDir(d *logDir, logs []*Log) error {
 		m.ioError(d, err)
 		return fmt.Errorf("storage: write log start offsets: %w", err)
 	}
-	return nil
+	return m.checkpointHWDir(d, logs)
 }
 
 func (m *Manager) closeLogs() error {
@@ -716,9 +801,9 @@ func (m *Manager) Close() error {
 }
 
 func (m *Manager) writeCleanMarker(d *logDir) error {
-	// Empty, but written like every data-directory file: a crash leaves
-	// the marker fully durable or absent.
-	if err := vfs.WriteFileAtomic(m.opts.FS, filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
+	// Written like every data-directory file: a crash leaves the marker
+	// fully durable or absent.
+	if err := WriteCleanShutdown(m.opts.FS, d.path, m.brokerEpoch.Load()); err != nil {
 		return fmt.Errorf("storage: write clean-shutdown marker: %w", err)
 	}
 	return nil

@@ -163,7 +163,7 @@ func TestManagerDeleteRemovesTheLogDirectory(t *testing.T) {
 	}
 	names, _ := fs.List("/data")
 	for _, n := range names {
-		if n != CleanShutdownFile && n != RecoveryPointCheckpointFile && n != LogStartOffsetCheckpointFile && n != LockFile {
+		if n != CleanShutdownFile && n != RecoveryPointCheckpointFile && n != LogStartOffsetCheckpointFile && n != ReplicationOffsetCheckpointFile && n != LockFile {
 			t.Fatalf("left behind: %s", n)
 		}
 	}
@@ -320,5 +320,50 @@ func TestManagerVanishedReportsCheckpointedLogsGoneFromDisk(t *testing.T) {
 	}
 	if _, ok := m.Vanished("v", 0); ok {
 		t.Fatal("a log still on disk reported vanished")
+	}
+}
+
+// The high watermark the broker sets is written to
+// replication-offset-checkpoint by Checkpoint (and at close), read back at
+// open, and capped at the log end offset when a crash lost the tail.
+func TestManagerCheckpointsHighWatermarks(t *testing.T) {
+	fs := vfs.NewMem()
+	m := openManager(t, managerOptions(fs))
+	defer m.Close()
+	l, _ := m.GetOrCreate("t", 0, m.opts.Default)
+	for i := 0; i < 3; i++ {
+		l.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{AssignOffsets: true})
+	}
+	l.SetHighWatermark(4)
+	if err := m.CheckpointHighWatermarks(); err != nil {
+		t.Fatal(err)
+	}
+	tp := checkpoint.TopicPartition{Topic: "t", Partition: 0}
+	hws, err := checkpoint.ReadOffsets(fs, "/data/"+ReplicationOffsetCheckpointFile)
+	if err != nil || hws[tp] != 4 {
+		t.Fatalf("high watermarks %v %v", hws, err)
+	}
+	m2 := openManager(t, managerOptions(fs.CrashClone(100, nil)))
+	l2, _ := m2.Get("t", 0)
+	if got := l2.HighWatermark(); got != 4 {
+		t.Fatalf("reopened high watermark %d, want 4", got)
+	}
+	l2.SetHighWatermark(6)
+	if err := m2.Close(); err != nil { // close writes it too
+		t.Fatal(err)
+	}
+	fs2 := m2.opts.FS
+	if hws, err := checkpoint.ReadOffsets(fs2, "/data/"+ReplicationOffsetCheckpointFile); err != nil || hws[tp] != 6 {
+		t.Fatalf("high watermarks after close %v %v", hws, err)
+	}
+	// A checkpoint above what survived a crash is capped at the log end.
+	if err := checkpoint.WriteOffsets(fs2, "/data/"+ReplicationOffsetCheckpointFile, map[checkpoint.TopicPartition]int64{tp: 50}); err != nil {
+		t.Fatal(err)
+	}
+	m3 := openManager(t, managerOptions(fs2))
+	defer m3.Close()
+	l3, _ := m3.Get("t", 0)
+	if got := l3.HighWatermark(); got != l3.LogEndOffset() || got != 6 {
+		t.Fatalf("high watermark %d over log end %d, want it capped", got, l3.LogEndOffset())
 	}
 }

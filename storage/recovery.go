@@ -347,6 +347,9 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 	lso = min(lso, leo)
 	l.logStart.Store(lso)
 	l.localStart.Store(max(lso, segs[0].base))
+	// The checkpointed high watermark is kept within the log as recovered
+	// (a crash may have cut the tail below it; Kafka clamps it the same way).
+	l.highWatermark.Store(min(max(o.HighWatermark, lso), leo))
 	if err := l.epochs.TruncateFromEnd(leo); err != nil {
 		return fail(fmt.Errorf("storage: leader epochs: %w", err))
 	}
