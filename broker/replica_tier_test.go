@@ -297,15 +297,8 @@ func TestTieredFailoverNewLeaderResumesUploadAndServesFromTier(t *testing.T) {
 	settings, _ := tierClusterSettings(t, nil)
 	c := startCluster(t, 3, settings)
 	const topic = "tier-failover"
-	cfgs := tierTopicConfigs()
-	// Until the controller elects from a replicated ISR (issue 14's
-	// controller work), only an unclean election moves the leadership; the
-	// clean one, preferred when possible, takes over once it exists.
-	cfgs["unclean.leader.election.enable"] = "true"
-	c.createAssigned(topic, cfgs, []int32{2, 3, 1})
+	c.createAssigned(topic, tierTopicConfigs(), []int32{2, 3, 1})
 	cl := c.client()
-	st0, _ := c.partitionState(topic, 0)
-	t.Logf("created: %+v", st0)
 
 	const first = 300
 	produceTier(t, cl, topic, 0, first)
@@ -714,9 +707,7 @@ func TestTieredEmptyFollowerStartsAfterTheLastTieredOffset(t *testing.T) {
 // next; back, 3's fetcher is told OFFSET_MOVED_TO_TIERED_STORAGE, rebuilds
 // from the tier and catches up, holding the leader's bytes above its new
 // local start; elected leader, it serves everything from offset 0, the
-// part below its local start from the tier. Skipped while followers do
-// not replicate (TEMPORARY probe, until issue 14's fetcher and leader
-// side are on main).
+// part below its local start from the tier.
 func TestTieredFollowerRebuildsEndToEnd(t *testing.T) {
 	settings, _ := tierClusterSettings(t, nil)
 	c := startCluster(t, 3, settings)
@@ -725,12 +716,10 @@ func TestTieredFollowerRebuildsEndToEnd(t *testing.T) {
 	cl := c.client()
 	const early, uploaded, total = 50, 600, 650
 	produceTier(t, cl, topic, 0, early)
-	if err := testutil.Within(5*time.Second, func() bool {
+	testutil.Eventually(t, testWait, func() bool {
 		p := c.node(3).partition(topic, 0)
 		return p != nil && p.log.LogEndOffset() == early
-	}); err != nil {
-		t.Skipf("replication not built: follower 3 of %s-0 holds no record", topic)
-	}
+	}, "follower 3 replicating")
 
 	c.stop(3)
 	produceTier(t, cl, topic, early, uploaded)
@@ -754,9 +743,7 @@ func TestTieredFollowerRebuildsEndToEnd(t *testing.T) {
 		return nil
 	}, "follower 3 rebuilt from the tier and caught up")
 	if c.node(3).tier.rebuilds.Load() == 0 {
-		// The leader served the follower's fetch below its local start
-		// from the tier instead of answering OFFSET_MOVED_TO_TIERED_STORAGE.
-		t.Skip("replication's leader side not built: no OFFSET_MOVED_TO_TIERED_STORAGE for a follower (TEMPORARY probe)")
+		t.Fatal("follower 3 caught up without rebuilding from the tier: the leader served it from below its local start")
 	}
 	for off := fp.log.LocalLogStartOffset(); off < total; off++ {
 		lv, err1 := lp.log.Read(off, 1, total)
@@ -776,13 +763,12 @@ func TestTieredFollowerRebuildsEndToEnd(t *testing.T) {
 		}
 	}
 
-	if err := testutil.Within(10*time.Second, func() bool {
-		st, _ := c.partitionState(topic, 0)
-		return slices.Contains(st.ISR, 3)
-	}); err != nil {
-		st, _ := c.partitionState(topic, 0)
-		t.Skipf("replication's controller side not built: caught-up follower 3 not back in the ISR (%+v) (TEMPORARY probe)", st)
-	}
+	testutil.Eventually(t, testWait, func() error {
+		if st, _ := c.partitionState(topic, 0); !slices.Contains(st.ISR, 3) {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	}, "caught-up follower 3 back in the ISR")
 	c.stop(2)
 	if leader := c.waitLeader(topic, 0, 2); leader != 3 {
 		t.Fatalf("leader %d after 2 stopped, want 3 (first live ISR member)", leader)
