@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -774,4 +775,67 @@ func TestTieredFollowerRebuildsEndToEnd(t *testing.T) {
 		t.Fatalf("leader %d after 2 stopped, want 3 (first live ISR member)", leader)
 	}
 	consumeTier(t, c.client(), topic, total)
+}
+
+// TestTieredLeaderOnALostDiskRestartsAfterTheTier: the only replica left
+// lost its disk and is elected (uncleanly: the ISR member is gone). Its
+// empty log restarts after the remote end with the remote tier's epoch
+// history, its own epoch at the new end, and the producer state uploaded
+// with the last segment; it serves everything from offset 0 (below its
+// local start from the tier) and the idempotent producer carries on.
+func TestTieredLeaderOnALostDiskRestartsAfterTheTier(t *testing.T) {
+	settings, _ := tierClusterSettings(t, nil)
+	c := startCluster(t, 3, settings)
+	const topic = "tier-lost-disk"
+	cfgs := tierTopicConfigs()
+	cfgs["unclean.leader.election.enable"] = "true"
+	c.createAssigned(topic, cfgs, []int32{2, 3})
+	cl := c.client()
+	const first, second = 300, 350
+	produceTier(t, cl, topic, 0, first)
+	rollPartition(t, c.node(2), topic, 0)
+	c.waitRemoteEnd(topic, 0, first-1)
+	pid, _, err := cl.ProducerID(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c.stop(3)
+	testutil.Eventually(t, testWait, func() bool {
+		st, _ := c.partitionState(topic, 0)
+		return !slices.Contains(st.ISR, 3)
+	}, "3 out of the ISR")
+	c.stop(2)
+	if err := os.RemoveAll(filepath.Join(c.dirs[3], topic+"-0")); err != nil {
+		t.Fatal(err)
+	}
+	c.start(3)
+	if leader := c.waitLeader(topic, 0, 2); leader != 3 {
+		t.Fatalf("leader %d, want 3", leader)
+	}
+	np := c.node(3).partition(topic, 0)
+	testutil.Eventually(t, testWait, func() bool { return np.log.LogEndOffset() == first }, "3's log restarted at %d", first)
+	if np.log.LogStartOffset() != 0 || np.log.LocalLogStartOffset() != first {
+		t.Fatalf("restarted log: start %d local %d, want 0 %d", np.log.LogStartOffset(), np.log.LocalLogStartOffset(), first)
+	}
+	want := []checkpoint.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: np.leaderEpoch.Load(), StartOffset: first}}
+	if got := np.log.LeaderEpochs().Entries(); !slices.Equal(got, want) {
+		t.Fatalf("epochs %v, want %v", got, want)
+	}
+	testutil.Eventually(t, testWait, func() error {
+		np.prod.mu.Lock()
+		e, ok := np.prod.st.Entry(pid)
+		np.prod.mu.Unlock()
+		if !ok || len(e.Batches) == 0 || e.Batches[len(e.Batches)-1].LastOffset != first-1 {
+			return fmt.Errorf("producer %d: %+v (known %v)", pid, e, ok)
+		}
+		if _, data, ok, _ := np.log.LatestProducerSnapshot(); !ok || len(data) == 0 {
+			return fmt.Errorf("no producer snapshot on disk yet")
+		}
+		return nil
+	}, "the producer state from the remote tier")
+
+	consumeTier(t, c.client(), topic, first)
+	produceTier(t, cl, topic, first, second)
+	consumeTier(t, c.client(), topic, second)
 }
