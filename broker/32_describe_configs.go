@@ -87,7 +87,7 @@ var topicConfigDefs = map[string]topicConfigDef{
 	metadata.ConfigMessageTimestampAfterMaxMs:  {"log.message.timestamp.after.max.ms", maxLong, kmsg.ConfigTypeLong, "largest allowed lead of a CreateTime timestamp over the broker's clock"},
 	metadata.ConfigMinCleanableDirtyRatio:      {"log.cleaner.min.cleanable.ratio", "", kmsg.ConfigTypeDouble, "dirty ratio above which a log is compacted"},
 	metadata.ConfigMinCompactionLagMs:          {"log.cleaner.min.compaction.lag.ms", "", kmsg.ConfigTypeLong, "shortest time a record stays uncompacted"},
-	metadata.ConfigMinInsyncReplicas:           {"min.insync.replicas", "1", kmsg.ConfigTypeInt, "replicas that must have a record before acks=all succeeds"},
+	metadata.ConfigMinInsyncReplicas:           {"min.insync.replicas", "", kmsg.ConfigTypeInt, "replicas that must have a record before acks=all succeeds"},
 	metadata.ConfigPreallocate:                 {"log.preallocate", "false", kmsg.ConfigTypeBoolean, "preallocate segment files (reserved)"},
 	metadata.ConfigRemoteStorageEnable:         {"", "false", kmsg.ConfigTypeBoolean, "copy rolled segments to the remote tier"},
 	metadata.ConfigRetentionBytes:              {"log.retention.bytes", "", kmsg.ConfigTypeLong, "bytes kept per partition before old segments are deleted (-1: unlimited)"},
@@ -96,16 +96,14 @@ var topicConfigDefs = map[string]topicConfigDef{
 	metadata.ConfigSegmentIndexBytes:           {"log.index.size.max.bytes", "", kmsg.ConfigTypeInt, "offset and time index size per segment"},
 	metadata.ConfigSegmentJitterMs:             {"log.roll.jitter.ms", "", kmsg.ConfigTypeLong, "random jitter subtracted from segment.ms"},
 	metadata.ConfigSegmentMs:                   {"log.roll.ms", "", kmsg.ConfigTypeLong, "segment age at which the log rolls"},
-	metadata.ConfigUncleanLeaderElectionEnable: {"unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean, "allow an out-of-sync replica to become leader"},
+	metadata.ConfigUncleanLeaderElectionEnable: {"unclean.leader.election.enable", "", kmsg.ConfigTypeBoolean, "allow an out-of-sync replica to become leader"},
 }
 
 // brokerOnlyConfigDefs are the dynamic broker configs the controller
 // accepts that are not static settings of [Settings]: listed on BROKER
 // resources with their defaults.
 var brokerOnlyConfigDefs = map[string]topicConfigDef{
-	"compression.type":               {"", "producer", kmsg.ConfigTypeString, "compression.type of topics that do not set it"},
-	"min.insync.replicas":            {"", "1", kmsg.ConfigTypeInt, "min.insync.replicas of topics that do not set it"},
-	"unclean.leader.election.enable": {"", "false", kmsg.ConfigTypeBoolean, "unclean.leader.election.enable of topics that do not set it"},
+	"compression.type": {"", "producer", kmsg.ConfigTypeString, "compression.type of topics that do not set it"},
 }
 
 // dynamicBrokerConfigs are the broker configs AlterConfigs may change at run

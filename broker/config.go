@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/controller"
-	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/internal/props"
 	"github.com/strata-io/strata/storage"
@@ -48,7 +47,7 @@ var Settings = []Setting{
 	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener host:port serving /metrics, /healthz, /readyz, /debug/pprof/ (port 0 = any; empty = none)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
-	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1; only 1 (replication is not built yet)"},
+	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1 (at most the registered, unfenced brokers)"},
 	{"auto.create.topics.enable", "true", "create a topic when Metadata asks for one that does not exist"},
 	{"socket.request.max.bytes", "104857600", "largest request accepted; a larger size prefix closes the connection before anything is allocated"},
 	{"connections.max.idle.ms", "600000", "close a connection idle for this long"},
@@ -56,6 +55,7 @@ var Settings = []Setting{
 	{"queued.max.request.bytes", "268435456", "bytes of requests being read or handled, all client connections together (the CONTROLLER listener has as much again of its own); a reader stops reading while they are spent (-1 = unbounded, Kafka's default; else at least socket.request.max.bytes)"},
 	{"strata.socket.request.read.timeout.ms", "30000", "close a connection whose request has not fully arrived this long after its size prefix (connections.max.idle.ms applies between requests)"},
 	{"max.incremental.fetch.session.cache.slots", "1000", "fetch sessions (KIP-227) this broker keeps; 0 disables them"},
+	{"max.request.partition.size.limit", "2000", "most partitions one DescribeTopicPartitions response holds (the request's ResponsePartitionLimit is capped by it)"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
 	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
@@ -97,13 +97,17 @@ var Settings = []Setting{
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
 	{"group.max.size", "2147483647", "most members one group may have"},
 	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
-	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets; only 1 (replication is not built yet)"},
+	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets (1, as Kafka's shipped server.properties sets it; 3 on a 3-node cluster)"},
 	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets"},
 	{"offsets.retention.minutes", "10080", "committed offsets of an Empty group expire this long after their commit"},
 	{"offsets.retention.check.interval.ms", "600000", "how often expired offsets are removed"},
 	{"offset.metadata.max.bytes", "4096", "largest metadata string an OffsetCommit may carry"},
 	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
 	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
+	{"broker.rack", "", "this broker's rack: replicas of a partition are placed on as many racks as possible"},
+	{"min.insync.replicas", "1", "min.insync.replicas of topics that do not set it (the controller's elections use it for KIP-966's ELR)"},
+	{"unclean.leader.election.enable", "false", "unclean.leader.election.enable of topics that do not set it: elect an out-of-sync replica (losing acknowledged records) rather than stay offline"},
+	{"controlled.shutdown.enable", "true", "on shutdown, first ask the controller to move this broker's leaderships and ISR memberships away (heartbeats with WantShutDown, at most broker.session.timeout.ms)"},
 	{"inter.broker.listener.name", "", "the registered listener followers fetch from (default: the first listener that is not the controller's)"},
 	{"num.replica.fetchers", "1", "fetcher loops per source broker; a followed partition is hashed onto one"},
 	{"replica.fetch.max.bytes", "1048576", "bytes a follower fetch asks of one partition (the first batch comes whole even when larger, KIP-74)"},
@@ -130,6 +134,7 @@ var Settings = []Setting{
 	{"remote.log.manager.copier.thread.pool.size", "2", "segment uploads running at once on this node (all partitions together)"},
 	{"remote.log.manager.copy.max.bytes.per.second", "0", "upload bandwidth limit, bytes per second (0 = unlimited)"},
 	{"remote.log.manager.orphan.grace.ms", "120000", "a COPY_STARTED segment nobody is copying is deleted as an orphan after this long"},
+	{"follower.fetch.last.tiered.offset.enable", "false", "an empty follower of a tiered partition starts after the last tiered offset instead of at the leader's local start (KIP-1023)"},
 	{"remote.log.reader.threads", "8", "object-store reads for fetches running at once on this node (all partitions together)"},
 	{"remote.log.manager.fetch.max.bytes.per.second", "0", "remote read bandwidth limit, bytes per second (0 = unlimited)"},
 	{"remote.log.reader.readahead.chunks", "2", "chunks prefetched ahead of a sequential remote reader (0 = no read-ahead)"},
@@ -276,6 +281,7 @@ type Config struct {
 	QueuedMaxRequestBytes    int64         // -1: unbounded
 	RequestReadTimeout       time.Duration // strata.socket.request.read.timeout.ms
 	FetchSessionCacheSlots   int
+	MaxRequestPartitions     int32 // max.request.partition.size.limit
 	ShutdownTimeout          time.Duration
 
 	// Consumer groups (group.*, broker/group).
@@ -312,6 +318,16 @@ type Config struct {
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
 	ElectionTimeout         time.Duration
+	// Rack is broker.rack, registered for rack-aware placement.
+	Rack string
+	// MinInsyncReplicas and UncleanLeaderElection are the broker-level
+	// min.insync.replicas and unclean.leader.election.enable (topics that
+	// set neither, and no cluster-wide dynamic default, take these).
+	MinInsyncReplicas     int32
+	UncleanLeaderElection bool
+	// ControlledShutdown is controlled.shutdown.enable: Close first has
+	// the controller move this broker's leaderships away.
+	ControlledShutdown bool
 
 	// The follower side of replication (replica.fetch.*, num.replica.fetchers;
 	// replica_fetcher.go). InterBrokerListenerName "" means the first
@@ -352,6 +368,9 @@ type TieringSettings struct {
 	IndexCacheBytes        int64
 	RemoteFetchMaxWait     time.Duration
 	CacheDir               string // <log dir>/remote-cache
+	// FollowerFetchLastTiered: an empty follower starts after the last
+	// tiered offset (follower.fetch.last.tiered.offset.enable, KIP-1023).
+	FollowerFetchLastTiered bool
 }
 
 // ReplicaFetchSettings are the replica fetcher's settings, with Kafka's
@@ -427,17 +446,14 @@ func ParseConfig(props map[string]string) (Config, error) {
 		}
 		return n
 	}
-	// oneReplica reads a replication factor: above
-	// metadata.MaxReplicationFactor it is a startup error rather than a
-	// refusal at each topic creation (or a topic quietly given fewer
-	// replicas than configured), so the operator learns it at once.
-	oneReplica := func(name string) int64 {
+	// rf reads a replication factor: 1 to 32767 (Kafka's short).
+	rf := func(name string) int16 {
 		n := i64(name, 1)
-		if n > metadata.MaxReplicationFactor {
-			bad(name, get(name), fmt.Sprintf("replication is not built yet, so a partition has exactly one replica: set %s=%d", name, metadata.MaxReplicationFactor))
-			return metadata.MaxReplicationFactor
+		if n > 1<<15-1 {
+			bad(name, get(name), "above 32767")
+			return 1
 		}
-		return n
+		return int16(n)
 	}
 	ms := func(name string, min int64) time.Duration {
 		n := i64(name, min)
@@ -517,7 +533,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 		}
 	}
 	c.NumPartitions = int32(i64("num.partitions", 1))
-	c.DefaultReplicationFactor = int16(oneReplica("default.replication.factor"))
+	c.DefaultReplicationFactor = rf("default.replication.factor")
 	c.AutoCreateTopics = boolean("auto.create.topics.enable")
 	c.SocketRequestMaxBytes = int32(min(i64("socket.request.max.bytes", 64), 1<<31-1))
 	c.ConnectionsMaxIdle = ms("connections.max.idle.ms", 1)
@@ -532,13 +548,14 @@ func ParseConfig(props map[string]string) (Config, error) {
 	}
 	c.RequestReadTimeout = ms("strata.socket.request.read.timeout.ms", 1)
 	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
+	c.MaxRequestPartitions = int32(min(i64("max.request.partition.size.limit", 1), 1<<31-1))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
 	c.GroupInitialRebalanceDelay = ms("group.initial.rebalance.delay.ms", 0)
 	c.GroupMinSessionTimeout = ms("group.min.session.timeout.ms", 0)
 	c.GroupMaxSessionTimeout = ms("group.max.session.timeout.ms", 0)
 	c.GroupMaxSize = int(min(i64("group.max.size", 1), 1<<31-1))
 	c.OffsetsTopicPartitions = int32(min(i64("offsets.topic.num.partitions", 1), 1<<20))
-	c.OffsetsTopicReplicationFactor = int16(oneReplica("offsets.topic.replication.factor"))
+	c.OffsetsTopicReplicationFactor = rf("offsets.topic.replication.factor")
 	c.OffsetsTopicSegmentBytes = i64("offsets.topic.segment.bytes", 14)
 	c.OffsetsRetention = time.Duration(min(i64("offsets.retention.minutes", 1), 1<<40)) * time.Minute
 	c.OffsetsRetentionCheckInterval = ms("offsets.retention.check.interval.ms", 1)
@@ -626,6 +643,10 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.LogDirMinFreeBytes = i64("strata.log.dir.min.free.bytes", 0)
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)
 	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms", 1)
+	c.Rack = strings.TrimSpace(get("broker.rack"))
+	c.MinInsyncReplicas = int32(min(i64("min.insync.replicas", 1), 1<<31-1))
+	c.UncleanLeaderElection = boolean("unclean.leader.election.enable")
+	c.ControlledShutdown = boolean("controlled.shutdown.enable")
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
 	c.InterBrokerListenerName = strings.ToUpper(get("inter.broker.listener.name"))
 	if c.InterBrokerListenerName != "" && c.InterBrokerListenerName == c.ControllerListenerName {
@@ -664,18 +685,19 @@ func ParseConfig(props map[string]string) (Config, error) {
 		c.RemoteStore.FSPath = filepath.Join(c.LogDir, "objects")
 	}
 	c.Tiering = TieringSettings{
-		TaskInterval:           ms("remote.log.manager.task.interval.ms", 1),
-		CopierThreads:          int(min(i64("remote.log.manager.copier.thread.pool.size", 1), 256)),
-		CopyMaxBytesPerSecond:  i64("remote.log.manager.copy.max.bytes.per.second", 0),
-		OrphanGrace:            ms("remote.log.manager.orphan.grace.ms", 0),
-		ReaderThreads:          int(min(i64("remote.log.reader.threads", 1), 1024)),
-		FetchMaxBytesPerSecond: i64("remote.log.manager.fetch.max.bytes.per.second", 0),
-		ReadAheadChunks:        int(min(i64("remote.log.reader.readahead.chunks", 0), 64)),
-		CacheBytes:             i64("remote.log.cache.bytes", 0),
-		ChunkBytes:             i64("remote.log.cache.chunk.bytes", 4096),
-		IndexCacheBytes:        i64("remote.log.index.cache.bytes", 0),
-		RemoteFetchMaxWait:     ms("remote.fetch.max.wait.ms", 1),
-		CacheDir:               filepath.Join(c.LogDir, "remote-cache"),
+		TaskInterval:            ms("remote.log.manager.task.interval.ms", 1),
+		CopierThreads:           int(min(i64("remote.log.manager.copier.thread.pool.size", 1), 256)),
+		CopyMaxBytesPerSecond:   i64("remote.log.manager.copy.max.bytes.per.second", 0),
+		OrphanGrace:             ms("remote.log.manager.orphan.grace.ms", 0),
+		ReaderThreads:           int(min(i64("remote.log.reader.threads", 1), 1024)),
+		FetchMaxBytesPerSecond:  i64("remote.log.manager.fetch.max.bytes.per.second", 0),
+		ReadAheadChunks:         int(min(i64("remote.log.reader.readahead.chunks", 0), 64)),
+		CacheBytes:              i64("remote.log.cache.bytes", 0),
+		ChunkBytes:              i64("remote.log.cache.chunk.bytes", 4096),
+		IndexCacheBytes:         i64("remote.log.index.cache.bytes", 0),
+		RemoteFetchMaxWait:      ms("remote.fetch.max.wait.ms", 1),
+		CacheDir:                filepath.Join(c.LogDir, "remote-cache"),
+		FollowerFetchLastTiered: boolean("follower.fetch.last.tiered.offset.enable"),
 	}
 	if c.Tiering.CacheBytes > 0 && c.Tiering.CacheBytes < c.Tiering.ChunkBytes {
 		bad("remote.log.cache.bytes", get("remote.log.cache.bytes"), "at least remote.log.cache.chunk.bytes (or 0: no cache)")
@@ -767,6 +789,8 @@ func (c *Config) controllerConfig(listenAddr string, voters []controller.Voter, 
 		MetadataLogDir:          c.MetadataLogDir,
 		BrokerSessionTimeout:    c.BrokerSessionTimeout,
 		BrokerHeartbeatInterval: c.BrokerHeartbeatInterval,
+		MinInsyncReplicas:       c.MinInsyncReplicas,
+		UncleanLeaderElection:   c.UncleanLeaderElection,
 		TickInterval:            tick,
 		ElectionTicks:           max(int(c.ElectionTimeout/tick), 2),
 		FrameReadTimeout:        c.RequestReadTimeout,

@@ -92,20 +92,44 @@ func TestConfigRejectsBadValues(t *testing.T) {
 	}
 }
 
-// TestConfigRefusesReplicationFactorsAboveOne: replication is not built,
-// so default.replication.factor or offsets.topic.replication.factor above 1
-// (common in Kafka server.properties files) stops the start with an error
-// naming the setting and saying why, rather than topics claiming replicas
-// that never receive a record.
-func TestConfigRefusesReplicationFactorsAboveOne(t *testing.T) {
+// TestConfigReplicationSettings: default.replication.factor and
+// offsets.topic.replication.factor above 1 are accepted (Kafka's defaults
+// stay 1), a factor beyond a short is refused naming the setting, and the
+// replication settings the controller uses (min.insync.replicas,
+// unclean.leader.election.enable, broker.rack, controlled.shutdown.enable)
+// have Kafka's defaults and reach the controller's configuration.
+func TestConfigReplicationSettings(t *testing.T) {
 	for _, name := range []string{"default.replication.factor", "offsets.topic.replication.factor"} {
-		_, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: "3"}))
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "replication is not built yet") {
-			t.Errorf("%s=3: %v, want ErrInvalidConfig naming it and saying replication is not built yet", name, err)
+		c, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: "3"}))
+		if err != nil {
+			t.Fatalf("%s=3: %v", name, err)
 		}
-		if _, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: "1"})); err != nil {
-			t.Errorf("%s=1: %v", name, err)
+		if got := map[string]int16{"default.replication.factor": c.DefaultReplicationFactor, "offsets.topic.replication.factor": c.OffsetsTopicReplicationFactor}[name]; got != 3 {
+			t.Errorf("%s=3 parsed as %d", name, got)
 		}
+		if _, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: "40000"})); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=40000: %v, want ErrInvalidConfig naming it", name, err)
+		}
+	}
+	def, err := ParseConfig(MergeProperties(nil, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.DefaultReplicationFactor != 1 || def.OffsetsTopicReplicationFactor != 1 || def.MinInsyncReplicas != 1 ||
+		def.UncleanLeaderElection || !def.ControlledShutdown || def.Rack != "" {
+		t.Fatalf("defaults: rf %d offsets rf %d min isr %d unclean %t controlled shutdown %t rack %q", def.DefaultReplicationFactor,
+			def.OffsetsTopicReplicationFactor, def.MinInsyncReplicas, def.UncleanLeaderElection, def.ControlledShutdown, def.Rack)
+	}
+	c, err := ParseConfig(MergeProperties(nil, nil, map[string]string{"min.insync.replicas": "2", "unclean.leader.election.enable": "true", "broker.rack": "r1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := c.controllerConfig("127.0.0.1:0", nil, nil)
+	if cc.MinInsyncReplicas != 2 || !cc.UncleanLeaderElection || c.Rack != "r1" {
+		t.Fatalf("controller config min isr %d unclean %t, rack %q", cc.MinInsyncReplicas, cc.UncleanLeaderElection, c.Rack)
+	}
+	if _, err := ParseConfig(MergeProperties(nil, nil, map[string]string{"min.insync.replicas": "0"})); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("min.insync.replicas=0: %v", err)
 	}
 }
 

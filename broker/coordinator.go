@@ -277,8 +277,7 @@ func (gc *groupCoordinator) replay(ctx context.Context, index int32, p *partitio
 
 // ensureOffsetsTopic creates __consumer_offsets unless it exists, as
 // Kafka does on the first FindCoordinator: offsets.topic.num.partitions,
-// offsets.topic.replication.factor (1: ParseConfig refuses more) capped
-// at the live brokers,
+// offsets.topic.replication.factor capped at the live brokers,
 // cleanup.policy=compact, segment.bytes=offsets.topic.segment.bytes,
 // compression.type=producer (the coordinator writes uncompressed
 // batches). It waits (up to ctx) for the partitions to be led.

@@ -42,6 +42,12 @@ type Options struct {
 	// FileLimit, if set, is the open-file limit the partition budget is
 	// planned from, instead of raising and reading RLIMIT_NOFILE (tests).
 	FileLimit uint64
+	// FS is the file system of log.dirs and metadata.log.dir (their
+	// logs, checkpoints, meta.properties, producer ids); nil is
+	// vfs.Default. Tests pass a vfs.MemFS to crash a node's page cache
+	// (MemFS.CrashClone). The controller's Raft log and the tier's
+	// filesystem object store and remote cache stay on the OS.
+	FS vfs.FS
 }
 
 // Node is one Strata process: a broker, and in combined mode the
@@ -66,6 +72,7 @@ type Node struct {
 	props       metaProperties
 	incarnation uuid.UUID
 
+	fs     vfs.FS // Options.FS: every data-dir file goes through it
 	store  *storage.Manager
 	remote objstore.ObjectStore // nil unless remote.log.storage.system.enable (tiering_store.go)
 	tier   *tier                // uploader and reader over remote; nil without it (tiering.go)
@@ -153,6 +160,10 @@ func Open(o Options) (_ *Node, err error) {
 		fetchSessions: newFetchSessionCache(cfg.FetchSessionCacheSlots),
 		reqMem:        netbuf.NewBudget(cfg.QueuedMaxRequestBytes),
 	}
+	n.fs = o.FS
+	if n.fs == nil {
+		n.fs = vfs.Default
+	}
 	n.fenced.Store(true)
 	defer func() {
 		if err != nil {
@@ -179,15 +190,16 @@ func Open(o Options) (_ *Node, err error) {
 		DisableCleaner:                  !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
 		CleanerIOMaxBytesPerSecond: cfg.CleanerIOMaxBytesPerSecond, CleanerDedupeBufferSize: cfg.CleanerDedupeBufferSize,
 		CleanerBackoff: cfg.CleanerBackoff,
+		FS:             n.fs,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if n.props, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
+	if n.props, err = loadMetaProperties(n.fs, cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	n.incarnation = n.props.incarnation
-	if n.pids, err = openProducerIDs(cfg.LogDir, cfg.NodeID); err != nil {
+	if n.pids, err = openProducerIDs(n.fs, cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	n.health.recovery.Store(summarizeRecovery(n.store.Logs(), time.Since(loadStart)))
@@ -216,7 +228,7 @@ func Open(o Options) (_ *Node, err error) {
 		for i, v := range cfg.QuorumVoters {
 			addrs[i] = v.Addr
 		}
-		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs})
+		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr()})
 	}
 
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
@@ -288,10 +300,10 @@ func (n *Node) lockMetadataDir() error {
 			return nil
 		}
 	}
-	if err := vfs.Default.MkdirAll(md, 0o755); err != nil {
+	if err := n.fs.MkdirAll(md, 0o755); err != nil {
 		return fmt.Errorf("broker: create metadata log dir: %w", err)
 	}
-	lk, err := vfs.Default.Lock(filepath.Join(md, storage.LockFile))
+	lk, err := n.fs.Lock(filepath.Join(md, storage.LockFile))
 	if errors.Is(err, vfs.ErrLocked) {
 		return fmt.Errorf("broker: metadata log dir %s is in use by another process: %w", md, err)
 	}
@@ -327,6 +339,7 @@ func (n *Node) startController(o Options) error {
 		ClusterID:     n.props.clusterID,
 		RequestMemory: netbuf.NewBudget(n.cfg.QueuedMaxRequestBytes),
 		Incarnation:   n.incarnation,
+		LocalAddr:     n.localAddr(),
 	})
 	if err != nil {
 		ln.Close()
@@ -400,6 +413,7 @@ func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 // marker. Idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.controlledShutdown()
 		n.health.serving.Store(false)
 		close(n.stopping)
 		for _, ln := range n.lns {
@@ -455,6 +469,76 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
+// controlledShutdown, the first step of Close (controlled.shutdown.enable,
+// KRaft's CONTROLLED_SHUTDOWN): while still serving, heartbeat with
+// WantShutDown every broker.heartbeat.interval.ms until the controller
+// answers ShouldShutDown (it has moved this broker's leaderships to other
+// ISR members and taken it out of every ISR), for at most
+// broker.session.timeout.ms: by then the controller would have fenced a
+// silent broker anyway, with the same moves. A broker that is fenced, not
+// registered, or the only one of its cluster that may lead (there is
+// nobody to move to) stops at once. It logs how long the move took.
+func (n *Node) controlledShutdown() {
+	if !n.cfg.ControlledShutdown || n.svc == nil || n.brokerEpoch.Load() <= 0 || n.fenced.Load() {
+		return
+	}
+	// Someone to move to: another broker that may lead (unfenced, not
+	// shutting down itself). The last broker of a cluster stopping (its
+	// quorum perhaps gone with the others) does not wait for nothing.
+	others := 0
+	n.view(func(st *metadata.State) {
+		for _, b := range st.Brokers() {
+			if b.ID != n.cfg.NodeID && !b.Fenced && !b.InControlledShutdown {
+				others++
+			}
+		}
+	})
+	if others == 0 {
+		return
+	}
+	start := time.Now()
+	deadline := start.Add(n.cfg.BrokerSessionTimeout)
+	for {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		resp, err := n.svc.BrokerHeartbeat(ctx, metadata.BrokerHeartbeatRequest{
+			BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(), CurrentMetadataOffset: n.metadataOffset(), WantShutDown: true,
+		})
+		cancel()
+		if err == nil && resp.ShouldShutDown {
+			n.fenced.Store(resp.IsFenced)
+			// Keep serving until this node's own view has the moves, so it
+			// answers NOT_LEADER_OR_FOLLOWER (clients go to the new leaders)
+			// rather than taking writes for partitions it no longer leads.
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			n.waitMetadata(ctx, func(st *metadata.State) bool { return !leadsAny(st, n.cfg.NodeID) })
+			cancel()
+			n.logger.Info("broker: controlled shutdown: leaderships moved away", "took", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if err != nil {
+			n.logger.Warn("broker: controlled shutdown heartbeat failed", "err", err)
+		}
+		wait := min(n.cfg.BrokerHeartbeatInterval, time.Until(deadline))
+		if wait <= 0 {
+			n.logger.Warn("broker: controlled shutdown not confirmed within broker.session.timeout.ms, stopping anyway", "took", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// leadsAny reports whether broker id leads a partition in st.
+func leadsAny(st *metadata.State, id int32) bool {
+	for _, t := range st.Topics() {
+		for _, p := range st.Partitions(t.ID) {
+			if p.Leader == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (n *Node) acceptLoop(ln net.Listener, name string) {
 	opened, closed := n.metrics.connOpened.WithLabelValues(name), n.metrics.connClosed.WithLabelValues(name)
 	for {
@@ -504,7 +588,8 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 // (its first start, or a meta.properties whose id an older version made up
 // on its own) takes the quorum's and records it in meta.properties.
 func (n *Node) register(ctx context.Context) error {
-	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: n.incarnation, Listeners: n.advertised}
+	req := metadata.RegisterBrokerRequest{BrokerID: n.cfg.NodeID, IncarnationID: n.incarnation, Listeners: n.advertised, Rack: n.cfg.Rack,
+		PreviousBrokerEpoch: n.previousBrokerEpoch()}
 	if n.props.confirmed {
 		req.ClusterID = n.props.clusterID
 	}
@@ -515,6 +600,7 @@ func (n *Node) register(ctx context.Context) error {
 				return err
 			}
 			n.brokerEpoch.Store(resp.BrokerEpoch)
+			n.store.SetBrokerEpoch(resp.BrokerEpoch) // what a clean shutdown's marker records
 			n.health.registered.Store(true)
 			return nil
 		}
@@ -528,6 +614,19 @@ func (n *Node) register(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// previousBrokerEpoch is the PreviousBrokerEpoch a registration sends
+// (KIP-966): re-registering while running (the controller dropped our
+// registration), the current epoch: nothing was lost; at start, the epoch
+// the clean-shutdown markers recorded, -1 after an unclean shutdown, so
+// the controller takes this broker out of every ISR and ELR until it has
+// caught up again.
+func (n *Node) previousBrokerEpoch() int64 {
+	if e := n.brokerEpoch.Load(); e > 0 {
+		return e
+	}
+	return n.store.CleanShutdownBrokerEpoch()
 }
 
 // adoptClusterID takes the quorum's cluster id from a registration's
@@ -547,7 +646,7 @@ func (n *Node) adoptClusterID(id string) error {
 	}
 	p := n.props
 	p.clusterID, p.confirmed = id, true
-	if err := writeMetaProperties(n.cfg.LogDir, n.cfg.NodeID, p); err != nil {
+	if err := writeMetaProperties(n.fs, n.cfg.LogDir, n.cfg.NodeID, p); err != nil {
 		return err
 	}
 	n.props = p
@@ -646,11 +745,19 @@ func (n *Node) controllerID() int32 { return n.cfg.NodeID }
 // IP, so a peer (or a fault-injecting proxy between nodes on loopback,
 // 127.0.0.2, .3, ...) sees which node is connecting.
 func (n *Node) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: 10 * time.Second}
+	d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: n.localAddr()}
+	return d.DialContext(ctx, network, addr)
+}
+
+// localAddr is the address dialContext and the controller connections
+// (the client of the quorum, the Raft transport, forwarding) dial from:
+// the host of the first advertised listener when it is an IP, else nil
+// (the system chooses).
+func (n *Node) localAddr() net.Addr {
 	if ls := n.advertisedListeners(); len(ls) > 0 {
 		if ip := net.ParseIP(ls[0].Host); ip != nil && !ip.IsUnspecified() {
-			d.LocalAddr = &net.TCPAddr{IP: ip}
+			return &net.TCPAddr{IP: ip}
 		}
 	}
-	return d.DialContext(ctx, network, addr)
+	return nil
 }

@@ -91,6 +91,14 @@ type Config struct {
 	// brokers so they know how often to heartbeat.
 	BrokerHeartbeatInterval time.Duration
 
+	// MinInsyncReplicas and UncleanLeaderElection are the broker-level
+	// min.insync.replicas and unclean.leader.election.enable this node
+	// was started with: the elections' fallback for topics that set
+	// neither, when no cluster-wide dynamic default does (0 and false:
+	// Kafka's defaults, 1 and false).
+	MinInsyncReplicas     int32
+	UncleanLeaderElection bool
+
 	// TickInterval is the Raft tick (strata.controller.raft.tick.ms).
 	TickInterval time.Duration
 	// ElectionTicks and HeartbeatTicks are Raft's ElectionTick and

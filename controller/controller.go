@@ -58,6 +58,10 @@ type Options struct {
 	// a voter's id with another incarnation while the first is open is
 	// refused.
 	Incarnation uuid.UUID
+	// LocalAddr, if set, is the address the Raft transport and the
+	// forwarding to the leader dial from: the node's own IP, so a
+	// fault-injecting proxy between nodes on loopback tells them apart.
+	LocalAddr net.Addr
 }
 
 // DefaultRequestMemory is the request budget of a Controller whose
@@ -83,6 +87,7 @@ type Controller struct {
 	srv       *server
 	metrics   *metrics
 	resolve   func(id int32) string
+	localAddr net.Addr // Options.LocalAddr: forwarding clients dial from it
 	live      *liveness
 	reqMem    *netbuf.Budget // bytes of inbound frames being read or handled
 
@@ -123,7 +128,7 @@ func Open(o Options) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg:     cfg,
-		fsm:     newMetadataFSM(cfg.Logger),
+		fsm:     newMetadataFSM(cfg.Logger, metadata.Defaults{MinInsyncReplicas: cfg.MinInsyncReplicas, UncleanLeaderElection: cfg.UncleanLeaderElection}),
 		storage: o.Storage,
 		resolve: o.Resolve,
 		fwd:     map[string]*Client{},
@@ -180,6 +185,7 @@ func Open(o Options) (*Controller, error) {
 		}
 		c.ln = ln
 	}
+	c.localAddr = o.LocalAddr
 	var tcp *TCPTransport
 	c.transport = o.Transport
 	if c.transport == nil {
@@ -197,7 +203,7 @@ func Open(o Options) (*Controller, error) {
 		// made up its own id must not be refused for it.
 		clusterID := c.ClusterID
 		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger,
-			ClusterID: clusterID, Incarnation: o.Incarnation})
+			ClusterID: clusterID, Incarnation: o.Incarnation, LocalAddr: o.LocalAddr})
 		c.transport = tcp
 	}
 	m := newMetrics(cfg.NodeID, c.Status)
@@ -578,6 +584,11 @@ func (c *Controller) decideBatch(batch []*decision) {
 	off, err := c.Propose(ctx, recs)
 	if err == nil {
 		c.startedTerm.Store(term)
+		for _, r := range recs {
+			if metadata.IsUncleanElection(r) {
+				c.metrics.uncleanElections.Inc()
+			}
+		}
 	}
 	// Every decision in the batch was planned on state that includes the
 	// records before it, so all of them wait for the whole entry.
@@ -588,9 +599,11 @@ func (c *Controller) decideBatch(batch []*decision) {
 // as) its first decision: the cluster id if the image has none yet
 // (metadata.State.PlanClusterID, the first leader of a new cluster, or of
 // an image from a version without the record), so every decision —
-// registrations first — sees it; and ISRs corrected to the leader alone
-// (metadata.State.PlanOneReplicaISRs), for images written by versions that
-// listed every replica as in sync. Planned once per term, so a leader does
+// registrations first — sees it; and, on an image without the
+// strata.replication.version feature (metadata.State.PlanReplicationFeature:
+// written before replication, when every replica was listed as in sync),
+// ISRs corrected to the leader alone and the feature recorded, so the
+// correction never runs again. Planned once per term, so a leader does
 // not walk every partition for each batch; the liveness loop makes sure
 // it runs even while no request comes.
 func (c *Controller) startOfTerm(st *metadata.State) []metadata.Record {
@@ -602,7 +615,7 @@ func (c *Controller) startOfTerm(st *metadata.State) []metadata.Record {
 		c.clusterIDCandidate = newClusterID(c.rng)
 		recs, _ = st.PlanClusterID(c.clusterIDCandidate)
 	}
-	return recs // TEMPORARY (issue 14 in progress): PlanOneReplicaISRs is gated by the controller helper
+	return append(recs, st.PlanReplicationFeature()...)
 }
 
 // startTerm has the decider plan the start-of-term records, if this
@@ -623,7 +636,7 @@ func (c *Controller) forwarder(addr string) *Client {
 	defer c.fwdMu.Unlock()
 	cl := c.fwd[addr]
 	if cl == nil {
-		cl = NewClient(ClientOptions{Addrs: []string{addr}, forwarding: true})
+		cl = NewClient(ClientOptions{Addrs: []string{addr}, LocalAddr: c.localAddr, forwarding: true})
 		if c.fwd != nil {
 			c.fwd[addr] = cl
 		}

@@ -54,16 +54,23 @@ func TestControllerSingleVoterRegistersBrokersAndCreatesTopics(t *testing.T) {
 	if len(leaders) != 3 {
 		t.Fatalf("6 partitions led by %d of 3 brokers", len(leaders))
 	}
-	// Replication is not built yet: a second replica is refused.
-	for _, rf := range []int16{3, 4} {
-		name := fmt.Sprint("wide-", rf)
-		r = createTopic(t, ctl, name, 1, rf)
-		if !errors.Is(r.Err, kerr.InvalidReplicationFactor) {
-			t.Fatalf("rf %d: %v", rf, r.Err)
+	// Three replicas over three brokers, all in the ISR; a fourth cannot
+	// be placed.
+	r = createTopic(t, ctl, "wide-3", 2, 3)
+	if r.Err != nil {
+		t.Fatalf("rf 3: %v", r.Err)
+	}
+	for _, p := range ctl.State().Partitions(r.TopicID) {
+		if len(p.Replicas) != 3 || !slices.Equal(p.ISR, p.Replicas) || p.Leader != p.Replicas[0] {
+			t.Fatalf("rf 3 partition %+v", p)
 		}
-		if _, ok := ctl.State().TopicByName(name); ok {
-			t.Fatal("refused topic exists")
-		}
+	}
+	r = createTopic(t, ctl, "wide-4", 1, 4)
+	if !errors.Is(r.Err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("rf 4: %v", r.Err)
+	}
+	if _, ok := ctl.State().TopicByName("wide-4"); ok {
+		t.Fatal("refused topic exists")
 	}
 }
 
@@ -301,17 +308,32 @@ func TestControllerStaleAlterPartitionRefused(t *testing.T) {
 	if err != nil || !errors.Is(res.Err, kerr.InvalidUpdateVersion) {
 		t.Fatalf("stale alter partition: %v %+v, want INVALID_UPDATE_VERSION", err, res)
 	}
-	// Growing the ISR back is refused with a current epoch too: no
-	// follower holds the leader's records.
+	// Growing the ISR back with a member's stale broker epoch (a fetch
+	// from its previous incarnation, KIP-903) is INELIGIBLE_REPLICA;
+	// with the current epochs it is accepted.
+	third := p.Replicas[2]
 	res, err = cl.AlterPartition(ctx(t), metadata.AlterPartitionRequest{
 		BrokerID: p.Leader, BrokerEpoch: epochs[p.Leader], TopicID: r.TopicID, Partition: 0,
-		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, NewISR: p.Replicas,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		NewISRWithEpochs: []metadata.ISRMember{{BrokerID: shrunk[0], BrokerEpoch: -1}, {BrokerID: shrunk[1], BrokerEpoch: -1}, {BrokerID: third, BrokerEpoch: epochs[third] - 1}},
 	})
 	if err != nil || !errors.Is(res.Err, kerr.IneligibleReplica) {
-		t.Fatalf("growing alter partition: %v %+v, want INELIGIBLE_REPLICA", err, res)
+		t.Fatalf("growing alter partition with a stale member epoch: %v %+v, want INELIGIBLE_REPLICA", err, res)
 	}
 	if q, _ := ctl.State().Partition(r.TopicID, 0); !slices.Equal(q.ISR, shrunk) {
 		t.Fatalf("ISR now %v, want %v", q.ISR, shrunk)
+	}
+	res, err = cl.AlterPartition(ctx(t), metadata.AlterPartitionRequest{
+		BrokerID: p.Leader, BrokerEpoch: epochs[p.Leader], TopicID: r.TopicID, Partition: 0,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		NewISRWithEpochs: []metadata.ISRMember{{BrokerID: shrunk[0], BrokerEpoch: epochs[shrunk[0]]}, {BrokerID: shrunk[1], BrokerEpoch: epochs[shrunk[1]]}, {BrokerID: third, BrokerEpoch: epochs[third]}},
+	})
+	want := append(slices.Clone(shrunk), third)
+	if err != nil || res.Err != nil || !slices.Equal(res.ISR, want) || res.PartitionEpoch != p.PartitionEpoch+2 {
+		t.Fatalf("growing alter partition: %v %+v", err, res)
+	}
+	if q, _ := ctl.State().Partition(r.TopicID, 0); !slices.Equal(q.ISR, want) {
+		t.Fatalf("ISR now %v, want %v", q.ISR, want)
 	}
 }
 
@@ -612,6 +634,7 @@ func TestControllerMetricsExported(t *testing.T) {
 		"strata_controller_raft_commit_index": 5, "strata_controller_raft_applied_index": 5,
 		"strata_controller_snapshot_size_bytes": 1, "strata_controller_proposals_total": 5,
 		"strata_controller_leader_changes_total": 1, "strata_controller_snapshot_timestamp_seconds": 1,
+		"strata_controller_unclean_leader_elections_total": 0,
 	} {
 		if v, ok := got[name]; !ok || v < min {
 			t.Errorf("%s = %v (present %v), want >= %v", name, v, ok, min)
@@ -715,17 +738,24 @@ func TestBrokerSessionSurvivesControllerFailover(t *testing.T) {
 }
 
 // TestControllerNewLeaderCorrectsLegacyISRs: an image written by a version
-// that listed every replica in the ISR (only the leader ever held records)
-// is corrected by the next leader at the start of its term, with no request
-// to prompt it: the ISR becomes the leader alone, so Metadata stops
-// reporting replicas in sync that hold nothing, and no election can pick
-// them.
+// before replication (no strata.replication.version feature; every replica
+// listed in the ISR although only the leader ever held records) is
+// corrected by the next leader at the start of its term, with no request
+// to prompt it: the ISR becomes the leader alone, and the feature is
+// recorded. An ISR of several members in an image that has the feature
+// (what leaders reported) survives every later leader change.
 func TestControllerNewLeaderCorrectsLegacyISRs(t *testing.T) {
 	c := newCtrlCluster(t, clusterOpts{n: 3})
 	lead := c.leader()
 	registerBrokers(t, lead, 3, 0)
+	if lead.State().Feature(metadata.FeatureReplication) != metadata.ReplicationVersion {
+		t.Fatal("the first leader did not record strata.replication.version")
+	}
 	id := uuid.MustParse("00000000-0000-4000-8000-0000000001e9")
+	// The image as an old version left it: the feature absent (level 0
+	// removes it), a partition with every replica in its ISR.
 	if _, err := lead.Propose(ctx(t), []metadata.Record{
+		&metadata.FeatureLevelRecord{Name: metadata.FeatureReplication, Level: 0},
 		&metadata.TopicRecord{Name: "legacy", TopicID: id},
 		&metadata.PartitionRecord{TopicID: id, Replicas: []int32{102, 101, 103}, ISR: []int32{102, 101, 103}, Leader: 102},
 	}); err != nil {
@@ -740,13 +770,35 @@ func TestControllerNewLeaderCorrectsLegacyISRs(t *testing.T) {
 	next := c.leader(others...)
 	if !waitFor(testWait, func() bool {
 		p, _ := next.State().Partition(id, 0)
-		return slices.Equal(p.ISR, []int32{102})
+		return slices.Equal(p.ISR, []int32{102}) && next.State().Feature(metadata.FeatureReplication) == metadata.ReplicationVersion
 	}) {
 		p, _ := next.State().Partition(id, 0)
-		t.Fatalf("new leader %d left the legacy ISR: %+v", next.ID(), p)
+		t.Fatalf("new leader %d left the legacy ISR or recorded no feature: %+v", next.ID(), p)
 	}
 	if p, _ := next.State().Partition(id, 0); p.Leader != 102 || !slices.Equal(p.Replicas, []int32{102, 101, 103}) {
 		t.Fatalf("correction changed more than the ISR: %+v", p)
+	}
+	// Now an ISR of three, as a leader reports it once its followers
+	// caught up; the next leaders leave it alone.
+	p, _ := next.State().Partition(id, 0)
+	res, err := next.AlterPartition(ctx(t), metadata.AlterPartitionRequest{BrokerID: 102, BrokerEpoch: next.State().BrokerEpoch(102), TopicID: id,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: []int32{102, 101, 103}})
+	if err != nil || res.Err != nil {
+		t.Fatalf("expand: %v %+v", err, res)
+	}
+	c.start(old)
+	c.waitApplied(next.State().Offset())
+	c.stop(next.ID())
+	others = others[:0]
+	for id := range c.ctrls {
+		others = append(others, id)
+	}
+	third := c.leader(others...)
+	if _, err := third.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "after", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err) // a decision of the third leader's term: its start-of-term records are in
+	}
+	if p, _ := third.State().Partition(id, 0); !slices.Equal(p.ISR, []int32{102, 101, 103}) {
+		t.Fatalf("leader %d rewrote a reported ISR: %+v", third.ID(), p)
 	}
 }
 

@@ -28,10 +28,16 @@ type metadataFSM struct {
 	// refused counts records ApplyBatch refused (inconsistent with the
 	// state); every replica refuses the same ones.
 	refused int
+	// defaults are the static broker configs the planners fall back to
+	// (min.insync.replicas, unclean.leader.election.enable), set on every
+	// image this FSM holds, restored ones included.
+	defaults metadata.Defaults
 }
 
-func newMetadataFSM(l *slog.Logger) *metadataFSM {
-	return &metadataFSM{logger: l, st: metadata.NewState()}
+func newMetadataFSM(l *slog.Logger, d metadata.Defaults) *metadataFSM {
+	st := metadata.NewState()
+	st.SetDefaults(d)
+	return &metadataFSM{logger: l, st: st, defaults: d}
 }
 
 // Apply implements FSM. A payload that does not decode is an error (the
@@ -82,6 +88,7 @@ func (f *metadataFSM) Restore(index uint64, data []byte) error {
 	if st.Offset() > int64(index) {
 		return fmt.Errorf("controller: snapshot at index %d holds offset %d", index, st.Offset())
 	}
+	st.SetDefaults(f.defaults)
 	f.mu.Lock()
 	f.st = st
 	f.mu.Unlock()

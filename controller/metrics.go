@@ -20,6 +20,9 @@ type metrics struct {
 	snapshotAge   prometheus.GaugeFunc
 	proposals     prometheus.Counter
 	leaderChanges prometheus.Counter
+	// uncleanElections counts the partition leaders this node, as
+	// controller leader, elected uncleanly (metadata.IsUncleanElection).
+	uncleanElections prometheus.Counter
 }
 
 // newMetrics builds the metrics; the gauge functions read status, which
@@ -45,6 +48,8 @@ func newMetrics(nodeID int32, status func() Status) *metrics {
 			Name: "proposals_total", Help: "Entries proposed by this node as leader (rate() gives proposals/s).", ConstLabels: labels}),
 		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "strata", Subsystem: "controller",
 			Name: "leader_changes_total", Help: "Times the known Raft leader changed.", ConstLabels: labels}),
+		uncleanElections: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "strata", Subsystem: "controller",
+			Name: "unclean_leader_elections_total", Help: "Partition leaders elected uncleanly (unclean.leader.election.enable, or the last known ELR member after an unclean shutdown): the partition may have lost acknowledged records and is RECOVERING.", ConstLabels: labels}),
 	}
 	m.snapshotAge = gf("snapshot_age_seconds", "Seconds since the last metadata snapshot (0 = none yet).", func(s Status) float64 {
 		if s.SnapshotTime.IsZero() {
@@ -62,7 +67,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range []prometheus.Collector{m.term, m.leader, m.commit, m.applied, m.snapshotBytes,
-		m.snapshotTime, m.snapshotAge, m.proposals, m.leaderChanges} {
+		m.snapshotTime, m.snapshotAge, m.proposals, m.leaderChanges, m.uncleanElections} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -249,6 +249,20 @@ func rpcGoldens() []rpcGolden {
 			want:     metadata.AlterPartitionResult{Leader: 1, LeaderEpoch: 2, PartitionEpoch: 6, ISR: []int32{1, 2}},
 		},
 		{
+			// AlterPartition v3 (KIP-903, KIP-704): members with broker
+			// epochs, a recovery state, and a RECOVERING answer.
+			name: "AlterPartition",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.AlterPartition(ctx, metadata.AlterPartitionRequest{BrokerID: 1, BrokerEpoch: 7, TopicID: goldenID, Partition: 3,
+					LeaderEpoch: 2, PartitionEpoch: 5, NewISRWithEpochs: []metadata.ISRMember{{BrokerID: 1, BrokerEpoch: 7}, {BrokerID: 2, BrokerEpoch: -1}},
+					LeaderRecoveryState: metadata.LeaderRecovering})
+			},
+			method:   7,
+			request:  `{"BrokerID":1,"BrokerEpoch":7,"TopicID":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","Partition":3,"LeaderEpoch":2,"PartitionEpoch":5,"NewISR":null,"NewISRWithEpochs":[{"BrokerID":1,"BrokerEpoch":7},{"BrokerID":2,"BrokerEpoch":-1}],"LeaderRecoveryState":1}`,
+			response: `{"body":{"leader":1,"leader_epoch":2,"partition_epoch":5,"isr":[1],"leader_recovery_state":1}}`,
+			want:     metadata.AlterPartitionResult{Leader: 1, LeaderEpoch: 2, PartitionEpoch: 5, ISR: []int32{1}, LeaderRecoveryState: metadata.LeaderRecovering},
+		},
+		{
 			name: "CommitRemoteSegment",
 			call: func(ctx context.Context, cl *Client) (any, error) {
 				return nil, cl.CommitRemoteSegment(ctx, metadata.RemoteSegmentRecord{SegmentID: goldenSeg, TopicID: goldenID, Partition: 1,

@@ -55,6 +55,8 @@ type alterPartitionResultW struct {
 	LeaderEpoch    int32    `json:"leader_epoch"`
 	PartitionEpoch int32    `json:"partition_epoch"`
 	ISR            []int32  `json:"isr"`
+	// LeaderRecoveryState is KIP-704's, omitted when RECOVERED (0).
+	LeaderRecoveryState int8 `json:"leader_recovery_state,omitempty"`
 }
 
 // deltaW is a Delta on the wire: records as metadata.Encode gives them,
@@ -131,12 +133,12 @@ func alterConfigsFromW(rs []nameResultW) []metadata.AlterConfigsResult {
 }
 
 func alterPartitionToW(r metadata.AlterPartitionResult) alterPartitionResultW {
-	return alterPartitionResultW{toWireErr(r.Err), r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR}
+	return alterPartitionResultW{toWireErr(r.Err), r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR, r.LeaderRecoveryState}
 }
 
 func alterPartitionFromW(r alterPartitionResultW) metadata.AlterPartitionResult {
 	return metadata.AlterPartitionResult{Err: fromWireErr(r.Err), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
-		PartitionEpoch: r.PartitionEpoch, ISR: r.ISR}
+		PartitionEpoch: r.PartitionEpoch, ISR: r.ISR, LeaderRecoveryState: r.LeaderRecoveryState}
 }
 
 func deltaToW(d Delta) (deltaW, error) {

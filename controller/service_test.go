@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	dto "github.com/prometheus/client_model/go"
 	"slices"
 	"sync"
 	"testing"
@@ -283,28 +284,25 @@ func TestDecideBatchPlansOnSpeculativeImage(t *testing.T) {
 	}
 }
 
-// TestControllerFencedLeaderKeepsItsPartitionsUnlessUnclean: a leader that
-// asks to be fenced is the only broker holding its partitions' records
-// (replication is not built yet), so even where an ISR written by an older
-// version lists another replica, the partition goes leaderless with the
-// fenced leader as its ISR, unless the topic enables
-// unclean.leader.election, where the out-of-sync replica takes over.
-func TestControllerFencedLeaderKeepsItsPartitionsUnlessUnclean(t *testing.T) {
+// TestControllerFencedLeaderElections: a leader that asks to be fenced
+// hands its partitions to the next ISR member; a partition whose ISR is
+// the leader alone stays with it, leaderless, unless its topic enables
+// unclean.leader.election, where the out-of-sync replica takes over,
+// RECOVERING (KIP-704), and the unclean election is counted
+// (strata_controller_unclean_leader_elections_total).
+func TestControllerFencedLeaderElections(t *testing.T) {
 	c := newCtrlCluster(t, clusterOpts{n: 1})
 	ctl := c.leader()
 	epochs := registerBrokers(t, ctl, 2, 0)
-	// Both partitions on brokers 101 (leader) and 102, both in the ISR, as
-	// versions before the one-replica limit created them (proposed raw: the
-	// planners refuse a second replica). registerBrokers' decisions ran the
-	// term's start, so the ISR correction does not see them.
-	clean, unclean := uuid.MustParse("00000000-0000-4000-8000-0000000c1ea2"), uuid.MustParse("00000000-0000-4000-8000-000000d1e7e2")
+	clean, unclean, synced := uuid.MustParse("00000000-0000-4000-8000-0000000c1ea2"), uuid.MustParse("00000000-0000-4000-8000-000000d1e7e2"), uuid.MustParse("00000000-0000-4000-8000-0000005e7c0d")
 	var recs []metadata.Record
 	for _, tp := range []struct {
 		name string
 		id   uuid.UUID
-	}{{"clean", clean}, {"unclean", unclean}} {
+		isr  []int32
+	}{{"clean", clean, []int32{101}}, {"unclean", unclean, []int32{101}}, {"synced", synced, []int32{101, 102}}} {
 		recs = append(recs, &metadata.TopicRecord{Name: tp.name, TopicID: tp.id},
-			&metadata.PartitionRecord{TopicID: tp.id, Replicas: []int32{101, 102}, ISR: []int32{101, 102}, Leader: 101})
+			&metadata.PartitionRecord{TopicID: tp.id, Replicas: []int32{101, 102}, ISR: tp.isr, Leader: 101})
 	}
 	v := "true"
 	recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "unclean", Name: metadata.ConfigUncleanLeaderElectionEnable, Value: &v})
@@ -316,13 +314,19 @@ func TestControllerFencedLeaderKeepsItsPartitionsUnlessUnclean(t *testing.T) {
 		t.Fatalf("fence 101: %v %+v", err, hb)
 	}
 	st := ctl.State()
-	pc, _ := st.Partition(clean, 0)
-	if pc.Leader != metadata.NoLeader || !slices.Equal(pc.ISR, []int32{101}) {
-		t.Fatalf("clean topic: %+v, want leader -1 and ISR [101] (102 never received a record)", pc)
+	if p, _ := st.Partition(synced, 0); p.Leader != 102 || !slices.Equal(p.ISR, []int32{102}) || p.LeaderRecoveryState != metadata.LeaderRecovered {
+		t.Fatalf("synced topic: %+v, want 102 leading cleanly", p)
+	}
+	if p, _ := st.Partition(clean, 0); p.Leader != metadata.NoLeader || !slices.Equal(p.ISR, []int32{101}) {
+		t.Fatalf("clean topic: %+v, want leader -1 and ISR [101] (102 is out of sync)", p)
 	}
 	pu, _ := st.Partition(unclean, 0)
-	if pu.Leader != 102 || !slices.Equal(pu.ISR, []int32{102}) || pu.LeaderEpoch == 0 {
+	if pu.Leader != 102 || !slices.Equal(pu.ISR, []int32{102}) || pu.LeaderEpoch == 0 || pu.LeaderRecoveryState != metadata.LeaderRecovering {
 		t.Fatalf("unclean topic: %+v", pu)
+	}
+	var m dto.Metric
+	if err := ctl.metrics.uncleanElections.Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+		t.Fatalf("unclean elections counted: %v (%v), want 1", m.GetCounter().GetValue(), err)
 	}
 }
 
@@ -359,6 +363,56 @@ func TestWireErrorCodes(t *testing.T) {
 			}
 		} else if !errors.As(back, &ke) || ke.Code != c.code {
 			t.Errorf("%v: came back as %v (%v)", c.err, back, ke)
+		}
+	}
+}
+
+// TestControllerControlledShutdownThroughTheRPC: a broker heartbeating
+// WantShutDown over the network (a Client on a follower, forwarded to the
+// leader) is told ShouldShutDown once the image has it leading nothing and
+// in no ISR: its leaderships went to the next ISR member, it is fenced and
+// in controlled shutdown, and later heartbeats keep telling it to shut
+// down. The same broker re-registering after an unclean shutdown
+// (PreviousBrokerEpoch not its epoch) stays out of the ELR it had joined.
+func TestControllerControlledShutdownThroughTheRPC(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	lead := c.leader()
+	cl := NewClient(ClientOptions{Addrs: []string{c.follower().Addr()}})
+	defer cl.Close()
+	epochs := registerBrokers(t, cl, 3, 0)
+	res, err := cl.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{
+		{Name: "cs", NumPartitions: 3, ReplicationFactor: 3, Configs: map[string]string{metadata.ConfigMinInsyncReplicas: "3"}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	id := res[0].TopicID
+	hb, err := cl.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 102, BrokerEpoch: epochs[102], CurrentMetadataOffset: 1 << 40, WantShutDown: true})
+	if err != nil || !hb.ShouldShutDown || !hb.IsFenced {
+		t.Fatalf("want-shutdown heartbeat: %v %+v", err, hb)
+	}
+	st := lead.State()
+	for _, p := range st.Partitions(id) {
+		if p.Leader == 102 || p.Leader == metadata.NoLeader || slices.Contains(p.ISR, 102) || !slices.Equal(p.ELR, []int32{102}) {
+			t.Fatalf("after controlled shutdown of 102: %+v (want another leader, 102 out of the ISR, in the ELR: ISR below min ISR 3)", p)
+		}
+	}
+	if b, _ := st.Broker(102); !b.InControlledShutdown || !b.Fenced {
+		t.Fatalf("broker 102: %+v", b)
+	}
+	hb, err = cl.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 102, BrokerEpoch: epochs[102], CurrentMetadataOffset: 1 << 40})
+	if err != nil || !hb.ShouldShutDown || !hb.IsFenced {
+		t.Fatalf("later heartbeat: %v %+v", err, hb)
+	}
+	// Restarted uncleanly (no marker: PreviousBrokerEpoch -1): out of
+	// every ELR, remembered in the last known ELR.
+	if _, err := cl.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 102, IncarnationID: uuid.New(), PreviousBrokerEpoch: -1,
+		Listeners: []metadata.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9002, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range lead.State().Partitions(id) {
+		if slices.Contains(p.ELR, 102) || !slices.Contains(p.LastKnownELR, 102) {
+			t.Fatalf("after an unclean restart of 102: %+v", p)
 		}
 	}
 }

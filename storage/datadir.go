@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"path/filepath"
 	"strconv"
@@ -151,4 +154,53 @@ func writeDataDirFile(fs vfs.FS, path string, data []byte) error {
 		return fmt.Errorf("storage: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// .kafka_cleanshutdown, as Kafka 3.7+ writes it (KIP-966):
+//
+//	{"version":0,"broker_epoch":<the broker epoch of the incarnation that shut down>}
+//
+// An empty marker (Strata before this format, or Kafka before 3.7) still
+// means a clean shutdown, with no broker epoch (-1).
+const cleanShutdownVersion = 0
+
+// cleanShutdownJSON is the marker's body.
+type cleanShutdownJSON struct {
+	Version     int   `json:"version"`
+	BrokerEpoch int64 `json:"broker_epoch"`
+}
+
+// WriteCleanShutdown writes dir's clean-shutdown marker recording
+// brokerEpoch (-1 when the node never registered), atomically.
+func WriteCleanShutdown(fs vfs.FS, dir string, brokerEpoch int64) error {
+	b, _ := json.Marshal(cleanShutdownJSON{Version: cleanShutdownVersion, BrokerEpoch: brokerEpoch})
+	return writeDataDirFile(fs, filepath.Join(dir, CleanShutdownFile), b)
+}
+
+// ReadCleanShutdown reads dir's clean-shutdown marker: ok is false when
+// there is none (the last shutdown was not clean); brokerEpoch is -1 for
+// an empty (older) marker. A marker that does not parse, or of an unknown
+// version, is an error; the caller treats it as no marker.
+func ReadCleanShutdown(fs vfs.FS, dir string) (brokerEpoch int64, ok bool, err error) {
+	path := filepath.Join(dir, CleanShutdownFile)
+	f, err := fs.Open(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return -1, false, nil
+	}
+	if err != nil {
+		return -1, false, fmt.Errorf("storage: read %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return -1, false, fmt.Errorf("storage: read %s: %w", path, err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return -1, true, nil
+	}
+	var m cleanShutdownJSON
+	if err := json.Unmarshal(b, &m); err != nil || m.Version != cleanShutdownVersion {
+		return -1, false, fmt.Errorf("storage: %s: not a version %d clean-shutdown marker: %q", path, cleanShutdownVersion, b)
+	}
+	return m.BrokerEpoch, true, nil
 }

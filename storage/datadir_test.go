@@ -107,3 +107,67 @@ func TestDataDirFilesFailedWriteKeepsOld(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanShutdownMarkerRecordsTheBrokerEpoch: Close writes Kafka's
+// {"version":0,"broker_epoch":N} marker with the epoch SetBrokerEpoch
+// gave (KIP-966); the next open reports it (CleanShutdownBrokerEpoch)
+// and removes the marker, so a crash after that reports -1; a Close
+// before the next registration keeps the epoch it found; an empty
+// marker (older versions) is still a clean shutdown, without an epoch;
+// a marker that does not parse counts as none.
+func TestCleanShutdownMarkerRecordsTheBrokerEpoch(t *testing.T) {
+	fs := vfs.NewMem()
+	m, err := OpenManager(managerOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.CleanShutdownBrokerEpoch(); got != -1 {
+		t.Fatalf("fresh directory: epoch %d, want -1", got)
+	}
+	m.SetBrokerEpoch(42)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := vfs.ReadFile(fs, "/data/"+CleanShutdownFile, 4096)
+	if err != nil || string(b) != `{"version":0,"broker_epoch":42}` {
+		t.Fatalf("marker %q, %v", b, err)
+	}
+	m, err = OpenManager(managerOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.CleanShutdownBrokerEpoch(); got != 42 {
+		t.Fatalf("after a clean shutdown: epoch %d, want 42", got)
+	}
+	if _, ok, _ := ReadCleanShutdown(fs, "/data"); ok {
+		t.Fatal("marker still there after open")
+	}
+	// Crash (no Close): no marker, -1.
+	m2, err := OpenManager(managerOptions(fs.CrashClone(100, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.CleanShutdownBrokerEpoch(); got != -1 {
+		t.Fatalf("after a crash: epoch %d, want -1", got)
+	}
+	m2.Close()
+	// Closed again before this life registered (no SetBrokerEpoch): the
+	// marker keeps the epoch it had, since nothing the controller needs
+	// to know of changed.
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if epoch, ok, err := ReadCleanShutdown(fs, "/data"); epoch != 42 || !ok || err != nil {
+		t.Fatalf("marker after a close before registering: epoch %d ok %t err %v, want 42", epoch, ok, err)
+	}
+	for body, want := range map[string]int64{"": -1, `{"version":0,"broker_epoch":7}`: 7, "garbage": -1, `{"version":9,"broker_epoch":7}`: -1} {
+		if err := vfs.WriteFileAtomic(fs, "/data/"+CleanShutdownFile, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		epoch, ok, err := ReadCleanShutdown(fs, "/data")
+		wantOK := body == "" || want == 7
+		if epoch != want || ok != wantOK || (err != nil) == wantOK {
+			t.Errorf("marker %q: epoch %d ok %t err %v", body, epoch, ok, err)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 //
 //	<data dir>/                             one of log.dirs (each laid out alike)
 //	  .lock                                 flock'd by the process using the dir: "pid=<pid>"
-//	  .kafka_cleanshutdown                  written by Manager.Close, removed after load
+//	  .kafka_cleanshutdown                  written by Manager.Close ({"version":0,"broker_epoch":N}), removed after load
 //	  meta.properties                       first data dir only: cluster.id, node.id, incarnation.id (datadir.go)
 //	  producer-id-block                     first data dir only: "next=<end of the reserved block>\n"
 //	  recovery-point-offset-checkpoint      "0\n<count>\n<topic> <partition> <offset>\n..."
@@ -60,7 +60,8 @@ const (
 	// held locked (flock) by the process using it; it holds "pid=<pid>".
 	LockFile = ".lock"
 	// CleanShutdownFile is the marker, in the data directory, that every
-	// log was flushed and closed.
+	// log was flushed and closed; it records the broker epoch of the
+	// registration that shut down (WriteCleanShutdown, KIP-966).
 	CleanShutdownFile = ".kafka_cleanshutdown"
 	// RecoveryPointCheckpointFile holds each log's recovery point.
 	RecoveryPointCheckpointFile = "recovery-point-offset-checkpoint"

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -91,7 +92,27 @@ type Manager struct {
 	stop    chan struct{}
 	started bool
 	wg      sync.WaitGroup
+
+	// cleanEpoch is the broker epoch the clean-shutdown markers recorded
+	// at open (-1: some directory had none, they disagree, or they were
+	// empty): see [Manager.CleanShutdownBrokerEpoch]. brokerEpoch is what
+	// Close writes into the markers ([Manager.SetBrokerEpoch]).
+	cleanEpoch  int64
+	brokerEpoch atomic.Int64
 }
+
+// CleanShutdownBrokerEpoch returns the broker epoch the clean-shutdown
+// markers held when the manager opened: the epoch of the registration
+// that last shut down cleanly, which the broker sends as BrokerRegistration's
+// PreviousBrokerEpoch (KIP-966). -1 when any data directory had no marker
+// (an unclean shutdown), an empty one (written before markers carried the
+// epoch) or another epoch than the others.
+func (m *Manager) CleanShutdownBrokerEpoch() int64 { return m.cleanEpoch }
+
+// SetBrokerEpoch records the broker epoch of the current registration;
+// Close writes it into the clean-shutdown markers. Safe for concurrent
+// use; until called, Close writes -1.
+func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
 
 // OpenManager loads every log under o.Dir. Without the clean-shutdown
 // marker each log recovers from its checkpointed recovery point; with it,
@@ -143,6 +164,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		opts: o, logs: map[checkpoint.TopicPartition]*Log{}, configs: map[string]Config{},
 		failed: make(chan error, 1), stop: make(chan struct{}), cpKick: make(chan struct{}, 1),
 	}
+	m.brokerEpoch.Store(-1)
 	if o.MaxOpenSealedSegments > 0 {
 		m.files = newFileCache(o.MaxOpenSealedSegments)
 	}
@@ -181,10 +203,25 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	var loads []toLoad
 	where := map[checkpoint.TopicPartition]string{}
 	checkpointed := map[checkpoint.TopicPartition]int64{} // every dir's recovery points
+	m.cleanEpoch = -1
+	for i, d := range m.dirs {
+		epoch, clean, err := ReadCleanShutdown(o.FS, d.path)
+		if err != nil {
+			o.Logger.Warn("storage: clean-shutdown marker unreadable, recovering as after a crash", "dir", d.path, "err", err)
+		}
+		d.clean = clean
+		switch {
+		case i == 0 && clean:
+			m.cleanEpoch = epoch
+		case !clean || epoch != m.cleanEpoch:
+			m.cleanEpoch = -1
+		}
+	}
+	// Until this life registers, a Close keeps the epoch it found: a node
+	// stopping before it registered changed nothing the controller would
+	// need to know of.
+	m.brokerEpoch.Store(m.cleanEpoch)
 	for _, d := range m.dirs {
-		marker := filepath.Join(d.path, CleanShutdownFile)
-		_, statErr := o.FS.Stat(marker)
-		d.clean = statErr == nil
 		rps, err := checkpoint.ReadOffsets(o.FS, filepath.Join(d.path, RecoveryPointCheckpointFile))
 		if err != nil {
 			// A damaged checkpoint costs a full rescan, not the data.
@@ -770,9 +807,9 @@ func (m *Manager) Close() error {
 }
 
 func (m *Manager) writeCleanMarker(d *logDir) error {
-	// Empty, but written like every data-directory file: a crash leaves
-	// the marker fully durable or absent.
-	if err := vfs.WriteFileAtomic(m.opts.FS, filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
+	// Written like every data-directory file: a crash leaves the marker
+	// fully durable or absent.
+	if err := WriteCleanShutdown(m.opts.FS, d.path, m.brokerEpoch.Load()); err != nil {
 		return fmt.Errorf("storage: write clean-shutdown marker: %w", err)
 	}
 	return nil

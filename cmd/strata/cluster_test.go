@@ -200,51 +200,40 @@ func endOffset0(t *testing.T, adm *kadm.Client, topic string) int64 {
 // clusterSettings make a killed broker fenced within about two seconds.
 var clusterSettings = []string{"broker.session.timeout.ms=2000", "broker.heartbeat.interval.ms=200"}
 
-// TestClusterRefusesReplicationFactorAboveOne: on three nodes, a topic
-// with replication factor 3 used to be created with replicas and ISR
-// [1,2,3] although only its leader's log received records; after 2,458
-// records acknowledged with acks=all and a kill -9 of the leader, another
-// "in sync" replica was elected with an empty log: every record lost, and
-// its offsets free for other records. Replication is not built yet, so the
-// creation is refused with INVALID_REPLICATION_FACTOR saying so. Run
-// against a build that accepts it, the test reproduces the loss and fails
-// with its count.
-func TestClusterRefusesReplicationFactorAboveOne(t *testing.T) {
+// TestClusterReplicatedTopicSurvivesLeaderKill9: on three nodes, a topic
+// with replication factor 3 is created with replicas and ISR [1,2,3]; the
+// records acknowledged with acks=all survive a kill -9 of the leader: an
+// ISR member is elected and the end offset covers every acknowledged
+// record. (Before replication, this topic was created with an ISR of
+// three while only its leader's log received records; after 2,458
+// records and a kill -9, an "in sync" replica with an empty log was
+// elected: every record lost, its offsets free for other records.)
+func TestClusterReplicatedTopicSurvivesLeaderKill9(t *testing.T) {
 	c := startProcCluster(t, 3, clusterSettings...)
 	cl, adm := c.client()
 	ctx, cancel := context.WithTimeout(context.Background(), procWait)
 	defer cancel()
 	const topic, n = "replicated", 2458
 	resp, err := adm.CreateTopic(ctx, 1, 3, nil, topic)
-	if err == nil && resp.Err == nil {
-		acked := produceAcked(t, cl, topic, n)
-		p, _, err := partition0(t, adm, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		killed := p.Leader
-		c.node(killed).kill()
-		_, adm2 := c.client(killed)
-		after := waitPartition0(t, adm2, topic, "election after kill -9", func(p kadm.PartitionDetail, _ []int32) bool {
-			return p.Leader >= 0 && p.Leader != killed
-		})
-		end := endOffset0(t, adm2, topic)
-		t.Fatalf("replication factor 3 accepted (replicas %v, ISR %v); after kill -9 of leader %d, node %d was elected and the end offset is %d: %d of %d acknowledged records lost",
-			p.Replicas, p.ISR, killed, after.Leader, end, len(acked)-int(min(end, int64(len(acked)))), len(acked))
-	}
 	if err == nil {
 		err = resp.Err
 	}
-	if !errors.Is(err, kerr.InvalidReplicationFactor) || !strings.Contains(resp.ErrMessage, "replication is not built yet") {
-		t.Fatalf("create with replication factor 3: %v (message %q), want INVALID_REPLICATION_FACTOR saying replication is not built yet", err, resp.ErrMessage)
-	}
-	// Nothing was created.
-	m, err := adm.Metadata(ctx, topic)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("create with replication factor 3: %v (%s)", err, resp.ErrMessage)
 	}
-	if td, ok := m.Topics[topic]; ok && td.Err == nil {
-		t.Fatalf("refused topic exists: %+v", td)
+	p := waitPartition0(t, adm, topic, "all three replicas in sync", func(p kadm.PartitionDetail, _ []int32) bool {
+		return len(p.Replicas) == 3 && len(p.ISR) == 3 && p.Leader >= 0
+	})
+	acked := produceAcked(t, cl, topic, n)
+	killed := p.Leader
+	c.node(killed).kill()
+	_, adm2 := c.client(killed)
+	after := waitPartition0(t, adm2, topic, "election after kill -9", func(p kadm.PartitionDetail, _ []int32) bool {
+		return p.Leader >= 0 && p.Leader != killed
+	})
+	if end := endOffset0(t, adm2, topic); end < int64(len(acked)) {
+		t.Fatalf("after kill -9 of leader %d, node %d was elected and the end offset is %d: %d of %d acknowledged records lost",
+			killed, after.Leader, end, len(acked)-int(end), len(acked))
 	}
 }
 

@@ -198,15 +198,49 @@ func (s *State) applyPartition(r *PartitionRecord) error {
 	if r.LeaderEpoch < 0 || r.PartitionEpoch < 0 {
 		return inconsistent("topic %q partition %d: negative epoch", t.name, r.Partition)
 	}
+	if err := checkELR(r.Replicas, r.ISR, r.ELR, r.LastKnownELR, r.LeaderRecoveryState); err != nil {
+		return inconsistent("topic %q partition %d: %v", t.name, r.Partition, err)
+	}
 	t.partitions = append(t.partitions, &PartitionInfo{
-		TopicID:        r.TopicID,
-		Partition:      r.Partition,
-		Replicas:       slices.Clone(r.Replicas),
-		ISR:            nonNil(slices.Clone(r.ISR)),
-		Leader:         r.Leader,
-		LeaderEpoch:    r.LeaderEpoch,
-		PartitionEpoch: r.PartitionEpoch,
+		TopicID:             r.TopicID,
+		Partition:           r.Partition,
+		Replicas:            slices.Clone(r.Replicas),
+		ISR:                 nonNil(slices.Clone(r.ISR)),
+		Leader:              r.Leader,
+		LeaderEpoch:         r.LeaderEpoch,
+		PartitionEpoch:      r.PartitionEpoch,
+		ELR:                 nilIfEmpty(slices.Clone(r.ELR)),
+		LastKnownELR:        nilIfEmpty(slices.Clone(r.LastKnownELR)),
+		LeaderRecoveryState: r.LeaderRecoveryState,
 	})
+	return nil
+}
+
+// checkELR validates a partition's KIP-966 and KIP-704 fields against its
+// replicas and ISR: ELR members are replicas outside the ISR, without
+// repeats; last known ELR members are replicas, without repeats; the
+// recovery state is known, and a RECOVERING partition has at most one ISR
+// member (the unclean leader, until it reports RECOVERED).
+func checkELR(replicas, isr, elr, lastKnown []int32, lrs int8) error {
+	for i, r := range elr {
+		if !slices.Contains(replicas, r) || slices.Contains(isr, r) || slices.Contains(elr[:i], r) {
+			return fmt.Errorf("ELR member %d is not a replica outside the ISR, or repeated", r)
+		}
+	}
+	for i, r := range lastKnown {
+		if !slices.Contains(replicas, r) || slices.Contains(lastKnown[:i], r) {
+			return fmt.Errorf("last known ELR member %d is not a replica, or repeated", r)
+		}
+	}
+	switch lrs {
+	case LeaderRecovered:
+	case LeaderRecovering:
+		if len(isr) > 1 {
+			return fmt.Errorf("ISR %v while the leader is RECOVERING", isr)
+		}
+	default:
+		return fmt.Errorf("leader recovery state %d", lrs)
+	}
 	return nil
 }
 
@@ -223,6 +257,7 @@ func (s *State) applyPartitionChange(r *PartitionChangeRecord) error {
 		return inconsistent("change of unknown partition %s/%d", r.TopicID, r.Partition)
 	}
 	replicas, isr, leader := p.Replicas, p.ISR, p.Leader
+	elr, lastKnown, lrs := p.ELR, p.LastKnownELR, p.LeaderRecoveryState
 	if r.Replicas != nil {
 		replicas = r.Replicas
 	}
@@ -232,11 +267,26 @@ func (s *State) applyPartitionChange(r *PartitionChangeRecord) error {
 	if r.Leader != nil {
 		leader = *r.Leader
 	}
+	if r.ELR != nil {
+		elr = r.ELR
+	}
+	if r.LastKnownELR != nil {
+		lastKnown = r.LastKnownELR
+	}
+	if r.LeaderRecoveryState != nil {
+		lrs = *r.LeaderRecoveryState
+	}
 	if err := checkAssignment(replicas, isr, leader); err != nil {
+		return inconsistent("partition %s/%d: %v", r.TopicID, r.Partition, err)
+	}
+	if err := checkELR(replicas, isr, elr, lastKnown, lrs); err != nil {
 		return inconsistent("partition %s/%d: %v", r.TopicID, r.Partition, err)
 	}
 	p.Replicas = slices.Clone(replicas)
 	p.ISR = nonNil(slices.Clone(isr))
+	p.ELR = nilIfEmpty(slices.Clone(elr))
+	p.LastKnownELR = nilIfEmpty(slices.Clone(lastKnown))
+	p.LeaderRecoveryState = lrs
 	if r.Leader != nil {
 		p.Leader = leader
 		p.LeaderEpoch++

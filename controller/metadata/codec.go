@@ -24,7 +24,16 @@ package metadata
 // trailing bytes are corruption. Raft already checksums its entries, so
 // records carry no CRC of their own.
 //
-// Format migration: every record type is at version 0. A new field is added
+// Format migration: PartitionRecord and PartitionChangeRecord are at
+// version 1, every other record type at version 0.
+//
+//	PartitionRecord v1        adds elr []i32, lastKnownELR []i32,
+//	                          leaderRecoveryState u8 after partitionEpoch
+//	PartitionChangeRecord v1  adds elr *[]i32, lastKnownELR *[]i32,
+//	                          leaderRecoveryState *u8 after replicas
+//
+// Version 0 records decode with those fields empty (nil) and
+// LeaderRecovered (unchanged, for a change). A new field is added
 // by bumping that record's version constant in records.go, writing the field
 // after the existing ones, and decoding older versions with the field at its
 // zero value. Decode keeps accepting every version it ever wrote.
@@ -91,6 +100,9 @@ func AppendRecord(b []byte, r Record) []byte {
 		e.i32(r.Leader)
 		e.i32(r.LeaderEpoch)
 		e.i32(r.PartitionEpoch)
+		e.i32s(r.ELR)
+		e.i32s(r.LastKnownELR)
+		e.u8(uint8(r.LeaderRecoveryState))
 	case *PartitionChangeRecord:
 		e.uuid(r.TopicID)
 		e.i32(r.Partition)
@@ -102,6 +114,14 @@ func AppendRecord(b []byte, r Record) []byte {
 		}
 		e.optI32s(r.ISR)
 		e.optI32s(r.Replicas)
+		e.optI32s(r.ELR)
+		e.optI32s(r.LastKnownELR)
+		if r.LeaderRecoveryState == nil {
+			e.bool(false)
+		} else {
+			e.bool(true)
+			e.u8(uint8(*r.LeaderRecoveryState))
+		}
 	case *ConfigRecord:
 		e.u8(uint8(r.ResourceType))
 		e.str(r.ResourceName)
@@ -202,6 +222,11 @@ func Decode(b []byte) (Record, error) {
 		x.Leader = d.i32()
 		x.LeaderEpoch = d.i32()
 		x.PartitionEpoch = d.i32()
+		if v >= 1 {
+			x.ELR = nilIfEmpty(d.i32s())
+			x.LastKnownELR = nilIfEmpty(d.i32s())
+			x.LeaderRecoveryState = int8(d.u8())
+		}
 		r = x
 	case TypePartitionChange:
 		if v > versionPartitionChange {
@@ -214,6 +239,14 @@ func Decode(b []byte) (Record, error) {
 		}
 		x.ISR = d.optI32s()
 		x.Replicas = d.optI32s()
+		if v >= 1 {
+			x.ELR = d.optI32s()
+			x.LastKnownELR = d.optI32s()
+			if d.bool() {
+				lrs := int8(d.u8())
+				x.LeaderRecoveryState = &lrs
+			}
+		}
 		r = x
 	case TypeConfig:
 		if v > versionConfig {
@@ -299,8 +332,25 @@ func checkEnums(r Record) error {
 		if r.State > DeleteFinished {
 			return fmt.Errorf("segment state %d", r.State)
 		}
+	case *PartitionRecord:
+		if r.LeaderRecoveryState != LeaderRecovered && r.LeaderRecoveryState != LeaderRecovering {
+			return fmt.Errorf("leader recovery state %d", r.LeaderRecoveryState)
+		}
+	case *PartitionChangeRecord:
+		if l := r.LeaderRecoveryState; l != nil && *l != LeaderRecovered && *l != LeaderRecovering {
+			return fmt.Errorf("leader recovery state %d", *l)
+		}
 	}
 	return nil
+}
+
+// nilIfEmpty normalises an empty slice to nil: the image keeps an empty
+// ELR as nil, whichever way it arrived.
+func nilIfEmpty(v []int32) []int32 {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
 }
 
 // encoder appends the primitive forms described at the top of this file.

@@ -33,6 +33,10 @@ func sampleRecords() []Record {
 		&PartitionChangeRecord{TopicID: id, Partition: 0},
 		&PartitionChangeRecord{TopicID: id, Partition: 1, Leader: ptr(NoLeader), ISR: []int32{}, Replicas: []int32{4, 5}},
 		&PartitionChangeRecord{TopicID: id, Partition: 2, Leader: ptr(int32(7)), ISR: []int32{7}},
+		&PartitionRecord{TopicID: id, Partition: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1,
+			ELR: []int32{2}, LastKnownELR: []int32{3}, LeaderRecoveryState: LeaderRecovering},
+		&PartitionChangeRecord{TopicID: id, Partition: 3, ELR: []int32{}, LastKnownELR: []int32{2, 3}, LeaderRecoveryState: ptr(LeaderRecovered)},
+		&PartitionChangeRecord{TopicID: id, Partition: 3, ELR: []int32{1}, LeaderRecoveryState: ptr(LeaderRecovering)},
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders.v1", Name: "cleanup.policy", Value: &val},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Name: "log.retention.ms"},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "12", Name: "x", Value: &empty},
@@ -132,6 +136,57 @@ func TestRecordDecodeRejectsUnknownTypesVersionsAndEnums(t *testing.T) {
 	flag[len(flag)-1] = 2 // Fenced must be 0 or 1
 	if _, err := Decode(flag); !errors.Is(err, ErrCorruptRecord) {
 		t.Errorf("bad bool: err %v", err)
+	}
+}
+
+// TestRecordDecodesVersion0PartitionRecords: PartitionRecord and
+// PartitionChangeRecord as version 0 wrote them (before ELR, last known
+// ELR and the leader recovery state) still decode, with those fields
+// empty, RECOVERED, and (for a change) unchanged.
+func TestRecordDecodesVersion0PartitionRecords(t *testing.T) {
+	id := uuid.MustParse("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+	// PartitionRecord v0: topic, partition, replicas, ISR, leader, epochs.
+	e := encoder{}
+	e.u8(uint8(TypePartition))
+	e.u8(0)
+	e.uuid(id)
+	e.i32(2)
+	e.i32s([]int32{1, 2})
+	e.i32s([]int32{1})
+	e.i32(1)
+	e.i32(3)
+	e.i32(4)
+	got, err := Decode(e.b)
+	want := &PartitionRecord{TopicID: id, Partition: 2, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 4}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("v0 PartitionRecord: %#v, %v", got, err)
+	}
+	// PartitionChangeRecord v0: topic, partition, leader?, ISR?, replicas?.
+	e = encoder{}
+	e.u8(uint8(TypePartitionChange))
+	e.u8(0)
+	e.uuid(id)
+	e.i32(2)
+	e.bool(true)
+	e.i32(NoLeader)
+	e.optI32s([]int32{2})
+	e.optI32s(nil)
+	got, err = Decode(e.b)
+	wantChange := &PartitionChangeRecord{TopicID: id, Partition: 2, Leader: ptr(NoLeader), ISR: []int32{2}}
+	if err != nil || !reflect.DeepEqual(got, wantChange) {
+		t.Fatalf("v0 PartitionChangeRecord: %#v, %v", got, err)
+	}
+	// Version 1 bytes are refused as version 0 (trailing fields), and a
+	// recovery state no version writes is corrupt.
+	v1 := Encode(&PartitionChangeRecord{TopicID: id, ELR: []int32{1}})
+	v1[1] = 0
+	if _, err := Decode(v1); !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("v1 body as v0: %v", err)
+	}
+	bad := Encode(&PartitionRecord{TopicID: id, Replicas: []int32{1}})
+	bad[len(bad)-1] = 7
+	if _, err := Decode(bad); !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("recovery state 7: %v", err)
 	}
 }
 

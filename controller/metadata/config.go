@@ -284,7 +284,8 @@ func ValidateBrokerConfig(name, value string) error {
 
 // UncleanLeaderElection reports whether a topic allows unclean leader
 // election: the topic's unclean.leader.election.enable, else the cluster
-// default (broker resource ""), else false.
+// default (broker resource ""), else the controller's static default
+// ([Defaults], false unless set).
 func (s *State) UncleanLeaderElection(topic string) bool {
 	if v, ok := s.configs[configKey{ResourceTopic, topic}][ConfigUncleanLeaderElectionEnable]; ok {
 		return strings.EqualFold(v, "true")
@@ -292,7 +293,22 @@ func (s *State) UncleanLeaderElection(topic string) bool {
 	if v, ok := s.configs[configKey{ResourceBroker, ""}]["unclean.leader.election.enable"]; ok {
 		return strings.EqualFold(v, "true")
 	}
-	return false
+	return s.defaults.UncleanLeaderElection
+}
+
+// MinInsyncReplicas returns the effective min ISR of a partition of topic
+// with rf replicas (KIP-966): min(min.insync.replicas, rf), where
+// min.insync.replicas is the topic's, else the cluster default (broker
+// resource ""), else the controller's static default ([Defaults]), else 1.
+// Never below 1.
+func (s *State) MinInsyncReplicas(topic string, rf int) int {
+	n := int64(s.defaults.MinInsyncReplicas)
+	if v, ok := s.configs[configKey{ResourceTopic, topic}][ConfigMinInsyncReplicas]; ok {
+		n, _ = strconv.ParseInt(v, 10, 32) // validated when set
+	} else if v, ok := s.configs[configKey{ResourceBroker, ""}]["min.insync.replicas"]; ok {
+		n, _ = strconv.ParseInt(v, 10, 32)
+	}
+	return int(max(1, min(n, int64(rf))))
 }
 
 // maxTopicNameLen is Kafka's limit (Topic.MAX_NAME_LENGTH).

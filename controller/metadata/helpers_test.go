@@ -87,7 +87,11 @@ func (h *harness) format(r Record) string {
 		}
 		return "Topic " + r.Name
 	case *PartitionRecord:
-		return fmt.Sprintf("Partition %s replicas=%s isr=%s leader=%d", h.tp(r.TopicID, r.Partition), ints(r.Replicas), ints(r.ISR), r.Leader)
+		s := fmt.Sprintf("Partition %s replicas=%s isr=%s leader=%d", h.tp(r.TopicID, r.Partition), ints(r.Replicas), ints(r.ISR), r.Leader)
+		if r.ELR != nil || r.LastKnownELR != nil || r.LeaderRecoveryState != LeaderRecovered {
+			s += fmt.Sprintf(" elr=%s last-known-elr=%s recovery=%d", ints(r.ELR), ints(r.LastKnownELR), r.LeaderRecoveryState)
+		}
+		return s
 	case *PartitionChangeRecord:
 		s := "PartitionChange " + h.tp(r.TopicID, r.Partition)
 		if r.Leader != nil {
@@ -98,6 +102,15 @@ func (h *harness) format(r Record) string {
 		}
 		if r.Replicas != nil {
 			s += " replicas=" + ints(r.Replicas)
+		}
+		if r.ELR != nil {
+			s += " elr=" + ints(r.ELR)
+		}
+		if r.LastKnownELR != nil {
+			s += " last-known-elr=" + ints(r.LastKnownELR)
+		}
+		if r.LeaderRecoveryState != nil {
+			s += " recovery=" + recoveryName(*r.LeaderRecoveryState)
 		}
 		return s
 	case *ConfigRecord:
@@ -117,6 +130,16 @@ func (h *harness) format(r Record) string {
 		return "ClusterID " + r.ClusterID
 	}
 	return fmt.Sprintf("%T", r)
+}
+
+func recoveryName(l int8) string {
+	switch l {
+	case LeaderRecovered:
+		return "RECOVERED"
+	case LeaderRecovering:
+		return "RECOVERING"
+	}
+	return strconv.Itoa(int(l))
 }
 
 // apply applies planned records, round-tripping each through the codec as
@@ -151,6 +174,9 @@ func (h *harness) show() string {
 	if id := s.ClusterID(); id != "" {
 		fmt.Fprintf(&b, "cluster-id %s\n", id)
 	}
+	if lvl := s.Feature(FeatureReplication); lvl != 0 {
+		fmt.Fprintf(&b, "feature %s=%d\n", FeatureReplication, lvl)
+	}
 	for _, br := range s.Brokers() {
 		fmt.Fprintf(&b, "broker %d epoch=%d rack=%q fenced=%t", br.ID, br.Epoch, br.Rack, br.Fenced)
 		if br.InControlledShutdown {
@@ -161,8 +187,18 @@ func (h *harness) show() string {
 	for _, t := range s.Topics() {
 		fmt.Fprintf(&b, "topic %s partitions=%d\n", t.Name, t.NumPartitions)
 		for _, p := range s.Partitions(t.ID) {
-			fmt.Fprintf(&b, "  %s replicas=%s isr=%s leader=%d leader-epoch=%d partition-epoch=%d\n",
+			fmt.Fprintf(&b, "  %s replicas=%s isr=%s leader=%d leader-epoch=%d partition-epoch=%d",
 				h.tp(p.TopicID, p.Partition), ints(p.Replicas), ints(p.ISR), p.Leader, p.LeaderEpoch, p.PartitionEpoch)
+			if len(p.ELR) > 0 {
+				fmt.Fprintf(&b, " elr=%s", ints(p.ELR))
+			}
+			if len(p.LastKnownELR) > 0 {
+				fmt.Fprintf(&b, " last-known-elr=%s", ints(p.LastKnownELR))
+			}
+			if p.LeaderRecoveryState != LeaderRecovered {
+				fmt.Fprintf(&b, " %s", recoveryName(p.LeaderRecoveryState))
+			}
+			b.WriteString("\n")
 		}
 		cfg := s.TopicConfig(t.Name)
 		for _, k := range sortedKeys(cfg) {
@@ -296,6 +332,7 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			Rack:                 argStr(t, td, "rack", ""),
 			ClusterID:            argStr(t, td, "cluster-id", ""),
 			ExistingSessionAlive: td.HasArg("alive"),
+			PreviousBrokerEpoch:  h.previousEpoch(t, td, id),
 		})
 		h.apply(t, &out, recs)
 		switch {
@@ -374,7 +411,7 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			}
 		}
 		if td.HasArg("legacy") {
-			// As versions before MaxReplicationFactor created topics: any
+			// As versions before replication created topics: any
 			// replication factor, every replica in the ISR.
 			h.apply(t, &out, h.legacyTopic(ct))
 			break
@@ -388,8 +425,14 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 				fmt.Fprintf(&out, "ok %s partitions=%d rf=%d\n", r.Name, r.NumPartitions, r.ReplicationFactor)
 			}
 		}
-	case "one-replica-isrs":
-		h.apply(t, &out, h.st.PlanOneReplicaISRs())
+	case "replication-feature":
+		h.apply(t, &out, h.st.PlanReplicationFeature())
+		fmt.Fprintln(&out, "ok")
+	case "defaults":
+		h.st.SetDefaults(Defaults{
+			MinInsyncReplicas:     int32(argInt(t, td, "min-isr", 0)),
+			UncleanLeaderElection: td.HasArg("unclean"),
+		})
 		fmt.Fprintln(&out, "ok")
 	case "create-partitions":
 		recs, res := h.st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{
@@ -440,15 +483,37 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 		p, _ := h.st.Partition(id, pn)
 		broker := int32(argInt(t, td, "broker", int64(p.Leader)))
 		b, _ := h.st.Broker(broker)
-		recs, res := h.st.PlanAlterPartition(AlterPartitionRequest{
+		req := AlterPartitionRequest{
 			BrokerID: broker, BrokerEpoch: argInt(t, td, "broker-epoch", b.Epoch),
 			TopicID: id, Partition: pn,
 			LeaderEpoch:    int32(argInt(t, td, "leader-epoch", int64(p.LeaderEpoch))),
 			PartitionEpoch: int32(argInt(t, td, "partition-epoch", int64(p.PartitionEpoch))),
 			NewISR:         argInts(t, td, "isr"),
-		})
+		}
+		if td.HasArg("recovering") {
+			req.LeaderRecoveryState = LeaderRecovering
+		}
+		if a, ok := td.Arg("isr-epochs"); ok {
+			// v3: member@epoch, or a bare member for its registered epoch.
+			req.NewISR = nil
+			req.NewISRWithEpochs = []ISRMember{}
+			for _, v := range a.Vals {
+				m, e, hasE := strings.Cut(v, "@")
+				mn, _ := strconv.Atoi(m)
+				epoch := h.st.BrokerEpoch(int32(mn))
+				if hasE {
+					epoch, _ = strconv.ParseInt(e, 10, 64)
+				}
+				req.NewISRWithEpochs = append(req.NewISRWithEpochs, ISRMember{BrokerID: int32(mn), BrokerEpoch: epoch})
+			}
+		}
+		recs, res := h.st.PlanAlterPartition(req)
 		h.apply(t, &out, recs)
-		fmt.Fprintf(&out, "%s leader=%d leader-epoch=%d partition-epoch=%d isr=%s\n", h.errLine(res.Err), res.Leader, res.LeaderEpoch, res.PartitionEpoch, ints(res.ISR))
+		fmt.Fprintf(&out, "%s leader=%d leader-epoch=%d partition-epoch=%d isr=%s", h.errLine(res.Err), res.Leader, res.LeaderEpoch, res.PartitionEpoch, ints(res.ISR))
+		if res.LeaderRecoveryState != LeaderRecovered {
+			fmt.Fprintf(&out, " %s", recoveryName(res.LeaderRecoveryState))
+		}
+		fmt.Fprintln(&out)
 	case "remote-segment":
 		name := argStr(t, td, "seg", "")
 		sid := segID(name)
@@ -512,8 +577,18 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 	return out.String()
 }
 
-// legacyTopic returns the records a version before [MaxReplicationFactor]
-// planned for ct (no validation): its assignments or the rack-aware
+// previousEpoch is a registration's PreviousBrokerEpoch: previous-epoch=N
+// as given, unclean-restart for none (0), else (a clean restart, or a
+// first registration) the broker's current epoch.
+func (h *harness) previousEpoch(t testing.TB, td *datadriven.TestData, id int32) int64 {
+	if td.HasArg("unclean-restart") {
+		return 0
+	}
+	return argInt(t, td, "previous-epoch", h.st.BrokerEpoch(id))
+}
+
+// legacyTopic returns the records a version before replication planned
+// for ct (no validation): its assignments or the rack-aware
 // placement of ct.ReplicationFactor replicas, the leader the first replica,
 // and every replica in the ISR although none but the leader held data. It
 // draws from h.rng in PlanCreateTopics' order (placement, then the ID).

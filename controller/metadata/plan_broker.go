@@ -21,6 +21,11 @@ type RegisterBrokerRequest struct {
 	// refused (INCONSISTENT_CLUSTER_ID): the node belongs to another
 	// cluster.
 	ClusterID string `json:",omitempty"`
+	// PreviousBrokerEpoch is the broker epoch the broker's clean-shutdown
+	// marker recorded (BrokerRegistration v3, KIP-966), or, re-registering
+	// while running, its current epoch; 0 or -1 when it has none: it did
+	// not shut down cleanly (or never registered before).
+	PreviousBrokerEpoch int64 `json:",omitempty"`
 	// ExistingSessionAlive is the caller's liveness verdict on the current
 	// registration of BrokerID (if any): true if its heartbeat session has
 	// not expired. A live session held by another incarnation makes the
@@ -45,6 +50,17 @@ type RegisterBrokerResponse struct {
 // the ISR, those leaderships move away first (as in [State.PlanFenceBroker]),
 // since a fenced broker must lead nothing.
 //
+// Unclean shutdown detection (KIP-966): a registered broker whose
+// PreviousBrokerEpoch is not its registered epoch restarted without a
+// clean-shutdown marker of that incarnation and may have lost records it
+// had acknowledged to the leader. As Kafka's handleBrokerUncleanShutdown
+// (with ELR enabled) does, it leaves every ISR and every ELR, even as the
+// last member of an ISR (that partition is then offline until an ELR or
+// last-known-ELR member can lead, or unclean election allows another); it
+// is remembered in the last known ELR. It never leads at that point: the
+// re-registration moves its leaderships first. It rejoins ISRs only
+// through its leaders' AlterPartition, once caught up.
+//
 // Errors: INVALID_REQUEST (bad id or nil incarnation),
 // INCONSISTENT_CLUSTER_ID (req.ClusterID is not the image's; an image
 // without one checks nothing and answers "": the controller plans
@@ -67,7 +83,7 @@ func (s *State) PlanRegisterBroker(req RegisterBrokerRequest) ([]Record, Registe
 		if old.IncarnationID != req.IncarnationID && req.ExistingSessionAlive {
 			return nil, RegisterBrokerResponse{}, fmt.Errorf("%w: broker %d is registered by incarnation %s with a live session", kerr.DuplicateBrokerRegistration, req.BrokerID, old.IncarnationID)
 		}
-		recs = s.moveAwayFrom(req.BrokerID, s.UncleanLeaderElection)
+		recs = s.moveAwayFrom(req.BrokerID, s.UncleanLeaderElection, req.PreviousBrokerEpoch != old.Epoch)
 	}
 	epoch := s.maxBrokerEpoch + 1
 	recs = append(recs, &RegisterBrokerRecord{
@@ -117,9 +133,17 @@ type BrokerHeartbeatResponse struct {
 }
 
 // PlanBrokerHeartbeat decides what a heartbeat changes:
-//   - WantShutDown: controlled shutdown; leadership and ISR membership move
-//     away, the broker is fenced and marked in controlled shutdown, and told
-//     to shut down;
+//   - WantShutDown (controlled shutdown, Kafka's CONTROLLED_SHUTDOWN →
+//     SHUTDOWN_NOW): the broker is marked in controlled shutdown, leaves
+//     every ISR (the last member of one stays, leader -1, as fencing
+//     leaves it) and its leaderships move to other ISR (or ELR) members,
+//     in the same entry. ShouldShutDown is true once it leads nothing in
+//     the image as it will be when these records apply; it is then fenced
+//     too (it stops serving), as Kafka fences a broker told to shut down
+//     now. A fenced broker is told to shut down at once. Kafka also waits
+//     for every broker to have caught up with the leadership changes; here
+//     the brokers follow the Watch stream and the stopping broker's
+//     clients retry on NOT_LEADER_OR_FOLLOWER until they have;
 //   - fenced, caught up and not WantFence: the broker is unfenced, and every
 //     leaderless partition it can lead gets it as leader;
 //   - unfenced and WantFence: fenced as by [State.PlanFenceBroker].
@@ -140,15 +164,16 @@ func (s *State) PlanBrokerHeartbeat(req BrokerHeartbeatRequest) ([]Record, Broke
 	}
 	var recs []Record
 	switch {
+	case req.WantShutDown && b.Fenced:
+		resp.ShouldShutDown = true
 	case req.WantShutDown:
-		recs = s.moveAwayFrom(b.ID, s.UncleanLeaderElection)
-		if !b.Fenced || !b.InControlledShutdown {
-			recs = append(recs, &BrokerRegistrationChangeRecord{
-				BrokerID: b.ID, BrokerEpoch: b.Epoch,
-				Fenced: ptr(true), InControlledShutdown: ptr(true),
-			})
+		recs = s.moveAwayFrom(b.ID, s.UncleanLeaderElection, false)
+		change := &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: ptr(true)}
+		if s.leadsAfter(b.ID, recs) == 0 {
+			change.Fenced = ptr(true)
+			resp.IsFenced, resp.ShouldShutDown = true, true
 		}
-		resp.IsFenced, resp.ShouldShutDown = true, true
+		recs = append(recs, change)
 	case b.Fenced && resp.IsCaughtUp && !req.WantFence && !b.InControlledShutdown:
 		recs = append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: ptr(false)})
 		recs = append(recs, s.electLeaderless(b.ID, s.UncleanLeaderElection)...)
@@ -162,24 +187,40 @@ func (s *State) PlanBrokerHeartbeat(req BrokerHeartbeatRequest) ([]Record, Broke
 	return recs, resp, nil
 }
 
+// leadsAfter counts the partitions broker id leads once recs (partition
+// changes planned on s) apply.
+func (s *State) leadsAfter(id int32, recs []Record) int {
+	moved := map[TopicPartition]int32{}
+	for _, r := range recs {
+		if pc, ok := r.(*PartitionChangeRecord); ok && pc.Leader != nil {
+			moved[TopicPartition{pc.TopicID, pc.Partition}] = *pc.Leader
+		}
+	}
+	n := 0
+	s.eachPartition(func(_ *topicState, p *PartitionInfo) {
+		leader := p.Leader
+		if l, ok := moved[TopicPartition{p.TopicID, p.Partition}]; ok {
+			leader = l
+		}
+		if leader == id {
+			n++
+		}
+	})
+	return n
+}
+
 // PlanFenceBroker fences broker id (its session expired, or it asked to be
-// fenced) and moves its leaderships away:
-//   - it leaves every ISR it is in as a follower;
-//   - each partition it led becomes leaderless (NoLeader, leader epoch
-//     bumped) with an ISR of just this broker: replication is not built
-//     yet (see [MaxReplicationFactor]), so the leader is the only replica
-//     holding the partition's records, whatever an ISR written by an older
-//     version says. It leads again, cleanly, when it returns
-//     ([State.PlanBrokerHeartbeat] unfencing it); until then the partition
-//     is offline (Kafka keeps the last ISR member for the same reason);
-//   - a clean election only ever picks a partition's sole ISR member: a
-//     leaderless partition whose ISR lists several brokers (left by an
-//     older version) does not know which of them holds its records, and
-//     stays offline;
-//   - with uncleanAllowed(topic) (unclean.leader.election.enable, Kafka's
-//     explicit choice of availability over the acknowledged records) the
-//     first eligible replica outside the ISR leads instead, with an ISR of
-//     just itself: its log is empty, every record of the old leader is lost.
+// fenced) and moves its leaderships away ([State.changePartition] has the
+// rules, in Kafka's order):
+//   - it leaves every ISR (KIP-841), except that the last member of an ISR
+//     stays, as Kafka keeps it: the partition goes offline (leader -1)
+//     until it returns, or until another electable replica does;
+//   - each partition it led elects the first acceptable ISR member in
+//     replica order, else an acceptable ELR member (KIP-966), else (with
+//     uncleanAllowed(topic), unclean.leader.election.enable) any
+//     acceptable replica, RECOVERING (KIP-704); else it is offline;
+//   - members removed while the ISR is below the effective min ISR join
+//     the ELR.
 //
 // uncleanAllowed nil means [State.UncleanLeaderElection]. An unknown broker
 // yields no records; an already-fenced one yields only leadership moves it
@@ -192,7 +233,7 @@ func (s *State) PlanFenceBroker(id int32, uncleanAllowed func(topic string) bool
 	if uncleanAllowed == nil {
 		uncleanAllowed = s.UncleanLeaderElection
 	}
-	recs := s.moveAwayFrom(id, uncleanAllowed)
+	recs := s.moveAwayFrom(id, uncleanAllowed, false)
 	if !b.Fenced {
 		recs = append(recs, &BrokerRegistrationChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, Fenced: ptr(true)})
 	}
@@ -221,132 +262,89 @@ func (s *State) eachPartition(f func(t *topicState, p *PartitionInfo)) {
 }
 
 // moveAwayFrom plans the partition changes that take broker id out of
-// every ISR and leadership; see PlanFenceBroker for the rules.
-func (s *State) moveAwayFrom(id int32, unclean func(topic string) bool) []Record {
+// every ISR and leadership; see PlanFenceBroker for the rules. With
+// uncleanShutdown (KIP-966's handleBrokerUncleanShutdown: the broker
+// restarted without its clean-shutdown marker, and may have lost its
+// unflushed tail) it leaves every ELR too, and even the last place in an
+// ISR: electing it as the last replica standing is exactly what KIP-966
+// prevents. It is then remembered in the last known ELR.
+func (s *State) moveAwayFrom(id int32, unclean func(topic string) bool, uncleanShutdown bool) []Record {
 	var recs []Record
+	shutdownID := NoLeader
+	if uncleanShutdown {
+		shutdownID = id
+	}
 	s.eachPartition(func(t *topicState, p *PartitionInfo) {
 		inISR := slices.Contains(p.ISR, id)
-		if !inISR && p.Leader != id {
+		inELR := uncleanShutdown && slices.Contains(p.ELR, id)
+		if !inISR && !inELR && p.Leader != id {
 			return
 		}
-		isr := p.ISR
-		switch {
-		case p.Leader == id:
-			// The leader is the one replica holding the records.
-			isr = []int32{id}
-		case p.Leader == NoLeader && len(p.ISR) > 1:
-			// An older version's ISR: which member holds the records is
-			// unknown, so none may become the sole (electable) member.
-		case inISR && len(p.ISR) > 1:
-			isr = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+		target := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+		if len(target) == 0 && !uncleanShutdown {
+			target = []int32{id} // the last member stays (leader -1 until it returns)
 		}
-		leader := p.Leader
-		if leader == id || leader == NoLeader {
-			leader, isr = s.elect(p.Replicas, isr, id, unclean(t.name))
-		}
-		if rec := partitionChange(p, leader, isr); rec != nil {
-			recs = append(recs, rec)
+		res := s.changePartition(t, p, target, changeOpts{
+			acceptable:      func(r int32) bool { return s.eligible(r, id) },
+			mustElect:       p.Leader == id,
+			unclean:         unclean(t.name),
+			uncleanShutdown: shutdownID,
+		})
+		if res.rec != nil {
+			recs = append(recs, res.rec)
 		}
 	})
 	return recs
 }
 
-// elect picks a leader for a partition: its holder (see [holder]) if
-// eligible; failing that, with unclean, the first eligible replica, whose
-// ISR becomes just itself. It returns the leader (NoLeader if none) and
-// the resulting ISR.
-func (s *State) elect(replicas, isr []int32, except int32, unclean bool) (int32, []int32) {
-	if h, ok := holder(replicas, isr); ok && s.eligible(h, except) {
-		return h, isr
-	}
-	if unclean {
-		for _, r := range replicas {
-			if s.eligible(r, except) {
-				return r, []int32{r}
-			}
-		}
-	}
-	return NoLeader, isr
-}
-
-// holder returns the replica of a leaderless partition that holds its
-// records: the sole member of its ISR. Without replication only the last
-// leader has the data, and the planners leave it alone in the ISR when it
-// goes (moveAwayFrom). An ISR of several brokers, written by a version that
-// listed every replica as in sync, does not say which one it is: no holder.
-func holder(replicas, isr []int32) (int32, bool) {
-	if len(isr) != 1 || !slices.Contains(replicas, isr[0]) {
-		return NoLeader, false
-	}
-	return isr[0], true
-}
-
 // electLeaderless plans elections for leaderless partitions that have
-// broker id (just unfenced) as a replica. The broker is not yet unfenced in
-// s, so it is passed in as eligible.
+// broker id (just unfenced) as a replica: an ISR, ELR or last known ELR
+// member leads again, or (unclean allowed) any acceptable replica. The
+// broker is not yet unfenced in s, so it is passed in as eligible.
 func (s *State) electLeaderless(id int32, unclean func(topic string) bool) []Record {
 	var recs []Record
 	s.eachPartition(func(t *topicState, p *PartitionInfo) {
 		if p.Leader != NoLeader || !slices.Contains(p.Replicas, id) {
 			return
 		}
-		ok := func(r int32) bool { return r == id || s.eligible(r, -1) }
-		leader, isr := NoLeader, p.ISR
-		if h, found := holder(p.Replicas, p.ISR); found && ok(h) {
-			leader = h
-		}
-		if leader == NoLeader && unclean(t.name) {
-			for _, r := range p.Replicas {
-				if ok(r) {
-					leader, isr = r, []int32{r}
-					break
-				}
-			}
-		}
-		if rec := partitionChange(p, leader, isr); rec != nil {
-			recs = append(recs, rec)
+		res := s.changePartition(t, p, p.ISR, changeOpts{
+			acceptable:      func(r int32) bool { return r == id || s.eligible(r, -1) },
+			unclean:         unclean(t.name),
+			uncleanShutdown: NoLeader,
+		})
+		if res.rec != nil {
+			recs = append(recs, res.rec)
 		}
 	})
 	return recs
 }
 
-// PlanOneReplicaISRs plans, for every partition with a leader whose ISR
-// lists other brokers too, the change to an ISR of the leader alone.
-// Versions before [MaxReplicationFactor] created partitions with every
-// replica in the ISR although only the leader received records; Metadata
-// reported them in sync and the planners would have elected them. The
-// controller plans this once per leadership term, before any other
-// decision, so such an image is corrected before it can mislead.
-func (s *State) PlanOneReplicaISRs() []Record {
+// PlanReplicationFeature plans, once, what a controller of a replicating
+// version records at the start of its term: the [FeatureReplication]
+// level, preceded — only if the image has no such level, i.e. was written
+// before replication existed — by the correction of every led partition's
+// ISR to the leader alone. Those versions listed every replica in the ISR
+// although only the leader held records; Metadata reported them in sync
+// and an election would have picked them. With the level recorded, an
+// ISR is what leaders reported through AlterPartition and is never
+// rewritten. Nothing once the level is recorded.
+//
+// A leaderless partition of such an image whose ISR lists several brokers
+// is left alone: which of them holds the records is not known (versions
+// since the one-replica limit always left a leaderless partition with its
+// last leader alone in the ISR).
+func (s *State) PlanReplicationFeature() []Record {
+	if s.Feature(FeatureReplication) != 0 {
+		return nil
+	}
 	var recs []Record
 	s.eachPartition(func(t *topicState, p *PartitionInfo) {
 		if p.Leader == NoLeader || slices.Equal(p.ISR, []int32{p.Leader}) {
 			return
 		}
-		if rec := partitionChange(p, p.Leader, []int32{p.Leader}); rec != nil {
-			recs = append(recs, rec)
-		}
+		recs = append(recs, &PartitionChangeRecord{TopicID: p.TopicID, Partition: p.Partition, ISR: []int32{p.Leader}})
 	})
-	return recs
-}
-
-// partitionChange returns the record moving p to (leader, isr), or nil if
-// nothing changes.
-func partitionChange(p *PartitionInfo, leader int32, isr []int32) *PartitionChangeRecord {
-	rec := &PartitionChangeRecord{TopicID: p.TopicID, Partition: p.Partition}
-	changed := false
-	if leader != p.Leader {
-		rec.Leader = ptr(leader)
-		changed = true
-	}
-	if !slices.Equal(isr, p.ISR) {
-		rec.ISR = slices.Clone(isr)
-		changed = true
-	}
-	if !changed {
-		return nil
-	}
-	return rec
+	return append(recs, &FeatureLevelRecord{Name: FeatureReplication, Level: ReplicationVersion})
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -115,8 +115,8 @@ func isTrue(v string) bool { return strings.EqualFold(v, "true") }
 
 // electUnclean plans elections for the leaderless partitions of the topics
 // match accepts, once unclean election has just been enabled for them (as
-// Kafka does when the config changes): an eligible ISR member if any,
-// else the first eligible replica with an ISR of itself.
+// Kafka does when the config changes): an eligible ISR or ELR member if
+// any, else the first eligible replica with an ISR of itself, RECOVERING.
 // elected collects the partitions already given a leader by this plan.
 func (s *State) electUnclean(elected map[TopicPartition]bool, match func(topic string) bool) []Record {
 	var recs []Record
@@ -126,9 +126,13 @@ func (s *State) electUnclean(elected map[TopicPartition]bool, match func(topic s
 			return
 		}
 		elected[tp] = true
-		leader, isr := s.elect(p.Replicas, p.ISR, -1, true)
-		if rec := partitionChange(p, leader, isr); rec != nil {
-			recs = append(recs, rec)
+		res := s.changePartition(t, p, p.ISR, changeOpts{
+			acceptable:      func(r int32) bool { return s.eligible(r, -1) },
+			unclean:         true,
+			uncleanShutdown: NoLeader,
+		})
+		if res.rec != nil {
+			recs = append(recs, res.rec)
 		}
 	})
 	return recs

@@ -47,10 +47,9 @@ func brokersState(t *testing.T, racks ...string) *State {
 // TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly checks, over
 // many layouts, replication factors and seeds, that every partition's
 // replicas are distinct, span as many racks as possible, and that
-// leadership (first replicas) is spread evenly over the brokers. The
-// planners place one replica (MaxReplicationFactor); the placement is
-// checked for every factor, ready for replication, and through
-// PlanCreateTopics for the one it allows.
+// leadership (first replicas) is spread evenly over the brokers, every
+// replica of a new partition in its ISR (all logs are empty), through
+// PlanCreateTopics.
 func TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly(t *testing.T) {
 	layouts := [][]string{
 		{"", "", ""},
@@ -67,19 +66,13 @@ func TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly(t *testing.T) {
 			for seed := uint64(0); seed < 10; seed++ {
 				n := len(racks) * 4
 				var parts []*PartitionRecord
-				if rf <= MaxReplicationFactor {
-					recs, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", NumPartitions: int32(n), ReplicationFactor: int16(rf)}}}, rand.New(rand.NewPCG(seed, 0)))
-					if res[0].Err != nil {
-						t.Fatalf("layout %d rf %d: %v", li, rf, res[0].Err)
-					}
-					for _, r := range recs {
-						if p, ok := r.(*PartitionRecord); ok {
-							parts = append(parts, p)
-						}
-					}
-				} else {
-					for _, replicas := range placeReplicas(st.usableBrokers(), 0, n, rf, rand.New(rand.NewPCG(seed, 0))) {
-						parts = append(parts, &PartitionRecord{Replicas: replicas, ISR: replicas[:1], Leader: replicas[0]})
+				recs, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", NumPartitions: int32(n), ReplicationFactor: int16(rf)}}}, rand.New(rand.NewPCG(seed, 0)))
+				if res[0].Err != nil {
+					t.Fatalf("layout %d rf %d: %v", li, rf, res[0].Err)
+				}
+				for _, r := range recs {
+					if p, ok := r.(*PartitionRecord); ok {
+						parts = append(parts, p)
 					}
 				}
 				leaders := map[int32]int{}
@@ -94,7 +87,7 @@ func TestPlacementSpreadsReplicasAcrossRacksAndLeadersEvenly(t *testing.T) {
 					if want := min(rf, numRacks); len(used) != want {
 						t.Fatalf("layout %d rf %d seed %d: replicas %v span %d racks, want %d", li, rf, seed, p.Replicas, len(used), want)
 					}
-					if p.Leader != p.Replicas[0] || !slices.Equal(p.ISR, []int32{p.Leader}) {
+					if p.Leader != p.Replicas[0] || !slices.Equal(p.ISR, p.Replicas) {
 						t.Fatalf("leader %d isr %v for replicas %v", p.Leader, p.ISR, p.Replicas)
 					}
 					leaders[p.Leader]++
@@ -162,47 +155,71 @@ func TestPlanCreateTopicsRequestLevelErrors(t *testing.T) {
 	}
 }
 
-// TestPlanRefusesReplicationFactorsAboveOne: replication is not built, so
-// every way of asking for a second replica is INVALID_REPLICATION_FACTOR
-// with a message saying so, and plans nothing: a factor, the broker's
-// default.replication.factor, assignments, validate-only, new partitions
-// by assignment or of a topic an older version created with two replicas.
-func TestPlanRefusesReplicationFactorsAboveOne(t *testing.T) {
+// TestPlanReplicationFactorUpToUsableBrokers: a replication factor up to
+// the number of usable brokers is placed (asked for, defaulted, given as
+// assignments, for new partitions too); one above is
+// INVALID_REPLICATION_FACTOR with Kafka's message and plans nothing; a
+// fenced broker is not usable, and a manual assignment naming it keeps it
+// out of the ISR.
+func TestPlanReplicationFactorUpToUsableBrokers(t *testing.T) {
 	st := brokersState(t, "", "", "")
 	rng := rand.New(rand.NewPCG(1, 1))
-	refused := func(what string, recs []Record, err error) {
+	refused := func(what string, recs []Record, err error, rf, usable int) {
 		t.Helper()
-		if len(recs) != 0 || !errors.Is(err, kerr.InvalidReplicationFactor) || !strings.Contains(err.Error(), "replication is not built yet") {
-			t.Errorf("%s: %d records, %v; want INVALID_REPLICATION_FACTOR saying replication is not built yet", what, len(recs), err)
+		msg := fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, usable)
+		if len(recs) != 0 || !errors.Is(err, kerr.InvalidReplicationFactor) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %d records, %v; want INVALID_REPLICATION_FACTOR %q", what, len(recs), err, msg)
 		}
 	}
 	for _, tc := range []struct {
 		name string
 		req  CreateTopicsRequest
 	}{
-		{"rf3", CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: 3}}}},
-		{"rf2 validate-only", CreateTopicsRequest{ValidateOnly: true, Topics: []CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: 2}}}},
-		{"default rf3", CreateTopicsRequest{DefaultReplicationFactor: 3, Topics: []CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: -1}}}},
-		{"assignments", CreateTopicsRequest{Topics: []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignments: [][]int32{{1, 2}}}}}},
+		{"rf3", CreateTopicsRequest{Topics: []CreateTopic{{Name: "t3", NumPartitions: 2, ReplicationFactor: 3}}}},
+		{"default rf2", CreateTopicsRequest{DefaultReplicationFactor: 2, Topics: []CreateTopic{{Name: "d2", NumPartitions: 1, ReplicationFactor: -1}}}},
+		{"assignments", CreateTopicsRequest{Topics: []CreateTopic{{Name: "a", NumPartitions: -1, ReplicationFactor: -1, Assignments: [][]int32{{3, 1, 2}}}}}},
 	} {
 		recs, res := st.PlanCreateTopics(tc.req, rng)
-		refused(tc.name, recs, res[0].Err)
+		if res[0].Err != nil || len(recs) < 2 {
+			t.Fatalf("%s: %v", tc.name, res[0].Err)
+		}
+		for _, r := range recs {
+			if p, ok := r.(*PartitionRecord); ok && (!slices.Equal(p.ISR, p.Replicas) || p.Leader != p.Replicas[0]) {
+				t.Fatalf("%s: partition %d replicas %v isr %v leader %d", tc.name, p.Partition, p.Replicas, p.ISR, p.Leader)
+			}
+		}
+		if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+			t.Fatal(err)
+		}
 	}
-	one, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "one", NumPartitions: 1, ReplicationFactor: 1}}}, rng)
-	if res[0].Err != nil {
-		t.Fatal(res[0].Err)
+	recs, res := st.PlanCreateTopics(CreateTopicsRequest{Topics: []CreateTopic{{Name: "t4", NumPartitions: 1, ReplicationFactor: 4}}}, rng)
+	refused("rf4", recs, res[0].Err, 4, 3)
+	recs, res = st.PlanCreateTopics(CreateTopicsRequest{ValidateOnly: true, DefaultReplicationFactor: 5, Topics: []CreateTopic{{Name: "t5", NumPartitions: 1, ReplicationFactor: -1}}}, rng)
+	refused("default rf5 validate-only", recs, res[0].Err, 5, 3)
+	recs, pres := st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "t3", Count: 4}}}, rng)
+	if pres[0].Err != nil || len(recs) != 2 {
+		t.Fatalf("create-partitions rf3: %d records, %v", len(recs), pres[0].Err)
 	}
-	old := uuid.MustParse("00000000-0000-4000-8000-0000000000bb")
-	legacy := []Record{&TopicRecord{Name: "old", TopicID: old}, &PartitionRecord{TopicID: old, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1}}
-	if err := st.ApplyBatch(st.Offset()+1, append(one, legacy...)); err != nil {
+	if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
 		t.Fatal(err)
 	}
-	recs, pres := st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "one", Count: 2, Assignments: [][]int32{{2, 3}}}}}, rng)
-	refused("create-partitions assignments", recs, pres[0].Err)
-	recs, pres = st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "old", Count: 2}}}, rng)
-	refused("create-partitions of a two-replica topic", recs, pres[0].Err)
-	if recs, pres = st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "one", Count: 2, Assignments: [][]int32{{3}}}}}, rng); pres[0].Err != nil || len(recs) != 1 {
-		t.Errorf("one-replica assignment: %d records, %v", len(recs), pres[0].Err)
+	// Broker 3 fenced: two usable brokers.
+	b3, _ := st.Broker(3)
+	if err := st.Apply(st.Offset()+1, &BrokerRegistrationChangeRecord{BrokerID: 3, BrokerEpoch: b3.Epoch, Fenced: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	recs, pres = st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "t3", Count: 5}}}, rng)
+	refused("create-partitions rf3 over two usable brokers", recs, pres[0].Err, 3, 2)
+	recs, pres = st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "t3", Count: 5, Assignments: [][]int32{{3, 2, 1}}}}}, rng)
+	if pres[0].Err != nil || len(recs) != 1 {
+		t.Fatalf("manual assignment with a fenced broker: %v", pres[0].Err)
+	}
+	if p := recs[0].(*PartitionRecord); !slices.Equal(p.ISR, []int32{2, 1}) || p.Leader != 2 {
+		t.Fatalf("manual assignment [3 2 1], 3 fenced: isr %v leader %d, want [2 1] and 2", p.ISR, p.Leader)
+	}
+	_, pres = st.PlanCreatePartitions(CreatePartitionsRequest{Topics: []CreatePartitionsTopic{{Name: "t3", Count: 5, Assignments: [][]int32{{3, 2}}}}}, rng)
+	if !errors.Is(pres[0].Err, kerr.InvalidReplicaAssignment) {
+		t.Fatalf("assignment of 2 replicas for an rf3 topic: %v", pres[0].Err)
 	}
 }
 
@@ -314,7 +331,7 @@ func TestErrorCodeMapsKafkaAndOtherErrors(t *testing.T) {
 // and the partition epoch alone refuses a replayed request.
 func TestPlanAlterPartitionRefusesAStaleLeader(t *testing.T) {
 	st := brokersState(t, "", "", "")
-	// A partition as a version before MaxReplicationFactor created it.
+	// A partition with every replica in sync.
 	id := uuid.MustParse("00000000-0000-4000-8000-0000000000cc")
 	off := st.Offset() + 1
 	if err := st.ApplyBatch(off, []Record{&TopicRecord{Name: "t", TopicID: id}, &PartitionRecord{TopicID: id, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}}); err != nil {
@@ -337,18 +354,18 @@ func TestPlanAlterPartitionRefusesAStaleLeader(t *testing.T) {
 	if _, ar := st.PlanAlterPartition(req); !errors.Is(ar.Err, kerr.InvalidUpdateVersion) {
 		t.Fatalf("replay: %v", ar.Err)
 	}
-	// Deposed: broker 1 fenced, the partition waits for it (it alone holds
-	// the records) with a new leader epoch.
+	// Deposed: broker 1 fenced, broker 2 (the next ISR member in replica
+	// order) leads with a new leader epoch.
 	off++
 	if err := st.ApplyBatch(off, st.PlanFenceBroker(1, nil)); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := st.Partition(id, 0)
-	if p.Leader != NoLeader || p.LeaderEpoch != old.LeaderEpoch+1 || !slices.Equal(p.ISR, []int32{1}) {
+	if p.Leader != 2 || p.LeaderEpoch != old.LeaderEpoch+1 || !slices.Equal(p.ISR, []int32{2}) {
 		t.Fatalf("after fencing: %+v", p)
 	}
 	req.PartitionEpoch = p.PartitionEpoch // even with a current partition epoch
-	if recs, ar := st.PlanAlterPartition(req); !errors.Is(ar.Err, kerr.FencedLeaderEpoch) || len(recs) != 0 || ar.Leader != NoLeader {
+	if recs, ar := st.PlanAlterPartition(req); !errors.Is(ar.Err, kerr.FencedLeaderEpoch) || len(recs) != 0 || ar.Leader != 2 {
 		t.Fatalf("stale leader: %+v", ar)
 	}
 }

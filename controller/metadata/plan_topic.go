@@ -11,19 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// MaxReplicationFactor is the highest replication factor a partition may
-// have. Replication is not built yet: a partition's records live only on
-// the broker that leads it, so a second replica would be listed (and, in
-// an ISR, reported as in sync) without holding any of them, and electing
-// it after the leader died would lose every acknowledged record. Until
-// followers fetch from leaders, every partition has exactly one replica.
-const MaxReplicationFactor = 32767 // TEMPORARY (issue 14 in progress): the controller helper replaces the refusal
-
-// errReplicationNotBuilt is the INVALID_REPLICATION_FACTOR answer for a
-// replication factor above [MaxReplicationFactor]; what names where rf
-// came from ("replication factor", "default.replication.factor", ...).
-func errReplicationNotBuilt(what string, rf int) error {
-	return fmt.Errorf("%w: %s %d: replication is not built yet, so a partition has exactly one replica (use replication factor %d)", kerr.InvalidReplicationFactor, what, rf, MaxReplicationFactor)
+// errUnreachableRF is Kafka's INVALID_REPLICATION_FACTOR answer for a
+// replication factor above the number of usable (registered, unfenced, not
+// shutting down) brokers, in Kafka's words.
+func errUnreachableRF(rf, usable int) error {
+	return fmt.Errorf("%w: Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", kerr.InvalidReplicationFactor, rf, rf, usable)
 }
 
 // CreateTopic is one topic of a [CreateTopicsRequest].
@@ -67,8 +59,9 @@ type CreateTopicResult struct {
 }
 
 // PlanCreateTopics decides topic creations. For each valid topic it plans a
-// TopicRecord, one PartitionRecord per partition (leader = first replica,
-// ISR = the leader alone, epochs 0) and one ConfigRecord per config, sorted by
+// TopicRecord, one PartitionRecord per partition (leader = the first
+// eligible replica, ISR = every eligible replica, epochs 0: all logs are
+// empty, so all in sync) and one ConfigRecord per config, sorted by
 // name. Topic IDs come from rng, as does the placement's starting point, so
 // the same state, request and seed always give the same records.
 //
@@ -90,9 +83,9 @@ type CreateTopicResult struct {
 // deleted), INVALID_TOPIC_EXCEPTION (illegal name, or one colliding with an
 // existing topic once '.' and '_' are equated), TOPIC_ALREADY_EXISTS (the
 // name, or a given TopicID, belongs to a live topic), INVALID_PARTITIONS,
-// INVALID_REPLICATION_FACTOR (below 1, above [MaxReplicationFactor] whether
-// asked for, defaulted or given as assignments of several replicas, or
-// above the number of usable brokers), INVALID_REPLICA_ASSIGNMENT,
+// INVALID_REPLICATION_FACTOR (below 1, or above the number of usable
+// brokers, asked for or defaulted: Kafka's "Unable to replicate the
+// partition N time(s)" message), INVALID_REPLICA_ASSIGNMENT,
 // INVALID_CONFIG. With ValidateOnly no records are returned but results are
 // computed as if they were.
 func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Record, []CreateTopicResult) {
@@ -155,48 +148,25 @@ func (s *State) PlanCreateTopics(req CreateTopicsRequest, rng *rand.Rand) ([]Rec
 	return recs, results
 }
 
-// newPartition plans a fresh partition: leader the first eligible replica
-// (manual assignments may name fenced brokers), ISR the leader alone: no
-// other replica receives its records (see [MaxReplicationFactor]).
+// newPartition plans a fresh partition: its ISR is every eligible replica
+// in replica order (every log is empty, so every live replica is in
+// sync), its leader the first of them (manual assignments may name fenced
+// brokers, which stay out of the ISR until their leader adds them).
 func (s *State) newPartition(id uuid.UUID, p int32, replicas []int32) *PartitionRecord {
-	var leader int32 = NoLeader
-	for _, r := range replicas {
-		if s.eligible(r, -1) {
-			leader = r
-			break
-		}
-	}
-	return &PartitionRecord{
-		TopicID: id, Partition: p,
-		Replicas: slices.Clone(replicas), ISR: s.newISR(replicas, leader), Leader: leader,
-	}
-}
-
-// newISR is a new partition's ISR: every eligible replica (their logs
-// are all empty, so all in sync), the leader first if none is.
-// TEMPORARY (issue 14 in progress): the controller helper owns this.
-func (s *State) newISR(replicas []int32, leader int32) []int32 {
-	var isr []int32
+	isr := []int32{}
 	for _, r := range replicas {
 		if s.eligible(r, -1) {
 			isr = append(isr, r)
 		}
 	}
-	if len(isr) == 0 {
-		isr = []int32{leader}
+	leader := NoLeader
+	if len(isr) > 0 {
+		leader = isr[0]
 	}
-	return isr
-}
-
-// checkOneReplica refuses manual assignments giving a partition more than
-// [MaxReplicationFactor] replicas.
-func checkOneReplica(assign [][]int32) error {
-	for _, replicas := range assign {
-		if len(replicas) > MaxReplicationFactor {
-			return errReplicationNotBuilt("replication factor", len(replicas))
-		}
+	return &PartitionRecord{
+		TopicID: id, Partition: p,
+		Replicas: slices.Clone(replicas), ISR: isr, Leader: leader,
 	}
-	return nil
 }
 
 // checkNewTopic validates one topic and returns its replica assignment.
@@ -230,22 +200,19 @@ func (s *State) checkNewTopic(t CreateTopic, req CreateTopicsRequest, usable []B
 		if len(t.Assignments) == 0 {
 			return nil, fmt.Errorf("%w: empty assignments", kerr.InvalidPartitions)
 		}
-		if err := checkOneReplica(t.Assignments); err != nil {
-			return nil, err
-		}
 		if err := s.checkManualAssignment(t.Assignments, len(t.Assignments[0])); err != nil {
 			return nil, err
 		}
 		return t.Assignments, nil
 	}
 	n, rf := t.NumPartitions, t.ReplicationFactor
-	rfName := "replication factor"
+	fromDefault := false
 	if n == -1 {
 		n = max(req.DefaultPartitions, 1)
 	}
 	if rf == -1 {
 		rf = max(req.DefaultReplicationFactor, 1)
-		rfName = "default.replication.factor"
+		fromDefault = true
 	}
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d partitions", kerr.InvalidPartitions, n)
@@ -253,11 +220,11 @@ func (s *State) checkNewTopic(t CreateTopic, req CreateTopicsRequest, usable []B
 	if rf < 1 {
 		return nil, fmt.Errorf("%w: replication factor %d", kerr.InvalidReplicationFactor, rf)
 	}
-	if rf > MaxReplicationFactor {
-		return nil, errReplicationNotBuilt(rfName, int(rf))
-	}
 	if int(rf) > len(usable) {
-		return nil, fmt.Errorf("%w: replication factor %d exceeds %d available brokers", kerr.InvalidReplicationFactor, rf, len(usable))
+		if fromDefault {
+			return nil, fmt.Errorf("%w (default.replication.factor)", errUnreachableRF(int(rf), len(usable)))
+		}
+		return nil, errUnreachableRF(int(rf), len(usable))
 	}
 	return placeReplicas(usable, 0, int(n), int(rf), rng), nil
 }
@@ -461,10 +428,10 @@ type CreatePartitionsResult struct {
 // placement of [State.PlanCreateTopics] (numbering continuing from the
 // existing partitions). Errors: INVALID_REQUEST (topic repeated),
 // UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (count not above the
-// current one), INVALID_REPLICATION_FACTOR (assignments of several
-// replicas, a topic whose partitions have several — created before
-// replication factors were capped at [MaxReplicationFactor] — or more
-// replicas than usable brokers), INVALID_REPLICA_ASSIGNMENT.
+// current one), INVALID_REPLICATION_FACTOR (more replicas than usable
+// brokers), INVALID_REPLICA_ASSIGNMENT (assignments of another length
+// than the topic's replication factor, unregistered or repeated brokers,
+// none unfenced).
 func (s *State) PlanCreatePartitions(req CreatePartitionsRequest, rng *rand.Rand) ([]Record, []CreatePartitionsResult) {
 	seen := map[string]int{}
 	for _, t := range req.Topics {
@@ -496,17 +463,9 @@ func (s *State) PlanCreatePartitions(req CreatePartitionsRequest, rng *rand.Rand
 			continue
 		}
 		rf := len(t.partitions[0].Replicas)
-		if rf > MaxReplicationFactor {
-			results[i].Err = fmt.Errorf("%w (topic %q)", errReplicationNotBuilt("replication factor", rf), ct.Name)
-			continue
-		}
 		add := int(ct.Count) - cur
 		var assign [][]int32
 		if ct.Assignments != nil {
-			if err := checkOneReplica(ct.Assignments); err != nil {
-				results[i].Err = err
-				continue
-			}
 			if len(ct.Assignments) != add {
 				results[i].Err = fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(ct.Assignments), add)
 				continue
@@ -518,7 +477,7 @@ func (s *State) PlanCreatePartitions(req CreatePartitionsRequest, rng *rand.Rand
 			assign = ct.Assignments
 		} else {
 			if rf > len(usable) {
-				results[i].Err = fmt.Errorf("%w: replication factor %d exceeds %d available brokers", kerr.InvalidReplicationFactor, rf, len(usable))
+				results[i].Err = errUnreachableRF(rf, len(usable))
 				continue
 			}
 			assign = placeReplicas(usable, cur, add, rf, rng)

@@ -133,6 +133,13 @@ type PartitionRecord struct {
 	Leader         int32 // NoLeader (-1) when none
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// Version 1 (KIP-966, KIP-704): the eligible leader replicas, the
+	// last known ones, and the leader recovery state. Planners create
+	// partitions with them empty and LeaderRecovered; they are in the
+	// record so a snapshot-free replay and a copied partition agree.
+	ELR                 []int32
+	LastKnownELR        []int32
+	LeaderRecoveryState int8
 }
 
 // PartitionChangeRecord changes an existing partition. Nil fields are
@@ -280,8 +287,8 @@ const (
 	versionUnregisterBroker         = 0
 	versionBrokerRegistrationChange = 0
 	versionTopic                    = 0
-	versionPartition                = 0
-	versionPartitionChange          = 0
+	versionPartition                = 1 // 1: ELR, LastKnownELR, LeaderRecoveryState
+	versionPartitionChange          = 1 // 1: ELR, LastKnownELR, LeaderRecoveryState
 	versionConfig                   = 0
 	versionRemoveTopic              = 0
 	versionRemoteSegment            = 0
@@ -289,6 +296,19 @@ const (
 	versionFeatureLevel             = 0
 	versionClusterID                = 0
 )
+
+// FeatureReplication is the metadata feature a controller records (level
+// [ReplicationVersion]) at the start of its first term on a version that
+// replicates partitions. An image without it was written before
+// replication existed, when every replica was listed in the ISR although
+// only the leader held records: [State.PlanReplicationFeature] corrects
+// those ISRs to the leader alone once, in the same entry that records the
+// feature, and never again.
+const FeatureReplication = "strata.replication.version"
+
+// ReplicationVersion is the level of [FeatureReplication] this version
+// records.
+const ReplicationVersion int16 = 1
 
 // Type implements [Record].
 func (*RegisterBrokerRecord) Type() RecordType { return TypeRegisterBroker }

@@ -7,7 +7,7 @@ package metadata
 //	| "SMDI" 4B | uint8   | uint32 BE, body  |                        |
 //	+-----------+---------+------------------+------------------------+
 //
-// body (version 2), in the primitive forms of codec.go, every collection in
+// body (version 3), in the primitive forms of codec.go, every collection in
 // sorted order so that equal images give byte-identical snapshots:
 //
 //	offset i64 | maxBrokerEpoch i64 | clusterID str ("" if none)
@@ -18,7 +18,9 @@ package metadata
 //	                    registrationOffset i64)...           by id
 //	topics:    count | (name str, id uuid, partitions count |
 //	                    (replicas []i32, isr []i32, leader i32,
-//	                     leaderEpoch i32, partitionEpoch i32)...)...  by name
+//	                     leaderEpoch i32, partitionEpoch i32,
+//	                     elr []i32, lastKnownELR []i32,
+//	                     leaderRecoveryState u8)...)...  by name
 //	configs:   count | (type u8, name str, count | (k str, v str)...)...
 //	                                                         by (type, name, k)
 //	remote:    count | (topicID uuid, partition i32, count |
@@ -37,6 +39,9 @@ package metadata
 //	version 1  adds the removed section.
 //	version 2  adds clusterID after maxBrokerEpoch. Older images restore
 //	           without one; the next leader records it.
+//	version 3  adds each partition's elr, lastKnownELR and
+//	           leaderRecoveryState (KIP-966, KIP-704). Older images
+//	           restore with them empty and RECOVERED.
 
 import (
 	"encoding/binary"
@@ -56,7 +61,7 @@ var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
 
 const (
 	snapshotMagic   = "SMDI"
-	snapshotVersion = 2
+	snapshotVersion = 3
 	snapshotHeader  = len(snapshotMagic) + 1 + 4
 )
 
@@ -107,6 +112,9 @@ func (s *State) Marshal() ([]byte, error) {
 			e.i32(p.Leader)
 			e.i32(p.LeaderEpoch)
 			e.i32(p.PartitionEpoch)
+			e.i32s(p.ELR)
+			e.i32s(p.LastKnownELR)
+			e.u8(uint8(p.LeaderRecoveryState))
 		}
 	}
 	keys := make([]configKey, 0, len(s.configs))
@@ -251,6 +259,11 @@ func decodeSnapshot(d *decoder, version uint8) (*State, error) {
 			rec.Leader = d.i32()
 			rec.LeaderEpoch = d.i32()
 			rec.PartitionEpoch = d.i32()
+			if version >= 3 {
+				rec.ELR = d.i32s()
+				rec.LastKnownELR = d.i32s()
+				rec.LeaderRecoveryState = int8(d.u8())
+			}
 			if d.err != nil {
 				break
 			}

@@ -128,7 +128,26 @@ type State struct {
 	// clusterID is the quorum's cluster id ([ClusterIDRecord]); "" until
 	// recorded.
 	clusterID string
+	// defaults are the static broker configs planners fall back to
+	// ([State.SetDefaults]); not part of the image (never snapshotted,
+	// never compared), carried by Clone.
+	defaults Defaults
 }
+
+// Defaults are the broker-level configs a controller's planners fall back
+// to when neither a topic nor the cluster-wide dynamic default (broker
+// resource "") sets one: the controller's own server.properties values.
+// The zero value means Kafka's defaults (min.insync.replicas 1,
+// unclean.leader.election.enable false).
+type Defaults struct {
+	MinInsyncReplicas     int32
+	UncleanLeaderElection bool
+}
+
+// SetDefaults sets the static broker defaults planners use. It changes no
+// part of the image: Marshal ignores it, and replicas applying the same
+// records agree whatever their defaults (they only steer planning).
+func (s *State) SetDefaults(d Defaults) { s.defaults = d }
 
 // NewState returns an empty image at offset -1 (nothing applied).
 func NewState() *State {
@@ -184,6 +203,7 @@ func (s *State) Clone() *State {
 	c.offset = s.offset
 	c.maxBrokerEpoch = s.maxBrokerEpoch
 	c.clusterID = s.clusterID
+	c.defaults = s.defaults
 	for k, v := range s.features {
 		c.features[k] = v
 	}
@@ -232,6 +252,8 @@ func copyBroker(b BrokerInfo) BrokerInfo {
 func copyPartition(p PartitionInfo) PartitionInfo {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.ELR = slices.Clone(p.ELR)
+	p.LastKnownELR = slices.Clone(p.LastKnownELR)
 	return p
 }
 
