@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -893,5 +894,58 @@ func BenchmarkFollowerAppend(b *testing.B) {
 		if _, err := p.appendAsFollower(buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFetcherConvergesFromRandomDivergentHistories: for random histories
+// — a common prefix, then epochs each written by one side only (one
+// leader per epoch), the leader's current epoch the newest — the follower
+// ends byte-identical to the leader with its epochs through DivergingEpoch
+// answers, and never truncates into the common prefix (the committed
+// part). (The OffsetsForLeaderEpoch fallback for a leader that ignores
+// LastFetchedEpoch only sees a divergence that splits one of the leader's
+// batches, so it is not held to this.)
+func TestFetcherConvergesFromRandomDivergentHistories(t *testing.T) {
+	for seed := range 60 {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 7))
+			h := newFetcherHarness(t)
+			p := h.follower("r", nil)
+			h.leader.replica("r")
+			batches := func(tag string) [][]byte {
+				var out [][]byte
+				for i := range 1 + rng.IntN(3) {
+					out = append(out, recordBatch(int64(1+i), vals(fmt.Sprintf("%s-%d", tag, i), 1+rng.IntN(4))...))
+				}
+				return out
+			}
+			epoch := int32(0)
+			for range rng.IntN(4) { // the common prefix, on both
+				bs := batches(fmt.Sprintf("common-%d", epoch))
+				h.leader.appendAs("r", epoch, bs...)
+				appendLocal(t, p, epoch, bs...)
+				epoch += 1 + int32(rng.IntN(2))
+			}
+			prefix := p.log.LogEndOffset()
+			for range 1 + rng.IntN(5) { // then each epoch on one side
+				bs := batches(fmt.Sprintf("e%d", epoch))
+				if rng.IntN(2) == 0 {
+					h.leader.appendAs("r", epoch, bs...)
+				} else {
+					appendLocal(t, p, epoch, bs...)
+				}
+				epoch += 1 + int32(rng.IntN(2))
+			}
+			h.leader.appendAs("r", epoch, batches("current")...)
+			h.follow(p, epoch)
+			h.waitIdentical(p)
+			h.leader.mu.Lock()
+			defer h.leader.mu.Unlock()
+			for _, f := range h.leader.fetches {
+				if off := f.Topics[0].Partitions[0].FetchOffset; off < prefix {
+					t.Fatalf("fetched from %d, inside the common prefix ending at %d", off, prefix)
+				}
+			}
+		})
 	}
 }
