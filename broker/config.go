@@ -55,6 +55,7 @@ var Settings = []Setting{
 	{"queued.max.request.bytes", "268435456", "bytes of requests being read or handled, all client connections together (the CONTROLLER listener has as much again of its own); a reader stops reading while they are spent (-1 = unbounded, Kafka's default; else at least socket.request.max.bytes)"},
 	{"strata.socket.request.read.timeout.ms", "30000", "close a connection whose request has not fully arrived this long after its size prefix (connections.max.idle.ms applies between requests)"},
 	{"max.incremental.fetch.session.cache.slots", "1000", "fetch sessions (KIP-227) this broker keeps; 0 disables them"},
+	{"max.request.partition.size.limit", "2000", "most partitions one DescribeTopicPartitions response holds (the request's ResponsePartitionLimit is capped by it)"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
 	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
@@ -280,6 +281,7 @@ type Config struct {
 	QueuedMaxRequestBytes    int64         // -1: unbounded
 	RequestReadTimeout       time.Duration // strata.socket.request.read.timeout.ms
 	FetchSessionCacheSlots   int
+	MaxRequestPartitions     int32 // max.request.partition.size.limit
 	ShutdownTimeout          time.Duration
 
 	// Consumer groups (group.*, broker/group).
@@ -546,6 +548,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	}
 	c.RequestReadTimeout = ms("strata.socket.request.read.timeout.ms", 1)
 	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
+	c.MaxRequestPartitions = int32(min(i64("max.request.partition.size.limit", 1), 1<<31-1))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
 	c.GroupInitialRebalanceDelay = ms("group.initial.rebalance.delay.ms", 0)
 	c.GroupMinSessionTimeout = ms("group.min.session.timeout.ms", 0)
