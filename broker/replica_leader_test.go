@@ -930,3 +930,43 @@ func TestFollowerFetchInASession(t *testing.T) {
 		t.Fatalf("follower LEO %d after the session fetches, want 5", leo)
 	}
 }
+
+// An idempotent producer's retry of a batch the log has but the ISR has
+// not acknowledged (appended with acks=1 here) is not appended again and
+// answers acks=all only once the original is committed: before, it times
+// out; after the followers fetch it, success at the original offset.
+func TestAcksAllDuplicateWaitsForTheOriginal(t *testing.T) {
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "dup", []int32{1, 2, 3}, nil)
+	p := leader.partition("dup", 0)
+	rc := dialRaw(t, leader)
+	id := initProducerID(t, rc)
+	b := producerBatch(id, 0, 0, "a", "b")
+	if code, off := produceErr(t, rc.roundTrip(produceReq(9, "dup", [16]byte{}, 0, 1, slices.Clone(b)))); code != 0 || off != 0 {
+		t.Fatalf("acks=1: %v at %d", kerr.ErrorForCode(code), off)
+	}
+	retry := produceReq(9, "dup", [16]byte{}, 0, -1, slices.Clone(b))
+	retry.TimeoutMillis = 200
+	if code, _ := produceErr(t, rc.roundTrip(retry)); code != kerr.RequestTimedOut.Code {
+		t.Fatalf("duplicate of an uncommitted batch: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
+	retry = produceReq(9, "dup", [16]byte{}, 0, -1, slices.Clone(b))
+	retry.TimeoutMillis = 15_000
+	corr := rc.send(retry)
+	testutil.Eventually(t, testWait, func() bool {
+		p.hwMu.Lock()
+		defer p.hwMu.Unlock()
+		return len(p.hwWait) == 1
+	}, "the duplicate waiting for the HW")
+	fc := dialRaw(t, leader)
+	for _, f := range fs {
+		replicaFetch(t, fc, leader, f, ep[f], "dup", 2, -1)
+	}
+	got, body, err := rc.readFrame()
+	if err != nil || got != corr {
+		t.Fatalf("duplicate's answer: %v (correlation %d want %d)", err, got, corr)
+	}
+	if code, off := produceErr(t, decodeResponse(t, retry, body)); code != 0 || off != 0 || p.log.LogEndOffset() != 2 {
+		t.Fatalf("duplicate once committed: %v at %d, LEO %d; want success at 0, LEO 2", kerr.ErrorForCode(code), off, p.log.LogEndOffset())
+	}
+}
