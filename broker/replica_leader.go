@@ -234,15 +234,13 @@ func effectiveMinISR(configs map[string]string, rf int) int {
 func (n *Node) makeLeader(p *partition, w wantedPartition) {
 	n.stopFollowing(p)
 	brokers := map[int32]replicaInfo{}
+	recovery := metadata.LeaderRecovered
 	n.view(func(st *metadata.State) {
 		for _, id := range w.replicas {
 			if b, ok := st.Broker(id); ok {
 				brokers[id] = replicaInfo{epoch: b.Epoch, eligible: !b.Fenced && !b.InControlledShutdown}
 			}
 		}
-	})
-	recovery := metadata.LeaderRecovered
-	n.view(func(st *metadata.State) {
 		if pi, ok := st.Partition(w.id, w.index); ok {
 			recovery = pi.LeaderRecoveryState
 		}
@@ -293,8 +291,19 @@ func (n *Node) makeLeader(p *partition, w wantedPartition) {
 	p.lagMs = n.cfg.ReplicaLagTimeMax.Milliseconds()
 	p.leader.Store(true)
 	p.maybeIncrementHWLocked(nowMs)
+	var recovered *metadata.AlterPartitionRequest
+	if s.recovery == metadata.LeaderRecovering && s.pending == nil {
+		// KIP-704: elected uncleanly. There is no transaction state to
+		// recover, so the leader reports RECOVERED at once (with the
+		// one-member ISR); until that commits the ISR cannot grow.
+		recovered = n.proposeISRLocked(p, slices.Clone(s.isr))
+		recovered.LeaderRecoveryState = metadata.LeaderRecovered
+	}
 	p.repMu.Unlock()
 	p.appendMu.Unlock()
+	if recovered != nil {
+		n.sendAlterPartition(p, *recovered)
+	}
 	if newEpoch {
 		p.failHWWaiters(kerr.NotLeaderForPartition, w.epoch)
 		p.wake()
@@ -447,6 +456,7 @@ func (n *Node) sendAlterPartition(p *partition, req metadata.AlterPartitionReque
 			switch action {
 			case alterCommit:
 				s.isr, s.partitionEpoch, s.pending, s.inflight = slices.Clone(res.ISR), res.PartitionEpoch, nil, false
+				s.recovery = req.LeaderRecoveryState
 				p.maybeIncrementHWLocked(time.Now().UnixMilli())
 			case alterRevert, alterIgnore:
 				s.pending, s.inflight = nil, false

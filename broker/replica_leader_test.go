@@ -970,3 +970,48 @@ func TestAcksAllDuplicateWaitsForTheOriginal(t *testing.T) {
 		t.Fatalf("duplicate once committed: %v at %d, LEO %d; want success at 0, LEO 2", kerr.ErrorForCode(code), off, p.log.LogEndOffset())
 	}
 }
+
+// KIP-704: a replica elected uncleanly leads a RECOVERING partition; it
+// reports RECOVERED at once (nothing to recover without transactions), and
+// only then may a follower that caught up join its ISR.
+func TestUncleanLeaderReportsRecoveredThenExpands(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "200",
+		"controlled.shutdown.enable": "false"})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(testWait / time.Millisecond)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "unclean", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Replicas = []int32{2, 3}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	uc := kmsg.NewCreateTopicsRequestTopicConfig()
+	uc.Name, uc.Value = "unclean.leader.election.enable", kmsg.StringPtr("true")
+	rt.Configs = append(rt.Configs, uc)
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(testCtx(t), c.client()); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %v", err, resp)
+	}
+	state := func(cond func(st metadata.PartitionInfo) bool, what string) metadata.PartitionInfo {
+		t.Helper()
+		var st metadata.PartitionInfo
+		testutil.Eventually(t, testWait, func() error {
+			st, _ = c.partitionState("unclean", 0)
+			if !cond(st) {
+				return fmt.Errorf("%+v", st)
+			}
+			return nil
+		}, "%s", what)
+		return st
+	}
+	state(func(st metadata.PartitionInfo) bool { return st.Leader == 2 && len(st.ISR) == 2 }, "led by 2 with ISR {2,3}")
+	c.stop(3) // fenced after the session timeout: out of the ISR
+	state(func(st metadata.PartitionInfo) bool { return !slices.Contains(st.ISR, 3) }, "3 out of the ISR")
+	produceAcks1(t, c.node(2), "unclean", 2) // records 3 never had
+	c.stop(2)
+	c.start(3) // the only live replica, out of sync: an unclean election
+	st := state(func(st metadata.PartitionInfo) bool { return st.Leader == 3 }, "3 elected uncleanly")
+	t.Logf("elected: %+v", st)
+	state(func(st metadata.PartitionInfo) bool { return st.LeaderRecoveryState == metadata.LeaderRecovered }, "RECOVERED reported by the new leader")
+	c.start(2)
+	state(func(st metadata.PartitionInfo) bool { return st.Leader == 3 && len(st.ISR) == 2 }, "2 back in the ISR of the recovered partition")
+}
