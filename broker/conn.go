@@ -333,14 +333,15 @@ func (c *conn) execLoop() {
 			close(s.done)
 			continue
 		}
-		c.runSlot(s)
-		failed = s.err != nil
+		failed = c.runSlot(s)
 	}
 }
 
 // runSlot runs one handler; a panic is recovered into an error that
-// closes the connection.
-func (c *conn) runSlot(s *slot) {
+// closes the connection. It reports whether the handler failed, read
+// before s.done closes: after that the writer owns s (a deferred acks=-1
+// response writes its outcome into s.f and s.err).
+func (c *conn) runSlot(s *slot) (failed bool) {
 	r := s.r
 	defer close(s.done)
 	defer func() {
@@ -348,8 +349,10 @@ func (c *conn) runSlot(s *slot) {
 			s.f, s.err = nil, fmt.Errorf("broker: panic in %s v%d handler: %v", kmsg.NameForKey(r.key), r.version, p)
 			c.logger.Error("broker: handler panicked", "api", kmsg.NameForKey(r.key), "version", r.version, "panic", p)
 		}
+		failed = s.err != nil
 	}()
 	s.f, s.err = s.run(c.ctx)
+	return false
 }
 
 // writeLoop sends responses in request order. After a write error it keeps
