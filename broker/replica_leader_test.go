@@ -597,6 +597,10 @@ func TestISRShrinkAndStrictMinISR(t *testing.T) {
 	if p.hw.Load() != 0 {
 		t.Fatalf("HW %d moved while the ISR is below min.insync.replicas", p.hw.Load())
 	}
+	// Both followers out: one shrink or two (each AlterPartition is one).
+	if n := counterValue(t, leader.metrics.isrShrinks); n < 1 || n > 2 {
+		t.Fatalf("isr_shrinks_total %v", n)
+	}
 }
 
 // A follower fetching up to the leader's LEO (>= HW, >= this epoch's
@@ -618,6 +622,9 @@ func TestISRExpandOnceCaughtUp(t *testing.T) {
 		return nil
 	}, "follower %d back in the ISR", fs[0])
 	testutil.Eventually(t, testWait, func() bool { return p.hw.Load() == 3 }, "HW at 3 once the ISR is back to min.insync.replicas")
+	if n := counterValue(t, leader.metrics.isrExpands); n != 1 {
+		t.Fatalf("isr_expands_total %v, want 1", n)
+	}
 }
 
 // shrunkCluster starts 3 brokers with replica.lag.time.max.ms=400, an
