@@ -135,6 +135,7 @@ var Settings = []Setting{
 	{"remote.log.manager.copier.thread.pool.size", "2", "segment uploads running at once on this node (all partitions together)"},
 	{"remote.log.manager.copy.max.bytes.per.second", "0", "upload bandwidth limit, bytes per second (0 = unlimited)"},
 	{"remote.log.manager.orphan.grace.ms", "120000", "a COPY_STARTED segment nobody is copying is deleted as an orphan after this long"},
+	{"follower.fetch.last.tiered.offset.enable", "false", "an empty follower of a tiered partition starts after the last tiered offset instead of at the leader's local start (KIP-1023)"},
 	{"remote.log.reader.threads", "8", "object-store reads for fetches running at once on this node (all partitions together)"},
 	{"remote.log.manager.fetch.max.bytes.per.second", "0", "remote read bandwidth limit, bytes per second (0 = unlimited)"},
 	{"remote.log.reader.readahead.chunks", "2", "chunks prefetched ahead of a sequential remote reader (0 = no read-ahead)"},
@@ -369,6 +370,9 @@ type TieringSettings struct {
 	IndexCacheBytes        int64
 	RemoteFetchMaxWait     time.Duration
 	CacheDir               string // <log dir>/remote-cache
+	// FollowerFetchLastTiered: an empty follower starts after the last
+	// tiered offset (follower.fetch.last.tiered.offset.enable, KIP-1023).
+	FollowerFetchLastTiered bool
 }
 
 // ReplicaFetchSettings are the replica fetcher's settings, with Kafka's
@@ -684,18 +688,19 @@ func ParseConfig(props map[string]string) (Config, error) {
 		c.RemoteStore.FSPath = filepath.Join(c.LogDir, "objects")
 	}
 	c.Tiering = TieringSettings{
-		TaskInterval:           ms("remote.log.manager.task.interval.ms", 1),
-		CopierThreads:          int(min(i64("remote.log.manager.copier.thread.pool.size", 1), 256)),
-		CopyMaxBytesPerSecond:  i64("remote.log.manager.copy.max.bytes.per.second", 0),
-		OrphanGrace:            ms("remote.log.manager.orphan.grace.ms", 0),
-		ReaderThreads:          int(min(i64("remote.log.reader.threads", 1), 1024)),
-		FetchMaxBytesPerSecond: i64("remote.log.manager.fetch.max.bytes.per.second", 0),
-		ReadAheadChunks:        int(min(i64("remote.log.reader.readahead.chunks", 0), 64)),
-		CacheBytes:             i64("remote.log.cache.bytes", 0),
-		ChunkBytes:             i64("remote.log.cache.chunk.bytes", 4096),
-		IndexCacheBytes:        i64("remote.log.index.cache.bytes", 0),
-		RemoteFetchMaxWait:     ms("remote.fetch.max.wait.ms", 1),
-		CacheDir:               filepath.Join(c.LogDir, "remote-cache"),
+		TaskInterval:            ms("remote.log.manager.task.interval.ms", 1),
+		CopierThreads:           int(min(i64("remote.log.manager.copier.thread.pool.size", 1), 256)),
+		CopyMaxBytesPerSecond:   i64("remote.log.manager.copy.max.bytes.per.second", 0),
+		OrphanGrace:             ms("remote.log.manager.orphan.grace.ms", 0),
+		ReaderThreads:           int(min(i64("remote.log.reader.threads", 1), 1024)),
+		FetchMaxBytesPerSecond:  i64("remote.log.manager.fetch.max.bytes.per.second", 0),
+		ReadAheadChunks:         int(min(i64("remote.log.reader.readahead.chunks", 0), 64)),
+		CacheBytes:              i64("remote.log.cache.bytes", 0),
+		ChunkBytes:              i64("remote.log.cache.chunk.bytes", 4096),
+		IndexCacheBytes:         i64("remote.log.index.cache.bytes", 0),
+		RemoteFetchMaxWait:      ms("remote.fetch.max.wait.ms", 1),
+		CacheDir:                filepath.Join(c.LogDir, "remote-cache"),
+		FollowerFetchLastTiered: boolean("follower.fetch.last.tiered.offset.enable"),
 	}
 	if c.Tiering.CacheBytes > 0 && c.Tiering.CacheBytes < c.Tiering.ChunkBytes {
 		bad("remote.log.cache.bytes", get("remote.log.cache.bytes"), "at least remote.log.cache.chunk.bytes (or 0: no cache)")
