@@ -65,7 +65,8 @@ func fetchCommitted(t *testing.T, rc *rawConn, groupID, topic string) (int64, in
 // TestOffsetCommitWaitsForTheISR: with __consumer_offsets at RF=3, a
 // commit is answered only once its partition's followers have it, as an
 // acks=all produce: with the followers not fetching, it times out after
-// offsets.commit.timeout.ms with REQUEST_TIMED_OUT and stays invisible;
+// offsets.commit.timeout.ms with REQUEST_TIMED_OUT and stays invisible
+// (SyncGroup's group metadata write too: COORDINATOR_NOT_AVAILABLE);
 // a reload of the partition replays only what the HW covers; once the
 // followers fetch again commits succeed and a reload sees them.
 func TestOffsetCommitWaitsForTheISR(t *testing.T) {
@@ -96,6 +97,44 @@ func TestOffsetCommitWaitsForTheISR(t *testing.T) {
 	if off, code := fetchCommitted(t, rc, g, "data"); code != 0 || off != 5 {
 		t.Fatalf("after the timed-out commit: offset %d code %d, want 5 (the write is not committed)", off, code)
 	}
+	// SyncGroup's group metadata write waits the same way; Kafka answers
+	// its timeout COORDINATOR_NOT_AVAILABLE.
+	gs := ""
+	for i := 0; gs == ""; i++ {
+		if name := fmt.Sprintf("s%d", i); group.PartitionFor(name, 3) == idx {
+			gs = name
+		}
+	}
+	ctx := testCtx(t)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(5)
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = gs, 10000, 10000, "consumer"
+	proto := kmsg.NewJoinGroupRequestProtocol()
+	meta := kmsg.NewConsumerMemberMetadata()
+	proto.Name, proto.Metadata = "range", meta.AppendTo(nil)
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{proto}
+	jr := leader.groups.members.JoinGroup(ctx, join)
+	if jr.ErrorCode == kerr.MemberIDRequired.Code {
+		join.MemberID = jr.MemberID
+		jr = leader.groups.members.JoinGroup(ctx, join)
+	}
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(jr.ErrorCode))
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.SetVersion(3)
+	sync.Group, sync.Generation, sync.MemberID = gs, jr.Generation, jr.MemberID
+	sa := kmsg.NewSyncGroupRequestGroupAssignment()
+	sa.MemberID, sa.MemberAssignment = jr.MemberID, []byte{}
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{sa}
+	start = time.Now()
+	if sr := leader.groups.members.SyncGroup(ctx, sync); sr.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("sync without the followers: %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(sr.ErrorCode))
+	}
+	if took := time.Since(start); took < 900*time.Millisecond {
+		t.Fatalf("sync answered after %v, before offsets.commit.timeout.ms (1s)", took)
+	}
+
 	p := leader.partition(offsetsTopic, idx)
 	if p.log.LogEndOffset() <= p.hw.Load() {
 		t.Fatalf("LEO %d HW %d: the timed-out commit should sit above the HW", p.log.LogEndOffset(), p.hw.Load())
