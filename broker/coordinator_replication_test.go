@@ -76,9 +76,11 @@ func TestOffsetCommitWaitsForTheISR(t *testing.T) {
 	leader := c.node(leaderID)
 	waitLoaded(t, leader, g)
 	rc := dialRaw(t, leader)
-	if code := commitRaw(t, rc, 8, g, "data", 0, 5, nil); code != 0 {
-		t.Fatalf("commit with the ISR fetching: %v", kerr.ErrorForCode(code))
-	}
+	// The followers start fetching the new partition within a fetch
+	// backoff: until then a commit may time out (a client retries).
+	testutil.Eventually(t, testWait, func() error {
+		return kerr.ErrorForCode(commitRaw(t, rc, 8, g, "data", 0, 5, nil))
+	}, "a commit with the ISR fetching")
 
 	// Freeze the followers of the group's partition (they stay in the ISR
 	// for replica.lag.time.max.ms, 30 s).
@@ -168,13 +170,20 @@ func TestOffsetCommitWaitsForTheISR(t *testing.T) {
 // group's __consumer_offsets partition, which has the committed offsets
 // (as durable as acks=all records).
 func TestGroupCoordinatorMovesWithTheOffsetsLeader(t *testing.T) {
-	c := startCluster(t, 3, replicatedGroupSettings)
+	settings := map[string]string{"offsets.commit.timeout.ms": "5000"}
+	for k, v := range replicatedGroupSettings {
+		if _, ok := settings[k]; !ok {
+			settings[k] = v
+		}
+	}
+	c := startCluster(t, 3, settings)
 	c.createTopicRF("data", 1, 3)
 	g, idx, leaderID := groupOnFollowerLed(t, c)
 	waitLoaded(t, c.node(leaderID), g)
-	if code := commitRaw(t, dialRaw(t, c.node(leaderID)), 8, g, "data", 0, 42, kmsg.StringPtr("md")); code != 0 {
-		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
-	}
+	old := dialRaw(t, c.node(leaderID))
+	testutil.Eventually(t, testWait, func() error {
+		return kerr.ErrorForCode(commitRaw(t, old, 8, g, "data", 0, 42, kmsg.StringPtr("md")))
+	}, "the commit on broker %d", leaderID)
 	c.stop(leaderID)
 
 	var newLeader int32
