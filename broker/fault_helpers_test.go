@@ -145,8 +145,14 @@ func (c *testCluster) leaderOf(topic string, p int32) int32 {
 // and returns it.
 func (c *testCluster) waitPartition(topic string, p int32, what string, ok func(metadata.PartitionInfo) bool) metadata.PartitionInfo {
 	c.t.Helper()
+	return c.waitPartitionWithin(testWait, topic, p, what, ok)
+}
+
+// waitPartitionWithin is waitPartition bounded by d.
+func (c *testCluster) waitPartitionWithin(d time.Duration, topic string, p int32, what string, ok func(metadata.PartitionInfo) bool) metadata.PartitionInfo {
+	c.t.Helper()
 	var st metadata.PartitionInfo
-	if err := testutil.Within(testWait, func() error {
+	if err := testutil.Within(d, func() error {
 		var found bool
 		st, found = c.partitionState(topic, p)
 		if found && ok(st) {
@@ -160,10 +166,12 @@ func (c *testCluster) waitPartition(topic string, p int32, what string, ok func(
 }
 
 // waitFullISR waits until every replica of topic-p is in its ISR with a
-// leader, and returns when that was seen.
+// leader, and returns when that was seen. It waits up to twice testWait:
+// a healed broker is unfenced, catches up into the current epoch and is
+// added back by an AlterPartition, seen to take up to 17s in-process.
 func (c *testCluster) waitFullISR(topic string, p int32) time.Time {
 	c.t.Helper()
-	c.waitPartition(topic, p, "ISR back to every replica", func(st metadata.PartitionInfo) bool {
+	c.waitPartitionWithin(2*testWait, topic, p, "ISR back to every replica", func(st metadata.PartitionInfo) bool {
 		return st.Leader >= 0 && len(st.ISR) == len(st.Replicas)
 	})
 	return time.Now()
@@ -226,8 +234,12 @@ func faultReportPath() string { return os.Getenv("STRATA_TEST_FAULT_REPORT") }
 // franz-go producer over the whole cluster feeding rc.
 func (c *testCluster) faultProducer(topic string, rc *deliverycheck.Recorder, prefix string) (*kgo.Client, *deliverycheck.Producer) {
 	c.t.Helper()
+	// A leader cut off its followers holds acks=all produces until the
+	// produce timeout: 4s (not kgo's 10s, plus 2s of overhead, not 10s)
+	// keeps each fault's stall well inside testWait.
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(2*time.Millisecond),
-		kgo.RecordDeliveryTimeout(2*testWait), kgo.RetryTimeout(2*testWait))
+		kgo.RecordDeliveryTimeout(2*testWait), kgo.RetryTimeout(2*testWait),
+		kgo.ProduceRequestTimeout(4*time.Second), kgo.RequestTimeoutOverhead(2*time.Second))
 	return cl, deliverycheck.Produce(context.Background(), cl, topic, rc, deliverycheck.ProduceOptions{Prefix: prefix, MaxInFlight: 100})
 }
 
