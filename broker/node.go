@@ -475,17 +475,20 @@ func (n *Node) Close() error {
 // answers ShouldShutDown (it has moved this broker's leaderships to other
 // ISR members and taken it out of every ISR), for at most
 // broker.session.timeout.ms: by then the controller would have fenced a
-// silent broker anyway, with the same moves. A broker that is fenced, the
-// only broker of its cluster (there is nobody to move to), or not
-// registered stops at once. It logs how long the move took.
+// silent broker anyway, with the same moves. A broker that is fenced, not
+// registered, or the only one of its cluster that may lead (there is
+// nobody to move to) stops at once. It logs how long the move took.
 func (n *Node) controlledShutdown() {
 	if !n.cfg.ControlledShutdown || n.svc == nil || n.brokerEpoch.Load() <= 0 || n.fenced.Load() {
 		return
 	}
+	// Someone to move to: another broker that may lead (unfenced, not
+	// shutting down itself). The last broker of a cluster stopping (its
+	// quorum perhaps gone with the others) does not wait for nothing.
 	others := 0
 	n.view(func(st *metadata.State) {
 		for _, b := range st.Brokers() {
-			if b.ID != n.cfg.NodeID {
+			if b.ID != n.cfg.NodeID && !b.Fenced && !b.InControlledShutdown {
 				others++
 			}
 		}

@@ -82,6 +82,7 @@ func (n *Node) applyDelta(d controller.Delta) {
 	}
 	n.metaMu.Unlock()
 	n.reconcile()
+	n.tier.applied(d) // replica_tier.go: remote-uploaded offsets of every replica
 	n.metaMu.Lock()
 	n.reconciled = n.meta.Offset()
 	close(n.metaNotify)

@@ -9,11 +9,14 @@ package dashboards
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +32,8 @@ const (
 	dockerfile      = "../Dockerfile"
 	readmeFile      = "../README.md"
 	composeSection  = "## Try it with MinIO: docker compose"
-	strataService   = "strata"
+	strataService   = "strata-1" // the node the README's compose section documents
+	strataNet       = "strata-net"
 	loadgenService  = "loadgen"
 	loadgenProfile  = "loadgen"
 	prometheusImage = "prom/prometheus"
@@ -145,39 +149,67 @@ func TestComposeServices(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"minio", "minio-init", strataService, "prometheus", "grafana", loadgenService} {
+	for _, want := range []string{"minio", "minio-init", strataNet, "strata-1", "strata-2", "strata-3", "prometheus", "grafana", loadgenService} {
 		if _, ok := svcs[want]; !ok {
 			t.Errorf("no service %s", want)
 		}
 	}
 	st := svcs[strataService]
-	if st.Build != "." || !strings.HasPrefix(st.Image, "strata:") {
-		t.Errorf("strata: build %v, image %q: want build . tagged strata:<version>", st.Build, st.Image)
+	prom, err := os.ReadFile("prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st.Healthcheck == nil || !slices.Contains(st.Healthcheck.Test, "/healthcheck") ||
-		!strings.Contains(strings.Join(st.Healthcheck.Test, " "), "/readyz") {
-		t.Errorf("strata: healthcheck %+v, want /healthcheck probing /readyz", st.Healthcheck)
-	}
-	if !strings.Contains(yamlString(t, st.DependsOn), "service_completed_successfully") {
-		t.Errorf("strata depends_on %v: want the bucket creation completed first", st.DependsOn)
+	published := svcs[strataNet].Ports
+	var advertised []string
+	for _, name := range strataNodes {
+		n := svcs[name]
+		if n.Build != "." || n.Image != st.Image || !strings.HasPrefix(n.Image, "strata:") {
+			t.Errorf("%s: build %v, image %q: want build . tagged strata:<version>, as strata-1", name, n.Build, n.Image)
+		}
+		if n.NetworkMode != "service:"+strataNet {
+			t.Errorf("%s: network_mode %q, want service:%s (one address per node for host clients and peers alike)", name, n.NetworkMode, strataNet)
+		}
+		if len(n.Ports) > 0 {
+			t.Errorf("%s publishes %v: a service sharing %s's network cannot; publish on %s", name, n.Ports, strataNet, strataNet)
+		}
+		_, adminPort, _ := strings.Cut(n.Environment["STRATA_ADMIN_LISTENER"], ":")
+		if n.Healthcheck == nil || !slices.Contains(n.Healthcheck.Test, "/healthcheck") ||
+			!strings.Contains(strings.Join(n.Healthcheck.Test, " "), ":"+adminPort+"/readyz") {
+			t.Errorf("%s: healthcheck %+v, want /healthcheck probing /readyz on its admin port %s", name, n.Healthcheck, adminPort)
+		}
+		if !strings.Contains(yamlString(t, n.DependsOn), "service_completed_successfully") {
+			t.Errorf("%s depends_on %v: want the bucket creation completed first", name, n.DependsOn)
+		}
+		// The advertised address is 127.0.0.1:<the PLAINTEXT listener's
+		// port>, published on loopback to the same host port.
+		_, port, _ := strings.Cut(strings.TrimPrefix(n.Environment["STRATA_LISTENERS"], "PLAINTEXT://"), ":")
+		port, _, _ = strings.Cut(port, ",")
+		adv := strings.TrimPrefix(n.Environment["STRATA_ADVERTISED_LISTENERS"], "PLAINTEXT://")
+		if port == "" || adv != "127.0.0.1:"+port {
+			t.Errorf("%s: listeners %q, advertised %q: want 127.0.0.1:<its PLAINTEXT port>", name, n.Environment["STRATA_LISTENERS"], adv)
+		}
+		advertised = append(advertised, adv)
+		for _, p := range []string{port, adminPort} {
+			if !slices.Contains(published, "127.0.0.1:"+p+":"+p) {
+				t.Errorf("%s publishes %v, not %s's port %s as 127.0.0.1:%s:%s", strataNet, published, name, p, p, p)
+			}
+		}
+		// Prometheus scrapes strata-net:<admin port>.
+		if want := `"` + strataNet + ":" + adminPort + `"`; adminPort == "" || !strings.Contains(string(prom), want) {
+			t.Errorf("prometheus.yml does not scrape %s (%s's admin.listener)", want, name)
+		}
 	}
 	if !strings.Contains(yamlString(t, svcs["minio-init"].Command), "mc mb") {
 		t.Errorf("minio-init does not create a bucket: %v", svcs["minio-init"].Command)
 	}
 	lg := svcs[loadgenService]
-	if !slices.Equal(lg.Profiles, []string{loadgenProfile}) || lg.Image != st.Image || lg.NetworkMode != "service:"+strataService {
-		t.Errorf("loadgen: profiles %v, image %q, network_mode %q: want [loadgen], %q, service:strata", lg.Profiles, lg.Image, lg.NetworkMode, st.Image)
+	if !slices.Equal(lg.Profiles, []string{loadgenProfile}) || lg.Image != st.Image || lg.NetworkMode != "service:"+strataNet {
+		t.Errorf("loadgen: profiles %v, image %q, network_mode %q: want [loadgen], %q, service:%s", lg.Profiles, lg.Image, lg.NetworkMode, st.Image, strataNet)
+	}
+	if want := "--brokers=" + strings.Join(advertised, ","); !strings.Contains(yamlString(t, lg.Command), want) {
+		t.Errorf("loadgen command %v: want %s", lg.Command, want)
 	}
 
-	// Prometheus scrapes strata:<admin port>, with dashboards/ mounted.
-	_, adminPort, _ := strings.Cut(st.Environment["STRATA_ADMIN_LISTENER"], ":")
-	prom, err := os.ReadFile("prometheus.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `"` + strataService + ":" + adminPort + `"`; adminPort == "" || !strings.Contains(string(prom), want) {
-		t.Errorf("prometheus.yml does not scrape %s (the strata service's admin.listener)", want)
-	}
 	if !strings.HasPrefix(svcs["prometheus"].Image, prometheusImage+":") ||
 		!slices.Contains(svcs["prometheus"].Volumes, "./dashboards/prometheus.yml:/etc/prometheus/prometheus.yml:ro") ||
 		!slices.Contains(svcs["prometheus"].Volumes, "./dashboards/alerts.yml:/etc/prometheus/alerts.yml:ro") {
@@ -198,6 +230,32 @@ func TestComposeServices(t *testing.T) {
 	if err != nil || !strings.Contains(string(prov), "path: /var/lib/grafana/dashboards") {
 		t.Errorf("dashboard provider does not read /var/lib/grafana/dashboards: %v", err)
 	}
+}
+
+// strataNodes are the compose file's Strata services, node.id 1, 2, 3.
+var strataNodes = []string{"strata-1", "strata-2", "strata-3"}
+
+// nodeEnv is what node n's settings must be given node 1's: the same,
+// but for its node.id and every port (listeners, advertised, admin)
+// 100(n-1) higher, as scripts/cluster3 lays nodes out.
+func nodeEnv(t *testing.T, node1 map[string]string, n int) map[string]string {
+	t.Helper()
+	port := regexp.MustCompile(`:(\d+)`)
+	shift := func(v string) string {
+		return port.ReplaceAllStringFunc(v, func(m string) string {
+			p, err := strconv.Atoi(m[1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ":" + strconv.Itoa(p+100*(n-1))
+		})
+	}
+	out := maps.Clone(node1)
+	out["STRATA_NODE_ID"] = strconv.Itoa(n)
+	for _, k := range []string{"STRATA_LISTENERS", "STRATA_ADVERTISED_LISTENERS", "STRATA_ADMIN_LISTENER"} {
+		out[k] = shift(node1[k])
+	}
+	return out
 }
 
 func yamlString(t *testing.T, v any) string {
@@ -290,13 +348,36 @@ func TestComposeSettingsAreDocumented(t *testing.T) {
 		}
 	}
 
-	st := readCompose(t)[strataService]
+	svcs := readCompose(t)
+	st := svcs[strataService]
 	if len(st.Environment) == 0 {
-		t.Fatal("the strata service sets no STRATA_* settings")
+		t.Fatal("the strata-1 service sets no STRATA_* settings")
 	}
-	checkEnv(composeFile, st.Environment)
-	if st.Environment["STRATA_REMOTE_STORAGE_BACKEND"] != "s3" || st.Environment["STRATA_REMOTE_LOG_STORAGE_SYSTEM_ENABLE"] != "true" {
-		t.Error("the strata service does not tier into S3 (MinIO)")
+	for i, name := range strataNodes {
+		env := svcs[name].Environment
+		checkEnv(composeFile+" "+name, env)
+		if env["STRATA_REMOTE_STORAGE_BACKEND"] != "s3" || env["STRATA_REMOTE_LOG_STORAGE_SYSTEM_ENABLE"] != "true" {
+			t.Errorf("%s does not tier into S3 (MinIO)", name)
+		}
+		if want := nodeEnv(t, st.Environment, i+1); !maps.Equal(env, want) {
+			t.Errorf("%s's settings are not strata-1's with its own id and ports:\n got %v\nwant %v", name, env, want)
+		}
+	}
+	// One cluster: three voters, each node's CONTROLLER listener among
+	// them under its id; topics and __consumer_offsets at three replicas,
+	// two in sync for acks=all.
+	for i, name := range strataNodes {
+		env := svcs[name].Environment
+		_, ctl, _ := strings.Cut(env["STRATA_LISTENERS"], ",CONTROLLER://0.0.0.0:")
+		voter := fmt.Sprintf("%d@127.0.0.1:%s", i+1, ctl)
+		if voters := strings.Split(env["STRATA_CONTROLLER_QUORUM_VOTERS"], ","); len(voters) != 3 || !slices.Contains(voters, voter) {
+			t.Errorf("%s: controller.quorum.voters %q, want three voters, %s among them", name, env["STRATA_CONTROLLER_QUORUM_VOTERS"], voter)
+		}
+		for k, want := range map[string]string{"STRATA_DEFAULT_REPLICATION_FACTOR": "3", "STRATA_OFFSETS_TOPIC_REPLICATION_FACTOR": "3", "STRATA_MIN_INSYNC_REPLICAS": "2"} {
+			if env[k] != want {
+				t.Errorf("%s: %s=%q, want %s", name, k, env[k], want)
+			}
+		}
 	}
 	documented := readmeComposeEnv(t, readme)
 	for k, v := range st.Environment {

@@ -201,7 +201,20 @@ func writeHTMLs(dir string, s *resultSet) error {
 }
 
 // scenarioOrder is the page's order; unknown scenarios follow, sorted.
-var scenarioOrder = []string{"max-throughput", "fixed-rate", "e2e-latency", "catch-up", "fill"}
+var scenarioOrder = []string{"max-throughput", "fixed-rate", "e2e-latency", "catch-up", "fill", replicatedThroughput, replicatedE2E}
+
+// The replication scenarios run on three targets: one node at RF=1
+// ("strata"), three nodes at RF=3 ("strata3": scripts/cluster3, acks=all,
+// min.insync.replicas=2) and kfake; issue 14's targets are a 3-node
+// produce MB/s of at least half one node's, and an end-to-end p99 of at
+// most 10 ms at 10k records/s on three nodes.
+const (
+	replicatedThroughput  = "replicated-throughput"
+	replicatedE2E         = "replicated-e2e"
+	cluster3Target        = "strata3"
+	targetThroughputRatio = 0.5
+	targetE2EP99Ms        = 10.0
+)
 
 func (s *resultSet) scenarios() []string {
 	seen := map[string]bool{}
@@ -347,15 +360,24 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 		}
 		p("\n")
 	}
+	writeReplication(p, s)
 
 	for _, sc := range scenarios {
-		st, kf := s.runs[sc]["strata"], s.runs[sc]["kfake"]
+		st, kf, s3 := s.runs[sc]["strata"], s.runs[sc]["kfake"], s.runs[sc][cluster3Target]
 		p("## %s\n\n", sc)
 		if w := workloadLine(append(append([]*loadgen.Result{}, st...), kf...)); w != "" {
 			p("%s\n\n", w)
 		}
-		if len(st)+len(kf) == 0 {
+		if len(s3) > 0 {
+			if w := workloadLine(s3); w != "" {
+				p("On three nodes: %s\n\n", strings.TrimPrefix(w, "Workload: "))
+			}
+		}
+		if len(st)+len(kf)+len(s3) == 0 {
 			p("No successful run.\n\n")
+		} else if len(s3) > 0 {
+			writeThreeWay(p, st, s3, kf)
+			notes(p, s.runs[sc])
 		} else {
 			p("| figure | Strata | kfake | Strata ÷ kfake |\n| --- | ---: | ---: | ---: |\n")
 			p("| successful runs | %d | %d | |\n", len(st), len(kf))
@@ -400,9 +422,92 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 	p("## How to reproduce\n\n")
 	p("```\nmake bench                                  # or: bench/run\nBENCH_DURATION=60s RUNS=5 bench/run         # longer runs, more repetitions\n```\n\n")
 	p("`bench/run` builds `strata`, measures the machine (`strata loadgen machine`), starts a Strata node on 127.0.0.1 with a fresh data directory and free ports, starts the kfake peer (`strata loadgen kfake`), runs each scenario against both with `--duration $BENCH_DURATION` (default 20s) RUNS times (default 3), keeps every JSON result and HTML report in `bench/results/<timestamp>/` (not committed), and regenerates this page with `go run ./bench/mkreport`. ")
+	p("The replication scenarios (%s, %s) also start three nodes with `scripts/cluster3` (fresh data directories, free ports) and run on them with `--replication-factor 3 --topic-config min.insync.replicas=2`; their records are 1KiB, acks=all, and %s runs open-loop at `BENCH_E2E_RATE` records/s (default 10000). ", replicatedThroughput, replicatedE2E, replicatedE2E)
 	p("Catch-up runs against Strata only (it reads back a backlog that lives in the remote tier); fill writes a small fixed amount (`BENCH_FILL`, default 256MiB) instead of the preset's 10GiB. ")
 	p("Object-store cost comes from the node's `/metrics` before and after each run (`--metrics-url`), priced at $0.005 per 1000 PUT/LIST and $0.0004 per 1000 GET. ")
 	p("Single runs on a shared 2-core machine vary by tens of percent: compare medians, and rerun before drawing conclusions.\n")
+}
+
+// writeReplication is the page's replication summary: for each scenario
+// run on three nodes, one node at RF=1, three at RF=3 and kfake side by
+// side, and whether issue 14's targets were met.
+func writeReplication(p func(string, ...any), s *resultSet) {
+	var scs []string
+	for _, sc := range s.scenarios() {
+		if len(s.runs[sc][cluster3Target]) > 0 || s.failed(sc, cluster3Target) {
+			scs = append(scs, sc)
+		}
+	}
+	if len(scs) == 0 {
+		return
+	}
+	p("## Replication: 3 nodes at RF=3\n\n")
+	p("Three Strata nodes on this one machine (`scripts/cluster3`: combined mode, a controller quorum of three, all sharing its cores) with topics at replication factor 3, `min.insync.replicas=2`, acks=all, against one node at replication factor 1 and kfake in the same run. ")
+	p("Targets: three nodes produce at least %.1f× one node's MB/s (%s), and the end-to-end p99 on three nodes is at most %.0f ms (%s).\n\n", targetThroughputRatio, replicatedThroughput, targetE2EP99Ms, replicatedE2E)
+	p("| scenario | 1 node RF=1 produce MB/s | 3 nodes RF=3 produce MB/s | 3 nodes ÷ 1 node | kfake produce MB/s | 1 node e2e p99 (ms) | 3 nodes e2e p99 (ms) | kfake e2e p99 (ms) |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, sc := range scs {
+		st, s3, kf := s.runs[sc]["strata"], s.runs[sc][cluster3Target], s.runs[sc]["kfake"]
+		one, three := med(st, metrics[1].get), med(s3, metrics[1].get)
+		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, fig(one), fig(three), ratio(three, one), fig(med(kf, metrics[1].get)),
+			fig(med(st, metrics[7].get)), fig(med(s3, metrics[7].get)), fig(med(kf, metrics[7].get)))
+	}
+	p("\n")
+	for _, sc := range scs {
+		st, s3 := s.runs[sc]["strata"], s.runs[sc][cluster3Target]
+		switch sc {
+		case replicatedThroughput:
+			one, three := med(st, metrics[1].get), med(s3, metrics[1].get)
+			p("- %s: three nodes at RF=3 produce %s MB/s, %s of one node's %s MB/s (target ≥ %.1f×): %s.\n",
+				sc, fig(three), ratio(three, one), fig(one), targetThroughputRatio, verdict(!math.IsNaN(one) && one > 0 && three/one >= targetThroughputRatio, math.IsNaN(three) || math.IsNaN(one)))
+		case replicatedE2E:
+			e2e := med(s3, metrics[7].get)
+			rate := "–"
+			if len(s3) > 0 && s3[0].Workload.Rate > 0 {
+				rate = strconv.FormatInt(s3[0].Workload.Rate, 10)
+			}
+			p("- %s: end-to-end p99 on three nodes at RF=3 %s ms at %s records/s (target ≤ %.0f ms): %s.\n",
+				sc, fig(e2e), rate, targetE2EP99Ms, verdict(e2e <= targetE2EP99Ms, math.IsNaN(e2e)))
+		}
+	}
+	p("\n")
+}
+
+// verdict says whether a target was met; unknown when it was not measured.
+func verdict(met, unknown bool) string {
+	switch {
+	case unknown:
+		return "not measured"
+	case met:
+		return "met"
+	}
+	return "**not met**"
+}
+
+// writeThreeWay is a scenario's table with one node, three nodes and
+// kfake side by side.
+func writeThreeWay(p func(string, ...any), st, s3, kf []*loadgen.Result) {
+	p("| figure | Strata 1 node RF=1 | Strata 3 nodes RF=3 | kfake | 3 nodes ÷ 1 node | 1 node ÷ kfake |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	p("| successful runs | %d | %d | %d | | |\n", len(st), len(s3), len(kf))
+	for _, mt := range metrics {
+		a, b, c := med(st, mt.get), med(s3, mt.get), med(kf, mt.get)
+		if math.IsNaN(a) && math.IsNaN(b) && math.IsNaN(c) {
+			continue
+		}
+		name := mt.name
+		if mt.unit != "" {
+			name += " (" + mt.unit + ")"
+		}
+		if mt.count {
+			p("| %s | %s | %s | %s | | |\n", name, count(a), count(b), count(c))
+			continue
+		}
+		p("| %s | %s | %s | %s | %s | %s |\n", name, fig(a), fig(b), fig(c), ratio(b, a), ratio(a, c))
+	}
+	p("\n")
+	if len(s3) > 0 {
+		p("Broker CPU and RSS on three nodes are node 1's alone (the node `--metrics-url` names), not the three nodes' sum.\n\n")
+	}
 }
 
 func writeCatchUp(p func(string, ...any), st []*loadgen.Result) {

@@ -208,3 +208,50 @@ func TestHTMLFlagWritesAReportPerRunAndAComparisonPerScenario(t *testing.T) {
 		t.Errorf("a comparison page for a scenario without results: %v", err)
 	}
 }
+
+// TestMarkdownReplicationSection: replication scenarios run on one node
+// at RF=1, three nodes at RF=3 and kfake; the page sets the three side by
+// side, with the 3-node ÷ 1-node ratio and issue 14's two targets judged
+// from the medians (here the throughput target is met, 30 / 50 = 0.6×,
+// and the latency target is not, 12 ms > 10 ms). A scenario without a
+// 3-node run gets no replication section.
+func TestMarkdownReplicationSection(t *testing.T) {
+	if md := generate(t, cannedDir(t)); strings.Contains(md, "## Replication") {
+		t.Fatalf("replication section without 3-node runs\n%s", md)
+	}
+	dir := t.TempDir()
+	for i, mbs := range []float64{50, 40, 60} {
+		writeJSON(t, dir, "replicated-throughput.strata."+string(rune('1'+i))+".json", result("strata", mbs, 20, 30))
+	}
+	writeJSON(t, dir, "replicated-throughput.strata3.1.json", result("strata3", 28, 40, 60))
+	writeJSON(t, dir, "replicated-throughput.strata3.2.json", result("strata3", 32, 40, 60))
+	writeJSON(t, dir, "replicated-throughput.kfake.1.json", result("kfake", 100, 5, 9))
+	for target, e2e := range map[string]float64{"strata": 3, "strata3": 12, "kfake": 2} {
+		r := result(target, 10, e2e, e2e)
+		r.Scenario = "e2e-latency"
+		r.Workload.Rate = 10000
+		writeJSON(t, dir, "replicated-e2e."+target+".1.json", r)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "failures.tsv"), []byte("replicated-e2e\tstrata3\t2\tstrata3 did not start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	md := generate(t, dir)
+	for _, want := range []string{
+		"## Replication: 3 nodes at RF=3\n",
+		"| replicated-throughput | 50.0 | 30.0 | 0.60× | 100 | 30.0 | 60.0 | 9.00 |",
+		"| replicated-e2e | 10.0 | 10.0 | 1.00× | 10.0 | 3.00 | 12.0 | 2.00 |",
+		"- replicated-throughput: three nodes at RF=3 produce 30.0 MB/s, 0.60× of one node's 50.0 MB/s (target ≥ 0.5×): met.",
+		"- replicated-e2e: end-to-end p99 on three nodes at RF=3 12.0 ms at 10000 records/s (target ≤ 10 ms): **not met**.",
+		"| figure | Strata 1 node RF=1 | Strata 3 nodes RF=3 | kfake | 3 nodes ÷ 1 node | 1 node ÷ kfake |",
+		"| successful runs | 3 | 2 | 1 | | |",
+		"| produce MB/s | 50.0 | 30.0 | 100 | 0.60× | 0.50× |",
+		"- failed: strata3 run 2: strata3 did not start",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n---\n%s", want, md)
+		}
+	}
+	if a, b, c := strings.Index(md, "## Replication"), strings.Index(md, "## replicated-throughput"), strings.Index(md, "## replicated-e2e"); !(a >= 0 && a < b && b < c) {
+		t.Errorf("sections out of order: replication %d, replicated-throughput %d, replicated-e2e %d", a, b, c)
+	}
+}
