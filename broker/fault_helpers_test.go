@@ -230,6 +230,16 @@ func faultRounds(def int) int {
 // (STRATA_TEST_FAULT_REPORT, set by bench/faults; "" = nowhere).
 func faultReportPath() string { return os.Getenv("STRATA_TEST_FAULT_REPORT") }
 
+// faultClientLogger logs the load's client at info level with
+// STRATA_TEST_VERBOSE (what the producer saw during a fault), else
+// nothing.
+func faultClientLogger() kgo.Logger {
+	if os.Getenv("STRATA_TEST_VERBOSE") == "" {
+		return nil
+	}
+	return kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return "kgo: " })
+}
+
 // faultProducer is the load of a fault test: an idempotent acks=all
 // franz-go producer over the whole cluster feeding rc.
 func (c *testCluster) faultProducer(topic string, rc *deliverycheck.Recorder, prefix string) (*kgo.Client, *deliverycheck.Producer) {
@@ -239,14 +249,15 @@ func (c *testCluster) faultProducer(topic string, rc *deliverycheck.Recorder, pr
 	// keeps each fault's stall well inside testWait.
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(2*time.Millisecond),
 		kgo.RecordDeliveryTimeout(2*testWait), kgo.RetryTimeout(2*testWait),
-		kgo.ProduceRequestTimeout(4*time.Second), kgo.RequestTimeoutOverhead(2*time.Second))
+		kgo.ProduceRequestTimeout(4*time.Second), kgo.RequestTimeoutOverhead(2*time.Second),
+		kgo.WithLogger(faultClientLogger()))
 	return cl, deliverycheck.Produce(context.Background(), cl, topic, rc, deliverycheck.ProduceOptions{Prefix: prefix, MaxInFlight: 100})
 }
 
 // waitAcked waits until p has more than n acknowledgements.
 func waitAcked(t testing.TB, p *deliverycheck.Producer, n int64) {
 	t.Helper()
-	testutil.Eventually(t, testWait, func() bool { return p.Stats().Acked > n }, "more than %d acknowledgements", n)
+	testutil.Eventually(t, 2*testWait, func() bool { return p.Stats().Acked > n }, "more than %d acknowledgements", n)
 }
 
 // finishFaultRun stops the load, checks partition 0's replicas hold the
