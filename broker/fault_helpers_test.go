@@ -145,8 +145,14 @@ func (c *testCluster) leaderOf(topic string, p int32) int32 {
 // and returns it.
 func (c *testCluster) waitPartition(topic string, p int32, what string, ok func(metadata.PartitionInfo) bool) metadata.PartitionInfo {
 	c.t.Helper()
+	return c.waitPartitionWithin(testWait, topic, p, what, ok)
+}
+
+// waitPartitionWithin is waitPartition bounded by d.
+func (c *testCluster) waitPartitionWithin(d time.Duration, topic string, p int32, what string, ok func(metadata.PartitionInfo) bool) metadata.PartitionInfo {
+	c.t.Helper()
 	var st metadata.PartitionInfo
-	if err := testutil.Within(testWait, func() error {
+	if err := testutil.Within(d, func() error {
 		var found bool
 		st, found = c.partitionState(topic, p)
 		if found && ok(st) {
@@ -160,10 +166,13 @@ func (c *testCluster) waitPartition(topic string, p int32, what string, ok func(
 }
 
 // waitFullISR waits until every replica of topic-p is in its ISR with a
-// leader, and returns when that was seen.
+// leader, and returns when that was seen. It waits up to three times
+// testWait: a healed broker is unfenced, catches up into the current
+// epoch and is added back by an AlterPartition, seen to take 30-34s
+// in-process after a cut (5s in the process tests).
 func (c *testCluster) waitFullISR(topic string, p int32) time.Time {
 	c.t.Helper()
-	c.waitPartition(topic, p, "ISR back to every replica", func(st metadata.PartitionInfo) bool {
+	c.waitPartitionWithin(3*testWait, topic, p, "ISR back to every replica", func(st metadata.PartitionInfo) bool {
 		return st.Leader >= 0 && len(st.ISR) == len(st.Replicas)
 	})
 	return time.Now()
@@ -222,19 +231,34 @@ func faultRounds(def int) int {
 // (STRATA_TEST_FAULT_REPORT, set by bench/faults; "" = nowhere).
 func faultReportPath() string { return os.Getenv("STRATA_TEST_FAULT_REPORT") }
 
+// faultClientLogger logs the load's client at info level with
+// STRATA_TEST_VERBOSE (what the producer saw during a fault), else
+// nothing.
+func faultClientLogger() kgo.Logger {
+	if os.Getenv("STRATA_TEST_VERBOSE") == "" {
+		return nil
+	}
+	return kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return "kgo: " })
+}
+
 // faultProducer is the load of a fault test: an idempotent acks=all
 // franz-go producer over the whole cluster feeding rc.
 func (c *testCluster) faultProducer(topic string, rc *deliverycheck.Recorder, prefix string) (*kgo.Client, *deliverycheck.Producer) {
 	c.t.Helper()
+	// A leader cut off its followers holds acks=all produces until the
+	// produce timeout: 4s (not kgo's 10s, plus 2s of overhead, not 10s)
+	// keeps each fault's stall well inside testWait.
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(2*time.Millisecond),
-		kgo.RecordDeliveryTimeout(2*testWait), kgo.RetryTimeout(2*testWait))
+		kgo.RecordDeliveryTimeout(2*testWait), kgo.RetryTimeout(2*testWait),
+		kgo.ProduceRequestTimeout(4*time.Second), kgo.RequestTimeoutOverhead(2*time.Second),
+		kgo.WithLogger(faultClientLogger()))
 	return cl, deliverycheck.Produce(context.Background(), cl, topic, rc, deliverycheck.ProduceOptions{Prefix: prefix, MaxInFlight: 100})
 }
 
 // waitAcked waits until p has more than n acknowledgements.
 func waitAcked(t testing.TB, p *deliverycheck.Producer, n int64) {
 	t.Helper()
-	testutil.Eventually(t, testWait, func() bool { return p.Stats().Acked > n }, "more than %d acknowledgements", n)
+	testutil.Eventually(t, 2*testWait, func() bool { return p.Stats().Acked > n }, "more than %d acknowledgements", n)
 }
 
 // finishFaultRun stops the load, checks partition 0's replicas hold the

@@ -3,8 +3,9 @@
 // Kafka's system-test delivery rule and Jepsen's queue anomalies
 // (jepsen.tests.kafka), for the fault tests of replication (issue 14).
 //
-// It owns the pure [Check] of a [History] and a small franz-go driver
-// that builds one ([Recorder], [Produce], [FinalRead], [Consume]). It does
+// It owns the pure [Check] of a [History], a small franz-go driver that
+// builds one ([Recorder], [Produce], [FinalRead], [Consume]) and the rows
+// of the fault matrix ([FaultResult]; bench/faults prints them). It does
 // not start brokers or inject faults (internal/netfault, the tests do).
 //
 // Anomalies found, each from client observations alone:
