@@ -116,6 +116,42 @@ type resultSet struct {
 	machines []*loadgen.Machine
 	runs     map[string]map[string][]*loadgen.Result // scenario → target → repetitions
 	failures []failure
+	gobench  map[string][]goBench // gobench.txt: name → runs
+	goOrder  []string
+}
+
+// goBench is one line of `go test -bench -benchmem` output.
+type goBench struct{ nsOp, mbS, bOp, allocsOp float64 }
+
+// goBenchLine matches "BenchmarkX-2  1234  567 ns/op  89.1 MB/s  1024 B/op  3 allocs/op".
+var goBenchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) MB/s)?(?:\s+([\d.]+) B/op)?(?:\s+([\d.]+) allocs/op)?`)
+
+// parseGoBench reads `go test -bench -benchmem` output; figures missing
+// from a line are NaN.
+func parseGoBench(b []byte) (map[string][]goBench, []string) {
+	out := map[string][]goBench{}
+	var order []string
+	num := func(s string) float64 {
+		if s == "" {
+			return math.NaN()
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return v
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		m := goBenchLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		if _, ok := out[m[1]]; !ok {
+			order = append(order, m[1])
+		}
+		out[m[1]] = append(out[m[1]], goBench{num(m[2]), num(m[3]), num(m[4]), num(m[5])})
+	}
+	return out, order
 }
 
 // load reads a result directory. A JSON file that does not decode is an
@@ -150,6 +186,11 @@ func load(dir string) (*resultSet, error) {
 		default:
 			return nil, fmt.Errorf("%s: want machine.<n>.json or <scenario>.<target>.<n>.json", name)
 		}
+	}
+	if gb, err := os.ReadFile(filepath.Join(dir, "gobench.txt")); err == nil {
+		s.gobench, s.goOrder = parseGoBench(gb)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "failures.tsv"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -469,6 +510,36 @@ func writeReplication(p func(string, ...any), s *resultSet) {
 			p("- %s: end-to-end p99 on three nodes at RF=3 %s ms at %s records/s (target ≤ %.0f ms): %s.\n",
 				sc, fig(e2e), rate, targetE2EP99Ms, verdict(e2e <= targetE2EP99Ms, math.IsNaN(e2e)))
 		}
+	}
+	p("\n")
+	writeGoBench(p, s)
+}
+
+// goBenchDoc says what each replication Go benchmark measures.
+var goBenchDoc = map[string]string{
+	"BenchmarkFollowerFetch":  "leader side: a follower's 1 MiB fetch over loopback (checks, follower state, HW; records by sendfile)",
+	"BenchmarkFollowerAppend": "follower side: one fetched 16-record batch of 1 KiB records appended (CRC check, one write, producer state)",
+}
+
+// writeGoBench is the follower path's allocation figures, from the Go
+// benchmarks bench/run ran (gobench.txt), medians of their runs.
+func writeGoBench(p func(string, ...any), s *resultSet) {
+	if len(s.goOrder) == 0 {
+		return
+	}
+	p("The follower path's cost per operation, from Go benchmarks run in the same run (`go test -run '^$' -bench 'BenchmarkFollower(Fetch|Append)$' -benchmem ./broker`, median of %d runs each): allocations do not grow with the bytes moved.\n\n", len(s.gobench[s.goOrder[0]]))
+	p("| benchmark | what | ns/op | MB/s | B/op | allocs/op |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
+	for _, name := range s.goOrder {
+		runs := s.gobench[name]
+		get := func(f func(goBench) float64) float64 {
+			vs := make([]float64, len(runs))
+			for i, r := range runs {
+				vs[i] = f(r)
+			}
+			return median(vs)
+		}
+		p("| %s | %s | %s | %s | %s | %s |\n", name, na(goBenchDoc[name]), fig(get(func(g goBench) float64 { return g.nsOp })),
+			fig(get(func(g goBench) float64 { return g.mbS })), fig(get(func(g goBench) float64 { return g.bOp })), fig(get(func(g goBench) float64 { return g.allocsOp })))
 	}
 	p("\n")
 }
