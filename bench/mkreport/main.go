@@ -60,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&m.Host, "host", "", "machine description")
 	fs.StringVar(&m.Duration, "duration", "", "measured phase of each run")
 	fs.IntVar(&m.Runs, "runs", 0, "repetitions asked for")
+	section := fs.String("section", "", "write only this block of the page (replication), between its markers")
 	htmlToo := fs.Bool("html", false, "also write <name>.html beside each run's JSON and <scenario>.compare.html per scenario")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -93,7 +94,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		w = f
 	}
 	bw := bufio.NewWriter(w)
-	writeMarkdown(bw, m, set)
+	switch *section {
+	case "":
+		writeMarkdown(bw, m, set)
+	case "replication":
+		writeSection(bw, m, set)
+	default:
+		fmt.Fprintf(stderr, "mkreport: -section %q: want replication\n", *section)
+		return 2
+	}
 	err = bw.Flush()
 	if f != nil {
 		if cerr := f.Close(); err == nil {
@@ -401,64 +410,12 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 		}
 		p("\n")
 	}
-	writeReplication(p, s)
-
 	for _, sc := range scenarios {
-		st, kf, s3 := s.runs[sc]["strata"], s.runs[sc]["kfake"], s.runs[sc][cluster3Target]
-		p("## %s\n\n", sc)
-		if w := workloadLine(append(append([]*loadgen.Result{}, st...), kf...)); w != "" {
-			p("%s\n\n", w)
-		}
-		if len(s3) > 0 {
-			if w := workloadLine(s3); w != "" {
-				p("On three nodes: %s\n\n", strings.TrimPrefix(w, "Workload: "))
-			}
-		}
-		if len(st)+len(kf)+len(s3) == 0 {
-			p("No successful run.\n\n")
-		} else if len(s3) > 0 {
-			writeThreeWay(p, st, s3, kf)
-			notes(p, s.runs[sc])
-		} else {
-			p("| figure | Strata | kfake | Strata ÷ kfake |\n| --- | ---: | ---: | ---: |\n")
-			p("| successful runs | %d | %d | |\n", len(st), len(kf))
-			for _, mt := range metrics {
-				a, b := med(st, mt.get), med(kf, mt.get)
-				if math.IsNaN(a) && math.IsNaN(b) {
-					continue
-				}
-				name := mt.name
-				if mt.unit != "" {
-					name += " (" + mt.unit + ")"
-				}
-				if mt.count {
-					p("| %s | %s | %s | |\n", name, count(a), count(b))
-					continue
-				}
-				p("| %s | %s | %s | %s |\n", name, fig(a), fig(b), ratio(a, b))
-			}
-			if len(st) > 0 {
-				smb := med(st, metrics[1].get)
-				cmb := med(st, metrics[2].get)
-				p("| Strata produce MB/s ÷ sequential write | %s | | |\n", pct(smb, seq))
-				if !math.IsNaN(cmb) {
-					p("| Strata consume MB/s ÷ loopback sendfile | %s | | |\n", pct(cmb, sf))
-				}
-			}
-			p("\n")
-			writeCatchUp(p, st)
-			writeCost(p, st)
-			notes(p, s.runs[sc])
-		}
-		for _, f := range s.failures {
-			if f.Scenario == sc {
-				p("- failed: %s run %s: %s\n", f.Target, f.Run, oneLine(f.Reason))
-			}
-		}
-		if s.failed(sc, "") {
-			p("\n")
+		if !s.replicated(sc) {
+			writeScenario(p, s, sc, seq, sf)
 		}
 	}
+	writeReplicationBlock(p, s, seq, sf)
 
 	p("## How to reproduce\n\n")
 	p("```\nmake bench                                  # or: bench/run\nBENCH_DURATION=60s RUNS=5 bench/run         # longer runs, more repetitions\n```\n\n")
@@ -579,6 +536,122 @@ func writeThreeWay(p func(string, ...any), st, s3, kf []*loadgen.Result) {
 	if len(s3) > 0 {
 		p("Broker CPU and RSS on three nodes are node 1's alone (the node `--metrics-url` names), not the three nodes' sum.\n\n")
 	}
+}
+
+// writeScenario is one scenario's section: its workload, its table of
+// figures (Strata and kfake, or one node, three nodes and kfake), notes
+// and failed runs. seq and sf are the machine's sequential write and
+// loopback sendfile MB/s.
+func writeScenario(p func(string, ...any), s *resultSet, sc string, seq, sf float64) {
+	st, kf, s3 := s.runs[sc]["strata"], s.runs[sc]["kfake"], s.runs[sc][cluster3Target]
+	p("## %s\n\n", sc)
+	if w := workloadLine(append(append([]*loadgen.Result{}, st...), kf...)); w != "" {
+		p("%s\n\n", w)
+	}
+	if len(s3) > 0 {
+		if w := workloadLine(s3); w != "" {
+			p("On three nodes: %s\n\n", strings.TrimPrefix(w, "Workload: "))
+		}
+	}
+	if len(st)+len(kf)+len(s3) == 0 {
+		p("No successful run.\n\n")
+	} else if len(s3) > 0 {
+		writeThreeWay(p, st, s3, kf)
+		notes(p, s.runs[sc])
+	} else {
+		p("| figure | Strata | kfake | Strata ÷ kfake |\n| --- | ---: | ---: | ---: |\n")
+		p("| successful runs | %d | %d | |\n", len(st), len(kf))
+		for _, mt := range metrics {
+			a, b := med(st, mt.get), med(kf, mt.get)
+			if math.IsNaN(a) && math.IsNaN(b) {
+				continue
+			}
+			name := mt.name
+			if mt.unit != "" {
+				name += " (" + mt.unit + ")"
+			}
+			if mt.count {
+				p("| %s | %s | %s | |\n", name, count(a), count(b))
+				continue
+			}
+			p("| %s | %s | %s | %s |\n", name, fig(a), fig(b), ratio(a, b))
+		}
+		if len(st) > 0 {
+			smb := med(st, metrics[1].get)
+			cmb := med(st, metrics[2].get)
+			p("| Strata produce MB/s ÷ sequential write | %s | | |\n", pct(smb, seq))
+			if !math.IsNaN(cmb) {
+				p("| Strata consume MB/s ÷ loopback sendfile | %s | | |\n", pct(cmb, sf))
+			}
+		}
+		p("\n")
+		writeCatchUp(p, st)
+		writeCost(p, st)
+		notes(p, s.runs[sc])
+	}
+	for _, f := range s.failures {
+		if f.Scenario == sc {
+			p("- failed: %s run %s: %s\n", f.Target, f.Run, oneLine(f.Reason))
+		}
+	}
+	if s.failed(sc, "") {
+		p("\n")
+	}
+}
+
+// replicated reports whether sc ran (or failed) on three nodes.
+func (s *resultSet) replicated(sc string) bool {
+	return len(s.runs[sc][cluster3Target]) > 0 || s.failed(sc, cluster3Target)
+}
+
+// Markers around the replication block, so that bench/run can replace
+// it alone (BENCH_DOC_SECTION=replication) in a page from a full run.
+const (
+	replicationBegin = "<!-- replication:begin -->"
+	replicationEnd   = "<!-- replication:end -->"
+)
+
+// writeReplicationBlock is the replication summary, the follower path's
+// Go benchmark figures and the replication scenarios' sections, between
+// the markers.
+func writeReplicationBlock(p func(string, ...any), s *resultSet, seq, sf float64) {
+	var scs []string
+	for _, sc := range s.scenarios() {
+		if s.replicated(sc) {
+			scs = append(scs, sc)
+		}
+	}
+	if len(scs) == 0 {
+		return
+	}
+	p("%s\n", replicationBegin)
+	writeReplication(p, s)
+	for _, sc := range scs {
+		writeScenario(p, s, sc, seq, sf)
+	}
+	p("%s\n\n", replicationEnd)
+}
+
+// writeSection is the replication block alone, saying which run it comes
+// from (bench/run with BENCH_DOC_SECTION=replication puts it in a page of
+// an earlier full run).
+func writeSection(w io.Writer, m meta, s *resultSet) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	seq := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.SeqWriteMBPerSec }))
+	sf := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.LoopbackSendfileMBs }))
+	var b strings.Builder
+	writeReplicationBlock(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, s, seq, sf)
+	block := b.String()
+	if block == "" {
+		p("%s\nNo replication scenario ran.\n%s\n", replicationBegin, replicationEnd)
+		return
+	}
+	// The run it comes from, right after the begin marker.
+	block = strings.Replace(block, replicationBegin+"\n", fmt.Sprintf("%s\n<!-- Generated by bench/run (bench/mkreport -section replication) from %s; do not edit by hand. -->\n\n", replicationBegin, m.Results), 1)
+	block = strings.Replace(block, "against one node at replication factor 1 and kfake in the same run. ",
+		fmt.Sprintf("against one node at replication factor 1 and kfake in the same run (a run of the replication scenarios alone: %s, commit %s, %s, %s, %d repetitions). ",
+			na(m.Date), na(m.Commit), na(m.Host), na(m.Duration), m.Runs), 1)
+	p("%s", block)
 }
 
 func writeCatchUp(p func(string, ...any), st []*loadgen.Result) {
