@@ -5,9 +5,16 @@ package broker
 // Behaviour: brokers are the registered, unfenced brokers of the metadata
 // image, each with its advertised listener of the name the request came in
 // on; topics are every topic (v0 empty list, v1+ null list) or the ones
-// asked for, by name or (v10+) by id, with partitions' leader, leader epoch,
-// replicas and ISR from the image. A partition without a leader carries
-// LEADER_NOT_AVAILABLE. ControllerID is this broker: clients send admin
+// asked for, by name or (v10+) by id, with partitions' leader, leader epoch
+// (v7+), replicas and ISR from the image, and (v5+) offline replicas: those
+// whose broker is fenced or not registered, and this broker's own replica
+// when its log or log dir has failed (other brokers' failed dirs are not
+// in the image). A partition without a leader, or whose leader is not
+// registered, carries LEADER_NOT_AVAILABLE with leader -1 and its replica
+// lists, as Kafka's KRaftMetadataCache answers. v0 (Kafka's
+// errorUnavailableEndpoints) leaves replicas that are not alive out of the
+// replica and ISR lists and then answers REPLICA_NOT_AVAILABLE.
+// ControllerID is this broker: clients send admin
 // requests there and every broker forwards them to the quorum (KRaft
 // brokers report a random live broker for the same reason). Topic ids are
 // returned from v10.
@@ -22,7 +29,9 @@ package broker
 // illegal name gets INVALID_TOPIC_EXCEPTION, a refused creation its error.
 //
 // Differences from Kafka: authorized operations are always "unknown"
-// (-2147483648) since there are no ACLs; no offline replicas are reported.
+// (-2147483648) since there are no ACLs; log dirs of other brokers are
+// not known (no KIP-858 directory assignments), so their replicas are
+// offline only when their broker is.
 
 import (
 	"context"
@@ -78,7 +87,9 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 		}
 	}
 
+	rs := n.replicaStatus()
 	n.view(func(st *metadata.State) {
+		rs.st = st
 		for _, b := range st.Brokers() {
 			if b.Fenced {
 				continue
@@ -96,7 +107,7 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 		}
 		if all {
 			for _, t := range st.Topics() {
-				resp.Topics = append(resp.Topics, metadataTopic(st, t))
+				resp.Topics = append(resp.Topics, metadataTopic(rs, r.version, t))
 			}
 			return
 		}
@@ -129,7 +140,7 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, metadataTopic(st, t))
+			resp.Topics = append(resp.Topics, metadataTopic(rs, r.version, t))
 		}
 	})
 	resp.ClusterID = kmsg.StringPtr(n.ClusterID())
@@ -198,24 +209,110 @@ func (n *Node) waitTopics(ctx context.Context, names []string) bool {
 	})
 }
 
-func metadataTopic(st *metadata.State, t metadata.TopicInfo) kmsg.MetadataResponseTopic {
+func metadataTopic(rs *replicaStatus, version int16, t metadata.TopicInfo) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
 	mt.IsInternal = t.Name == offsetsTopic
 	mt.AuthorizedOperations = authorizedOpsUnknown
-	for _, p := range st.Partitions(t.ID) {
+	for _, p := range rs.st.Partitions(t.ID) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		mp.Partition, mp.LeaderEpoch = p.Partition, p.LeaderEpoch
+		mp.Leader = rs.leader(p)
 		mp.Replicas = append([]int32{}, p.Replicas...)
 		mp.ISR = append([]int32{}, p.ISR...)
-		mp.OfflineReplicas = []int32{}
-		if p.Leader == metadata.NoLeader {
+		if version == 0 {
+			mp.Replicas, mp.ISR = rs.alive(p.Replicas), rs.alive(p.ISR)
+		}
+		mp.OfflineReplicas = rs.offline(t.Name, p)
+		switch {
+		case mp.Leader == metadata.NoLeader:
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		case len(mp.Replicas) < len(p.Replicas) || len(mp.ISR) < len(p.ISR):
+			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// replicaStatus says, for one request, which replicas clients may count
+// on: the brokers of the image that are alive (registered and unfenced)
+// and this broker's own replicas whose log or log dir has failed. Build it
+// with [Node.replicaStatus] before taking the view, then set st inside
+// [Node.view]; it is used by one goroutine.
+type replicaStatus struct {
+	st         *metadata.State
+	self       int32
+	failedDirs map[string]bool // this broker's failed log dirs
+	n          *Node
+}
+
+// replicaStatus reads this broker's failed log dirs (before the metadata
+// view is taken: storage's locks are never taken under metaMu here).
+func (n *Node) replicaStatus() *replicaStatus {
+	rs := &replicaStatus{self: n.cfg.NodeID, failedDirs: map[string]bool{}, n: n}
+	for _, d := range n.store.Dirs() {
+		if d.Failed {
+			rs.failedDirs[d.Path] = true
+		}
+	}
+	return rs
+}
+
+// aliveBroker reports whether broker id is registered and unfenced.
+func (rs *replicaStatus) aliveBroker(id int32) bool {
+	b, ok := rs.st.Broker(id)
+	return ok && !b.Fenced
+}
+
+// leader is the partition's leader as clients see it: -1 when there is
+// none or it is not registered.
+func (rs *replicaStatus) leader(p metadata.PartitionInfo) int32 {
+	if p.Leader == metadata.NoLeader {
+		return metadata.NoLeader
+	}
+	if _, ok := rs.st.Broker(p.Leader); !ok {
+		return metadata.NoLeader
+	}
+	return p.Leader
+}
+
+// alive returns the members of ids that are alive brokers.
+func (rs *replicaStatus) alive(ids []int32) []int32 {
+	out := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		if rs.aliveBroker(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// offline returns the partition's offline replicas, in replica order:
+// fenced or unregistered brokers, and this broker when its log of the
+// partition or that log's dir has failed. Never nil (Kafka sends []).
+func (rs *replicaStatus) offline(topic string, p metadata.PartitionInfo) []int32 {
+	out := []int32{}
+	for _, id := range p.Replicas {
+		if !rs.aliveBroker(id) || (id == rs.self && rs.localFailed(topic, p.Partition)) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// localFailed reports whether this broker's log of the partition, or its
+// log dir, has failed.
+func (rs *replicaStatus) localFailed(topic string, partition int32) bool {
+	if rs.n == nil {
+		return false
+	}
+	l, ok := rs.n.store.Get(topic, partition)
+	if !ok {
+		return false
+	}
+	return l.Failed() || rs.failedDirs[rs.n.store.DirOf(l)]
 }
 
 // pickListener returns the listener named name, else the first one.

@@ -3,11 +3,15 @@ package broker
 // DescribeLogDirs (key 35), versions 0 through kmsg's newest (5).
 //
 // Behaviour: one entry per directory of log.dirs (as an absolute path),
-// with every partition log in it — all of them when Topics is null, else
-// the named topics' listed partitions (names or partitions without a log
-// here are left out, as Kafka does). Per partition: Size, the bytes of its
-// local segments; OffsetLag, max(HW - LEO, 0), which is 0 for a leader;
-// IsFuture false (no alter-log-dirs moves). v3+ top-level ErrorCode 0. v4+
+// with every partition log in it, led or followed here (every replica this
+// broker hosts) — all of them when Topics is null, else the named topics'
+// listed partitions (names or partitions without a log here are left out,
+// as Kafka does). Per partition: Size, the bytes of its local segments;
+// OffsetLag as Kafka's ReplicaManager.getLogEndOffsetLag for a current
+// (not future) log: max(HW - LEO, 0), so 0 for a leader and for a follower
+// (whose HW never passes its own LEO), and -1 when the log is on disk but
+// not hosted as a partition (Kafka's INVALID_OFFSET_LAG for a replica that
+// is not online); IsFuture false (no alter-log-dirs moves). v3+ top-level ErrorCode 0. v4+
 // TotalBytes and UsableBytes of the directory's file system from statfs(2)
 // (-1 if statfs fails). v5 IsCordoned false.
 //
@@ -73,7 +77,8 @@ func handleDescribeLogDirs(_ context.Context, n *Node, r *request) (*frame, erro
 			}
 			p := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			p.Partition, p.Size = k.partition, l.Size()
-			if hp := n.partition(k.topic, k.partition); hp != nil {
+			p.OffsetLag = -1
+			if hp := n.partition(k.topic, k.partition); hp != nil && hp.log == l {
 				p.OffsetLag = max(hp.hw.Load()-l.LogEndOffset(), 0)
 			}
 			dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, p)

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/netfault"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // testCluster is an in-process cluster of brokers 1..n, broker i on its
@@ -22,6 +24,12 @@ type testCluster struct {
 	dirs  map[int32]string
 	nodes map[int32]*Node // nil while stopped
 	extra map[string]string
+	// fss, per broker, is the file system of its data dir (nil: the OS;
+	// a vfs.MemFS for crash tests, fault_helpers_test.go); own, per broker,
+	// are settings over props (fixed ports, advertised.listeners).
+	fss map[int32]vfs.FS
+	own map[int32]map[string]string
+	nw  *netfault.Network // the links' proxies, nil unless startProxiedCluster
 }
 
 // startCluster starts a controller and n brokers; extra applies to every
@@ -58,13 +66,16 @@ func (c *testCluster) props(id int32) map[string]string {
 	for k, v := range c.extra {
 		p[k] = v
 	}
+	for k, v := range c.own[id] {
+		p[k] = v
+	}
 	return p
 }
 
 // start (re)starts broker id (2..n) on its data dir.
 func (c *testCluster) start(id int32) *Node {
 	c.t.Helper()
-	n := startNode(c.t, c.dirs[id], c.props(id))
+	n := startNodeOn(c.t, c.fss[id], c.dirs[id], c.props(id))
 	c.nodes[id] = n
 	return n
 }

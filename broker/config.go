@@ -55,6 +55,7 @@ var Settings = []Setting{
 	{"queued.max.request.bytes", "268435456", "bytes of requests being read or handled, all client connections together (the CONTROLLER listener has as much again of its own); a reader stops reading while they are spent (-1 = unbounded, Kafka's default; else at least socket.request.max.bytes)"},
 	{"strata.socket.request.read.timeout.ms", "30000", "close a connection whose request has not fully arrived this long after its size prefix (connections.max.idle.ms applies between requests)"},
 	{"max.incremental.fetch.session.cache.slots", "1000", "fetch sessions (KIP-227) this broker keeps; 0 disables them"},
+	{"max.request.partition.size.limit", "2000", "most partitions one DescribeTopicPartitions response holds (the request's ResponsePartitionLimit is capped by it)"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
 	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
@@ -133,6 +134,7 @@ var Settings = []Setting{
 	{"remote.log.manager.copier.thread.pool.size", "2", "segment uploads running at once on this node (all partitions together)"},
 	{"remote.log.manager.copy.max.bytes.per.second", "0", "upload bandwidth limit, bytes per second (0 = unlimited)"},
 	{"remote.log.manager.orphan.grace.ms", "120000", "a COPY_STARTED segment nobody is copying is deleted as an orphan after this long"},
+	{"follower.fetch.last.tiered.offset.enable", "false", "an empty follower of a tiered partition starts after the last tiered offset instead of at the leader's local start (KIP-1023)"},
 	{"remote.log.reader.threads", "8", "object-store reads for fetches running at once on this node (all partitions together)"},
 	{"remote.log.manager.fetch.max.bytes.per.second", "0", "remote read bandwidth limit, bytes per second (0 = unlimited)"},
 	{"remote.log.reader.readahead.chunks", "2", "chunks prefetched ahead of a sequential remote reader (0 = no read-ahead)"},
@@ -279,6 +281,7 @@ type Config struct {
 	QueuedMaxRequestBytes    int64         // -1: unbounded
 	RequestReadTimeout       time.Duration // strata.socket.request.read.timeout.ms
 	FetchSessionCacheSlots   int
+	MaxRequestPartitions     int32 // max.request.partition.size.limit
 	ShutdownTimeout          time.Duration
 
 	// Consumer groups (group.*, broker/group).
@@ -365,6 +368,9 @@ type TieringSettings struct {
 	IndexCacheBytes        int64
 	RemoteFetchMaxWait     time.Duration
 	CacheDir               string // <log dir>/remote-cache
+	// FollowerFetchLastTiered: an empty follower starts after the last
+	// tiered offset (follower.fetch.last.tiered.offset.enable, KIP-1023).
+	FollowerFetchLastTiered bool
 }
 
 // ReplicaFetchSettings are the replica fetcher's settings, with Kafka's
@@ -542,6 +548,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	}
 	c.RequestReadTimeout = ms("strata.socket.request.read.timeout.ms", 1)
 	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
+	c.MaxRequestPartitions = int32(min(i64("max.request.partition.size.limit", 1), 1<<31-1))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
 	c.GroupInitialRebalanceDelay = ms("group.initial.rebalance.delay.ms", 0)
 	c.GroupMinSessionTimeout = ms("group.min.session.timeout.ms", 0)
@@ -678,18 +685,19 @@ func ParseConfig(props map[string]string) (Config, error) {
 		c.RemoteStore.FSPath = filepath.Join(c.LogDir, "objects")
 	}
 	c.Tiering = TieringSettings{
-		TaskInterval:           ms("remote.log.manager.task.interval.ms", 1),
-		CopierThreads:          int(min(i64("remote.log.manager.copier.thread.pool.size", 1), 256)),
-		CopyMaxBytesPerSecond:  i64("remote.log.manager.copy.max.bytes.per.second", 0),
-		OrphanGrace:            ms("remote.log.manager.orphan.grace.ms", 0),
-		ReaderThreads:          int(min(i64("remote.log.reader.threads", 1), 1024)),
-		FetchMaxBytesPerSecond: i64("remote.log.manager.fetch.max.bytes.per.second", 0),
-		ReadAheadChunks:        int(min(i64("remote.log.reader.readahead.chunks", 0), 64)),
-		CacheBytes:             i64("remote.log.cache.bytes", 0),
-		ChunkBytes:             i64("remote.log.cache.chunk.bytes", 4096),
-		IndexCacheBytes:        i64("remote.log.index.cache.bytes", 0),
-		RemoteFetchMaxWait:     ms("remote.fetch.max.wait.ms", 1),
-		CacheDir:               filepath.Join(c.LogDir, "remote-cache"),
+		TaskInterval:            ms("remote.log.manager.task.interval.ms", 1),
+		CopierThreads:           int(min(i64("remote.log.manager.copier.thread.pool.size", 1), 256)),
+		CopyMaxBytesPerSecond:   i64("remote.log.manager.copy.max.bytes.per.second", 0),
+		OrphanGrace:             ms("remote.log.manager.orphan.grace.ms", 0),
+		ReaderThreads:           int(min(i64("remote.log.reader.threads", 1), 1024)),
+		FetchMaxBytesPerSecond:  i64("remote.log.manager.fetch.max.bytes.per.second", 0),
+		ReadAheadChunks:         int(min(i64("remote.log.reader.readahead.chunks", 0), 64)),
+		CacheBytes:              i64("remote.log.cache.bytes", 0),
+		ChunkBytes:              i64("remote.log.cache.chunk.bytes", 4096),
+		IndexCacheBytes:         i64("remote.log.index.cache.bytes", 0),
+		RemoteFetchMaxWait:      ms("remote.fetch.max.wait.ms", 1),
+		CacheDir:                filepath.Join(c.LogDir, "remote-cache"),
+		FollowerFetchLastTiered: boolean("follower.fetch.last.tiered.offset.enable"),
 	}
 	if c.Tiering.CacheBytes > 0 && c.Tiering.CacheBytes < c.Tiering.ChunkBytes {
 		bad("remote.log.cache.bytes", get("remote.log.cache.bytes"), "at least remote.log.cache.chunk.bytes (or 0: no cache)")

@@ -31,8 +31,8 @@ var KafkaIgnoredSettings = []string{
 	"fetch.max.bytes", "fetch.purgatory.purge.interval.requests",
 	"producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",
 	// replication (not built yet: replication factor 1)
-	"num.replica.alter.log.dirs.threads", "replica.lag.time.max.ms", "replica.socket.timeout.ms",
-	"replica.socket.receive.buffer.bytes", "replica.high.watermark.checkpoint.interval.ms",
+	"num.replica.alter.log.dirs.threads", "replica.socket.timeout.ms",
+	"replica.socket.receive.buffer.bytes",
 	"replica.selector.class",
 	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
 	"leader.imbalance.per.broker.percentage",

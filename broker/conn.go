@@ -333,14 +333,15 @@ func (c *conn) execLoop() {
 			close(s.done)
 			continue
 		}
-		c.runSlot(s)
-		failed = s.err != nil
+		failed = c.runSlot(s)
 	}
 }
 
 // runSlot runs one handler; a panic is recovered into an error that
-// closes the connection.
-func (c *conn) runSlot(s *slot) {
+// closes the connection. It reports whether the handler failed, read
+// before s.done closes: after that the writer owns s (a deferred acks=-1
+// response writes its outcome into s.f and s.err).
+func (c *conn) runSlot(s *slot) (failed bool) {
 	r := s.r
 	defer close(s.done)
 	defer func() {
@@ -348,8 +349,10 @@ func (c *conn) runSlot(s *slot) {
 			s.f, s.err = nil, fmt.Errorf("broker: panic in %s v%d handler: %v", kmsg.NameForKey(r.key), r.version, p)
 			c.logger.Error("broker: handler panicked", "api", kmsg.NameForKey(r.key), "version", r.version, "panic", p)
 		}
+		failed = s.err != nil
 	}()
 	s.f, s.err = s.run(c.ctx)
+	return false
 }
 
 // writeLoop sends responses in request order. After a write error it keeps
@@ -364,33 +367,36 @@ func (c *conn) writeLoop() {
 		case <-c.ctx.Done():
 			<-s.done // handlers watch ctx; they finish promptly, and the executor skips the rest
 		}
-		if s.f != nil && s.f.later != nil {
+		// The slot's f and err are the executor's (it reads err after
+		// done); the writer works on its own copies.
+		f, serr := s.f, s.err
+		if f != nil && f.later != nil {
 			// A deferred response (acks=-1): the executor has moved on;
 			// its completer watches ctx too.
-			d := s.f.later
+			d := f.later
 			<-d.done
-			s.f, s.err = d.f, d.err
+			f, serr = d.f, d.err
 		}
 		c.pending.Add(-1)
 		<-c.tokens
 		c.release(s.r)
-		if s.err != nil && !dead {
+		if serr != nil && !dead {
 			dead = true
-			c.kill(s.err)
+			c.kill(serr)
 		}
-		if s.f != nil {
+		if f != nil {
 			if !dead {
 				c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-				if err := s.f.writeTo(c.nc); err != nil {
+				if err := f.writeTo(c.nc); err != nil {
 					dead = true
 					c.kill(fmt.Errorf("broker: write response: %w", err))
 				}
 			}
-			s.f.release()
+			f.release()
 		}
 		code := s.r.respCode
-		if s.err != nil {
-			code = errCode(s.err)
+		if serr != nil {
+			code = errCode(serr)
 		}
 		c.n.metrics.observeRequest(s.r.key, s.r.version, code, s.r.start)
 	}

@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/controller/metadata"
@@ -112,3 +114,57 @@ func TestCleanShutdownMarkerGivesThePreviousBrokerEpoch(t *testing.T) {
 		t.Fatalf("registered again with epoch %d, not above %d", got, epoch)
 	}
 }
+
+// TestBrokerRackIsRegistered: broker.rack reaches the controller's image
+// with the registration, where rack-aware placement reads it.
+func TestBrokerRackIsRegistered(t *testing.T) {
+	c := startCluster(t, 2, map[string]string{"broker.rack": "rack-a"})
+	var b metadata.BrokerInfo
+	c.ctl.view(func(st *metadata.State) { b, _ = st.Broker(2) })
+	if b.Rack != "rack-a" {
+		t.Fatalf("broker 2 registered with rack %q, want rack-a", b.Rack)
+	}
+}
+
+// TestDescribeConfigsShowsReplicationSettings: DescribeConfigs reports a
+// topic's min.insync.replicas and unclean.leader.election.enable with
+// their sources (the broker's static setting, Kafka's default, the
+// topic's own), and a topic min.insync.replicas of 0 is INVALID_CONFIG.
+func TestDescribeConfigsShowsReplicationSettings(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"min.insync.replicas": "2"})
+	adm := newAdmin(t, n)
+	ctx := testCtx(t)
+	createTopic(t, adm, "plain", 1, nil)
+	createTopic(t, adm, "own", 1, map[string]*string{"unclean.leader.election.enable": kmsgStr("true"), "min.insync.replicas": kmsgStr("1")})
+	rcs, err := adm.DescribeTopicConfigs(ctx, "plain", "own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string][2]string{
+		"plain": {"min.insync.replicas": {"2", "STATIC_BROKER_CONFIG"}, "unclean.leader.election.enable": {"false", "DEFAULT_CONFIG"}},
+		"own":   {"min.insync.replicas": {"1", "DYNAMIC_TOPIC_CONFIG"}, "unclean.leader.election.enable": {"true", "DYNAMIC_TOPIC_CONFIG"}},
+	}
+	for _, rc := range rcs {
+		for _, c := range rc.Configs {
+			w, ok := want[rc.Name][c.Key]
+			if !ok {
+				continue
+			}
+			if c.MaybeValue() != w[0] || c.Source.String() != w[1] {
+				t.Errorf("%s %s = %q (%s), want %q (%s)", rc.Name, c.Key, c.MaybeValue(), c.Source, w[0], w[1])
+			}
+			delete(want[rc.Name], c.Key)
+		}
+	}
+	for topic, left := range want {
+		if len(left) > 0 {
+			t.Errorf("%s: not described: %v", topic, left)
+		}
+	}
+	resp, _ := adm.CreateTopic(ctx, 1, 1, map[string]*string{"min.insync.replicas": kmsgStr("0")}, "bad")
+	if !errors.Is(resp.Err, kerr.InvalidConfig) {
+		t.Fatalf("min.insync.replicas=0: %v, want INVALID_CONFIG", resp.Err)
+	}
+}
+
+func kmsgStr(s string) *string { return &s }

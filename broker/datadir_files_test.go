@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // The data directory's small files keep their exact bytes across the
@@ -46,20 +48,20 @@ func TestMetaPropertiesGoldenRoundTrip(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := writeMetaProperties(dir, 3, tc.props); err != nil {
+			if err := writeMetaProperties(vfs.Default, dir, 3, tc.props); err != nil {
 				t.Fatal(err)
 			}
 			if got := dataDirFile(t, dir, "meta.properties"); got != tc.golden {
 				t.Fatalf("meta.properties:\n%q\nwant\n%q", got, tc.golden)
 			}
-			got, err := loadMetaProperties(dir, 3)
+			got, err := loadMetaProperties(vfs.Default, dir, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got != tc.props {
 				t.Fatalf("read back %+v, want %+v", got, tc.props)
 			}
-			if _, err := loadMetaProperties(dir, 4); !errors.Is(err, ErrInvalidConfig) {
+			if _, err := loadMetaProperties(vfs.Default, dir, 4); !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("other node.id: %v, want ErrInvalidConfig", err)
 			}
 		})
@@ -71,7 +73,7 @@ func TestMetaPropertiesGoldenRoundTrip(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "meta.properties"), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, err := loadMetaProperties(dir, 3)
+		got, err := loadMetaProperties(vfs.Default, dir, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +83,7 @@ func TestMetaPropertiesGoldenRoundTrip(t *testing.T) {
 	})
 
 	t.Run("missing", func(t *testing.T) {
-		got, err := loadMetaProperties(t.TempDir(), 3)
+		got, err := loadMetaProperties(vfs.Default, t.TempDir(), 3)
 		if err != nil || got.clusterID != "" || got.confirmed || got.incarnation == (uuid.UUID{}) {
 			t.Fatalf("first start: %+v, %v", got, err)
 		}
@@ -98,7 +100,7 @@ func TestMetaPropertiesGoldenRoundTrip(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "meta.properties"), []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := loadMetaProperties(dir, 3); !errors.Is(err, ErrInvalidConfig) {
+			if _, err := loadMetaProperties(vfs.Default, dir, 3); !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("%q: %v, want ErrInvalidConfig", body, err)
 			}
 		})
@@ -108,17 +110,17 @@ func TestMetaPropertiesGoldenRoundTrip(t *testing.T) {
 func TestPartitionMetadataGolden(t *testing.T) {
 	dir := t.TempDir()
 	id := uuid.MustParse("6e2a1d4c-8b3f-4a5e-9c7d-1f2e3d4c5b6a")
-	if _, ok, err := readPartitionMetadata(dir); ok || err != nil {
+	if _, ok, err := readPartitionMetadata(vfs.Default, dir); ok || err != nil {
 		t.Fatalf("missing file: ok=%v err=%v", ok, err)
 	}
-	if err := writePartitionMetadata(dir, id); err != nil {
+	if err := writePartitionMetadata(vfs.Default, dir, id); err != nil {
 		t.Fatal(err)
 	}
 	const golden = "version: 0\ntopic_id: biodTIs_Sl6cfR8uPUxbag\n"
 	if got := dataDirFile(t, dir, "partition.metadata"); got != golden {
 		t.Fatalf("partition.metadata %q, want %q", got, golden)
 	}
-	got, ok, err := readPartitionMetadata(dir)
+	got, ok, err := readPartitionMetadata(vfs.Default, dir)
 	if err != nil || !ok || got != id {
 		t.Fatalf("read back %v %v %v, want %v", got, ok, err, id)
 	}
@@ -127,14 +129,14 @@ func TestPartitionMetadataGolden(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "partition.metadata"), []byte(kafka), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, err := readPartitionMetadata(dir); err != nil || !ok || got != id {
+	if got, ok, err := readPartitionMetadata(vfs.Default, dir); err != nil || !ok || got != id {
 		t.Fatalf("kafka's file: %v %v %v", got, ok, err)
 	}
 	for _, bad := range []string{"version: 0\n", "version: 0\ntopic_id: !!\n", "topic_id: AAAA\n"} {
 		if err := os.WriteFile(filepath.Join(dir, "partition.metadata"), []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := readPartitionMetadata(dir); err == nil {
+		if _, _, err := readPartitionMetadata(vfs.Default, dir); err == nil {
 			t.Fatalf("%q read without error", bad)
 		}
 	}
@@ -142,7 +144,7 @@ func TestPartitionMetadataGolden(t *testing.T) {
 
 func TestProducerIDBlockGoldenRestart(t *testing.T) {
 	dir := t.TempDir()
-	p, err := openProducerIDs(dir, 5)
+	p, err := openProducerIDs(vfs.Default, dir, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestProducerIDBlockGoldenRestart(t *testing.T) {
 	}
 	// A restart starts at the reserved end and reserves the next block
 	// before handing any id of it out.
-	p, err = openProducerIDs(dir, 5)
+	p, err = openProducerIDs(vfs.Default, dir, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestProducerIDBlockGoldenRestart(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "producer-id-block"), []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := openProducerIDs(dir, 5); err == nil {
+		if _, err := openProducerIDs(vfs.Default, dir, 5); err == nil {
 			t.Fatalf("%q opened without error", bad)
 		}
 	}

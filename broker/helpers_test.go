@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // testWait bounds every wait in these tests.
@@ -74,7 +75,13 @@ func testConfig(t testing.TB, dir string, extra map[string]string) Config {
 // startNode opens a node on dir and closes it at the end of the test.
 func startNode(t testing.TB, dir string, extra map[string]string) *Node {
 	t.Helper()
-	n, err := Open(Options{Config: testConfig(t, dir, extra), Logger: testLogger(), StartTimeout: testWait})
+	return startNodeOn(t, nil, dir, extra)
+}
+
+// startNodeOn is startNode with the data dir on fs (nil: the OS).
+func startNodeOn(t testing.TB, fs vfs.FS, dir string, extra map[string]string) *Node {
+	t.Helper()
+	n, err := Open(Options{Config: testConfig(t, dir, extra), Logger: testLogger(), StartTimeout: testWait, FS: fs})
 	if err != nil {
 		t.Fatalf("open node: %v", err)
 	}

@@ -29,9 +29,9 @@ type metaProperties struct {
 // Kafka refuses it. Without the file (a first start) it returns a fresh
 // incarnation and no cluster id: the file is written once the quorum's id
 // is known (adoptClusterID).
-func loadMetaProperties(dir string, nodeID int32) (metaProperties, error) {
+func loadMetaProperties(fs vfs.FS, dir string, nodeID int32) (metaProperties, error) {
 	path := filepath.Join(dir, storage.MetaPropertiesFile)
-	props, ok, err := storage.ReadMetaProperties(vfs.Default, dir)
+	props, ok, err := storage.ReadMetaProperties(fs, dir)
 	if se := (*strprops.SyntaxError)(nil); errors.As(err, &se) {
 		return metaProperties{}, fmt.Errorf("broker: %s: %w: %s", path, ErrInvalidConfig, se.Msg)
 	}
@@ -53,10 +53,10 @@ func loadMetaProperties(dir string, nodeID int32) (metaProperties, error) {
 
 // writeMetaProperties writes <dir>/meta.properties durably (storage:
 // tmp, fsync, rename, directory fsync).
-func writeMetaProperties(dir string, nodeID int32, p metaProperties) error {
+func writeMetaProperties(fs vfs.FS, dir string, nodeID int32, p metaProperties) error {
 	mp := storage.MetaProperties{ClusterID: p.clusterID, NodeID: strconv.Itoa(int(nodeID)), IncarnationID: p.incarnation.String()}
 	if p.confirmed {
 		mp.ClusterIDSource = "quorum"
 	}
-	return storage.WriteMetaProperties(vfs.Default, dir, mp)
+	return storage.WriteMetaProperties(fs, dir, mp)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/buildinfo"
 	"github.com/strata-io/strata/storage"
 )
@@ -51,6 +52,11 @@ type metrics struct {
 	bytesIn         *prometheus.CounterVec   // topic
 	bytesOut        *prometheus.CounterVec   // topic
 	messagesIn      *prometheus.CounterVec   // topic
+
+	// ISR changes this broker made as leader (Kafka's IsrShrinksPerSec,
+	// IsrExpandsPerSec, FailedIsrUpdatesPerSec); the leader side counts
+	// them through isrShrink, isrExpand and isrUpdateFailed.
+	isrShrinks, isrExpands, isrUpdateFailures prometheus.Counter
 
 	// byKey holds the pre-resolved children of each registered API,
 	// indexed by API key; read without a lock after newMetrics.
@@ -96,6 +102,12 @@ func newMetrics() *metrics {
 		bytesOut:   prometheus.NewCounterVec(opts("topic", "bytes_out_total", "Record-batch bytes sent by Fetch, by topic."), []string{"topic"}),
 		messagesIn: prometheus.NewCounterVec(opts("topic", "messages_in_total", "Records appended by Produce, by topic."), []string{"topic"}),
 		topics:     map[string]*topicMetrics{},
+		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "isr_shrinks_total",
+			Help: "ISR shrinks of partitions this broker leads, committed by the controller (Kafka's IsrShrinksPerSec)."}),
+		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "isr_expands_total",
+			Help: "ISR expansions of partitions this broker leads, committed by the controller (Kafka's IsrExpandsPerSec)."}),
+		isrUpdateFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "isr_update_failures_total",
+			Help: "AlterPartition requests of this broker that the controller refused or that failed (Kafka's FailedIsrUpdatesPerSec)."}),
 	}
 	for _, a := range supportedAPIs() {
 		if int(a.key) >= len(m.byKey) {
@@ -116,7 +128,8 @@ func newMetrics() *metrics {
 // caller shares): that is not an error.
 func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) error {
 	for _, col := range []prometheus.Collector{m.requests, m.latency, m.connOpened, m.connClosed,
-		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, buildInfoGauge(), c} {
+		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, m.isrShrinks, m.isrExpands, m.isrUpdateFailures,
+		buildInfoGauge(), c} {
 		if err := reg.Register(col); err != nil {
 			return err
 		}
@@ -186,6 +199,30 @@ func (m *metrics) partitionError(api string, code int16) {
 		return
 	}
 	m.partitionErrors.WithLabelValues(api, errorName(code)).Inc()
+}
+
+// isrShrink counts one committed ISR shrink of a partition this broker
+// leads. Nil-safe.
+func (m *metrics) isrShrink() {
+	if m != nil {
+		m.isrShrinks.Inc()
+	}
+}
+
+// isrExpand counts one committed ISR expansion of a partition this broker
+// leads. Nil-safe.
+func (m *metrics) isrExpand() {
+	if m != nil {
+		m.isrExpands.Inc()
+	}
+}
+
+// isrUpdateFailed counts one AlterPartition that did not change the ISR
+// (refused by the controller, or not answered). Nil-safe.
+func (m *metrics) isrUpdateFailed() {
+	if m != nil {
+		m.isrUpdateFailures.Inc()
+	}
 }
 
 // topic returns topic's counters, resolving them on first use; each call
@@ -295,6 +332,7 @@ type nodeCollector struct {
 	rolls, flushes, flushSeconds                                                             *prometheus.Desc
 	dirFree, dirMinFree, dirFull, dirOffline                                                 *prometheus.Desc
 	reqMemUsed, reqMemWaiting                                                                *prometheus.Desc
+	underReplicated, underMinISR, atMinISR, isrSize, replicas, offlinePartitions             *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -303,42 +341,48 @@ func newNodeCollector(n *Node) *nodeCollector {
 	}
 	tp := []string{"topic", "partition"}
 	return &nodeCollector{
-		n:                n,
-		info:             d("broker", "info", "Always 1; labels name the node and its cluster.", "node_id", "cluster_id"),
-		connections:      d("broker", "connections", "Open client connections, by listener.", "listener"),
-		inFlight:         d("broker", "requests_in_flight", "Requests read and not yet answered, over all connections."),
-		partitions:       d("broker", "partitions", "Partitions hosted by this broker."),
-		partitionsLed:    d("broker", "partitions_led", "Partitions this broker leads."),
-		ready:            d("broker", "ready", "1 when /readyz answers 200: storage loaded, registered, unfenced, metadata caught up, controller reachable."),
-		metadataOffset:   d("broker", "metadata_offset", "Metadata log offset whose partitions this broker has reconciled."),
-		logSize:          d("log", "size_bytes", "Bytes of the partition's local segments.", tp...),
-		logSegments:      d("log", "segments", "Local segments of the partition.", tp...),
-		logEnd:           d("log", "end_offset", "Log end offset: the offset the next record gets.", tp...),
-		logStart:         d("log", "start_offset", "Log start offset (DeleteRecords and retention move it).", tp...),
-		localLogStart:    d("log", "local_start_offset", "First offset held in local segments.", tp...),
-		hw:               d("log", "high_watermark", "High watermark: consumers read below it.", tp...),
-		recoveryPoint:    d("log", "recovery_point_offset", "Offset below which the log is fsynced (end_offset - this = unflushed records).", tp...),
-		leaderEpoch:      d("partition", "leader_epoch", "Leader epoch of a partition this broker hosts; -1 when it does not lead it.", tp...),
-		recTruncated:     d("storage", "recovery_truncated_bytes", "Bytes cut from torn or corrupt log tails when storage loaded at start."),
-		recDroppedSegs:   d("storage", "recovery_dropped_segments", "Whole segments dropped after a torn tail at start."),
-		recLogsRecovered: d("storage", "recovery_logs_rescanned", "Logs that took the slow recovery path (no clean shutdown) at start."),
-		recLogs:          d("storage", "recovery_logs_loaded", "Logs loaded from the data directory at start."),
-		recSeconds:       d("storage", "load_duration_seconds", "Wall time storage took to load and recover the data directory at start."),
-		cleanerRuns:      d("log_cleaner", "runs_total", "Log cleanings that rewrote segments (storage.Manager.CleanerStats)."),
-		cleanerFailures:  d("log_cleaner", "failures_total", "Log cleanings that failed."),
-		cleanerRead:      d("log_cleaner", "read_bytes_total", "Bytes the log cleaner read (rate() = cleaner read bytes per second)."),
-		cleanerWritten:   d("log_cleaner", "written_bytes_total", "Bytes the log cleaner wrote."),
-		cleanerDirty:     d("log_cleaner", "dirty_ratio", "Dirty bytes / cleanable bytes of a compacted partition, as last computed.", tp...),
-		cleanerMaxDirty:  d("log_cleaner", "max_dirty_ratio", "Highest dirty ratio over the compacted partitions (Kafka's max-clean-dirty-ratio)."),
-		rolls:            d("log", "segment_rolls_total", "Segments sealed (rolled) since the partition's log opened.", tp...),
-		flushes:          d("log", "flushes_total", "fsyncs of the active segment (flush.messages, flush.ms, shutdown) since the log opened.", tp...),
-		flushSeconds:     d("log", "flush_seconds_total", "Time those fsyncs took (rate of this / rate of flushes_total = mean fsync time).", tp...),
-		dirFree:          d("log_dir", "free_bytes", "Free space of the file system holding the log dir, as last measured (every second).", "dir"),
-		dirMinFree:       d("log_dir", "min_free_bytes", "strata.log.dir.min.free.bytes: below this much free space the log dir refuses appends.", "dir"),
-		dirFull:          d("log_dir", "full", "1 while the log dir refuses appends: free space below strata.log.dir.min.free.bytes, or a write failed with ENOSPC.", "dir"),
-		dirOffline:       d("log_dir", "offline", "1 once an I/O error took the log dir, and its partitions, offline (until a restart).", "dir"),
-		reqMemUsed:       d("broker", "request_memory_used_bytes", "Bytes of requests being read or handled, all client listeners together (bound: queued.max.request.bytes; Kafka's MemoryPoolUsed)."),
-		reqMemWaiting:    d("broker", "request_memory_waiting_readers", "Connections waiting, without reading, for queued.max.request.bytes to have room for their next request."),
+		n:                 n,
+		info:              d("broker", "info", "Always 1; labels name the node and its cluster.", "node_id", "cluster_id"),
+		connections:       d("broker", "connections", "Open client connections, by listener.", "listener"),
+		inFlight:          d("broker", "requests_in_flight", "Requests read and not yet answered, over all connections."),
+		partitions:        d("broker", "partitions", "Partitions hosted by this broker."),
+		partitionsLed:     d("broker", "partitions_led", "Partitions this broker leads."),
+		ready:             d("broker", "ready", "1 when /readyz answers 200: storage loaded, registered, unfenced, metadata caught up, controller reachable."),
+		metadataOffset:    d("broker", "metadata_offset", "Metadata log offset whose partitions this broker has reconciled."),
+		logSize:           d("log", "size_bytes", "Bytes of the partition's local segments.", tp...),
+		logSegments:       d("log", "segments", "Local segments of the partition.", tp...),
+		logEnd:            d("log", "end_offset", "Log end offset: the offset the next record gets.", tp...),
+		logStart:          d("log", "start_offset", "Log start offset (DeleteRecords and retention move it).", tp...),
+		localLogStart:     d("log", "local_start_offset", "First offset held in local segments.", tp...),
+		hw:                d("log", "high_watermark", "High watermark: consumers read below it.", tp...),
+		recoveryPoint:     d("log", "recovery_point_offset", "Offset below which the log is fsynced (end_offset - this = unflushed records).", tp...),
+		leaderEpoch:       d("partition", "leader_epoch", "Leader epoch of a partition this broker hosts; -1 when it does not lead it.", tp...),
+		recTruncated:      d("storage", "recovery_truncated_bytes", "Bytes cut from torn or corrupt log tails when storage loaded at start."),
+		recDroppedSegs:    d("storage", "recovery_dropped_segments", "Whole segments dropped after a torn tail at start."),
+		recLogsRecovered:  d("storage", "recovery_logs_rescanned", "Logs that took the slow recovery path (no clean shutdown) at start."),
+		recLogs:           d("storage", "recovery_logs_loaded", "Logs loaded from the data directory at start."),
+		recSeconds:        d("storage", "load_duration_seconds", "Wall time storage took to load and recover the data directory at start."),
+		cleanerRuns:       d("log_cleaner", "runs_total", "Log cleanings that rewrote segments (storage.Manager.CleanerStats)."),
+		cleanerFailures:   d("log_cleaner", "failures_total", "Log cleanings that failed."),
+		cleanerRead:       d("log_cleaner", "read_bytes_total", "Bytes the log cleaner read (rate() = cleaner read bytes per second)."),
+		cleanerWritten:    d("log_cleaner", "written_bytes_total", "Bytes the log cleaner wrote."),
+		cleanerDirty:      d("log_cleaner", "dirty_ratio", "Dirty bytes / cleanable bytes of a compacted partition, as last computed.", tp...),
+		cleanerMaxDirty:   d("log_cleaner", "max_dirty_ratio", "Highest dirty ratio over the compacted partitions (Kafka's max-clean-dirty-ratio)."),
+		rolls:             d("log", "segment_rolls_total", "Segments sealed (rolled) since the partition's log opened.", tp...),
+		flushes:           d("log", "flushes_total", "fsyncs of the active segment (flush.messages, flush.ms, shutdown) since the log opened.", tp...),
+		flushSeconds:      d("log", "flush_seconds_total", "Time those fsyncs took (rate of this / rate of flushes_total = mean fsync time).", tp...),
+		dirFree:           d("log_dir", "free_bytes", "Free space of the file system holding the log dir, as last measured (every second).", "dir"),
+		dirMinFree:        d("log_dir", "min_free_bytes", "strata.log.dir.min.free.bytes: below this much free space the log dir refuses appends.", "dir"),
+		dirFull:           d("log_dir", "full", "1 while the log dir refuses appends: free space below strata.log.dir.min.free.bytes, or a write failed with ENOSPC.", "dir"),
+		dirOffline:        d("log_dir", "offline", "1 once an I/O error took the log dir, and its partitions, offline (until a restart).", "dir"),
+		reqMemUsed:        d("broker", "request_memory_used_bytes", "Bytes of requests being read or handled, all client listeners together (bound: queued.max.request.bytes; Kafka's MemoryPoolUsed)."),
+		reqMemWaiting:     d("broker", "request_memory_waiting_readers", "Connections waiting, without reading, for queued.max.request.bytes to have room for their next request."),
+		underReplicated:   d("broker", "under_replicated_partitions", "Partitions this broker leads whose ISR is smaller than their replica set (Kafka's UnderReplicatedPartitions)."),
+		underMinISR:       d("broker", "under_min_isr_partitions", "Partitions this broker leads whose ISR is below min(min.insync.replicas, replication factor): acks=all produce is refused and the HW stands still (Kafka's UnderMinIsrPartitionCount)."),
+		atMinISR:          d("broker", "at_min_isr_partitions", "Partitions this broker leads whose ISR is exactly min(min.insync.replicas, replication factor): one more loss stops acks=all (Kafka's AtMinIsrPartitionCount)."),
+		isrSize:           d("partition", "isr_size", "ISR size of a partition this broker leads, as committed in the metadata (Kafka's InSyncReplicasCount).", tp...),
+		replicas:          d("partition", "replicas", "Replication factor of a partition this broker leads (Kafka's ReplicasCount).", tp...),
+		offlinePartitions: d("controller", "offline_partitions", "Partitions without a leader (no eligible replica is alive), from the metadata image; reported by the active controller, 0 elsewhere (Kafka's OfflinePartitionsCount)."),
 	}
 }
 
@@ -348,8 +392,11 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds,
 		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty,
 		c.rolls, c.flushes, c.flushSeconds, c.dirFree, c.dirMinFree, c.dirFull, c.dirOffline,
-		c.reqMemUsed, c.reqMemWaiting} {
+		c.reqMemUsed, c.reqMemWaiting, c.underReplicated, c.underMinISR, c.atMinISR, c.isrSize, c.replicas} {
 		ch <- d
+	}
+	if c.n.ctl != nil {
+		ch <- c.offlinePartitions
 	}
 }
 
@@ -415,6 +462,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.partitions, float64(len(parts)))
 	gauge(c.partitionsLed, float64(led))
+	c.collectReplication(parts, gauge)
 
 	if n.health.storeLoaded.Load() {
 		for _, d := range n.store.Dirs() {
@@ -447,6 +495,79 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.recLogsRecovered, float64(r.rescanned))
 		gauge(c.recLogs, float64(r.logs))
 		gauge(c.recSeconds, r.duration.Seconds())
+	}
+}
+
+// replicationCounts are the ISR health of the partitions one broker leads.
+type replicationCounts struct{ underReplicated, underMinISR, atMinISR int }
+
+// add counts one led partition: ISR size isr, replication factor rf,
+// min.insync.replicas minISR. The minimum is capped at the replication
+// factor (Kafka's effectiveMinIsr, KIP-966), so an RF=1 topic with
+// min.insync.replicas=2 is at, not under, its minimum.
+func (r *replicationCounts) add(isr, rf, minISR int) {
+	eff := min(minISR, rf)
+	if isr < rf {
+		r.underReplicated++
+	}
+	switch {
+	case isr < eff:
+		r.underMinISR++
+	case isr == eff:
+		r.atMinISR++
+	}
+}
+
+// topicMinISR is min.insync.replicas of a topic's effective configs
+// (topic, then dynamic broker config; reconcile keeps them), else the
+// broker's static min.insync.replicas (def; Kafka's default 1).
+func topicMinISR(cfgs map[string]string, def int32) int {
+	if v, ok := cfgs[metadata.ConfigMinInsyncReplicas]; ok {
+		if x, err := strconv.Atoi(v); err == nil && x >= 1 {
+			return x
+		}
+	}
+	return int(max(def, 1))
+}
+
+// collectReplication exports the ISR health of the partitions this broker
+// leads (the ISR as the controller committed it, in the metadata image;
+// the leader's own pending changes are not counted, as Kafka counts its
+// committed partitionState.isr), and on a node running the controller the
+// offline partition count.
+func (c *nodeCollector) collectReplication(parts []*partition, gauge func(*prometheus.Desc, float64, ...string)) {
+	n := c.n
+	var counts replicationCounts
+	offline := 0
+	n.view(func(st *metadata.State) {
+		for _, p := range parts {
+			if !p.leader.Load() {
+				continue
+			}
+			info, ok := st.Partition(p.topicID, p.index)
+			if !ok || info.Leader != n.cfg.NodeID {
+				continue
+			}
+			counts.add(len(info.ISR), len(info.Replicas), topicMinISR(n.topicCfgs[p.topic], n.cfg.MinInsyncReplicas))
+			tp := []string{p.topic, strconv.Itoa(int(p.index))}
+			gauge(c.isrSize, float64(len(info.ISR)), tp...)
+			gauge(c.replicas, float64(len(info.Replicas)), tp...)
+		}
+		if n.ctl != nil && n.ctl.IsLeader() {
+			for _, t := range st.Topics() {
+				for _, p := range st.Partitions(t.ID) {
+					if p.Leader == metadata.NoLeader {
+						offline++
+					}
+				}
+			}
+		}
+	})
+	gauge(c.underReplicated, float64(counts.underReplicated))
+	gauge(c.underMinISR, float64(counts.underMinISR))
+	gauge(c.atMinISR, float64(counts.atMinISR))
+	if n.ctl != nil {
+		gauge(c.offlinePartitions, float64(offline))
 	}
 }
 

@@ -42,6 +42,12 @@ type Options struct {
 	// FileLimit, if set, is the open-file limit the partition budget is
 	// planned from, instead of raising and reading RLIMIT_NOFILE (tests).
 	FileLimit uint64
+	// FS is the file system of log.dirs and metadata.log.dir (their
+	// logs, checkpoints, meta.properties, producer ids); nil is
+	// vfs.Default. Tests pass a vfs.MemFS to crash a node's page cache
+	// (MemFS.CrashClone). The controller's Raft log and the tier's
+	// filesystem object store and remote cache stay on the OS.
+	FS vfs.FS
 }
 
 // Node is one Strata process: a broker, and in combined mode the
@@ -66,6 +72,7 @@ type Node struct {
 	props       metaProperties
 	incarnation uuid.UUID
 
+	fs     vfs.FS // Options.FS: every data-dir file goes through it
 	store  *storage.Manager
 	remote objstore.ObjectStore // nil unless remote.log.storage.system.enable (tiering_store.go)
 	tier   *tier                // uploader and reader over remote; nil without it (tiering.go)
@@ -153,6 +160,10 @@ func Open(o Options) (_ *Node, err error) {
 		fetchSessions: newFetchSessionCache(cfg.FetchSessionCacheSlots),
 		reqMem:        netbuf.NewBudget(cfg.QueuedMaxRequestBytes),
 	}
+	n.fs = o.FS
+	if n.fs == nil {
+		n.fs = vfs.Default
+	}
 	n.fenced.Store(true)
 	defer func() {
 		if err != nil {
@@ -179,15 +190,16 @@ func Open(o Options) (_ *Node, err error) {
 		DisableCleaner:                  !cfg.CleanerEnable, CleanerThreads: cfg.CleanerThreads,
 		CleanerIOMaxBytesPerSecond: cfg.CleanerIOMaxBytesPerSecond, CleanerDedupeBufferSize: cfg.CleanerDedupeBufferSize,
 		CleanerBackoff: cfg.CleanerBackoff,
+		FS:             n.fs,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if n.props, err = loadMetaProperties(cfg.LogDir, cfg.NodeID); err != nil {
+	if n.props, err = loadMetaProperties(n.fs, cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	n.incarnation = n.props.incarnation
-	if n.pids, err = openProducerIDs(cfg.LogDir, cfg.NodeID); err != nil {
+	if n.pids, err = openProducerIDs(n.fs, cfg.LogDir, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	n.health.recovery.Store(summarizeRecovery(n.store.Logs(), time.Since(loadStart)))
@@ -216,7 +228,7 @@ func Open(o Options) (_ *Node, err error) {
 		for i, v := range cfg.QuorumVoters {
 			addrs[i] = v.Addr
 		}
-		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs})
+		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr()})
 	}
 
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
@@ -288,10 +300,10 @@ func (n *Node) lockMetadataDir() error {
 			return nil
 		}
 	}
-	if err := vfs.Default.MkdirAll(md, 0o755); err != nil {
+	if err := n.fs.MkdirAll(md, 0o755); err != nil {
 		return fmt.Errorf("broker: create metadata log dir: %w", err)
 	}
-	lk, err := vfs.Default.Lock(filepath.Join(md, storage.LockFile))
+	lk, err := n.fs.Lock(filepath.Join(md, storage.LockFile))
 	if errors.Is(err, vfs.ErrLocked) {
 		return fmt.Errorf("broker: metadata log dir %s is in use by another process: %w", md, err)
 	}
@@ -327,6 +339,7 @@ func (n *Node) startController(o Options) error {
 		ClusterID:     n.props.clusterID,
 		RequestMemory: netbuf.NewBudget(n.cfg.QueuedMaxRequestBytes),
 		Incarnation:   n.incarnation,
+		LocalAddr:     n.localAddr(),
 	})
 	if err != nil {
 		ln.Close()
@@ -462,17 +475,20 @@ func (n *Node) Close() error {
 // answers ShouldShutDown (it has moved this broker's leaderships to other
 // ISR members and taken it out of every ISR), for at most
 // broker.session.timeout.ms: by then the controller would have fenced a
-// silent broker anyway, with the same moves. A broker that is fenced, the
-// only broker of its cluster (there is nobody to move to), or not
-// registered stops at once. It logs how long the move took.
+// silent broker anyway, with the same moves. A broker that is fenced, not
+// registered, or the only one of its cluster that may lead (there is
+// nobody to move to) stops at once. It logs how long the move took.
 func (n *Node) controlledShutdown() {
 	if !n.cfg.ControlledShutdown || n.svc == nil || n.brokerEpoch.Load() <= 0 || n.fenced.Load() {
 		return
 	}
+	// Someone to move to: another broker that may lead (unfenced, not
+	// shutting down itself). The last broker of a cluster stopping (its
+	// quorum perhaps gone with the others) does not wait for nothing.
 	others := 0
 	n.view(func(st *metadata.State) {
 		for _, b := range st.Brokers() {
-			if b.ID != n.cfg.NodeID {
+			if b.ID != n.cfg.NodeID && !b.Fenced && !b.InControlledShutdown {
 				others++
 			}
 		}
@@ -630,7 +646,7 @@ func (n *Node) adoptClusterID(id string) error {
 	}
 	p := n.props
 	p.clusterID, p.confirmed = id, true
-	if err := writeMetaProperties(n.cfg.LogDir, n.cfg.NodeID, p); err != nil {
+	if err := writeMetaProperties(n.fs, n.cfg.LogDir, n.cfg.NodeID, p); err != nil {
 		return err
 	}
 	n.props = p
@@ -729,11 +745,19 @@ func (n *Node) controllerID() int32 { return n.cfg.NodeID }
 // IP, so a peer (or a fault-injecting proxy between nodes on loopback,
 // 127.0.0.2, .3, ...) sees which node is connecting.
 func (n *Node) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: 10 * time.Second}
+	d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: n.localAddr()}
+	return d.DialContext(ctx, network, addr)
+}
+
+// localAddr is the address dialContext and the controller connections
+// (the client of the quorum, the Raft transport, forwarding) dial from:
+// the host of the first advertised listener when it is an IP, else nil
+// (the system chooses).
+func (n *Node) localAddr() net.Addr {
 	if ls := n.advertisedListeners(); len(ls) > 0 {
 		if ip := net.ParseIP(ls[0].Host); ip != nil && !ip.IsUnspecified() {
-			d.LocalAddr = &net.TCPAddr{IP: ip}
+			return &net.TCPAddr{IP: ip}
 		}
 	}
-	return d.DialContext(ctx, network, addr)
+	return nil
 }

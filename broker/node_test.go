@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 var codecs = []struct {
@@ -392,7 +393,7 @@ func TestNodeSetsAsideALogOfAnotherTopicID(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := writePartitionMetadata(filepath.Join(dir, "reborn-0"), uuid.New()); err != nil {
+	if err := writePartitionMetadata(vfs.Default, filepath.Join(dir, "reborn-0"), uuid.New()); err != nil {
 		t.Fatal(err)
 	}
 	n2 := startNode(t, dir, nil)

@@ -146,13 +146,13 @@ func encodeTopicID(id uuid.UUID) string { return storage.EncodeTopicID(id) }
 // readPartitionMetadata returns the topic id a log directory was created
 // for; ok is false when the file is missing. storage owns the file
 // (storage.ReadPartitionMetadata); the broker decides what it must say.
-func readPartitionMetadata(dir string) (uuid.UUID, bool, error) {
-	return storage.ReadPartitionMetadata(vfs.Default, dir)
+func readPartitionMetadata(fs vfs.FS, dir string) (uuid.UUID, bool, error) {
+	return storage.ReadPartitionMetadata(fs, dir)
 }
 
 // writePartitionMetadata records the topic id of a log directory,
 // durably (storage.WritePartitionMetadata: tmp, fsync, rename, directory
 // fsync).
-func writePartitionMetadata(dir string, id uuid.UUID) error {
-	return storage.WritePartitionMetadata(vfs.Default, dir, id)
+func writePartitionMetadata(fs vfs.FS, dir string, id uuid.UUID) error {
+	return storage.WritePartitionMetadata(fs, dir, id)
 }

@@ -23,15 +23,16 @@ const producerIDBlockSize = 1000
 type producerIDs struct {
 	nodeID int32
 	dir    string // holds storage.ProducerIDBlockFile
+	fs     vfs.FS
 
 	mu         sync.Mutex // guards next, reservedTo
 	next       int64
 	reservedTo int64
 }
 
-func openProducerIDs(dir string, nodeID int32) (*producerIDs, error) {
-	p := &producerIDs{nodeID: nodeID, dir: dir}
-	n, _, err := storage.ReadProducerIDBlock(vfs.Default, dir)
+func openProducerIDs(fs vfs.FS, dir string, nodeID int32) (*producerIDs, error) {
+	p := &producerIDs{nodeID: nodeID, dir: dir, fs: fs}
+	n, _, err := storage.ReadProducerIDBlock(fs, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +49,7 @@ func (p *producerIDs) allocate() (int64, error) {
 		if end >= 1<<32 {
 			return 0, fmt.Errorf("broker: producer ids of node %d exhausted", p.nodeID)
 		}
-		if err := storage.WriteProducerIDBlock(vfs.Default, p.dir, end); err != nil {
+		if err := storage.WriteProducerIDBlock(p.fs, p.dir, end); err != nil {
 			return 0, err
 		}
 		p.reservedTo = end

@@ -6,6 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 func TestProducerIDsNeverRepeatAcrossRestarts(t *testing.T) {
@@ -14,7 +16,7 @@ func TestProducerIDsNeverRepeatAcrossRestarts(t *testing.T) {
 	last := int64(-1)
 	for round := range 3 {
 		// No close: each round is a restart after a crash.
-		p, err := openProducerIDs(dir, 7)
+		p, err := openProducerIDs(vfs.Default, dir, 7)
 		if err != nil {
 			t.Fatal(err)
 		}

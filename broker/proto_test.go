@@ -121,6 +121,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			44: {0, kmsg.NewPtrIncrementalAlterConfigsRequest().MaxVersion()},
 			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},
+			75: {0, 0},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("v%d: advertised %v, want %v", v, got, want)

@@ -82,6 +82,7 @@ func (n *Node) applyDelta(d controller.Delta) {
 	}
 	n.metaMu.Unlock()
 	n.reconcile()
+	n.tier.applied(d) // replica_tier.go: remote-uploaded offsets of every replica
 	n.metaMu.Lock()
 	n.reconciled = n.meta.Offset()
 	close(n.metaNotify)
@@ -188,7 +189,7 @@ func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition
 		return nil, err
 	}
 	l.SetConfig(scfg)
-	id, ok, err := readPartitionMetadata(l.Dir())
+	id, ok, err := readPartitionMetadata(n.fs, l.Dir())
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +207,7 @@ func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition
 		ok = false
 	}
 	if !ok {
-		if err := writePartitionMetadata(l.Dir(), w.id); err != nil {
+		if err := writePartitionMetadata(n.fs, l.Dir(), w.id); err != nil {
 			return nil, err
 		}
 	}
@@ -280,7 +281,7 @@ func (n *Node) removeStrayLogs() {
 			stray, topicID = !ok, t.ID
 		})
 		if !stray {
-			id, ok, err := readPartitionMetadata(l.Dir())
+			id, ok, err := readPartitionMetadata(n.fs, l.Dir())
 			if err != nil || !ok || id == topicID {
 				continue
 			}
@@ -294,7 +295,7 @@ func (n *Node) removeStrayLogs() {
 func (n *Node) markStray(l *storage.Log, why string) {
 	topic, part := l.Topic(), l.Partition()
 	start, end := l.LogStartOffset(), l.LogEndOffset()
-	id, _, _ := readPartitionMetadata(l.Dir())
+	id, _, _ := readPartitionMetadata(n.fs, l.Dir())
 	to, err := n.store.MarkStray(topic, part)
 	if err != nil {
 		n.logger.Error("broker: set aside stray log", "topic", topic, "partition", part, "dir", l.Dir(), "err", err)

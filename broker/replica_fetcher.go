@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -213,7 +214,11 @@ func (n *Node) startReplicaFetchers() error {
 				kgo.ClientID(fmt.Sprintf("strata-replica-fetcher-%d-to-%d", n.cfg.NodeID, leader)),
 				// A fetch is held up to replica.fetch.wait.max.ms by the leader.
 				kgo.RequestTimeoutOverhead(10*time.Second+n.cfg.ReplicaFetch.MaxWait),
-				kgo.BrokerMaxReadBytes(max(n.cfg.ReplicaFetch.ResponseMaxBytes, n.cfg.ReplicaFetch.MaxBytes)+(64<<20)),
+				// The first batch comes whole even when larger than the
+				// limits (KIP-74): leave room for one large batch beyond
+				// them (kgo's own default, 100 MiB, at least).
+				kgo.BrokerMaxReadBytes(int32(min(max(100<<20, int64(max(n.cfg.ReplicaFetch.ResponseMaxBytes, n.cfg.ReplicaFetch.MaxBytes))+
+					int64(n.cfg.Storage.MaxMessageBytes)+(1<<20)), math.MaxInt32))),
 			)
 			if err != nil {
 				return nil, err
@@ -398,8 +403,9 @@ func (f *fetcher) add(p *partition, epoch int32, topicID uuid.UUID) {
 	st.topicID, st.epoch, st.gen = topicID, epoch, f.nextGen
 	st.fetchOffset = p.log.LogEndOffset()
 	st.delayUntil, st.fenced, st.failed = time.Time{}, false, p.log.Failed()
+	from := st.fetchOffset
 	f.mu.Unlock()
-	f.env.logger.Debug("broker: following", "topic", p.topic, "partition", p.index, "leader", f.key.leader, "epoch", epoch, "fetch_offset", st.fetchOffset)
+	f.env.logger.Debug("broker: following", "topic", p.topic, "partition", p.index, "leader", f.key.leader, "epoch", epoch, "fetch_offset", from)
 	select {
 	case f.kick <- struct{}{}:
 	default:
@@ -436,6 +442,7 @@ func (f *fetcher) run() {
 		req, sent, wait := f.buildRequest(time.Now())
 		if req == nil {
 			f.idle(wait)
+			lastResp = time.Time{} // an idle wait is no fetch gap
 			continue
 		}
 		start := time.Now()
@@ -909,6 +916,7 @@ func (f *fetcher) listOffset(ctx context.Context, st *followState, ts int64) (in
 // min(leader HW, LEO)), waking waiters when it changed.
 func (p *partition) setFollowerHW(hw int64) {
 	if p.hw.Swap(hw) != hw {
+		p.log.SetHighWatermark(hw) // for the replication-offset-checkpoint
 		p.wake()
 	}
 }
@@ -920,7 +928,11 @@ func (p *partition) clampHW() {
 	for {
 		hw := p.hw.Load()
 		to := min(max(hw, start), leo)
-		if hw == to || p.hw.CompareAndSwap(hw, to) {
+		if hw == to {
+			return
+		}
+		if p.hw.CompareAndSwap(hw, to) {
+			p.log.SetHighWatermark(to)
 			return
 		}
 	}

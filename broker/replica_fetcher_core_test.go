@@ -4,7 +4,9 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage/checkpoint"
 )
 
@@ -132,5 +134,81 @@ func TestFollowerBatches(t *testing.T) {
 	bad[8], bad[9], bad[10] = 0, 0, 0
 	if _, err := followerBatches(bad, 0); err == nil {
 		t.Fatal("a batch that does not frame was accepted")
+	}
+}
+
+// TestInterBrokerAddr: followers fetch from the leader's registered
+// listener named inter.broker.listener.name, else its first one that is
+// not the controller's; a broker unknown or without one gives "".
+func TestInterBrokerAddr(t *testing.T) {
+	st := metadata.NewState()
+	if err := st.Apply(1, &metadata.RegisterBrokerRecord{BrokerID: 2, BrokerEpoch: 1, Listeners: []metadata.Listener{
+		{Name: "CONTROLLER", Host: "127.0.0.3", Port: 1},
+		{Name: "PLAINTEXT", Host: "127.0.0.3", Port: 2},
+		{Name: "REPLICATION", Host: "127.0.0.3", Port: 3},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(2, &metadata.RegisterBrokerRecord{BrokerID: 3, BrokerEpoch: 1, Listeners: []metadata.Listener{
+		{Name: "CONTROLLER", Host: "127.0.0.4", Port: 1},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		listener string
+		broker   int32
+		want     string
+	}{
+		{"", 2, "127.0.0.3:2"},
+		{"REPLICATION", 2, "127.0.0.3:3"},
+		{"", 3, ""},
+		{"", 9, ""},
+	} {
+		cfg := DefaultConfig()
+		cfg.InterBrokerListenerName = tc.listener
+		n := &Node{cfg: cfg, meta: st}
+		if got := n.interBrokerAddr(tc.broker); got != tc.want {
+			t.Errorf("listener %q, broker %d: %q, want %q", tc.listener, tc.broker, got, tc.want)
+		}
+	}
+}
+
+// TestReplicaFetchSettings: Kafka's names and defaults, parsed.
+func TestReplicaFetchSettings(t *testing.T) {
+	c := DefaultConfig()
+	want := ReplicaFetchSettings{Fetchers: 1, MaxBytes: 1048576, ResponseMaxBytes: 10485760, MaxWait: 500 * time.Millisecond, MinBytes: 1, Backoff: time.Second}
+	if c.ReplicaFetch != want || c.InterBrokerListenerName != "" {
+		t.Fatalf("defaults %+v %q, want %+v", c.ReplicaFetch, c.InterBrokerListenerName, want)
+	}
+	c, err := ParseConfig(MergeProperties(map[string]string{
+		"num.replica.fetchers": "3", "replica.fetch.max.bytes": "2048", "replica.fetch.response.max.bytes": "4096",
+		"replica.fetch.wait.max.ms": "100", "replica.fetch.min.bytes": "10", "replica.fetch.backoff.ms": "50",
+		"inter.broker.listener.name": "replication",
+	}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = ReplicaFetchSettings{Fetchers: 3, MaxBytes: 2048, ResponseMaxBytes: 4096, MaxWait: 100 * time.Millisecond, MinBytes: 10, Backoff: 50 * time.Millisecond}
+	if c.ReplicaFetch != want || c.InterBrokerListenerName != "REPLICATION" {
+		t.Fatalf("parsed %+v %q, want %+v", c.ReplicaFetch, c.InterBrokerListenerName, want)
+	}
+	if _, err := ParseConfig(MergeProperties(map[string]string{"inter.broker.listener.name": "CONTROLLER"}, nil, nil)); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("inter.broker.listener.name=CONTROLLER: %v", err)
+	}
+}
+
+// TestFetcherIndexSpreadsPartitions: num.replica.fetchers spreads a
+// topic's partitions over every fetcher, deterministically.
+func TestFetcherIndexSpreadsPartitions(t *testing.T) {
+	seen := map[int]bool{}
+	for p := int32(0); p < 16; p++ {
+		i := fetcherIndex("orders", p, 4)
+		if i < 0 || i >= 4 || i != fetcherIndex("orders", p, 4) {
+			t.Fatalf("partition %d: fetcher %d", p, i)
+		}
+		seen[i] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("16 partitions on fetchers %v, want all 4", seen)
 	}
 }

@@ -425,7 +425,11 @@ const alterRetryBackoff = 100 * time.Millisecond
 // per partition (proposeISRLocked set inflight; nothing proposes while a
 // change is pending).
 func (n *Node) sendAlterPartition(p *partition, req metadata.AlterPartitionRequest) {
+	// Called from a connection's handler or a task in n.loops, so the
+	// group is not at zero here: Close waits for this one too.
+	n.loops.Add(1)
 	go func() {
+		defer n.loops.Done()
 		for {
 			ctx, cancel := context.WithTimeout(n.ctx, n.cfg.BrokerSessionTimeout)
 			res, err := n.svc.AlterPartition(ctx, req)

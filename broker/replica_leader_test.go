@@ -2,18 +2,25 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // rs builds a replState led by 1 over replicas 1..3 with the given
@@ -244,38 +251,60 @@ func TestHWWaiters(t *testing.T) {
 	}
 }
 
-// replTopic creates topic with one partition of rf replicas on c and
-// waits until its leader leads it; it returns the leader and the other
-// replicas (the followers the test plays by hand).
-func replTopic(t *testing.T, c *testCluster, topic string, rf int16, configs map[string]*string) (leader *Node, followers []int32) {
-	t.Helper()
-	adm := kadm.NewClient(c.client())
-	resp, err := adm.CreateTopic(testCtx(t), 1, rf, configs, topic)
-	if err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v / %v", topic, err, resp.Err)
+// handCluster starts three brokers whose followers the tests play by
+// hand: a stopped broker stays registered and unfenced (no controlled
+// shutdown, a long broker.session.timeout.ms), so its replicas keep their
+// place in the ISR while nothing fetches for them but the test.
+func handCluster(t testing.TB, extra map[string]string) *testCluster {
+	props := map[string]string{"broker.session.timeout.ms": "120000", "controlled.shutdown.enable": "false"}
+	for k, v := range extra {
+		props[k] = v
 	}
-	var st metadata.PartitionInfo
+	return startCluster(t, 3, props)
+}
+
+// replTopic creates topic with one partition on replicas (broker 1, which
+// cannot be stopped, first: it leads), waits until broker 1 leads it, then
+// stops the other replicas' brokers so the test fetches for them by hand.
+// It returns the leader and the stopped followers with their broker epochs.
+func replTopic(t testing.TB, c *testCluster, topic string, replicas []int32, configs map[string]*string) (leader *Node, followers []int32, epochs map[int32]int64) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(testWait / time.Millisecond)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	for k, v := range configs {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, v
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), c.client())
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create %s on %v: %v / %v", topic, replicas, err, kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	leader = c.node(1)
 	testutil.Eventually(t, testWait, func() error {
-		var ok bool
-		if st, ok = c.partitionState(topic, 0); !ok || st.Leader < 0 {
-			return fmt.Errorf("no leader yet: %+v", st)
+		st, ok := c.partitionState(topic, 0)
+		if !ok || st.Leader != 1 {
+			return fmt.Errorf("leader %+v", st)
 		}
-		n := c.node(st.Leader)
-		if n == nil {
-			return fmt.Errorf("leader %d stopped", st.Leader)
-		}
-		p := n.partition(topic, 0)
+		p := leader.partition(topic, 0)
 		if p == nil || !p.leader.Load() || p.epochStartOffset() < 0 {
-			return fmt.Errorf("broker %d does not lead it yet", st.Leader)
+			return fmt.Errorf("broker 1 does not lead it yet")
 		}
 		return nil
-	}, "%s led", topic)
-	for _, r := range st.Replicas {
-		if r != st.Leader {
-			followers = append(followers, r)
-		}
+	}, "%s led by broker 1", topic)
+	epochs = map[int32]int64{}
+	for _, r := range replicas[1:] {
+		followers = append(followers, r)
+		epochs[r] = c.node(r).brokerEpoch.Load()
+		c.stop(r)
 	}
-	return c.node(st.Leader), followers
+	return leader, followers, epochs
 }
 
 // followerFetch is a v16 Fetch from replica id (with its broker epoch),
@@ -296,18 +325,18 @@ func followerFetch(id int32, brokerEpoch int64, topic string, topicID [16]byte, 
 	return req
 }
 
-// replicaFetch sends a follower fetch of replica id from leader's
-// partition and returns its only partition.
-func replicaFetch(t *testing.T, c *testCluster, rc *rawConn, leader *Node, id int32, topic string, offset int64, lastFetchedEpoch int32) kmsg.FetchResponseTopicPartition {
+// replicaFetch sends a follower fetch of replica id (broker epoch epoch)
+// from leader's partition and returns its only partition.
+func replicaFetch(t *testing.T, rc *rawConn, leader *Node, id int32, epoch int64, topic string, offset int64, lastFetchedEpoch int32) kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	p := leader.partition(topic, 0)
-	req := followerFetch(id, c.node(id).brokerEpoch.Load(), topic, p.topicID, offset, p.leaderEpoch.Load(), lastFetchedEpoch, 0)
+	req := followerFetch(id, epoch, topic, p.topicID, offset, p.leaderEpoch.Load(), lastFetchedEpoch, 0)
 	return fetchPart0(t, rc.roundTrip(req))
 }
 
 // produceAcks1 writes count records with acks=1 (the leader's append
 // alone) and returns the leader's LEO.
-func produceAcks1(t *testing.T, c *testCluster, leader *Node, topic string, count int) int64 {
+func produceAcks1(t *testing.T, leader *Node, topic string, count int) int64 {
 	t.Helper()
 	rc := dialRaw(t, leader)
 	for i := range count {
@@ -322,15 +351,15 @@ func produceAcks1(t *testing.T, c *testCluster, leader *Node, topic string, coun
 // Followers' fetches move the HW: the leader serves them up to its LEO,
 // and the HW becomes the ISR's minimum LEO; consumers never see past it.
 func TestFollowerFetchesAdvanceTheHighWatermark(t *testing.T) {
-	c := startCluster(t, 3, nil)
-	leader, fs := replTopic(t, c, "hw", 3, nil)
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "hw", []int32{1, 2, 3}, nil)
 	p := leader.partition("hw", 0)
-	leo := produceAcks1(t, c, leader, "hw", 3)
+	leo := produceAcks1(t, leader, "hw", 3)
 	if leo != 3 || p.hw.Load() != 0 {
 		t.Fatalf("after acks=1 produces: LEO %d HW %d, want 3 and 0 (no follower has them)", leo, p.hw.Load())
 	}
 	rc := dialRaw(t, leader)
-	got := replicaFetch(t, c, rc, leader, fs[0], "hw", 0, -1)
+	got := replicaFetch(t, rc, leader, fs[0], ep[fs[0]], "hw", 0, -1)
 	if got.ErrorCode != 0 || len(got.RecordBatches) == 0 || got.HighWatermark != 0 {
 		t.Fatalf("follower fetch at 0: err %d, %d bytes, HW %d", got.ErrorCode, len(got.RecordBatches), got.HighWatermark)
 	}
@@ -339,15 +368,15 @@ func TestFollowerFetchesAdvanceTheHighWatermark(t *testing.T) {
 	if cons.ErrorCode != 0 || len(cons.RecordBatches) != 0 || cons.HighWatermark != 0 {
 		t.Fatalf("consumer at 1: err %d, %d bytes, HW %d", cons.ErrorCode, len(cons.RecordBatches), cons.HighWatermark)
 	}
-	replicaFetch(t, c, rc, leader, fs[0], "hw", 3, -1)
+	replicaFetch(t, rc, leader, fs[0], ep[fs[0]], "hw", 3, -1)
 	if p.hw.Load() != 0 {
 		t.Fatalf("HW %d with one follower at 3 and the other unknown", p.hw.Load())
 	}
-	got = replicaFetch(t, c, rc, leader, fs[1], "hw", 2, -1)
+	got = replicaFetch(t, rc, leader, fs[1], ep[fs[1]], "hw", 2, -1)
 	if p.hw.Load() != 2 || got.HighWatermark != 2 {
 		t.Fatalf("HW %d (answered %d), want 2 = min(3, 3, 2)", p.hw.Load(), got.HighWatermark)
 	}
-	replicaFetch(t, c, rc, leader, fs[1], "hw", 3, -1)
+	replicaFetch(t, rc, leader, fs[1], ep[fs[1]], "hw", 3, -1)
 	if p.hw.Load() != 3 {
 		t.Fatalf("HW %d, want 3", p.hw.Load())
 	}
@@ -371,23 +400,21 @@ func TestFollowerFetchesAdvanceTheHighWatermark(t *testing.T) {
 // The checks of a follower fetch (REPLICATION.md §1.3 steps 1, 2, 4 and
 // KIP-903), each answered as Kafka answers it.
 func TestFollowerFetchChecks(t *testing.T) {
-	c := startCluster(t, 3, nil)
-	leader, fs := replTopic(t, c, "checks", 2, nil)
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "checks", []int32{1, 2}, nil)
 	p := leader.partition("checks", 0)
-	produceAcks1(t, c, leader, "checks", 2)
-	var outsider int32
-	for _, id := range []int32{1, 2, 3} {
-		if id != leader.cfg.NodeID && id != fs[0] {
-			outsider = id
-		}
-	}
+	produceAcks1(t, leader, "checks", 2)
+	outsider := int32(3)
+	p.repMu.Lock()
+	leo0 := p.rep.followers[fs[0]].leo
+	p.repMu.Unlock()
 	epoch := p.leaderEpoch.Load()
 	rc := dialRaw(t, leader)
 	fetch := func(id int32, brokerEpoch int64, offset int64, leaderEpoch, lastFetched int32) kmsg.FetchResponseTopicPartition {
 		t.Helper()
 		return fetchPart0(t, rc.roundTrip(followerFetch(id, brokerEpoch, "checks", p.topicID, offset, leaderEpoch, lastFetched, 0)))
 	}
-	be := c.node(fs[0]).brokerEpoch.Load()
+	be := ep[fs[0]]
 	for _, k := range []struct {
 		name                string
 		id                  int32
@@ -416,8 +443,8 @@ func TestFollowerFetchChecks(t *testing.T) {
 	p.repMu.Lock()
 	leo := p.rep.followers[fs[0]].leo
 	p.repMu.Unlock()
-	if leo != -1 {
-		t.Fatalf("refused fetches set the follower's LEO to %d", leo)
+	if leo != leo0 {
+		t.Fatalf("refused fetches moved the follower's LEO from %d to %d", leo0, leo)
 	}
 	// Diverging: the follower claims this epoch up to offset 4, the leader's
 	// epoch ends at 2: DivergingEpoch{epoch, 2}, no records, no update.
@@ -428,7 +455,7 @@ func TestFollowerFetchChecks(t *testing.T) {
 	p.repMu.Lock()
 	leo = p.rep.followers[fs[0]].leo
 	p.repMu.Unlock()
-	if leo != -1 || p.hw.Load() != 0 {
+	if leo != leo0 || p.hw.Load() != 0 {
 		t.Fatalf("a diverging fetch updated the follower (LEO %d) or the HW (%d)", leo, p.hw.Load())
 	}
 	// The same epoch, consistent: served, and counted.
@@ -442,21 +469,21 @@ func TestFollowerFetchChecks(t *testing.T) {
 // follower's fetch moved it), carrying the new HW, not after
 // replica.fetch.wait.max.ms.
 func TestParkedFollowerFetchWokenByHighWatermark(t *testing.T) {
-	c := startCluster(t, 3, nil)
-	leader, fs := replTopic(t, c, "park", 3, nil)
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "park", []int32{1, 2, 3}, nil)
 	p := leader.partition("park", 0)
-	produceAcks1(t, c, leader, "park", 2)
+	produceAcks1(t, leader, "park", 2)
 	rcB := dialRaw(t, leader)
-	replicaFetch(t, c, rcB, leader, fs[1], "park", 1, -1)
+	replicaFetch(t, rcB, leader, fs[1], ep[fs[1]], "park", 1, -1)
 	rcA := dialRaw(t, leader)
-	req := followerFetch(fs[0], c.node(fs[0]).brokerEpoch.Load(), "park", p.topicID, 2, p.leaderEpoch.Load(), -1, 15_000)
+	req := followerFetch(fs[0], ep[fs[0]], "park", p.topicID, 2, p.leaderEpoch.Load(), -1, 15_000)
 	corr := rcA.send(req)
 	waitParked(t, leader, "park", 0)
 	if p.hw.Load() != 1 {
 		t.Fatalf("HW %d, want 1 (follower B at 1)", p.hw.Load())
 	}
 	start := time.Now()
-	replicaFetch(t, c, rcB, leader, fs[1], "park", 2, -1)
+	replicaFetch(t, rcB, leader, fs[1], ep[fs[1]], "park", 2, -1)
 	gotCorr, body, err := rcA.readFrame()
 	if err != nil || gotCorr != corr {
 		t.Fatalf("parked fetch: %v (corr %d want %d)", err, gotCorr, corr)
@@ -472,8 +499,8 @@ func TestParkedFollowerFetchWokenByHighWatermark(t *testing.T) {
 // both answer, in order, once the followers have fetched them. A produce
 // the followers never fetch times out with REQUEST_TIMED_OUT.
 func TestAcksAllWaitsForTheISRWithoutBlockingTheConnection(t *testing.T) {
-	c := startCluster(t, 3, nil)
-	leader, fs := replTopic(t, c, "acks", 3, nil)
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "acks", []int32{1, 2, 3}, nil)
 	p := leader.partition("acks", 0)
 	rc := dialRaw(t, leader)
 	r1 := produceReq(9, "acks", [16]byte{}, 0, -1, recordBatch(time.Now().UnixMilli(), "a"))
@@ -487,8 +514,8 @@ func TestAcksAllWaitsForTheISRWithoutBlockingTheConnection(t *testing.T) {
 	}
 	fc := dialRaw(t, leader)
 	for _, id := range fs {
-		replicaFetch(t, c, fc, leader, id, "acks", 0, -1)
-		replicaFetch(t, c, fc, leader, id, "acks", 3, -1)
+		replicaFetch(t, fc, leader, id, ep[id], "acks", 0, -1)
+		replicaFetch(t, fc, leader, id, ep[id], "acks", 3, -1)
 	}
 	for i, want := range []int32{c1, c2} {
 		got, body, err := rc.readFrame()
@@ -508,23 +535,65 @@ func TestAcksAllWaitsForTheISRWithoutBlockingTheConnection(t *testing.T) {
 	if took := time.Since(start); took < 250*time.Millisecond {
 		t.Fatalf("timed out after %v, before the request's 300ms", took)
 	}
+	// Leadership lost while waiting: NOT_LEADER_OR_FOLLOWER, at once.
+	r4 := produceReq(9, "acks", [16]byte{}, 0, -1, recordBatch(time.Now().UnixMilli(), "e"))
+	r4.TimeoutMillis = 15_000
+	c4 := rc.send(r4)
+	testutil.Eventually(t, testWait, func() bool {
+		p.hwMu.Lock()
+		defer p.hwMu.Unlock()
+		return len(p.hwWait) == 1
+	}, "the produce waiting for the HW")
+	p.resignLeadership() // what reconcile does before makeFollower
+	got, body, err := rc.readFrame()
+	if err != nil || got != c4 {
+		t.Fatalf("after resigning: %v (correlation %d want %d)", err, got, c4)
+	}
+	if code, _ := produceErr(t, decodeResponse(t, r4, body)); code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("acks=all after leadership lost: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+	}
+}
+
+// acks=all's answer once the HW covers the batch (Kafka's
+// checkEnoughReplicasReachOffset): NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+// the maximal ISR is below the effective min ISR by then.
+func TestAcksAllResult(t *testing.T) {
+	p := &partition{}
+	if err := p.acksAllResult(); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("not led: %v", err)
+	}
+	p.rep = rs([]int32{1, 2}, 2, nil, nil)
+	if err := p.acksAllResult(); err != nil {
+		t.Fatalf("ISR at min: %v", err)
+	}
+	p.rep.isr, p.rep.pending = []int32{1}, []int32{1, 3}
+	if err := p.acksAllResult(); err != nil {
+		t.Fatalf("maximal ISR (pending expand) at min: %v", err)
+	}
+	if err := p.acksAllCheck(); !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("before appending, the committed ISR counts: %v", err)
+	}
+	p.rep.pending = nil
+	if err := p.acksAllResult(); !errors.Is(err, kerr.NotEnoughReplicasAfterAppend) {
+		t.Fatalf("ISR below min: %v", err)
+	}
 }
 
 // Followers that never fetch leave the ISR after replica.lag.time.max.ms
-// (within 1.5x); with min.insync.replicas=2 the HW then stops (strict min
+// once they are behind (within 1.5x); with min.insync.replicas=2 the HW then stops (strict min
 // ISR) and acks=all is refused before appending (NOT_ENOUGH_REPLICAS).
 func TestISRShrinkAndStrictMinISR(t *testing.T) {
-	c, leader, _ := shrunkCluster(t, "shrink")
+	_, leader, _, _ := shrunkCluster(t, "shrink")
 	p := leader.partition("shrink", 0)
 	rc := dialRaw(t, leader)
 	req := produceReq(9, "shrink", [16]byte{}, 0, -1, recordBatch(time.Now().UnixMilli(), "x"))
 	if code, _ := produceErr(t, rc.roundTrip(req)); code != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all under min ISR: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
 	}
-	if p.log.LogEndOffset() != 0 {
+	if p.log.LogEndOffset() != 1 {
 		t.Fatal("NOT_ENOUGH_REPLICAS appended the batch")
 	}
-	produceAcks1(t, c, leader, "shrink", 2)
+	produceAcks1(t, leader, "shrink", 2)
 	if p.hw.Load() != 0 {
 		t.Fatalf("HW %d moved while the ISR is below min.insync.replicas", p.hw.Load())
 	}
@@ -534,13 +603,13 @@ func TestISRShrinkAndStrictMinISR(t *testing.T) {
 // start) is proposed back into the ISR (AlterPartition v3, its broker
 // epoch); once committed the HW moves again.
 func TestISRExpandOnceCaughtUp(t *testing.T) {
-	c, leader, fs := shrunkCluster(t, "expand")
+	c, leader, fs, ep := shrunkCluster(t, "expand")
 	p := leader.partition("expand", 0)
-	produceAcks1(t, c, leader, "expand", 2)
+	produceAcks1(t, leader, "expand", 2)
 	skipUnlessControllerGrowsISR(t, c, "expand", fs[0])
 	fc := dialRaw(t, leader)
-	replicaFetch(t, c, fc, leader, fs[0], "expand", 0, -1)
-	replicaFetch(t, c, fc, leader, fs[0], "expand", 2, -1)
+	replicaFetch(t, fc, leader, fs[0], ep[fs[0]], "expand", 0, -1)
+	replicaFetch(t, fc, leader, fs[0], ep[fs[0]], "expand", 3, -1)
 	testutil.Eventually(t, testWait, func() error {
 		st, _ := c.partitionState("expand", 0)
 		if !slices.Contains(st.ISR, fs[0]) {
@@ -548,17 +617,20 @@ func TestISRExpandOnceCaughtUp(t *testing.T) {
 		}
 		return nil
 	}, "follower %d back in the ISR", fs[0])
-	testutil.Eventually(t, testWait, func() bool { return p.hw.Load() == 2 }, "HW at 2 once the ISR is back to min.insync.replicas")
+	testutil.Eventually(t, testWait, func() bool { return p.hw.Load() == 3 }, "HW at 3 once the ISR is back to min.insync.replicas")
 }
 
 // shrunkCluster starts 3 brokers with replica.lag.time.max.ms=400, an
 // RF=3 topic with min.insync.replicas=2 whose followers never fetch, and
 // waits for the ISR to shrink to the leader.
-func shrunkCluster(t *testing.T, topic string) (*testCluster, *Node, []int32) {
+func shrunkCluster(t *testing.T, topic string) (*testCluster, *Node, []int32, map[int32]int64) {
 	t.Helper()
-	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "400"})
-	leader, fs := replTopic(t, c, topic, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")})
+	c := handCluster(t, map[string]string{"replica.lag.time.max.ms": "400"})
+	leader, fs, ep := replTopic(t, c, topic, []int32{1, 2, 3}, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")})
 	p := leader.partition(topic, 0)
+	// A follower at the leader's LEO is in sync however long ago it
+	// fetched (an idle partition keeps its ISR): append, so they are behind.
+	produceAcks1(t, leader, topic, 1)
 	start := time.Now()
 	testutil.Eventually(t, testWait, func() error {
 		st, _ := c.partitionState(topic, 0)
@@ -572,7 +644,7 @@ func shrunkCluster(t *testing.T, topic string) (*testCluster, *Node, []int32) {
 		return nil
 	}, "ISR shrunk to the leader")
 	t.Logf("shrunk after %v (lag 400ms)", time.Since(start))
-	return c, leader, fs
+	return c, leader, fs, ep
 }
 
 // skipUnlessControllerGrowsISR skips the rest of a test when the
@@ -600,5 +672,261 @@ func skipUnlessControllerGrowsISR(t *testing.T, c *testCluster, topic string, ad
 	})
 	if errors.Is(err, kerr.IneligibleReplica) {
 		t.Skipf("this controller refuses ISR growth (%v): the expand half needs the controller side of issue 14", err)
+	}
+}
+
+// makeLeader runs on every metadata delta: one that changes nothing for
+// the partition keeps the followers' state and the HW, while a new
+// leader's epoch entry (epoch, LEO) was written before any append in it
+// (KIP-279).
+func TestMakeLeaderRecordsEpochFirstAndIsIdempotent(t *testing.T) {
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "idem", []int32{1, 2, 3}, nil)
+	p := leader.partition("idem", 0)
+	if e, start, ok := p.log.LeaderEpochs().Latest(); !ok || e != p.leaderEpoch.Load() || start != 0 {
+		t.Fatalf("epoch cache before any append: %d %d %v, want (%d, 0)", e, start, ok, p.leaderEpoch.Load())
+	}
+	produceAcks1(t, leader, "idem", 2)
+	rc := dialRaw(t, leader)
+	replicaFetch(t, rc, leader, fs[0], ep[fs[0]], "idem", 2, -1)
+	before := leader.appliedOffset()
+	adm := kadm.NewClient(c.client())
+	if r, err := adm.CreateTopic(testCtx(t), 1, 1, nil, "other"); err != nil || r.Err != nil {
+		t.Fatalf("create other: %v %v", err, r.Err)
+	}
+	testutil.Eventually(t, testWait, func() bool { return leader.metadataOffset() > before }, "the leader reconciled a later delta")
+	p.repMu.Lock()
+	leo := p.rep.followers[fs[0]].leo
+	p.repMu.Unlock()
+	if leo != 2 {
+		t.Fatalf("a delta that changed nothing reset follower %d's LEO to %d", fs[0], leo)
+	}
+}
+
+// A partition opened over a log starts at the HW the log's
+// replication-offset-checkpoint recorded, capped at the log end; the
+// leader's HW is what the checkpoint gets.
+func TestPartitionStartsAtTheCheckpointedHighWatermark(t *testing.T) {
+	c := handCluster(t, map[string]string{"replica.high.watermark.checkpoint.interval.ms": "50"})
+	leader, fs, ep := replTopic(t, c, "ckpt", []int32{1, 2, 3}, nil)
+	p := leader.partition("ckpt", 0)
+	produceAcks1(t, leader, "ckpt", 3)
+	rc := dialRaw(t, leader)
+	replicaFetch(t, rc, leader, fs[0], ep[fs[0]], "ckpt", 2, -1)
+	replicaFetch(t, rc, leader, fs[1], ep[fs[1]], "ckpt", 2, -1)
+	if p.hw.Load() != 2 {
+		t.Fatalf("HW %d, want 2", p.hw.Load())
+	}
+	dir := filepath.Dir(p.log.Dir())
+	testutil.Eventually(t, testWait, func() error {
+		hws, err := checkpoint.ReadOffsets(vfs.Default, filepath.Join(dir, storage.ReplicationOffsetCheckpointFile))
+		if err != nil || hws[checkpoint.TopicPartition{Topic: "ckpt", Partition: 0}] != 2 {
+			return fmt.Errorf("checkpoint %v %v", hws, err)
+		}
+		return nil
+	}, "HW 2 in replication-offset-checkpoint")
+	if np := newPartition("ckpt", p.topicID, 0, p.log); np.hw.Load() != 2 {
+		t.Fatalf("a partition reopened over the log starts at HW %d, want the checkpointed 2 (not the LEO 3)", np.hw.Load())
+	}
+}
+
+// BenchmarkFollowerFetch is a follower's fetch of 1 MiB from the leader
+// over loopback: the leader's checks, state update and HW computation, and
+// the records sent with sendfile (zero copy: allocations do not grow with
+// the bytes). The request is encoded once and the response read into a
+// reused buffer, so allocs/op are the broker's.
+func BenchmarkFollowerFetch(b *testing.B) {
+	c := handCluster(b, nil)
+	leader, fs, ep := replTopic(b, c, "bench", []int32{1, 2}, nil)
+	follower := fs[0]
+	p := leader.partition("bench", 0)
+	val := string(make([]byte, 16<<10))
+	rc := dialRaw(b, leader)
+	for range 64 {
+		req := produceReq(9, "bench", [16]byte{}, 0, 1, recordBatch(time.Now().UnixMilli(), val))
+		if code := rc.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			b.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	req := followerFetch(follower, ep[follower], "bench", p.topicID, 0, p.leaderEpoch.Load(), -1, 0)
+	wire := frameRequest(req, 1)
+	buf := make([]byte, 2<<20)
+	b.ReportAllocs()
+	b.SetBytes(int64(p.log.Size()))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := rc.nc.Write(wire); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(rc.nc, buf[:4]); err != nil {
+			b.Fatal(err)
+		}
+		size := int(binary.BigEndian.Uint32(buf[:4]))
+		if _, err := io.ReadFull(rc.nc, buf[:size]); err != nil {
+			b.Fatal(err)
+		}
+		if size < 1<<19 {
+			b.Fatalf("response of %d bytes", size)
+		}
+	}
+}
+
+// End to end with real followers (replica_fetcher.go): acks=all produces
+// complete once both followers have fetched them, the HW reaches the LEO,
+// and a consumer reads everything. Then a follower stops: after
+// replica.lag.time.max.ms it leaves the ISR and acks=all goes on with
+// min.insync.replicas=2. The acks=all latency is logged.
+func TestAcksAllWithRealFollowers(t *testing.T) {
+	// A follower that dies (no controlled shutdown) and is not fenced yet.
+	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "120000",
+		"controlled.shutdown.enable": "false"})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(testWait / time.Millisecond)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "e2e", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Replicas = []int32{1, 2, 3}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	mc := kmsg.NewCreateTopicsRequestTopicConfig()
+	mc.Name, mc.Value = "min.insync.replicas", kmsg.StringPtr("2")
+	rt.Configs = append(rt.Configs, mc)
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(testCtx(t), c.client()); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %v", err, resp)
+	}
+	cl := c.client(kgo.DefaultProduceTopic("e2e"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce := func(from, n int) []time.Duration {
+		t.Helper()
+		var lat []time.Duration
+		for i := from; i < from+n; i++ {
+			start := time.Now()
+			if err := cl.ProduceSync(testCtx(t), &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				t.Fatalf("acks=all produce %d: %v", i, err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		return lat
+	}
+	lat := produce(0, 200)
+	slices.Sort(lat)
+	t.Logf("acks=all RF=3, one record at a time: p50 %v p99 %v max %v", lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+	p := c.node(1).partition("e2e", 0)
+	if hw, leo := p.hw.Load(), p.log.LogEndOffset(); hw != 200 || leo != 200 {
+		t.Fatalf("leader HW %d LEO %d, want 200 and 200", hw, leo)
+	}
+	for _, id := range []int32{2, 3} {
+		fp := c.node(id).partition("e2e", 0)
+		testutil.Eventually(t, testWait, func() bool { return fp.log.LogEndOffset() == 200 }, "follower %d at 200", id)
+	}
+	cons := c.client(kgo.ConsumeTopics("e2e"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := 0
+	for seen < 200 {
+		fs := cons.PollFetches(testCtx(t))
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		seen += fs.NumRecords()
+	}
+	// A stopped follower is out of sync only once the leader's LEO moves
+	// past it: the first acks=all produce after the stop waits for the
+	// shrink (replica.lag.time.max.ms to 1.5x that), the next ones do not.
+	c.stop(3)
+	lat = produce(200, 20)
+	t.Logf("first acks=all produce after a follower stopped: %v (lag 1s); the next: %v", lat[0], lat[1])
+	st, _ := c.partitionState("e2e", 0)
+	if slices.Contains(st.ISR, 3) || lat[0] < 500*time.Millisecond {
+		t.Fatalf("ISR %v, first produce after the stop took %v: want 3 shrunk out after about the lag", st.ISR, lat[0])
+	}
+	if hw := p.hw.Load(); hw != 220 {
+		t.Fatalf("HW %d with ISR {1,2}, want 220", hw)
+	}
+}
+
+// A new leader whose HW is below its epoch's start offset (it holds
+// records the previous leader may not have committed) answers clients'
+// ListOffsets with OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before)
+// until the followers bring the HW there; replicas get the LEO.
+func TestListOffsetsNotAvailableUntilTheHWReachesTheEpochStart(t *testing.T) {
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "lo", []int32{1, 2, 3}, nil)
+	p := leader.partition("lo", 0)
+	produceAcks1(t, leader, "lo", 3)
+	// What reconcile does for a new leader epoch (as after an election
+	// that kept this broker, with the HW behind).
+	st, _ := c.partitionState("lo", 0)
+	leader.makeLeader(p, wantedPartition{topic: "lo", id: p.topicID, index: 0, leader: true, epoch: st.LeaderEpoch + 1,
+		leaderID: 1, replicas: st.Replicas, isr: st.ISR, partitionEpoch: st.PartitionEpoch})
+	if e, start, _ := p.log.LeaderEpochs().Latest(); e != st.LeaderEpoch+1 || start != 3 || p.epochStartOffset() != 3 {
+		t.Fatalf("new epoch entry (%d, %d), epoch start %d; want (%d, 3)", e, start, p.epochStartOffset(), st.LeaderEpoch+1)
+	}
+	rc := dialRaw(t, leader)
+	list := func(version int16, replica int32) kmsg.ListOffsetsResponseTopicPartition {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(version)
+		req.ReplicaID = replica
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "lo"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp, lp.CurrentLeaderEpoch = -1, -1
+		lt.Partitions = append(lt.Partitions, lp)
+		req.Topics = append(req.Topics, lt)
+		return rc.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	}
+	if r := list(7, -1); r.ErrorCode != kerr.OffsetNotAvailable.Code {
+		t.Fatalf("v7 client: %v, want OFFSET_NOT_AVAILABLE", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := list(4, -1); r.ErrorCode != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("v4 client: %v, want LEADER_NOT_AVAILABLE", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := list(7, fs[0]); r.ErrorCode != 0 || r.Offset != 3 {
+		t.Fatalf("replica: %v offset %d, want the LEO 3", kerr.ErrorForCode(r.ErrorCode), r.Offset)
+	}
+	fc := dialRaw(t, leader)
+	for _, id := range fs {
+		req := followerFetch(id, ep[id], "lo", p.topicID, 3, st.LeaderEpoch+1, -1, 0)
+		if got := fetchPart0(t, fc.roundTrip(req)); got.ErrorCode != 0 {
+			t.Fatalf("follower %d: %v", id, kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	if r := list(7, -1); r.ErrorCode != 0 || r.Offset != 3 {
+		t.Fatalf("once the HW reached the epoch start: %v offset %d", kerr.ErrorForCode(r.ErrorCode), r.Offset)
+	}
+}
+
+// A follower in a fetch session (KIP-227; Kafka's followers use them):
+// the session's partition carries the fetch offset, LastFetchedEpoch and
+// log start the follower last sent, and an incremental fetch that names
+// none of them still updates the follower's state from the session.
+func TestFollowerFetchInASession(t *testing.T) {
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "sess", []int32{1, 2}, nil)
+	p := leader.partition("sess", 0)
+	produceAcks1(t, leader, "sess", 3)
+	rc := dialRaw(t, leader)
+	epoch := p.leaderEpoch.Load()
+	full := followerFetch(fs[0], ep[fs[0]], "sess", p.topicID, 3, epoch, epoch, 0)
+	full.SessionEpoch = 0
+	resp := rc.roundTrip(full).(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 || resp.SessionID == 0 || p.hw.Load() != 3 {
+		t.Fatalf("full fetch: err %d session %d HW %d", resp.ErrorCode, resp.SessionID, p.hw.Load())
+	}
+	produceAcks1(t, leader, "sess", 2)
+	inc := followerFetch(fs[0], ep[fs[0]], "sess", p.topicID, 5, epoch, epoch, 0)
+	inc.SessionID, inc.SessionEpoch = resp.SessionID, 1
+	if r := rc.roundTrip(inc).(*kmsg.FetchResponse); r.ErrorCode != 0 || p.hw.Load() != 5 {
+		t.Fatalf("incremental fetch at 5: err %d HW %d", r.ErrorCode, p.hw.Load())
+	}
+	// Nothing named: the session's entry (offset 5, epoch) is fetched again.
+	idle := followerFetch(fs[0], ep[fs[0]], "sess", p.topicID, 0, epoch, epoch, 0)
+	idle.Topics = nil
+	idle.SessionID, idle.SessionEpoch = resp.SessionID, 2
+	if r := rc.roundTrip(idle).(*kmsg.FetchResponse); r.ErrorCode != 0 {
+		t.Fatalf("incremental fetch naming nothing: err %d", r.ErrorCode)
+	}
+	p.repMu.Lock()
+	leo := p.rep.followers[fs[0]].leo
+	p.repMu.Unlock()
+	if leo != 5 {
+		t.Fatalf("follower LEO %d after the session fetches, want 5", leo)
 	}
 }

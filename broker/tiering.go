@@ -24,6 +24,7 @@ import (
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/tiering"
 )
 
@@ -43,6 +44,13 @@ type tier struct {
 	mu        sync.Mutex
 	led       map[tpKey]int32 // partitions handed to the uploader, by leader epoch
 	restoring map[string]int  // topics being restored: not handed to the uploader yet
+	// followed are the remote-storage partitions this broker replicates
+	// without leading: their remote-uploaded offset follows the
+	// controller's COPY_FINISHED records (replica_tier.go).
+	followed map[tpKey]bool
+	// rebuilds counts replicas rebuilt from the remote tier
+	// (rebuildFromTierAt).
+	rebuilds atomic.Uint64
 }
 
 // startTier builds the uploader and reader once the controller service is
@@ -53,7 +61,7 @@ func (n *Node) startTier() error {
 		return nil
 	}
 	ts := n.cfg.Tiering
-	t := &tier{n: n, led: map[tpKey]int32{}, restoring: map[string]int{}}
+	t := &tier{n: n, led: map[tpKey]int32{}, restoring: map[string]int{}, followed: map[tpKey]bool{}}
 	up, err := tiering.NewUploader(tiering.UploaderConfig{
 		Store: n.remote, Prefix: "", Meta: tierMeta{n}, BrokerID: n.cfg.NodeID,
 		Threads: ts.CopierThreads, Interval: ts.TaskInterval, CopyMaxBytesPerSecond: ts.CopyMaxBytesPerSecond,
@@ -106,9 +114,26 @@ func (t *tier) track(p *partition, leader, remote bool) {
 	if t == nil || !t.ready.Load() {
 		return
 	}
+	if remote {
+		// Every replica of a tiered partition keeps the producer snapshots
+		// of the segments not uploaded yet (storage keeps those above the
+		// remote-uploaded offset): the leader uploads each segment with the
+		// snapshot at its end, and a follower may lead and upload next. At
+		// -1 (no uploader runs for the log) storage keeps only the last
+		// two, and every segment rolled before the first upload went up
+		// with an empty .snapshot; 0 says "nothing uploaded yet".
+		p.log.SetRemoteUploadedOffset(0)
+	}
 	k := tpKey{p.topic, p.index}
 	epoch := p.leaderEpoch.Load()
 	t.mu.Lock()
+	follow := !leader && remote
+	newFollower := follow && !t.followed[k]
+	if follow {
+		t.followed[k] = true
+	} else {
+		delete(t.followed, k)
+	}
 	prev, had := t.led[k]
 	// A topic being restored is not led by the uploader until every
 	// segment of its manifests is registered: its orphan scan would take
@@ -121,12 +146,18 @@ func (t *tier) track(p *partition, leader, remote bool) {
 		delete(t.led, k)
 	default:
 		t.mu.Unlock()
+		if newFollower {
+			t.followUploaded(p)
+		}
 		return
 	}
 	t.mu.Unlock()
 	part := tiering.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}
 	if !lead {
 		t.up.Resign(part)
+		if newFollower {
+			t.followUploaded(p)
+		}
 		return
 	}
 	if err := t.restartEmpty(p); err != nil {
@@ -164,6 +195,7 @@ func (t *tier) untrack(p *partition) {
 	t.mu.Lock()
 	_, had := t.led[tpKey{p.topic, p.index}]
 	delete(t.led, tpKey{p.topic, p.index})
+	delete(t.followed, tpKey{p.topic, p.index})
 	t.mu.Unlock()
 	if had {
 		t.up.Resign(tiering.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index})
@@ -223,9 +255,20 @@ func (t *tier) restartEmpty(p *partition) error {
 	if l.LogEndOffset() != l.LocalLogStartOffset() || l.LogEndOffset() > end {
 		return nil
 	}
-	if err := l.RestartAt(start, end+1); err != nil {
+	// The leader-epoch history comes with the data (what the remote
+	// segments record), and the leader's own epoch starts at the new end
+	// (KIP-279: written before any append, so OffsetsForLeaderEpoch from
+	// followers is answered from the first moment).
+	epochs := rebuildEpochs(t.finished(p.topicID, p.index), start, end+1)
+	if p.leader.Load() {
+		if e := p.leaderEpoch.Load(); e >= 0 && (len(epochs) == 0 || e > epochs[len(epochs)-1].Epoch) {
+			epochs = append(epochs, checkpoint.EpochEntry{Epoch: e, StartOffset: end + 1})
+		}
+	}
+	if err := l.RestartFromTier(start, end+1, epochs, nil); err != nil {
 		return err
 	}
+	t.restoreProducers(p, end+1) // replica_tier.go: the producer snapshot, off this path
 	l.SetRemoteUploadedOffset(end + 1)
 	p.raiseHW(end + 1)
 	switch {

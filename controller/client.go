@@ -21,6 +21,10 @@ type ClientOptions struct {
 	// RetryBackoff is the pause before trying again after a connection
 	// failure or NOT_CONTROLLER (default 50ms).
 	RetryBackoff time.Duration
+	// LocalAddr, if set, is the address connections are dialed from (a
+	// node on its own loopback IP, so a fault-injecting proxy between
+	// nodes sees which node connects); nil lets the system choose.
+	LocalAddr net.Addr
 
 	forwarding bool // set by a Controller forwarding to its leader
 }
@@ -108,7 +112,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 		return cc, nil
 	}
 	c.mu.Unlock()
-	d := net.Dialer{Timeout: c.o.DialTimeout}
+	d := net.Dialer{Timeout: c.o.DialTimeout, LocalAddr: c.o.LocalAddr}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err

@@ -58,6 +58,10 @@ type Options struct {
 	// a voter's id with another incarnation while the first is open is
 	// refused.
 	Incarnation uuid.UUID
+	// LocalAddr, if set, is the address the Raft transport and the
+	// forwarding to the leader dial from: the node's own IP, so a
+	// fault-injecting proxy between nodes on loopback tells them apart.
+	LocalAddr net.Addr
 }
 
 // DefaultRequestMemory is the request budget of a Controller whose
@@ -83,6 +87,7 @@ type Controller struct {
 	srv       *server
 	metrics   *metrics
 	resolve   func(id int32) string
+	localAddr net.Addr // Options.LocalAddr: forwarding clients dial from it
 	live      *liveness
 	reqMem    *netbuf.Budget // bytes of inbound frames being read or handled
 
@@ -180,6 +185,7 @@ func Open(o Options) (*Controller, error) {
 		}
 		c.ln = ln
 	}
+	c.localAddr = o.LocalAddr
 	var tcp *TCPTransport
 	c.transport = o.Transport
 	if c.transport == nil {
@@ -197,7 +203,7 @@ func Open(o Options) (*Controller, error) {
 		// made up its own id must not be refused for it.
 		clusterID := c.ClusterID
 		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger,
-			ClusterID: clusterID, Incarnation: o.Incarnation})
+			ClusterID: clusterID, Incarnation: o.Incarnation, LocalAddr: o.LocalAddr})
 		c.transport = tcp
 	}
 	m := newMetrics(cfg.NodeID, c.Status)
@@ -630,7 +636,7 @@ func (c *Controller) forwarder(addr string) *Client {
 	defer c.fwdMu.Unlock()
 	cl := c.fwd[addr]
 	if cl == nil {
-		cl = NewClient(ClientOptions{Addrs: []string{addr}, forwarding: true})
+		cl = NewClient(ClientOptions{Addrs: []string{addr}, LocalAddr: c.localAddr, forwarding: true})
 		if c.fwd != nil {
 			c.fwd[addr] = cl
 		}

@@ -29,6 +29,9 @@ type TCPTransportOptions struct {
 	MaxBackoff  time.Duration
 	// WriteTimeout bounds one write to a peer (default 5s).
 	WriteTimeout time.Duration
+	// LocalAddr, if set, is the address peers are dialed from (see
+	// [ClientOptions]).
+	LocalAddr net.Addr
 	// ClusterID returns the cluster id sent in the hello of every outbound
 	// connection; an inbound hello naming another cluster is refused when
 	// both are non-empty. Called per connection, so it may follow what the
@@ -188,7 +191,7 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 }
 
 func (t *TCPTransport) dial(p *tcpPeer) (net.Conn, error) {
-	d := net.Dialer{Timeout: t.o.DialTimeout}
+	d := net.Dialer{Timeout: t.o.DialTimeout, LocalAddr: t.o.LocalAddr}
 	conn, err := d.Dial("tcp", p.addr)
 	if err != nil {
 		return nil, err

@@ -111,7 +111,8 @@ func TestDataDirFilesFailedWriteKeepsOld(t *testing.T) {
 // TestCleanShutdownMarkerRecordsTheBrokerEpoch: Close writes Kafka's
 // {"version":0,"broker_epoch":N} marker with the epoch SetBrokerEpoch
 // gave (KIP-966); the next open reports it (CleanShutdownBrokerEpoch)
-// and removes the marker, so a crash after that reports -1; an empty
+// and removes the marker, so a crash after that reports -1; a Close
+// before the next registration keeps the epoch it found; an empty
 // marker (older versions) is still a clean shutdown, without an epoch;
 // a marker that does not parse counts as none.
 func TestCleanShutdownMarkerRecordsTheBrokerEpoch(t *testing.T) {
@@ -150,7 +151,15 @@ func TestCleanShutdownMarkerRecordsTheBrokerEpoch(t *testing.T) {
 		t.Fatalf("after a crash: epoch %d, want -1", got)
 	}
 	m2.Close()
-	m.Close()
+	// Closed again before this life registered (no SetBrokerEpoch): the
+	// marker keeps the epoch it had, since nothing the controller needs
+	// to know of changed.
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if epoch, ok, err := ReadCleanShutdown(fs, "/data"); epoch != 42 || !ok || err != nil {
+		t.Fatalf("marker after a close before registering: epoch %d ok %t err %v, want 42", epoch, ok, err)
+	}
 	for body, want := range map[string]int64{"": -1, `{"version":0,"broker_epoch":7}`: 7, "garbage": -1, `{"version":9,"broker_epoch":7}`: -1} {
 		if err := vfs.WriteFileAtomic(fs, "/data/"+CleanShutdownFile, []byte(body)); err != nil {
 			t.Fatal(err)

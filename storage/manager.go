@@ -216,6 +216,12 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		case !clean || epoch != m.cleanEpoch:
 			m.cleanEpoch = -1
 		}
+	}
+	// Until this life registers, a Close keeps the epoch it found: a node
+	// stopping before it registered changed nothing the controller would
+	// need to know of.
+	m.brokerEpoch.Store(m.cleanEpoch)
+	for _, d := range m.dirs {
 		rps, err := checkpoint.ReadOffsets(o.FS, filepath.Join(d.path, RecoveryPointCheckpointFile))
 		if err != nil {
 			// A damaged checkpoint costs a full rescan, not the data.

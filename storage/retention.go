@@ -3,6 +3,8 @@ package storage
 import (
 	"fmt"
 	"time"
+
+	"github.com/strata-io/strata/storage/checkpoint"
 )
 
 // deleteOldestLocked removes the n oldest segments: the local start offset
@@ -365,6 +367,14 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {
+	return l.restartLocked(offset, offset, nil)
+}
+
+// restartLocked empties the log and restarts it at next with log start
+// logStart (<= next) and leader-epoch history epochs (nil: none). The
+// epoch cache is written before the new segment list is published, so a
+// lock-free reader that sees the new log end sees the new history too.
+func (l *Log) restartLocked(logStart, offset int64, epochs []checkpoint.EpochEntry) error {
 	segs := l.segments()
 	// Rename the old files away before creating the new segment: it may
 	// reuse a base offset, and so a file name.
@@ -381,7 +391,10 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.failLocked(err)
 	}
-	l.logStart.Store(offset)
+	if err := l.epochs.Reset(epochs); err != nil {
+		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
+	}
+	l.logStart.Store(logStart)
 	l.localStart.Store(offset)
 	l.recoveryPoint.Store(offset)
 	list := []*segment{ns}
@@ -390,9 +403,6 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.scheduleDeleteLocked(s, 0)
 	}
 	l.unflushed = 0
-	if err := l.epochs.Clear(); err != nil {
-		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
-	}
 	l.deleteSnapshotsLocked(-1, -1)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/strata-io/strata/storage/checkpoint"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -166,6 +167,91 @@ func (l *Log) RestartAt(logStart, next int64) error {
 		return err
 	}
 	return l.SetRemoteLogStart(logStart)
+}
+
+// RestartFromTier empties the log and restarts it at next with the
+// auxiliary state a replica rebuilt from the remote tier needs (KIP-405's
+// follower path, and a leader whose local log is gone): log start offset
+// logStart (<= next; the data below next is served from the remote
+// tier), the leader-epoch history epochs (what the remote segments
+// record; an entry starting at next is kept, a new leader's own epoch as
+// KIP-279 wants it, later ones go), and the producer snapshot at next
+// (snapshot; nil: no idempotent producer state). The whole change happens
+// under the append lock, so no append sees it half done, and a lock-free
+// reader that sees the new log end sees the new log start and epochs
+// too; on disk the order is: the old segments renamed away and the new
+// one created, then the epoch checkpoint, then (the new segment list
+// published) <next>.snapshot, then the directory synced. A crash in
+// between leaves an empty log at next without the later parts: the
+// replica then fetches from next again and, if the leader no longer
+// holds it, rebuilds once more.
+//
+// Errors: ErrOffsetOutOfRange for logStart outside [0, next]; a bad epoch
+// list (checkpoint.ErrInvalidEpoch) before anything changes; any I/O
+// failure latches the log as for Truncate.
+func (l *Log) RestartFromTier(logStart, next int64, epochs []checkpoint.EpochEntry, snapshot []byte) error {
+	if logStart > next || logStart < 0 {
+		return fmt.Errorf("%w: restart at %d with log start %d", ErrOffsetOutOfRange, next, logStart)
+	}
+	var keep []checkpoint.EpochEntry
+	for _, e := range epochs {
+		if e.StartOffset <= next {
+			keep = append(keep, e)
+		}
+	}
+	for i, e := range keep {
+		if e.Epoch < 0 || e.StartOffset < 0 || i > 0 && (e.Epoch <= keep[i-1].Epoch || e.StartOffset <= keep[i-1].StartOffset) {
+			return fmt.Errorf("%w: entry %d (%d, %d)", checkpoint.ErrInvalidEpoch, i, e.Epoch, e.StartOffset)
+		}
+	}
+	l.mu.Lock()
+	err := l.restartFromTierLocked(logStart, next, keep, snapshot)
+	l.mu.Unlock()
+	if err == nil && l.onTruncate != nil {
+		l.onTruncate()
+	}
+	return err
+}
+
+func (l *Log) restartFromTierLocked(logStart, next int64, epochs []checkpoint.EpochEntry, snapshot []byte) error {
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if err := l.restartLocked(logStart, next, epochs); err != nil {
+		return err
+	}
+	if snapshot != nil {
+		if err := vfs.WriteFileAtomicDeferDirSync(l.fs, l.snapshotPath(next), snapshot); err != nil {
+			return l.failLocked(fmt.Errorf("producer snapshot at %d: %w", next, err))
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	return nil
+}
+
+// SnapshotProducers writes the producer snapshot at the log end now
+// (through LogOptions.ProducerSnapshot), durably, as a roll would: the
+// broker calls it after installing producer state that came from
+// elsewhere (the remote tier), so a restart finds it. A log without a
+// snapshot hook, or whose hook has nothing, writes nothing.
+func (l *Log) SnapshotProducers() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if l.snapshot == nil {
+		return nil
+	}
+	if err := l.writeSnapshotLocked(l.active().next.Load()); err != nil {
+		return l.failLocked(fmt.Errorf("producer snapshot: %w", err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(err)
+	}
+	return nil
 }
 
 // BytesView returns a ReadView over records held in memory (batches read

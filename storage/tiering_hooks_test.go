@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/storage/checkpoint"
 )
 
 func readSegmentFile(t *testing.T, f SegmentFile) []byte {
@@ -99,5 +101,85 @@ func TestOpenSealedSegmentOutlivesRetention(t *testing.T) {
 	defer s.Release()
 	if got := string(readSegmentFile(t, s.Snapshot)); got != fmt.Sprintf("state@%d", last.NextOffset) {
 		t.Fatalf("snapshot %q", got)
+	}
+}
+
+// RestartFromTier (a follower rebuilt from the remote tier) leaves an
+// empty log at next with log start logStart below it, the leader-epoch
+// history below next and the producer snapshot at next, all of it still
+// there after a reopen; appends continue at next with their own epoch.
+func TestRestartFromTierInstallsEpochsAndSnapshot(t *testing.T) {
+	e := rolledEnv(t, 3)
+	e.cfg.RemoteStorageEnable = true
+	e.log.SetConfig(e.cfg)
+	epochs := []checkpoint.EpochEntry{{Epoch: 2, StartOffset: 40}, {Epoch: 4, StartOffset: 90}, {Epoch: 7, StartOffset: 130}}
+	snap := []byte("producer state at 120")
+	if err := e.log.RestartFromTier(40, 120, epochs, snap); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		l := e.log
+		if l.LogStartOffset() != 40 || l.LocalLogStartOffset() != 120 || l.LogEndOffset() != 120 || l.Size() != 0 {
+			t.Fatalf("%s: start %d local %d end %d size %d, want 40 120 120 0", when, l.LogStartOffset(), l.LocalLogStartOffset(), l.LogEndOffset(), l.Size())
+		}
+		got := l.LeaderEpochs().Entries()
+		if want := epochs[:2]; !slices.Equal(got[:min(2, len(got))], want) || len(got) < 2 {
+			t.Fatalf("%s: epochs %v, want %v first (the entry at 130 is above the restart)", when, got, want)
+		}
+		off, data, ok, err := l.LatestProducerSnapshot()
+		if err != nil || !ok || off != 120 || !bytes.Equal(data, snap) {
+			t.Fatalf("%s: snapshot at %d %q ok %v err %v", when, off, data, ok, err)
+		}
+	}
+	check("after the restart")
+	info, err := e.log.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{LeaderEpoch: 8, AssignOffsets: true})
+	if err != nil || info.FirstOffset != 120 {
+		t.Fatalf("append after the restart: %+v %v", info, err)
+	}
+	if got := e.log.LeaderEpochs().Entries(); len(got) != 3 || got[2] != (checkpoint.EpochEntry{Epoch: 8, StartOffset: 120}) {
+		t.Fatalf("epochs after an append %v", got)
+	}
+	e.reopen()
+	if got := e.log.LeaderEpochs().Entries(); len(got) != 3 || got[0] != epochs[0] || got[1] != epochs[1] {
+		t.Fatalf("epochs after reopen %v", got)
+	}
+	if e.log.LogStartOffset() != 40 || e.log.LocalLogStartOffset() != 120 || e.log.LogEndOffset() != 122 {
+		t.Fatalf("after reopen start %d local %d end %d", e.log.LogStartOffset(), e.log.LocalLogStartOffset(), e.log.LogEndOffset())
+	}
+
+	// Bad arguments change nothing.
+	if err := e.log.RestartFromTier(130, 120, nil, nil); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("log start above next: %v", err)
+	}
+	if err := e.log.RestartFromTier(0, 200, []checkpoint.EpochEntry{{Epoch: 5, StartOffset: 10}, {Epoch: 3, StartOffset: 20}}, nil); !errors.Is(err, checkpoint.ErrInvalidEpoch) {
+		t.Fatalf("decreasing epochs: %v", err)
+	}
+	if e.log.LogEndOffset() != 122 {
+		t.Fatalf("a refused restart changed the log: end %d", e.log.LogEndOffset())
+	}
+}
+
+// SnapshotProducers writes the hook's producer snapshot at the log end
+// now; without a hook it writes nothing.
+func TestSnapshotProducersWritesAtTheLogEnd(t *testing.T) {
+	e := newEnv(t)
+	e.appendBatches(3, 1, 10)
+	if err := e.log.SnapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _ := e.log.LatestProducerSnapshot(); ok {
+		t.Fatal("a log without a snapshot hook wrote a snapshot")
+	}
+	e.log.Close()
+	e.snap = func(off int64) ([]byte, error) { return fmt.Appendf(nil, "state at %d", off), nil }
+	e.open(true, 0, 0)
+	e.appendBatches(2, 1, 10)
+	if err := e.log.SnapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	off, data, ok, err := e.log.LatestProducerSnapshot()
+	if err != nil || !ok || off != 5 || string(data) != "state at 5" {
+		t.Fatalf("snapshot at %d %q ok %v err %v, want at 5", off, data, ok, err)
 	}
 }

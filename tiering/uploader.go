@@ -666,7 +666,8 @@ func permanent(err error) bool {
 		errors.Is(err, ErrCorruptManifest),
 		errors.Is(err, ErrInvalidManifest),
 		errors.Is(err, errSegmentVanished),
-		errors.Is(err, errAckMismatch):
+		errors.Is(err, errAckMismatch),
+		errors.Is(err, errSuperseded):
 		return true
 	}
 	// The controller answers with Kafka error codes: a non-retriable one

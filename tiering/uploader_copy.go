@@ -28,6 +28,14 @@ var (
 	// retry after a lost acknowledgement) but the object there is not the
 	// size we put: not ours to trust, so the copy restarts under a new id.
 	errAckMismatch = errors.New("tiering: existing object does not match the upload")
+	// errSuperseded: the segment being copied is no longer COPY_STARTED
+	// in the image: a newer leader (another broker) took it for an
+	// orphan and deleted it while this broker, not yet told it lost the
+	// leadership, was still putting its objects. The copy stops before
+	// the manifest: the newer leader owns the partition's manifest now.
+	// Not retried; the objects put meanwhile are orphans the newer
+	// leader's orphan-object scan deletes.
+	errSuperseded = errors.New("tiering: copy superseded: the segment is no longer COPY_STARTED")
 )
 
 // maxCopyRestarts bounds how often one segment's copy restarts under a
@@ -77,7 +85,9 @@ type localFile struct {
 //  2. commit COPY_STARTED with the full description;
 //  3. put .log, .index, .timeindex, .snapshot (the producer state at the
 //     segment's end: the next segment's snapshot), .epochs, create-only;
-//  4. add the segment to the manifest as COPY_FINISHED;
+//  4. add the segment to the manifest as COPY_FINISHED, unless the
+//     segment is no longer COPY_STARTED in the image (errSuperseded: a
+//     newer leader took it for an orphan; the manifest is its now);
 //  5. commit COPY_FINISHED, then Log.SetRemoteUploadedOffset(end+1).
 //
 // A crash or cancellation between 2 and 5 leaves a COPY_STARTED orphan
@@ -150,15 +160,26 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	if len(configs) == 0 {
 		configs = nil
 	}
+	// A leader change may have overtaken this copy (see errSuperseded):
+	// checked before the manifest is touched, and again inside each
+	// conditional write, the last moment before it lands.
+	if err := u.stillCopying(lp, id); err != nil {
+		return fmt.Errorf("tiering: copy %s/%d [%d, %d]: %w", lp.Topic, lp.Index, base, end, err)
+	}
 	if err := u.retry(ctx, "manifest add", func() error {
 		_, err := u.ms.Update(ctx, key, func(m *Manifest) error {
+			if err := u.stillCopying(lp, id); err != nil {
+				return err
+			}
 			addToManifest(m, lp.Partition, seg, live)
 			m.Configs = configs
 			return nil
 		})
 		return err
 	}); err != nil {
-		u.abandon(ctx, lp.Topic, desc, err)
+		if !errors.Is(err, errSuperseded) {
+			u.abandon(ctx, lp.Topic, desc, err)
+		}
 		return fmt.Errorf("tiering: copy %s/%d [%d, %d] manifest: %w", lp.Topic, lp.Index, base, end, err)
 	}
 	if err := u.commit(ctx, desc, metadata.CopyFinished); err != nil {
@@ -171,6 +192,20 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	u.metrics.copySeconds.Observe(time.Since(begin).Seconds())
 	u.log.Debug("segment uploaded", "topic", lp.Topic, "partition", lp.Index, "base", base, "end", end, "segment", id, "bytes", putBytes)
 	return nil
+}
+
+// stillCopying returns errSuperseded unless segment id of lp is
+// COPY_STARTED in this broker's metadata image.
+func (u *Uploader) stillCopying(lp LeaderPartition, id uuid.UUID) error {
+	for _, s := range u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index) {
+		if s.SegmentID == id {
+			if s.State == metadata.CopyStarted {
+				return nil
+			}
+			break
+		}
+	}
+	return errSuperseded
 }
 
 // abandon cleans up a copy that failed for good after COPY_STARTED

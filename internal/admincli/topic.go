@@ -1,6 +1,7 @@
 package admincli
 
 import (
+	"context"
 	"encoding/base64"
 	"flag"
 	"fmt"
@@ -8,13 +9,15 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func topicActions() []*action {
 	return []*action{
 		{name: "create", args: "NAME", summary: "create a topic (-p partitions, -r replicas, -c key=value configs; -1: the broker's default)", define: defineTopicCreate},
 		{name: "list", args: "", summary: "list topics with their partition and replica counts", define: defineTopicList},
-		{name: "describe", args: "NAME", summary: "partitions (leader, replicas, ISR, log start/end) and configs with their source", define: defineTopicDescribe},
+		{name: "describe", args: "NAME", summary: "partitions (leader, replicas, ISR, ELR and offline replicas when any, log start/end) and configs with their source", define: defineTopicDescribe},
 		{name: "alter-config", args: "NAME", summary: "change topic configs incrementally (--set k=v, --delete k)", define: defineTopicAlterConfig},
 		{name: "add-partitions", args: "NAME", summary: "grow a topic to --total N partitions", define: defineTopicAddPartitions},
 		{name: "delete", args: "NAME...", summary: "delete topics", define: defineTopicDelete},
@@ -142,14 +145,19 @@ type topicDescribed struct {
 }
 
 type partitionDetail struct {
-	Partition      int32   `json:"partition"`
-	Leader         int32   `json:"leader"`
-	LeaderEpoch    int32   `json:"leader_epoch"`
-	Replicas       []int32 `json:"replicas"`
-	ISR            []int32 `json:"isr"`
-	LogStartOffset int64   `json:"log_start_offset"`
-	LogEndOffset   int64   `json:"log_end_offset"`
-	Error          string  `json:"error,omitempty"`
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	// ELR and LastKnownELR are KIP-966's eligible leader replicas, from
+	// DescribeTopicPartitions (empty when the broker lacks it).
+	ELR             []int32 `json:"elr"`
+	LastKnownELR    []int32 `json:"last_known_elr"`
+	OfflineReplicas []int32 `json:"offline_replicas"`
+	LogStartOffset  int64   `json:"log_start_offset"`
+	LogEndOffset    int64   `json:"log_end_offset"`
+	Error           string  `json:"error,omitempty"`
 }
 
 type configDescribed struct {
@@ -175,13 +183,23 @@ func defineTopicDescribe(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		starts, err := e.adm.ListStartOffsets(ctx, name)
+		// The replication state from DescribeTopicPartitions (ISR and
+		// KIP-966's ELR, as Kafka 4's kafka-topics shows them) when the
+		// broker serves it; Metadata's (above) otherwise.
+		dtp, err := e.describeTopicPartitions(ctx, name)
 		if err != nil {
-			return fail(what+": log start offsets", err, "")
+			return fail(what+": partitions", err, "")
 		}
-		ends, err := e.adm.ListEndOffsets(ctx, name)
-		if err != nil {
-			return fail(what+": log end offsets", err, "")
+		// A partition without a leader cannot answer ListOffsets: kadm
+		// returns the others with the error, and describe shows what it
+		// has (as kafka-topics describes offline partitions).
+		starts, startsErr := e.adm.ListStartOffsets(ctx, name)
+		if startsErr != nil && starts == nil {
+			return fail(what+": log start offsets", startsErr, "")
+		}
+		ends, endsErr := e.adm.ListEndOffsets(ctx, name)
+		if endsErr != nil && ends == nil {
+			return fail(what+": log end offsets", endsErr, "")
 		}
 		rcs, err := e.adm.DescribeTopicConfigs(ctx, name)
 		if err != nil {
@@ -189,9 +207,18 @@ func defineTopicDescribe(fs *flag.FlagSet) runFunc {
 		}
 		out := topicDescribed{Topic: name, ID: topicID(t.ID), Internal: t.IsInternal, Partitions: []partitionDetail{}, Configs: []configDescribed{}}
 		for _, p := range t.Partitions.Sorted() {
-			d := partitionDetail{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), LogStartOffset: -1, LogEndOffset: -1}
+			d := partitionDetail{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR),
+				ELR: []int32{}, LastKnownELR: []int32{}, OfflineReplicas: nonNil(p.OfflineReplicas), LogStartOffset: -1, LogEndOffset: -1}
 			if p.Err != nil {
 				d.Error = describeErr(p.Err, "")
+			}
+			if dp, ok := dtp[p.Partition]; ok {
+				d.Leader, d.LeaderEpoch = dp.LeaderID, dp.LeaderEpoch
+				d.Replicas, d.ISR = nonNil(dp.Replicas), nonNil(dp.ISR)
+				d.ELR, d.LastKnownELR, d.OfflineReplicas = nonNil(dp.EligibleLeaderReplicas), nonNil(dp.LastKnownELR), nonNil(dp.OfflineReplicas)
+			}
+			if _, ok := starts.Lookup(name, p.Partition); !ok && startsErr != nil && d.Error == "" {
+				d.Error = describeErr(startsErr, "")
 			}
 			if o, ok := starts.Lookup(name, p.Partition); ok {
 				if o.Err != nil {
@@ -218,28 +245,110 @@ func defineTopicDescribe(fs *flag.FlagSet) runFunc {
 			}
 		}
 		sort.Slice(out.Configs, func(i, j int) bool { return out.Configs[i].Name < out.Configs[j].Name })
-		return e.emit(out, func(w io.Writer) {
-			row(w, "TOPIC", "ID", "PARTITIONS", "INTERNAL")
-			row(w, out.Topic, out.ID, len(out.Partitions), out.Internal)
-			row(w)
-			row(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START", "LOG-END", "ERROR")
-			for _, p := range out.Partitions {
-				row(w, p.Partition, p.Leader, p.LeaderEpoch, int32s(p.Replicas), int32s(p.ISR), p.LogStartOffset, p.LogEndOffset, dash(p.Error))
-			}
-			row(w)
-			row(w, "CONFIG", "VALUE", "SOURCE")
-			for _, c := range out.Configs {
-				v := "-"
-				switch {
-				case c.Sensitive:
-					v = "(sensitive)"
-				case c.Value != nil:
-					v = *c.Value
-				}
-				row(w, c.Name, v, c.Source)
-			}
-		})
+		return e.emit(out, func(w io.Writer) { writeTopicDescribed(w, out) })
 	}
+}
+
+// writeTopicDescribed is topic describe's table. The ELR and OFFLINE
+// columns appear only when some partition has any, so a healthy topic
+// reads as before.
+func writeTopicDescribed(w io.Writer, out topicDescribed) {
+	row(w, "TOPIC", "ID", "PARTITIONS", "INTERNAL")
+	row(w, out.Topic, out.ID, len(out.Partitions), out.Internal)
+	row(w)
+	var elr, offline bool
+	for _, p := range out.Partitions {
+		elr = elr || len(p.ELR) > 0 || len(p.LastKnownELR) > 0
+		offline = offline || len(p.OfflineReplicas) > 0
+	}
+	head := []any{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR"}
+	if elr {
+		head = append(head, "ELR", "LAST-KNOWN-ELR")
+	}
+	if offline {
+		head = append(head, "OFFLINE")
+	}
+	row(w, append(head, "LOG-START", "LOG-END", "ERROR")...)
+	for _, p := range out.Partitions {
+		cols := []any{p.Partition, p.Leader, p.LeaderEpoch, int32s(p.Replicas), int32s(p.ISR)}
+		if elr {
+			cols = append(cols, int32s(p.ELR), int32s(p.LastKnownELR))
+		}
+		if offline {
+			cols = append(cols, int32s(p.OfflineReplicas))
+		}
+		row(w, append(cols, p.LogStartOffset, p.LogEndOffset, dash(p.Error))...)
+	}
+	row(w)
+	row(w, "CONFIG", "VALUE", "SOURCE")
+	for _, c := range out.Configs {
+		v := "-"
+		switch {
+		case c.Sensitive:
+			v = "(sensitive)"
+		case c.Value != nil:
+			v = *c.Value
+		}
+		row(w, c.Name, v, c.Source)
+	}
+}
+
+// describeTopicPartitions reads topic's partitions with
+// DescribeTopicPartitions (key 75), following its cursor. A broker that
+// does not serve key 75 (before Kafka 3.7) gives an empty map and no
+// error: the caller keeps Metadata's answer.
+func (e *env) describeTopicPartitions(ctx context.Context, topic string) (map[int32]kmsg.DescribeTopicPartitionsResponseTopicPartition, error) {
+	out := map[int32]kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+	if !e.supports(ctx, kmsg.NewPtrDescribeTopicPartitionsRequest().Key()) {
+		return out, nil
+	}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = topic
+	req.Topics = append(req.Topics, rt)
+	for range 1 << 16 { // at least one partition a page: bounded by the partition count
+		resp, err := req.RequestWith(ctx, e.cl)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range resp.Topics {
+			if t.Topic == nil || *t.Topic != topic {
+				continue
+			}
+			if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+				return nil, err
+			}
+			for _, p := range t.Partitions {
+				out[p.Partition] = p
+			}
+		}
+		c := resp.NextCursor
+		if c == nil || c.Topic != topic {
+			return out, nil
+		}
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: c.Topic, Partition: c.Partition}
+	}
+	return out, nil
+}
+
+// supports reports whether the cluster serves API key (the brokers'
+// ApiVersions, as kgo has them); any doubt is false.
+func (e *env) supports(ctx context.Context, key int16) bool {
+	vs, err := e.adm.ApiVersions(ctx)
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, b := range vs.Sorted() {
+		if b.Err != nil {
+			continue
+		}
+		if _, _, ok := b.KeyVersions(key); !ok {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 func nonNil(v []int32) []int32 {

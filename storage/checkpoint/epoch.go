@@ -232,6 +232,22 @@ func (c *LeaderEpochCache) Clear() error {
 	return c.commitLocked([]EpochEntry{})
 }
 
+// Reset replaces every entry with es (a log rebuilt from the remote
+// tier takes the leader's history up to its new start), persisting them
+// in one write. es must hold the invariant (epochs and start offsets
+// strictly increasing, none negative), else ErrInvalidEpoch and nothing
+// changes.
+func (c *LeaderEpochCache) Reset(es []EpochEntry) error {
+	for i, e := range es {
+		if e.Epoch < 0 || e.StartOffset < 0 || i > 0 && (e.Epoch <= es[i-1].Epoch || e.StartOffset <= es[i-1].StartOffset) {
+			return fmt.Errorf("%w: entry %d (%d, %d) in a reset", ErrInvalidEpoch, i, e.Epoch, e.StartOffset)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.commitLocked(slices.Clone(es))
+}
+
 // Entries returns a copy of the entries, oldest first.
 func (c *LeaderEpochCache) Entries() []EpochEntry { return slices.Clone(c.load()) }
 

@@ -1,0 +1,203 @@
+package broker
+
+// In-process replication fault tests (issue 14): three brokers, a topic at
+// RF=3 with min.insync.replicas=2, an idempotent acks=all franz-go load
+// running through each fault, and the internal/deliverycheck verdict on a
+// final full read (nothing acknowledged lost, no duplicate, no offset
+// holding two values). Each logs its fault-matrix row; bench/faults runs
+// them with more rounds (STRATA_TEST_FAULT_ROUNDS) and gathers the rows
+// (STRATA_TEST_FAULT_REPORT).
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/deliverycheck"
+	"github.com/strata-io/strata/internal/netfault"
+	"github.com/strata-io/strata/internal/testutil"
+)
+
+// faultSettings make a lost broker fenced within about two seconds and a
+// lagging follower leave the ISR within a few.
+var faultSettings = map[string]string{
+	"broker.session.timeout.ms":    "2000",
+	"broker.heartbeat.interval.ms": "200",
+	"replica.lag.time.max.ms":      "3000",
+	"min.insync.replicas":          "2",
+}
+
+var faultTopicConfigs = map[string]string{"min.insync.replicas": "2"}
+
+// TestProxiedClusterCutFencesBroker: in a cluster whose links pass
+// netfault proxies, cutting broker 2's link to the controller's IP stops
+// its heartbeats (the controller client dials from the broker's own IP)
+// and the controller fences it; healing unfences it. Clients reach every
+// broker through its advertised proxy.
+func TestProxiedClusterCutFencesBroker(t *testing.T) {
+	nw := netfault.New(netfault.Refuse)
+	t.Cleanup(func() { nw.Close() })
+	c := startProxiedCluster(t, 2, faultSettings, nw)
+	fenced := func(want bool) func() bool {
+		return func() bool {
+			var f bool
+			c.ctl.view(func(st *metadata.State) {
+				b, ok := st.Broker(2)
+				f = !ok || b.Fenced
+			})
+			return f == want
+		}
+	}
+	createAssigned(t, c.client(), "via-proxy", nil, []int32{2})
+	if fenced(true)() {
+		t.Fatal("broker 2 fenced before the cut")
+	}
+	nw.Cut(nodeIP(2), nodeIP(1))
+	testutil.Eventually(t, testWait, fenced(true), "broker 2 fenced after its link to the controller was cut")
+	nw.Heal()
+	testutil.Eventually(t, testWait, fenced(false), "broker 2 unfenced after the heal")
+}
+
+// TestFaultLeaderCutFromPeersAndController cuts the leader of an RF=3
+// partition from the other brokers and the controller (clients still
+// reach it): the controller fences it and elects another ISR member, the
+// load moves there; healed, the old leader rejoins as a follower,
+// truncates what it appended alone, and the ISR is full again. Nothing
+// acknowledged is lost or duplicated.
+func TestFaultLeaderCutFromPeersAndController(t *testing.T) {
+	nw := netfault.New(netfault.Blackhole)
+	t.Cleanup(func() { nw.Close() })
+	c := startProxiedCluster(t, 3, faultSettings, nw)
+	const topic = "cut-leader"
+	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
+	c.waitFullISR(topic, 0)
+
+	rc := deliverycheck.NewRecorder(true)
+	cl, load := c.faultProducer(topic, rc, "cut")
+	res := &deliverycheck.FaultResult{Fault: "cut leader from followers and controller (in-process)"}
+	for round := range faultRounds(1) {
+		waitAcked(t, load, load.Stats().Acked+300)
+		old := c.leaderOf(topic, 0)
+		if old == 1 {
+			// Broker 1 hosts the controller: cutting it off the others
+			// fences them instead. Move on to a round it does not lead.
+			t.Logf("round %d: broker 1 (the controller's) leads; no cut", round)
+			continue
+		}
+		at := time.Now()
+		nw.Isolate(nodeIP(old))
+		res.Reelection = append(res.Reelection, c.waitNewLeader(topic, 0, old).Sub(at))
+		waitAcked(t, load, load.Stats().Acked+300) // the load goes on at the new leader
+		nw.Heal()
+		res.ISRRecovery = append(res.ISRRecovery, c.waitFullISR(topic, 0).Sub(at))
+		res.Runs++
+	}
+	finishFaultRun(t, c, cl, topic, load, rc, res)
+}
+
+// TestFaultFollowerThenLeaderLosePageCache: a follower loses its unflushed
+// page cache (MemFS crash clone, nothing unsynced kept) and restarts under
+// load: it truncates by leader epoch, catches up and rejoins the ISR;
+// then the leader loses its own, another ISR member is elected, and the
+// old leader comes back as a follower. Nothing acknowledged is lost.
+func TestFaultFollowerThenLeaderLosePageCache(t *testing.T) {
+	nw := netfault.New(netfault.Refuse)
+	t.Cleanup(func() { nw.Close() })
+	c := startProxiedCluster(t, 3, faultSettings, nw, 2, 3)
+	const topic = "lose-cache"
+	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
+	c.waitFullISR(topic, 0)
+	rng := rand.New(rand.NewPCG(14, 5))
+
+	rc := deliverycheck.NewRecorder(true)
+	cl, load := c.faultProducer(topic, rc, "cache")
+	follower := &deliverycheck.FaultResult{Fault: "follower loses its page cache (MemFS crash clone)"}
+	leader := &deliverycheck.FaultResult{Fault: "then the leader loses its page cache"}
+	for round := range faultRounds(1) {
+		// A follower on a MemFS (brokers 2 and 3 are).
+		waitAcked(t, load, load.Stats().Acked+300)
+		st, _ := c.partitionState(topic, 0)
+		var f int32 = -1
+		for _, id := range st.Replicas {
+			if id != st.Leader && id != 1 {
+				f = id
+			}
+		}
+		if f < 0 {
+			t.Fatalf("round %d: no MemFS follower in %+v", round, st)
+		}
+		at := c.crash(f, 0, rng)
+		c.start(f)
+		follower.ISRRecovery = append(follower.ISRRecovery, c.waitFullISR(topic, 0).Sub(at))
+		follower.Runs++
+
+		waitAcked(t, load, load.Stats().Acked+300)
+		old := c.leaderOf(topic, 0)
+		if old == 1 {
+			t.Logf("round %d: broker 1 (on the OS file system) leads; no leader crash", round)
+			continue
+		}
+		at = c.crash(old, 0, rng)
+		leader.Reelection = append(leader.Reelection, c.waitNewLeader(topic, 0, old).Sub(at))
+		waitAcked(t, load, load.Stats().Acked+300)
+		c.start(old)
+		leader.ISRRecovery = append(leader.ISRRecovery, c.waitFullISR(topic, 0).Sub(at))
+		leader.Runs++
+	}
+	finishFaultRun(t, c, cl, topic, load, rc, leader)
+	follower.Acked = leader.Acked // one load for both faults
+	t.Logf("%s\n%s", deliverycheck.MatrixHeader(), follower.Row())
+	if err := follower.Save(faultReportPath()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestFaultLeaderCleanBounce stops the leader cleanly (a rolling restart's
+// step) and starts it again, repeatedly, under load: another ISR member
+// leads meanwhile, the restarted broker rejoins the ISR, and clients see
+// only retriable errors: every record is acknowledged in the end.
+func TestFaultLeaderCleanBounce(t *testing.T) {
+	c := startCluster(t, 3, faultSettings)
+	const topic = "bounce-leader"
+	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
+	c.waitFullISR(topic, 0)
+
+	rc := deliverycheck.NewRecorder(true)
+	cl, load := c.faultProducer(topic, rc, "bounce")
+	res := &deliverycheck.FaultResult{Fault: "clean stop and restart of the leader (in-process)"}
+	for round := range faultRounds(2) {
+		waitAcked(t, load, load.Stats().Acked+300)
+		old := c.leaderOf(topic, 0)
+		if old == 1 {
+			t.Logf("round %d: broker 1 (the controller's) leads; no bounce", round)
+			continue
+		}
+		at := time.Now()
+		c.stop(old)
+		res.Reelection = append(res.Reelection, c.waitNewLeader(topic, 0, old).Sub(at))
+		waitAcked(t, load, load.Stats().Acked+300)
+		c.start(old)
+		res.ISRRecovery = append(res.ISRRecovery, c.waitFullISR(topic, 0).Sub(at))
+		res.Runs++
+	}
+	finishFaultRun(t, c, cl, topic, load, rc, res)
+	if st := load.Stats(); st.Failed != 0 {
+		t.Fatalf("%d of %d records failed across clean restarts", st.Failed, st.Sent)
+	}
+}
+
+// TestFaultBaselineNoFault is the matrix's control row: the same load and
+// checks with no fault injected (every replica ends with the same bytes,
+// nothing lost or duplicated).
+func TestFaultBaselineNoFault(t *testing.T) {
+	c := startCluster(t, 3, faultSettings)
+	const topic = "baseline"
+	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
+	c.waitFullISR(topic, 0)
+	rc := deliverycheck.NewRecorder(true)
+	cl, load := c.faultProducer(topic, rc, "baseline")
+	res := &deliverycheck.FaultResult{Fault: "none (baseline, in-process)", Runs: 1}
+	waitAcked(t, load, 2000)
+	finishFaultRun(t, c, cl, topic, load, rc, res)
+}
