@@ -496,6 +496,29 @@ func TestFetcherTruncatesOnDivergingEpoch(t *testing.T) {
 	}
 }
 
+// TestFetcherDropsAnEmptyEpochAtItsLEO: the follower led epoch 1 for a
+// moment (its epoch entry (1, 5) written at election, KIP-279) and
+// appended nothing before epoch 2 went to the leader, which wrote at 5
+// on. Its LastFetchedEpoch 1 gets DivergingEpoch{0, 5}: truncating to 5
+// moves no record, but the empty epoch 1 must go, or the follower sends
+// it forever and never fetches (seen in a rolling restart of three nodes:
+// "follower truncated by leader epoch ... from=4663 to=4663" in a loop).
+func TestFetcherDropsAnEmptyEpochAtItsLEO(t *testing.T) {
+	h := newFetcherHarness(t)
+	h.leader.appendAs("t", 0, recordBatch(1, vals("a", 5)...))
+	h.leader.appendAs("t", 2, recordBatch(2, vals("new", 3)...))
+	p := h.follower("t", nil)
+	appendLocal(t, p, 0, recordBatch(1, vals("a", 5)...))
+	if err := p.log.LeaderEpochs().Assign(1, p.log.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	h.follow(p, 2)
+	h.waitIdentical(p)
+	if got := p.log.LeaderEpochs().Entries(); len(got) != 2 || got[1] != (checkpoint.EpochEntry{Epoch: 2, StartOffset: 5}) {
+		t.Fatalf("epochs %v, want epoch 0 then (2, 5)", got)
+	}
+}
+
 // TestFetcherTruncatesOverSeveralRounds: epochs the follower never saw
 // (KIP-279's multi-round case). Follower: e0 [0,3) e1 [3,6) e3 [6,9);
 // leader: e0 [0,3) e2 [3,8) e4 [8,10). Round 1: LastFetchedEpoch 3 →
