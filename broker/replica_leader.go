@@ -212,9 +212,11 @@ func alterDecision(res metadata.AlterPartitionResult, err error, leaderEpoch, pa
 	return alterRetry
 }
 
-// effectiveMinISR is min(min.insync.replicas, RF), at least 1.
-func effectiveMinISR(configs map[string]string, rf int) int {
-	m := 1
+// effectiveMinISR is min(min.insync.replicas, RF), at least 1: the
+// topic's (or the dynamic broker default's) value in configs, else
+// brokerDefault, the static min.insync.replicas of server.properties.
+func effectiveMinISR(configs map[string]string, brokerDefault int32, rf int) int {
+	m := max(int(brokerDefault), 1)
 	if v, err := strconv.Atoi(configs[metadata.ConfigMinInsyncReplicas]); err == nil && v > 0 {
 		m = v
 	}
@@ -286,7 +288,7 @@ func (n *Node) makeLeader(p *partition, w wantedPartition) {
 		}
 	}
 	s.brokers = brokers
-	s.minISR = effectiveMinISR(w.configs, len(w.replicas))
+	s.minISR = effectiveMinISR(w.configs, n.cfg.MinInsyncReplicas, len(w.replicas))
 	s.recovery = recovery
 	p.lagMs = n.cfg.ReplicaLagTimeMax.Milliseconds()
 	p.leader.Store(true)

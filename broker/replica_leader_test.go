@@ -191,12 +191,18 @@ func TestFollowerStateLastCaughtUp(t *testing.T) {
 
 func TestEffectiveMinISR(t *testing.T) {
 	for _, c := range []struct {
-		v    string
-		rf   int
-		want int
-	}{{"", 3, 1}, {"2", 3, 2}, {"3", 1, 1}, {"5", 3, 3}, {"bad", 3, 1}} {
-		if got := effectiveMinISR(map[string]string{metadata.ConfigMinInsyncReplicas: c.v}, c.rf); got != c.want {
-			t.Errorf("effectiveMinISR(%q, %d) = %d, want %d", c.v, c.rf, got, c.want)
+		v      string
+		static int32 // server.properties' min.insync.replicas
+		rf     int
+		want   int
+	}{{"", 1, 3, 1}, {"2", 1, 3, 2}, {"3", 1, 1, 1}, {"5", 1, 3, 3}, {"bad", 1, 3, 1},
+		{"", 2, 3, 2}, {"1", 2, 3, 1}, {"", 3, 2, 2}, {"bad", 2, 3, 2}} {
+		cfg := map[string]string{}
+		if c.v != "" {
+			cfg[metadata.ConfigMinInsyncReplicas] = c.v
+		}
+		if got := effectiveMinISR(cfg, c.static, c.rf); got != c.want {
+			t.Errorf("effectiveMinISR(%q, static %d, rf %d) = %d, want %d", c.v, c.static, c.rf, got, c.want)
 		}
 	}
 }
@@ -1021,4 +1027,50 @@ func TestUncleanLeaderReportsRecoveredThenExpands(t *testing.T) {
 	state(func(st metadata.PartitionInfo) bool { return st.LeaderRecoveryState == metadata.LeaderRecovered }, "RECOVERED reported by the new leader")
 	c.start(2)
 	state(func(st metadata.PartitionInfo) bool { return st.Leader == 3 && len(st.ISR) == 2 }, "2 back in the ISR of the recovered partition")
+}
+
+// A server.properties min.insync.replicas (no topic or dynamic config)
+// governs acks=all: with the ISR down to the leader, a produce is refused
+// with NOT_ENOUGH_REPLICAS before anything is appended, as Kafka does.
+func TestStaticMinInsyncReplicasRefusesAcksAll(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"min.insync.replicas": "2"})
+	cl := c.client()
+	createReplicatedTopic(t, cl, "static-min-isr", 3, 3, nil)
+	part := int32(-1) // the partition broker 1 (the one that cannot stop) leads
+	testutil.Eventually(t, testWait, func() bool {
+		for i := int32(0); i < 3; i++ {
+			if st, _ := c.partitionState("static-min-isr", i); st.Leader == 1 && len(st.ISR) == 3 {
+				part = i
+				return true
+			}
+		}
+		return false
+	}, "broker 1 leads a partition with a full ISR")
+	c.stop(2) // controlled shutdown: out of the ISR at once
+	c.stop(3)
+	testutil.Eventually(t, testWait, func() bool {
+		st, _ := c.partitionState("static-min-isr", part)
+		return len(st.ISR) == 1
+	}, "ISR down to the leader")
+	p := c.node(1).partition("static-min-isr", part)
+	leo := p.log.LogEndOffset()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = "static-min-isr", topicID(t, c.node(1), "static-min-isr") // v13+ names topics by id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = part
+	rp.Records = recordBatch(time.Now().UnixMilli(), "refused")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("acks=all with ISR [1] and static min.insync.replicas=2: error %d, want NOT_ENOUGH_REPLICAS", code)
+	}
+	if got := p.log.LogEndOffset(); got != leo {
+		t.Fatalf("refused produce appended: LEO %d -> %d", leo, got)
+	}
 }
