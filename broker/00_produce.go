@@ -8,9 +8,26 @@ package broker
 // the leader appends it: storage validates every batch (CRC, magic 2,
 // framing, sizes, timestamps; compressed batches are decompressed only to
 // be counted and checked, and are stored as sent), assigns offsets in place
-// and appends with one write. acks=-1 completes once appended: on one node
-// the high watermark is the log end (replication will make it wait in
-// purgatory). LogAppendTime topics get the append time back. Errors per
+// and appends with one write. LogAppendTime topics get the append time
+// back.
+//
+// acks=-1 (REPLICATION.md §1.5): NOT_ENOUGH_REPLICAS before appending while
+// the committed ISR is below the effective min ISR (min(min.insync.replicas,
+// RF)); else the append, then a wait ("purgatory") until the high
+// watermark passes the batch's last offset, within the request's
+// TimeoutMillis: success, NOT_ENOUGH_REPLICAS_AFTER_APPEND (the maximal ISR
+// fell below the min ISR), REQUEST_TIMED_OUT, or NOT_LEADER_OR_FOLLOWER
+// (leadership lost meanwhile, or the node shutting down). The wait does not
+// hold the connection's executor: the appends happen in order, and the
+// response is a deferred frame (conn.go) the writer sends, in order, once
+// complete, so a pipelining producer keeps max.in.flight requests
+// appending. A duplicate of an idempotent producer waits for its
+// original's offsets the same way. Waiters are woken in offset order by
+// the HW move (replica_leader.go), not polled. acks=1 answers after the
+// local append. With a single replica the HW moves with the append and
+// acks=-1 answers at once.
+//
+// Errors per
 // partition: UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id),
 // INVALID_TOPIC_EXCEPTION, NOT_LEADER_OR_FOLLOWER, and storage's
 // CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,

@@ -101,6 +101,7 @@ var Settings = []Setting{
 	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets"},
 	{"offsets.retention.minutes", "10080", "committed offsets of an Empty group expire this long after their commit"},
 	{"offsets.retention.check.interval.ms", "600000", "how often expired offsets are removed"},
+	{"offsets.commit.timeout.ms", "5000", "how long an offset commit or a group's metadata write waits for every ISR member of its __consumer_offsets partition (as acks=all) before answering REQUEST_TIMED_OUT"},
 	{"offset.metadata.max.bytes", "4096", "largest metadata string an OffsetCommit may carry"},
 	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
 	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
@@ -296,6 +297,7 @@ type Config struct {
 	OffsetsTopicSegmentBytes      int64
 	OffsetsRetention              time.Duration
 	OffsetsRetentionCheckInterval time.Duration
+	OffsetsCommitTimeout          time.Duration // offsets.commit.timeout.ms
 	OffsetMetadataMaxBytes        int
 
 	// Storage holds the broker-level defaults of topic configs (log.*).
@@ -559,6 +561,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.OffsetsTopicSegmentBytes = i64("offsets.topic.segment.bytes", 14)
 	c.OffsetsRetention = time.Duration(min(i64("offsets.retention.minutes", 1), 1<<40)) * time.Minute
 	c.OffsetsRetentionCheckInterval = ms("offsets.retention.check.interval.ms", 1)
+	c.OffsetsCommitTimeout = ms("offsets.commit.timeout.ms", 1)
 	c.OffsetMetadataMaxBytes = int(min(i64("offset.metadata.max.bytes", 0), 1<<31-1))
 
 	s := storage.DefaultConfig()

@@ -49,7 +49,7 @@ var KafkaIgnoredSettings = []string{
 	"transaction.partition.verification.enable", "producer.id.expiration.ms",
 	"producer.id.expiration.check.interval.ms",
 	// groups and offsets internals
-	"offsets.commit.timeout.ms", "offsets.commit.required.acks", "offsets.load.buffer.size",
+	"offsets.commit.required.acks", "offsets.load.buffer.size",
 	"offsets.topic.compression.codec", "group.coordinator.threads",
 	"group.coordinator.rebalance.protocols", "group.coordinator.new.enable",
 	"group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms",

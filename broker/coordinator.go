@@ -10,7 +10,7 @@ package broker
 // Partition lifecycle, driven by reconcile (reconcile.go) through
 // offsetsPartitionChanged:
 //
-//	NotOwned --leader--> Loading --replayed to the HW--> Loaded
+//	NotOwned --leader--> Loading --HW at the epoch start, replayed to the HW--> Loaded
 //	    ^                   |                               |
 //	    +---- not leader / dropped (load cancelled, unload) +
 //
@@ -23,8 +23,9 @@ package broker
 //
 // Writes (commits, group metadata, tombstones) go through the partition's
 // leader append path (partition.appendRecords, as Produce), so the high
-// watermark, fetch wake-ups and per-topic metrics follow; a commit is
-// acknowledged only once its batch is appended.
+// watermark, fetch wake-ups and per-topic metrics follow; a commit (and
+// SyncGroup's group metadata) is acknowledged only once the high watermark
+// covers its batch, as an acks=all produce (offsets.commit.timeout.ms).
 
 import (
 	"context"
@@ -108,7 +109,14 @@ func (gc *groupCoordinator) close() {
 }
 
 // append is the store's [group.AppendFunc]: the leader append path of the
-// hosted __consumer_offsets partition.
+// hosted __consumer_offsets partition, as durable as acks=all (Kafka
+// appends group writes with acks -1): NOT_ENOUGH_REPLICAS before the
+// append while the ISR is below min ISR, then a wait of up to
+// offsets.commit.timeout.ms (and ctx) for the high watermark to cover the
+// batch; REQUEST_TIMED_OUT if it does not, NOT_LEADER_OR_FOLLOWER if the
+// leadership moves meanwhile (the commit's answer: NOT_COORDINATOR). The
+// store makes a write visible only once this returns nil, so the in-memory
+// state never shows what a new leader could lose.
 func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -117,13 +125,30 @@ func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byt
 	if p == nil || !p.leader.Load() {
 		return fmt.Errorf("broker: %s-%d not led here: %w", offsetsTopic, partition, kerr.NotCoordinator)
 	}
-	if _, err := p.appendRecords(b, time.Now().UnixMilli()); err != nil {
+	if err := p.acksAllCheck(); err != nil {
+		return fmt.Errorf("broker: append to %s-%d: %w", offsetsTopic, partition, err)
+	}
+	epoch := p.leaderEpoch.Load()
+	res, err := p.appendRecords(b, time.Now().UnixMilli())
+	if err != nil {
 		if errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrClosed) {
 			return fmt.Errorf("broker: append to %s-%d: %w (%w)", offsetsTopic, partition, kerr.CoordinatorNotAvailable, err)
 		}
 		return err
 	}
-	return nil
+	wctx, cancel := context.WithTimeout(ctx, gc.n.cfg.OffsetsCommitTimeout)
+	defer cancel()
+	switch err := p.waitHWInEpoch(wctx, res.lastOffset, epoch); {
+	case err == nil:
+		if err := p.acksAllResult(); err != nil {
+			return fmt.Errorf("broker: %s-%d: %w", offsetsTopic, partition, err)
+		}
+		return nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return fmt.Errorf("broker: %s-%d: the ISR did not take the write within offsets.commit.timeout.ms: %w", offsetsTopic, partition, kerr.RequestTimedOut)
+	default:
+		return fmt.Errorf("broker: %s-%d: %w", offsetsTopic, partition, err)
+	}
 }
 
 // numPartitions is the partition count of __consumer_offsets in the
@@ -240,8 +265,19 @@ func (gc *groupCoordinator) load(ctx context.Context, index int32, p *partition)
 }
 
 // replay reads p's log from its start to its high watermark, batch by
-// batch, into a new loader.
+// batch, into a new loader. Only committed records are replayed: a write
+// above the HW may still be truncated away. A new leader's HW can lag its
+// log (it learnt the HW one fetch late), while everything below the start
+// of its leader epoch was committed by an earlier leader or will be once
+// the ISR has caught up: so the replay first waits (Loading, clients
+// retry) for the HW to reach that start, or it would miss acknowledged
+// commits.
 func (gc *groupCoordinator) replay(ctx context.Context, index int32, p *partition) (*group.Loader, error) {
+	if start := p.epochStartOffset(); start > 0 {
+		if err := p.waitHW(ctx, start-1); err != nil {
+			return nil, err
+		}
+	}
 	l := group.NewLoader(gc.store, index)
 	off, end := p.log.LogStartOffset(), p.hw.Load()
 	for off < end {

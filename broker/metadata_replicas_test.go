@@ -40,7 +40,7 @@ func (c *testCluster) createTopicRF(topic string, partitions int32, rf int16, co
 			continue
 		}
 		testutil.Eventually(c.t, testWait, func() bool {
-			led := false
+			led, hosts := false, false
 			n.view(func(st *metadata.State) {
 				t, ok := st.TopicByName(topic)
 				if !ok {
@@ -49,9 +49,10 @@ func (c *testCluster) createTopicRF(topic string, partitions int32, rf int16, co
 				led = true
 				for _, p := range st.Partitions(t.ID) {
 					led = led && p.Leader != metadata.NoLeader
+					hosts = hosts || (p.Partition == 0 && slices.Contains(p.Replicas, id))
 				}
 			})
-			return led && n.partition(topic, 0) != nil
+			return led && (!hosts || n.partition(topic, 0) != nil)
 		}, "broker %d to see topic %s led", id, topic)
 	}
 }

@@ -720,12 +720,17 @@ func (f *fetcher) handleData(st *followState, rp *kmsg.FetchResponseTopicPartiti
 		// records with it.
 		leo := p.log.LogEndOffset()
 		off, done := divergenceTruncation(rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset, leo, p.log.LeaderEpochs().EndOffsetFor)
-		if off < leo {
+		if off <= leo {
+			// At the LEO too: no record goes, but an epoch entry starting
+			// there (ours from a leadership that appended nothing) does,
+			// or we would send it as LastFetchedEpoch again and again.
 			if err := p.truncateAsFollower(off); err != nil {
 				f.fail(st, "truncate", err)
 				return
 			}
-			f.env.metrics.truncated()
+			if off < leo {
+				f.env.metrics.truncated()
+			}
 		}
 		f.env.logger.Info("broker: follower truncated by leader epoch", "topic", p.topic, "partition", p.index,
 			"diverging_epoch", rp.DivergingEpoch.Epoch, "leader_end_offset", rp.DivergingEpoch.EndOffset, "from", leo, "to", p.log.LogEndOffset(), "complete", done)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -495,6 +496,29 @@ func TestFetcherTruncatesOnDivergingEpoch(t *testing.T) {
 	}
 }
 
+// TestFetcherDropsAnEmptyEpochAtItsLEO: the follower led epoch 1 for a
+// moment (its epoch entry (1, 5) written at election, KIP-279) and
+// appended nothing before epoch 2 went to the leader, which wrote at 5
+// on. Its LastFetchedEpoch 1 gets DivergingEpoch{0, 5}: truncating to 5
+// moves no record, but the empty epoch 1 must go, or the follower sends
+// it forever and never fetches (seen in a rolling restart of three nodes:
+// "follower truncated by leader epoch ... from=4663 to=4663" in a loop).
+func TestFetcherDropsAnEmptyEpochAtItsLEO(t *testing.T) {
+	h := newFetcherHarness(t)
+	h.leader.appendAs("t", 0, recordBatch(1, vals("a", 5)...))
+	h.leader.appendAs("t", 2, recordBatch(2, vals("new", 3)...))
+	p := h.follower("t", nil)
+	appendLocal(t, p, 0, recordBatch(1, vals("a", 5)...))
+	if err := p.log.LeaderEpochs().Assign(1, p.log.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	h.follow(p, 2)
+	h.waitIdentical(p)
+	if got := p.log.LeaderEpochs().Entries(); len(got) != 2 || got[1] != (checkpoint.EpochEntry{Epoch: 2, StartOffset: 5}) {
+		t.Fatalf("epochs %v, want epoch 0 then (2, 5)", got)
+	}
+}
+
 // TestFetcherTruncatesOverSeveralRounds: epochs the follower never saw
 // (KIP-279's multi-round case). Follower: e0 [0,3) e1 [3,6) e3 [6,9);
 // leader: e0 [0,3) e2 [3,8) e4 [8,10). Round 1: LastFetchedEpoch 3 →
@@ -893,5 +917,58 @@ func BenchmarkFollowerAppend(b *testing.B) {
 		if _, err := p.appendAsFollower(buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFetcherConvergesFromRandomDivergentHistories: for random histories
+// — a common prefix, then epochs each written by one side only (one
+// leader per epoch), the leader's current epoch the newest — the follower
+// ends byte-identical to the leader with its epochs through DivergingEpoch
+// answers, and never truncates into the common prefix (the committed
+// part). (The OffsetsForLeaderEpoch fallback for a leader that ignores
+// LastFetchedEpoch only sees a divergence that splits one of the leader's
+// batches, so it is not held to this.)
+func TestFetcherConvergesFromRandomDivergentHistories(t *testing.T) {
+	for seed := range 60 {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 7))
+			h := newFetcherHarness(t)
+			p := h.follower("r", nil)
+			h.leader.replica("r")
+			batches := func(tag string) [][]byte {
+				var out [][]byte
+				for i := range 1 + rng.IntN(3) {
+					out = append(out, recordBatch(int64(1+i), vals(fmt.Sprintf("%s-%d", tag, i), 1+rng.IntN(4))...))
+				}
+				return out
+			}
+			epoch := int32(0)
+			for range rng.IntN(4) { // the common prefix, on both
+				bs := batches(fmt.Sprintf("common-%d", epoch))
+				h.leader.appendAs("r", epoch, bs...)
+				appendLocal(t, p, epoch, bs...)
+				epoch += 1 + int32(rng.IntN(2))
+			}
+			prefix := p.log.LogEndOffset()
+			for range 1 + rng.IntN(5) { // then each epoch on one side
+				bs := batches(fmt.Sprintf("e%d", epoch))
+				if rng.IntN(2) == 0 {
+					h.leader.appendAs("r", epoch, bs...)
+				} else {
+					appendLocal(t, p, epoch, bs...)
+				}
+				epoch += 1 + int32(rng.IntN(2))
+			}
+			h.leader.appendAs("r", epoch, batches("current")...)
+			h.follow(p, epoch)
+			h.waitIdentical(p)
+			h.leader.mu.Lock()
+			defer h.leader.mu.Unlock()
+			for _, f := range h.leader.fetches {
+				if off := f.Topics[0].Partitions[0].FetchOffset; off < prefix {
+					t.Fatalf("fetched from %d, inside the common prefix ending at %d", off, prefix)
+				}
+			}
+		})
 	}
 }

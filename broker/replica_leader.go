@@ -234,15 +234,13 @@ func effectiveMinISR(configs map[string]string, rf int) int {
 func (n *Node) makeLeader(p *partition, w wantedPartition) {
 	n.stopFollowing(p)
 	brokers := map[int32]replicaInfo{}
+	recovery := metadata.LeaderRecovered
 	n.view(func(st *metadata.State) {
 		for _, id := range w.replicas {
 			if b, ok := st.Broker(id); ok {
 				brokers[id] = replicaInfo{epoch: b.Epoch, eligible: !b.Fenced && !b.InControlledShutdown}
 			}
 		}
-	})
-	recovery := metadata.LeaderRecovered
-	n.view(func(st *metadata.State) {
 		if pi, ok := st.Partition(w.id, w.index); ok {
 			recovery = pi.LeaderRecoveryState
 		}
@@ -293,8 +291,20 @@ func (n *Node) makeLeader(p *partition, w wantedPartition) {
 	p.lagMs = n.cfg.ReplicaLagTimeMax.Milliseconds()
 	p.leader.Store(true)
 	p.maybeIncrementHWLocked(nowMs)
+	var recovered *metadata.AlterPartitionRequest
+	prev := len(s.isr)
+	if s.recovery == metadata.LeaderRecovering && s.pending == nil {
+		// KIP-704: elected uncleanly. There is no transaction state to
+		// recover, so the leader reports RECOVERED at once (with the
+		// one-member ISR); until that commits the ISR cannot grow.
+		recovered = n.proposeISRLocked(p, slices.Clone(s.isr))
+		recovered.LeaderRecoveryState = metadata.LeaderRecovered
+	}
 	p.repMu.Unlock()
 	p.appendMu.Unlock()
+	if recovered != nil {
+		n.sendAlterPartition(p, *recovered, prev)
+	}
 	if newEpoch {
 		p.failHWWaiters(kerr.NotLeaderForPartition, w.epoch)
 		p.wake()
@@ -387,13 +397,14 @@ func (n *Node) updateFollower(p *partition, id int32, fetchOffset, logStart, lea
 	f.updateFetch(fetchOffset, logStart, leaderLEO, nowMs, brokerEpoch)
 	p.maybeIncrementHWLocked(nowMs)
 	var req *metadata.AlterPartitionRequest
+	prev := len(s.isr)
 	if canJoinISR(s, id, p.hw.Load()) {
 		isr := append(slices.Clone(s.isr), id)
 		req = n.proposeISRLocked(p, isr)
 	}
 	p.repMu.Unlock()
 	if req != nil {
-		n.sendAlterPartition(p, *req)
+		n.sendAlterPartition(p, *req, prev)
 	}
 }
 
@@ -424,7 +435,7 @@ const alterRetryBackoff = 100 * time.Millisecond
 // caller's goroutine and applies the answer (§1.7). Only one is in flight
 // per partition (proposeISRLocked set inflight; nothing proposes while a
 // change is pending).
-func (n *Node) sendAlterPartition(p *partition, req metadata.AlterPartitionRequest) {
+func (n *Node) sendAlterPartition(p *partition, req metadata.AlterPartitionRequest, prevISR int) {
 	// Called from a connection's handler or a task in n.loops, so the
 	// group is not at zero here: Close waits for this one too.
 	n.loops.Add(1)
@@ -437,6 +448,17 @@ func (n *Node) sendAlterPartition(p *partition, req metadata.AlterPartitionReque
 			if n.ctx.Err() != nil {
 				return
 			}
+			// Metrics count what the controller accepted, even when the
+			// new metadata reached this broker before the answer.
+			accepted := err == nil && res.Err == nil && res.LeaderEpoch == req.LeaderEpoch
+			switch {
+			case accepted && len(res.ISR) < prevISR:
+				n.metrics.isrShrink()
+			case accepted && len(res.ISR) > prevISR:
+				n.metrics.isrExpand()
+			case !accepted:
+				n.metrics.isrUpdateFailed() // refused, stale, or not answered (retried)
+			}
 			p.repMu.Lock()
 			s := p.rep
 			if s == nil || s.leaderEpoch != req.LeaderEpoch || !s.inflight || !slices.Equal(s.pending, req.NewISR) {
@@ -447,6 +469,7 @@ func (n *Node) sendAlterPartition(p *partition, req metadata.AlterPartitionReque
 			switch action {
 			case alterCommit:
 				s.isr, s.partitionEpoch, s.pending, s.inflight = slices.Clone(res.ISR), res.PartitionEpoch, nil, false
+				s.recovery = req.LeaderRecoveryState
 				p.maybeIncrementHWLocked(time.Now().UnixMilli())
 			case alterRevert, alterIgnore:
 				s.pending, s.inflight = nil, false
@@ -520,8 +543,9 @@ func (n *Node) maybeShrinkISR(p *partition) {
 	}
 	n.logger.Info("broker: shrinking ISR", "topic", p.topic, "partition", p.index, "isr", s.isr, "out_of_sync", gone)
 	req := n.proposeISRLocked(p, isr)
+	prev := len(s.isr)
 	p.repMu.Unlock()
-	n.sendAlterPartition(p, *req)
+	n.sendAlterPartition(p, *req, prev)
 }
 
 // replicationStatus is p's replication state for metrics and admin: the

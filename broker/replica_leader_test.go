@@ -597,6 +597,10 @@ func TestISRShrinkAndStrictMinISR(t *testing.T) {
 	if p.hw.Load() != 0 {
 		t.Fatalf("HW %d moved while the ISR is below min.insync.replicas", p.hw.Load())
 	}
+	// Both followers out: one shrink or two (each AlterPartition is one).
+	if n := counterValue(t, leader.metrics.isrShrinks); n < 1 || n > 2 {
+		t.Fatalf("isr_shrinks_total %v", n)
+	}
 }
 
 // A follower fetching up to the leader's LEO (>= HW, >= this epoch's
@@ -618,6 +622,9 @@ func TestISRExpandOnceCaughtUp(t *testing.T) {
 		return nil
 	}, "follower %d back in the ISR", fs[0])
 	testutil.Eventually(t, testWait, func() bool { return p.hw.Load() == 3 }, "HW at 3 once the ISR is back to min.insync.replicas")
+	if n := counterValue(t, leader.metrics.isrExpands); n != 1 {
+		t.Fatalf("isr_expands_total %v, want 1", n)
+	}
 }
 
 // shrunkCluster starts 3 brokers with replica.lag.time.max.ms=400, an
@@ -929,4 +936,89 @@ func TestFollowerFetchInASession(t *testing.T) {
 	if leo != 5 {
 		t.Fatalf("follower LEO %d after the session fetches, want 5", leo)
 	}
+}
+
+// An idempotent producer's retry of a batch the log has but the ISR has
+// not acknowledged (appended with acks=1 here) is not appended again and
+// answers acks=all only once the original is committed: before, it times
+// out; after the followers fetch it, success at the original offset.
+func TestAcksAllDuplicateWaitsForTheOriginal(t *testing.T) {
+	c := handCluster(t, nil)
+	leader, fs, ep := replTopic(t, c, "dup", []int32{1, 2, 3}, nil)
+	p := leader.partition("dup", 0)
+	rc := dialRaw(t, leader)
+	id := initProducerID(t, rc)
+	b := producerBatch(id, 0, 0, "a", "b")
+	if code, off := produceErr(t, rc.roundTrip(produceReq(9, "dup", [16]byte{}, 0, 1, slices.Clone(b)))); code != 0 || off != 0 {
+		t.Fatalf("acks=1: %v at %d", kerr.ErrorForCode(code), off)
+	}
+	retry := produceReq(9, "dup", [16]byte{}, 0, -1, slices.Clone(b))
+	retry.TimeoutMillis = 200
+	if code, _ := produceErr(t, rc.roundTrip(retry)); code != kerr.RequestTimedOut.Code {
+		t.Fatalf("duplicate of an uncommitted batch: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
+	retry = produceReq(9, "dup", [16]byte{}, 0, -1, slices.Clone(b))
+	retry.TimeoutMillis = 15_000
+	corr := rc.send(retry)
+	testutil.Eventually(t, testWait, func() bool {
+		p.hwMu.Lock()
+		defer p.hwMu.Unlock()
+		return len(p.hwWait) == 1
+	}, "the duplicate waiting for the HW")
+	fc := dialRaw(t, leader)
+	for _, f := range fs {
+		replicaFetch(t, fc, leader, f, ep[f], "dup", 2, -1)
+	}
+	got, body, err := rc.readFrame()
+	if err != nil || got != corr {
+		t.Fatalf("duplicate's answer: %v (correlation %d want %d)", err, got, corr)
+	}
+	if code, off := produceErr(t, decodeResponse(t, retry, body)); code != 0 || off != 0 || p.log.LogEndOffset() != 2 {
+		t.Fatalf("duplicate once committed: %v at %d, LEO %d; want success at 0, LEO 2", kerr.ErrorForCode(code), off, p.log.LogEndOffset())
+	}
+}
+
+// KIP-704: a replica elected uncleanly leads a RECOVERING partition; it
+// reports RECOVERED at once (nothing to recover without transactions), and
+// only then may a follower that caught up join its ISR.
+func TestUncleanLeaderReportsRecoveredThenExpands(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "200",
+		"controlled.shutdown.enable": "false"})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(testWait / time.Millisecond)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "unclean", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Replicas = []int32{2, 3}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	uc := kmsg.NewCreateTopicsRequestTopicConfig()
+	uc.Name, uc.Value = "unclean.leader.election.enable", kmsg.StringPtr("true")
+	rt.Configs = append(rt.Configs, uc)
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(testCtx(t), c.client()); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %v", err, resp)
+	}
+	state := func(cond func(st metadata.PartitionInfo) bool, what string) metadata.PartitionInfo {
+		t.Helper()
+		var st metadata.PartitionInfo
+		testutil.Eventually(t, testWait, func() error {
+			st, _ = c.partitionState("unclean", 0)
+			if !cond(st) {
+				return fmt.Errorf("%+v", st)
+			}
+			return nil
+		}, "%s", what)
+		return st
+	}
+	state(func(st metadata.PartitionInfo) bool { return st.Leader == 2 && len(st.ISR) == 2 }, "led by 2 with ISR {2,3}")
+	c.stop(3) // fenced after the session timeout: out of the ISR
+	state(func(st metadata.PartitionInfo) bool { return !slices.Contains(st.ISR, 3) }, "3 out of the ISR")
+	produceAcks1(t, c.node(2), "unclean", 2) // records 3 never had
+	c.stop(2)
+	c.start(3) // the only live replica, out of sync: an unclean election
+	st := state(func(st metadata.PartitionInfo) bool { return st.Leader == 3 }, "3 elected uncleanly")
+	t.Logf("elected: %+v", st)
+	state(func(st metadata.PartitionInfo) bool { return st.LeaderRecoveryState == metadata.LeaderRecovered }, "RECOVERED reported by the new leader")
+	c.start(2)
+	state(func(st metadata.PartitionInfo) bool { return st.Leader == 3 && len(st.ISR) == 2 }, "2 back in the ISR of the recovered partition")
 }

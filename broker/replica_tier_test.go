@@ -516,7 +516,7 @@ func isolatedReplica(t *testing.T, topic string, id [16]byte, stale int) *partit
 }
 
 // TestTieredFollowerRebuildsFromTheTier: a follower (here a replica log
-// no fetcher touches, driven as the fetcher would: H3's fetcher calls
+// no fetcher touches, driven as the fetcher would: the replica fetcher calls
 // the same function on OFFSET_MOVED_TO_TIERED_STORAGE) whose fetch offset
 // is below the leader's local start truncates fully, restarts after the
 // remote segment holding the leader's local start - 1 with the leader's

@@ -292,7 +292,16 @@ func (l *Log) truncate(offset int64) error {
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
-	if offset >= l.active().next.Load() {
+	if leo := l.active().next.Load(); offset >= leo {
+		// No record goes, but an epoch entry starting at the LEO may: a
+		// replica elected leader records (epoch, LEO) before any append
+		// (KIP-279), and one that lost leadership before appending keeps
+		// an epoch with nothing under it, which it would go on sending
+		// as LastFetchedEpoch. Kafka's UnifiedLog.truncateTo always
+		// truncates the epoch cache for this reason.
+		if err := l.epochs.TruncateFromEnd(leo); err != nil {
+			return l.failLocked(fmt.Errorf("leader epochs: %w", err))
+		}
 		return nil
 	}
 	segs := l.segments()

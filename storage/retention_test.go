@@ -235,6 +235,47 @@ func TestTruncateToMiddleOfSealedSegment(t *testing.T) {
 	}
 }
 
+// TestTruncateAtLEODropsEpochEntriesAtLEO: a replica elected leader
+// writes (its epoch, LEO) into the leader-epoch cache before any append
+// (KIP-279); if it loses leadership before appending, that entry sits at
+// the LEO with no record under it. Truncating to the LEO changes no
+// segment but must drop the entry, as Kafka's UnifiedLog.truncateTo does
+// ("always truncate epoch cache"): a follower that kept it sent it as
+// LastFetchedEpoch forever, the leader answered DivergingEpoch at the
+// same offset, and the follower never caught up (seen in a rolling
+// restart of three nodes under franz-go's group ETL test).
+func TestTruncateAtLEODropsEpochEntriesAtLEO(t *testing.T) {
+	e := newEnv(t)
+	for i := 0; i < 4; i++ {
+		if _, err := e.log.Append(makeBatch(t, 2, 100, baseTs+int64(i)), AppendOptions{LeaderEpoch: 0, AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leo := e.log.LogEndOffset()
+	if err := e.log.LeaderEpochs().Assign(1, leo); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.log.Truncate(leo); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.log.LogEndOffset(); got != leo {
+		t.Fatalf("leo %d after truncating to the leo %d", got, leo)
+	}
+	if ep, start, ok := e.log.LeaderEpochs().Latest(); !ok || ep != 0 || start != 0 {
+		t.Fatalf("latest epoch entry (%d, %d, %v) after truncating to the leo, want (0, 0): the empty epoch 1 at the leo must go", ep, start, ok)
+	}
+	// Above the LEO too, and the entries below stay.
+	if err := e.log.LeaderEpochs().Assign(2, leo); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.log.Truncate(leo + 5); err != nil {
+		t.Fatal(err)
+	}
+	if es := e.log.LeaderEpochs().Entries(); len(es) != 1 || es[0].Epoch != 0 {
+		t.Fatalf("epoch entries %+v after truncating above the leo, want epoch 0 alone", es)
+	}
+}
+
 func TestTruncateFullyAndStartAt(t *testing.T) {
 	e := rolledEnv(t, 3)
 	if err := e.log.TruncateFullyAndStartAt(100); err != nil {

@@ -60,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&m.Host, "host", "", "machine description")
 	fs.StringVar(&m.Duration, "duration", "", "measured phase of each run")
 	fs.IntVar(&m.Runs, "runs", 0, "repetitions asked for")
+	section := fs.String("section", "", "write only this block of the page (replication), between its markers")
 	htmlToo := fs.Bool("html", false, "also write <name>.html beside each run's JSON and <scenario>.compare.html per scenario")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -93,7 +94,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		w = f
 	}
 	bw := bufio.NewWriter(w)
-	writeMarkdown(bw, m, set)
+	switch *section {
+	case "":
+		writeMarkdown(bw, m, set)
+	case "replication":
+		writeSection(bw, m, set)
+	default:
+		fmt.Fprintf(stderr, "mkreport: -section %q: want replication\n", *section)
+		return 2
+	}
 	err = bw.Flush()
 	if f != nil {
 		if cerr := f.Close(); err == nil {
@@ -116,6 +125,42 @@ type resultSet struct {
 	machines []*loadgen.Machine
 	runs     map[string]map[string][]*loadgen.Result // scenario → target → repetitions
 	failures []failure
+	gobench  map[string][]goBench // gobench.txt: name → runs
+	goOrder  []string
+}
+
+// goBench is one line of `go test -bench -benchmem` output.
+type goBench struct{ nsOp, mbS, bOp, allocsOp float64 }
+
+// goBenchLine matches "BenchmarkX-2  1234  567 ns/op  89.1 MB/s  1024 B/op  3 allocs/op".
+var goBenchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) MB/s)?(?:\s+([\d.]+) B/op)?(?:\s+([\d.]+) allocs/op)?`)
+
+// parseGoBench reads `go test -bench -benchmem` output; figures missing
+// from a line are NaN.
+func parseGoBench(b []byte) (map[string][]goBench, []string) {
+	out := map[string][]goBench{}
+	var order []string
+	num := func(s string) float64 {
+		if s == "" {
+			return math.NaN()
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return v
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		m := goBenchLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		if _, ok := out[m[1]]; !ok {
+			order = append(order, m[1])
+		}
+		out[m[1]] = append(out[m[1]], goBench{num(m[2]), num(m[3]), num(m[4]), num(m[5])})
+	}
+	return out, order
 }
 
 // load reads a result directory. A JSON file that does not decode is an
@@ -150,6 +195,11 @@ func load(dir string) (*resultSet, error) {
 		default:
 			return nil, fmt.Errorf("%s: want machine.<n>.json or <scenario>.<target>.<n>.json", name)
 		}
+	}
+	if gb, err := os.ReadFile(filepath.Join(dir, "gobench.txt")); err == nil {
+		s.gobench, s.goOrder = parseGoBench(gb)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "failures.tsv"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -360,64 +410,12 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 		}
 		p("\n")
 	}
-	writeReplication(p, s)
-
 	for _, sc := range scenarios {
-		st, kf, s3 := s.runs[sc]["strata"], s.runs[sc]["kfake"], s.runs[sc][cluster3Target]
-		p("## %s\n\n", sc)
-		if w := workloadLine(append(append([]*loadgen.Result{}, st...), kf...)); w != "" {
-			p("%s\n\n", w)
-		}
-		if len(s3) > 0 {
-			if w := workloadLine(s3); w != "" {
-				p("On three nodes: %s\n\n", strings.TrimPrefix(w, "Workload: "))
-			}
-		}
-		if len(st)+len(kf)+len(s3) == 0 {
-			p("No successful run.\n\n")
-		} else if len(s3) > 0 {
-			writeThreeWay(p, st, s3, kf)
-			notes(p, s.runs[sc])
-		} else {
-			p("| figure | Strata | kfake | Strata ÷ kfake |\n| --- | ---: | ---: | ---: |\n")
-			p("| successful runs | %d | %d | |\n", len(st), len(kf))
-			for _, mt := range metrics {
-				a, b := med(st, mt.get), med(kf, mt.get)
-				if math.IsNaN(a) && math.IsNaN(b) {
-					continue
-				}
-				name := mt.name
-				if mt.unit != "" {
-					name += " (" + mt.unit + ")"
-				}
-				if mt.count {
-					p("| %s | %s | %s | |\n", name, count(a), count(b))
-					continue
-				}
-				p("| %s | %s | %s | %s |\n", name, fig(a), fig(b), ratio(a, b))
-			}
-			if len(st) > 0 {
-				smb := med(st, metrics[1].get)
-				cmb := med(st, metrics[2].get)
-				p("| Strata produce MB/s ÷ sequential write | %s | | |\n", pct(smb, seq))
-				if !math.IsNaN(cmb) {
-					p("| Strata consume MB/s ÷ loopback sendfile | %s | | |\n", pct(cmb, sf))
-				}
-			}
-			p("\n")
-			writeCatchUp(p, st)
-			writeCost(p, st)
-			notes(p, s.runs[sc])
-		}
-		for _, f := range s.failures {
-			if f.Scenario == sc {
-				p("- failed: %s run %s: %s\n", f.Target, f.Run, oneLine(f.Reason))
-			}
-		}
-		if s.failed(sc, "") {
-			p("\n")
+		if !s.replicated(sc) {
+			writeScenario(p, s, sc, seq, sf)
 		}
 	}
+	writeReplicationBlock(p, s, seq, sf)
 
 	p("## How to reproduce\n\n")
 	p("```\nmake bench                                  # or: bench/run\nBENCH_DURATION=60s RUNS=5 bench/run         # longer runs, more repetitions\n```\n\n")
@@ -471,6 +469,36 @@ func writeReplication(p func(string, ...any), s *resultSet) {
 		}
 	}
 	p("\n")
+	writeGoBench(p, s)
+}
+
+// goBenchDoc says what each replication Go benchmark measures.
+var goBenchDoc = map[string]string{
+	"BenchmarkFollowerFetch":  "leader side: a follower's 1 MiB fetch over loopback (checks, follower state, HW; records by sendfile)",
+	"BenchmarkFollowerAppend": "follower side: one fetched 16-record batch of 1 KiB records appended (CRC check, one write, producer state)",
+}
+
+// writeGoBench is the follower path's allocation figures, from the Go
+// benchmarks bench/run ran (gobench.txt), medians of their runs.
+func writeGoBench(p func(string, ...any), s *resultSet) {
+	if len(s.goOrder) == 0 {
+		return
+	}
+	p("The follower path's cost per operation, from Go benchmarks run in the same run (`go test -run '^$' -bench 'BenchmarkFollower(Fetch|Append)$' -benchmem ./broker`, median of %d runs each): allocations do not grow with the bytes moved.\n\n", len(s.gobench[s.goOrder[0]]))
+	p("| benchmark | what | ns/op | MB/s | B/op | allocs/op |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
+	for _, name := range s.goOrder {
+		runs := s.gobench[name]
+		get := func(f func(goBench) float64) float64 {
+			vs := make([]float64, len(runs))
+			for i, r := range runs {
+				vs[i] = f(r)
+			}
+			return median(vs)
+		}
+		p("| %s | %s | %s | %s | %s | %s |\n", name, na(goBenchDoc[name]), fig(get(func(g goBench) float64 { return g.nsOp })),
+			fig(get(func(g goBench) float64 { return g.mbS })), fig(get(func(g goBench) float64 { return g.bOp })), fig(get(func(g goBench) float64 { return g.allocsOp })))
+	}
+	p("\n")
 }
 
 // verdict says whether a target was met; unknown when it was not measured.
@@ -508,6 +536,122 @@ func writeThreeWay(p func(string, ...any), st, s3, kf []*loadgen.Result) {
 	if len(s3) > 0 {
 		p("Broker CPU and RSS on three nodes are node 1's alone (the node `--metrics-url` names), not the three nodes' sum.\n\n")
 	}
+}
+
+// writeScenario is one scenario's section: its workload, its table of
+// figures (Strata and kfake, or one node, three nodes and kfake), notes
+// and failed runs. seq and sf are the machine's sequential write and
+// loopback sendfile MB/s.
+func writeScenario(p func(string, ...any), s *resultSet, sc string, seq, sf float64) {
+	st, kf, s3 := s.runs[sc]["strata"], s.runs[sc]["kfake"], s.runs[sc][cluster3Target]
+	p("## %s\n\n", sc)
+	if w := workloadLine(append(append([]*loadgen.Result{}, st...), kf...)); w != "" {
+		p("%s\n\n", w)
+	}
+	if len(s3) > 0 {
+		if w := workloadLine(s3); w != "" {
+			p("On three nodes: %s\n\n", strings.TrimPrefix(w, "Workload: "))
+		}
+	}
+	if len(st)+len(kf)+len(s3) == 0 {
+		p("No successful run.\n\n")
+	} else if len(s3) > 0 {
+		writeThreeWay(p, st, s3, kf)
+		notes(p, s.runs[sc])
+	} else {
+		p("| figure | Strata | kfake | Strata ÷ kfake |\n| --- | ---: | ---: | ---: |\n")
+		p("| successful runs | %d | %d | |\n", len(st), len(kf))
+		for _, mt := range metrics {
+			a, b := med(st, mt.get), med(kf, mt.get)
+			if math.IsNaN(a) && math.IsNaN(b) {
+				continue
+			}
+			name := mt.name
+			if mt.unit != "" {
+				name += " (" + mt.unit + ")"
+			}
+			if mt.count {
+				p("| %s | %s | %s | |\n", name, count(a), count(b))
+				continue
+			}
+			p("| %s | %s | %s | %s |\n", name, fig(a), fig(b), ratio(a, b))
+		}
+		if len(st) > 0 {
+			smb := med(st, metrics[1].get)
+			cmb := med(st, metrics[2].get)
+			p("| Strata produce MB/s ÷ sequential write | %s | | |\n", pct(smb, seq))
+			if !math.IsNaN(cmb) {
+				p("| Strata consume MB/s ÷ loopback sendfile | %s | | |\n", pct(cmb, sf))
+			}
+		}
+		p("\n")
+		writeCatchUp(p, st)
+		writeCost(p, st)
+		notes(p, s.runs[sc])
+	}
+	for _, f := range s.failures {
+		if f.Scenario == sc {
+			p("- failed: %s run %s: %s\n", f.Target, f.Run, oneLine(f.Reason))
+		}
+	}
+	if s.failed(sc, "") {
+		p("\n")
+	}
+}
+
+// replicated reports whether sc ran (or failed) on three nodes.
+func (s *resultSet) replicated(sc string) bool {
+	return len(s.runs[sc][cluster3Target]) > 0 || s.failed(sc, cluster3Target)
+}
+
+// Markers around the replication block, so that bench/run can replace
+// it alone (BENCH_DOC_SECTION=replication) in a page from a full run.
+const (
+	replicationBegin = "<!-- replication:begin -->"
+	replicationEnd   = "<!-- replication:end -->"
+)
+
+// writeReplicationBlock is the replication summary, the follower path's
+// Go benchmark figures and the replication scenarios' sections, between
+// the markers.
+func writeReplicationBlock(p func(string, ...any), s *resultSet, seq, sf float64) {
+	var scs []string
+	for _, sc := range s.scenarios() {
+		if s.replicated(sc) {
+			scs = append(scs, sc)
+		}
+	}
+	if len(scs) == 0 {
+		return
+	}
+	p("%s\n", replicationBegin)
+	writeReplication(p, s)
+	for _, sc := range scs {
+		writeScenario(p, s, sc, seq, sf)
+	}
+	p("%s\n\n", replicationEnd)
+}
+
+// writeSection is the replication block alone, saying which run it comes
+// from (bench/run with BENCH_DOC_SECTION=replication puts it in a page of
+// an earlier full run).
+func writeSection(w io.Writer, m meta, s *resultSet) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	seq := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.SeqWriteMBPerSec }))
+	sf := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.LoopbackSendfileMBs }))
+	var b strings.Builder
+	writeReplicationBlock(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, s, seq, sf)
+	block := b.String()
+	if block == "" {
+		p("%s\nNo replication scenario ran.\n%s\n", replicationBegin, replicationEnd)
+		return
+	}
+	// The run it comes from, right after the begin marker.
+	block = strings.Replace(block, replicationBegin+"\n", fmt.Sprintf("%s\n<!-- Generated by bench/run (bench/mkreport -section replication) from %s; do not edit by hand. -->\n\n", replicationBegin, m.Results), 1)
+	block = strings.Replace(block, "against one node at replication factor 1 and kfake in the same run. ",
+		fmt.Sprintf("against one node at replication factor 1 and kfake in the same run (a run of the replication scenarios alone: %s, commit %s, %s, %s, %d repetitions). ",
+			na(m.Date), na(m.Commit), na(m.Host), na(m.Duration), m.Runs), 1)
+	p("%s", block)
 }
 
 func writeCatchUp(p func(string, ...any), st []*loadgen.Result) {
