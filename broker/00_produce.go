@@ -219,7 +219,7 @@ func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceR
 		}
 	}
 	epoch := p.leaderEpoch.Load()
-	res, err := p.appendRecords(tp.Records, nowMs)
+	res, err := p.appendRecords(tp.Records, epoch, nowMs)
 	if err != nil {
 		return nil, err
 	}

@@ -951,7 +951,8 @@ func TestFuzzInvariantsCatchBrokenHandlers(t *testing.T) {
 		}, "does not decode"},
 		{"answers nothing", func(context.Context, *Node, *request) (*frame, error) { return nil, nil }, "0 of 1 requests answered"},
 		{"writes the log", func(_ context.Context, n *Node, r *request) (*frame, error) {
-			if _, err := n.partition("fuzz", 0).append(recordBatch(1, "sneaky")); err != nil {
+			p := n.partition("fuzz", 0)
+			if _, err := p.append(recordBatch(1, "sneaky"), p.leaderEpoch.Load()); err != nil {
 				return nil, err
 			}
 			return encodeResponse(r, kmsg.NewPtrOffsetFetchResponse()), nil

@@ -252,7 +252,10 @@ type produceResult struct {
 // sequence gap (OUT_OF_ORDER_SEQUENCE_NUMBER) or an older epoch
 // (INVALID_PRODUCER_EPOCH) is refused. Invalid batches get storage's
 // errors, checked before the producer's (as Kafka validates first).
-func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, error) {
+// epoch is the leader epoch the caller saw this broker lead p in: under
+// appendMu the append is refused (NOT_LEADER_OR_FOLLOWER) unless it still
+// does (checkLeaderAppendLocked).
+func (p *partition) appendRecords(records []byte, epoch int32, nowMs int64) (produceResult, error) {
 	res := produceResult{baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
 	h, parsed, err := clientBatch(records)
 	if err != nil {
@@ -260,8 +263,11 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	if err := p.checkLeaderAppendLocked(epoch); err != nil {
+		return res, err
+	}
 	if !parsed || !h.HasProducerID() {
-		info, err := p.append(records)
+		info, err := p.append(records, epoch)
 		if err != nil {
 			return res, err
 		}
@@ -306,7 +312,7 @@ func (p *partition) appendRecords(records []byte, nowMs int64) (produceResult, e
 	tx.Update(h, next, ts)
 	c.mu.Unlock()
 
-	info, err := p.append(records)
+	info, err := p.append(records, epoch)
 
 	c.mu.Lock()
 	switch {

@@ -63,6 +63,23 @@ func newPartition(topic string, id uuid.UUID, index int32, l *storage.Log) *part
 	return p
 }
 
+// checkLeaderAppendLocked (appendMu held) refuses a leader append unless
+// this broker still leads p in epoch, the leader epoch the caller checked
+// before waiting for appendMu: a produce that passed checkLeader can reach
+// the log after reconcile resigned the leadership (resignLeadership and
+// makeLeader change it under appendMu). Appended anyway, its batch would
+// land in a follower's log (stamped with the new leader's epoch once
+// makeFollower ran, so no epoch truncation finds it), and with no
+// replication state the HW would jump to the log end and acknowledge it
+// as acks=all: records only this broker has, lost when the new leader
+// writes other records at their offsets.
+func (p *partition) checkLeaderAppendLocked(epoch int32) error {
+	if !p.leader.Load() || p.leaderEpoch.Load() != epoch {
+		return kerr.NotLeaderForPartition
+	}
+	return nil
+}
+
 // checkLeader returns NOT_LEADER_OR_FOLLOWER unless this broker leads the
 // partition, and the leader-epoch errors of KIP-320 for a client that knows
 // another epoch (-1: the client does not say).
@@ -81,11 +98,12 @@ func (p *partition) checkLeader(clientEpoch int32) error {
 	return nil
 }
 
-// append appends a produce request's records as leader, raises the high
-// watermark and wakes the waiting fetches. Client produces go through
-// appendRecords (idempotence.go), which calls it under appendMu.
-func (p *partition) append(records []byte) (storage.AppendInfo, error) {
-	info, err := p.log.Append(records, storage.AppendOptions{LeaderEpoch: p.leaderEpoch.Load(), AssignOffsets: true})
+// append appends a produce request's records as leader in leader epoch
+// epoch, raises the high watermark and wakes the waiting fetches. Client
+// produces go through appendRecords (idempotence.go), which checks the
+// leadership and calls it under appendMu.
+func (p *partition) append(records []byte, epoch int32) (storage.AppendInfo, error) {
+	info, err := p.log.Append(records, storage.AppendOptions{LeaderEpoch: epoch, AssignOffsets: true})
 	if err != nil {
 		return info, err
 	}

@@ -218,8 +218,11 @@ func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition
 		n.logger.Warn("broker: producer snapshot unusable, replayed the log", "topic", w.topic, "partition", w.index, "err", res.SnapshotErr)
 	}
 	p.tm = n.metrics.topic(w.topic)
-	p.leaderEpoch.Store(w.epoch) // before publishing: never seen as a non-leader by mistake
-	p.leader.Store(w.leader)
+	// Published not led, whatever the image says: makeLeader (next, in
+	// reconcile) sets the leadership with its replication state. Led
+	// without one, an append would raise the HW to the log end
+	// (maybeIncrementHWLocked) and acknowledge acks=all at once.
+	p.leaderEpoch.Store(w.epoch)
 	n.partsMu.Lock()
 	n.parts[tpKey{w.topic, w.index}] = p
 	n.partsMu.Unlock()

@@ -359,9 +359,11 @@ func (h *fetcherHarness) state(p *partition) (followState, bool) {
 func appendLocal(t *testing.T, p *partition, e int32, records ...[]byte) {
 	t.Helper()
 	p.leaderEpoch.Store(e)
+	p.leader.Store(true)
+	defer p.leader.Store(false)
 	for _, b := range records {
 		// As a leader's produce: the producer state records it too.
-		if _, err := p.appendRecords(slices.Clone(b), time.Now().UnixMilli()); err != nil {
+		if _, err := p.appendRecords(slices.Clone(b), e, time.Now().UnixMilli()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -318,11 +318,17 @@ func (n *Node) makeLeader(p *partition, w wantedPartition) {
 // leads it (reconcile: before makeFollower, and when the partition is
 // dropped): acks=all produces and waitHW callers waiting on it fail with
 // NOT_LEADER_OR_FOLLOWER. Idempotent.
+//
+// Under appendMu: a leader append racing with it either completes before
+// (and is failed with the waiters) or is refused (checkLeaderAppendLocked),
+// never lands after with no replication state to hold the HW back.
 func (p *partition) resignLeadership() {
+	p.appendMu.Lock()
 	p.leader.Store(false) // before failing waiters: no new one registers after
 	p.repMu.Lock()
 	p.rep = nil
 	p.repMu.Unlock()
+	p.appendMu.Unlock()
 	p.failHWWaiters(kerr.NotLeaderForPartition, -1)
 }
 
