@@ -106,7 +106,10 @@ func cluster3Env(t *testing.T) (dir string, env []string, base int) {
 		}
 	}
 	base = freeCluster3Base(t)
-	env = append(os.Environ(), "CLUSTER3_PORT="+strconv.Itoa(base), "STRATA_BROKERS=127.0.0.1:"+strconv.Itoa(base))
+	// CLUSTER3_DIR set too: a caller's own (a cluster of theirs) must not
+	// move or meet the test's.
+	env = append(os.Environ(), "CLUSTER3_PORT="+strconv.Itoa(base), "STRATA_BROKERS=127.0.0.1:"+strconv.Itoa(base),
+		"CLUSTER3_DIR="+filepath.Join(dir, "strata-cluster3"))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
