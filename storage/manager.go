@@ -674,7 +674,12 @@ func (m *Manager) flushDue() {
 
 // Checkpoint writes the recovery-point and log-start-offset checkpoint
 // files of every data directory (each lists the logs it holds).
-func (m *Manager) Checkpoint() error {
+func (m *Manager) Checkpoint() error { return m.eachHealthyDir(m.checkpointDir) }
+
+// eachHealthyDir runs write (a checkpoint writer) on every data directory
+// that has not failed, under cpMu, with the logs of the Manager, and
+// joins the errors.
+func (m *Manager) eachHealthyDir(write func(d *logDir, logs []*Log) error) error {
 	m.cpMu.Lock()
 	defer m.cpMu.Unlock()
 	var errs []error
@@ -683,7 +688,7 @@ func (m *Manager) Checkpoint() error {
 		if d.failed.Load() {
 			continue
 		}
-		if err := m.checkpointDir(d, logs); err != nil {
+		if err := write(d, logs); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -695,21 +700,7 @@ func (m *Manager) Checkpoint() error {
 // it ([Log.SetHighWatermark]). It runs every
 // HighWatermarkCheckpointInterval, and with the other checkpoints
 // ([Manager.Checkpoint], at close).
-func (m *Manager) CheckpointHighWatermarks() error {
-	m.cpMu.Lock()
-	defer m.cpMu.Unlock()
-	var errs []error
-	logs := m.Logs()
-	for _, d := range m.dirs {
-		if d.failed.Load() {
-			continue
-		}
-		if err := m.checkpointHWDir(d, logs); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
+func (m *Manager) CheckpointHighWatermarks() error { return m.eachHealthyDir(m.checkpointHWDir) }
 
 func (m *Manager) checkpointHWDir(d *logDir, logs []*Log) error {
 	hws := map[checkpoint.TopicPartition]int64{}
