@@ -174,7 +174,7 @@ func TestReplicaFetcherRestartedFollowerCatchesUp(t *testing.T) {
 		}
 	}
 	if victim < 0 {
-		t.Skipf("no stoppable follower (leader %d, replicas %v)", st.Leader, st.Replicas)
+		t.Fatalf("no follower other than broker 1 (leader %d, replicas %v)", st.Leader, st.Replicas)
 	}
 	c.stop(victim)
 	produceN(t, cl, "catch", 100, 400)

@@ -616,7 +616,6 @@ func TestISRExpandOnceCaughtUp(t *testing.T) {
 	c, leader, fs, ep := shrunkCluster(t, "expand")
 	p := leader.partition("expand", 0)
 	produceAcks1(t, leader, "expand", 2)
-	skipUnlessControllerGrowsISR(t, c, "expand", fs[0])
 	fc := dialRaw(t, leader)
 	replicaFetch(t, fc, leader, fs[0], ep[fs[0]], "expand", 0, -1)
 	replicaFetch(t, fc, leader, fs[0], ep[fs[0]], "expand", 3, -1)
@@ -658,34 +657,6 @@ func shrunkCluster(t *testing.T, topic string) (*testCluster, *Node, []int32, ma
 	}, "ISR shrunk to the leader")
 	t.Logf("shrunk after %v (lag 400ms)", time.Since(start))
 	return c, leader, fs, ep
-}
-
-// skipUnlessControllerGrowsISR skips the rest of a test when the
-// controller's planner still refuses every ISR growth (main before the
-// controller side of issue 14: INELIGIBLE_REPLICA for any new member);
-// the leader's proposal is then reverted, as §1.7 says.
-func skipUnlessControllerGrowsISR(t *testing.T, c *testCluster, topic string, add int32) {
-	t.Helper()
-	var err error
-	c.ctl.view(func(st *metadata.State) {
-		tt, _ := st.TopicByName(topic)
-		pi, _ := st.Partition(tt.ID, 0)
-		b, _ := st.Broker(pi.Leader)
-		ab, _ := st.Broker(add)
-		isr := append(slices.Clone(pi.ISR), add)
-		var members []metadata.ISRMember
-		for _, id := range pi.ISR {
-			mb, _ := st.Broker(id)
-			members = append(members, metadata.ISRMember{BrokerID: id, BrokerEpoch: mb.Epoch})
-		}
-		members = append(members, metadata.ISRMember{BrokerID: add, BrokerEpoch: ab.Epoch})
-		_, res := st.PlanAlterPartition(metadata.AlterPartitionRequest{BrokerID: pi.Leader, BrokerEpoch: b.Epoch, TopicID: tt.ID,
-			LeaderEpoch: pi.LeaderEpoch, PartitionEpoch: pi.PartitionEpoch, NewISR: isr, NewISRWithEpochs: members})
-		err = res.Err
-	})
-	if errors.Is(err, kerr.IneligibleReplica) {
-		t.Skipf("this controller refuses ISR growth (%v): the expand half needs the controller side of issue 14", err)
-	}
 }
 
 // makeLeader runs on every metadata delta: one that changes nothing for
