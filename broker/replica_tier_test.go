@@ -20,7 +20,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
@@ -52,30 +51,7 @@ func tierClusterSettings(t testing.TB, extra map[string]string) (map[string]stri
 // until every replica hosts its partitions.
 func (c *testCluster) createAssigned(topic string, configs map[string]string, assignment ...[]int32) {
 	c.t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(testWait / time.Millisecond)
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	for i, replicas := range assignment {
-		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		a.Partition, a.Replicas = int32(i), replicas
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
-	}
-	for k, v := range configs {
-		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, cfg)
-	}
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, c.client())
-	if err != nil {
-		c.t.Fatalf("create topic %s: %v", topic, err)
-	}
-	if code := resp.Topics[0].ErrorCode; code != 0 {
-		c.t.Fatalf("create topic %s: error code %d %v", topic, code, resp.Topics[0].ErrorMessage)
-	}
+	createAssigned(c.t, c.client(), topic, configs, assignment...)
 	for i, replicas := range assignment {
 		for _, id := range replicas {
 			n := c.node(id)
