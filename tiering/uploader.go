@@ -188,7 +188,8 @@ type partTask struct {
 
 	lastOrphanScan time.Time // partition goroutine only
 	// fenced: the controller refused a commit of this task's epoch
-	// (errFenced); the task's goroutine ends. Partition goroutine only.
+	// (errFenced); the task's goroutine ends. Written by the partition
+	// goroutine only, read by others only after done is closed.
 	fenced bool
 
 	// passesStarted and passesDone count this task's passes; a pass that
@@ -405,6 +406,24 @@ func (u *Uploader) Kick() {
 	select {
 	case u.janitorKick <- struct{}{}:
 	default:
+	}
+}
+
+// Fenced reports whether p's task has stopped because the controller
+// refused a commit made under its leader epoch (this broker no longer
+// leads p in that epoch) and no Lead with a newer epoch has replaced it.
+func (u *Uploader) Fenced(p Partition) bool {
+	u.mu.Lock()
+	t := u.parts[p]
+	u.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	select {
+	case <-t.done:
+		return t.fenced
+	default:
+		return false
 	}
 }
 
