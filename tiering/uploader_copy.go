@@ -94,7 +94,9 @@ type localFile struct {
 //     segment's end: the next segment's snapshot), .epochs, create-only;
 //  4. add the segment to the manifest as COPY_FINISHED, unless the
 //     segment is no longer COPY_STARTED in the image (errSuperseded: a
-//     newer leader took it for an orphan; the manifest is its now);
+//     newer leader took it for an orphan; the manifest is its now) or
+//     the controller no longer takes this broker for the leader in epoch
+//     (a repeated COPY_STARTED, fenced: errFenced);
 //  5. commit COPY_FINISHED, then Log.SetRemoteUploadedOffset(end+1).
 //
 // A crash or cancellation between 2 and 5 leaves a COPY_STARTED orphan
@@ -104,7 +106,8 @@ type localFile struct {
 // Both commits are made as the leader of epoch, the epoch the partition's
 // task was started under: the controller refuses them (errFenced) once
 // another broker or a newer epoch leads. Refused at step 2, nothing was
-// put; refused at step 5, discardFenced takes back what steps 3 and 4 did.
+// put; refused at step 4 or 5, discardFenced takes back what steps 3 and 4
+// did.
 func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info storage.SegmentInfo, epoch int32) error {
 	begin := time.Now()
 	base, end := info.BaseOffset, info.NextOffset-1
@@ -177,6 +180,19 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	// conditional write, the last moment before it lands.
 	if err := u.stillCopying(lp, id); err != nil {
 		return fmt.Errorf("tiering: copy %s/%d [%d, %d]: %w", lp.Topic, lp.Index, base, end, err)
+	}
+	// The image may be stale (a zombie cut off from the metadata stream
+	// sees its copy still COPY_STARTED and none of the new leader's
+	// segments: its manifest add would drop them). The controller is
+	// asked instead: COPY_STARTED again, a no-op it fences like a change.
+	// A pause between this answer and the write below can still let a
+	// zombie through; closing that needs the manifest itself to carry the
+	// writer's leader epoch (a manifest format change).
+	if err := u.commit(ctx, desc, metadata.CopyStarted, epoch); err != nil {
+		if errors.Is(err, errFenced) {
+			u.discardFenced(lp.Partition, desc)
+		}
+		return fmt.Errorf("tiering: copy %s/%d [%d, %d] fence probe: %w", lp.Topic, lp.Index, base, end, err)
 	}
 	if err := u.retry(ctx, "manifest add", func() error {
 		_, err := u.ms.Update(ctx, key, func(m *Manifest) error {

@@ -1,10 +1,13 @@
 package tiering
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/tiering/objstore"
@@ -41,15 +44,16 @@ func waitTaskStopped(t *testing.T, u *Uploader, p Partition) {
 }
 
 // A leader deposed mid-copy (a zombie: it still runs its task in the old
-// epoch) finishes its puts; the controller refuses its COPY_FINISHED
-// (FENCED_LEADER_EPOCH). The uploader must stop the partition's task, not
-// retry, and take back what it did: its manifest entry and its objects;
-// its COPY_STARTED record stays for the new leader's orphan step.
-func TestUploaderFencedCopyStopsAndDiscardsWhatItPut(t *testing.T) {
+// epoch), here while it writes the manifest, after its fence probe; the
+// controller refuses its COPY_FINISHED (FENCED_LEADER_EPOCH). The
+// uploader must stop the partition's task, not retry, and take back what
+// it did: its manifest entry and its objects; its COPY_STARTED record
+// stays for the new leader's orphan step.
+func TestUploaderFencedAtCopyFinishedStopsAndDiscardsWhatItPut(t *testing.T) {
 	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 2)
 	mem := objstore.NewMemStore()
-	gate := &gatedStore{ObjectStore: mem, suffix: "." + ExtTimeIndex, open: make(chan struct{}), reached: make(chan struct{})}
+	gate := &gatedStore{ObjectStore: mem, suffix: "/" + ManifestName, open: make(chan struct{}), reached: make(chan struct{})}
 	var log commitLog
 	meta.setFailCommit(log.observe)
 	u := newTestUploader(t, gate, meta, nil)
@@ -131,4 +135,99 @@ func TestUploaderFencedBeforeCopyPutsNothing(t *testing.T) {
 	if objs, err := mem.List(testCtx(t), "strata/"); err != nil || len(objs) != 0 {
 		t.Fatalf("a fenced leader put %v (%v)", objs, err)
 	}
+}
+
+// staleMeta is a broker's metadata view that stops following the
+// controller once frozen (a zombie cut off from the metadata stream, or
+// paused): reads return the image as it was; commits still reach the
+// controller.
+type staleMeta struct {
+	*testMeta
+	mu     sync.Mutex
+	frozen map[metadata.TopicPartition][]metadata.RemoteSegmentInfo // nil: live
+}
+
+func (s *staleMeta) freeze(p Partition) {
+	segs := s.testMeta.RemoteSegments(p.TopicID, p.Index)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frozen = map[metadata.TopicPartition][]metadata.RemoteSegmentInfo{{TopicID: p.TopicID, Partition: p.Index}: segs}
+}
+
+func (s *staleMeta) RemoteSegments(id uuid.UUID, p int32) []metadata.RemoteSegmentInfo {
+	s.mu.Lock()
+	if s.frozen != nil {
+		segs := s.frozen[metadata.TopicPartition{TopicID: id, Partition: p}]
+		s.mu.Unlock()
+		return slices.Clone(segs)
+	}
+	s.mu.Unlock()
+	return s.testMeta.RemoteSegments(id, p)
+}
+
+// A zombie whose image is stale: deposed mid-upload, it finishes its puts
+// after the new leader has copied the same range and written the
+// manifest. Its image still shows its copy COPY_STARTED and none of the
+// new leader's segments, so the image check (errSuperseded) lets it
+// through; the fence probe (COPY_STARTED again, refused) stops it before
+// the manifest, which would otherwise lose the new leader's segments. Its
+// objects are deleted, the manifest is the new leader's.
+func TestUploaderStaleZombieIsFencedBeforeTheManifest(t *testing.T) {
+	p, meta, tp := ordersPart(t)
+	tp.appendSegments(t, testTs, 2, 2)
+	mem := objstore.NewMemStore()
+	gate := &gatedStore{ObjectStore: mem, suffix: "." + ExtTimeIndex, open: make(chan struct{}), reached: make(chan struct{})}
+	tp.epoch.Store(meta.moveLeader(t, p.TopicID, 0, 2))
+	view := &staleMeta{testMeta: meta}
+	old := newTestUploader(t, gate, view, nil, func(c *UploaderConfig) { c.BrokerID = 2 })
+	old.Lead(tp.LeaderPartition)
+	<-gate.reached
+	zombie := meta.RemoteSegments(p.TopicID, 0)
+	if len(zombie) != 1 || zombie[0].State != metadata.CopyStarted {
+		t.Fatalf("old leader's segments %+v, want one COPY_STARTED", zombie)
+	}
+	view.freeze(p)
+
+	tp.epoch.Store(meta.moveLeader(t, p.TopicID, 0, 3))
+	newer := newTestUploader(t, mem, meta, nil, func(c *UploaderConfig) { c.BrokerID = 3 })
+	newer.Lead(tp.LeaderPartition)
+	waitFor(t, newer, "the new leader's copies, the old leader's orphan gone", func() bool {
+		segs := meta.RemoteSegments(p.TopicID, 0)
+		return len(segs) == 2 && segs[0].State == metadata.CopyFinished && segs[1].State == metadata.CopyFinished
+	})
+	settle(t, newer)
+
+	close(gate.open)
+	waitTaskStopped(t, old, p)
+	if !old.Fenced(p) {
+		t.Fatal("the zombie's task ended but not fenced")
+	}
+	settle(t, newer)
+
+	var want []string
+	for _, s := range meta.RemoteSegments(p.TopicID, 0) {
+		if s.State != metadata.CopyFinished || s.BrokerID != 3 {
+			t.Fatalf("segment %s [%d, %d] %s by broker %d after the zombie's copy ended", s.SegmentID, s.BaseOffset, s.EndOffset, s.State, s.BrokerID)
+		}
+		want = append(want, s.SegmentID.String())
+	}
+	m, _, err := NewManifestStore(mem).Load(testCtx(t), ManifestKey("strata", p.Topic, p.TopicID, p.Index))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range m.Segments {
+		got = append(got, s.SegmentID.String())
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("manifest names %v, the controller %v (the zombie's copy %s)", got, want, zombie[0].SegmentID)
+	}
+	for _, k := range mem.Keys() {
+		if strings.Contains(k, zombie[0].SegmentID.String()) {
+			t.Errorf("object %s of the zombie's copy left in the bucket", k)
+		}
+	}
+	checkCoverage(t, meta, p, 0, 39)
 }

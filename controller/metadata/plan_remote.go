@@ -36,11 +36,16 @@ import (
 // The checks, in AlterPartition's order ([State.PlanAlterPartition]): an
 // epoch ahead of the image's → NOT_CONTROLLER (this controller is behind;
 // retriable), an older epoch → FENCED_LEADER_EPOCH, a broker other than the
-// leader → NOT_LEADER_OR_FOLLOWER. Not fenced:
+// leader → NOT_LEADER_OR_FOLLOWER. A repeat of COPY_STARTED is fenced
+// too, though it changes nothing: it is the uploader's fence probe before
+// it writes the bucket's manifest (a zombie whose image is stale would
+// otherwise rewrite the new leader's manifest). Not fenced:
 //
-//   - a repeat of the segment's current state (it changes nothing, and a
-//     retry whose acknowledgement was lost must still succeed after a
-//     leader change: the writer learns the step did happen);
+//   - a repeat of COPY_FINISHED or DELETE_STARTED (it changes nothing,
+//     and a retry whose acknowledgement was lost must still succeed after
+//     a leader change: the writer learns the step did happen; a writer
+//     told FENCED at COPY_FINISHED deletes its objects, so it must mean
+//     "not committed");
 //   - DELETE_FINISHED (after DELETE_STARTED the objects are going anyway;
 //     whoever finishes, the end is the same);
 //   - a segment of a deleted topic (no partition, no leader: the
@@ -83,6 +88,9 @@ func (s *State) PlanRemoteSegment(rec RemoteSegmentRecord) ([]Record, error) {
 		return []Record{&out}, nil
 	}
 	if seg.State == rec.State {
+		if rec.State == CopyStarted {
+			return nil, s.fenceSegmentWriter(&rec)
+		}
 		return nil, nil
 	}
 	if rec.State != DeleteFinished {
