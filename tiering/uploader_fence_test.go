@@ -120,7 +120,9 @@ func TestUploaderFencedAtCopyFinishedStopsAndDiscardsWhatItPut(t *testing.T) {
 }
 
 // A zombie that starts a copy after the election is refused at
-// COPY_STARTED: nothing is put, nothing registered, and the task stops.
+// COPY_STARTED: nothing is put, nothing registered, and the task stops;
+// when the broker is elected again (a Lead in the newer epoch), it
+// uploads again.
 func TestUploaderFencedBeforeCopyPutsNothing(t *testing.T) {
 	p, meta, tp := ordersPart(t)
 	meta.moveLeader(t, p.TopicID, 0, 2) // broker 1 still believes it leads in epoch 3
@@ -135,6 +137,14 @@ func TestUploaderFencedBeforeCopyPutsNothing(t *testing.T) {
 	if objs, err := mem.List(testCtx(t), "strata/"); err != nil || len(objs) != 0 {
 		t.Fatalf("a fenced leader put %v (%v)", objs, err)
 	}
+
+	tp.epoch.Store(meta.moveLeader(t, p.TopicID, 0, 1))
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "uploaded once elected again", func() bool { return tp.Log.RemoteUploadedOffset() == 40 })
+	if u.Fenced(p) {
+		t.Fatal("the new epoch's task reports fenced")
+	}
+	checkCoverage(t, meta, p, 0, 39)
 }
 
 // staleMeta is a broker's metadata view that stops following the
