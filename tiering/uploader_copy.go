@@ -183,20 +183,18 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	}
 	// The image may be stale (a zombie cut off from the metadata stream
 	// sees its copy still COPY_STARTED and none of the new leader's
-	// segments: its manifest add would drop them). The controller is
-	// asked instead: COPY_STARTED again, a no-op it fences like a change.
-	// A pause between this answer and the write below can still let a
-	// zombie through; closing that needs the manifest itself to carry the
-	// writer's leader epoch (a manifest format change).
-	if err := u.commit(ctx, desc, metadata.CopyStarted, epoch); err != nil {
-		if errors.Is(err, errFenced) {
-			u.discardFenced(lp.Partition, desc)
-		}
-		return fmt.Errorf("tiering: copy %s/%d [%d, %d] fence probe: %w", lp.Topic, lp.Index, base, end, err)
-	}
+	// segments: its manifest add would drop them from the manifest). So
+	// inside each conditional write, after the image check, the
+	// controller is asked too: COPY_STARTED again, a no-op it fences like
+	// a change (the fence probe). A zombie paused between that answer and
+	// the Put can still get through; closing that needs the manifest to
+	// carry the writer's leader epoch (a manifest format version).
 	if err := u.retry(ctx, "manifest add", func() error {
 		_, err := u.ms.Update(ctx, key, func(m *Manifest) error {
 			if err := u.stillCopying(lp, id); err != nil {
+				return err
+			}
+			if err := u.commit(ctx, desc, metadata.CopyStarted, epoch); err != nil {
 				return err
 			}
 			addToManifest(m, lp.Partition, seg, live)
@@ -205,7 +203,10 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 		})
 		return err
 	}); err != nil {
-		if !errors.Is(err, errSuperseded) {
+		switch {
+		case errors.Is(err, errFenced):
+			u.discardFenced(lp.Partition, desc)
+		case !errors.Is(err, errSuperseded):
 			u.abandon(ctx, lp.Topic, desc, err, epoch)
 		}
 		return fmt.Errorf("tiering: copy %s/%d [%d, %d] manifest: %w", lp.Topic, lp.Index, base, end, err)
