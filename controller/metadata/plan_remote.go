@@ -55,7 +55,8 @@ import (
 //     the janitor, and version 0 records.
 //
 // Errors: INVALID_REQUEST (bad state or description), UNKNOWN_TOPIC_ID,
-// UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER
+// (code 6, franz-go's kerr.NotLeaderForPartition),
 // NOT_CONTROLLER, and for an illegal transition
 // [ErrIllegalSegmentTransition] together with INVALID_RECORD_STATE.
 func (s *State) PlanRemoteSegment(rec RemoteSegmentRecord) ([]Record, error) {
