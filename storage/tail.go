@@ -121,5 +121,10 @@ func (s *segment) readTail(offset int64, maxBytes int, maxOffset, limit int64) (
 		v.NextOffset = b.last + 1
 	}
 	v.Size = end - first.pos
+	if s.size.Load() < limit {
+		// A truncation (replication) cut the segment since limit was
+		// loaded: the scan sorts out what is left, as for its own reads.
+		return ReadView{}, false
+	}
 	return v, true
 }
