@@ -228,7 +228,8 @@ func Open(o Options) (_ *Node, err error) {
 		for i, v := range cfg.QuorumVoters {
 			addrs[i] = v.Addr
 		}
-		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr()})
+		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr(),
+			WatchTimeout: n.cfg.QuorumRequestTimeout, Logger: n.logger})
 	}
 
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions

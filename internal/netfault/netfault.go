@@ -17,7 +17,11 @@
 // never forwarded nor answered, as a partition looks to TCP), by
 // [Mode]. Healing lets new connections through; blackholed ones stay
 // dead and are closed. A delay holds every chunk forwarded on a link for
-// that long before writing it.
+// that long before writing it. A stall ([Network.Stall]) kills a link's
+// open connections silently: they stay open at both ends but forward
+// nothing ever again, as a connection looks whose path lost its state (a
+// NAT or firewall entry dropped, a peer gone without a reset) — only a
+// read deadline or a keepalive of the endpoints tells them.
 //
 // It owns no processes and knows nothing of Kafka. All methods are safe
 // for concurrent use.
@@ -148,6 +152,7 @@ type pconn struct {
 	down, up net.Conn // up is nil until dialed
 	dead     bool     // killed by a cut or Close; under nw.mu
 	hole     bool     // blackholed at accept
+	stalled  bool     // silently dead ([Network.Stall]); under nw.mu
 }
 
 func (c *pconn) closeLocked() {
@@ -239,17 +244,21 @@ func (p *Proxy) serve(c *pconn) {
 	<-done
 }
 
-// pump copies src to dst, holding each chunk for the delay of l.
+// pump copies src to dst, holding each chunk for the delay of l; once c
+// is stalled, chunks are read and dropped.
 func (nw *Network) pump(c *pconn, dst, src net.Conn, l link) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			nw.mu.Lock()
-			d := nw.delays[l]
+			d, stalled := nw.delays[l], c.stalled
 			nw.mu.Unlock()
-			if d > 0 {
+			if d > 0 && !stalled {
 				time.Sleep(d)
+			}
+			if stalled {
+				continue
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
@@ -323,6 +332,22 @@ func (nw *Network) CutAll(ip string) {
 	for c := range nw.conns {
 		if c.l.to == ip || c.l.from == ip {
 			c.closeLocked()
+		}
+	}
+}
+
+// Stall silently kills the open connections of from → to (IPs, who
+// dialed whom): from now on they forward nothing, either way, and stay
+// open until an endpoint closes them or [Network.Close]; nothing tells
+// the endpoints (no FIN, no reset), and a heal does not revive them. New
+// connections on the link are not affected: a stall is not a cut.
+func (nw *Network) Stall(from, to string) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	l := link{from, to}
+	for c := range nw.conns {
+		if c.l == l {
+			c.stalled = true
 		}
 	}
 }
