@@ -291,10 +291,20 @@ func (nw *Network) Cut(from, to string) { nw.CutMode(from, to, nw.mode) }
 func (nw *Network) CutMode(from, to string, mode Mode) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	l := link{from, to}
+	nw.cutLinkLocked(link{from, to}, mode, false)
+}
+
+// cutLinkLocked cuts l in mode; its open connections are closed, or with
+// silently stalled ([Network.Stall]).
+func (nw *Network) cutLinkLocked(l link, mode Mode, silently bool) {
 	nw.cuts[l] = mode
 	for c := range nw.conns {
-		if c.l == l {
+		if c.l != l {
+			continue
+		}
+		if silently {
+			c.stalled = true
+		} else {
 			c.closeLocked()
 		}
 	}
@@ -309,16 +319,30 @@ func (nw *Network) Partition(a, b string) {
 // Isolate partitions ip from every other IP a proxy of the network
 // targets (the other nodes), both ways; clients dialing from elsewhere
 // (127.0.0.1) still reach it. [Network.CutAll] cuts those too.
-func (nw *Network) Isolate(ip string) {
+func (nw *Network) Isolate(ip string) { nw.isolate(ip, false) }
+
+// IsolateSilently is [Network.Isolate] as a firewall dropping packets
+// (iptables DROP) does it: the open connections are not closed but
+// stalled ([Network.Stall]), so only the endpoints' own deadlines and
+// keepalives tell them, and they stay dead after the heal; new
+// connections are blackholed until then, whatever the network's mode.
+func (nw *Network) IsolateSilently(ip string) { nw.isolate(ip, true) }
+
+func (nw *Network) isolate(ip string, silently bool) {
 	nw.mu.Lock()
+	defer nw.mu.Unlock()
 	peers := map[string]bool{}
 	for _, p := range nw.proxies {
 		peers[p.to] = true
 	}
-	nw.mu.Unlock()
 	delete(peers, ip)
+	mode := nw.mode
+	if silently {
+		mode = Blackhole
+	}
 	for _, o := range sortedKeys(peers) {
-		nw.Partition(ip, o)
+		nw.cutLinkLocked(link{ip, o}, mode, silently)
+		nw.cutLinkLocked(link{o, ip}, mode, silently)
 	}
 }
 
