@@ -95,7 +95,9 @@ const livenessMinWait = 10 * time.Millisecond
 // a check period later (min(broker.session.timeout.ms/8,
 // broker.heartbeat.interval.ms): 1.125s with Kafka's defaults, added to
 // every re-election after a broker's loss). The period remains the longest
-// pause (a leader's first round, new brokers). It runs until Close.
+// pause (new brokers); a change of leadership wakes it at once, so a new
+// leader starts every broker's fresh session as soon as it is ready, not
+// up to a period later. It runs until Close.
 func (c *Controller) livenessLoop() {
 	period := min(c.cfg.BrokerSessionTimeout/8, c.cfg.BrokerHeartbeatInterval)
 	period = max(period, c.cfg.TickInterval)
@@ -105,6 +107,7 @@ func (c *Controller) livenessLoop() {
 		select {
 		case <-c.stopc:
 			return
+		case <-c.liveWake:
 		case <-t.C:
 		}
 		t.Reset(c.checkLiveness(period))
@@ -115,6 +118,11 @@ func (c *Controller) livenessLoop() {
 // leads, and returns how long to wait before the next check.
 func (c *Controller) checkLiveness(period time.Duration) time.Duration {
 	if !c.node.isLeaderReady() {
+		if c.node.leader.Load() == c.node.cfg.id {
+			// Elected, not ready yet (its term's first entry is not
+			// applied): start the sessions as soon as it is.
+			return livenessMinWait
+		}
 		return period
 	}
 	c.startTerm()

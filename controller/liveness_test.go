@@ -98,3 +98,51 @@ func TestLivenessFencesAtSessionExpiry(t *testing.T) {
 		}
 	}
 }
+
+// TestLivenessNewLeaderStartsSessionsWhenReady: a new leader gives every
+// broker a fresh session (it cannot know their last heartbeats) starting
+// as soon as it is ready, not at the liveness loop's next round (up to a
+// check period later: 500ms here, 1.125s with Kafka's defaults), so a
+// broker lost together with the old leader is fenced one session timeout
+// after the election.
+func TestLivenessNewLeaderStartsSessionsWhenReady(t *testing.T) {
+	const session = 4 * time.Second // check period min(session/8, heartbeat interval) = 500ms
+	c := newCtrlCluster(t, clusterOpts{n: 1, tune: func(cfg *Config) {
+		cfg.BrokerSessionTimeout = session
+		cfg.BrokerHeartbeatInterval = 3 * time.Second
+	}})
+	registerBrokers(t, c.leader(), 1, 0)
+	c.stop(1)
+	c.start(1)
+	ctl := c.ctrls[1]
+	ctl.node.campaign() // elected at once, not after an election timeout
+	var ready time.Time
+	deadline := time.Now().Add(testWait)
+	for ready.IsZero() && time.Now().Before(deadline) {
+		if ctl.node.isLeaderReady() {
+			ready = time.Now()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if ready.IsZero() {
+		t.Fatal("restarted controller not leading")
+	}
+	var fenced time.Time
+	deadline = ready.Add(session + testWait)
+	for fenced.IsZero() && time.Now().Before(deadline) {
+		ctl.fsm.read(func(st *metadata.State) {
+			if b, ok := st.Broker(101); ok && b.Fenced {
+				fenced = time.Now()
+			}
+		})
+		time.Sleep(time.Millisecond)
+	}
+	if fenced.IsZero() {
+		t.Fatalf("silent broker not fenced within %v of the election", session+testWait)
+	}
+	late := fenced.Sub(ready.Add(session))
+	t.Logf("silent broker fenced %v after a session timeout from the new leader's readiness", late.Round(time.Millisecond))
+	if late < -20*time.Millisecond || late > 150*time.Millisecond {
+		t.Fatalf("silent broker fenced %v after a session from the new leader's readiness, want within [0, 150ms]", late)
+	}
+}
