@@ -157,3 +157,45 @@ func TestClientWatchIdleStreamStaysOpen(t *testing.T) {
 		t.Fatalf("proxy stats %+v: the idle stream was reopened", st)
 	}
 }
+
+// TestHeartbeatAnswersTheLeadersMetadataOffset: a heartbeat's answer
+// carries the offset of the leader's last entry with records, the offset
+// of the last delta a caught-up watcher has (entries without records, as
+// a new leader's empty one, advance the log but reach no watcher), in
+// process and over the wire: a broker whose view stays below it knows its
+// stream is behind.
+func TestHeartbeatAnswersTheLeadersMetadataOffset(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 1})
+	ctl := c.leader()
+	epochs := registerBrokers(t, ctl, 1, 0)
+	if r := createTopic(t, ctl, "t", 1, 1); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	// The last delta a watcher gets: read until one more would block.
+	w, err := ctl.Watch(ctx(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var last int64
+	for {
+		wctx, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+		d, err := w.Next(wctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		last = d.Offset
+	}
+	cl := NewClient(ClientOptions{Addrs: []string{ctl.Addr()}})
+	defer cl.Close()
+	for name, s := range map[string]Service{"in process": ctl, "over the wire": cl} {
+		hb, err := s.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: 101, BrokerEpoch: epochs[101], CurrentMetadataOffset: 1 << 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last == 0 || hb.MetadataOffset != last {
+			t.Errorf("%s: heartbeat answered metadata offset %d, the last delta is at %d", name, hb.MetadataOffset, last)
+		}
+	}
+}
