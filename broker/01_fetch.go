@@ -298,7 +298,35 @@ func (n *Node) fetchContext(req *kmsg.FetchRequest, version int16) (fetchKind, *
 		return 0, nil, nil, kerr.FetchSessionIDNotFound
 	}
 	requested := fromRequest() // resolves names under metaMu: before s.mu
+	// A partition whose topic id did not resolve when it entered the
+	// session (the client knew of the topic before this broker did: a
+	// follower right after the topic's creation) is resolved again on
+	// every fetch until it does, as Kafka's maybeResolveUnknownName:
+	// otherwise it answers UNKNOWN_TOPIC_ID for as long as the session
+	// lives.
+	var unresolved map[[16]byte]string
+	if byID {
+		s.mu.Lock()
+		for _, sp := range s.parts {
+			if sp.topic == "" {
+				if unresolved == nil {
+					unresolved = map[[16]byte]string{}
+				}
+				unresolved[sp.topicID] = ""
+			}
+		}
+		s.mu.Unlock()
+		for id := range unresolved {
+			name, _, _ := n.resolveTopic(true, "", id)
+			unresolved[id] = name
+		}
+	}
 	s.mu.Lock()
+	for _, sp := range s.parts {
+		if sp.topic == "" && unresolved[sp.topicID] != "" {
+			sp.topic = unresolved[sp.topicID]
+		}
+	}
 	if s.epoch != req.SessionEpoch {
 		s.mu.Unlock()
 		return 0, nil, nil, kerr.InvalidFetchSessionEpoch
@@ -614,7 +642,9 @@ func respondState(parts []fetchPart) []bool {
 }
 
 // update decides which partitions an incremental response carries (those
-// that changed, see fetch_session.go), remembers what it tells the client,
+// that changed, see fetch_session.go; for a follower a diverging epoch is
+// a change too, as in Kafka: it is the answer it must truncate by),
+// remembers what it tells the client,
 // and moves partitions with records to the end of the session's order.
 // Views of partitions left out are released (there are none: a partition
 // with records always changed).
@@ -626,7 +656,7 @@ func (s *fetchSession) update(parts []fetchPart, answered []bool) []bool {
 		fp := &parts[i]
 		sp := fp.sp
 		hw, ls, lso := fp.offsets()
-		must := fp.hasView || fp.err != nil || !sp.answered || hw != sp.hw || ls != sp.lastStable || lso != sp.logStartOf
+		must := fp.hasView || fp.err != nil || fp.diverging != nil || !sp.answered || hw != sp.hw || ls != sp.lastStable || lso != sp.logStartOf
 		answered[i] = must
 		if must {
 			sp.answered, sp.hw, sp.lastStable, sp.logStartOf = true, hw, ls, lso

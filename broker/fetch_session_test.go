@@ -350,3 +350,35 @@ func TestFetchSessionRotatesPartitionsWithDataToTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchSessionResolvesTopicIDLearnedLater: a partition that entered a
+// session by a topic id this broker did not know yet (a follower that
+// learned of a new topic before its leader did) is resolved on a later
+// fetch, as Kafka's maybeResolveUnknownName, instead of answering
+// UNKNOWN_TOPIC_ID for the session's life (a follower stalled by it).
+func TestFetchSessionResolvesTopicIDLearnedLater(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	adm := newAdmin(t, n)
+	c := dialRaw(t, n)
+	const topic = "late-id"
+	v := kmsg.NewPtrFetchRequest().MaxVersion()
+	createTopic(t, adm, topic, 1, nil)
+	tid := topicID(t, n, topic)
+	full := c.roundTrip(sessionFetch(v, 0, 0, topic, tid, map[int32]int64{0: 0})).(*kmsg.FetchResponse)
+	if full.ErrorCode != 0 || full.SessionID == 0 {
+		t.Fatalf("full fetch: error %d, session %d", full.ErrorCode, full.SessionID)
+	}
+	// As if the id had been unknown when the partition entered.
+	s := n.fetchSessions.get(full.SessionID)
+	s.mu.Lock()
+	for _, sp := range s.parts {
+		sp.topic = ""
+	}
+	s.mu.Unlock()
+	producedOne(t, c, topic, 0, "later")
+	inc := c.roundTrip(sessionFetch(v, full.SessionID, 1, topic, tid, nil)).(*kmsg.FetchResponse)
+	got := fetchedParts(t, inc)
+	if inc.ErrorCode != 0 || got[0].code != 0 || got[0].bytes == 0 {
+		t.Fatalf("incremental fetch after the id became known: error %d, answered %+v", inc.ErrorCode, got)
+	}
+}

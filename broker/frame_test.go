@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -60,13 +61,22 @@ func TestFrameSplicesFileRegionsBetweenBufferBytes(t *testing.T) {
 	if _, ok := osf.(vfs.OSFile); !ok {
 		t.Fatal("vfs.Default files are not OS files: sendfile would never run")
 	}
-	regions := [][2]int64{{10, 100}, {5000, 2 << 20}, {3<<20 - 7, 7}}
 	buf := []byte("AAAAbbbbbCCCCCCCdd")
 	ats := []int{4, 9, 16}
 	for _, tc := range []struct {
-		name string
-		file vfs.File
-	}{{"sendfile", osf}, {"copy", memFile{data: data}}} {
+		name    string
+		file    vfs.File
+		regions [][2]int64
+	}{
+		{"sendfile", osf, [][2]int64{{10, 100}, {5000, 2 << 20}, {3<<20 - 7, 7}}},
+		{"copy", memFile{data: data}, [][2]int64{{10, 100}, {5000, 2 << 20}, {3<<20 - 7, 7}}},
+		// Frames up to coalesceMax go out in one write, the regions
+		// read between the frame's bytes; one exactly at the limit too.
+		{"coalesced", osf, [][2]int64{{10, 100}, {5000, 3000}, {3<<20 - 7, 7}}},
+		{"coalesced-mem", memFile{data: data}, [][2]int64{{10, 100}, {5000, 3000}, {3<<20 - 7, 7}}},
+		{"coalesced-limit", osf, [][2]int64{{10, 100}, {5000, coalesceMax - 100 - 7 - 18}, {3<<20 - 7, 7}}},
+	} {
+		regions := tc.regions
 		t.Run(tc.name, func(t *testing.T) {
 			f := &frame{buf: buf}
 			var want []byte
@@ -98,9 +108,13 @@ func TestFrameSplicesFileRegionsBetweenBufferBytes(t *testing.T) {
 	if done, err := sendfile(a, osf.(vfs.OSFile).OSFile(), 0, 1<<20); !done || err != nil {
 		t.Fatalf("sendfile done=%v err=%v", done, err)
 	}
-	// A view past the end of the file is an error, not a hang.
+	// A view past the end of the file is an error, not a hang, on both paths.
 	if err := sendView(a, storage.ReadView{File: osf, Pos: 3<<20 - 10, Size: 100}); err == nil {
 		t.Fatal("short file: no error")
+	}
+	short := &frame{buf: buf, splices: []splice{{at: 4, view: storage.ReadView{File: osf, Pos: 3<<20 - 10, Size: 100}}}}
+	if err := short.writeTo(a); err == nil {
+		t.Fatal("short file, coalesced frame: no error")
 	}
 }
 
@@ -121,4 +135,54 @@ func tcpPairFrom(tb testing.TB, ln net.Listener) (*net.TCPConn, *net.TCPConn) {
 	}
 	tb.Cleanup(func() { a.Close(); b.Close() })
 	return a.(*net.TCPConn), b.(*net.TCPConn)
+}
+
+// BenchmarkFrameWrite sends a fetch-like frame (a 100-byte head, one file
+// region, a 10-byte tail) over loopback TCP both ways, at sizes around
+// coalesceMax: one write of the region read into a buffer, or write,
+// sendfile, write. It sets where the threshold lies on a machine.
+func BenchmarkFrameWrite(b *testing.B) {
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	path := filepath.Join(b.TempDir(), "seg.log")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	osf, err := vfs.Default.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer osf.Close()
+	ln, err := netListen()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	a, r := tcpPairFrom(b, ln)
+	defer a.Close()
+	defer r.Close()
+	go io.Copy(io.Discard, r)
+	buf := make([]byte, 110)
+	for _, size := range []int64{1 << 10, 8 << 10, 32<<10 - 110, 128 << 10} {
+		for _, way := range []string{"coalesced", "spliced"} {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, way), func(b *testing.B) {
+				f := &frame{buf: buf, splices: []splice{{at: 100, view: storage.ReadView{File: osf, Pos: 4096, Size: size}}}}
+				b.SetBytes(f.size())
+				b.ReportAllocs()
+				for b.Loop() {
+					var err error
+					if way == "coalesced" && f.size() <= coalesceMax {
+						err = f.writeCoalesced(a)
+					} else if way == "coalesced" {
+						b.Skip("above coalesceMax")
+					} else {
+						err = f.writeSpliced(a)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -372,6 +372,10 @@ type fetcher struct {
 	parts   map[*partition]*followState
 	nextGen uint64
 
+	// sess is the fetch session with the leader; only the loop's
+	// goroutine touches it (buildRequest, and run after each response).
+	sess followerSession
+
 	kick   chan struct{} // cap 1: a partition was added or restarted
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -458,6 +462,7 @@ func (f *fetcher) run() {
 			}
 			f.env.metrics.fetchError("TRANSPORT")
 			f.env.logger.Warn("broker: replica fetch failed", "leader", f.key.leader, "addr", f.key.addr, "err", err)
+			f.sess.failed()
 			f.backoff(sent)
 			continue
 		}
@@ -468,10 +473,19 @@ func (f *fetcher) run() {
 				code = fr.ErrorCode
 			}
 			f.env.metrics.fetchError(errorName(code))
+			f.sess.failed()
+			switch code {
+			case kerr.FetchSessionIDNotFound.Code, kerr.InvalidFetchSessionEpoch.Code, kerr.FetchSessionTopicIDError.Code:
+				// The leader lost or refused our session (evicted,
+				// restarted): the next request is a full one, now.
+				f.env.logger.Info("broker: replica fetch session reset", "leader", f.key.leader, "err", kerr.ErrorForCode(code))
+				continue
+			}
 			f.env.logger.Warn("broker: replica fetch refused", "leader", f.key.leader, "err", kerr.ErrorForCode(code))
 			f.backoff(sent)
 			continue
 		}
+		f.sess.accepted(fr.SessionID)
 		f.process(sent, fr)
 	}
 }
@@ -507,10 +521,10 @@ func (f *fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[tpKey]sen
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.ResponseMaxBytes
 	req.IsolationLevel = 0
-	req.SessionID, req.SessionEpoch = 0, -1 // sessionless full fetch
 	var wait time.Duration
-	sent := map[tpKey]sentPart{}
-	byTopic := map[string]int{}
+	sent := make(map[tpKey]sentPart, len(f.parts))
+	want := make(map[tpKey]sessionFields, len(f.parts))
+	fps := make(map[tpKey]kmsg.FetchRequestTopicPartition, len(f.parts))
 	for _, st := range f.parts {
 		if !st.fetchable(now) {
 			if !st.fenced && !st.failed {
@@ -521,14 +535,6 @@ func (f *fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[tpKey]sen
 			continue
 		}
 		p := st.p
-		i, ok := byTopic[p.topic]
-		if !ok {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = p.topic, st.topicID
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			byTopic[p.topic] = i
-		}
 		fp := kmsg.NewFetchRequestTopicPartition()
 		fp.Partition = p.index
 		fp.CurrentLeaderEpoch = st.epoch
@@ -539,11 +545,53 @@ func (f *fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[tpKey]sen
 		}
 		fp.LogStartOffset = p.log.LogStartOffset()
 		fp.PartitionMaxBytes = cfg.MaxBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
-		sent[tpKey{p.topic, p.index}] = sentPart{st: st, gen: st.gen, fetchOffset: st.fetchOffset}
+		k := tpKey{p.topic, p.index}
+		fps[k] = fp
+		want[k] = sessionFields{topicID: st.topicID, fetchOffset: fp.FetchOffset, logStart: fp.LogStartOffset,
+			leaderEpoch: fp.CurrentLeaderEpoch, lastFetchedEpoch: fp.LastFetchedEpoch, maxBytes: fp.PartitionMaxBytes}
+		sent[k] = sentPart{st: st, gen: st.gen, fetchOffset: st.fetchOffset}
 	}
 	if len(sent) == 0 {
 		return nil, nil, wait
+	}
+	// In a session only what changed goes on the wire; the leader reads
+	// every partition of the session all the same.
+	held := f.sess.held
+	var send map[tpKey]bool
+	var forget []tpKey
+	req.SessionID, req.SessionEpoch, send, forget = f.sess.next(want)
+	byTopic := map[string]int{}
+	for k, fp := range fps {
+		if !send[k] {
+			continue
+		}
+		i, ok := byTopic[k.topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = k.topic, want[k].topicID
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			byTopic[k.topic] = i
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
+	}
+	forgotten := map[string]int{}
+	for _, k := range forget {
+		i, ok := forgotten[k.topic]
+		if !ok {
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.Topic, ft.TopicID = k.topic, held[k].topicID
+			req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			i = len(req.ForgottenTopics) - 1
+			forgotten[k.topic] = i
+		}
+		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+	}
+	for i := range req.Topics {
+		slices.SortFunc(req.Topics[i].Partitions, func(a, b kmsg.FetchRequestTopicPartition) int { return int(a.Partition - b.Partition) })
+	}
+	for i := range req.ForgottenTopics {
+		slices.Sort(req.ForgottenTopics[i].Partitions)
 	}
 	slices.SortFunc(req.Topics, func(a, b kmsg.FetchRequestTopic) int {
 		switch {
@@ -599,6 +647,7 @@ func (f *fetcher) process(sent map[tpKey]sentPart, resp *kmsg.FetchResponse) {
 			st := s.st
 			if rp.ErrorCode != 0 {
 				f.env.metrics.fetchError(errorName(rp.ErrorCode))
+				f.sess.resend(tpKey{name, rp.Partition})
 			}
 			switch rp.ErrorCode {
 			case 0:

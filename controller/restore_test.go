@@ -67,7 +67,8 @@ func TestServiceCreateTopicWithGivenIDAndRemovedTopicNames(t *testing.T) {
 				t.Fatalf("live id: %v, want TOPIC_ALREADY_EXISTS", r.Err)
 			}
 			seg := metadata.RemoteSegmentRecord{SegmentID: uuid.NewSHA1(id, []byte("seg")), TopicID: id, Partition: 1,
-				BaseOffset: 0, EndOffset: 99, SizeBytes: 1024, State: metadata.CopyStarted, BrokerID: 1}
+				BaseOffset: 0, EndOffset: 99, SizeBytes: 1024, State: metadata.CopyStarted, BrokerID: 1,
+				WriterLeaderEpoch: metadata.UnknownLeaderEpoch} // registered as a restore does: broker 1 does not lead
 			if err := s.CommitRemoteSegment(ctx(t), seg); err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +112,7 @@ func TestControllerFollowerLearnsRemovedTopicNameFromSnapshot(t *testing.T) {
 		t.Fatal(r.Err)
 	}
 	seg := metadata.RemoteSegmentRecord{SegmentID: uuid.NewSHA1(r.TopicID, []byte("seg")), TopicID: r.TopicID,
-		EndOffset: 9, State: metadata.CopyStarted, BrokerID: 1}
+		EndOffset: 9, State: metadata.CopyStarted, BrokerID: 1, WriterLeaderEpoch: metadata.UnknownLeaderEpoch}
 	if err := lead.CommitRemoteSegment(ctx(t), seg); err != nil {
 		t.Fatal(err)
 	}

@@ -266,10 +266,10 @@ func rpcGoldens() []rpcGolden {
 			name: "CommitRemoteSegment",
 			call: func(ctx context.Context, cl *Client) (any, error) {
 				return nil, cl.CommitRemoteSegment(ctx, metadata.RemoteSegmentRecord{SegmentID: goldenSeg, TopicID: goldenID, Partition: 1,
-					BaseOffset: 10, EndOffset: 19, MaxTimestamp: 5, SizeBytes: 100, State: metadata.CopyFinished, BrokerID: 1, EventTimestamp: 6})
+					BaseOffset: 10, EndOffset: 19, MaxTimestamp: 5, SizeBytes: 100, State: metadata.CopyFinished, BrokerID: 1, EventTimestamp: 6, WriterLeaderEpoch: 4})
 			},
 			method:   8,
-			request:  `{"SegmentID":"f47ac10b-58cc-4372-a567-0e02b2c3d479","TopicID":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","Partition":1,"BaseOffset":10,"EndOffset":19,"MaxTimestamp":5,"LeaderEpochs":null,"SizeBytes":100,"State":1,"BrokerID":1,"EventTimestamp":6}`,
+			request:  `{"SegmentID":"f47ac10b-58cc-4372-a567-0e02b2c3d479","TopicID":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","Partition":1,"BaseOffset":10,"EndOffset":19,"MaxTimestamp":5,"LeaderEpochs":null,"SizeBytes":100,"State":1,"BrokerID":1,"EventTimestamp":6,"WriterLeaderEpoch":4}`,
 			response: `{"err":{"code":42,"msg":"illegal transition"}}`,
 			wantErr:  &RemoteError{Code: 42, Msg: "illegal transition"},
 		},

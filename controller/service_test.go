@@ -88,6 +88,7 @@ func TestServiceEveryMethodInProcessAndOverClient(t *testing.T) {
 				SegmentID: uuid.New(), TopicID: r.TopicID, Partition: 0, BaseOffset: 0, EndOffset: 99,
 				MaxTimestamp: time.Now().UnixMilli(), LeaderEpochs: []metadata.EpochStart{{Epoch: p0.LeaderEpoch, StartOffset: 0}},
 				SizeBytes: 4096, State: metadata.CopyStarted, BrokerID: p0.Leader, EventTimestamp: time.Now().UnixMilli(),
+				WriterLeaderEpoch: p0.LeaderEpoch,
 			}
 			if err := s.CommitRemoteSegment(ctx(t), seg); err != nil {
 				t.Fatalf("copy started: %v", err)

@@ -141,7 +141,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 	fs.StringVar(&w.Topic, "topic", "", "topic (prefix when --topics > 1)")
 	fs.IntVar(&w.Topics, "topics", 0, "number of topics")
 	fs.IntVar(&w.Partitions, "partitions", 0, "partitions per topic")
-	fs.IntVar(&w.ReplicationFactor, "replication-factor", 0, "replication factor")
+	fs.IntVar(&w.ReplicationFactor, "replication-factor", 0, "replication factor (default: the cluster's default.replication.factor)")
 	fs.Var(cfgs, "topic-config", "topic config name=value (repeatable)")
 	fs.StringVar(&recordSize, "record-size", "", "fixed record value size, e.g. 1KiB")
 	fs.StringVar(&w.Keys, "keys", "", "none, round-robin, uniform or zipf")

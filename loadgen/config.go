@@ -77,7 +77,10 @@ func (w *Workload) Defaults() error {
 		w.Partitions = DefaultPartitions
 	}
 	if w.ReplicationFactor == 0 {
-		w.ReplicationFactor = 1
+		// The cluster's default.replication.factor (CreateTopics -1,
+		// KIP-464): on a three-node cluster a run measures what its
+		// topics would get, RF 3, not a replication-free figure.
+		w.ReplicationFactor = -1
 	}
 	if w.CreateTopics == nil {
 		t := true
@@ -155,8 +158,8 @@ func (w *Workload) validate() error {
 		return bad("topics", "%d, want >= 1", w.Topics)
 	case w.Partitions < 1:
 		return bad("partitions", "%d, want >= 1", w.Partitions)
-	case w.ReplicationFactor < 1 || w.ReplicationFactor > math.MaxInt16:
-		return bad("replicationFactor", "%d, want >= 1", w.ReplicationFactor)
+	case (w.ReplicationFactor < 1 && w.ReplicationFactor != -1) || w.ReplicationFactor > math.MaxInt16:
+		return bad("replicationFactor", "%d, want >= 1, or -1 for the cluster's default", w.ReplicationFactor)
 	case w.Producers < 0 || w.Consumers < 0 || w.Groups < 0:
 		return bad("producers/consumers/groups", "negative")
 	case w.Producers == 0 && w.Consumers == 0:

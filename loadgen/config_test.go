@@ -29,7 +29,7 @@ func TestWorkloadDefaults(t *testing.T) {
 	if err := w.Defaults(); err != nil {
 		t.Fatal(err)
 	}
-	if w.Topic != DefaultTopic || w.Topics != 1 || w.Partitions != 6 || w.ReplicationFactor != 1 || !*w.CreateTopics ||
+	if w.Topic != DefaultTopic || w.Topics != 1 || w.Partitions != 6 || w.ReplicationFactor != -1 || !*w.CreateTopics ||
 		w.RecordSize != (SizeDist{Kind: "fixed", Size: "1KiB"}) || w.Keys != "none" || w.KeySpace != 10000 || w.ZipfS != 1.1 ||
 		w.Compression != "none" || w.Acks != "all" || !*w.Idempotent || w.Linger != "5ms" || w.BatchBytes != "976KiB" ||
 		w.Producers != 1 || w.Consumers != 0 || w.Groups != 0 || w.ConsumeFrom != "latest" || w.Rate != 0 ||

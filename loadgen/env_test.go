@@ -3,10 +3,13 @@ package loadgen
 import (
 	"bytes"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestRunRecordsEnvironmentStabilityAndBrokerResources: a run against a
@@ -190,5 +193,29 @@ func TestReadResultVersion1(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "result version 1, no environment recorded") || !strings.Contains(out.String(), "publish p99 ms") {
 		t.Fatalf("compare of v1 results:\n%s", out.String())
+	}
+}
+
+// TestRunDefaultReplicationFactorIsTheClusters: without a replication
+// factor a run's topics get the cluster's default (CreateTopics -1), and
+// the result records the factor they got: three replicas on a
+// three-broker cluster, not one.
+func TestRunDefaultReplicationFactorIsTheClusters(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+		return net.Listen(network, "127.0.0.1:0")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	w := shortWorkload("defaultrf", 200)
+	w.Duration, w.Consumers = "1s", 0
+	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Workload: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Workload.ReplicationFactor != -1 || res.Environment == nil || res.Environment.ReplicationFactor != 3 {
+		t.Fatalf("workload rf %d, environment %+v", res.Workload.ReplicationFactor, res.Environment)
 	}
 }

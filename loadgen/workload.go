@@ -8,7 +8,7 @@ type Workload struct {
 	Topic             string            `json:"topic" yaml:"topic"`                         // prefix when Topics > 1
 	Topics            int               `json:"topics" yaml:"topics"`                       // default 1
 	Partitions        int               `json:"partitions" yaml:"partitions"`               // per topic, default 6
-	ReplicationFactor int               `json:"replicationFactor" yaml:"replicationFactor"` // default 1
+	ReplicationFactor int               `json:"replicationFactor" yaml:"replicationFactor"` // default -1: the cluster's default.replication.factor
 	CreateTopics      *bool             `json:"createTopics,omitempty" yaml:"createTopics"` // default true
 	TopicConfigs      map[string]string `json:"topicConfigs,omitempty" yaml:"topicConfigs"`
 

@@ -402,9 +402,11 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	pos = 0
 	for i := range hdrs {
 		if err := act.observeBatch(&hdrs[i], start+int64(pos), cfg.IndexIntervalBytes); err != nil {
+			act.tailDrop() // the batches it may have recorded are cut
 			_ = act.log.Truncate(start)
 			return info, l.failLocked(fmt.Errorf("index %s: %w", act.logPath(), err))
 		}
+		act.tailAdd(&hdrs[i], start+int64(pos))
 		pos += hdrs[i].Size()
 	}
 	if act.firstAppendMs < 0 {

@@ -142,6 +142,9 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 	if next <= offset || limit == 0 {
 		return v, false, nil
 	}
+	if v, ok := s.readTail(offset, maxBytes, maxOffset, limit); ok {
+		return v, true, nil
+	}
 	_, p := s.oi.Lookup(offset)
 	pos := int64(p)
 	hs := newHeaderScanner(s.log, limit)

@@ -261,3 +261,76 @@ func BenchmarkReadFetch(b *testing.B) {
 		})
 	}
 }
+
+// TestReadTailMatchesScan is a property test of the tail ring (tail.go):
+// on random logs (batch sizes, record counts, segment sizes), with
+// truncations between appends as a follower's, every read the ring answers
+// is the read the index and header scan give, for random offsets, byte
+// limits and high watermarks; and tail reads are answered by the ring.
+func TestReadTailMatchesScan(t *testing.T) {
+	hits, tailReads := 0, 0
+	for seed := uint64(1); seed <= 10; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		e := newEnv(t, func(c *Config) {
+			c.IndexIntervalBytes = rng.IntN(3000)
+			c.SegmentBytes = int64(8000 + rng.IntN(40000))
+		})
+		check := func() {
+			leo := e.log.LogEndOffset()
+			start := e.log.LocalLogStartOffset()
+			for range 60 {
+				off := start + rng.Int64N(leo-start+1)
+				if rng.IntN(2) == 0 { // most reads are tail reads
+					off = max(start, leo-rng.Int64N(12))
+				}
+				maxBytes := 1 + rng.IntN(6000)
+				maxOffset := off + rng.Int64N(leo-off+2)
+				segs, i, err := e.log.acquireAt(off)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := segs[i]
+				limit := s.size.Load()
+				if s.next.Load() > off && limit > 0 {
+					tv, ok := s.readTail(off, maxBytes, maxOffset, limit)
+					r := s.tail.Swap(nil)
+					sv, found, err := s.read(off, maxBytes, maxOffset)
+					s.tail.Store(r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if leo-off <= 12 && i == len(segs)-1 {
+						tailReads++
+					}
+					if ok {
+						hits++
+						if !found || tv.Pos != sv.Pos || tv.Size != sv.Size || tv.FirstOffset != sv.FirstOffset || tv.NextOffset != sv.NextOffset {
+							t.Fatalf("seed %d: read(%d, %d, %d) from the ring %+v, from the scan %+v (found %v)", seed, off, maxBytes, maxOffset, tv, sv, found)
+						}
+					}
+				}
+				s.release()
+			}
+		}
+		for round := range 40 {
+			for range 1 + rng.IntN(6) {
+				n := 1 + rng.IntN(8)
+				if _, err := e.log.Append(makeBatch(t, n, rng.IntN(600), baseTs+int64(round)), AppendOptions{AssignOffsets: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check()
+			if rng.IntN(5) == 0 {
+				leo, start := e.log.LogEndOffset(), e.log.LocalLogStartOffset()
+				if err := e.log.Truncate(max(start, leo-rng.Int64N(20))); err != nil {
+					t.Fatal(err)
+				}
+				check()
+			}
+		}
+	}
+	if tailReads == 0 || float64(hits) < 0.9*float64(tailReads) {
+		t.Fatalf("the ring answered %d reads of %d tail reads", hits, tailReads)
+	}
+	t.Logf("the ring answered %d reads (%d tail reads)", hits, tailReads)
+}

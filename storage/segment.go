@@ -57,6 +57,10 @@ type segment struct {
 	sealed          bool
 	missingIndex    bool // an index file was absent at open: rebuild it
 
+	// tail is where the last appended batches lie (tail.go); nil when
+	// sealed, truncated or not yet appended to since opening.
+	tail atomic.Pointer[tailRing]
+
 	refs    atomic.Int64 // 1 (the log's) + open read views; files closed at 0
 	deleted atomic.Bool  // files renamed to .deleted: unlink them when closed
 	// gone, if set (before the log's reference is dropped), is called once
@@ -716,6 +720,7 @@ func (s *segment) seal() error {
 		return fmt.Errorf("%w: %w", errFsync, err)
 	}
 	s.sealed = true
+	s.tailDrop()
 	return nil
 }
 
@@ -746,6 +751,7 @@ func (s *segment) truncateTo(off int64, cfg Config) error {
 		}
 		s.sealed = false
 	}
+	s.tailDrop()
 	if err := s.oi.TruncateTo(next); err != nil {
 		return err
 	}

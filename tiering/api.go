@@ -68,7 +68,10 @@ type Metadata interface {
 	TopicConfigs(name string) map[string]string
 	// CommitRemoteSegment records a state change in the controller. It
 	// returns once the change is committed and visible through
-	// RemoteSegments. Safe to retry (states are idempotent).
+	// RemoteSegments. Safe to retry (states are idempotent). The
+	// controller fences rec's writer (rec.BrokerID, rec.WriterLeaderEpoch):
+	// kerr.FencedLeaderEpoch or kerr.NotLeaderForPartition when it no
+	// longer leads the partition in that epoch.
 	CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error
 	// Janitor reports whether this broker deletes the remote data of
 	// deleted topics (exactly one live broker does: the lowest id).

@@ -191,6 +191,15 @@ func checkObjects(m *Manifest, prefix string, s *Segment, sizes map[string]int64
 // segments in a controller: for each, in offset order, a COPY_STARTED
 // record with its full description, then COPY_FINISHED, committed by
 // brokerID at unix ms now.
+//
+// They carry WriterLeaderEpoch metadata.UnknownLeaderEpoch: the broker
+// that runs a restore (`strata tier restore`, any broker the admin
+// request reaches, Node.RestoreTopic) registers segments found in the
+// bucket, which no leader wrote in this cluster; it is often not the
+// partition's leader, so the controller's leadership fence must not apply.
+// A restore registers only segments the image does not know, each with
+// its own description; the partition's leader then starts its log after
+// them (tiering.Uploader.Lead).
 func RestoreRecords(m Manifest, brokerID int32, now int64) []metadata.RemoteSegmentRecord {
 	var out []metadata.RemoteSegmentRecord
 	for _, s := range m.Segments {
@@ -206,6 +215,7 @@ func RestoreRecords(m Manifest, brokerID int32, now int64) []metadata.RemoteSegm
 			BaseOffset: s.BaseOffset, EndOffset: s.EndOffset, MaxTimestamp: s.MaxTimestamp,
 			LeaderEpochs: eps, SizeBytes: s.SizeBytes,
 			State: metadata.CopyStarted, BrokerID: brokerID, EventTimestamp: now,
+			WriterLeaderEpoch: metadata.UnknownLeaderEpoch,
 		}
 		out = append(out, rec)
 		fin := rec

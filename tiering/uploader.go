@@ -187,6 +187,10 @@ type partTask struct {
 	prev   chan struct{} // the previous task's done, nil if none
 
 	lastOrphanScan time.Time // partition goroutine only
+	// fenced: the controller refused a commit of this task's epoch
+	// (errFenced); the task's goroutine ends. Written by the partition
+	// goroutine only, read by others only after done is closed.
+	fenced bool
 
 	// passesStarted and passesDone count this task's passes; a pass that
 	// began after passesStarted read n has finished once passesDone > n.
@@ -405,6 +409,24 @@ func (u *Uploader) Kick() {
 	}
 }
 
+// Fenced reports whether p's task has stopped because the controller
+// refused a commit made under its leader epoch (this broker no longer
+// leads p in that epoch) and no Lead with a newer epoch has replaced it.
+func (u *Uploader) Fenced(p Partition) bool {
+	u.mu.Lock()
+	t := u.parts[p]
+	u.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	select {
+	case <-t.done:
+		return t.fenced
+	default:
+		return false
+	}
+}
+
 // Passes returns how many partition passes have completed since
 // NewUploader, over every partition led so far. It only grows.
 func (u *Uploader) Passes() uint64 { return u.passes.Load() }
@@ -523,6 +545,10 @@ func (u *Uploader) partitionLoop(t *partTask) {
 	defer tick.Stop()
 	for {
 		u.pass(t)
+		if t.fenced {
+			t.cancel() // stays in parts: a Lead in the same epoch is a no-op
+			return
+		}
 		select {
 		case <-t.ctx.Done():
 			return
@@ -577,19 +603,22 @@ func (u *Uploader) pass(t *partTask) {
 		var err error
 		switch a.Kind {
 		case ActDeleteOrphans:
-			err = u.deleteOrphans(ctx, t.lp, a)
+			err = u.deleteOrphans(ctx, t.lp, a, t.epoch)
 		case ActScanOrphanObjects:
 			if err = u.scanOrphanObjects(ctx, t); err == nil {
 				t.lastOrphanScan = in.Now
 			}
 		case ActDeleteRedundant:
-			err = u.deleteRedundant(ctx, t.lp, a)
+			err = u.deleteRedundant(ctx, t.lp, a, t.epoch)
 		case ActRetain:
-			err = u.retain(ctx, t.lp, a)
+			err = u.retain(ctx, t.lp, a, t.epoch)
 		case ActCopy:
 			for ctx.Err() == nil {
-				copied, cerr := u.copyNext(ctx, t.lp, a)
+				copied, cerr := u.copyNext(ctx, t.lp, a, t.epoch)
 				if cerr != nil || !copied {
+					if errors.Is(cerr, errFenced) {
+						err = cerr
+					}
 					break
 				}
 				next, ok := PlanCopy(u.gather(t))
@@ -598,6 +627,17 @@ func (u *Uploader) pass(t *partTask) {
 				}
 				a = next
 			}
+		}
+		if errors.Is(err, errFenced) {
+			// The controller says another broker, or a newer epoch of
+			// this one, leads the partition: every later action would
+			// be refused the same way. The task stops (partitionLoop)
+			// until the broker hears of the change (Resign, or Lead
+			// with the new epoch).
+			t.fenced = true
+			u.log.Warn("remote tier writes fenced: this broker no longer leads the partition in its epoch; uploads stop",
+				"topic", t.lp.Topic, "partition", t.lp.Index, "leader_epoch", t.epoch, "err", err)
+			break
 		}
 		failed = err != nil
 	}
@@ -667,7 +707,8 @@ func permanent(err error) bool {
 		errors.Is(err, ErrInvalidManifest),
 		errors.Is(err, errSegmentVanished),
 		errors.Is(err, errAckMismatch),
-		errors.Is(err, errSuperseded):
+		errors.Is(err, errSuperseded),
+		errors.Is(err, errFenced):
 		return true
 	}
 	// The controller answers with Kafka error codes: a non-retriable one
@@ -718,16 +759,25 @@ func (u *Uploader) retry(ctx context.Context, what string, fn func() error) erro
 	}
 }
 
-// commit records a segment state change, retrying transient failures.
-func (u *Uploader) commit(ctx context.Context, seg metadata.RemoteSegmentInfo, state metadata.RemoteSegmentState) error {
+// commit records a segment state change as the partition's leader in
+// epoch (metadata.UnknownLeaderEpoch: not as a leader, the janitor),
+// retrying transient failures. The controller fences the writer
+// (metadata.State.PlanRemoteSegment): FENCED_LEADER_EPOCH or
+// NOT_LEADER_OR_FOLLOWER come back as errFenced, never retried.
+func (u *Uploader) commit(ctx context.Context, seg metadata.RemoteSegmentInfo, state metadata.RemoteSegmentState, epoch int32) error {
 	rec := metadata.RemoteSegmentRecord{
 		SegmentID: seg.SegmentID, TopicID: seg.TopicID, Partition: seg.Partition,
 		BaseOffset: seg.BaseOffset, EndOffset: seg.EndOffset, MaxTimestamp: seg.MaxTimestamp,
 		LeaderEpochs: seg.LeaderEpochs, SizeBytes: seg.SizeBytes,
 		State: state, BrokerID: u.cfg.BrokerID, EventTimestamp: u.cfg.Now().UnixMilli(),
+		WriterLeaderEpoch: epoch,
 	}
 	return u.retry(ctx, "commit "+state.String(), func() error {
-		return u.cfg.Meta.CommitRemoteSegment(ctx, rec)
+		err := u.cfg.Meta.CommitRemoteSegment(ctx, rec)
+		if errors.Is(err, kerr.FencedLeaderEpoch) || errors.Is(err, kerr.NotLeaderForPartition) {
+			return fmt.Errorf("%w: %s of segment %s in leader epoch %d: %w", errFenced, state, seg.SegmentID, epoch, err)
+		}
+		return err
 	})
 }
 

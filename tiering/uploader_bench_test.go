@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/tiering/objstore"
@@ -52,14 +53,14 @@ func BenchmarkUploadSegment(b *testing.B) {
 		ctx := context.Background()
 		b.SetBytes(seg.Size)
 		for b.Loop() {
-			if err := u.copySegment(ctx, tp.LeaderPartition, seg); err != nil {
+			if err := u.copySegment(ctx, tp.LeaderPartition, seg, testLeaderEpoch); err != nil {
 				b.Fatal(err)
 			}
 			b.StopTimer()
 			// Start each copy from the same state: no finished segment,
 			// no manifest, an empty bucket.
 			fin := meta.finished(upTopicID, 0)
-			if err := u.deleteSegments(ctx, "orders", fin, false, -1); err != nil {
+			if err := u.deleteSegments(ctx, "orders", fin, false, -1, metadata.UnknownLeaderEpoch); err != nil {
 				b.Fatal(err)
 			}
 			if err := store.Delete(ctx, ManifestKey("strata", "orders", upTopicID, 0)); err != nil {

@@ -36,6 +36,13 @@ var (
 	// Not retried; the objects put meanwhile are orphans the newer
 	// leader's orphan-object scan deletes.
 	errSuperseded = errors.New("tiering: copy superseded: the segment is no longer COPY_STARTED")
+	// errFenced: the controller refused a commit because this broker is
+	// no longer the partition's leader in the epoch it acts under
+	// (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER): a zombie, deposed
+	// while paused or cut off from the metadata stream. Not retried; the
+	// partition's task stops until the broker hears of the change. A copy
+	// refused at COPY_FINISHED discards what it put (discardFenced).
+	errFenced = errors.New("tiering: fenced: not the partition's leader in this epoch")
 )
 
 // maxCopyRestarts bounds how often one segment's copy restarts under a
@@ -46,7 +53,7 @@ const maxCopyRestarts = 3
 // copier pool, restarting under a new id after errAckMismatch. It reports
 // whether the segment is done with: copied, or deleted locally meanwhile
 // (below the log start now; the next plan skips it).
-func (u *Uploader) copyNext(ctx context.Context, lp LeaderPartition, a Action) (bool, error) {
+func (u *Uploader) copyNext(ctx context.Context, lp LeaderPartition, a Action, epoch int32) (bool, error) {
 	select {
 	case u.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -54,7 +61,7 @@ func (u *Uploader) copyNext(ctx context.Context, lp LeaderPartition, a Action) (
 	}
 	defer func() { <-u.slots }()
 	for restart := 0; ; restart++ {
-		err := u.copySegment(ctx, lp, a.Segment)
+		err := u.copySegment(ctx, lp, a.Segment, epoch)
 		switch {
 		case err == nil:
 			return true, nil
@@ -87,13 +94,21 @@ type localFile struct {
 //     segment's end: the next segment's snapshot), .epochs, create-only;
 //  4. add the segment to the manifest as COPY_FINISHED, unless the
 //     segment is no longer COPY_STARTED in the image (errSuperseded: a
-//     newer leader took it for an orphan; the manifest is its now);
+//     newer leader took it for an orphan; the manifest is its now) or
+//     the controller no longer takes this broker for the leader in epoch
+//     (a repeated COPY_STARTED, fenced: errFenced);
 //  5. commit COPY_FINISHED, then Log.SetRemoteUploadedOffset(end+1).
 //
 // A crash or cancellation between 2 and 5 leaves a COPY_STARTED orphan
 // that the next plan's orphan step removes; objects are never put before step 2, so
 // every object in the bucket is named by some record.
-func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info storage.SegmentInfo) error {
+//
+// Both commits are made as the leader of epoch, the epoch the partition's
+// task was started under: the controller refuses them (errFenced) once
+// another broker or a newer epoch leads. Refused at step 2, nothing was
+// put; refused at step 4 or 5, discardFenced takes back what steps 3 and 4
+// did.
+func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info storage.SegmentInfo, epoch int32) error {
 	begin := time.Now()
 	base, end := info.BaseOffset, info.NextOffset-1
 	sealed, err := u.openSegment(lp, info)
@@ -119,7 +134,7 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 		BaseOffset: base, EndOffset: end, MaxTimestamp: info.MaxTimestamp,
 		LeaderEpochs: epochs, SizeBytes: files[0].size,
 	}
-	if err := u.commit(ctx, desc, metadata.CopyStarted); err != nil {
+	if err := u.commit(ctx, desc, metadata.CopyStarted, epoch); err != nil {
 		return fmt.Errorf("tiering: copy %s/%d [%d, %d]: %w", lp.Topic, lp.Index, base, end, err)
 	}
 	rs := RemoteSegment{Partition: lp.Partition, SegmentID: id, BaseOffset: base, EndOffset: end}
@@ -138,7 +153,7 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 			body = &throttledReader{ctx: ctx, r: body, b: u.bucket}
 		}
 		if err := u.putObject(ctx, rs.Key(u.cfg.Prefix, f.ext), body, f.size); err != nil {
-			u.abandon(ctx, lp.Topic, desc, err)
+			u.abandon(ctx, lp.Topic, desc, err, epoch)
 			return fmt.Errorf("tiering: copy %s/%d [%d, %d] %s: %w", lp.Topic, lp.Index, base, end, f.ext, err)
 		}
 		putBytes += f.size
@@ -166,9 +181,20 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	if err := u.stillCopying(lp, id); err != nil {
 		return fmt.Errorf("tiering: copy %s/%d [%d, %d]: %w", lp.Topic, lp.Index, base, end, err)
 	}
+	// The image may be stale (a zombie cut off from the metadata stream
+	// sees its copy still COPY_STARTED and none of the new leader's
+	// segments: its manifest add would drop them from the manifest). So
+	// inside each conditional write, after the image check, the
+	// controller is asked too: COPY_STARTED again, a no-op it fences like
+	// a change (the fence probe). A zombie paused between that answer and
+	// the Put can still get through; closing that needs the manifest to
+	// carry the writer's leader epoch (a manifest format version).
 	if err := u.retry(ctx, "manifest add", func() error {
 		_, err := u.ms.Update(ctx, key, func(m *Manifest) error {
 			if err := u.stillCopying(lp, id); err != nil {
+				return err
+			}
+			if err := u.commit(ctx, desc, metadata.CopyStarted, epoch); err != nil {
 				return err
 			}
 			addToManifest(m, lp.Partition, seg, live)
@@ -177,12 +203,18 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 		})
 		return err
 	}); err != nil {
-		if !errors.Is(err, errSuperseded) {
-			u.abandon(ctx, lp.Topic, desc, err)
+		switch {
+		case errors.Is(err, errFenced):
+			u.discardFenced(lp.Partition, desc)
+		case !errors.Is(err, errSuperseded):
+			u.abandon(ctx, lp.Topic, desc, err, epoch)
 		}
 		return fmt.Errorf("tiering: copy %s/%d [%d, %d] manifest: %w", lp.Topic, lp.Index, base, end, err)
 	}
-	if err := u.commit(ctx, desc, metadata.CopyFinished); err != nil {
+	if err := u.commit(ctx, desc, metadata.CopyFinished, epoch); err != nil {
+		if errors.Is(err, errFenced) {
+			u.discardFenced(lp.Partition, desc)
+		}
 		return fmt.Errorf("tiering: copy %s/%d [%d, %d]: %w", lp.Topic, lp.Index, base, end, err)
 	}
 	// Only now may local retention delete the segment (invariant 3).
@@ -212,14 +244,45 @@ func (u *Uploader) stillCopying(lp LeaderPartition, id uuid.UUID) error {
 // (a mismatched object after a lost ack): the segment goes through the
 // delete path now rather than waiting for the orphan grace. Best effort:
 // whatever fails here is an orphan deleteOrphans finds later.
-func (u *Uploader) abandon(ctx context.Context, topic string, desc metadata.RemoteSegmentInfo, cause error) {
+func (u *Uploader) abandon(ctx context.Context, topic string, desc metadata.RemoteSegmentInfo, cause error, epoch int32) {
 	if ctx.Err() != nil || !permanent(cause) {
 		return
 	}
-	if u.deleteSegments(ctx, topic, []metadata.RemoteSegmentInfo{desc}, true, -1) == nil {
+	if u.deleteSegments(ctx, topic, []metadata.RemoteSegmentInfo{desc}, true, -1, epoch) == nil {
 		u.metrics.orphans.Inc()
 	}
 }
+
+// discardFenced takes back a copy whose COPY_FINISHED the controller
+// refused (errFenced): its entry leaves the manifest (only its own: the
+// rest of the manifest is the new leader's now) and its objects are
+// deleted. No DELETE_STARTED first, unlike every other deletion: the
+// controller would refuse it too, and none is needed, since readers read
+// only COPY_FINISHED segments and this one never was (a repeat of a
+// committed COPY_FINISHED, whose acknowledgement was lost, succeeds
+// rather than being fenced, so a fenced answer means it was not
+// committed). Its COPY_STARTED record stays: another broker's, so the new
+// leader deletes it as an orphan at once, finding its objects gone (fine:
+// Delete is idempotent). Best effort under a short deadline of its own
+// (the task's context may be ending); whatever is left is the new
+// leader's orphan-object scan's.
+func (u *Uploader) discardFenced(p Partition, desc metadata.RemoteSegmentInfo) {
+	ctx, cancel := context.WithTimeout(u.ctx, discardTimeout)
+	defer cancel()
+	segs := []metadata.RemoteSegmentInfo{desc}
+	if err := u.dropFromManifest(ctx, p, segs, -1); err != nil {
+		u.log.Warn("fenced copy: drop from manifest", "topic", p.Topic, "partition", p.Index, "segment", desc.SegmentID, "err", err)
+	}
+	if err := u.deleteObjects(ctx, p.Topic, segs); err != nil {
+		u.log.Warn("fenced copy: delete objects", "topic", p.Topic, "partition", p.Index, "segment", desc.SegmentID, "err", err)
+		return
+	}
+	u.metrics.orphans.Inc()
+	u.log.Info("fenced copy discarded", "topic", p.Topic, "partition", p.Index, "segment", desc.SegmentID)
+}
+
+// discardTimeout bounds discardFenced.
+const discardTimeout = 30 * time.Second
 
 // openSegment opens info's .log, .index and .timeindex and the producer
 // snapshot at its end (the next segment's; none: a zero-byte object)

@@ -29,13 +29,14 @@ import (
 // manifest just to remove segments from it.
 var errNoManifest = errors.New("tiering: no manifest")
 
-// startDelete commits DELETE_STARTED for every segment not already there.
-func (u *Uploader) startDelete(ctx context.Context, segs []metadata.RemoteSegmentInfo) error {
+// startDelete commits DELETE_STARTED for every segment not already
+// there, as the leader of epoch (metadata.UnknownLeaderEpoch: the janitor).
+func (u *Uploader) startDelete(ctx context.Context, segs []metadata.RemoteSegmentInfo, epoch int32) error {
 	for _, s := range segs {
 		if s.State == metadata.DeleteStarted {
 			continue
 		}
-		if err := u.commit(ctx, s, metadata.DeleteStarted); err != nil {
+		if err := u.commit(ctx, s, metadata.DeleteStarted, epoch); err != nil {
 			return err
 		}
 	}
@@ -57,9 +58,9 @@ func (u *Uploader) deleteObjects(ctx context.Context, topic string, segs []metad
 }
 
 // finishDelete commits DELETE_FINISHED for every segment.
-func (u *Uploader) finishDelete(ctx context.Context, segs []metadata.RemoteSegmentInfo) error {
+func (u *Uploader) finishDelete(ctx context.Context, segs []metadata.RemoteSegmentInfo, epoch int32) error {
 	for _, s := range segs {
-		if err := u.commit(ctx, s, metadata.DeleteFinished); err != nil {
+		if err := u.commit(ctx, s, metadata.DeleteFinished, epoch); err != nil {
 			return err
 		}
 	}
@@ -96,12 +97,13 @@ func (u *Uploader) dropFromManifest(ctx context.Context, p Partition, segs []met
 
 // deleteSegments runs the whole deletion of segs (all of one partition
 // of topic). With withManifest the manifest drops them and its log start
-// is raised to logStart (-1: left as it is).
-func (u *Uploader) deleteSegments(ctx context.Context, topic string, segs []metadata.RemoteSegmentInfo, withManifest bool, logStart int64) error {
+// is raised to logStart (-1: left as it is). epoch is the leader epoch the
+// deletion acts under.
+func (u *Uploader) deleteSegments(ctx context.Context, topic string, segs []metadata.RemoteSegmentInfo, withManifest bool, logStart int64, epoch int32) error {
 	if len(segs) == 0 {
 		return nil
 	}
-	if err := u.startDelete(ctx, segs); err != nil {
+	if err := u.startDelete(ctx, segs, epoch); err != nil {
 		return err
 	}
 	if err := u.deleteObjects(ctx, topic, segs); err != nil {
@@ -113,13 +115,13 @@ func (u *Uploader) deleteSegments(ctx context.Context, topic string, segs []meta
 			return err
 		}
 	}
-	return u.finishDelete(ctx, segs)
+	return u.finishDelete(ctx, segs, epoch)
 }
 
 // deleteOrphans runs an ActDeleteOrphans action (planOrphans chose its
 // segments: COPY_STARTED orphans, then interrupted deletions to resume).
-func (u *Uploader) deleteOrphans(ctx context.Context, lp LeaderPartition, a Action) error {
-	if err := u.deleteSegments(ctx, lp.Topic, a.Segments, true, a.LogStart); err != nil {
+func (u *Uploader) deleteOrphans(ctx context.Context, lp LeaderPartition, a Action, epoch int32) error {
+	if err := u.deleteSegments(ctx, lp.Topic, a.Segments, true, a.LogStart, epoch); err != nil {
 		u.log.Warn("delete orphaned remote segments", "topic", lp.Topic, "partition", lp.Index, "err", err)
 		return err
 	}
@@ -165,8 +167,8 @@ func (u *Uploader) scanOrphanObjects(ctx context.Context, t *partTask) error {
 
 // deleteRedundant runs an ActDeleteRedundant action: finished segments
 // another covers wholly (the manifest already dropped them).
-func (u *Uploader) deleteRedundant(ctx context.Context, lp LeaderPartition, a Action) error {
-	if err := u.deleteSegments(ctx, lp.Topic, a.Segments, true, -1); err != nil {
+func (u *Uploader) deleteRedundant(ctx context.Context, lp LeaderPartition, a Action, epoch int32) error {
+	if err := u.deleteSegments(ctx, lp.Topic, a.Segments, true, -1, epoch); err != nil {
 		u.log.Warn("delete redundant remote segments", "topic", lp.Topic, "partition", lp.Index, "err", err)
 		return err
 	}
@@ -179,9 +181,9 @@ func (u *Uploader) deleteRedundant(ctx context.Context, lp LeaderPartition, a Ac
 // (Log.SetLogStartOffset, which also drops local segments below), so no
 // fetch is sent to a segment being deleted; the manifest is written once
 // for the batch.
-func (u *Uploader) retain(ctx context.Context, lp LeaderPartition, a Action) error {
+func (u *Uploader) retain(ctx context.Context, lp LeaderPartition, a Action, epoch int32) error {
 	del, newStart := a.Segments, a.LogStart
-	if err := u.startDelete(ctx, del); err != nil {
+	if err := u.startDelete(ctx, del, epoch); err != nil {
 		u.log.Warn("remote retention", "topic", lp.Topic, "partition", lp.Index, "err", err)
 		return err
 	}
@@ -194,7 +196,7 @@ func (u *Uploader) retain(ctx context.Context, lp LeaderPartition, a Action) err
 	if err := u.dropFromManifest(ctx, lp.Partition, del, newStart); err != nil {
 		return err
 	}
-	if err := u.finishDelete(ctx, del); err != nil {
+	if err := u.finishDelete(ctx, del, epoch); err != nil {
 		return err
 	}
 	u.metrics.remoteDeleted.Add(float64(len(del)))
@@ -276,8 +278,10 @@ func (u *Uploader) cleanDeletedTopics(ctx context.Context) {
 	}
 }
 
+// The janitor acts under no leader epoch: the topic, and with it every
+// partition's leader, is gone (the controller does not fence it).
 func (u *Uploader) deleteTopic(ctx context.Context, name string, id uuid.UUID, segs []metadata.RemoteSegmentInfo) error {
-	if err := u.startDelete(ctx, segs); err != nil {
+	if err := u.startDelete(ctx, segs, metadata.UnknownLeaderEpoch); err != nil {
 		return err
 	}
 	if err := u.deleteObjects(ctx, name, segs); err != nil {
@@ -298,5 +302,5 @@ func (u *Uploader) deleteTopic(ctx context.Context, name string, id uuid.UUID, s
 	}); err != nil {
 		return err
 	}
-	return u.finishDelete(ctx, segs)
+	return u.finishDelete(ctx, segs, metadata.UnknownLeaderEpoch)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,9 +139,9 @@ func TestUploaderLostAckWithWrongObjectRestartsUnderNewID(t *testing.T) {
 	u.Lead(tp.LeaderPartition)
 	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 20 })
 	checkCoverage(t, meta, p, 0, 19)
-	var started []string
+	var started []string // distinct ids, in order (a copy commits COPY_STARTED twice: the fence probe)
 	for _, c := range meta.committed() {
-		if c.State == metadata.CopyStarted {
+		if c.State == metadata.CopyStarted && !slices.Contains(started, c.SegmentID.String()) {
 			started = append(started, c.SegmentID.String())
 		}
 	}

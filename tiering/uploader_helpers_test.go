@@ -53,16 +53,32 @@ func (m *testMeta) applyLocked(t testing.TB, recs ...metadata.Record) {
 	m.next++
 }
 
-// createTopic creates a topic with n partitions led by broker 1.
+// testLeaderEpoch is the leader epoch of createTopic's partitions, and a
+// testPart's (openTestPart): the uploaders of the tests (broker 1) lead
+// them in the controller's eyes, which fences remote-segment commits.
+const testLeaderEpoch = 3
+
+// createTopic creates a topic with n partitions led by broker 1 in epoch
+// testLeaderEpoch.
 func (m *testMeta) createTopic(t testing.TB, name string, id uuid.UUID, n int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	recs := []metadata.Record{&metadata.TopicRecord{Name: name, TopicID: id}}
 	for p := range n {
-		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: p, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: p, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: testLeaderEpoch})
 	}
 	m.applyLocked(t, recs...)
 	m.names[id] = name
+}
+
+// moveLeader makes broker leader the leader of partition p of topic id,
+// in the next leader epoch, which it returns (the controller's election).
+func (m *testMeta) moveLeader(t testing.TB, id uuid.UUID, p, leader int32) int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyLocked(t, &metadata.PartitionChangeRecord{TopicID: id, Partition: p, Leader: &leader, ISR: []int32{leader}, Replicas: []int32{leader}})
+	pi, _ := m.st.Partition(id, p)
+	return pi.LeaderEpoch
 }
 
 func (m *testMeta) deleteTopic(t testing.TB, id uuid.UUID) {
@@ -247,7 +263,7 @@ func openTestPart(t testing.TB, fsys vfs.FS, dir string, p Partition, mod ...fun
 	t.Cleanup(func() { l.Close() })
 	tp := &testPart{fs: fsys}
 	tp.hw.Store(-1)
-	tp.epoch.Store(3)
+	tp.epoch.Store(testLeaderEpoch)
 	tp.Log = l
 	tp.LeaderPartition = LeaderPartition{
 		Partition: p, Log: l,

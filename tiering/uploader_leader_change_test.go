@@ -52,6 +52,7 @@ func TestUploaderZombieLeaderCopyLeavesTheNewLeadersManifestAlone(t *testing.T) 
 	tp.appendSegments(t, testTs, 2, 2)
 	mem := objstore.NewMemStore()
 	gate := &gatedStore{ObjectStore: mem, suffix: "." + ExtTimeIndex, open: make(chan struct{}), reached: make(chan struct{})}
+	tp.epoch.Store(meta.moveLeader(t, p.TopicID, 0, 2))
 	old := newTestUploader(t, gate, meta, nil, func(c *UploaderConfig) { c.BrokerID = 2 })
 	old.Lead(tp.LeaderPartition)
 	<-gate.reached
@@ -60,6 +61,7 @@ func TestUploaderZombieLeaderCopyLeavesTheNewLeadersManifestAlone(t *testing.T) 
 		t.Fatalf("old leader's segments %+v, want one COPY_STARTED", zombie)
 	}
 
+	tp.epoch.Store(meta.moveLeader(t, p.TopicID, 0, 3))
 	newer := newTestUploader(t, mem, meta, nil, func(c *UploaderConfig) { c.BrokerID = 3 })
 	newer.Lead(tp.LeaderPartition)
 	waitFor(t, newer, "the new leader's copies, the old leader's orphan gone", func() bool {

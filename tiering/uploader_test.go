@@ -145,7 +145,7 @@ func TestUploaderLeadIsIdempotentAndNewEpochReplaces(t *testing.T) {
 		t.Fatal("a repeated Lead replaced the task")
 	}
 	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 10 })
-	tp.epoch.Store(4)
+	tp.epoch.Store(meta.moveLeader(t, p.TopicID, 0, 1)) // epoch 4
 	u.Lead(tp.LeaderPartition)
 	if u.parts[p] == first {
 		t.Fatal("a new leader epoch kept the old task")
@@ -179,7 +179,7 @@ func TestUploaderSkipsSegmentDeletedByRetentionBeforeUpload(t *testing.T) {
 		_, err := tp.fs.Stat(stale[0].LogPath)
 		return err != nil
 	})
-	err := u.copySegment(testCtx(t), tp.LeaderPartition, stale[0])
+	err := u.copySegment(testCtx(t), tp.LeaderPartition, stale[0], testLeaderEpoch)
 	if !errors.Is(err, errSegmentVanished) {
 		t.Fatalf("copy of a deleted segment: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -64,14 +65,20 @@ func startProcCluster(t *testing.T, n int, extra ...string) *procCluster {
 	return c
 }
 
-// freePorts returns n loopback ports free a moment ago.
+// freePorts returns n distinct loopback ports free a moment ago, below
+// the ephemeral range (32768 and up on Linux): a node keeps its port
+// across restarts, and an ephemeral one could meanwhile be any outgoing
+// connection's source port.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no %d free ports below 32768", n)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(12000))))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		defer ln.Close()
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)

@@ -24,16 +24,19 @@ package metadata
 // trailing bytes are corruption. Raft already checksums its entries, so
 // records carry no CRC of their own.
 //
-// Format migration: PartitionRecord and PartitionChangeRecord are at
-// version 1, every other record type at version 0.
+// Format migration: PartitionRecord, PartitionChangeRecord and
+// RemoteSegmentRecord are at version 1, every other record type at
+// version 0.
 //
 //	PartitionRecord v1        adds elr []i32, lastKnownELR []i32,
 //	                          leaderRecoveryState u8 after partitionEpoch
 //	PartitionChangeRecord v1  adds elr *[]i32, lastKnownELR *[]i32,
 //	                          leaderRecoveryState *u8 after replicas
+//	RemoteSegmentRecord v1    adds writerLeaderEpoch i32 after eventTimestamp
 //
-// Version 0 records decode with those fields empty (nil) and
-// LeaderRecovered (unchanged, for a change). A new field is added
+// Version 0 records decode with those fields empty (nil),
+// LeaderRecovered (unchanged, for a change) and, for a remote segment,
+// writerLeaderEpoch UnknownLeaderEpoch (not fenced: written before fencing). A new field is added
 // by bumping that record's version constant in records.go, writing the field
 // after the existing ones, and decoding older versions with the field at its
 // zero value. Decode keeps accepting every version it ever wrote.
@@ -150,6 +153,7 @@ func AppendRecord(b []byte, r Record) []byte {
 		e.u8(uint8(r.State))
 		e.i32(r.BrokerID)
 		e.i64(r.EventTimestamp)
+		e.i32(r.WriterLeaderEpoch)
 	case *NoOpRecord:
 	case *FeatureLevelRecord:
 		e.str(r.Name)
@@ -283,6 +287,10 @@ func Decode(b []byte) (Record, error) {
 		x.State = RemoteSegmentState(d.u8())
 		x.BrokerID = d.i32()
 		x.EventTimestamp = d.i64()
+		x.WriterLeaderEpoch = UnknownLeaderEpoch
+		if v >= 1 {
+			x.WriterLeaderEpoch = d.i32()
+		}
 		r = x
 	case TypeNoOp:
 		if v > versionNoOp {

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -43,8 +44,9 @@ func sampleRecords() []Record {
 		&RemoveTopicRecord{TopicID: id},
 		&RemoteSegmentRecord{SegmentID: seg, TopicID: id, Partition: 3, BaseOffset: 100, EndOffset: 199, MaxTimestamp: 1700000000000,
 			LeaderEpochs: []EpochStart{{Epoch: 1, StartOffset: 100}, {Epoch: 4, StartOffset: 150}}, SizeBytes: 1 << 30,
-			State: DeleteStarted, BrokerID: 2, EventTimestamp: -5},
+			State: DeleteStarted, BrokerID: 2, EventTimestamp: -5, WriterLeaderEpoch: 7},
 		&RemoteSegmentRecord{SegmentID: seg, State: CopyStarted},
+		&RemoteSegmentRecord{SegmentID: seg, State: CopyFinished, WriterLeaderEpoch: UnknownLeaderEpoch},
 		&NoOpRecord{},
 		&FeatureLevelRecord{Name: "metadata.version", Level: math.MaxInt16},
 		&FeatureLevelRecord{Name: "", Level: math.MinInt16},
@@ -123,7 +125,7 @@ func TestRecordDecodeRejectsUnknownTypesVersionsAndEnums(t *testing.T) {
 		t.Errorf("bad resource type: err %v", err)
 	}
 	seg := Encode(&RemoteSegmentRecord{State: DeleteFinished})
-	seg[len(seg)-3] = 9 // the state byte, before broker id and timestamp (one byte each here)
+	seg[len(seg)-4] = 9 // the state byte, before broker id, timestamp and writer epoch (one byte each here)
 	if _, err := Decode(seg); !errors.Is(err, ErrCorruptRecord) {
 		t.Errorf("bad segment state: err %v", err)
 	}
@@ -248,4 +250,67 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRecordDecodesVersion0RemoteSegmentRecords: a RemoteSegmentRecord as
+// version 0 wrote it (before the writer's leader epoch) decodes with
+// WriterLeaderEpoch UnknownLeaderEpoch, which the planner does not fence;
+// version 1 bytes are refused as version 0 (a trailing field).
+func TestRecordDecodesVersion0RemoteSegmentRecords(t *testing.T) {
+	id := uuid.MustParse("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+	seg := uuid.MustParse("f47ac10b-58cc-4372-a567-0e02b2c3d479")
+	e := encoder{}
+	e.u8(uint8(TypeRemoteSegment))
+	e.u8(0)
+	e.uuid(seg)
+	e.uuid(id)
+	e.i32(3)
+	e.i64(100)
+	e.i64(199)
+	e.i64(5)
+	e.count(1)
+	e.i32(2)
+	e.i64(100)
+	e.i64(4096)
+	e.u8(uint8(CopyFinished))
+	e.i32(2)
+	e.i64(6)
+	got, err := Decode(e.b)
+	want := &RemoteSegmentRecord{SegmentID: seg, TopicID: id, Partition: 3, BaseOffset: 100, EndOffset: 199, MaxTimestamp: 5,
+		LeaderEpochs: []EpochStart{{Epoch: 2, StartOffset: 100}}, SizeBytes: 4096, State: CopyFinished, BrokerID: 2, EventTimestamp: 6,
+		WriterLeaderEpoch: UnknownLeaderEpoch}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("v0 RemoteSegmentRecord: %#v, %v", got, err)
+	}
+	v1 := Encode(&RemoteSegmentRecord{SegmentID: seg, WriterLeaderEpoch: 3})
+	if v1[1] != 1 {
+		t.Fatalf("RemoteSegmentRecord written at version %d, want 1", v1[1])
+	}
+	v1[1] = 0
+	if _, err := Decode(v1); !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("v1 body as v0: %v", err)
+	}
+}
+
+// TestRemoteSegmentRecordJSONWithoutWriterEpochIsUnknown: the controller
+// RPC carries the record as JSON; a broker that predates fencing sends no
+// WriterLeaderEpoch, which must decode as UnknownLeaderEpoch (not fenced),
+// not as epoch 0. A body with the field keeps it.
+func TestRemoteSegmentRecordJSONWithoutWriterEpochIsUnknown(t *testing.T) {
+	var old RemoteSegmentRecord
+	if err := json.Unmarshal([]byte(`{"Partition":1,"State":1,"BrokerID":2}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.WriterLeaderEpoch != UnknownLeaderEpoch || old.Partition != 1 || old.State != CopyFinished || old.BrokerID != 2 {
+		t.Fatalf("old body: %+v", old)
+	}
+	in := RemoteSegmentRecord{Partition: 1, BrokerID: 2, WriterLeaderEpoch: 0}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out RemoteSegmentRecord
+	if err := json.Unmarshal(b, &out); err != nil || !reflect.DeepEqual(out, in) {
+		t.Fatalf("round trip %s: %+v, %v", b, out, err)
+	}
 }

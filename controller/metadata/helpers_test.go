@@ -121,7 +121,11 @@ func (h *harness) format(r Record) string {
 	case *RemoveTopicRecord:
 		return "RemoveTopic " + h.name(r.TopicID)
 	case *RemoteSegmentRecord:
-		return fmt.Sprintf("RemoteSegment %s %s %s [%d,%d] broker=%d", h.tp(r.TopicID, r.Partition), h.name(r.SegmentID), r.State, r.BaseOffset, r.EndOffset, r.BrokerID)
+		w := ""
+		if r.WriterLeaderEpoch != UnknownLeaderEpoch {
+			w = fmt.Sprintf(" leader-epoch=%d", r.WriterLeaderEpoch)
+		}
+		return fmt.Sprintf("RemoteSegment %s %s %s [%d,%d] broker=%d%s", h.tp(r.TopicID, r.Partition), h.name(r.SegmentID), r.State, r.BaseOffset, r.EndOffset, r.BrokerID, w)
 	case *NoOpRecord:
 		return "NoOp"
 	case *FeatureLevelRecord:
@@ -529,6 +533,7 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			BaseOffset: argInt(t, td, "base", 0), EndOffset: argInt(t, td, "end", 0),
 			MaxTimestamp: argInt(t, td, "max-ts", 0), SizeBytes: argInt(t, td, "size", 0),
 			State: st, BrokerID: int32(argInt(t, td, "broker", 1)), EventTimestamp: argInt(t, td, "ts", 0),
+			WriterLeaderEpoch: int32(argInt(t, td, "leader-epoch", int64(UnknownLeaderEpoch))),
 		}
 		if a, ok := td.Arg("epochs"); ok {
 			for _, v := range a.Vals {
@@ -557,7 +562,7 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			r = pc
 		case "remote-segment":
 			h.names[segID(argStr(t, td, "seg", ""))] = argStr(t, td, "seg", "")
-			r = &RemoteSegmentRecord{SegmentID: segID(argStr(t, td, "seg", "")), TopicID: h.topicID(t, td), State: RemoteSegmentState(argInt(t, td, "state", 0)), EndOffset: 1}
+			r = &RemoteSegmentRecord{SegmentID: segID(argStr(t, td, "seg", "")), TopicID: h.topicID(t, td), State: RemoteSegmentState(argInt(t, td, "state", 0)), EndOffset: 1, WriterLeaderEpoch: UnknownLeaderEpoch}
 		case "topic":
 			r = &TopicRecord{Name: argStr(t, td, "name", ""), TopicID: scriptTopicID(argStr(t, td, "topic-id", ""))}
 		case "cluster-id":

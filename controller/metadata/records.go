@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -246,6 +247,12 @@ type EpochStart struct {
 // it with the new State, BrokerID and EventTimestamp. Apply keeps the
 // description of the first record and takes only the state, broker and
 // timestamp from later ones.
+//
+// BrokerID and WriterLeaderEpoch name the writer: the broker and the leader
+// epoch of the partition it acts under. [State.PlanRemoteSegment] fences
+// on them (a deposed leader cannot register or delete segments);
+// [UnknownLeaderEpoch] asks for no fencing (a restore from the bucket, the
+// deleted-topics janitor, and every version 0 record).
 type RemoteSegmentRecord struct {
 	SegmentID      uuid.UUID
 	TopicID        uuid.UUID
@@ -258,6 +265,31 @@ type RemoteSegmentRecord struct {
 	State          RemoteSegmentState
 	BrokerID       int32
 	EventTimestamp int64 // unix milliseconds, set by the requester
+	// WriterLeaderEpoch is the partition leader epoch BrokerID acts
+	// under, or UnknownLeaderEpoch (version 1; version 0 decodes as
+	// UnknownLeaderEpoch). Not kept in the image: it is the request's
+	// credential, checked against the partition's current leader.
+	WriterLeaderEpoch int32
+}
+
+// UnknownLeaderEpoch in [RemoteSegmentRecord.WriterLeaderEpoch]: the writer
+// does not act as the partition's leader (a restore from the bucket, the
+// deleted-topics janitor) or predates fencing (a version 0 record); the
+// planner does not fence it. Kafka's RecordBatch.NO_PARTITION_LEADER_EPOCH.
+const UnknownLeaderEpoch int32 = -1
+
+// UnmarshalJSON decodes the JSON the controller RPC carries (field names
+// as Go's encoding/json writes them). A body without WriterLeaderEpoch,
+// from a broker that predates fencing, decodes as UnknownLeaderEpoch, not
+// as epoch 0.
+func (r *RemoteSegmentRecord) UnmarshalJSON(b []byte) error {
+	type plain RemoteSegmentRecord // no methods: no recursion
+	p := plain{WriterLeaderEpoch: UnknownLeaderEpoch}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*r = RemoteSegmentRecord(p)
+	return nil
 }
 
 // NoOpRecord carries nothing. A new controller leader proposes one to commit
@@ -291,7 +323,7 @@ const (
 	versionPartitionChange          = 1 // 1: ELR, LastKnownELR, LeaderRecoveryState
 	versionConfig                   = 0
 	versionRemoveTopic              = 0
-	versionRemoteSegment            = 0
+	versionRemoteSegment            = 1 // 1: WriterLeaderEpoch
 	versionNoOp                     = 0
 	versionFeatureLevel             = 0
 	versionClusterID                = 0
