@@ -117,6 +117,7 @@ var Settings = []Setting{
 	{"replica.fetch.min.bytes", "1", "bytes a follower fetch waits for before the leader answers"},
 	{"replica.fetch.backoff.ms", "1000", "how long a follower waits before fetching a partition again after an error"},
 	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
+	{"controller.quorum.request.timeout.ms", "2000", "how long a broker's metadata stream from the controller may bring nothing (no record, no keepalive: the controller sends one after a quarter of this on an idle stream) before the broker takes its connection for dead and reconnects"},
 	{"remote.log.storage.system.enable", "true", "open the remote (tiered) object store at start; topics tier with remote.storage.enable"},
 	{"remote.storage.backend", "fs", "object store of the remote tier: fs (a directory) or s3 (AWS S3, MinIO, S3-compatible)"},
 	{"remote.storage.fs.path", "", "directory of the fs backend (default: <first log dir>/objects)"},
@@ -320,6 +321,9 @@ type Config struct {
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
 	ElectionTimeout         time.Duration
+	// QuorumRequestTimeout is controller.quorum.request.timeout.ms: the
+	// metadata watch stream's read deadline (controller.ClientOptions.WatchTimeout).
+	QuorumRequestTimeout time.Duration
 	// Rack is broker.rack, registered for rack-aware placement.
 	Rack string
 	// MinInsyncReplicas and UncleanLeaderElection are the broker-level
@@ -651,6 +655,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.UncleanLeaderElection = boolean("unclean.leader.election.enable")
 	c.ControlledShutdown = boolean("controlled.shutdown.enable")
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
+	c.QuorumRequestTimeout = ms("controller.quorum.request.timeout.ms", 1)
 	c.InterBrokerListenerName = strings.ToUpper(get("inter.broker.listener.name"))
 	if c.InterBrokerListenerName != "" && c.InterBrokerListenerName == c.ControllerListenerName {
 		bad("inter.broker.listener.name", get("inter.broker.listener.name"), "the controller's listener serves no fetches")

@@ -180,8 +180,8 @@ func (c *testCluster) waitPartitionWithin(d time.Duration, topic string, p int32
 // waitFullISR waits until every replica of topic-p is in its ISR with a
 // leader, and returns when that was seen. It waits up to three times
 // testWait: a healed broker is unfenced, catches up into the current
-// epoch and is added back by an AlterPartition, seen to take 30-34s
-// in-process after a cut (5s in the process tests).
+// epoch and is added back by an AlterPartition (about a second after a
+// heal in-process).
 func (c *testCluster) waitFullISR(topic string, p int32) time.Time {
 	c.t.Helper()
 	c.waitPartitionWithin(3*testWait, topic, p, "ISR back to every replica", func(st metadata.PartitionInfo) bool {

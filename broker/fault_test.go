@@ -66,16 +66,39 @@ func TestProxiedClusterCutFencesBroker(t *testing.T) {
 // truncates what it appended alone, and the ISR is full again. Nothing
 // acknowledged is lost or duplicated.
 func TestFaultLeaderCutFromPeersAndController(t *testing.T) {
+	runLeaderCut(t, false)
+}
+
+// TestFaultLeaderPartitionedSilently is the cut above as a firewall
+// dropping packets makes it: the old leader's open connections (its
+// metadata watch among them) are not closed but go silent, and stay dead
+// after the heal; nothing tells the broker but its own deadlines. It must
+// notice its dead watch stream, learn it was deposed and rejoin within a
+// few seconds of the heal (before the watch stream had a read deadline
+// and keepalives, it waited on the dead stream forever: the ISR never
+// became full again).
+func TestFaultLeaderPartitionedSilently(t *testing.T) {
+	runLeaderCut(t, true)
+}
+
+// runLeaderCut is the two tests above: each round isolates the leader
+// (silently: netfault.IsolateSilently), waits for another leader and more
+// acknowledgements there, heals, and waits for the full ISR. ISR
+// recovery is measured from the heal.
+func runLeaderCut(t *testing.T, silently bool) {
 	nw := netfault.New(netfault.Blackhole)
 	t.Cleanup(func() { nw.Close() })
 	c := startProxiedCluster(t, 3, faultSettings, nw)
-	const topic = "cut-leader"
+	topic, fault := "cut-leader", "cut leader from followers and controller (in-process)"
+	if silently {
+		topic, fault = "silent-cut-leader", "partition the leader silently, packets dropped (in-process)"
+	}
 	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
 	c.waitFullISR(topic, 0)
 
 	rc := deliverycheck.NewRecorder(true)
 	cl, load := c.faultProducer(topic, rc, "cut")
-	res := &deliverycheck.FaultResult{Fault: "cut leader from followers and controller (in-process)"}
+	res := &deliverycheck.FaultResult{Fault: fault}
 	for round := range faultRounds(1) {
 		waitAcked(t, load, load.Stats().Acked+300)
 		old := c.leaderOf(topic, 0)
@@ -86,11 +109,19 @@ func TestFaultLeaderCutFromPeersAndController(t *testing.T) {
 			continue
 		}
 		at := time.Now()
-		nw.Isolate(nodeIP(old))
+		if silently {
+			nw.IsolateSilently(nodeIP(old))
+		} else {
+			nw.Isolate(nodeIP(old))
+		}
 		res.Reelection = append(res.Reelection, c.waitNewLeader(topic, 0, old).Sub(at))
 		waitAcked(t, load, load.Stats().Acked+300) // the load goes on at the new leader
+		healed := time.Now()
 		nw.Heal()
-		res.ISRRecovery = append(res.ISRRecovery, c.waitFullISR(topic, 0).Sub(at))
+		res.ISRRecovery = append(res.ISRRecovery, c.waitFullISR(topic, 0).Sub(healed))
+		t.Logf("round %d: broker %d cut for %v; new leader after %v, full ISR %v after the heal", round, old,
+			healed.Sub(at).Round(time.Millisecond), res.Reelection[len(res.Reelection)-1].Round(time.Millisecond),
+			res.ISRRecovery[len(res.ISRRecovery)-1].Round(time.Millisecond))
 		res.Runs++
 	}
 	finishFaultRun(t, c, cl, topic, load, rc, res)

@@ -99,6 +99,13 @@ type Node struct {
 	metaNotify chan struct{} // closed and replaced after each applied delta
 	reconciled int64         // the metadata offset the hosted partitions match
 	topicCfgs  map[string]map[string]string
+	// watchMu guards rewatch: cancels the metadata follower's current
+	// watch (it watches again from its applied offset + 1).
+	watchMu sync.Mutex
+	rewatch context.CancelFunc
+	// metaLag is the heartbeat loop's own: is the view behind the
+	// controller leader's offset for too long?
+	metaLag metadataLag
 
 	partsMu sync.RWMutex // guards parts
 	parts   map[tpKey]*partition
@@ -228,7 +235,8 @@ func Open(o Options) (_ *Node, err error) {
 		for i, v := range cfg.QuorumVoters {
 			addrs[i] = v.Addr
 		}
-		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr()})
+		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr(),
+			WatchTimeout: n.cfg.QuorumRequestTimeout, Logger: n.logger})
 	}
 
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
@@ -670,6 +678,11 @@ func (n *Node) heartbeatLoop() {
 		if err == nil {
 			n.fenced.Store(resp.IsFenced)
 			n.health.lastBeat.Store(time.Now().UnixNano())
+			if applied := n.appliedOffset(); n.metaLag.observe(time.Now(), applied, resp.MetadataOffset, n.cfg.QuorumRequestTimeout) {
+				n.logger.Warn("broker: metadata view stays behind the controller leader; reopening the metadata stream",
+					"applied", applied, "leader_offset", resp.MetadataOffset, "for_more_than", n.cfg.QuorumRequestTimeout)
+				n.reopenWatch()
+			}
 		} else if n.ctx.Err() == nil {
 			n.logger.Warn("broker: heartbeat failed", "err", err)
 			if metadata.ErrorCode(err) == kerr.StaleBrokerEpoch.Code {

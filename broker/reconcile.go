@@ -10,6 +10,7 @@ package broker
 // reconciles; heartbeats report the last reconciled offset.
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strconv"
@@ -45,30 +46,82 @@ func (n *Node) appliedOffset() int64 {
 // stream it watches again from the last applied offset + 1.
 func (n *Node) followMetadata() {
 	for n.ctx.Err() == nil {
-		w, err := n.svc.Watch(n.ctx, n.appliedOffset()+1)
-		if err != nil {
-			if n.ctx.Err() == nil {
-				n.logger.Warn("broker: watch metadata", "err", err)
-			}
-			select {
-			case <-n.ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		for {
-			d, err := w.Next(n.ctx)
-			if err != nil {
-				if n.ctx.Err() == nil {
-					n.logger.Warn("broker: metadata stream ended", "err", err)
-				}
-				break
-			}
-			n.applyDelta(d)
-		}
-		w.Close()
+		wctx, cancel := context.WithCancel(n.ctx)
+		n.watchMu.Lock()
+		n.rewatch = cancel
+		n.watchMu.Unlock()
+		n.followOnce(wctx)
+		cancel()
 	}
+}
+
+// followOnce follows one watch until it fails or wctx ends (Close, or
+// reopenWatch: the view stayed behind the controller leader).
+func (n *Node) followOnce(wctx context.Context) {
+	w, err := n.svc.Watch(wctx, n.appliedOffset()+1)
+	if err != nil {
+		if wctx.Err() == nil {
+			n.logger.Warn("broker: watch metadata", "err", err)
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+		return
+	}
+	defer w.Close()
+	for {
+		d, err := w.Next(wctx)
+		if err != nil {
+			if wctx.Err() == nil {
+				n.logger.Warn("broker: metadata stream ended", "err", err)
+			}
+			return
+		}
+		n.applyDelta(d)
+	}
+}
+
+// reopenWatch makes the metadata follower drop its watch and watch again
+// (a remote one reconnects to the next controller address).
+func (n *Node) reopenWatch() {
+	n.watchMu.Lock()
+	defer n.watchMu.Unlock()
+	if n.rewatch != nil {
+		n.rewatch()
+	}
+}
+
+// metadataLag tells a metadata view that stays behind the controller
+// leader (heartbeat answers carry the leader's offset) from one that is
+// merely a delta or two late: behind means below the offset the leader
+// had when the view was first seen below it, for longer than the timeout
+// (controller.quorum.request.timeout.ms). A view that keeps up, however
+// busy the log, reaches that offset in time and starts over; a stream
+// stuck on a lagging controller or a dead connection does not.
+type metadataLag struct {
+	target int64     // the leader's offset the view must reach
+	since  time.Time // when it was first seen below target; zero: not behind
+}
+
+// observe takes one heartbeat answer: the view's applied offset and the
+// leader's (0: a controller that does not say) at now. It reports whether
+// the view has been behind for longer than timeout, and then starts over.
+func (l *metadataLag) observe(now time.Time, applied, leader int64, timeout time.Duration) bool {
+	if !l.since.IsZero() && applied >= l.target {
+		l.since = time.Time{}
+	}
+	if l.since.IsZero() {
+		if leader > applied {
+			l.target, l.since = leader, now
+		}
+		return false
+	}
+	if now.Sub(l.since) > timeout {
+		l.since = time.Time{}
+		return true
+	}
+	return false
 }
 
 func (n *Node) applyDelta(d controller.Delta) {

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/strata-io/strata/internal/netbuf"
 )
 
 // ClientOptions configure a [Client].
@@ -25,6 +28,18 @@ type ClientOptions struct {
 	// node on its own loopback IP, so a fault-injecting proxy between
 	// nodes sees which node connects); nil lets the system choose.
 	LocalAddr net.Addr
+	// WatchTimeout is how long a [Client.Watch] stream may bring nothing,
+	// neither a delta nor a keepalive, before it is taken as dead and
+	// reopened on a new connection (default 2s; a broker sets it from
+	// controller.quorum.request.timeout.ms, as KRaft bounds a broker's
+	// metadata fetch by it). The stream asks its controller for a
+	// keepalive after WatchTimeout/4 of silence, so an idle live stream
+	// is never taken for a dead one; a stream whose TCP connection died
+	// silently (a partition, a lost NAT or firewall entry, a peer gone
+	// without a reset) is noticed within WatchTimeout instead of never.
+	WatchTimeout time.Duration
+	// Logger, nil means slog.Default().
+	Logger *slog.Logger
 
 	forwarding bool // set by a Controller forwarding to its leader
 }
@@ -59,6 +74,12 @@ func NewClient(o ClientOptions) *Client {
 	}
 	if o.RetryBackoff == 0 {
 		o.RetryBackoff = 50 * time.Millisecond
+	}
+	if o.WatchTimeout <= 0 {
+		o.WatchTimeout = DefaultWatchTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return &Client{o: o, idle: map[string][]*clientConn{}}
 }
@@ -244,12 +265,23 @@ func (c *Client) call(ctx context.Context, method byte, req any, out any) error 
 	}
 }
 
+// DefaultWatchTimeout is [ClientOptions.WatchTimeout]'s default, Kafka's
+// controller.quorum.request.timeout.ms.
+const DefaultWatchTimeout = 2 * time.Second
+
+// watchPayloadTimeout bounds the arrival of a watch frame's payload once
+// its header came (an image may be large; the listener's
+// DefaultFrameReadTimeout bounds it the same way on the other side).
+const watchPayloadTimeout = DefaultFrameReadTimeout
+
 // Watch implements [Service]: a dedicated connection to one controller
 // streams deltas from fromOffset. When that connection breaks (the
-// controller stopped, the network failed), Next reconnects — to the next
-// address, with backoff — and resumes after the last delta it returned, so
-// a broker's view never skips or repeats an entry. Next fails only when its
-// ctx ends or the Client is closed.
+// controller stopped, the network failed) or brings nothing for
+// [ClientOptions.WatchTimeout] (not even the keepalive the controller
+// sends on an idle stream), Next reconnects — to the next address, with
+// backoff — and resumes after the last delta it returned, so a broker's
+// view never skips or repeats an entry. Next fails only when its ctx ends
+// or the Client is closed.
 func (c *Client) Watch(ctx context.Context, fromOffset int64) (Watcher, error) {
 	w := &remoteWatcher{c: c, next: max(fromOffset, 0)}
 	for {
@@ -273,6 +305,11 @@ type remoteWatcher struct {
 	// cc is the current stream; nil between a failure and a reconnect.
 	cc     *clientConn
 	closed bool
+
+	// dlMu guards poisoned: once read's ctx is done its AfterFunc sets a
+	// past read deadline, which no later deadline of read may undo.
+	dlMu     sync.Mutex
+	poisoned bool
 }
 
 // connect opens a stream from w.next on the next address.
@@ -282,7 +319,7 @@ func (w *remoteWatcher) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	body, _ := json.Marshal(watchReq{From: w.next})
+	body, _ := json.Marshal(watchReq{From: w.next, KeepaliveMs: w.keepalive().Milliseconds()})
 	cc.conn.SetWriteDeadline(time.Now().Add(w.c.o.DialTimeout))
 	if err := writeFrame(cc.bw, kindRequest, []byte{methodWatch, 0}, body); err != nil {
 		cc.conn.Close()
@@ -325,8 +362,12 @@ func (w *remoteWatcher) Next(ctx context.Context) (Delta, error) {
 		if errors.Is(err, ErrProtocol) {
 			return Delta{}, err
 		}
-		// The stream ended (controller stopped, connection lost): resume
-		// elsewhere after the last delta returned.
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			w.c.o.Logger.Info("controller: metadata watch stream silent, reopening it", "silent_for", w.c.o.WatchTimeout, "from", w.next)
+		}
+		// The stream ended (controller stopped, connection lost or
+		// silent): resume elsewhere after the last delta returned.
 		w.c.mu.Lock()
 		w.c.hint = ""
 		w.c.mu.Unlock()
@@ -347,36 +388,74 @@ func (w *remoteWatcher) pause(ctx context.Context) error {
 	}
 }
 
-// read reads one delta from the current stream.
+// keepalive is how long a stream may be idle before its controller sends
+// a keepalive: a quarter of the watch timeout, so three may be lost or
+// late before the stream is taken as dead.
+func (w *remoteWatcher) keepalive() time.Duration {
+	return max(w.c.o.WatchTimeout/4, time.Millisecond)
+}
+
+// setReadDeadline sets the stream's read deadline to d from now, unless
+// read's ctx is done (its deadline stays in the past).
+func (w *remoteWatcher) setReadDeadline(conn net.Conn, d time.Duration) {
+	w.dlMu.Lock()
+	defer w.dlMu.Unlock()
+	if !w.poisoned {
+		conn.SetReadDeadline(time.Now().Add(d))
+	}
+}
+
+// read reads one delta from the current stream, skipping keepalives. Each
+// frame must start within WatchTimeout (a keepalive comes after a quarter
+// of it on an idle stream): a silent stream fails with a timeout, and Next
+// reconnects.
 func (w *remoteWatcher) read(ctx context.Context) (Delta, error) {
 	conn := w.cc.conn
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	w.dlMu.Lock()
+	w.poisoned = false
+	w.dlMu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		w.dlMu.Lock()
+		w.poisoned = true
+		conn.SetReadDeadline(time.Unix(1, 0))
+		w.dlMu.Unlock()
+	})
 	defer stop()
-	kind, payload, err := readFrame(w.cc.br)
-	if err != nil {
-		return Delta{}, err
-	}
-	switch kind {
-	case kindDelta:
-		var dw deltaW
-		if err := json.Unmarshal(payload, &dw); err != nil {
-			return Delta{}, fmt.Errorf("%w: %v", ErrProtocol, err)
-		}
-		d, err := deltaFromW(dw)
+	for {
+		w.setReadDeadline(conn, w.c.o.WatchTimeout)
+		kind, n, err := readHeader(w.cc.br, maxFrame)
 		if err != nil {
-			return Delta{}, fmt.Errorf("%w: %v", ErrProtocol, err)
+			return Delta{}, err
 		}
-		return d, nil
-	case kindResponse:
-		var env struct {
-			Err *wireErr `json:"err"`
+		w.setReadDeadline(conn, max(w.c.o.WatchTimeout, watchPayloadTimeout))
+		payload, err := netbuf.ReadFrame(w.cc.br, n)
+		if err != nil {
+			return Delta{}, err
 		}
-		if err := json.Unmarshal(payload, &env); err != nil || env.Err == nil {
-			return Delta{}, fmt.Errorf("%w: bad watch end", ErrProtocol)
+		switch kind {
+		case kindKeepalive:
+			continue // the stream is alive; its payload is informative only
+		case kindDelta:
+			var dw deltaW
+			if err := json.Unmarshal(payload, &dw); err != nil {
+				return Delta{}, fmt.Errorf("%w: %v", ErrProtocol, err)
+			}
+			d, err := deltaFromW(dw)
+			if err != nil {
+				return Delta{}, fmt.Errorf("%w: %v", ErrProtocol, err)
+			}
+			return d, nil
+		case kindResponse:
+			var env struct {
+				Err *wireErr `json:"err"`
+			}
+			if err := json.Unmarshal(payload, &env); err != nil || env.Err == nil {
+				return Delta{}, fmt.Errorf("%w: bad watch end", ErrProtocol)
+			}
+			return Delta{}, fromWireErr(env.Err)
 		}
-		return Delta{}, fromWireErr(env.Err)
+		return Delta{}, fmt.Errorf("%w: frame kind %d in watch", ErrProtocol, kind)
 	}
-	return Delta{}, fmt.Errorf("%w: frame kind %d in watch", ErrProtocol, kind)
 }
 
 func (w *remoteWatcher) drop() {

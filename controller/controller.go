@@ -89,7 +89,10 @@ type Controller struct {
 	resolve   func(id int32) string
 	localAddr net.Addr // Options.LocalAddr: forwarding clients dial from it
 	live      *liveness
-	reqMem    *netbuf.Budget // bytes of inbound frames being read or handled
+	// liveWake wakes the liveness loop when leadership changes, so a new
+	// leader's broker sessions start as soon as it is ready.
+	liveWake chan struct{}
+	reqMem   *netbuf.Budget // bytes of inbound frames being read or handled
 
 	// decisions feeds the decider goroutine, the only one that plans: a
 	// plan always sees the effects of every decision before it. rng is
@@ -127,14 +130,15 @@ func Open(o Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		cfg:     cfg,
-		fsm:     newMetadataFSM(cfg.Logger, metadata.Defaults{MinInsyncReplicas: cfg.MinInsyncReplicas, UncleanLeaderElection: cfg.UncleanLeaderElection}),
-		storage: o.Storage,
-		resolve: o.Resolve,
-		fwd:     map[string]*Client{},
-		stopc:   make(chan struct{}),
-		live:    newLiveness(cfg.BrokerSessionTimeout),
-		reqMem:  o.RequestMemory,
+		cfg:      cfg,
+		fsm:      newMetadataFSM(cfg.Logger, metadata.Defaults{MinInsyncReplicas: cfg.MinInsyncReplicas, UncleanLeaderElection: cfg.UncleanLeaderElection}),
+		storage:  o.Storage,
+		resolve:  o.Resolve,
+		fwd:      map[string]*Client{},
+		stopc:    make(chan struct{}),
+		live:     newLiveness(cfg.BrokerSessionTimeout),
+		liveWake: make(chan struct{}, 1),
+		reqMem:   o.RequestMemory,
 
 		decisions:   make(chan *decision, decisionQueueLen),
 		deciderDone: make(chan struct{}),
@@ -224,7 +228,20 @@ func Open(o Options) (*Controller, error) {
 		maxInflight:     cfg.MaxInflightMsgs,
 		logger:          cfg.Logger.With("node", cfg.NodeID),
 		metrics:         m,
-		onLeader:        func(lead, term uint64) { c.live.reset() },
+		onLeader: func(lead, term uint64) {
+			c.live.reset()
+			select {
+			case c.liveWake <- struct{}{}:
+			default: // a wake is pending
+			}
+			if lead == uint64(cfg.NodeID) {
+				// Every broker gets a fresh session once this leader is
+				// ready (liveness): a broker lost with the old leader is
+				// fenced a session timeout after that, not after its last
+				// heartbeat.
+				cfg.Logger.Info("controller: elected quorum leader; broker sessions start afresh", "node", cfg.NodeID, "term", term)
+			}
+		},
 	})
 	if err != nil {
 		return fail(err)

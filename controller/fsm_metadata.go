@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -32,6 +33,12 @@ type metadataFSM struct {
 	// (min.insync.replicas, unclean.leader.election.enable), set on every
 	// image this FSM holds, restored ones included.
 	defaults metadata.Defaults
+	// recordsAt is the offset of the last applied entry with records (or
+	// of the restored image): the offset a watcher's last delta has once
+	// it is caught up. Heartbeat answers carry it (a broker below it for
+	// long follows a stream that is behind). Atomic: planners read it
+	// under mu's read lock.
+	recordsAt atomic.Int64
 }
 
 func newMetadataFSM(l *slog.Logger, d metadata.Defaults) *metadataFSM {
@@ -60,7 +67,11 @@ func (f *metadataFSM) Apply(index uint64, data []byte) error {
 	if len(recs) == 0 {
 		return f.st.AdvanceTo(off)
 	}
-	if err := f.st.ApplyBatch(off, recs); err != nil {
+	err := f.st.ApplyBatch(off, recs)
+	if !errors.Is(err, metadata.ErrOffsetRegression) {
+		f.recordsAt.Store(off) // delivered to watchers, refused records and all
+	}
+	if err != nil {
 		if errors.Is(err, metadata.ErrOffsetRegression) {
 			return err
 		}
@@ -91,6 +102,7 @@ func (f *metadataFSM) Restore(index uint64, data []byte) error {
 	st.SetDefaults(f.defaults)
 	f.mu.Lock()
 	f.st = st
+	f.recordsAt.Store(st.Offset())
 	f.mu.Unlock()
 	return nil
 }

@@ -67,37 +67,79 @@ func (l *liveness) expired(ids []int32, now time.Time) []int32 {
 	return out
 }
 
+// nextExpiry is when the first session among ids runs out; a broker not
+// seen yet has a full session from now (expired starts it).
+func (l *liveness) nextExpiry(ids []int32, now time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := now.Add(l.timeout)
+	for _, id := range ids {
+		if t, ok := l.seen[id]; ok && t.Add(l.timeout).Before(next) {
+			next = t.Add(l.timeout)
+		}
+	}
+	return next
+}
+
+// livenessMinWait is the shortest pause of the liveness loop: a broker
+// whose fencing failed (no quorum) is tried again at this pace, not in a
+// spin.
+const livenessMinWait = 10 * time.Millisecond
+
 // livenessLoop fences, on the leader, every unfenced broker whose session
 // expired: metadata.State.PlanFenceBroker moves its leaderships to other
 // ISR members (or unclean, when the topic allows) with bumped leader epochs.
-// It runs until Close.
+// Like Kafka's controller (rescheduleMaybeFenceStaleBrokers at the
+// heartbeat manager's nextCheckTimeNs), it wakes just after the first
+// session runs out, so a broker is fenced at its session timeout, not up to
+// a check period later (min(broker.session.timeout.ms/8,
+// broker.heartbeat.interval.ms): 1.125s with Kafka's defaults, added to
+// every re-election after a broker's loss). The period remains the longest
+// pause (new brokers); a change of leadership wakes it at once, so a new
+// leader starts every broker's fresh session as soon as it is ready, not
+// up to a period later. It runs until Close.
 func (c *Controller) livenessLoop() {
 	period := min(c.cfg.BrokerSessionTimeout/8, c.cfg.BrokerHeartbeatInterval)
 	period = max(period, c.cfg.TickInterval)
-	t := time.NewTicker(period)
+	t := time.NewTimer(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.stopc:
 			return
+		case <-c.liveWake:
 		case <-t.C:
 		}
-		if !c.node.isLeaderReady() {
-			continue
-		}
-		c.startTerm()
-		var live []int32
-		c.fsm.read(func(st *metadata.State) {
-			for _, b := range st.Brokers() {
-				if !b.Fenced {
-					live = append(live, b.ID)
-				}
-			}
-		})
-		for _, id := range c.live.expired(live, time.Now()) {
-			c.fenceBroker(id)
-		}
+		t.Reset(c.checkLiveness(period))
 	}
+}
+
+// checkLiveness fences the brokers whose session expired, if this node
+// leads, and returns how long to wait before the next check.
+func (c *Controller) checkLiveness(period time.Duration) time.Duration {
+	if !c.node.isLeaderReady() {
+		if c.node.leader.Load() == c.node.cfg.id {
+			// Elected, not ready yet (its term's first entry is not
+			// applied): start the sessions as soon as it is.
+			return livenessMinWait
+		}
+		return period
+	}
+	c.startTerm()
+	var live []int32
+	c.fsm.read(func(st *metadata.State) {
+		for _, b := range st.Brokers() {
+			if !b.Fenced {
+				live = append(live, b.ID)
+			}
+		}
+	})
+	for _, id := range c.live.expired(live, time.Now()) {
+		c.fenceBroker(id)
+	}
+	// expired is strict (older than the timeout): wake a little after.
+	next := time.Until(c.live.nextExpiry(live, time.Now())) + time.Millisecond
+	return min(period, max(next, livenessMinWait))
 }
 
 func (c *Controller) fenceBroker(id int32) {

@@ -183,8 +183,10 @@ func (c *Client) RegisterBroker(ctx context.Context, req metadata.RegisterBroker
 
 var rpcBrokerHeartbeat = register(&rpc[metadata.BrokerHeartbeatRequest, metadata.BrokerHeartbeatResponse, metadata.BrokerHeartbeatResponse]{
 	method: methodBrokerHeartbeat, name: "BrokerHeartbeat",
-	plan: func(_ *Controller, st *metadata.State, req metadata.BrokerHeartbeatRequest) ([]metadata.Record, metadata.BrokerHeartbeatResponse, error) {
-		return st.PlanBrokerHeartbeat(req)
+	plan: func(c *Controller, st *metadata.State, req metadata.BrokerHeartbeatRequest) ([]metadata.Record, metadata.BrokerHeartbeatResponse, error) {
+		recs, res, err := st.PlanBrokerHeartbeat(req)
+		res.MetadataOffset = c.fsm.recordsAt.Load() // the leader's, where plans run
+		return recs, res, err
 	},
 	applied: func(c *Controller, req metadata.BrokerHeartbeatRequest) { c.live.touch(req.BrokerID) },
 })

@@ -338,7 +338,7 @@ func TestRPCWatchGoldenEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if frames := r.recorded(); len(frames) != 1 || string(frames[0]) != "\x03\x09\x00"+`{"from":5}` {
+	if frames := r.recorded(); len(frames) != 1 || string(frames[0]) != "\x03\x09\x00"+`{"from":5,"keepalive_ms":500}` {
 		t.Fatalf("watch sent %q", frames)
 	}
 	if d.Offset != 5 || len(d.Records) != 1 || !reflect.DeepEqual(d.Records[0], &metadata.TopicRecord{Name: "t", TopicID: goldenID}) {

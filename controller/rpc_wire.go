@@ -20,6 +20,18 @@ type deleteTopicsReq struct {
 
 type watchReq struct {
 	From int64 `json:"from"`
+	// KeepaliveMs, when > 0, asks the server for a kindKeepalive frame
+	// whenever the stream has been idle that long (clients before it send
+	// none and get none; servers before it ignore it and send none, and
+	// such a client's deadline then reopens an idle stream now and then).
+	KeepaliveMs int64 `json:"keepalive_ms,omitempty"`
+}
+
+// keepaliveW is the payload of a kindKeepalive frame: the serving
+// controller's applied metadata offset (informative: a stream is idle
+// only when the client has every delta up to it).
+type keepaliveW struct {
+	Offset int64 `json:"offset"`
 }
 
 // response is the envelope of every kindResponse frame.

@@ -143,7 +143,11 @@ func (s *server) dispatch(method byte, fwd bool, body []byte) response {
 	return r.serve(s.ctx, s.c, fwd, body)
 }
 
-// watch streams deltas until the connection or the controller closes.
+// watch streams deltas until the connection or the controller closes. A
+// client that asked for keepalives (watchReq.KeepaliveMs) gets one after
+// every such interval without a delta. Every frame must leave within
+// FrameReadTimeout: a client that vanished silently costs that long, not
+// the TCP retransmission timeout.
 func (s *server) watch(conn net.Conn, bw *bufio.Writer, body []byte) {
 	var req watchReq
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -163,20 +167,33 @@ func (s *server) watch(conn net.Conn, bw *bufio.Writer, body []byte) {
 		conn.Close()
 		<-readerDone
 	}()
+	send := func(kind byte, payload []byte) error {
+		conn.SetWriteDeadline(time.Now().Add(s.c.cfg.FrameReadTimeout))
+		if err := writeFrame(bw, kind, payload); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
 	w, err := s.c.Watch(ctx, req.From)
 	if err != nil {
 		b, _ := json.Marshal(response{Err: toWireErr(err)})
-		writeFrame(bw, kindResponse, b)
-		bw.Flush()
+		send(kindResponse, b)
 		return
 	}
 	defer w.Close()
+	keepalive := time.Duration(req.KeepaliveMs) * time.Millisecond
 	for {
-		d, err := w.Next(ctx)
+		d, err := s.nextOrIdle(ctx, w, keepalive)
+		if errors.Is(err, errWatchIdle) {
+			b, _ := json.Marshal(keepaliveW{Offset: int64(s.c.node.applied.Load())})
+			if err := send(kindKeepalive, b); err != nil {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			b, _ := json.Marshal(response{Err: toWireErr(err)})
-			writeFrame(bw, kindResponse, b)
-			bw.Flush()
+			send(kindResponse, b)
 			return
 		}
 		dw, err := deltaToW(d)
@@ -187,11 +204,28 @@ func (s *server) watch(conn net.Conn, bw *bufio.Writer, body []byte) {
 		if err != nil {
 			return
 		}
-		if err := writeFrame(bw, kindDelta, b); err != nil {
-			return
-		}
-		if err := bw.Flush(); err != nil {
+		if err := send(kindDelta, b); err != nil {
 			return
 		}
 	}
+}
+
+// errWatchIdle is nextOrIdle's answer when keepalive passed without a
+// delta.
+var errWatchIdle = errors.New("controller: watch idle")
+
+// nextOrIdle is w.Next(ctx), or errWatchIdle once keepalive (> 0) has
+// passed without a delta. A localWatcher's Next only waits when it has
+// nothing pending, so ending that wait early loses nothing.
+func (s *server) nextOrIdle(ctx context.Context, w Watcher, keepalive time.Duration) (Delta, error) {
+	if keepalive <= 0 {
+		return w.Next(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, keepalive)
+	defer cancel()
+	d, err := w.Next(wctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return Delta{}, errWatchIdle
+	}
+	return d, err
 }

@@ -42,7 +42,11 @@ import (
 //	               server answers each with one kindResponse (JSON
 //	               envelope: error or body), in order. The watch method
 //	               instead turns the connection into a stream of
-//	               kindDelta frames (and a final kindResponse on error).
+//	               kindDelta frames (and a final kindResponse on error);
+//	               if the watch request asks for it (keepalive_ms), a
+//	               kindKeepalive frame (JSON {"offset": applied}) after
+//	               every keepalive_ms without a delta, so the client can
+//	               bound its read and tell a dead stream from an idle one.
 //	               A kindRequest may come first (clients before
 //	               kindClientHello) if it fits in maxFirstFrame.
 //
@@ -72,6 +76,8 @@ const (
 	kindDelta     byte = 5
 	// kindClientHello opens an RPC connection (see above).
 	kindClientHello byte = 6
+	// kindKeepalive is sent on an idle watch stream that asked for it.
+	kindKeepalive byte = 7
 
 	// maxFrame bounds a frame (a MsgSnap carries a whole metadata image).
 	maxFrame = 256 << 20

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -67,7 +66,7 @@ func startFaultRun(t *testing.T, c *procCluster, topic, fault string) *faultRun 
 	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create %s: %v / %v (%s)", topic, err, resp.Err, resp.ErrMessage)
 	}
-	waitFullISR0(t, adm, topic)
+	c.waitAgreed0(topic, "a full ISR", fullISR0)
 	r := &faultRun{t: t, c: c, topic: topic, rc: deliverycheck.NewRecorder(true), res: &deliverycheck.FaultResult{Fault: fault}}
 	r.cl = r.newProducerClient()
 	r.load = deliverycheck.Produce(context.Background(), r.cl, topic, r.rc, deliverycheck.ProduceOptions{Prefix: topic, MaxInFlight: 100})
@@ -149,33 +148,86 @@ func (r *faultRun) finish() {
 	}
 }
 
-// leader0 is the current leader of partition 0 of topic, as the nodes
-// other than except report it.
+// leader0 is the current leader of partition 0 of r's topic, as every
+// node other than except reports it.
 func (r *faultRun) leader0(except ...int32) int32 {
 	r.t.Helper()
-	_, adm := r.c.client(except...)
-	return waitPartition0(r.t, adm, r.topic, "a leader", func(p kadm.PartitionDetail, _ []int32) bool { return p.Leader >= 0 && p.Err == nil }).Leader
+	return r.c.waitAgreed0(r.topic, "a leader", func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader >= 0 }, except...).Leader
 }
 
 // waitNewLeader waits until the nodes other than old report a leader
 // other than old, and returns when.
 func (r *faultRun) waitNewLeader(old int32) time.Time {
 	r.t.Helper()
-	_, adm := r.c.client(old)
-	waitPartition0(r.t, adm, r.topic, "a new leader", func(p kadm.PartitionDetail, _ []int32) bool {
-		return p.Leader >= 0 && p.Leader != old && p.Err == nil
-	})
+	r.c.waitAgreed0(r.topic, "a new leader", func(p kmsg.MetadataResponseTopicPartition) bool {
+		return p.Leader >= 0 && p.Leader != old
+	}, old)
 	return time.Now()
 }
 
-// waitFullISR0 waits until partition 0 of topic has every replica in its
-// ISR, and returns when.
-func waitFullISR0(t *testing.T, adm *kadm.Client, topic string) time.Time {
-	t.Helper()
-	waitPartition0(t, adm, topic, "a full ISR", func(p kadm.PartitionDetail, _ []int32) bool {
-		return p.Leader >= 0 && p.Err == nil && len(p.ISR) == len(p.Replicas) && len(p.Replicas) > 0
-	})
+// waitFullISR waits until every node reports partition 0 of r's topic
+// with every replica in its ISR, and returns when.
+func (r *faultRun) waitFullISR() time.Time {
+	r.t.Helper()
+	r.c.waitAgreed0(r.topic, "a full ISR", fullISR0)
 	return time.Now()
+}
+
+// fullISR0 accepts a partition with a leader and every replica in sync.
+func fullISR0(p kmsg.MetadataResponseTopicPartition) bool {
+	return p.Leader >= 0 && len(p.ISR) == len(p.Replicas) && len(p.Replicas) > 0
+}
+
+// waitAgreed0 polls every node but except, each directly, for partition 0
+// of topic until they all report the same leader, leader epoch and ISR and
+// ok accepts it, and returns it. Asking one broker is not enough: kadm's
+// Metadata answers from kgo's cache for MetadataMinAge (5s: the times
+// measured came out as multiples of 5s), and kgo sends a Metadata request
+// to any broker it knows — a node just healed or resumed answers from its
+// stale view (a full ISR with itself leading) until it has caught up.
+func (c *procCluster) waitAgreed0(topic, what string, ok func(kmsg.MetadataResponseTopicPartition) bool, except ...int32) kmsg.MetadataResponseTopicPartition {
+	c.t.Helper()
+	var seeds []*kgo.Broker
+	for _, addr := range c.addrs(except...) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		defer cl.Close()
+		seeds = append(seeds, cl.SeedBrokers()[0])
+	}
+	var got kmsg.MetadataResponseTopicPartition
+	if err := testutil.Within(procWait, func() error {
+		var views []kmsg.MetadataResponseTopicPartition
+		for _, b := range seeds {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, b)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s: metadata: %v", what, err)
+			}
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) == 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+				return fmt.Errorf("%s: no partition 0 of %s in %+v", what, topic, resp.Topics)
+			}
+			views = append(views, resp.Topics[0].Partitions[0])
+		}
+		for _, v := range views[1:] {
+			if v.Leader != views[0].Leader || v.LeaderEpoch != views[0].LeaderEpoch || !slices.Equal(slices.Sorted(slices.Values(v.ISR)), slices.Sorted(slices.Values(views[0].ISR))) {
+				return fmt.Errorf("%s: the nodes disagree on %s-0: %+v", what, topic, views)
+			}
+		}
+		if got = views[0]; !ok(got) {
+			return fmt.Errorf("%s: %s-0 is %+v", what, topic, got)
+		}
+		return nil
+	}); err != nil {
+		c.t.Fatal(err)
+	}
+	return got
 }
 
 // TestFaultKill9LeaderRepeatedly kills the leader of an RF=3 partition
@@ -194,9 +246,9 @@ func TestFaultKill9LeaderRepeatedly(t *testing.T) {
 		c.node(old).kill()
 		r.res.Reelection = append(r.res.Reelection, r.waitNewLeader(old).Sub(at))
 		r.waitMoreAcked(300)
+		restarted := time.Now()
 		c.restart(old)
-		_, adm := c.client()
-		r.res.ISRRecovery = append(r.res.ISRRecovery, waitFullISR0(t, adm, r.topic).Sub(at))
+		r.res.ISRRecovery = append(r.res.ISRRecovery, r.waitFullISR().Sub(restarted))
 		r.res.Runs++
 	}
 	r.finish()
@@ -221,12 +273,12 @@ func TestFaultSIGSTOPLeaderPastSessionTimeout(t *testing.T) {
 		}
 		r.res.Reelection = append(r.res.Reelection, r.waitNewLeader(old).Sub(at))
 		r.waitMoreAcked(300)
+		resumed := time.Now()
 		if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
 		r.probeStale(old, p.addr, fmt.Sprintf("resumed-%d-%d", old, round))
-		_, adm := c.client()
-		r.res.ISRRecovery = append(r.res.ISRRecovery, waitFullISR0(t, adm, r.topic).Sub(at))
+		r.res.ISRRecovery = append(r.res.ISRRecovery, r.waitFullISR().Sub(resumed))
 		r.res.Runs++
 	}
 	r.finish()
@@ -381,9 +433,9 @@ func TestFaultProcLeaderCutFromPeers(t *testing.T) {
 		nw.Isolate(fmt.Sprintf("127.0.0.%d", old+1))
 		r.res.Reelection = append(r.res.Reelection, r.waitNewLeader(old).Sub(at))
 		r.waitMoreAcked(300)
+		healed := time.Now()
 		nw.Heal()
-		_, adm := c.client()
-		r.res.ISRRecovery = append(r.res.ISRRecovery, waitFullISR0(t, adm, r.topic).Sub(at))
+		r.res.ISRRecovery = append(r.res.ISRRecovery, r.waitFullISR().Sub(healed))
 		r.res.Runs++
 	}
 	r.finish()

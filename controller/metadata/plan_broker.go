@@ -130,6 +130,12 @@ type BrokerHeartbeatResponse struct {
 	IsCaughtUp     bool
 	IsFenced       bool
 	ShouldShutDown bool
+	// MetadataOffset is the offset of the controller leader's last applied
+	// entry with records when it answered (set by the controller, not the
+	// planner; 0, absent on the wire, from controllers before it): a
+	// broker whose view stays below it follows a metadata stream that is
+	// behind (a lagging controller, a stuck connection) and reopens it.
+	MetadataOffset int64 `json:",omitempty"`
 }
 
 // PlanBrokerHeartbeat decides what a heartbeat changes:

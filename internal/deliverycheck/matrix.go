@@ -11,7 +11,9 @@ import (
 // FaultResult is one row of the fault matrix (issue 14): a fault, how
 // many times it was injected, what the checker found, and how long the
 // cluster took to elect a new leader (fault → new leader in metadata)
-// and to bring the ISR back to every replica (fault → full ISR).
+// and to bring the ISR back to every replica once the fault ended (heal,
+// restart, resume → full ISR: from the fault itself it would add however
+// long the test kept the fault in place).
 type FaultResult struct {
 	Fault        string          `json:"fault"`
 	Runs         int             `json:"runs"`

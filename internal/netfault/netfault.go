@@ -17,7 +17,11 @@
 // never forwarded nor answered, as a partition looks to TCP), by
 // [Mode]. Healing lets new connections through; blackholed ones stay
 // dead and are closed. A delay holds every chunk forwarded on a link for
-// that long before writing it.
+// that long before writing it. A stall ([Network.Stall]) kills a link's
+// open connections silently: they stay open at both ends but forward
+// nothing ever again, as a connection looks whose path lost its state (a
+// NAT or firewall entry dropped, a peer gone without a reset) — only a
+// read deadline or a keepalive of the endpoints tells them.
 //
 // It owns no processes and knows nothing of Kafka. All methods are safe
 // for concurrent use.
@@ -148,6 +152,7 @@ type pconn struct {
 	down, up net.Conn // up is nil until dialed
 	dead     bool     // killed by a cut or Close; under nw.mu
 	hole     bool     // blackholed at accept
+	stalled  bool     // silently dead ([Network.Stall]); under nw.mu
 }
 
 func (c *pconn) closeLocked() {
@@ -239,17 +244,21 @@ func (p *Proxy) serve(c *pconn) {
 	<-done
 }
 
-// pump copies src to dst, holding each chunk for the delay of l.
+// pump copies src to dst, holding each chunk for the delay of l; once c
+// is stalled, chunks are read and dropped.
 func (nw *Network) pump(c *pconn, dst, src net.Conn, l link) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			nw.mu.Lock()
-			d := nw.delays[l]
+			d, stalled := nw.delays[l], c.stalled
 			nw.mu.Unlock()
-			if d > 0 {
+			if d > 0 && !stalled {
 				time.Sleep(d)
+			}
+			if stalled {
+				continue
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
@@ -282,10 +291,20 @@ func (nw *Network) Cut(from, to string) { nw.CutMode(from, to, nw.mode) }
 func (nw *Network) CutMode(from, to string, mode Mode) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	l := link{from, to}
+	nw.cutLinkLocked(link{from, to}, mode, false)
+}
+
+// cutLinkLocked cuts l in mode; its open connections are closed, or with
+// silently stalled ([Network.Stall]).
+func (nw *Network) cutLinkLocked(l link, mode Mode, silently bool) {
 	nw.cuts[l] = mode
 	for c := range nw.conns {
-		if c.l == l {
+		if c.l != l {
+			continue
+		}
+		if silently {
+			c.stalled = true
+		} else {
 			c.closeLocked()
 		}
 	}
@@ -300,16 +319,30 @@ func (nw *Network) Partition(a, b string) {
 // Isolate partitions ip from every other IP a proxy of the network
 // targets (the other nodes), both ways; clients dialing from elsewhere
 // (127.0.0.1) still reach it. [Network.CutAll] cuts those too.
-func (nw *Network) Isolate(ip string) {
+func (nw *Network) Isolate(ip string) { nw.isolate(ip, false) }
+
+// IsolateSilently is [Network.Isolate] as a firewall dropping packets
+// (iptables DROP) does it: the open connections are not closed but
+// stalled ([Network.Stall]), so only the endpoints' own deadlines and
+// keepalives tell them, and they stay dead after the heal; new
+// connections are blackholed until then, whatever the network's mode.
+func (nw *Network) IsolateSilently(ip string) { nw.isolate(ip, true) }
+
+func (nw *Network) isolate(ip string, silently bool) {
 	nw.mu.Lock()
+	defer nw.mu.Unlock()
 	peers := map[string]bool{}
 	for _, p := range nw.proxies {
 		peers[p.to] = true
 	}
-	nw.mu.Unlock()
 	delete(peers, ip)
+	mode := nw.mode
+	if silently {
+		mode = Blackhole
+	}
 	for _, o := range sortedKeys(peers) {
-		nw.Partition(ip, o)
+		nw.cutLinkLocked(link{ip, o}, mode, silently)
+		nw.cutLinkLocked(link{o, ip}, mode, silently)
 	}
 }
 
@@ -323,6 +356,22 @@ func (nw *Network) CutAll(ip string) {
 	for c := range nw.conns {
 		if c.l.to == ip || c.l.from == ip {
 			c.closeLocked()
+		}
+	}
+}
+
+// Stall silently kills the open connections of from → to (IPs, who
+// dialed whom): from now on they forward nothing, either way, and stay
+// open until an endpoint closes them or [Network.Close]; nothing tells
+// the endpoints (no FIN, no reset), and a heal does not revive them. New
+// connections on the link are not affected: a stall is not a cut.
+func (nw *Network) Stall(from, to string) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	l := link{from, to}
+	for c := range nw.conns {
+		if c.l == l {
+			c.stalled = true
 		}
 	}
 }

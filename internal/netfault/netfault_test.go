@@ -275,6 +275,70 @@ func TestDelay(t *testing.T) {
 	}
 }
 
+// TestStallKillsOpenConnectionsSilently: a stalled connection stays open
+// at both ends but carries nothing either way, even after a heal; a new
+// connection on the same link passes, and other links are untouched.
+func TestStallKillsOpenConnectionsSilently(t *testing.T) {
+	e := startEcho(t, "127.0.0.2:0")
+	nw := newNet(t, Blackhole)
+	p := proxy(t, nw, "127.0.0.2", e.ln.Addr().String())
+	stalled := dialFrom(t, "127.0.0.3", p.Addr())
+	other := dialFrom(t, "127.0.0.4", p.Addr())
+	for _, c := range []net.Conn{stalled, other} {
+		if err := roundTrip(c, wait); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nw.Stall("127.0.0.3", "127.0.0.2")
+	nw.Heal() // changes nothing for a stalled connection
+	for range 2 {
+		if err := roundTrip(stalled, 200*time.Millisecond); err == nil {
+			t.Fatal("stalled connection answered")
+		} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+			t.Fatalf("stalled connection: %v, want a timeout (open, silent)", err)
+		}
+	}
+	if err := roundTrip(other, wait); err != nil {
+		t.Fatalf("other link after the stall: %v", err)
+	}
+	if err := roundTrip(dialFrom(t, "127.0.0.3", p.Addr()), wait); err != nil {
+		t.Fatalf("new connection on the stalled link: %v", err)
+	}
+}
+
+// TestIsolateSilentlyStallsOpenConnections: the isolated node's open
+// connections stay open but dead, new ones are blackholed; after the
+// heal new connections pass and the stalled ones stay dead.
+func TestIsolateSilentlyStallsOpenConnections(t *testing.T) {
+	e := startEcho(t, "127.0.0.2:0")
+	nw := newNet(t, Refuse)
+	p := proxy(t, nw, "127.0.0.2", e.ln.Addr().String())
+	open := dialFrom(t, "127.0.0.3", p.Addr())
+	if err := roundTrip(open, wait); err != nil {
+		t.Fatal(err)
+	}
+	nw.IsolateSilently("127.0.0.3")
+	if closedWithin(open, 200*time.Millisecond) {
+		t.Fatal("open connection closed by a silent isolation")
+	}
+	if err := roundTrip(open, 200*time.Millisecond); err == nil {
+		t.Fatal("stalled connection answered")
+	}
+	held := dialFrom(t, "127.0.0.3", p.Addr())
+	if err := roundTrip(held, 200*time.Millisecond); err == nil {
+		t.Fatal("new connection during the isolation answered")
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("new connection during the isolation: %v, want a timeout (blackholed, not refused)", err)
+	}
+	nw.Heal()
+	if err := roundTrip(open, 200*time.Millisecond); err == nil {
+		t.Fatal("stalled connection revived by the heal")
+	}
+	if err := roundTrip(dialFrom(t, "127.0.0.3", p.Addr()), wait); err != nil {
+		t.Fatalf("new connection after the heal: %v", err)
+	}
+}
+
 // TestCloseEndsEverything: Close closes open and blackholed connections
 // and returns once every goroutine ended; new proxies are refused.
 func TestCloseEndsEverything(t *testing.T) {
