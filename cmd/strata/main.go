@@ -20,7 +20,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,11 +30,9 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/strata-io/strata/broker"
 	"github.com/strata-io/strata/internal/buildinfo"
-	"github.com/strata-io/strata/internal/gctune"
 )
 
 // serveHelp is `strata serve --help`: the flags, then every setting, then
@@ -190,15 +187,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	sigc := make(chan os.Signal, 2)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
-
-	// The collector: a broker's heap is small and busy (internal/gctune).
-	if gctune.Disabled(os.Getenv) {
-		logger.Info("strata: GOGC or GOMEMLIMIT set: the collector runs as they say")
-	} else {
-		gcCtx, stopGC := context.WithCancel(context.Background())
-		defer stopGC()
-		go gctune.Run(gcCtx, time.Second)
-	}
 
 	node, err := broker.Open(broker.Options{Config: cfg, Logger: logger})
 	if err != nil {
