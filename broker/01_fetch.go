@@ -117,6 +117,41 @@ type fetchPart struct {
 	readHW    int64 // the bound the last read stopped at: the HW (consumers) or LEO (followers)
 	hwSeen    int64 // followers: the HW after the last read's state update
 	diverging *kmsg.FetchResponseTopicPartitionDivergingEpoch
+
+	// KIP-392: a consumer of Fetch v11+ may read from a follower (anyReplica),
+	// and names its rack; preferred is the replica a leader sent it to (-1
+	// none); asFollower says the part was served by this broker as follower.
+	anyReplica bool
+	clientRack string
+	preferred  int32
+	asFollower bool
+}
+
+// checkServe returns the error this broker answers the part with before
+// reading, if any: as leader, checkLeader's; a consumer of Fetch v11+
+// (KIP-392) may also be served by a follower of the partition, in the
+// leader epoch it names, once that follower has its high watermark from
+// the current leader (until then it could show records above the real
+// one: NOT_LEADER_OR_FOLLOWER sends the consumer to the leader).
+func (fp *fetchPart) checkServe() error {
+	p := fp.p
+	fp.asFollower = false
+	if fp.follower() || !fp.anyReplica || p.leader.Load() {
+		return p.checkLeader(fp.leaderEpoch)
+	}
+	if !p.followerHWKnown.Load() {
+		return kerr.NotLeaderForPartition
+	}
+	if fp.leaderEpoch >= 0 {
+		switch e := p.leaderEpoch.Load(); {
+		case fp.leaderEpoch < e:
+			return kerr.FencedLeaderEpoch
+		case fp.leaderEpoch > e:
+			return kerr.UnknownLeaderEpoch
+		}
+	}
+	fp.asFollower = true
+	return nil
 }
 
 // follower reports whether the part is a follower's fetch.
@@ -151,6 +186,10 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 	replica, replicaEpoch := fetchReplica(req, r.version)
 	for i := range parts {
 		parts[i].replica, parts[i].replicaEpoch = replica, replicaEpoch
+		parts[i].preferred = -1
+		if r.version >= 11 && replica < 0 {
+			parts[i].anyReplica, parts[i].clientRack = true, req.Rack
+		}
 	}
 
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
@@ -460,7 +499,7 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 		if fp.p == nil || !fp.read {
 			continue
 		}
-		if (fp.hasView && fp.bound() != fp.readHW) || fp.p.checkLeader(fp.leaderEpoch) != nil ||
+		if (fp.hasView && fp.bound() != fp.readHW) || fp.checkServe() != nil ||
 			fp.fetchOffset < fp.p.log.LogStartOffset() {
 			full = true
 			break
@@ -493,8 +532,24 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 		if fp.read && hw == fp.readHW {
 			continue // no data before, and nothing appended since
 		}
-		if fp.err = fp.p.checkLeader(fp.leaderEpoch); fp.err != nil {
+		if fp.err = fp.checkServe(); fp.err != nil {
 			anyErr = true
+			continue
+		}
+		if fp.clientRack != "" && !fp.asFollower && !fp.follower() {
+			// KIP-392: a leader sends a consumer to the replica of its
+			// rack, answering at once with no records.
+			if pr := n.preferredReadReplica(fp.p, fp.clientRack, fp.fetchOffset); pr != n.cfg.NodeID {
+				fp.preferred, anyErr = pr, true
+				continue
+			}
+		}
+		if fp.asFollower && fp.fetchOffset > fp.p.log.LogEndOffset() && fp.leaderEpoch < 0 {
+			// A follower behind the offset, asked by a consumer that
+			// names no leader epoch (it may have come by stale
+			// metadata): nothing yet rather than OFFSET_OUT_OF_RANGE,
+			// which it could not tell from the leader's (as Kafka answers it).
+			fp.read, fp.readHW = true, hw
 			continue
 		}
 		if fp.lastFetchedEpoch >= 0 || fp.follower() {
@@ -656,7 +711,7 @@ func (s *fetchSession) update(parts []fetchPart, answered []bool) []bool {
 		fp := &parts[i]
 		sp := fp.sp
 		hw, ls, lso := fp.offsets()
-		must := fp.hasView || fp.err != nil || fp.diverging != nil || !sp.answered || hw != sp.hw || ls != sp.lastStable || lso != sp.logStartOf
+		must := fp.hasView || fp.err != nil || fp.diverging != nil || fp.preferred >= 0 || !sp.answered || hw != sp.hw || ls != sp.lastStable || lso != sp.logStartOf
 		answered[i] = must
 		if must {
 			sp.answered, sp.hw, sp.lastStable, sp.logStartOf = true, hw, ls, lso
@@ -715,6 +770,11 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer
 		if fp.diverging != nil {
 			rp.DivergingEpoch = *fp.diverging
 		}
+		rp.PreferredReadReplica = -1
+		if fp.preferred >= 0 {
+			rp.PreferredReadReplica = fp.preferred
+			r.metrics().preferredRead()
+		}
 		if fp.err != nil {
 			rp.ErrorCode = errCode(fp.err)
 			if errors.Is(fp.err, storage.ErrOffsetOutOfRange) {
@@ -724,6 +784,9 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer
 		}
 		if fp.hasView {
 			fp.p.tm.sent(fp.view.Size)
+			if !fp.follower() {
+				r.metrics().consumerFetch(fp.asFollower, fp.view.Size)
+			}
 			m := make([]byte, markerLen)
 			copy(m, nonce[:])
 			binary.BigEndian.PutUint32(m[16:], uint32(len(markers)))

@@ -36,7 +36,17 @@ type testCluster struct {
 // broker (and to the controller's cluster-wide defaults).
 func startCluster(t testing.TB, n int, extra map[string]string) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, dirs: map[int32]string{}, nodes: map[int32]*Node{}, extra: extra}
+	return startClusterWith(t, n, extra, nil)
+}
+
+// startClusterWith is startCluster with settings of each broker's own
+// over extra (own[1]: the controller's node), e.g. broker.rack.
+func startClusterWith(t testing.TB, n int, extra map[string]string, own map[int32]map[string]string) *testCluster {
+	t.Helper()
+	if own == nil {
+		own = map[int32]map[string]string{}
+	}
+	c := &testCluster{t: t, dirs: map[int32]string{}, nodes: map[int32]*Node{}, extra: extra, own: own}
 	ctlProps := map[string]string{
 		"node.id":                  "1",
 		"listeners":                "PLAINTEXT://127.0.0.2:0,CONTROLLER://127.0.0.2:0",
@@ -44,6 +54,9 @@ func startCluster(t testing.TB, n int, extra map[string]string) *testCluster {
 		"controller.quorum.voters": "1@127.0.0.2:0",
 	}
 	for k, v := range extra {
+		ctlProps[k] = v
+	}
+	for k, v := range own[1] {
 		ctlProps[k] = v
 	}
 	c.ctl = startNode(t, t.TempDir(), ctlProps)

@@ -106,6 +106,7 @@ var Settings = []Setting{
 	{"broker.session.timeout.ms", "9000", "a broker that has not heartbeated for this long is fenced"},
 	{"broker.heartbeat.interval.ms", "2000", "how often this broker heartbeats to the controller"},
 	{"broker.rack", "", "this broker's rack: replicas of a partition are placed on as many racks as possible"},
+	{"replica.selector.class", "", "which replica a consumer that names its rack (client.rack, Fetch v11+) should fetch from, KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector (an in-sync replica in its rack), or empty / org.apache.kafka.common.replica.LeaderSelector (the leader)"},
 	{"min.insync.replicas", "1", "min.insync.replicas of topics that do not set it (the controller's elections use it for KIP-966's ELR)"},
 	{"unclean.leader.election.enable", "false", "unclean.leader.election.enable of topics that do not set it: elect an out-of-sync replica (losing acknowledged records) rather than stay offline"},
 	{"controlled.shutdown.enable", "true", "on shutdown, first ask the controller to move this broker's leaderships and ISR memberships away (heartbeats with WantShutDown, at most broker.session.timeout.ms)"},
@@ -326,6 +327,10 @@ type Config struct {
 	QuorumRequestTimeout time.Duration
 	// Rack is broker.rack, registered for rack-aware placement.
 	Rack string
+	// RackAwareReads is replica.selector.class = RackAwareReplicaSelector
+	// (KIP-392): a leader names a same-rack in-sync replica as a
+	// consumer's preferred read replica.
+	RackAwareReads bool
 	// MinInsyncReplicas and UncleanLeaderElection are the broker-level
 	// min.insync.replicas and unclean.leader.election.enable (topics that
 	// set neither, and no cluster-wide dynamic default, take these).
@@ -651,6 +656,13 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms", 1)
 	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms", 1)
 	c.Rack = strings.TrimSpace(get("broker.rack"))
+	switch v := strings.TrimSpace(get("replica.selector.class")); v {
+	case "", rackAwareSelector[:strings.LastIndex(rackAwareSelector, ".")+1] + "LeaderSelector":
+	case rackAwareSelector:
+		c.RackAwareReads = true
+	default:
+		bad("replica.selector.class", v, "want "+rackAwareSelector+" or org.apache.kafka.common.replica.LeaderSelector")
+	}
 	c.MinInsyncReplicas = int32(min(i64("min.insync.replicas", 1), 1<<31-1))
 	c.UncleanLeaderElection = boolean("unclean.leader.election.enable")
 	c.ControlledShutdown = boolean("controlled.shutdown.enable")

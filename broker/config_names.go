@@ -33,7 +33,6 @@ var KafkaIgnoredSettings = []string{
 	// replication (not built yet: replication factor 1)
 	"num.replica.alter.log.dirs.threads", "replica.socket.timeout.ms",
 	"replica.socket.receive.buffer.bytes",
-	"replica.selector.class",
 	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
 	"leader.imbalance.per.broker.percentage",
 	"controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",

@@ -81,6 +81,7 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		"process.roles":              "broker,chef",
 		"log.cleanup.policy":         "compact,shred",
 		"strata.log.level":           "loud",
+		"replica.selector.class":     "com.example.MySelector",
 	} {
 		_, err := ParseConfig(MergeProperties(nil, nil, map[string]string{name: v}))
 		if !errors.Is(err, ErrInvalidConfig) {
@@ -130,6 +131,16 @@ func TestConfigReplicationSettings(t *testing.T) {
 	}
 	if _, err := ParseConfig(MergeProperties(nil, nil, map[string]string{"min.insync.replicas": "0"})); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("min.insync.replicas=0: %v", err)
+	}
+	// KIP-392's selector: Kafka's two class names; leader-only by default.
+	for v, want := range map[string]bool{
+		"": false, "org.apache.kafka.common.replica.LeaderSelector": false,
+		"org.apache.kafka.common.replica.RackAwareReplicaSelector": true,
+	} {
+		c, err := ParseConfig(MergeProperties(nil, nil, map[string]string{"replica.selector.class": v}))
+		if err != nil || c.RackAwareReads != want {
+			t.Errorf("replica.selector.class=%q: rack-aware %v, err %v; want %v", v, c.RackAwareReads, err, want)
+		}
 	}
 }
 

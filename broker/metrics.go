@@ -57,6 +57,12 @@ type metrics struct {
 	// IsrExpandsPerSec, FailedIsrUpdatesPerSec); the leader side counts
 	// them through isrShrink, isrExpand and isrUpdateFailed.
 	isrShrinks, isrExpands, isrUpdateFailures prometheus.Counter
+	// consumerFetchBytes are record bytes sent to consumers by this
+	// broker as the partitions' leader and as a follower (KIP-392);
+	// preferredReplica counts partitions a leader sent to another replica.
+	consumerFetchBytes [2]prometheus.Counter // [0] leader, [1] follower
+	preferredReplica   prometheus.Counter
+	consumerFetchVec   *prometheus.CounterVec
 
 	// byKey holds the pre-resolved children of each registered API,
 	// indexed by API key; read without a lock after newMetrics.
@@ -109,6 +115,12 @@ func newMetrics() *metrics {
 		isrUpdateFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "isr_update_failures_total",
 			Help: "AlterPartition requests of this broker that the controller refused or that failed (Kafka's FailedIsrUpdatesPerSec)."}),
 	}
+	m.consumerFetchVec = prometheus.NewCounterVec(opts("broker", "consumer_fetch_bytes_total",
+		"Record-batch bytes sent to consumers, by the role this broker held for the partition (leader, or follower: KIP-392 fetch from the closest replica)."), []string{"replica"})
+	m.consumerFetchBytes[0] = m.consumerFetchVec.WithLabelValues("leader")
+	m.consumerFetchBytes[1] = m.consumerFetchVec.WithLabelValues("follower")
+	m.preferredReplica = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "preferred_read_replica_total",
+		Help: "Fetch partitions this broker, leading them, answered with another replica to read from (KIP-392 PreferredReadReplica)."})
 	for _, a := range supportedAPIs() {
 		if int(a.key) >= len(m.byKey) {
 			m.byKey = append(m.byKey, make([]*apiMetrics, int(a.key)+1-len(m.byKey))...)
@@ -129,7 +141,7 @@ func newMetrics() *metrics {
 func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) error {
 	for _, col := range []prometheus.Collector{m.requests, m.latency, m.connOpened, m.connClosed,
 		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, m.isrShrinks, m.isrExpands, m.isrUpdateFailures,
-		buildInfoGauge(), c} {
+		m.consumerFetchVec, m.preferredReplica, buildInfoGauge(), c} {
 		if err := reg.Register(col); err != nil {
 			return err
 		}
@@ -199,6 +211,26 @@ func (m *metrics) partitionError(api string, code int16) {
 		return
 	}
 	m.partitionErrors.WithLabelValues(api, errorName(code)).Inc()
+}
+
+// consumerFetch counts bytes sent to a consumer as leader or follower.
+// Nil-safe.
+func (m *metrics) consumerFetch(asFollower bool, n int64) {
+	if m == nil || n == 0 {
+		return
+	}
+	i := 0
+	if asFollower {
+		i = 1
+	}
+	m.consumerFetchBytes[i].Add(float64(n))
+}
+
+// preferredRead counts one partition sent to another replica. Nil-safe.
+func (m *metrics) preferredRead() {
+	if m != nil {
+		m.preferredReplica.Inc()
+	}
 }
 
 // isrShrink counts one committed ISR shrink of a partition this broker

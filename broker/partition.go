@@ -38,14 +38,17 @@ type partition struct {
 	waiters map[*waiter]struct{}
 
 	// Replication, leader side (replica_leader.go).
-	repMu      sync.Mutex // guards rep
-	rep        *replState // nil unless this broker leads the partition
-	lagMs      int64      // replica.lag.time.max.ms, set by makeLeader
-	hwMu       sync.Mutex // guards hwWait
-	hwWait     hwWaiters  // acks=all and waitHW callers, by offset
-	expiryOnce sync.Once  // starts the isr-expiration task
-	dropped    chan struct{}
-	dropOnce   sync.Once
+	repMu sync.Mutex // guards rep
+	rep   *replState // nil unless this broker leads the partition
+	// followerHWKnown: as a follower, the high watermark came from the
+	// current leader epoch's leader (consumers may read it, KIP-392).
+	followerHWKnown atomic.Bool
+	lagMs           int64      // replica.lag.time.max.ms, set by makeLeader
+	hwMu            sync.Mutex // guards hwWait
+	hwWait          hwWaiters  // acks=all and waitHW callers, by offset
+	expiryOnce      sync.Once  // starts the isr-expiration task
+	dropped         chan struct{}
+	dropOnce        sync.Once
 }
 
 // waiter is one long-polling fetch: a buffered channel that appends to any

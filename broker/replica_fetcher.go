@@ -70,8 +70,12 @@ import (
 // answers DivergingEpoch wherever this log went past it (KAFKA-7164: after
 // every epoch change, even under the same leader).
 func (n *Node) makeFollower(p *partition, w wantedPartition) {
-	p.leader.Store(false)
-	p.leaderEpoch.Store(w.epoch)
+	wasLeader := p.leader.Swap(false)
+	if p.leaderEpoch.Swap(w.epoch) != w.epoch || wasLeader {
+		// Consumers read from this follower (KIP-392) only once the
+		// new epoch's leader has told it the high watermark.
+		p.followerHWKnown.Store(false)
+	}
 	if n.replicas == nil {
 		return
 	}
@@ -831,6 +835,7 @@ func (f *fetcher) handleData(st *followState, rp *kmsg.FetchResponseTopicPartiti
 		// Kafka's follower takes min(leader HW, LEO), backwards too: a
 		// restarted follower's HW (its LEO here) may be above the real one.
 		p.setFollowerHW(min(rp.HighWatermark, leo))
+		p.followerHWKnown.Store(true)
 	}
 	if rp.LogStartOffset > p.log.LogStartOffset() && rp.LogStartOffset <= p.hw.Load() {
 		if err := p.log.SetLogStartOffset(rp.LogStartOffset); err != nil {
