@@ -12,6 +12,7 @@ import (
 func clusterActions() []*action {
 	return []*action{
 		{name: "info", summary: "cluster id, controller, brokers (id, address, rack) and topic count", define: defineClusterInfo},
+		{name: "under-replicated", summary: "partitions with a short ISR, below or (--at-min-isr) at min.insync.replicas, or without a leader", define: defineClusterUnderReplicated},
 	}
 }
 

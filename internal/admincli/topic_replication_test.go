@@ -97,6 +97,22 @@ func TestTopicDescribeShowsReplicationState(t *testing.T) {
 	if strings.Contains(r.stdout, "OFFLINE") || strings.Contains(r.stdout, "ELR") {
 		t.Errorf("a healthy topic's table has OFFLINE or ELR columns:\n%s", r.stdout)
 	}
+	health := func() clusterHealth {
+		t.Helper()
+		r := cliAt(t, a.Addr(), "", "cluster", "under-replicated", "--format", "json")
+		var h clusterHealth
+		if r.code != ExitOK || json.Unmarshal([]byte(r.stdout), &h) != nil {
+			t.Fatalf("cluster under-replicated: %v", r)
+		}
+		return h
+	}
+	if h := health(); len(h.Partitions) != 0 {
+		t.Errorf("healthy cluster: under-replicated lists %+v", h.Partitions)
+	}
+	// min.insync.replicas is 1 and rep's ISRs have two: not at it.
+	if r := cliAt(t, a.Addr(), "", "cluster", "under-replicated", "--at-min-isr", "--format", "json"); r.code != ExitOK || strings.Contains(r.stdout, `"rep"`) {
+		t.Errorf("--at-min-isr: %v", r)
+	}
 
 	b.Close()
 	testutil.Eventually(t, testWait, func() bool {
@@ -123,6 +139,27 @@ func TestTopicDescribeShowsReplicationState(t *testing.T) {
 		if len(p.Replicas) != 2 {
 			t.Errorf("partition %d: replicas %v, want both still listed", p.Partition, p.Replicas)
 		}
+	}
+	// Every partition of rep is under-replicated now; a leaderless one
+	// is unavailable too (its ISR kept broker 2: not under min ISR).
+	h := health()
+	got := map[int32][]string{}
+	for _, p := range h.Partitions {
+		if p.Topic == "rep" {
+			got[p.Partition] = p.States
+		}
+	}
+	for _, p := range d.Partitions {
+		want := []string{stateUnderReplicated}
+		if p.Leader == -1 {
+			want = []string{stateUnavailable, stateUnderReplicated}
+		}
+		if !slices.Equal(got[p.Partition], want) {
+			t.Errorf("under-replicated: partition %d states %v, want %v (all %+v)", p.Partition, got[p.Partition], want, h.Partitions)
+		}
+	}
+	if r := cliAt(t, a.Addr(), "", "cluster", "under-replicated"); r.code != ExitOK || !strings.Contains(r.stdout, "under-replicated") || !strings.Contains(r.stdout, "MIN-ISR") {
+		t.Errorf("cluster under-replicated table:\n%s", r)
 	}
 	r = cliAt(t, a.Addr(), "", "topic", "describe", "rep")
 	if r.code != ExitOK || !tableRow(firstLines(r.stdout, 4)[3], "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START", "LOG-END", "ERROR") {
@@ -194,4 +231,28 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// TestHealthStatesAreKafkaTopicsFilters: the states of cluster
+// under-replicated, as kafka-topics.sh's filters define them.
+func TestHealthStatesAreKafkaTopicsFilters(t *testing.T) {
+	for _, tc := range []struct {
+		leader             int32
+		replicas, isr, min int
+		atMin              bool
+		want               []string
+	}{
+		{1, 3, 3, 2, false, nil},
+		{1, 3, 3, 3, false, nil},
+		{1, 3, 3, 3, true, []string{stateAtMinISR}},
+		{1, 3, 2, 2, false, []string{stateUnderReplicated}},
+		{1, 3, 2, 2, true, []string{stateUnderReplicated, stateAtMinISR}},
+		{1, 3, 1, 2, false, []string{stateUnderReplicated, stateUnderMinISR}},
+		{-1, 3, 1, 2, false, []string{stateUnavailable, stateUnderReplicated, stateUnderMinISR}},
+		{-1, 1, 1, 1, false, []string{stateUnavailable}},
+	} {
+		if got := healthStates(tc.leader, tc.replicas, tc.isr, tc.min, tc.atMin); !slices.Equal(got, tc.want) {
+			t.Errorf("healthStates(%+v) = %v, want %v", tc, got, tc.want)
+		}
+	}
 }
