@@ -42,6 +42,9 @@ const (
 	methodAlterPartition      byte = 7 // [Service.AlterPartition]
 	methodCommitRemoteSegment byte = 8 // [Service.CommitRemoteSegment]
 	methodWatch               byte = 9 // [Service.Watch]: a stream, not in the table
+	// 10 is ElectLeaders (branch h/hd).
+	methodAlterPartitionReassignments byte = 11 // [Service.AlterPartitionReassignments]
+	methodListPartitionReassignments  byte = 12 // [Service.ListPartitionReassignments]
 )
 
 // Service is the API brokers use, implemented in-process by [*Controller]
@@ -57,6 +60,8 @@ type Service interface {
 	AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error)
 	AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error)
 	CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error
+	AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error)
+	ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error)
 	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
 }
 
@@ -319,4 +324,43 @@ func (c *Controller) CommitRemoteSegment(ctx context.Context, rec metadata.Remot
 func (c *Client) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
 	_, err := rpcCommitRemoteSegment.remote(ctx, c, rec)
 	return err
+}
+
+var rpcAlterPartitionReassignments = register(&rpc[[]metadata.ReassignmentRequest, []metadata.ReassignmentResult, []reassignmentResultW]{
+	method: methodAlterPartitionReassignments, name: "AlterPartitionReassignments",
+	plan: func(_ *Controller, st *metadata.State, reqs []metadata.ReassignmentRequest) ([]metadata.Record, []metadata.ReassignmentResult, error) {
+		recs, res := st.PlanReassignments(reqs)
+		return recs, res, nil
+	},
+	toWire: reassignmentsToW, fromWire: reassignmentsFromW,
+})
+
+// AlterPartitionReassignments starts, replaces or (Replicas nil) cancels
+// partition reassignments (KIP-455); per-partition errors are in the
+// results (metadata.State.PlanReassignments).
+func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error) {
+	return rpcAlterPartitionReassignments.local(ctx, c, reqs, false)
+}
+
+// AlterPartitionReassignments implements [Service].
+func (c *Client) AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error) {
+	return rpcAlterPartitionReassignments.remote(ctx, c, reqs)
+}
+
+var rpcListPartitionReassignments = register(&rpc[metadata.ListReassignmentsRequest, []metadata.OngoingReassignment, []metadata.OngoingReassignment]{
+	method: methodListPartitionReassignments, name: "ListPartitionReassignments",
+	plan: func(_ *Controller, st *metadata.State, req metadata.ListReassignmentsRequest) ([]metadata.Record, []metadata.OngoingReassignment, error) {
+		return nil, st.ListReassignments(req), nil
+	},
+})
+
+// ListPartitionReassignments lists the reassignments in progress, as the
+// controller leader's image has them.
+func (c *Controller) ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error) {
+	return rpcListPartitionReassignments.local(ctx, c, req, false)
+}
+
+// ListPartitionReassignments implements [Service].
+func (c *Client) ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error) {
+	return rpcListPartitionReassignments.remote(ctx, c, req)
 }

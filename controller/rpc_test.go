@@ -29,17 +29,22 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"AlterPartition":      7,
 		"CommitRemoteSegment": 8,
 		"Watch":               9,
+		// 10 is ElectLeaders (branch h/hd).
+		"AlterPartitionReassignments": 11,
+		"ListPartitionReassignments":  12,
 	}
 	got := map[string]byte{
-		"RegisterBroker":      methodRegisterBroker,
-		"BrokerHeartbeat":     methodBrokerHeartbeat,
-		"CreateTopics":        methodCreateTopics,
-		"DeleteTopics":        methodDeleteTopics,
-		"CreatePartitions":    methodCreatePartitions,
-		"AlterConfigs":        methodAlterConfigs,
-		"AlterPartition":      methodAlterPartition,
-		"CommitRemoteSegment": methodCommitRemoteSegment,
-		"Watch":               methodWatch,
+		"RegisterBroker":              methodRegisterBroker,
+		"BrokerHeartbeat":             methodBrokerHeartbeat,
+		"CreateTopics":                methodCreateTopics,
+		"DeleteTopics":                methodDeleteTopics,
+		"CreatePartitions":            methodCreatePartitions,
+		"AlterConfigs":                methodAlterConfigs,
+		"AlterPartition":              methodAlterPartition,
+		"CommitRemoteSegment":         methodCommitRemoteSegment,
+		"Watch":                       methodWatch,
+		"AlterPartitionReassignments": methodAlterPartitionReassignments,
+		"ListPartitionReassignments":  methodListPartitionReassignments,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("method numbers changed:\n got %v\nwant %v", got, want)
@@ -272,6 +277,29 @@ func rpcGoldens() []rpcGolden {
 			request:  `{"SegmentID":"f47ac10b-58cc-4372-a567-0e02b2c3d479","TopicID":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","Partition":1,"BaseOffset":10,"EndOffset":19,"MaxTimestamp":5,"LeaderEpochs":null,"SizeBytes":100,"State":1,"BrokerID":1,"EventTimestamp":6,"WriterLeaderEpoch":4}`,
 			response: `{"err":{"code":42,"msg":"illegal transition"}}`,
 			wantErr:  &RemoteError{Code: 42, Msg: "illegal transition"},
+		},
+		{
+			// A reassignment and a cancel (null replicas).
+			name: "AlterPartitionReassignments",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.AlterPartitionReassignments(ctx, []metadata.ReassignmentRequest{{Topic: "t", Partition: 0, Replicas: []int32{2, 3}}, {Topic: "t", Partition: 1}})
+			},
+			method:   11,
+			request:  `[{"Topic":"t","Partition":0,"Replicas":[2,3]},{"Topic":"t","Partition":1,"Replicas":null}]`,
+			response: `{"body":[{"topic":"t","partition":0},{"topic":"t","partition":1,"err":{"code":85,"msg":"none"}}]}`,
+			want: []metadata.ReassignmentResult{{Topic: "t", Partition: 0},
+				{Topic: "t", Partition: 1, Err: &RemoteError{Code: 85, Msg: "none"}}},
+		},
+		{
+			name: "ListPartitionReassignments",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.ListPartitionReassignments(ctx, metadata.ListReassignmentsRequest{Topics: []metadata.ListReassignmentsTopic{{Name: "t", Partitions: []int32{0}}}})
+			},
+			method:   12,
+			request:  `{"Topics":[{"Name":"t","Partitions":[0]}]}`,
+			response: `{"body":[{"Topic":"t","Partition":0,"Replicas":[2,3,1],"AddingReplicas":[2],"RemovingReplicas":[1]}]}`,
+			want: []metadata.OngoingReassignment{{Topic: "t", Partition: 0, Replicas: []int32{2, 3, 1},
+				AddingReplicas: []int32{2}, RemovingReplicas: []int32{1}}},
 		},
 	}
 }

@@ -153,6 +153,28 @@ func alterPartitionFromW(r alterPartitionResultW) metadata.AlterPartitionResult 
 		PartitionEpoch: r.PartitionEpoch, ISR: r.ISR, LeaderRecoveryState: r.LeaderRecoveryState}
 }
 
+type reassignmentResultW struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Err       *wireErr `json:"err,omitempty"`
+}
+
+func reassignmentsToW(rs []metadata.ReassignmentResult) []reassignmentResultW {
+	out := make([]reassignmentResultW, len(rs))
+	for i, r := range rs {
+		out[i] = reassignmentResultW{r.Topic, r.Partition, toWireErr(r.Err)}
+	}
+	return out
+}
+
+func reassignmentsFromW(rs []reassignmentResultW) []metadata.ReassignmentResult {
+	out := make([]metadata.ReassignmentResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.ReassignmentResult{Topic: r.Topic, Partition: r.Partition, Err: fromWireErr(r.Err)}
+	}
+	return out
+}
+
 func deltaToW(d Delta) (deltaW, error) {
 	w := deltaW{Offset: d.Offset}
 	if d.Image != nil {
