@@ -532,7 +532,8 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 		// partitions as input lines "topic p r1 r2 ..." or "topic p cancel".
 		var reqs []ReassignmentRequest
 		if td.HasArg("topic") {
-			req := ReassignmentRequest{Topic: argStr(t, td, "topic", ""), Partition: int32(argInt(t, td, "p", 0))}
+			req := ReassignmentRequest{Topic: argStr(t, td, "topic", ""), Partition: int32(argInt(t, td, "p", 0)),
+				KeepReplicationFactor: td.HasArg("keep-rf")}
 			if !td.HasArg("cancel") {
 				req.Replicas = argInts(t, td, "replicas")
 				if req.Replicas == nil {

@@ -32,6 +32,10 @@ type ReassignmentRequest struct {
 	Topic     string
 	Partition int32
 	Replicas  []int32
+	// KeepReplicationFactor is AlterPartitionReassignments v1's
+	// AllowReplicationFactorChange=false (KIP-860): a target whose size
+	// is not the original replica count is refused.
+	KeepReplicationFactor bool `json:",omitempty"`
 }
 
 // ReassignmentResult is a [ReassignmentRequest]'s outcome.
@@ -67,7 +71,8 @@ type OngoingReassignment struct {
 // partition: UNKNOWN_TOPIC_OR_PARTITION; INVALID_REPLICA_ASSIGNMENT for an
 // empty target, a repeated broker, or a broker that is not registered or
 // is fenced, or a cancel that would leave no ISR; NO_REASSIGNMENT_IN_PROGRESS
-// for a cancel without one.
+// for a cancel without one; INVALID_REPLICATION_FACTOR for a target of
+// another size than the original replicas with KeepReplicationFactor.
 func (s *State) PlanReassignments(reqs []ReassignmentRequest) ([]Record, []ReassignmentResult) {
 	work := s
 	if len(reqs) > 1 {
@@ -120,6 +125,12 @@ func (s *State) planReassignment(req ReassignmentRequest) (Record, error) {
 			return nil, fmt.Errorf("%w: broker %d is not registered", kerr.InvalidReplicaAssignment, r)
 		case b.Fenced:
 			return nil, fmt.Errorf("%w: broker %d is fenced", kerr.InvalidReplicaAssignment, r)
+		}
+	}
+	if req.KeepReplicationFactor {
+		original := len(p.Replicas) - len(p.AddingReplicas)
+		if len(target) != original {
+			return nil, fmt.Errorf("%w: the replication factor would change from %d to %d", kerr.InvalidReplicationFactor, original, len(target))
 		}
 	}
 	replicas := slices.Clone(target)
