@@ -123,6 +123,14 @@ func TestReassignmentAPIs(t *testing.T) {
 		p := md.Topics[topic].Partitions[0]
 		return slices.Equal(p.Replicas, []int32{4, 3, 2}) && p.Leader == 2
 	}, "Metadata with replicas [4 3 2], leader 2")
+	dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	dt.Topic = topic
+	dreq.Topics = append(dreq.Topics, dt)
+	dresp, err := dreq.RequestWith(context.Background(), cl)
+	if err != nil || len(dresp.Topics) != 1 || len(dresp.Topics[0].Partitions) != 1 || !slices.Equal(dresp.Topics[0].Partitions[0].Replicas, []int32{4, 3, 2}) {
+		t.Fatalf("DescribeTopicPartitions: %+v, %v; want replicas [4 3 2]", dresp, err)
+	}
 	testutil.Eventually(t, testWait, func() bool { return c.logDir(4, topic, 0) != "" }, "broker 4 opens its log")
 	dir4 := c.logDir(4, topic, 0)
 
@@ -141,6 +149,22 @@ func TestReassignmentAPIs(t *testing.T) {
 		if err := reassign(t, adm, tc.topic, tc.p, tc.replicas); !errors.Is(err, tc.want) {
 			t.Errorf("reassign %s-%d to %v: %v, want %v", tc.topic, tc.p, tc.replicas, err, tc.want)
 		}
+	}
+
+	// v1 without AllowReplicationFactorChange (KIP-860): the original
+	// replication factor (2) must stay.
+	areq := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	areq.AllowReplicationFactorChange = false
+	at := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	at.Topic = topic
+	ap := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	ap.Replicas = []int32{4, 3, 1}
+	at.Partitions = append(at.Partitions, ap)
+	areq.Topics = append(areq.Topics, at)
+	aresp, err := areq.RequestWith(context.Background(), cl)
+	if err != nil || len(aresp.Topics) != 1 || len(aresp.Topics[0].Partitions) != 1 ||
+		aresp.Topics[0].Partitions[0].ErrorCode != kerr.InvalidReplicationFactor.Code || aresp.AllowReplicationFactorChange {
+		t.Fatalf("v1 reassignment changing the replication factor: %+v, %v; want INVALID_REPLICATION_FACTOR", aresp, err)
 	}
 
 	// Cancel: back to the original replicas, in the union's order as
@@ -222,4 +246,24 @@ func TestReassignmentUnderLoad(t *testing.T) {
 		res.Runs++
 	}
 	finishFaultRun(t, c, cl, topic, load, rc, res)
+}
+
+// TestReassignmentAwayFromStoppedBroker: a replica removed while its
+// broker is down deletes its log at restart, when its metadata follower
+// replays the reassignment (StopReplica with delete, as Kafka).
+func TestReassignmentAwayFromStoppedBroker(t *testing.T) {
+	c := startCluster(t, 3, faultSettings)
+	const topic = "reassign-away"
+	createAssigned(t, c.client(), topic, nil, []int32{3, 2})
+	c.waitFullISR(topic, 0)
+	dir := c.logDir(2, topic, 0)
+	c.stop(2)
+	if err := reassign(t, kadm.NewClient(c.client()), topic, 0, []int32{3, 1}); err != nil {
+		t.Fatalf("reassign to [3 1]: %v", err)
+	}
+	c.waitPartition(topic, 0, "reassignment to [3 1] complete", func(st metadata.PartitionInfo) bool {
+		return slices.Equal(st.Replicas, []int32{3, 1}) && !st.Reassigning()
+	})
+	c.start(2)
+	c.waitLogGone(2, topic, 0, dir)
 }
