@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -266,4 +267,50 @@ func TestReassignmentAwayFromStoppedBroker(t *testing.T) {
 	})
 	c.start(2)
 	c.waitLogGone(2, topic, 0, dir)
+}
+
+// TestKcatMetadataShowsReassignedReplicas: a second client (librdkafka,
+// through kcat) sees a reassigned partition's new replicas and leader.
+func TestKcatMetadataShowsReassignedReplicas(t *testing.T) {
+	kcat := needClient(t, "kcat", "-V")
+	c := startCluster(t, 3, faultSettings)
+	const topic = "reassign-kcat"
+	createAssigned(t, c.client(), topic, nil, []int32{2, 3})
+	c.waitFullISR(topic, 0)
+	if err := reassign(t, kadm.NewClient(c.client()), topic, 0, []int32{3, 1}); err != nil {
+		t.Fatalf("reassign to [3 1]: %v", err)
+	}
+	c.waitPartition(topic, 0, "reassignment to [3 1] complete", func(st metadata.PartitionInfo) bool {
+		return slices.Equal(st.Replicas, []int32{3, 1}) && !st.Reassigning()
+	})
+	var md struct {
+		Topics []struct {
+			Partitions []struct {
+				Leader   int32                `json:"leader"`
+				Replicas []struct{ ID int32 } `json:"replicas"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	var last string
+	if err := testutil.Within(testWait, func() error {
+		out := runClient(t, nil, kcat, "-b", c.node(1).Addr(), "-L", "-J", "-t", topic)
+		last = string(out)
+		if err := json.Unmarshal(out, &md); err != nil {
+			return err
+		}
+		if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("kcat metadata %s", out)
+		}
+		p := md.Topics[0].Partitions[0]
+		var reps []int32
+		for _, r := range p.Replicas {
+			reps = append(reps, r.ID)
+		}
+		if p.Leader != 3 || !slices.Equal(reps, []int32{3, 1}) {
+			return fmt.Errorf("kcat: leader %d replicas %v, want 3 and [3 1]", p.Leader, reps)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%v\n%s", err, last)
+	}
 }
