@@ -132,6 +132,15 @@ func TestReassignmentAPIs(t *testing.T) {
 	if err != nil || len(dresp.Topics) != 1 || len(dresp.Topics[0].Partitions) != 1 || !slices.Equal(dresp.Topics[0].Partitions[0].Replicas, []int32{4, 3, 2}) {
 		t.Fatalf("DescribeTopicPartitions: %+v, %v; want replicas [4 3 2]", dresp, err)
 	}
+	// The leader's gauges (Kafka's): one reassigning partition, not
+	// under-replicated (the adding replica does not count as missing).
+	testutil.Eventually(t, testWait, func() bool {
+		m := scrapeMetrics(t, c.node(2))
+		r, _ := m.value("strata_broker_reassigning_partitions")
+		u, _ := m.value("strata_broker_under_replicated_partitions")
+		rf, _ := m.value("strata_partition_replicas", "topic", topic, "partition", "0")
+		return r == 1 && u == 0 && rf == 2
+	}, "leader 2 reports one reassigning partition of replication factor 2, not under-replicated")
 	testutil.Eventually(t, testWait, func() bool { return c.logDir(4, topic, 0) != "" }, "broker 4 opens its log")
 	dir4 := c.logDir(4, topic, 0)
 
@@ -205,6 +214,10 @@ func TestReassignmentAPIs(t *testing.T) {
 	if r, ok := listReassignments(t, adm, topic, 0); ok {
 		t.Fatalf("still listed once complete: %+v", r)
 	}
+	testutil.Eventually(t, testWait, func() bool {
+		v, _ := scrapeMetrics(t, c.node(4)).value("strata_broker_reassigning_partitions")
+		return v == 0
+	}, "new leader 4 reports no reassigning partition")
 }
 
 // TestReassignmentUnderLoad moves a partition under an idempotent
