@@ -446,7 +446,11 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 			o.Brokers = append(o.Brokers, b)
 		}
 	}
-	if err := o.defaults(); err != nil {
+	err = o.validate()
+	if err == nil && len(o.Brokers) == 0 {
+		err = errors.New("no brokers (--brokers or STRATA_BROKERS)")
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "strata loadgen verify: %s\n", strings.TrimPrefix(err.Error(), "loadgen: verify: "))
 		return 2
 	}

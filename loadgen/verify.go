@@ -27,9 +27,9 @@ type VerifyOptions struct {
 	Duration          time.Duration // producing phase, default 10s
 	Rate              int64         // records/s over all producers, default 1000
 	Producers         int           // idempotent acks=all producers, default 1
-	Groups            int           // consumer groups, default 1
+	Groups            int           // consumer groups (both 0: one group and one reader)
 	Consumers         int           // consumers per group, default 2
-	PartitionReaders  int           // group-less readers of every partition, default 1
+	PartitionReaders  int           // group-less readers of every partition
 	RecordSize        int           // value bytes (at least the self-describing header)
 	// Drain bounds the wait, after producing stops, for every group and
 	// reader to reach the last acknowledged offset of every partition
@@ -58,6 +58,9 @@ type VerifyResult struct {
 // Clean reports whether the history broke no rule.
 func (r *VerifyResult) Clean() bool { return r.Report.Err() == nil }
 
+// defaults fills in the zero fields of the Go API (the flags have the
+// same defaults, so the CLI checks explicit zeros with validate first),
+// then validates.
 func (o *VerifyOptions) defaults() error {
 	if len(o.Brokers) == 0 {
 		return errors.New("loadgen: no brokers (--brokers or STRATA_BROKERS)")
@@ -69,8 +72,10 @@ func (o *VerifyOptions) defaults() error {
 	}
 	set(&o.Partitions, 3)
 	set(&o.Producers, 1)
-	set(&o.Groups, 1)
 	set(&o.Consumers, 2)
+	if o.Groups == 0 && o.PartitionReaders == 0 {
+		o.Groups, o.PartitionReaders = 1, 1
+	}
 	if o.Duration == 0 {
 		o.Duration = 10 * time.Second
 	}
@@ -80,6 +85,11 @@ func (o *VerifyOptions) defaults() error {
 	if o.Drain == 0 {
 		o.Drain = 30 * time.Second
 	}
+	return o.validate()
+}
+
+// validate checks o as given (no defaults).
+func (o *VerifyOptions) validate() error {
 	switch {
 	case o.Partitions < 1:
 		return fmt.Errorf("loadgen: verify: --partitions %d, want >= 1", o.Partitions)
@@ -92,13 +102,10 @@ func (o *VerifyOptions) defaults() error {
 			o.Groups, o.Consumers, o.PartitionReaders)
 	case o.Groups == 0 && o.PartitionReaders == 0:
 		return errors.New("loadgen: verify: nothing reads during the run (--groups 0 and --partition-readers 0)")
-	case o.Rate < 0:
-		return fmt.Errorf("loadgen: verify: --rate %d, want > 0", o.Rate)
-	case o.Duration < 0 || o.Drain < 0:
+	case o.Rate < 1:
+		return fmt.Errorf("loadgen: verify: --rate %d, want >= 1", o.Rate)
+	case o.Duration <= 0 || o.Drain <= 0:
 		return errors.New("loadgen: verify: --duration and --drain must be positive")
-	}
-	if o.Topic == "" {
-		o.Topic = fmt.Sprintf("verify-%d", time.Now().UnixNano())
 	}
 	return nil
 }
@@ -116,6 +123,9 @@ func (o *VerifyOptions) defaults() error {
 func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
+	}
+	if o.Topic == "" {
+		o.Topic = fmt.Sprintf("verify-%d", time.Now().UnixNano())
 	}
 	res := &VerifyResult{Version: ResultVersion, Target: "kafka-compatible", Brokers: o.Brokers, Topic: o.Topic, Options: o}
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -18,9 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/internal/deliverycheck"
 )
 
@@ -212,8 +213,6 @@ func (s *standIn) rewrite(key, version int16, f []byte) []byte {
 	return resp.AppendTo(append([]byte(nil), f[:hdr]...))
 }
 
-var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
-
 // mutateFetch applies the fault to the record at standInOffset of
 // partition 0, reporting whether it changed the response.
 func (s *standIn) mutateFetch(r *kmsg.FetchResponse) bool {
@@ -226,13 +225,12 @@ func (s *standIn) mutateFetch(r *kmsg.FetchResponse) bool {
 			}
 			var out []byte
 			b := p.RecordBatches
-			for len(b) >= 12 {
-				l := 12 + int(binary.BigEndian.Uint32(b[8:12]))
-				if l > len(b) {
+			for len(b) > 0 {
+				raw, rest, err := batch.Split(b)
+				if err != nil {
 					break // a partial batch at the end: kept as is
 				}
-				raw := b[:l]
-				b = b[l:]
+				b = rest
 				nb, ok := s.mutateBatch(raw)
 				changed = changed || ok
 				out = append(out, nb...)
@@ -299,7 +297,7 @@ func (s *standIn) mutateBatch(raw []byte) ([]byte, bool) {
 	}
 	nb := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(nb[8:12], uint32(len(nb)-12))
-	binary.BigEndian.PutUint32(nb[17:21], crc32.Checksum(nb[21:], castagnoliTable))
+	binary.BigEndian.PutUint32(nb[17:21], batch.Checksum(nb)) // the CRC field
 	return nb, true
 }
 
@@ -441,5 +439,42 @@ func TestVerifyCleanAgainstStrataNode(t *testing.T) {
 	}
 	if topics, groups := state(t, addr); slices.Contains(topics, "strata-verify") || len(groups) != 0 {
 		t.Fatalf("not cleaned up: topics %v, groups %v", topics, groups)
+	}
+}
+
+// TestVerifyCLIExitCodes: usage errors exit 2; no verdict (an unreachable
+// cluster, a topic that already exists and so holds records outside the
+// history) exits 3 with one line on stderr.
+func TestVerifyCLIExitCodes(t *testing.T) {
+	for _, args := range [][]string{
+		{"verify", "--partitions", "-1"},
+		{"verify", "--record-size", "lots"},
+		{"verify", "--groups", "0", "--partition-readers", "0"},
+		{"verify", "extra"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
+		}
+	}
+	code, _, stderr := runCLI(t, "verify", "--brokers", "127.0.0.1:1", "--quiet")
+	if code != 3 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no verdict") {
+		t.Fatalf("unreachable: exit %d, stderr %q", code, stderr)
+	}
+	c, addr, err := StartKfake("127.0.0.1:0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	if _, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 1, 1, nil, "taken"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "verify", "--brokers", addr, "--topic", "taken", "--quiet")
+	if code != 3 || !strings.Contains(stderr, "TOPIC_ALREADY_EXISTS") {
+		t.Fatalf("existing topic: exit %d, stderr %q", code, stderr)
 	}
 }
