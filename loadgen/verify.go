@@ -318,7 +318,7 @@ func waitTopic(ctx context.Context, adm *kadm.Client, topic string, partitions i
 // or one partition reader) has read, in some member, the last
 // acknowledged offset of every partition, or ctx ends.
 func waitDrained(ctx context.Context, rc *deliverycheck.Recorder, units [][]string) bool {
-	tk := time.NewTicker(100 * time.Millisecond)
+	tk := time.NewTicker(250 * time.Millisecond)
 	defer tk.Stop()
 	for {
 		if drained(rc.History(), units) {
