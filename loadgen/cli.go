@@ -395,7 +395,8 @@ every partition from its start to its end and checks the whole history for
 Jepsen's queue anomalies: lost (acknowledged, never read back), duplicate
 (one value at two offsets), inconsistent offset (two values at one offset),
 offset reused, nonmonotonic poll and poll skip (within one assignment),
-G1a (a failed send read), corrupt (a value whose checksum fails). Inject
+G1a (a failed send read), corrupt (a value whose checksum fails),
+reordered (a producer's records out of its order in a partition). Inject
 faults while it runs; it prints the verdict and, with --out, writes the
 history and the anomalies as JSON.
 

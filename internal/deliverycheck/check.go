@@ -87,7 +87,9 @@ type History struct {
 	// failure rather than a note.
 	Idempotent bool `json:"idempotent"`
 	// Checksummed: every value was made by [EncodeValue], so every value
-	// read must pass [VerifyValue] (else it is corrupt).
+	// read must pass [VerifyValue] (else it is corrupt), and each
+	// producer's acknowledged records must keep its sequence order in
+	// each partition (else they are reordered).
 	Checksummed bool `json:"checksummed,omitempty"`
 }
 
@@ -105,11 +107,12 @@ const (
 	PollSkip           Kind = "poll-skip"
 	G1a                Kind = "G1a"
 	Corrupt            Kind = "corrupt"
+	Reordered          Kind = "reordered"
 )
 
 // Kinds lists every kind [Check] reports, in the order summaries print
 // them.
-var Kinds = []Kind{Lost, Unseen, Duplicate, InconsistentOffset, OffsetReused, NonmonotonicPoll, PollSkip, G1a, Corrupt}
+var Kinds = []Kind{Lost, Unseen, Duplicate, InconsistentOffset, OffsetReused, NonmonotonicPoll, PollSkip, G1a, Corrupt, Reordered}
 
 // Anomaly is one finding.
 type Anomaly struct {
@@ -347,6 +350,7 @@ func Check(h History) *Report {
 	}
 	if h.Checksummed {
 		r.checkChecksums(polls)
+		r.checkProducerOrder(h.Sends)
 	}
 	r.checkOrder(polls, at)
 	r.sortDedup()
@@ -382,6 +386,48 @@ func (r *Report) checkChecksums(polls []Poll) {
 		sort.Strings(rs)
 		r.add(Anomaly{Kind: Corrupt, Partition: b.k.p, Offset: b.k.o, Values: []string{b.v},
 			Detail: fmt.Sprintf("%v; read by %s", why[b], strings.Join(slices.Compact(rs), ", "))})
+	}
+}
+
+// checkProducerOrder finds acknowledged records of one producer in one
+// partition whose offsets invert the order it sent them in (its
+// sequence): an idempotent producer's records keep their order in each
+// partition. Equal offsets are offset-reused, reported already.
+func (r *Report) checkProducerOrder(sends []Send) {
+	type pp struct {
+		producer string
+		p        int32
+	}
+	type sent struct {
+		seq, off int64
+		v        string
+	}
+	by := map[pp][]sent{}
+	for _, s := range sends {
+		if s.Status != SendOK {
+			continue
+		}
+		prod, seq, err := ParseValue(s.Value)
+		if err != nil {
+			continue
+		}
+		k := pp{prod, s.Partition}
+		by[k] = append(by[k], sent{seq, s.Offset, s.Value})
+	}
+	for k, l := range by {
+		sort.Slice(l, func(i, j int) bool { return l[i].seq < l[j].seq })
+		hi := l[0] // the highest offset so far, in sequence order
+		for _, s := range l[1:] {
+			if s.off < hi.off {
+				vs := []string{hi.v, s.v}
+				sort.Strings(vs)
+				r.add(Anomaly{Kind: Reordered, Partition: k.p, Offset: s.off, Values: vs,
+					Detail: fmt.Sprintf("producer %s: sequence %d acknowledged at offset %d, below sequence %d at %d",
+						k.producer, s.seq, s.off, hi.seq, hi.off)})
+				continue
+			}
+			hi = s
+		}
 	}
 }
 

@@ -31,7 +31,10 @@
 //   - G1a: a value whose send definitely failed ([SendFailed]) is read;
 //   - corrupt: with [History.Checksummed], a value read that fails
 //     [VerifyValue] (the cluster changed its bytes; the same read shows
-//     as an inconsistent offset, and the original as lost).
+//     as an inconsistent offset, and the original as lost);
+//   - reordered: with [History.Checksummed], two acknowledged records of
+//     one producer in one partition at offsets that invert the order it
+//     sent them in (an idempotent producer's order is kept per partition).
 //
 // Usage:
 //
