@@ -225,8 +225,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 		defer cl.Close()
 		prefix := fmt.Sprintf("%s.p%d", run, i)
 		pad := ""
-		// The self-describing part: checksum, space, producer, dash, sequence.
-		if n := o.RecordSize - len(deliverycheck.EncodeValue(prefix, 0, "")); n > 0 {
+		// The self-describing part: checksum, producer, sequence, and the
+		// space before the padding.
+		if n := o.RecordSize - len(deliverycheck.EncodeValue(prefix, 0, "")) - 1; n > 0 {
 			pad = strings.Repeat("x", n)
 		}
 		loads = append(loads, deliverycheck.Produce(ctx, cl, o.Topic, rc, deliverycheck.ProduceOptions{
