@@ -42,17 +42,20 @@ type VerifyOptions struct {
 // VerifyResult is what a verify run observed and concluded (--out writes
 // it as JSON).
 type VerifyResult struct {
-	Version   int                   `json:"version"`
-	Target    string                `json:"target"` // kfake or kafka-compatible
-	Brokers   []string              `json:"brokers"`
-	Topic     string                `json:"topic"`
-	StartedAt string                `json:"started_at"`
-	Options   VerifyOptions         `json:"options"`
-	Verdict   string                `json:"verdict"` // "clean" or "anomalies"
-	Summary   string                `json:"summary"`
-	Report    *deliverycheck.Report `json:"report"`
-	History   deliverycheck.History `json:"history"`
-	Notes     []string              `json:"notes,omitempty"`
+	Version   int           `json:"version"`
+	Target    string        `json:"target"` // kfake or kafka-compatible
+	Brokers   []string      `json:"brokers"`
+	Topic     string        `json:"topic"`
+	StartedAt string        `json:"started_at"`
+	Options   VerifyOptions `json:"options"`
+	Verdict   string        `json:"verdict"` // "clean" or "anomalies"
+	Summary   string        `json:"summary"`
+	// Counts is the number of anomalies of each kind found (kinds with
+	// none are absent).
+	Counts  map[deliverycheck.Kind]int `json:"counts"`
+	Report  *deliverycheck.Report      `json:"report"`
+	History deliverycheck.History      `json:"history"`
+	Notes   []string                   `json:"notes,omitempty"`
 }
 
 // Clean reports whether the history broke no rule.
@@ -281,6 +284,12 @@ produce:
 	res.History = rc.History()
 	res.Report = deliverycheck.Check(res.History)
 	res.Summary = res.Report.Summary()
+	res.Counts = map[deliverycheck.Kind]int{}
+	for _, k := range deliverycheck.Kinds {
+		if n := res.Report.Count(k); n > 0 {
+			res.Counts[k] = n
+		}
+	}
 	res.Verdict = "clean"
 	if !res.Clean() {
 		res.Verdict = "anomalies"

@@ -360,7 +360,7 @@ func TestVerifyCleanThroughStandIn(t *testing.T) {
 	t.Cleanup(c.Close)
 	s := startStandIn(t, addr, "clean", passThrough)
 	code, res, stdout := verifyCLI(t, s.addr(), "clean")
-	if code != 0 || res.Verdict != "clean" || !strings.Contains(stdout, "verdict: clean") {
+	if code != 0 || res.Verdict != "clean" || !strings.Contains(stdout, "verdict: clean") || len(res.Counts) != 0 {
 		t.Fatalf("exit %d, verdict %s:\n%s", code, res.Verdict, stdout)
 	}
 	h := res.History
@@ -409,7 +409,7 @@ func TestVerifyFindsInjectedAnomalies(t *testing.T) {
 				t.Fatalf("exit %d, verdict %s:\n%s", code, res.Verdict, stdout)
 			}
 			for _, k := range tc.want {
-				if count(res, k) == 0 {
+				if count(res, k) == 0 || res.Counts[k] != count(res, k) {
 					t.Errorf("no %s anomaly:\n%s", k, stdout)
 				}
 			}
