@@ -214,8 +214,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 	}
 
 	interval := time.Duration(float64(time.Second) * float64(o.Producers) / float64(o.Rate))
-	var loads []*deliverycheck.Producer
-	for i := range o.Producers {
+	// Every client first: a failure must not leave a load running.
+	var cls []*kgo.Client
+	for range o.Producers {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordDeliveryTimeout(30*time.Second),
 			kgo.ProducerLinger(0),
@@ -226,6 +227,10 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 			return nil, fmt.Errorf("loadgen: %w", err)
 		}
 		defer cl.Close()
+		cls = append(cls, cl)
+	}
+	var loads []*deliverycheck.Producer
+	for i, cl := range cls {
 		prefix := fmt.Sprintf("%s.p%d", run, i)
 		pad := ""
 		// The self-describing part: checksum, producer, sequence, and the

@@ -359,13 +359,24 @@ func TestVerifyCleanThroughStandIn(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	s := startStandIn(t, addr, "clean", passThrough)
-	code, res, stdout := verifyCLI(t, s.addr(), "clean")
+	code, res, stdout := verifyCLI(t, s.addr(), "clean", "--producers", "2")
 	if code != 0 || res.Verdict != "clean" || !strings.Contains(stdout, "verdict: clean") || len(res.Counts) != 0 {
 		t.Fatalf("exit %d, verdict %s:\n%s", code, res.Verdict, stdout)
 	}
 	h := res.History
 	if res.Report.Acked < 300 || len(h.Final) != res.Report.Acked || !h.Checksummed || !h.Idempotent {
 		t.Fatalf("acked %d, final read %d, checksummed %v: %s", res.Report.Acked, len(h.Final), h.Checksummed, res.Summary)
+	}
+	producers := map[string]bool{}
+	for _, sd := range h.Sends {
+		p, _, err := deliverycheck.ParseValue(sd.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		producers[p] = true
+	}
+	if len(producers) != 2 {
+		t.Fatalf("producers %v, want 2", producers)
 	}
 	readers := map[string]bool{}
 	for _, p := range h.Polls {
