@@ -169,7 +169,11 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 					res.Notes = append(res.Notes, "cleanup: delete groups: "+err.Error())
 				}
 			}
-			if _, err := adm.DeleteTopics(dctx, o.Topic); err != nil {
+			resp, err := adm.DeleteTopics(dctx, o.Topic)
+			if err == nil {
+				err = resp[o.Topic].Err
+			}
+			if err != nil {
 				res.Notes = append(res.Notes, "cleanup: delete topic: "+err.Error())
 			}
 		}()
