@@ -34,8 +34,6 @@ var KafkaIgnoredSettings = []string{
 	"num.replica.alter.log.dirs.threads", "replica.socket.timeout.ms",
 	"replica.socket.receive.buffer.bytes",
 	"replica.selector.class",
-	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-	"leader.imbalance.per.broker.percentage",
 	"controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",
 	"inter.broker.protocol.version",
 	"listener.security.protocol.map", "security.inter.broker.protocol",
