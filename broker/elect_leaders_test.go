@@ -145,3 +145,34 @@ func TestElectLeadersUnclean(t *testing.T) {
 		t.Fatalf("again: %v, want ELECTION_NOT_NEEDED", err)
 	}
 }
+
+// TestAutoLeaderRebalanceGivesLeadershipBack: with
+// auto.leader.rebalance.enable (a 1 s check) a restarted broker gets the
+// leadership of the partitions it prefers back once it is in their ISRs,
+// by one election each (the leader epoch moves once when it stops, once
+// when it is given back), and the partitions other brokers prefer and
+// lead are not touched.
+func TestAutoLeaderRebalanceGivesLeadershipBack(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"leader.imbalance.check.interval.seconds": "1", "broker.heartbeat.interval.ms": "200"})
+	c.createAssigned("ar", nil, []int32{3, 2, 1}, []int32{3, 1, 2}, []int32{2, 3, 1})
+	for p := int32(0); p < 3; p++ {
+		c.waitFullISR("ar", p)
+	}
+	before := map[int32]metadata.PartitionInfo{}
+	for p := int32(0); p < 3; p++ {
+		before[p], _ = c.partitionState("ar", p)
+	}
+	c.stop(3)
+	c.waitNewLeader("ar", 0, 3)
+	c.waitNewLeader("ar", 1, 3)
+	c.start(3)
+	for p := int32(0); p < 2; p++ {
+		st := c.waitPartitionWithin(3*testWait, "ar", p, "broker 3 leading again", func(st metadata.PartitionInfo) bool { return st.Leader == 3 })
+		if st.LeaderEpoch != before[p].LeaderEpoch+2 {
+			t.Errorf("ar-%d: leader epoch %d, want %d (one election away, one back)", p, st.LeaderEpoch, before[p].LeaderEpoch+2)
+		}
+	}
+	if st, _ := c.partitionState("ar", 2); st.Leader != 2 || st.LeaderEpoch != before[2].LeaderEpoch {
+		t.Errorf("ar-2: %+v, want broker 2 still leading in leader epoch %d", st, before[2].LeaderEpoch)
+	}
+}
