@@ -12,6 +12,7 @@ import (
 func clusterActions() []*action {
 	return []*action{
 		{name: "info", summary: "cluster id, controller, brokers (id, address, rack) and topic count", define: defineClusterInfo},
+		{name: "elect-leaders", summary: "elect preferred (or, --type unclean, any live) leaders for --topic [--partition] or --all partitions", define: defineElectLeaders},
 	}
 }
 
