@@ -118,6 +118,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			35: {0, kmsg.NewPtrDescribeLogDirsRequest().MaxVersion()},
 			37: {0, kmsg.NewPtrCreatePartitionsRequest().MaxVersion()},
 			42: {0, kmsg.NewPtrDeleteGroupsRequest().MaxVersion()},
+			43: {0, kmsg.NewPtrElectLeadersRequest().MaxVersion()},
 			44: {0, kmsg.NewPtrIncrementalAlterConfigsRequest().MaxVersion()},
 			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},

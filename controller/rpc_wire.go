@@ -71,6 +71,16 @@ type alterPartitionResultW struct {
 	LeaderRecoveryState int8 `json:"leader_recovery_state,omitempty"`
 }
 
+type electLeadersResultW struct {
+	Topic      string                  `json:"topic"`
+	Partitions []electPartitionResultW `json:"partitions"`
+}
+
+type electPartitionResultW struct {
+	Partition int32    `json:"partition"`
+	Err       *wireErr `json:"err,omitempty"`
+}
+
 // deltaW is a Delta on the wire: records as metadata.Encode gives them,
 // the image as metadata.State.Marshal gives it.
 type deltaW struct {
@@ -151,6 +161,30 @@ func alterPartitionToW(r metadata.AlterPartitionResult) alterPartitionResultW {
 func alterPartitionFromW(r alterPartitionResultW) metadata.AlterPartitionResult {
 	return metadata.AlterPartitionResult{Err: fromWireErr(r.Err), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
 		PartitionEpoch: r.PartitionEpoch, ISR: r.ISR, LeaderRecoveryState: r.LeaderRecoveryState}
+}
+
+func electLeadersToW(rs []metadata.ElectLeadersResult) []electLeadersResultW {
+	out := make([]electLeadersResultW, len(rs))
+	for i, r := range rs {
+		ps := make([]electPartitionResultW, len(r.Partitions))
+		for j, p := range r.Partitions {
+			ps[j] = electPartitionResultW{p.Partition, toWireErr(p.Err)}
+		}
+		out[i] = electLeadersResultW{r.Topic, ps}
+	}
+	return out
+}
+
+func electLeadersFromW(rs []electLeadersResultW) []metadata.ElectLeadersResult {
+	out := make([]metadata.ElectLeadersResult, len(rs))
+	for i, r := range rs {
+		ps := make([]metadata.ElectLeadersPartitionResult, len(r.Partitions))
+		for j, p := range r.Partitions {
+			ps[j] = metadata.ElectLeadersPartitionResult{Partition: p.Partition, Err: fromWireErr(p.Err)}
+		}
+		out[i] = metadata.ElectLeadersResult{Topic: r.Topic, Partitions: ps}
+	}
+	return out
 }
 
 func deltaToW(d Delta) (deltaW, error) {
