@@ -120,6 +120,8 @@ var Settings = []Setting{
 	{"replica.fetch.wait.max.ms", "500", "how long the leader may hold a follower fetch that has fewer than replica.fetch.min.bytes"},
 	{"replica.fetch.min.bytes", "1", "bytes a follower fetch waits for before the leader answers"},
 	{"replica.fetch.backoff.ms", "1000", "how long a follower waits before fetching a partition again after an error"},
+	{"leader.replication.throttled.rate", "9223372036854775807", "bytes/s this broker sends, as leader, to followers out of the ISR of throttled replicas (leader.replication.throttled.replicas); dynamic (kafka-configs --entity-type brokers)"},
+	{"follower.replication.throttled.rate", "9223372036854775807", "bytes/s this broker fetches, as follower out of the ISR, for throttled replicas (follower.replication.throttled.replicas); dynamic"},
 	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
 	{"controller.quorum.request.timeout.ms", "2000", "how long a broker's metadata stream from the controller may bring nothing (no record, no keepalive: the controller sends one after a quarter of this on an idle stream) before the broker takes its connection for dead and reconnects"},
 	{"remote.log.storage.system.enable", "true", "open the remote (tiered) object store at start; topics tier with remote.storage.enable"},
