@@ -569,6 +569,16 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 			remote = append(remote, i)
 			continue
 		}
+		// A throttled replica out of the ISR (replica_throttle.go) gets
+		// nothing while the leader's quota is spent; its fetch still
+		// reports its log end.
+		throttled := fp.follower() && fp.p.leaderThrottled.Load() && n.leaderQuota.limited() && !fp.p.inCommittedISR(fp.replica)
+		if throttled && n.leaderQuota.exceeded() {
+			n.updateFollower(fp.p, fp.replica, fp.fetchOffset, fp.followerStart, hw, fp.replicaEpoch)
+			fp.hwSeen = fp.p.hw.Load()
+			fp.read, fp.readHW = true, hw
+			continue
+		}
 		limit := min(int64(fp.maxBytes), budget-total)
 		if limit <= 0 {
 			if total > 0 {
@@ -607,6 +617,9 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 		}
 		fp.view, fp.hasView, fp.read, fp.readHW = v, true, true, hw
 		total += v.Size
+		if throttled {
+			n.leaderQuota.record(v.Size)
+		}
 	}
 	if len(remote) > 0 {
 		total, anyErr = n.readRemoteParts(ctx, parts, remote, budget, total, anyErr)

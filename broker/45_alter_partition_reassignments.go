@@ -16,8 +16,9 @@ package broker
 // INVALID_REPLICATION_FACTOR when AllowReplicationFactorChange is false
 // and the target's size is not the original replica count (KIP-860).
 //
-// Differences from Kafka: no replication throttles (the throttled-rate
-// configs are not applied to the copy yet).
+// Differences from Kafka: none known. The copy is throttled only as the
+// topic's *.replication.throttled.replicas configs say (replica_throttle.go),
+// which this API does not set (Kafka's reassign tool sets them).
 
 import (
 	"context"

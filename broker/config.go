@@ -109,6 +109,9 @@ var Settings = []Setting{
 	{"replica.selector.class", "", "which replica a consumer that names its rack (client.rack, Fetch v11+) should fetch from, KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector (an in-sync replica in its rack), or empty / org.apache.kafka.common.replica.LeaderSelector (the leader)"},
 	{"min.insync.replicas", "1", "min.insync.replicas of topics that do not set it (the controller's elections use it for KIP-966's ELR)"},
 	{"unclean.leader.election.enable", "false", "unclean.leader.election.enable of topics that do not set it: elect an out-of-sync replica (losing acknowledged records) rather than stay offline"},
+	{"auto.leader.rebalance.enable", "true", "the controller gives leadership back to preferred replicas (the first of each partition's replicas) where a broker's share of the partitions it prefers but does not lead is above leader.imbalance.per.broker.percentage, in one batch per check"},
+	{"leader.imbalance.check.interval.seconds", "300", "how often the controller checks the leader imbalance (auto.leader.rebalance.enable)"},
+	{"leader.imbalance.per.broker.percentage", "10", "the share, in percent, of a broker's preferred partitions led elsewhere that triggers their preferred elections"},
 	{"controlled.shutdown.enable", "true", "on shutdown, first ask the controller to move this broker's leaderships and ISR memberships away (heartbeats with WantShutDown, at most broker.session.timeout.ms)"},
 	{"inter.broker.listener.name", "", "the registered listener followers fetch from (default: the first listener that is not the controller's)"},
 	{"num.replica.fetchers", "1", "fetcher loops per source broker; a followed partition is hashed onto one"},
@@ -117,6 +120,8 @@ var Settings = []Setting{
 	{"replica.fetch.wait.max.ms", "500", "how long the leader may hold a follower fetch that has fewer than replica.fetch.min.bytes"},
 	{"replica.fetch.min.bytes", "1", "bytes a follower fetch waits for before the leader answers"},
 	{"replica.fetch.backoff.ms", "1000", "how long a follower waits before fetching a partition again after an error"},
+	{"leader.replication.throttled.rate", "9223372036854775807", "bytes/s this broker sends, as leader, to followers out of the ISR of throttled replicas (leader.replication.throttled.replicas); dynamic (kafka-configs --entity-type brokers)"},
+	{"follower.replication.throttled.rate", "9223372036854775807", "bytes/s this broker fetches, as follower out of the ISR, for throttled replicas (follower.replication.throttled.replicas); dynamic"},
 	{"controller.quorum.election.timeout.ms", "1000", "Raft election timeout"},
 	{"controller.quorum.request.timeout.ms", "2000", "how long a broker's metadata stream from the controller may bring nothing (no record, no keepalive: the controller sends one after a quarter of this on an idle stream) before the broker takes its connection for dead and reconnects"},
 	{"remote.log.storage.system.enable", "true", "open the remote (tiered) object store at start; topics tier with remote.storage.enable"},
@@ -336,6 +341,13 @@ type Config struct {
 	// set neither, and no cluster-wide dynamic default, take these).
 	MinInsyncReplicas     int32
 	UncleanLeaderElection bool
+	// AutoLeaderRebalance, LeaderImbalanceCheckInterval and
+	// LeaderImbalancePerBrokerPercentage are auto.leader.rebalance.enable,
+	// leader.imbalance.check.interval.seconds and
+	// leader.imbalance.per.broker.percentage (controller/rebalance.go).
+	AutoLeaderRebalance                bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int
 	// ControlledShutdown is controlled.shutdown.enable: Close first has
 	// the controller move this broker's leaderships away.
 	ControlledShutdown bool
@@ -666,6 +678,9 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.MinInsyncReplicas = int32(min(i64("min.insync.replicas", 1), 1<<31-1))
 	c.UncleanLeaderElection = boolean("unclean.leader.election.enable")
 	c.ControlledShutdown = boolean("controlled.shutdown.enable")
+	c.AutoLeaderRebalance = boolean("auto.leader.rebalance.enable")
+	c.LeaderImbalanceCheckInterval = time.Duration(min(i64("leader.imbalance.check.interval.seconds", 1), math.MaxInt64/int64(time.Second))) * time.Second
+	c.LeaderImbalancePerBrokerPercentage = int(min(i64("leader.imbalance.per.broker.percentage", 0), 100))
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
 	c.QuorumRequestTimeout = ms("controller.quorum.request.timeout.ms", 1)
 	c.InterBrokerListenerName = strings.ToUpper(get("inter.broker.listener.name"))
@@ -801,20 +816,23 @@ func (c *Config) validate() error {
 func (c *Config) controllerConfig(listenAddr string, voters []controller.Voter, logger *slog.Logger) controller.Config {
 	tick := controller.DefaultTickInterval
 	return controller.Config{
-		NodeID:                  c.NodeID,
-		Roles:                   c.Roles,
-		Voters:                  voters,
-		ListenerName:            c.ControllerListenerName,
-		ListenAddr:              listenAddr,
-		MetadataLogDir:          c.MetadataLogDir,
-		BrokerSessionTimeout:    c.BrokerSessionTimeout,
-		BrokerHeartbeatInterval: c.BrokerHeartbeatInterval,
-		MinInsyncReplicas:       c.MinInsyncReplicas,
-		UncleanLeaderElection:   c.UncleanLeaderElection,
-		TickInterval:            tick,
-		ElectionTicks:           max(int(c.ElectionTimeout/tick), 2),
-		FrameReadTimeout:        c.RequestReadTimeout,
-		Logger:                  logger,
+		NodeID:                             c.NodeID,
+		Roles:                              c.Roles,
+		Voters:                             voters,
+		ListenerName:                       c.ControllerListenerName,
+		ListenAddr:                         listenAddr,
+		MetadataLogDir:                     c.MetadataLogDir,
+		BrokerSessionTimeout:               c.BrokerSessionTimeout,
+		BrokerHeartbeatInterval:            c.BrokerHeartbeatInterval,
+		MinInsyncReplicas:                  c.MinInsyncReplicas,
+		UncleanLeaderElection:              c.UncleanLeaderElection,
+		AutoLeaderRebalance:                c.AutoLeaderRebalance,
+		LeaderImbalanceCheckInterval:       c.LeaderImbalanceCheckInterval,
+		LeaderImbalancePerBrokerPercentage: c.LeaderImbalancePerBrokerPercentage,
+		TickInterval:                       tick,
+		ElectionTicks:                      max(int(c.ElectionTimeout/tick), 2),
+		FrameReadTimeout:                   c.RequestReadTimeout,
+		Logger:                             logger,
 	}
 }
 

@@ -30,11 +30,9 @@ var KafkaIgnoredSettings = []string{
 	"connection.failed.authentication.delay.ms", "request.timeout.ms",
 	"fetch.max.bytes", "fetch.purgatory.purge.interval.requests",
 	"producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",
-	// replication (not built yet: replication factor 1)
+	// replication settings Strata does not use (its fetchers have their own)
 	"num.replica.alter.log.dirs.threads", "replica.socket.timeout.ms",
 	"replica.socket.receive.buffer.bytes",
-	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-	"leader.imbalance.per.broker.percentage",
 	"controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",
 	"inter.broker.protocol.version",
 	"listener.security.protocol.map", "security.inter.broker.protocol",

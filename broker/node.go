@@ -112,7 +112,10 @@ type Node struct {
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions (fetch_session.go)
 	replicas      *replicaFetchers   // the follower side: fetchers of the partitions followed here (replica_fetcher.go)
-	groups        *groupCoordinator  // consumer groups and committed offsets (coordinator.go)
+	// leaderQuota and followerQuota are the replication throttles
+	// (replica_throttle.go); rates set by reconcile.
+	leaderQuota, followerQuota *replicationQuota
+	groups                     *groupCoordinator // consumer groups and committed offsets (coordinator.go)
 
 	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
 	// produceHook, if set (tests), runs after a produce request's appends;
@@ -166,6 +169,7 @@ func Open(o Options) (_ *Node, err error) {
 		topicCfgs: map[string]map[string]string{}, parts: map[tpKey]*partition{}, reconciled: -1,
 		fetchSessions: newFetchSessionCache(cfg.FetchSessionCacheSlots),
 		reqMem:        netbuf.NewBudget(cfg.QueuedMaxRequestBytes),
+		leaderQuota:   newReplicationQuota(), followerQuota: newReplicationQuota(),
 	}
 	n.fs = o.FS
 	if n.fs == nil {

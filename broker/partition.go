@@ -43,12 +43,16 @@ type partition struct {
 	// followerHWKnown: as a follower, the high watermark came from the
 	// current leader epoch's leader (consumers may read it, KIP-392).
 	followerHWKnown atomic.Bool
-	lagMs           int64      // replica.lag.time.max.ms, set by makeLeader
-	hwMu            sync.Mutex // guards hwWait
-	hwWait          hwWaiters  // acks=all and waitHW callers, by offset
-	expiryOnce      sync.Once  // starts the isr-expiration task
-	dropped         chan struct{}
-	dropOnce        sync.Once
+	// Replication throttles (replica_throttle.go), from the image:
+	// this broker's replica is named by the topic's leader / follower
+	// throttled-replicas list; followerInISR: it is in the ISR.
+	leaderThrottled, followerThrottled, followerInISR atomic.Bool
+	lagMs                                             int64      // replica.lag.time.max.ms, set by makeLeader
+	hwMu                                              sync.Mutex // guards hwWait
+	hwWait                                            hwWaiters  // acks=all and waitHW callers, by offset
+	expiryOnce                                        sync.Once  // starts the isr-expiration task
+	dropped                                           chan struct{}
+	dropOnce                                          sync.Once
 }
 
 // waiter is one long-polling fetch: a buffered channel that appends to any

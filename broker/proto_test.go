@@ -118,6 +118,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			35: {0, kmsg.NewPtrDescribeLogDirsRequest().MaxVersion()},
 			37: {0, kmsg.NewPtrCreatePartitionsRequest().MaxVersion()},
 			42: {0, kmsg.NewPtrDeleteGroupsRequest().MaxVersion()},
+			43: {0, kmsg.NewPtrElectLeadersRequest().MaxVersion()},
 			44: {0, kmsg.NewPtrIncrementalAlterConfigsRequest().MaxVersion()},
 			45: {0, kmsg.NewPtrAlterPartitionAssignmentsRequest().MaxVersion()},
 			46: {0, kmsg.NewPtrListPartitionReassignmentsRequest().MaxVersion()},

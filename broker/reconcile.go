@@ -168,6 +168,8 @@ type wantedPartition struct {
 func (n *Node) reconcile() {
 	var want []wantedPartition
 	n.metaMu.RLock()
+	n.leaderQuota.setRate(n.replicationRate(n.meta, "leader.replication.throttled.rate"))
+	n.followerQuota.setRate(n.replicationRate(n.meta, "follower.replication.throttled.rate"))
 	for _, t := range n.meta.Topics() {
 		cfgs := n.effectiveTopicConfigs(n.meta, t.Name) // dynamic broker configs, then the topic's own
 		for _, p := range n.meta.Partitions(t.ID) {
@@ -212,6 +214,7 @@ func (n *Node) reconcile() {
 				continue
 			}
 		}
+		n.updateThrottles(p, w) // replica_throttle.go
 		if w.leader {
 			n.makeLeader(p, w) // replica_leader.go
 		} else {

@@ -177,7 +177,20 @@ type fetcherEnv struct {
 	rebuild func(ctx context.Context, p *partition, leaderLogStart, leaderLocalStart int64) (int64, error)
 	// dial makes the endpoint of a new fetcher.
 	dial func(leader int32, addr string) (leaderEndpoint, error)
+	// quota is follower.replication.throttled.rate (replica_throttle.go);
+	// nil: none.
+	quota *replicationQuota
 }
+
+// throttled reports whether st's partition is a throttled replica out of
+// the ISR while the follower quota is set.
+func (env *fetcherEnv) throttled(st *followState) bool {
+	return env.quota != nil && st.p.followerThrottled.Load() && !st.p.followerInISR.Load() && env.quota.limited()
+}
+
+// throttleRecheck is how soon a partition held back by the follower quota
+// is looked at again.
+const throttleRecheck = 50 * time.Millisecond
 
 // replicaFetchers is the node's fetcher manager: which fetcher fetches
 // which partition.
@@ -211,6 +224,7 @@ func (n *Node) startReplicaFetchers() error {
 		logger:      n.logger,
 		metrics:     fm,
 		rebuild:     n.rebuildFromTier,
+		quota:       n.followerQuota,
 		dial: func(leader int32, addr string) (leaderEndpoint, error) {
 			cl, err := kgo.NewClient(
 				kgo.SeedBrokers(addr),
@@ -538,6 +552,12 @@ func (f *fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[tpKey]sen
 			}
 			continue
 		}
+		if f.env.throttled(st) && f.env.quota.exceeded() {
+			if wait == 0 || throttleRecheck < wait {
+				wait = throttleRecheck
+			}
+			continue
+		}
 		p := st.p
 		fp := kmsg.NewFetchRequestTopicPartition()
 		fp.Partition = p.index
@@ -830,6 +850,9 @@ func (f *fetcher) handleData(st *followState, rp *kmsg.FetchResponseTopicPartiti
 				return
 			}
 			f.env.metrics.appended(time.Since(start), info)
+			if f.env.throttled(st) {
+				f.env.quota.record(int64(len(recs)))
+			}
 			st.fetchOffset = info.LastOffset + 1
 		}
 	}

@@ -43,6 +43,12 @@ const (
 	DefaultMaxInflightMsgs         = 256
 	DefaultProposalTimeout         = 10 * time.Second
 	DefaultFrameReadTimeout        = 30 * time.Second
+	// DefaultLeaderImbalanceCheckInterval and
+	// DefaultLeaderImbalancePerBrokerPercentage are Kafka's
+	// leader.imbalance.check.interval.seconds (300) and
+	// leader.imbalance.per.broker.percentage (10).
+	DefaultLeaderImbalanceCheckInterval       = 300 * time.Second
+	DefaultLeaderImbalancePerBrokerPercentage = 10
 	// metadataDirName is the directory under metadata.log.dir holding the
 	// Raft WAL and snapshots, named as Kafka names it.
 	metadataDirName = "__cluster_metadata-0"
@@ -98,6 +104,18 @@ type Config struct {
 	// Kafka's defaults, 1 and false).
 	MinInsyncReplicas     int32
 	UncleanLeaderElection bool
+
+	// AutoLeaderRebalance is auto.leader.rebalance.enable: the leader
+	// checks every LeaderImbalanceCheckInterval
+	// (leader.imbalance.check.interval.seconds, 0: 300s) whether a
+	// broker's share of the partitions it prefers but does not lead is
+	// above LeaderImbalancePerBrokerPercentage
+	// (leader.imbalance.per.broker.percentage; 0: any imbalance), and then elects it
+	// for them, one batch per check (rebalance.go). A zero Config leaves
+	// it off; the broker's configuration turns it on by default, as Kafka.
+	AutoLeaderRebalance                bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int
 
 	// TickInterval is the Raft tick (strata.controller.raft.tick.ms).
 	TickInterval time.Duration
@@ -307,6 +325,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.FrameReadTimeout == 0 {
 		c.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if c.LeaderImbalanceCheckInterval == 0 {
+		c.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
 	}
 	if c.FS == nil {
 		c.FS = vfs.Default

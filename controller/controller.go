@@ -254,6 +254,10 @@ func Open(o Options) (*Controller, error) {
 		return fail(err)
 	}
 	c.wg.Add(3)
+	if cfg.AutoLeaderRebalance {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.rebalanceLoop() }()
+	}
 	go func() { defer c.wg.Done(); c.srv.serve(c.ln) }()
 	go func() { defer c.wg.Done(); c.livenessLoop() }()
 	go func() { defer c.wg.Done(); c.decider() }()

@@ -33,16 +33,16 @@ import (
 // wire.go). They are the wire format: a number is never changed or reused,
 // and a new RPC takes the next one.
 const (
-	methodRegisterBroker      byte = 1 // [Service.RegisterBroker]
-	methodBrokerHeartbeat     byte = 2 // [Service.BrokerHeartbeat]
-	methodCreateTopics        byte = 3 // [Service.CreateTopics]
-	methodDeleteTopics        byte = 4 // [Service.DeleteTopics]
-	methodCreatePartitions    byte = 5 // [Service.CreatePartitions]
-	methodAlterConfigs        byte = 6 // [Service.AlterConfigs]
-	methodAlterPartition      byte = 7 // [Service.AlterPartition]
-	methodCommitRemoteSegment byte = 8 // [Service.CommitRemoteSegment]
-	methodWatch               byte = 9 // [Service.Watch]: a stream, not in the table
-	// 10 is ElectLeaders (branch h/hd).
+	methodRegisterBroker              byte = 1  // [Service.RegisterBroker]
+	methodBrokerHeartbeat             byte = 2  // [Service.BrokerHeartbeat]
+	methodCreateTopics                byte = 3  // [Service.CreateTopics]
+	methodDeleteTopics                byte = 4  // [Service.DeleteTopics]
+	methodCreatePartitions            byte = 5  // [Service.CreatePartitions]
+	methodAlterConfigs                byte = 6  // [Service.AlterConfigs]
+	methodAlterPartition              byte = 7  // [Service.AlterPartition]
+	methodCommitRemoteSegment         byte = 8  // [Service.CommitRemoteSegment]
+	methodWatch                       byte = 9  // [Service.Watch]: a stream, not in the table
+	methodElectLeaders                byte = 10 // [Service.ElectLeaders]
 	methodAlterPartitionReassignments byte = 11 // [Service.AlterPartitionReassignments]
 	methodListPartitionReassignments  byte = 12 // [Service.ListPartitionReassignments]
 )
@@ -60,6 +60,7 @@ type Service interface {
 	AlterConfigs(ctx context.Context, req metadata.AlterConfigsRequest) ([]metadata.AlterConfigsResult, error)
 	AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error)
 	CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error
+	ElectLeaders(ctx context.Context, req metadata.ElectLeadersRequest) ([]metadata.ElectLeadersResult, error)
 	AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error)
 	ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error)
 	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
@@ -324,6 +325,27 @@ func (c *Controller) CommitRemoteSegment(ctx context.Context, rec metadata.Remot
 func (c *Client) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
 	_, err := rpcCommitRemoteSegment.remote(ctx, c, rec)
 	return err
+}
+
+var rpcElectLeaders = register(&rpc[metadata.ElectLeadersRequest, []metadata.ElectLeadersResult, []electLeadersResultW]{
+	method: methodElectLeaders, name: "ElectLeaders",
+	plan: func(_ *Controller, st *metadata.State, req metadata.ElectLeadersRequest) ([]metadata.Record, []metadata.ElectLeadersResult, error) {
+		recs, res := st.PlanElectLeaders(req)
+		return recs, res, nil
+	},
+	toWire: electLeadersToW, fromWire: electLeadersFromW,
+})
+
+// ElectLeaders runs preferred or unclean leader elections (Kafka's
+// ElectLeaders); per-partition errors are those of
+// metadata.State.PlanElectLeaders.
+func (c *Controller) ElectLeaders(ctx context.Context, req metadata.ElectLeadersRequest) ([]metadata.ElectLeadersResult, error) {
+	return rpcElectLeaders.local(ctx, c, req, false)
+}
+
+// ElectLeaders implements [Service].
+func (c *Client) ElectLeaders(ctx context.Context, req metadata.ElectLeadersRequest) ([]metadata.ElectLeadersResult, error) {
+	return rpcElectLeaders.remote(ctx, c, req)
 }
 
 var rpcAlterPartitionReassignments = register(&rpc[[]metadata.ReassignmentRequest, []metadata.ReassignmentResult, []reassignmentResultW]{

@@ -20,16 +20,16 @@ import (
 // number never changes and is never reused.
 func TestRPCMethodNumbersArePinned(t *testing.T) {
 	want := map[string]byte{
-		"RegisterBroker":      1,
-		"BrokerHeartbeat":     2,
-		"CreateTopics":        3,
-		"DeleteTopics":        4,
-		"CreatePartitions":    5,
-		"AlterConfigs":        6,
-		"AlterPartition":      7,
-		"CommitRemoteSegment": 8,
-		"Watch":               9,
-		// 10 is ElectLeaders (branch h/hd).
+		"RegisterBroker":              1,
+		"BrokerHeartbeat":             2,
+		"CreateTopics":                3,
+		"DeleteTopics":                4,
+		"CreatePartitions":            5,
+		"AlterConfigs":                6,
+		"AlterPartition":              7,
+		"CommitRemoteSegment":         8,
+		"Watch":                       9,
+		"ElectLeaders":                10,
 		"AlterPartitionReassignments": 11,
 		"ListPartitionReassignments":  12,
 	}
@@ -43,6 +43,7 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"AlterPartition":              methodAlterPartition,
 		"CommitRemoteSegment":         methodCommitRemoteSegment,
 		"Watch":                       methodWatch,
+		"ElectLeaders":                methodElectLeaders,
 		"AlterPartitionReassignments": methodAlterPartitionReassignments,
 		"ListPartitionReassignments":  methodListPartitionReassignments,
 	}
@@ -277,6 +278,29 @@ func rpcGoldens() []rpcGolden {
 			request:  `{"SegmentID":"f47ac10b-58cc-4372-a567-0e02b2c3d479","TopicID":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","Partition":1,"BaseOffset":10,"EndOffset":19,"MaxTimestamp":5,"LeaderEpochs":null,"SizeBytes":100,"State":1,"BrokerID":1,"EventTimestamp":6,"WriterLeaderEpoch":4}`,
 			response: `{"err":{"code":42,"msg":"illegal transition"}}`,
 			wantErr:  &RemoteError{Code: 42, Msg: "illegal transition"},
+		},
+		{
+			name: "ElectLeaders",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.ElectLeaders(ctx, metadata.ElectLeadersRequest{Type: metadata.ElectUnclean,
+					Topics: []metadata.ElectLeadersTopic{{Name: "t", Partitions: []int32{0, 1}}}})
+			},
+			method:   10,
+			request:  `{"Type":1,"Topics":[{"Name":"t","Partitions":[0,1]}]}`,
+			response: `{"body":[{"topic":"t","partitions":[{"partition":0},{"partition":1,"err":{"code":84,"msg":"has a leader"}}]}]}`,
+			want: []metadata.ElectLeadersResult{{Topic: "t", Partitions: []metadata.ElectLeadersPartitionResult{
+				{Partition: 0}, {Partition: 1, Err: &RemoteError{Code: 84, Msg: "has a leader"}}}}},
+		},
+		{
+			// Null topics (every partition) stay null on the wire.
+			name: "ElectLeaders",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.ElectLeaders(ctx, metadata.ElectLeadersRequest{Type: metadata.ElectPreferred})
+			},
+			method:   10,
+			request:  `{"Type":0,"Topics":null}`,
+			response: `{"body":[{"topic":"t","partitions":[]}]}`,
+			want:     []metadata.ElectLeadersResult{{Topic: "t", Partitions: []metadata.ElectLeadersPartitionResult{}}},
 		},
 		{
 			// A reassignment and a cancel (null replicas).

@@ -71,6 +71,16 @@ type alterPartitionResultW struct {
 	LeaderRecoveryState int8 `json:"leader_recovery_state,omitempty"`
 }
 
+type electLeadersResultW struct {
+	Topic      string                  `json:"topic"`
+	Partitions []electPartitionResultW `json:"partitions"`
+}
+
+type electPartitionResultW struct {
+	Partition int32    `json:"partition"`
+	Err       *wireErr `json:"err,omitempty"`
+}
+
 // deltaW is a Delta on the wire: records as metadata.Encode gives them,
 // the image as metadata.State.Marshal gives it.
 type deltaW struct {
@@ -153,6 +163,18 @@ func alterPartitionFromW(r alterPartitionResultW) metadata.AlterPartitionResult 
 		PartitionEpoch: r.PartitionEpoch, ISR: r.ISR, LeaderRecoveryState: r.LeaderRecoveryState}
 }
 
+func electLeadersToW(rs []metadata.ElectLeadersResult) []electLeadersResultW {
+	out := make([]electLeadersResultW, len(rs))
+	for i, r := range rs {
+		ps := make([]electPartitionResultW, len(r.Partitions))
+		for j, p := range r.Partitions {
+			ps[j] = electPartitionResultW{p.Partition, toWireErr(p.Err)}
+		}
+		out[i] = electLeadersResultW{r.Topic, ps}
+	}
+	return out
+}
+
 type reassignmentResultW struct {
 	Topic     string   `json:"topic"`
 	Partition int32    `json:"partition"`
@@ -163,6 +185,18 @@ func reassignmentsToW(rs []metadata.ReassignmentResult) []reassignmentResultW {
 	out := make([]reassignmentResultW, len(rs))
 	for i, r := range rs {
 		out[i] = reassignmentResultW{r.Topic, r.Partition, toWireErr(r.Err)}
+	}
+	return out
+}
+
+func electLeadersFromW(rs []electLeadersResultW) []metadata.ElectLeadersResult {
+	out := make([]metadata.ElectLeadersResult, len(rs))
+	for i, r := range rs {
+		ps := make([]metadata.ElectLeadersPartitionResult, len(r.Partitions))
+		for j, p := range r.Partitions {
+			ps[j] = metadata.ElectLeadersPartitionResult{Partition: p.Partition, Err: fromWireErr(p.Err)}
+		}
+		out[i] = metadata.ElectLeadersResult{Topic: r.Topic, Partitions: ps}
 	}
 	return out
 }

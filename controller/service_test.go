@@ -113,6 +113,23 @@ func TestServiceEveryMethodInProcessAndOverClient(t *testing.T) {
 			if _, err := s.BrokerHeartbeat(ctx(t), metadata.BrokerHeartbeatRequest{BrokerID: id, BrokerEpoch: epochs[id] - 100}); !errors.Is(err, kerr.StaleBrokerEpoch) {
 				t.Fatalf("stale heartbeat: %v", err)
 			}
+			// ElectLeaders: the one replica leads (ELECTION_NOT_NEEDED);
+			// an unknown partition; null topics leave out the not needed.
+			er, err := s.ElectLeaders(ctx(t), metadata.ElectLeadersRequest{Type: metadata.ElectPreferred,
+				Topics: []metadata.ElectLeadersTopic{{Name: topic, Partitions: []int32{0, 9}}}})
+			if err != nil || len(er) != 1 || len(er[0].Partitions) != 2 ||
+				!errors.Is(er[0].Partitions[0].Err, kerr.ElectionNotNeeded) || !errors.Is(er[0].Partitions[1].Err, kerr.UnknownTopicOrPartition) {
+				t.Fatalf("elect leaders: %v %+v", err, er)
+			}
+			er, err = s.ElectLeaders(ctx(t), metadata.ElectLeadersRequest{Type: metadata.ElectPreferred})
+			if err != nil || len(er) == 0 {
+				t.Fatalf("elect leaders, null topics: %v %+v", err, er)
+			}
+			for _, r := range er {
+				if len(r.Partitions) != 0 {
+					t.Fatalf("elect leaders, null topics: %+v", er)
+				}
+			}
 			// Delete by name, then again: unknown.
 			dr, err := s.DeleteTopics(ctx(t), []string{topic}, nil)
 			if err != nil || len(dr) != 1 || dr[0].Err != nil || dr[0].TopicID != r.TopicID {

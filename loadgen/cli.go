@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // CLI is `strata loadgen`: the binary registers it and hands in what
@@ -32,6 +34,8 @@ commands:
   e2e-latency     run the shipped end-to-end latency scenario
   catch-up        run the shipped catch-up read scenario (remote tier)
   fill            run the shipped fill scenario (write fillBytes fast)
+  verify          check a cluster keeps what it acknowledges (lost, duplicate,
+                  reordered, corrupt records); exit 0 clean, 1 anomalies
   compare         compare two JSON results: compare a.json b.json
   machine         measure the machine's disk write and loopback sendfile MB/s
   kfake           run franz-go's in-memory kfake cluster (a peer baseline)
@@ -57,6 +61,8 @@ func (c CLI) Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "run":
 		err = c.run(ctx, "", args[1:], stdout, stderr)
+	case "verify":
+		return c.verify(ctx, args[1:], stdout, stderr)
 	case "compare":
 		err = c.compare(args[1:], stdout, stderr)
 	case "machine":
@@ -377,4 +383,98 @@ func (c CLI) kfake(ctx context.Context, args []string, stdout, stderr io.Writer)
 	<-ctx.Done()
 	cl.Close()
 	return nil
+}
+
+const verifyUsage = `usage: strata loadgen verify [flags]
+
+Checks that a Kafka-protocol cluster keeps what it acknowledges. It creates
+a fresh topic, produces self-describing records (producer, sequence and a
+CRC-32C of the value) with idempotent acks=all producers, consumes them in
+consumer groups and with group-less readers of every partition, then reads
+every partition from its start to its end and checks the whole history for
+Jepsen's queue anomalies: lost (acknowledged, never read back), duplicate
+(one value at two offsets), inconsistent offset (two values at one offset),
+offset reused, nonmonotonic poll and poll skip (within one assignment),
+G1a (a failed send read), corrupt (a value whose checksum fails),
+reordered (a producer's records out of its order in a partition). Inject
+faults while it runs; it prints the verdict and, with --out, writes the
+history and the anomalies as JSON.
+
+Exit status: 0 clean, 1 anomalies found, 2 usage error, 3 no verdict (the
+cluster could not be reached, the topic created or read to its end).
+
+flags:
+`
+
+// verify is `strata loadgen verify`; it returns the exit code itself (its
+// codes differ from run's: 1 is a verdict, 3 a failure to reach one).
+func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), verifyUsage); fs.PrintDefaults() }
+	var (
+		o          VerifyOptions
+		brokers    = fs.String("brokers", c.brokersDefault(), "seed brokers host:port,... (default $STRATA_BROKERS, else 127.0.0.1:9092)")
+		out        = fs.String("out", "", "write the history, the report and the verdict as JSON to this file")
+		quiet      = fs.Bool("quiet", false, "no progress line")
+		recordSize = fs.String("record-size", "0", "record value size, e.g. 1KiB (at least the self-describing header)")
+	)
+	fs.StringVar(&o.Topic, "topic", "", "topic to create (default verify-<unix ns>; an existing topic is refused)")
+	fs.IntVar(&o.Partitions, "partitions", 3, "partitions of the topic")
+	fs.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor (default: the cluster's default.replication.factor)")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "producing phase")
+	fs.Int64Var(&o.Rate, "rate", 1000, "records/s over all producers")
+	fs.IntVar(&o.Producers, "producers", 1, "idempotent acks=all producers")
+	fs.IntVar(&o.Groups, "groups", 1, "consumer groups")
+	fs.IntVar(&o.Consumers, "consumers", 2, "consumers per group")
+	fs.IntVar(&o.PartitionReaders, "partition-readers", 1, "readers of every partition without a group")
+	fs.DurationVar(&o.Drain, "drain", 30*time.Second, "max wait for the readers to reach the last acknowledged offsets after producing")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the topic and the consumer groups (default: delete them at the end)")
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	n, err := ParseSize(*recordSize)
+	if err != nil || n < 0 {
+		fmt.Fprintf(stderr, "strata loadgen verify: --record-size %q: want a size such as 1KiB\n", *recordSize)
+		return 2
+	}
+	o.RecordSize = int(n)
+	for _, b := range strings.Split(*brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			o.Brokers = append(o.Brokers, b)
+		}
+	}
+	err = o.validate()
+	if err == nil && len(o.Brokers) == 0 {
+		err = errors.New("no brokers (--brokers or STRATA_BROKERS)")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "strata loadgen verify: %s\n", strings.TrimPrefix(err.Error(), "loadgen: verify: "))
+		return 2
+	}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	res, err := Verify(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "strata loadgen verify: no verdict: %s\n", strings.TrimPrefix(err.Error(), "loadgen: "))
+		return 3
+	}
+	if err := WriteVerifySummary(stdout, res); err != nil {
+		fmt.Fprintf(stderr, "strata loadgen verify: %v\n", err)
+		return 3
+	}
+	if *out != "" {
+		if err := WriteFile(*out, func(w io.Writer) error { return json.NewEncoder(w).Encode(res) }); err != nil {
+			fmt.Fprintf(stderr, "strata loadgen verify: %v\n", err)
+			return 3
+		}
+	}
+	if !res.Clean() {
+		return 1
+	}
+	return 0
 }

@@ -13,6 +13,17 @@
 //	strata loadgen max-throughput --brokers 127.0.0.1:9092 --duration 30s --out max.json
 //	strata loadgen run --workload workloads/fixed-rate.yaml --rate 50000 --html report.html
 //	strata loadgen compare before.json after.json
+//	strata loadgen verify --brokers 127.0.0.1:9092 --duration 60s --replication-factor 3 --out verify.json
+//
+// verify is not a measurement but a durability check (verify.go): a fresh
+// topic, idempotent acks=all producers of self-describing values
+// (producer, sequence, CRC-32C), consumer groups and group-less readers of
+// every partition, a final read of every partition from its start to its
+// end, and internal/deliverycheck's Check of the whole history for lost,
+// duplicated, inconsistent, reordered, skipped, aborted-but-read and
+// corrupted records. Inject faults while it runs (bench/faults does); it
+// prints the verdict, exits 0 clean, 1 anomalies, 2 usage, 3 no verdict,
+// and --out writes the history and the anomalies as JSON.
 //
 // From Go, the shipped fixed-rate scenario at 5,000 records/s for ten
 // seconds, against a broker on the loopback:
@@ -56,6 +67,8 @@
 //	result.go, summary.go  the Result, its summary table and JSON
 //	stats.go, cost.go  broker resources and object-store cost from /metrics
 //	env.go, machine.go  the environment and the machine's disk/sendfile limits
+//	verify.go    `verify`: the durability workload and its verdict
+//	             (internal/deliverycheck judges the history)
 //	kfake.go     franz-go's kfake as a peer baseline
 //	cli.go       `strata loadgen`
 //	report/      the offline HTML report

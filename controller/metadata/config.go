@@ -48,7 +48,50 @@ const (
 	ConfigSegmentJitterMs             = "segment.jitter.ms"
 	ConfigSegmentMs                   = "segment.ms"
 	ConfigUncleanLeaderElectionEnable = "unclean.leader.election.enable"
+	// Replication throttles (KIP-73): which replicas of the topic are
+	// throttled on the leader side and on the follower side, as
+	// "partition:broker" pairs or "*".
+	ConfigLeaderReplicationThrottledReplicas   = "leader.replication.throttled.replicas"
+	ConfigFollowerReplicationThrottledReplicas = "follower.replication.throttled.replicas"
 )
+
+// throttledReplicas validates a throttled-replicas list: empty, "*", or
+// comma-separated partition:broker pairs.
+func throttledReplicas(v string) error {
+	v = strings.TrimSpace(v)
+	if v == "" || v == "*" {
+		return nil
+	}
+	for _, pair := range strings.Split(v, ",") {
+		p, b, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		if !ok {
+			return fmt.Errorf("%q is not partition:broker", pair)
+		}
+		for _, x := range []string{p, b} {
+			if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 32); err != nil || n < 0 {
+				return fmt.Errorf("%q is not partition:broker", pair)
+			}
+		}
+	}
+	return nil
+}
+
+// ThrottledReplica reports whether a throttled-replicas list names
+// partition's replica on broker (a valid list: see throttledReplicas).
+func ThrottledReplica(list string, partition, broker int32) bool {
+	list = strings.TrimSpace(list)
+	if list == "*" {
+		return true
+	}
+	want := strconv.Itoa(int(partition)) + ":" + strconv.Itoa(int(broker))
+	for _, pair := range strings.Split(list, ",") {
+		p, b, _ := strings.Cut(strings.TrimSpace(pair), ":")
+		if strings.TrimSpace(p)+":"+strings.TrimSpace(b) == want {
+			return true
+		}
+	}
+	return false
+}
 
 // configKind validates one config's value.
 type configKind func(v string) error
@@ -179,6 +222,9 @@ var topicConfigs = map[string]configKind{
 	ConfigSegmentJitterMs:             longAtLeast(0),
 	ConfigSegmentMs:                   longAtLeast(1),
 	ConfigUncleanLeaderElectionEnable: boolean,
+
+	ConfigLeaderReplicationThrottledReplicas:   throttledReplicas,
+	ConfigFollowerReplicationThrottledReplicas: throttledReplicas,
 }
 
 // brokerConfigs lists the broker-level (dynamic, or cluster-default when the
@@ -196,6 +242,9 @@ var brokerConfigs = map[string]configKind{
 	"unclean.leader.election.enable": boolean,
 	"log.flush.interval.messages":    longAtLeast(1),
 	"log.flush.interval.ms":          longAtLeast(0),
+	// bytes/s of throttled replicas' copying, per broker (KIP-73)
+	"leader.replication.throttled.rate":   longAtLeast(0),
+	"follower.replication.throttled.rate": longAtLeast(0),
 }
 
 // TopicConfigNames returns the topic config names the controller accepts,

@@ -581,6 +581,52 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			fmt.Fprintf(&out, "%s-%d replicas=%s adding=%s removing=%s\n", o.Topic, o.Partition, ints(o.Replicas), ints(o.AddingReplicas), ints(o.RemovingReplicas))
 		}
 		fmt.Fprintln(&out, "ok")
+	case "elect-leaders":
+		// elect-leaders type=preferred|unclean, one "topic p..." line per
+		// topic (none: every partition, Kafka's null topics; a line
+		// "empty": an empty list).
+		req := ElectLeadersRequest{Type: ElectPreferred}
+		if argStr(t, td, "type", "preferred") == "unclean" {
+			req.Type = ElectUnclean
+		}
+		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				continue
+			}
+			if req.Topics == nil {
+				req.Topics = []ElectLeadersTopic{}
+			}
+			if f[0] == "empty" {
+				continue
+			}
+			et := ElectLeadersTopic{Name: f[0]}
+			for _, v := range f[1:] {
+				n, err := strconv.ParseInt(v, 10, 32)
+				if err != nil {
+					td.Fatalf(t, "partition %q: %v", v, err)
+				}
+				et.Partitions = append(et.Partitions, int32(n))
+			}
+			req.Topics = append(req.Topics, et)
+		}
+		recs, res := h.st.PlanElectLeaders(req)
+		h.apply(t, &out, recs)
+		for _, r := range res {
+			if len(r.Partitions) == 0 {
+				fmt.Fprintf(&out, "%s: no partitions\n", r.Topic)
+			}
+			for _, p := range r.Partitions {
+				fmt.Fprintf(&out, "%s-%d %s\n", r.Topic, p.Partition, h.errLine(p.Err))
+			}
+		}
+		if len(res) == 0 {
+			fmt.Fprintln(&out, "no topics")
+		}
+	case "rebalance":
+		recs, more := h.st.PlanPreferredRebalance(int(argInt(t, td, "percent", 10)))
+		h.apply(t, &out, recs)
+		fmt.Fprintf(&out, "ok elections=%d more=%t\n", len(recs), more)
 	case "remote-segment":
 		name := argStr(t, td, "seg", "")
 		sid := segID(name)

@@ -11,7 +11,9 @@ import (
 //
 //  1. the target ISR is given by the caller (a fenced, shutting-down or
 //     uncleanly restarted broker removed; an ISR the leader asked for);
-//  2. election, if the current leader is gone or may no longer lead:
+//  2. election, if the current leader is gone or may no longer lead (or,
+//     for a preferred election, the first replica is in the target ISR
+//     and acceptable: it leads):
 //     a. the current leader, if it is in the target ISR and acceptable
 //     (registered, unfenced, not in controlled shutdown);
 //     b. the first acceptable target-ISR member in replica order;
@@ -49,6 +51,10 @@ type changeOpts struct {
 	mustElect bool
 	// unclean allows step 2e.
 	unclean bool
+	// preferred is a preferred election (ElectLeaders PREFERRED, the
+	// automatic rebalance): the first replica leads if it is in the
+	// target ISR and acceptable, before step 2a.
+	preferred bool
 	// uncleanShutdown is a broker that restarted uncleanly (KIP-966): it
 	// leaves the ELR too, not only the ISR; -1 for none.
 	uncleanShutdown int32
@@ -74,7 +80,9 @@ func (s *State) changePartition(t *topicState, p *PartitionInfo, targetISR []int
 	unclean := false
 
 	valid := func(r int32) bool { return o.acceptable(r) && slices.Contains(isr, r) }
-	if o.mustElect || leader == NoLeader || !valid(leader) {
+	if o.preferred && len(p.Replicas) > 0 && valid(p.Replicas[0]) {
+		leader = p.Replicas[0]
+	} else if o.mustElect || leader == NoLeader || !valid(leader) {
 		leader = NoLeader
 		if r, ok := firstIn(p.Replicas, valid); ok {
 			leader = r

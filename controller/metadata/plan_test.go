@@ -412,7 +412,7 @@ func TestPlannersOnArbitraryRequestsNeverPlanRefusedRecords(t *testing.T) {
 		names := []string{"t0", "t1", "t2", "x", "", "a.b", "a_b"}
 		for i := 0; i < 500; i++ {
 			var recs []Record
-			switch rng.IntN(9) {
+			switch rng.IntN(11) {
 			case 0:
 				recs, _, _ = st.PlanRegisterBroker(RegisterBrokerRequest{BrokerID: anyID(), IncarnationID: uuid.NewSHA1(uuid.Nil, fmt.Appendf(nil, "%d", i)), ExistingSessionAlive: rng.IntN(2) == 0})
 			case 1:
@@ -459,7 +459,15 @@ func TestPlannersOnArbitraryRequestsNeverPlanRefusedRecords(t *testing.T) {
 					typ, rname, n = ResourceBroker, "", "unclean.leader.election.enable"
 				}
 				recs, _ = st.PlanAlterConfigs(AlterConfigsRequest{Incremental: rng.IntN(2) == 0, Resources: []AlterConfigResource{{Type: typ, Name: rname, Configs: []AlterConfigEntry{{Name: n, Value: &v, Op: ConfigOp(rng.IntN(5))}}}}})
-			case 8: // reassignments (KIP-455): targets, cancels, several at once
+			case 8:
+				req := ElectLeadersRequest{Type: ElectionType(rng.IntN(3))}
+				if rng.IntN(3) > 0 {
+					req.Topics = []ElectLeadersTopic{{Name: names[rng.IntN(len(names))], Partitions: []int32{rng.Int32N(4) - 1, rng.Int32N(4) - 1}}}
+				}
+				recs, _ = st.PlanElectLeaders(req)
+			case 9:
+				recs, _ = st.PlanPreferredRebalance(rng.IntN(101))
+			case 10: // reassignments (KIP-455): targets, cancels, several at once
 				var reqs []ReassignmentRequest
 				for range 1 + rng.IntN(3) {
 					r := ReassignmentRequest{Topic: names[rng.IntN(len(names))], Partition: rng.Int32N(3), KeepReplicationFactor: rng.IntN(4) == 0}
@@ -509,6 +517,42 @@ func revive(t *testing.T, st *State) {
 		}
 		if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestPlanPreferredRebalanceBatchesAtMostTheCap: a check plans at most
+// MaxElectionsPerImbalance elections, says there are more, and the next
+// check plans the rest (at percentage 0: at 10 the 5 left of 1005 are
+// below it); then the imbalance is gone.
+func TestPlanPreferredRebalanceBatchesAtMostTheCap(t *testing.T) {
+	st := brokersState(t, "", "")
+	const n = MaxElectionsPerImbalance + 5
+	id := uuid.MustParse("00000000-0000-4000-8000-00000000ba1a")
+	recs := []Record{&TopicRecord{Name: "many", TopicID: id}}
+	for p := range n {
+		recs = append(recs, &PartitionRecord{TopicID: id, Partition: int32(p), Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2})
+	}
+	if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		elections int
+		more      bool
+	}{{MaxElectionsPerImbalance, true}, {5, false}, {0, false}} {
+		recs, more := st.PlanPreferredRebalance(0)
+		if len(recs) != want.elections || more != want.more {
+			t.Fatalf("check %d: %d elections, more %t; want %d, %t", i, len(recs), more, want.elections, want.more)
+		}
+		for _, r := range recs {
+			if pc := r.(*PartitionChangeRecord); pc.Leader == nil || *pc.Leader != 1 {
+				t.Fatalf("check %d: %+v, want broker 1 elected", i, pc)
+			}
+		}
+		if len(recs) > 0 {
+			if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

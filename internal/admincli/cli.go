@@ -122,7 +122,7 @@ func commandTable() map[string]command {
 	return map[string]command{
 		"topic":      {summary: "create, list, describe, configure, grow and delete topics", actions: topicActions()},
 		"group":      {summary: "list, describe (with lag), reset offsets of and delete consumer groups", actions: groupActions()},
-		"cluster":    {summary: "describe the cluster: id, controller, brokers", actions: clusterActions()},
+		"cluster":    {summary: "describe the cluster: id, controller, brokers; elect leaders", actions: clusterActions()},
 		"produce":    {summary: "produce records read from stdin (one per line, or JSON lines)", single: produceAction()},
 		"consume":    {summary: "consume records and print them (text, format string or JSON lines)", single: consumeAction()},
 		"completion": {summary: "print a shell completion script (bash, zsh or fish)", single: completionAction()},

@@ -3,6 +3,7 @@ package deliverycheck
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -34,15 +35,29 @@ func (s SendStatus) String() string {
 	return fmt.Sprintf("SendStatus(%d)", int8(s))
 }
 
+// MarshalText writes the status's name (the history's JSON).
+func (s SendStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText wrote.
+func (s *SendStatus) UnmarshalText(b []byte) error {
+	for _, c := range []SendStatus{SendOK, SendFailed, SendUnknown} {
+		if c.String() == string(b) {
+			*s = c
+			return nil
+		}
+	}
+	return fmt.Errorf("deliverycheck: unknown send status %q", b)
+}
+
 // Send is one produced value and its outcome. Values must be unique
 // across a history: the checker identifies records by value.
 type Send struct {
-	Value  string
-	Status SendStatus
+	Value  string     `json:"value"`
+	Status SendStatus `json:"status"`
 	// Partition and Offset are the acknowledgement, for SendOK only.
-	Partition int32
-	Offset    int64
-	Err       string // the client's error, for SendFailed and SendUnknown
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Err       string `json:"error,omitempty"` // the client's error, for SendFailed and SendUnknown
 }
 
 // Poll is one record a consumer read.
@@ -50,27 +65,32 @@ type Poll struct {
 	// Consumer names the reader; Generation is its assignment generation
 	// (bumped on every assignment change): offsets must rise within one
 	// (consumer, generation, partition).
-	Consumer   string
-	Generation int32
-	Partition  int32
-	Offset     int64
-	Value      string
+	Consumer   string `json:"consumer,omitempty"`
+	Generation int32  `json:"generation,omitempty"`
+	Partition  int32  `json:"partition"`
+	Offset     int64  `json:"offset"`
+	Value      string `json:"value"`
 }
 
 // History is what a run observed.
 type History struct {
-	Sends []Send
-	Polls []Poll
+	Sends []Send `json:"sends"`
+	Polls []Poll `json:"polls"`
 	// Final is the final full read (after the faults healed): each
 	// partition read from its log start to its end, in offset order.
 	// Final reads are checked as polls of consumer "final" too.
-	Final []Poll
+	Final []Poll `json:"final"`
 	// FinalEnds is the end offset each partition of the final read was
 	// read up to; a partition absent here had no final read.
-	FinalEnds map[int32]int64
+	FinalEnds map[int32]int64 `json:"final_ends"`
 	// Idempotent: the producer was idempotent, so a duplicate is a
 	// failure rather than a note.
-	Idempotent bool
+	Idempotent bool `json:"idempotent"`
+	// Checksummed: every value was made by [EncodeValue], so every value
+	// read must pass [VerifyValue] (else it is corrupt), and each
+	// producer's acknowledged records must keep its sequence order in
+	// each partition (else they are reordered).
+	Checksummed bool `json:"checksummed,omitempty"`
 }
 
 // Kind is an anomaly's kind.
@@ -86,16 +106,22 @@ const (
 	NonmonotonicPoll   Kind = "nonmonotonic-poll"
 	PollSkip           Kind = "poll-skip"
 	G1a                Kind = "G1a"
+	Corrupt            Kind = "corrupt"
+	Reordered          Kind = "reordered"
 )
+
+// Kinds lists every kind [Check] reports, in the order summaries print
+// them.
+var Kinds = []Kind{Lost, Unseen, Duplicate, InconsistentOffset, OffsetReused, NonmonotonicPoll, PollSkip, G1a, Corrupt, Reordered}
 
 // Anomaly is one finding.
 type Anomaly struct {
-	Kind      Kind
-	Partition int32
-	Offset    int64    // the offset concerned (for lost: the acknowledged one)
-	Values    []string // the value(s) concerned, sorted
-	Offsets   []int64  // for duplicates: every offset the value was seen at
-	Detail    string
+	Kind      Kind     `json:"kind"`
+	Partition int32    `json:"partition"`
+	Offset    int64    `json:"offset"`            // the offset concerned (for lost: the acknowledged one)
+	Values    []string `json:"values"`            // the value(s) concerned, sorted
+	Offsets   []int64  `json:"offsets,omitempty"` // for duplicates: every offset the value was seen at
+	Detail    string   `json:"detail,omitempty"`
 }
 
 func (a Anomaly) String() string {
@@ -111,10 +137,14 @@ func (a Anomaly) String() string {
 
 // Report is the verdict on a history.
 type Report struct {
-	Sends, Acked, Failed, Unknown int
-	Polls, FinalRead              int
+	Sends     int `json:"sends"`
+	Acked     int `json:"acked"`
+	Failed    int `json:"failed"`
+	Unknown   int `json:"unknown"`
+	Polls     int `json:"polls"`
+	FinalRead int `json:"final_read"`
 	// Anomalies, sorted by kind, partition, offset, values.
-	Anomalies  []Anomaly
+	Anomalies  []Anomaly `json:"anomalies"`
 	idempotent bool
 }
 
@@ -179,7 +209,7 @@ func (r *Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d sends (%d acked, %d failed, %d unknown), %d polls, %d in the final read",
 		r.Sends, r.Acked, r.Failed, r.Unknown, r.Polls, r.FinalRead)
-	for _, k := range []Kind{Lost, Unseen, Duplicate, InconsistentOffset, OffsetReused, NonmonotonicPoll, PollSkip, G1a} {
+	for _, k := range Kinds {
 		if c := r.Count(k); c > 0 {
 			fmt.Fprintf(&b, ", %s %d", k, c)
 		}
@@ -318,9 +348,87 @@ func Check(h History) *Report {
 				Detail: fmt.Sprintf("read by %s though its send failed", p.Consumer)})
 		}
 	}
+	if h.Checksummed {
+		r.checkChecksums(polls)
+		r.checkProducerOrder(h.Sends)
+	}
 	r.checkOrder(polls, at)
 	r.sortDedup()
 	return r
+}
+
+// checkChecksums reports each value read that fails [VerifyValue], once
+// per offset and value, naming every reader that saw it.
+func (r *Report) checkChecksums(polls []Poll) {
+	type bad struct {
+		k po
+		v string
+	}
+	readers := map[bad][]string{}
+	why := map[bad]error{}
+	var order []bad
+	for _, p := range polls {
+		err := VerifyValue(p.Value)
+		if err == nil {
+			continue
+		}
+		b := bad{po{p.Partition, p.Offset}, p.Value}
+		if _, ok := why[b]; !ok {
+			why[b] = err
+			order = append(order, b)
+		}
+		if rs := readers[b]; len(rs) == 0 || rs[len(rs)-1] != p.Consumer {
+			readers[b] = append(rs, p.Consumer)
+		}
+	}
+	for _, b := range order {
+		rs := readers[b]
+		sort.Strings(rs)
+		r.add(Anomaly{Kind: Corrupt, Partition: b.k.p, Offset: b.k.o, Values: []string{b.v},
+			Detail: fmt.Sprintf("%v; read by %s", why[b], strings.Join(slices.Compact(rs), ", "))})
+	}
+}
+
+// checkProducerOrder finds acknowledged records of one producer in one
+// partition whose offsets invert the order it sent them in (its
+// sequence): an idempotent producer's records keep their order in each
+// partition. Equal offsets are offset-reused, reported already.
+func (r *Report) checkProducerOrder(sends []Send) {
+	type pp struct {
+		producer string
+		p        int32
+	}
+	type sent struct {
+		seq, off int64
+		v        string
+	}
+	by := map[pp][]sent{}
+	for _, s := range sends {
+		if s.Status != SendOK {
+			continue
+		}
+		prod, seq, err := ParseValue(s.Value)
+		if err != nil {
+			continue
+		}
+		k := pp{prod, s.Partition}
+		by[k] = append(by[k], sent{seq, s.Offset, s.Value})
+	}
+	for k, l := range by {
+		sort.Slice(l, func(i, j int) bool { return l[i].seq < l[j].seq })
+		hi := l[0] // the highest offset so far, in sequence order
+		for _, s := range l[1:] {
+			if s.off < hi.off {
+				vs := []string{hi.v, s.v}
+				sort.Strings(vs)
+				r.add(Anomaly{Kind: Reordered, Partition: k.p, Offset: s.off, Values: vs,
+					Detail: fmt.Sprintf("producer %s: sequence %d acknowledged at offset %d, below sequence %d at %d",
+						k.producer, s.seq, s.off, hi.seq, hi.off)})
+				continue
+			}
+			hi = s
+		}
+	}
 }
 
 // checkOrder finds nonmonotonic polls and skips per (consumer,

@@ -1,10 +1,13 @@
 // Package deliverycheck judges a history of Kafka client operations
 // (sends and their outcomes, polls by consumers, a final full read) by
 // Kafka's system-test delivery rule and Jepsen's queue anomalies
-// (jepsen.tests.kafka), for the fault tests of replication (issue 14).
+// (jepsen.tests.kafka), for the fault tests of replication (issue 14) and
+// `strata loadgen verify` (issue 15).
 //
 // It owns the pure [Check] of a [History], a small franz-go driver that
-// builds one ([Recorder], [Produce], [FinalRead], [Consume]) and the rows
+// builds one ([Recorder], [Produce], [Consume] in a group,
+// [ConsumePartitions] without one, [FinalRead]), self-describing values
+// ([EncodeValue], [VerifyValue]: producer, sequence, CRC-32C) and the rows
 // of the fault matrix ([FaultResult]; bench/faults prints them). It does
 // not start brokers or inject faults (internal/netfault, the tests do).
 //
@@ -25,7 +28,13 @@
 //     it read before in the same assignment generation of a partition;
 //   - poll skip: a consumer jumping over an offset known to hold a value
 //     within one assignment generation;
-//   - G1a: a value whose send definitely failed ([SendFailed]) is read.
+//   - G1a: a value whose send definitely failed ([SendFailed]) is read;
+//   - corrupt: with [History.Checksummed], a value read that fails
+//     [VerifyValue] (the cluster changed its bytes; the same read shows
+//     as an inconsistent offset, and the original as lost);
+//   - reordered: with [History.Checksummed], two acknowledged records of
+//     one producer in one partition at offsets that invert the order it
+//     sent them in (an idempotent producer's order is kept per partition).
 //
 // Usage:
 //

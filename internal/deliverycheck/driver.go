@@ -27,6 +27,14 @@ func NewRecorder(idempotent bool) *Recorder {
 	return &Recorder{h: History{Idempotent: idempotent, FinalEnds: map[int32]int64{}}}
 }
 
+// SetChecksummed marks the history as made of self-describing values
+// ([ProduceOptions.Checksum]): [Check] verifies every value read.
+func (rc *Recorder) SetChecksummed() {
+	rc.mu.Lock()
+	rc.h.Checksummed = true
+	rc.mu.Unlock()
+}
+
 // Sent records the outcome of producing value (r and err as a franz-go
 // promise receives them).
 func (rc *Recorder) Sent(value string, r *kgo.Record, err error) {
@@ -93,6 +101,10 @@ type ProduceOptions struct {
 	Interval time.Duration
 	// Pad is appended to each value to make records bigger.
 	Pad string
+	// Checksum makes the values self-describing ([EncodeValue] with
+	// Prefix as the producer): readers verify them (set
+	// [History.Checksummed]).
+	Checksum bool
 }
 
 // ProduceStats are counts of a [Produce] run so far.
@@ -168,6 +180,9 @@ func Produce(ctx context.Context, cl *kgo.Client, topic string, rc *Recorder, o 
 				}
 			}
 			v := fmt.Sprintf("%s-%08d%s", o.Prefix, i, o.Pad)
+			if o.Checksum {
+				v = EncodeValue(o.Prefix, int64(i), o.Pad)
+			}
 			wg.Add(1)
 			p.sent.Add(1)
 			// The record's own context is not ctx: stopping the load must
@@ -294,6 +309,24 @@ func Consume(ctx context.Context, seeds []string, group, topic, name string, rc 
 		g := gen.Load()
 		fs.EachRecord(func(r *kgo.Record) { rc.Polled(name, g, r) })
 		cl.AllowRebalance()
+	}
+	return nil
+}
+
+// ConsumePartitions reads every partition of topic directly (no group:
+// the client assigns itself all of them, from the log start) as consumer
+// name through a new client seeded with seeds (opts added), recording
+// every record in generation 0, until ctx ends.
+func ConsumePartitions(ctx context.Context, seeds []string, topic, name string, rc *Recorder, opts ...kgo.Opt) error {
+	opts = append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { rc.Polled(name, 0, r) })
 	}
 	return nil
 }

@@ -33,7 +33,8 @@ func (r *FaultResult) Add(rep *Report) {
 	r.Lost += rep.Count(Lost)
 	r.Duplicates += rep.Count(Duplicate)
 	r.Inconsistent += rep.Count(InconsistentOffset)
-	r.Other += rep.Count(OffsetReused) + rep.Count(NonmonotonicPoll) + rep.Count(PollSkip) + rep.Count(G1a)
+	r.Other += rep.Count(OffsetReused) + rep.Count(NonmonotonicPoll) + rep.Count(PollSkip) + rep.Count(G1a) +
+		rep.Count(Corrupt) + rep.Count(Reordered)
 }
 
 // Merge adds o's counts and timings to r.
