@@ -62,6 +62,18 @@ func (c *testCluster) logDir(id int32, topic string, p int32) string {
 	return ""
 }
 
+// waitLogDir waits until broker id hosts topic-p and returns its log
+// directory.
+func (c *testCluster) waitLogDir(id int32, topic string, p int32) string {
+	c.t.Helper()
+	var dir string
+	testutil.Eventually(c.t, testWait, func() bool {
+		dir = c.logDir(id, topic, p)
+		return dir != ""
+	}, "broker %d hosts %s-%d", id, topic, p)
+	return dir
+}
+
 // waitLogGone waits until broker id no longer hosts topic-p and the log
 // directory dir (where it was) is gone (Kafka's StopReplica with delete).
 func (c *testCluster) waitLogGone(id int32, topic string, p int32, dir string) {
@@ -141,8 +153,7 @@ func TestReassignmentAPIs(t *testing.T) {
 		rf, _ := m.value("strata_partition_replicas", "topic", topic, "partition", "0")
 		return r == 1 && u == 0 && rf == 2
 	}, "leader 2 reports one reassigning partition of replication factor 2, not under-replicated")
-	testutil.Eventually(t, testWait, func() bool { return c.logDir(4, topic, 0) != "" }, "broker 4 opens its log")
-	dir4 := c.logDir(4, topic, 0)
+	dir4 := c.waitLogDir(4, topic, 0) // the adding replica opened its log
 
 	for _, tc := range []struct {
 		topic    string
@@ -200,7 +211,7 @@ func TestReassignmentAPIs(t *testing.T) {
 	// Healed, the reassignment completes: 4 catches up, joins the ISR,
 	// the removed leader 2 gives way to 4 (the first of [4 3] in the ISR).
 	nw.Heal()
-	dir2 := c.logDir(2, topic, 0)
+	dir2 := c.waitLogDir(2, topic, 0)
 	if err := reassign(t, adm, topic, 0, []int32{4, 3}); err != nil {
 		t.Fatalf("reassign to [4 3] again: %v", err)
 	}
@@ -244,7 +255,7 @@ func TestReassignmentUnderLoad(t *testing.T) {
 		{[]int32{2, 3, 4}, 1, 3},
 	} {
 		waitAcked(t, load, load.Stats().Acked+500)
-		dir := c.logDir(step.removed, topic, 0)
+		dir := c.waitLogDir(step.removed, topic, 0)
 		if err := reassign(t, adm, topic, 0, step.target); err != nil {
 			t.Fatalf("reassign to %v: %v", step.target, err)
 		}
@@ -270,7 +281,7 @@ func TestReassignmentAwayFromStoppedBroker(t *testing.T) {
 	const topic = "reassign-away"
 	createAssigned(t, c.client(), topic, nil, []int32{3, 2})
 	c.waitFullISR(topic, 0)
-	dir := c.logDir(2, topic, 0)
+	dir := c.waitLogDir(2, topic, 0)
 	c.stop(2)
 	if err := reassign(t, kadm.NewClient(c.client()), topic, 0, []int32{3, 1}); err != nil {
 		t.Fatalf("reassign to [3 1]: %v", err)
