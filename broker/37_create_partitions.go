@@ -4,8 +4,8 @@ package broker
 //
 // Behaviour: each topic grows to Count partitions through the controller
 // (metadata.PlanCreatePartitions: placement as for new topics, the
-// replication factor of the first partition not being reassigned, or the given Assignment, one replica
-// list per new partition). Errors per topic, with a message:
+// replication factor of the first partition not being reassigned, or the
+// given Assignment, one replica list per new partition). Errors per topic, with a message:
 // INVALID_PARTITIONS (Count not above the current count),
 // UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (topic repeated),
 // INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
