@@ -338,3 +338,46 @@ func TestKcatMetadataShowsReassignedReplicas(t *testing.T) {
 		t.Fatalf("%v\n%s", err, last)
 	}
 }
+
+// TestReassignmentOfATieredTopicRebuildsFromTheTier: the reassigned
+// replica of a tiered topic copies only local data. The leader's local
+// retention has deleted what the tier holds, so the empty adding replica 4
+// is told OFFSET_MOVED_TO_TIERED_STORAGE, rebuilds from the tier and
+// catches up; the reassignment completes, the removed replica 3 deletes
+// its log, the remote segments are untouched and everything reads back
+// from offset 0.
+func TestReassignmentOfATieredTopicRebuildsFromTheTier(t *testing.T) {
+	settings, _ := tierClusterSettings(t, nil)
+	c := startCluster(t, 4, settings)
+	const topic, total = "reassign-tier", 600
+	c.createAssigned(topic, tierTopicConfigs(), []int32{2, 3})
+	cl := c.client()
+	produceTier(t, cl, topic, 0, total)
+	lp := c.node(2).partition(topic, 0)
+	rollPartition(t, c.node(2), topic, 0)
+	c.waitRemoteEnd(topic, 0, total-1)
+	testutil.Eventually(t, testWait, func() bool { return lp.log.LocalLogStartOffset() > 0 }, "the leader's local retention past 0")
+	remote := len(c.remoteSegmentsAll(topic, 0))
+	dir3 := c.waitLogDir(3, topic, 0)
+
+	if err := reassign(t, kadm.NewClient(cl), topic, 0, []int32{2, 4}); err != nil {
+		t.Fatalf("reassign to [2 4]: %v", err)
+	}
+	st := c.waitPartition(topic, 0, "reassignment to [2 4] complete", func(st metadata.PartitionInfo) bool {
+		return slices.Equal(st.Replicas, []int32{2, 4}) && !st.Reassigning()
+	})
+	if st.Leader != 2 || !slices.Contains(st.ISR, 4) {
+		t.Fatalf("after the reassignment: %+v, want leader 2 and 4 in the ISR", st)
+	}
+	if c.node(4).tier.rebuilds.Load() == 0 {
+		t.Fatal("replica 4 caught up without rebuilding from the tier")
+	}
+	if fp := c.node(4).partition(topic, 0); fp == nil || fp.log.LogEndOffset() != total || fp.log.LocalLogStartOffset() == 0 {
+		t.Fatalf("replica 4 holds %v, want a local log ending at %d above a local start past 0", fp, total)
+	}
+	c.waitLogGone(3, topic, 0, dir3)
+	if n := len(c.remoteSegmentsAll(topic, 0)); n != remote {
+		t.Fatalf("%d remote segments after the reassignment, %d before", n, remote)
+	}
+	consumeTier(t, c.client(), topic, total)
+}
