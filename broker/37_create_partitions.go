@@ -4,11 +4,13 @@ package broker
 //
 // Behaviour: each topic grows to Count partitions through the controller
 // (metadata.PlanCreatePartitions: placement as for new topics, the
-// replication factor of partition 0, or the given Assignment, one replica
-// list per new partition). Errors per topic, with a message:
+// replication factor of the first partition not being reassigned, or the
+// given Assignment, one replica list per new partition). Errors per topic, with a message:
 // INVALID_PARTITIONS (Count not above the current count),
 // UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (topic repeated),
-// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT; POLICY_VIOLATION
+// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
+// REASSIGNMENT_IN_PROGRESS (every partition is being reassigned: no
+// replication factor to take, as Kafka); POLICY_VIOLATION
 // for topics that would take the request past 10000 new partitions (Kafka's
 // per-operation record cap) or past this broker's open-file budget
 // (fdbudget.go; nothing is created). ValidateOnly

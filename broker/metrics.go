@@ -365,6 +365,7 @@ type nodeCollector struct {
 	dirFree, dirMinFree, dirFull, dirOffline                                                 *prometheus.Desc
 	reqMemUsed, reqMemWaiting                                                                *prometheus.Desc
 	underReplicated, underMinISR, atMinISR, isrSize, replicas, offlinePartitions             *prometheus.Desc
+	reassigning                                                                              *prometheus.Desc
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -410,6 +411,7 @@ func newNodeCollector(n *Node) *nodeCollector {
 		reqMemUsed:        d("broker", "request_memory_used_bytes", "Bytes of requests being read or handled, all client listeners together (bound: queued.max.request.bytes; Kafka's MemoryPoolUsed)."),
 		reqMemWaiting:     d("broker", "request_memory_waiting_readers", "Connections waiting, without reading, for queued.max.request.bytes to have room for their next request."),
 		underReplicated:   d("broker", "under_replicated_partitions", "Partitions this broker leads whose ISR is smaller than their replica set (Kafka's UnderReplicatedPartitions)."),
+		reassigning:       d("broker", "reassigning_partitions", "Partitions this broker leads with a reassignment in progress (Kafka's ReassigningPartitions)."),
 		underMinISR:       d("broker", "under_min_isr_partitions", "Partitions this broker leads whose ISR is below min(min.insync.replicas, replication factor): acks=all produce is refused and the HW stands still (Kafka's UnderMinIsrPartitionCount)."),
 		atMinISR:          d("broker", "at_min_isr_partitions", "Partitions this broker leads whose ISR is exactly min(min.insync.replicas, replication factor): one more loss stops acks=all (Kafka's AtMinIsrPartitionCount)."),
 		isrSize:           d("partition", "isr_size", "ISR size of a partition this broker leads, as committed in the metadata (Kafka's InSyncReplicasCount).", tp...),
@@ -424,7 +426,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds,
 		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty,
 		c.rolls, c.flushes, c.flushSeconds, c.dirFree, c.dirMinFree, c.dirFull, c.dirOffline,
-		c.reqMemUsed, c.reqMemWaiting, c.underReplicated, c.underMinISR, c.atMinISR, c.isrSize, c.replicas} {
+		c.reqMemUsed, c.reqMemWaiting, c.underReplicated, c.underMinISR, c.atMinISR, c.isrSize, c.replicas, c.reassigning} {
 		ch <- d
 	}
 	if c.n.ctl != nil {
@@ -570,7 +572,7 @@ func topicMinISR(cfgs map[string]string, def int32) int {
 func (c *nodeCollector) collectReplication(parts []*partition, gauge func(*prometheus.Desc, float64, ...string)) {
 	n := c.n
 	var counts replicationCounts
-	offline := 0
+	offline, reassigning := 0, 0
 	n.view(func(st *metadata.State) {
 		for _, p := range parts {
 			if !p.leader.Load() {
@@ -580,10 +582,17 @@ func (c *nodeCollector) collectReplication(parts []*partition, gauge func(*prome
 			if !ok || info.Leader != n.cfg.NodeID {
 				continue
 			}
-			counts.add(len(info.ISR), len(info.Replicas), topicMinISR(n.topicCfgs[p.topic], n.cfg.MinInsyncReplicas))
+			// During a reassignment the replication factor is the
+			// original replicas' (Kafka's OngoingReassignmentState):
+			// adding replicas still catching up are not missing ones.
+			rf := len(info.Replicas) - len(info.AddingReplicas)
+			if info.Reassigning() {
+				reassigning++
+			}
+			counts.add(len(info.ISR), rf, topicMinISR(n.topicCfgs[p.topic], n.cfg.MinInsyncReplicas))
 			tp := []string{p.topic, strconv.Itoa(int(p.index))}
 			gauge(c.isrSize, float64(len(info.ISR)), tp...)
-			gauge(c.replicas, float64(len(info.Replicas)), tp...)
+			gauge(c.replicas, float64(rf), tp...)
 		}
 		if n.ctl != nil && n.ctl.IsLeader() {
 			for _, t := range st.Topics() {
@@ -596,6 +605,7 @@ func (c *nodeCollector) collectReplication(parts []*partition, gauge func(*prome
 		}
 	})
 	gauge(c.underReplicated, float64(counts.underReplicated))
+	gauge(c.reassigning, float64(reassigning))
 	gauge(c.underMinISR, float64(counts.underMinISR))
 	gauge(c.atMinISR, float64(counts.atMinISR))
 	if n.ctl != nil {

@@ -120,6 +120,8 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			42: {0, kmsg.NewPtrDeleteGroupsRequest().MaxVersion()},
 			43: {0, kmsg.NewPtrElectLeadersRequest().MaxVersion()},
 			44: {0, kmsg.NewPtrIncrementalAlterConfigsRequest().MaxVersion()},
+			45: {0, kmsg.NewPtrAlterPartitionAssignmentsRequest().MaxVersion()},
+			46: {0, kmsg.NewPtrListPartitionReassignmentsRequest().MaxVersion()},
 			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},
 			75: {0, 0},

@@ -648,16 +648,19 @@ func (f *fetcher) current(st *followState, gen uint64) bool {
 
 // process applies one Fetch response.
 func (f *fetcher) process(sent map[tpKey]sentPart, resp *kmsg.FetchResponse) {
-	names := map[uuid.UUID]string{}
-	for _, s := range sent {
-		names[s.st.topicID] = s.st.p.topic
-	}
 	type later struct {
 		s  sentPart
 		rp kmsg.FetchResponseTopicPartition
 	}
 	var outOfRange, tiered, epochQuery []later
 	f.mu.Lock()
+	// Under f.mu: add rewrites st.topicID when it restarts a partition in
+	// a new epoch (a reassignment's completion bumps it under a leader
+	// that stays).
+	names := map[uuid.UUID]string{}
+	for _, s := range sent {
+		names[s.st.topicID] = s.st.p.topic
+	}
 	for _, t := range resp.Topics {
 		name := t.Topic
 		if name == "" {

@@ -33,16 +33,18 @@ import (
 // wire.go). They are the wire format: a number is never changed or reused,
 // and a new RPC takes the next one.
 const (
-	methodRegisterBroker      byte = 1  // [Service.RegisterBroker]
-	methodBrokerHeartbeat     byte = 2  // [Service.BrokerHeartbeat]
-	methodCreateTopics        byte = 3  // [Service.CreateTopics]
-	methodDeleteTopics        byte = 4  // [Service.DeleteTopics]
-	methodCreatePartitions    byte = 5  // [Service.CreatePartitions]
-	methodAlterConfigs        byte = 6  // [Service.AlterConfigs]
-	methodAlterPartition      byte = 7  // [Service.AlterPartition]
-	methodCommitRemoteSegment byte = 8  // [Service.CommitRemoteSegment]
-	methodWatch               byte = 9  // [Service.Watch]: a stream, not in the table
-	methodElectLeaders        byte = 10 // [Service.ElectLeaders]
+	methodRegisterBroker              byte = 1  // [Service.RegisterBroker]
+	methodBrokerHeartbeat             byte = 2  // [Service.BrokerHeartbeat]
+	methodCreateTopics                byte = 3  // [Service.CreateTopics]
+	methodDeleteTopics                byte = 4  // [Service.DeleteTopics]
+	methodCreatePartitions            byte = 5  // [Service.CreatePartitions]
+	methodAlterConfigs                byte = 6  // [Service.AlterConfigs]
+	methodAlterPartition              byte = 7  // [Service.AlterPartition]
+	methodCommitRemoteSegment         byte = 8  // [Service.CommitRemoteSegment]
+	methodWatch                       byte = 9  // [Service.Watch]: a stream, not in the table
+	methodElectLeaders                byte = 10 // [Service.ElectLeaders]
+	methodAlterPartitionReassignments byte = 11 // [Service.AlterPartitionReassignments]
+	methodListPartitionReassignments  byte = 12 // [Service.ListPartitionReassignments]
 )
 
 // Service is the API brokers use, implemented in-process by [*Controller]
@@ -59,6 +61,8 @@ type Service interface {
 	AlterPartition(ctx context.Context, req metadata.AlterPartitionRequest) (metadata.AlterPartitionResult, error)
 	CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error
 	ElectLeaders(ctx context.Context, req metadata.ElectLeadersRequest) ([]metadata.ElectLeadersResult, error)
+	AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error)
+	ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error)
 	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
 }
 
@@ -342,4 +346,43 @@ func (c *Controller) ElectLeaders(ctx context.Context, req metadata.ElectLeaders
 // ElectLeaders implements [Service].
 func (c *Client) ElectLeaders(ctx context.Context, req metadata.ElectLeadersRequest) ([]metadata.ElectLeadersResult, error) {
 	return rpcElectLeaders.remote(ctx, c, req)
+}
+
+var rpcAlterPartitionReassignments = register(&rpc[[]metadata.ReassignmentRequest, []metadata.ReassignmentResult, []reassignmentResultW]{
+	method: methodAlterPartitionReassignments, name: "AlterPartitionReassignments",
+	plan: func(_ *Controller, st *metadata.State, reqs []metadata.ReassignmentRequest) ([]metadata.Record, []metadata.ReassignmentResult, error) {
+		recs, res := st.PlanReassignments(reqs)
+		return recs, res, nil
+	},
+	toWire: reassignmentsToW, fromWire: reassignmentsFromW,
+})
+
+// AlterPartitionReassignments starts, replaces or (Replicas nil) cancels
+// partition reassignments (KIP-455); per-partition errors are in the
+// results (metadata.State.PlanReassignments).
+func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error) {
+	return rpcAlterPartitionReassignments.local(ctx, c, reqs, false)
+}
+
+// AlterPartitionReassignments implements [Service].
+func (c *Client) AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error) {
+	return rpcAlterPartitionReassignments.remote(ctx, c, reqs)
+}
+
+var rpcListPartitionReassignments = register(&rpc[metadata.ListReassignmentsRequest, []metadata.OngoingReassignment, []metadata.OngoingReassignment]{
+	method: methodListPartitionReassignments, name: "ListPartitionReassignments",
+	plan: func(_ *Controller, st *metadata.State, req metadata.ListReassignmentsRequest) ([]metadata.Record, []metadata.OngoingReassignment, error) {
+		return nil, st.ListReassignments(req), nil
+	},
+})
+
+// ListPartitionReassignments lists the reassignments in progress, as the
+// controller leader's image has them.
+func (c *Controller) ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error) {
+	return rpcListPartitionReassignments.local(ctx, c, req, false)
+}
+
+// ListPartitionReassignments implements [Service].
+func (c *Client) ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error) {
+	return rpcListPartitionReassignments.remote(ctx, c, req)
 }

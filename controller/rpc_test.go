@@ -20,28 +20,32 @@ import (
 // number never changes and is never reused.
 func TestRPCMethodNumbersArePinned(t *testing.T) {
 	want := map[string]byte{
-		"RegisterBroker":      1,
-		"BrokerHeartbeat":     2,
-		"CreateTopics":        3,
-		"DeleteTopics":        4,
-		"CreatePartitions":    5,
-		"AlterConfigs":        6,
-		"AlterPartition":      7,
-		"CommitRemoteSegment": 8,
-		"Watch":               9,
-		"ElectLeaders":        10,
+		"RegisterBroker":              1,
+		"BrokerHeartbeat":             2,
+		"CreateTopics":                3,
+		"DeleteTopics":                4,
+		"CreatePartitions":            5,
+		"AlterConfigs":                6,
+		"AlterPartition":              7,
+		"CommitRemoteSegment":         8,
+		"Watch":                       9,
+		"ElectLeaders":                10,
+		"AlterPartitionReassignments": 11,
+		"ListPartitionReassignments":  12,
 	}
 	got := map[string]byte{
-		"RegisterBroker":      methodRegisterBroker,
-		"BrokerHeartbeat":     methodBrokerHeartbeat,
-		"CreateTopics":        methodCreateTopics,
-		"DeleteTopics":        methodDeleteTopics,
-		"CreatePartitions":    methodCreatePartitions,
-		"AlterConfigs":        methodAlterConfigs,
-		"AlterPartition":      methodAlterPartition,
-		"CommitRemoteSegment": methodCommitRemoteSegment,
-		"Watch":               methodWatch,
-		"ElectLeaders":        methodElectLeaders,
+		"RegisterBroker":              methodRegisterBroker,
+		"BrokerHeartbeat":             methodBrokerHeartbeat,
+		"CreateTopics":                methodCreateTopics,
+		"DeleteTopics":                methodDeleteTopics,
+		"CreatePartitions":            methodCreatePartitions,
+		"AlterConfigs":                methodAlterConfigs,
+		"AlterPartition":              methodAlterPartition,
+		"CommitRemoteSegment":         methodCommitRemoteSegment,
+		"Watch":                       methodWatch,
+		"ElectLeaders":                methodElectLeaders,
+		"AlterPartitionReassignments": methodAlterPartitionReassignments,
+		"ListPartitionReassignments":  methodListPartitionReassignments,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("method numbers changed:\n got %v\nwant %v", got, want)
@@ -297,6 +301,29 @@ func rpcGoldens() []rpcGolden {
 			request:  `{"Type":0,"Topics":null}`,
 			response: `{"body":[{"topic":"t","partitions":[]}]}`,
 			want:     []metadata.ElectLeadersResult{{Topic: "t", Partitions: []metadata.ElectLeadersPartitionResult{}}},
+		},
+		{
+			// A reassignment and a cancel (null replicas).
+			name: "AlterPartitionReassignments",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.AlterPartitionReassignments(ctx, []metadata.ReassignmentRequest{{Topic: "t", Partition: 0, Replicas: []int32{2, 3}}, {Topic: "t", Partition: 1}})
+			},
+			method:   11,
+			request:  `[{"Topic":"t","Partition":0,"Replicas":[2,3]},{"Topic":"t","Partition":1,"Replicas":null}]`,
+			response: `{"body":[{"topic":"t","partition":0},{"topic":"t","partition":1,"err":{"code":85,"msg":"none"}}]}`,
+			want: []metadata.ReassignmentResult{{Topic: "t", Partition: 0},
+				{Topic: "t", Partition: 1, Err: &RemoteError{Code: 85, Msg: "none"}}},
+		},
+		{
+			name: "ListPartitionReassignments",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.ListPartitionReassignments(ctx, metadata.ListReassignmentsRequest{Topics: []metadata.ListReassignmentsTopic{{Name: "t", Partitions: []int32{0}}}})
+			},
+			method:   12,
+			request:  `{"Topics":[{"Name":"t","Partitions":[0]}]}`,
+			response: `{"body":[{"Topic":"t","Partition":0,"Replicas":[2,3,1],"AddingReplicas":[2],"RemovingReplicas":[1]}]}`,
+			want: []metadata.OngoingReassignment{{Topic: "t", Partition: 0, Replicas: []int32{2, 3, 1},
+				AddingReplicas: []int32{2}, RemovingReplicas: []int32{1}}},
 		},
 	}
 }

@@ -175,6 +175,20 @@ func electLeadersToW(rs []metadata.ElectLeadersResult) []electLeadersResultW {
 	return out
 }
 
+type reassignmentResultW struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Err       *wireErr `json:"err,omitempty"`
+}
+
+func reassignmentsToW(rs []metadata.ReassignmentResult) []reassignmentResultW {
+	out := make([]reassignmentResultW, len(rs))
+	for i, r := range rs {
+		out[i] = reassignmentResultW{r.Topic, r.Partition, toWireErr(r.Err)}
+	}
+	return out
+}
+
 func electLeadersFromW(rs []electLeadersResultW) []metadata.ElectLeadersResult {
 	out := make([]metadata.ElectLeadersResult, len(rs))
 	for i, r := range rs {
@@ -183,6 +197,14 @@ func electLeadersFromW(rs []electLeadersResultW) []metadata.ElectLeadersResult {
 			ps[j] = metadata.ElectLeadersPartitionResult{Partition: p.Partition, Err: fromWireErr(p.Err)}
 		}
 		out[i] = metadata.ElectLeadersResult{Topic: r.Topic, Partitions: ps}
+	}
+	return out
+}
+
+func reassignmentsFromW(rs []reassignmentResultW) []metadata.ReassignmentResult {
+	out := make([]metadata.ReassignmentResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.ReassignmentResult{Topic: r.Topic, Partition: r.Partition, Err: fromWireErr(r.Err)}
 	}
 	return out
 }

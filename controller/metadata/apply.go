@@ -201,6 +201,9 @@ func (s *State) applyPartition(r *PartitionRecord) error {
 	if err := checkELR(r.Replicas, r.ISR, r.ELR, r.LastKnownELR, r.LeaderRecoveryState); err != nil {
 		return inconsistent("topic %q partition %d: %v", t.name, r.Partition, err)
 	}
+	if err := checkReassignment(r.Replicas, r.AddingReplicas, r.RemovingReplicas); err != nil {
+		return inconsistent("topic %q partition %d: %v", t.name, r.Partition, err)
+	}
 	t.partitions = append(t.partitions, &PartitionInfo{
 		TopicID:             r.TopicID,
 		Partition:           r.Partition,
@@ -212,7 +215,28 @@ func (s *State) applyPartition(r *PartitionRecord) error {
 		ELR:                 nilIfEmpty(slices.Clone(r.ELR)),
 		LastKnownELR:        nilIfEmpty(slices.Clone(r.LastKnownELR)),
 		LeaderRecoveryState: r.LeaderRecoveryState,
+		AddingReplicas:      nilIfEmpty(slices.Clone(r.AddingReplicas)),
+		RemovingReplicas:    nilIfEmpty(slices.Clone(r.RemovingReplicas)),
 	})
+	return nil
+}
+
+// checkReassignment validates KIP-455's adding and removing replicas:
+// disjoint replicas without repeats, and not every replica removed.
+func checkReassignment(replicas, adding, removing []int32) error {
+	for i, r := range adding {
+		if !slices.Contains(replicas, r) || slices.Contains(adding[:i], r) || slices.Contains(removing, r) {
+			return fmt.Errorf("adding replica %d is not a replica, repeated, or also removing", r)
+		}
+	}
+	for i, r := range removing {
+		if !slices.Contains(replicas, r) || slices.Contains(removing[:i], r) {
+			return fmt.Errorf("removing replica %d is not a replica, or repeated", r)
+		}
+	}
+	if len(removing) > 0 && len(removing) >= len(replicas) {
+		return fmt.Errorf("every replica of %v is removing", replicas)
+	}
 	return nil
 }
 
@@ -276,6 +300,16 @@ func (s *State) applyPartitionChange(r *PartitionChangeRecord) error {
 	if r.LeaderRecoveryState != nil {
 		lrs = *r.LeaderRecoveryState
 	}
+	adding, removing := p.AddingReplicas, p.RemovingReplicas
+	if r.AddingReplicas != nil {
+		adding = r.AddingReplicas
+	}
+	if r.RemovingReplicas != nil {
+		removing = r.RemovingReplicas
+	}
+	if err := checkReassignment(replicas, adding, removing); err != nil {
+		return inconsistent("partition %s/%d: %v", r.TopicID, r.Partition, err)
+	}
 	if err := checkAssignment(replicas, isr, leader); err != nil {
 		return inconsistent("partition %s/%d: %v", r.TopicID, r.Partition, err)
 	}
@@ -287,6 +321,8 @@ func (s *State) applyPartitionChange(r *PartitionChangeRecord) error {
 	p.ELR = nilIfEmpty(slices.Clone(elr))
 	p.LastKnownELR = nilIfEmpty(slices.Clone(lastKnown))
 	p.LeaderRecoveryState = lrs
+	p.AddingReplicas = nilIfEmpty(slices.Clone(adding))
+	p.RemovingReplicas = nilIfEmpty(slices.Clone(removing))
 	if r.Leader != nil {
 		p.Leader = leader
 		p.LeaderEpoch++

@@ -24,8 +24,8 @@ package metadata
 // trailing bytes are corruption. Raft already checksums its entries, so
 // records carry no CRC of their own.
 //
-// Format migration: PartitionRecord, PartitionChangeRecord and
-// RemoteSegmentRecord are at version 1, every other record type at
+// Format migration: PartitionRecord and PartitionChangeRecord are at
+// version 2, RemoteSegmentRecord at version 1, every other record type at
 // version 0.
 //
 //	PartitionRecord v1        adds elr []i32, lastKnownELR []i32,
@@ -33,8 +33,13 @@ package metadata
 //	PartitionChangeRecord v1  adds elr *[]i32, lastKnownELR *[]i32,
 //	                          leaderRecoveryState *u8 after replicas
 //	RemoteSegmentRecord v1    adds writerLeaderEpoch i32 after eventTimestamp
+//	PartitionRecord v2        adds addingReplicas []i32, removingReplicas
+//	                          []i32 after leaderRecoveryState (KIP-455)
+//	PartitionChangeRecord v2  adds addingReplicas *[]i32, removingReplicas
+//	                          *[]i32 after leaderRecoveryState
 //
-// Version 0 records decode with those fields empty (nil),
+// Older records decode with the fields they lack empty (nil: no
+// reassignment in progress, unchanged for a change),
 // LeaderRecovered (unchanged, for a change) and, for a remote segment,
 // writerLeaderEpoch UnknownLeaderEpoch (not fenced: written before fencing). A new field is added
 // by bumping that record's version constant in records.go, writing the field
@@ -106,6 +111,8 @@ func AppendRecord(b []byte, r Record) []byte {
 		e.i32s(r.ELR)
 		e.i32s(r.LastKnownELR)
 		e.u8(uint8(r.LeaderRecoveryState))
+		e.i32s(r.AddingReplicas)
+		e.i32s(r.RemovingReplicas)
 	case *PartitionChangeRecord:
 		e.uuid(r.TopicID)
 		e.i32(r.Partition)
@@ -125,6 +132,8 @@ func AppendRecord(b []byte, r Record) []byte {
 			e.bool(true)
 			e.u8(uint8(*r.LeaderRecoveryState))
 		}
+		e.optI32s(r.AddingReplicas)
+		e.optI32s(r.RemovingReplicas)
 	case *ConfigRecord:
 		e.u8(uint8(r.ResourceType))
 		e.str(r.ResourceName)
@@ -231,6 +240,10 @@ func Decode(b []byte) (Record, error) {
 			x.LastKnownELR = nilIfEmpty(d.i32s())
 			x.LeaderRecoveryState = int8(d.u8())
 		}
+		if v >= 2 {
+			x.AddingReplicas = nilIfEmpty(d.i32s())
+			x.RemovingReplicas = nilIfEmpty(d.i32s())
+		}
 		r = x
 	case TypePartitionChange:
 		if v > versionPartitionChange {
@@ -250,6 +263,10 @@ func Decode(b []byte) (Record, error) {
 				lrs := int8(d.u8())
 				x.LeaderRecoveryState = &lrs
 			}
+		}
+		if v >= 2 {
+			x.AddingReplicas = d.optI32s()
+			x.RemovingReplicas = d.optI32s()
 		}
 		r = x
 	case TypeConfig:

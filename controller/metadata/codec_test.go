@@ -38,6 +38,10 @@ func sampleRecords() []Record {
 			ELR: []int32{2}, LastKnownELR: []int32{3}, LeaderRecoveryState: LeaderRecovering},
 		&PartitionChangeRecord{TopicID: id, Partition: 3, ELR: []int32{}, LastKnownELR: []int32{2, 3}, LeaderRecoveryState: ptr(LeaderRecovered)},
 		&PartitionChangeRecord{TopicID: id, Partition: 3, ELR: []int32{1}, LeaderRecoveryState: ptr(LeaderRecovering)},
+		&PartitionRecord{TopicID: id, Partition: 6, Replicas: []int32{4, 1, 2}, ISR: []int32{1, 2}, Leader: 1,
+			AddingReplicas: []int32{4}, RemovingReplicas: []int32{2}},
+		&PartitionChangeRecord{TopicID: id, Partition: 6, Replicas: []int32{4, 1, 2}, AddingReplicas: []int32{4}, RemovingReplicas: []int32{2}},
+		&PartitionChangeRecord{TopicID: id, Partition: 6, AddingReplicas: []int32{}, RemovingReplicas: []int32{}},
 		&ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders.v1", Name: "cleanup.policy", Value: &val},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "", Name: "log.retention.ms"},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "12", Name: "x", Value: &empty},
@@ -185,8 +189,25 @@ func TestRecordDecodesVersion0PartitionRecords(t *testing.T) {
 	if _, err := Decode(v1); !errors.Is(err, ErrCorruptRecord) {
 		t.Fatalf("v1 body as v0: %v", err)
 	}
+	// PartitionRecord v1 (before KIP-455) decodes with no reassignment.
+	v1p := Encode(&PartitionRecord{TopicID: id, Partition: 2, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 4, ELR: []int32{2}})
+	v1p = v1p[:len(v1p)-2] // the two empty v2 slices
+	v1p[1] = 1
+	got, err = Decode(v1p)
+	want.ELR, want.LastKnownELR = []int32{2}, nil
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("v1 PartitionRecord: %#v, %v", got, err)
+	}
+	// PartitionChangeRecord v1 likewise: adding and removing unchanged.
+	v1c := Encode(&PartitionChangeRecord{TopicID: id, Partition: 2, ISR: []int32{2}})
+	v1c = v1c[:len(v1c)-2] // the two absent v2 slices
+	v1c[1] = 1
+	got, err = Decode(v1c)
+	if err != nil || !reflect.DeepEqual(got, &PartitionChangeRecord{TopicID: id, Partition: 2, ISR: []int32{2}}) {
+		t.Fatalf("v1 PartitionChangeRecord: %#v, %v", got, err)
+	}
 	bad := Encode(&PartitionRecord{TopicID: id, Replicas: []int32{1}})
-	bad[len(bad)-1] = 7
+	bad[len(bad)-3] = 7 // the recovery state, before the two empty v2 slices
 	if _, err := Decode(bad); !errors.Is(err, ErrCorruptRecord) {
 		t.Fatalf("recovery state 7: %v", err)
 	}

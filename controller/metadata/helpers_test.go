@@ -112,6 +112,12 @@ func (h *harness) format(r Record) string {
 		if r.LeaderRecoveryState != nil {
 			s += " recovery=" + recoveryName(*r.LeaderRecoveryState)
 		}
+		if r.AddingReplicas != nil {
+			s += " adding=" + ints(r.AddingReplicas)
+		}
+		if r.RemovingReplicas != nil {
+			s += " removing=" + ints(r.RemovingReplicas)
+		}
 		return s
 	case *ConfigRecord:
 		if r.Value == nil {
@@ -201,6 +207,9 @@ func (h *harness) show() string {
 			}
 			if p.LeaderRecoveryState != LeaderRecovered {
 				fmt.Fprintf(&b, " %s", recoveryName(p.LeaderRecoveryState))
+			}
+			if p.Reassigning() {
+				fmt.Fprintf(&b, " adding=%s removing=%s", ints(p.AddingReplicas), ints(p.RemovingReplicas))
 			}
 			b.WriteString("\n")
 		}
@@ -518,6 +527,60 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			fmt.Fprintf(&out, " %s", recoveryName(res.LeaderRecoveryState))
 		}
 		fmt.Fprintln(&out)
+	case "reassign":
+		// reassign topic=t [p=0] replicas=(2,3,4) | cancel; more
+		// partitions as input lines "topic p r1 r2 ..." or "topic p cancel".
+		var reqs []ReassignmentRequest
+		if td.HasArg("topic") {
+			req := ReassignmentRequest{Topic: argStr(t, td, "topic", ""), Partition: int32(argInt(t, td, "p", 0)),
+				KeepReplicationFactor: td.HasArg("keep-rf")}
+			if !td.HasArg("cancel") {
+				req.Replicas = argInts(t, td, "replicas")
+				if req.Replicas == nil {
+					req.Replicas = []int32{}
+				}
+			}
+			reqs = append(reqs, req)
+		}
+		for _, line := range strings.Split(td.Input, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			pn, _ := strconv.Atoi(f[1])
+			req := ReassignmentRequest{Topic: f[0], Partition: int32(pn)}
+			if len(f) < 3 || f[2] != "cancel" {
+				req.Replicas = []int32{}
+				for _, v := range f[2:] {
+					n, _ := strconv.Atoi(v)
+					req.Replicas = append(req.Replicas, int32(n))
+				}
+			}
+			reqs = append(reqs, req)
+		}
+		recs, res := h.st.PlanReassignments(reqs)
+		h.apply(t, &out, recs)
+		for _, r := range res {
+			fmt.Fprintf(&out, "%s-%d: %s\n", r.Topic, r.Partition, h.errLine(r.Err))
+		}
+	case "list-reassignments":
+		var req ListReassignmentsRequest
+		for _, line := range strings.Split(td.Input, "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				continue
+			}
+			lt := ListReassignmentsTopic{Name: f[0]}
+			for _, v := range f[1:] {
+				n, _ := strconv.Atoi(v)
+				lt.Partitions = append(lt.Partitions, int32(n))
+			}
+			req.Topics = append(req.Topics, lt)
+		}
+		for _, o := range h.st.ListReassignments(req) {
+			fmt.Fprintf(&out, "%s-%d replicas=%s adding=%s removing=%s\n", o.Topic, o.Partition, ints(o.Replicas), ints(o.AddingReplicas), ints(o.RemovingReplicas))
+		}
+		fmt.Fprintln(&out, "ok")
 	case "elect-leaders":
 		// elect-leaders type=preferred|unclean, one "topic p..." line per
 		// topic (none: every partition, Kafka's null topics; a line

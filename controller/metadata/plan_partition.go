@@ -149,6 +149,30 @@ func (s *State) PlanAlterPartition(req AlterPartitionRequest) ([]Record, AlterPa
 		uncleanShutdown: NoLeader,
 		recovered:       req.LeaderRecoveryState == LeaderRecovered,
 	})
+	if p.Reassigning() {
+		// KIP-455: an ISR change may complete the reassignment.
+		next := copyPartition(*p)
+		next.ISR = isr
+		if r := res.rec; r != nil {
+			if r.ELR != nil {
+				next.ELR = r.ELR
+			}
+			if r.LastKnownELR != nil {
+				next.LastKnownELR = r.LastKnownELR
+			}
+			if r.LeaderRecoveryState != nil {
+				next.LeaderRecoveryState = *r.LeaderRecoveryState
+			}
+		}
+		if done := s.completeReassignment(p, &next); done != nil {
+			out := current
+			out.Leader, out.LeaderEpoch = *done.Leader, p.LeaderEpoch+1
+			out.ISR = slices.Clone(done.ISR)
+			out.PartitionEpoch++
+			out.LeaderRecoveryState = next.LeaderRecoveryState
+			return []Record{done}, out
+		}
+	}
 	if res.rec == nil {
 		return nil, current
 	}

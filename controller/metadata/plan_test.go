@@ -412,7 +412,7 @@ func TestPlannersOnArbitraryRequestsNeverPlanRefusedRecords(t *testing.T) {
 		names := []string{"t0", "t1", "t2", "x", "", "a.b", "a_b"}
 		for i := 0; i < 500; i++ {
 			var recs []Record
-			switch rng.IntN(10) {
+			switch rng.IntN(11) {
 			case 0:
 				recs, _, _ = st.PlanRegisterBroker(RegisterBrokerRequest{BrokerID: anyID(), IncarnationID: uuid.NewSHA1(uuid.Nil, fmt.Appendf(nil, "%d", i)), ExistingSessionAlive: rng.IntN(2) == 0})
 			case 1:
@@ -467,6 +467,26 @@ func TestPlannersOnArbitraryRequestsNeverPlanRefusedRecords(t *testing.T) {
 				recs, _ = st.PlanElectLeaders(req)
 			case 9:
 				recs, _ = st.PlanPreferredRebalance(rng.IntN(101))
+			case 10: // reassignments (KIP-455): targets, cancels, several at once
+				var reqs []ReassignmentRequest
+				for range 1 + rng.IntN(3) {
+					r := ReassignmentRequest{Topic: names[rng.IntN(len(names))], Partition: rng.Int32N(3), KeepReplicationFactor: rng.IntN(4) == 0}
+					if ts := st.Topics(); len(ts) > 0 && rng.IntN(4) > 0 { // mostly live topics
+						r.Topic = ts[rng.IntN(len(ts))].Name
+					}
+					switch rng.IntN(4) {
+					case 0: // cancel
+					case 1:
+						r.Replicas = anyList()
+					default: // a valid-looking target: distinct live brokers
+						r.Replicas = []int32{}
+						for _, b := range rng.Perm(5)[:1+rng.IntN(4)] {
+							r.Replicas = append(r.Replicas, int32(b+1))
+						}
+					}
+					reqs = append(reqs, r)
+				}
+				recs, _ = st.PlanReassignments(reqs)
 			}
 			if len(recs) == 0 {
 				continue

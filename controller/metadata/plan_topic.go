@@ -462,7 +462,20 @@ func (s *State) PlanCreatePartitions(req CreatePartitionsRequest, rng *rand.Rand
 			results[i].Err = fmt.Errorf("%w: topic %q has no partitions to take a replication factor from", kerr.InvalidRequest, ct.Name)
 			continue
 		}
-		rf := len(t.partitions[0].Replicas)
+		// The replication factor of the first partition not being
+		// reassigned (a reassigning one's replicas are a union); none:
+		// REASSIGNMENT_IN_PROGRESS, as Kafka's createPartitions.
+		rf := 0
+		for _, p := range t.partitions {
+			if !p.Reassigning() {
+				rf = len(p.Replicas)
+				break
+			}
+		}
+		if rf == 0 {
+			results[i].Err = fmt.Errorf("%w: every partition of topic %q is being reassigned", kerr.ReassignmentInProgress, ct.Name)
+			continue
+		}
 		add := int(ct.Count) - cur
 		var assign [][]int32
 		if ct.Assignments != nil {

@@ -141,6 +141,10 @@ type PartitionRecord struct {
 	ELR                 []int32
 	LastKnownELR        []int32
 	LeaderRecoveryState int8
+	// Version 2 (KIP-455): the replicas an ongoing reassignment adds
+	// and removes (both subsets of Replicas; empty when none).
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // PartitionChangeRecord changes an existing partition. Nil fields are
@@ -156,6 +160,10 @@ type PartitionChangeRecord struct {
 	ELR                 []int32
 	LastKnownELR        []int32
 	LeaderRecoveryState *int8
+	// KIP-455 (version 2; nil unchanged, an empty non-nil slice clears):
+	// the reassignment's adding and removing replicas.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // ResourceType is the kind of resource a [ConfigRecord] applies to. The
@@ -319,8 +327,8 @@ const (
 	versionUnregisterBroker         = 0
 	versionBrokerRegistrationChange = 0
 	versionTopic                    = 0
-	versionPartition                = 1 // 1: ELR, LastKnownELR, LeaderRecoveryState
-	versionPartitionChange          = 1 // 1: ELR, LastKnownELR, LeaderRecoveryState
+	versionPartition                = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
+	versionPartitionChange          = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
 	versionConfig                   = 0
 	versionRemoveTopic              = 0
 	versionRemoteSegment            = 1 // 1: WriterLeaderEpoch

@@ -7,7 +7,7 @@ package metadata
 //	| "SMDI" 4B | uint8   | uint32 BE, body  |                        |
 //	+-----------+---------+------------------+------------------------+
 //
-// body (version 3), in the primitive forms of codec.go, every collection in
+// body (version 4), in the primitive forms of codec.go, every collection in
 // sorted order so that equal images give byte-identical snapshots:
 //
 //	offset i64 | maxBrokerEpoch i64 | clusterID str ("" if none)
@@ -20,7 +20,9 @@ package metadata
 //	                    (replicas []i32, isr []i32, leader i32,
 //	                     leaderEpoch i32, partitionEpoch i32,
 //	                     elr []i32, lastKnownELR []i32,
-//	                     leaderRecoveryState u8)...)...  by name
+//	                     leaderRecoveryState u8,
+//	                     addingReplicas []i32, removingReplicas []i32)...)...
+//	                                                         by name
 //	configs:   count | (type u8, name str, count | (k str, v str)...)...
 //	                                                         by (type, name, k)
 //	remote:    count | (topicID uuid, partition i32, count |
@@ -42,6 +44,8 @@ package metadata
 //	version 3  adds each partition's elr, lastKnownELR and
 //	           leaderRecoveryState (KIP-966, KIP-704). Older images
 //	           restore with them empty and RECOVERED.
+//	version 4  adds each partition's addingReplicas and removingReplicas
+//	           (KIP-455). Older images restore with no reassignment.
 
 import (
 	"encoding/binary"
@@ -61,7 +65,7 @@ var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
 
 const (
 	snapshotMagic   = "SMDI"
-	snapshotVersion = 3
+	snapshotVersion = 4
 	snapshotHeader  = len(snapshotMagic) + 1 + 4
 )
 
@@ -115,6 +119,8 @@ func (s *State) Marshal() ([]byte, error) {
 			e.i32s(p.ELR)
 			e.i32s(p.LastKnownELR)
 			e.u8(uint8(p.LeaderRecoveryState))
+			e.i32s(p.AddingReplicas)
+			e.i32s(p.RemovingReplicas)
 		}
 	}
 	keys := make([]configKey, 0, len(s.configs))
@@ -263,6 +269,10 @@ func decodeSnapshot(d *decoder, version uint8) (*State, error) {
 				rec.ELR = d.i32s()
 				rec.LastKnownELR = d.i32s()
 				rec.LeaderRecoveryState = int8(d.u8())
+			}
+			if version >= 4 {
+				rec.AddingReplicas = d.i32s()
+				rec.RemovingReplicas = d.i32s()
 			}
 			if d.err != nil {
 				break

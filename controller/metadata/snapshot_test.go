@@ -407,3 +407,92 @@ func TestSnapshotCarriesELRAndRecoveryState(t *testing.T) {
 		t.Fatalf("restored p0 ELR %v last known %v, p1 recovery %d", p0.ELR, p0.LastKnownELR, p1.LeaderRecoveryState)
 	}
 }
+
+// TestSnapshotVersion3StillDecodes reads testdata/snapshot/v3.snap, written
+// by the version 3 encoder from snapshotFixture (with its cluster id)
+// before version 4 added the partitions' adding and removing replicas:
+// the image comes back whole with no reassignment in progress, and
+// re-marshals as the current version. The current body with live
+// partitions does not parse as version 3.
+func TestSnapshotVersion3StillDecodes(t *testing.T) {
+	v3, err := os.ReadFile("testdata/snapshot/v3.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v3[len(snapshotMagic)] != 3 {
+		t.Fatalf("golden file is version %d", v3[len(snapshotMagic)])
+	}
+	st, err := Unmarshal(v3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := snapshotFixture(t)
+	if err := want.Apply(want.Offset()+1, &ClusterIDRecord{ClusterID: fixtureClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := imageView(st), imageView(want); !reflect.DeepEqual(got, want) {
+		t.Fatalf("v3 image differs from the fixture:\n%v\n%v", got, want)
+	}
+	for _, ti := range st.Topics() {
+		for _, p := range st.Partitions(ti.ID) {
+			if p.Reassigning() || p.AddingReplicas != nil || p.RemovingReplicas != nil {
+				t.Fatalf("%s-%d from v3: adding %v removing %v", ti.Name, p.Partition, p.AddingReplicas, p.RemovingReplicas)
+			}
+		}
+	}
+	b := marshal(t, st)
+	back, err := Unmarshal(b)
+	if err != nil || b[len(snapshotMagic)] != snapshotVersion || !bytes.Equal(marshal(t, back), b) {
+		t.Fatalf("re-marshal of a v3 image: version %d, %v", b[len(snapshotMagic)], err)
+	}
+	b[len(snapshotMagic)] = 3
+	if _, err := Unmarshal(b); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("v%d body with partitions as v3: %v", snapshotVersion, err)
+	}
+}
+
+// TestSnapshotCarriesReassignment: a partition's adding and removing
+// replicas (KIP-455) survive a snapshot round trip.
+func TestSnapshotCarriesReassignment(t *testing.T) {
+	st := snapshotFixture(t)
+	rec := &PartitionChangeRecord{TopicID: fixtureOrders, Partition: 0, Replicas: []int32{2, 1},
+		AddingReplicas: []int32{2}, RemovingReplicas: []int32{}}
+	if err := st.Apply(st.Offset()+1, &PartitionChangeRecord{TopicID: fixtureOrders, Partition: 0, Replicas: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(st.Offset()+1, rec); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(marshal(t, st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := back.Partition(fixtureOrders, 0)
+	if !reflect.DeepEqual(p.Replicas, []int32{2, 1}) || !reflect.DeepEqual(p.AddingReplicas, []int32{2}) || p.RemovingReplicas != nil {
+		t.Fatalf("restored %+v", p)
+	}
+}
+
+// TestApplyRefusesInconsistentReassignment: adding and removing replicas
+// must be disjoint replicas without repeats, and not every replica may be
+// removing; a refused change leaves the image as it was.
+func TestApplyRefusesInconsistentReassignment(t *testing.T) {
+	st := snapshotFixture(t) // orders-1: replicas [2 1]
+	before := marshal(t, st)
+	for name, rec := range map[string]*PartitionChangeRecord{
+		"adding not a replica":        {AddingReplicas: []int32{3}},
+		"removing not a replica":      {RemovingReplicas: []int32{3}},
+		"adding repeated":             {AddingReplicas: []int32{2, 2}},
+		"both adding and removing":    {AddingReplicas: []int32{2}, RemovingReplicas: []int32{2}},
+		"every replica removing":      {RemovingReplicas: []int32{2, 1}},
+		"replicas drop an adding one": {Replicas: []int32{1}, AddingReplicas: []int32{2}, RemovingReplicas: []int32{}},
+	} {
+		rec.TopicID, rec.Partition = fixtureOrders, 1
+		if err := st.Apply(st.Offset()+1, rec); !errors.Is(err, ErrInconsistentRecord) {
+			t.Errorf("%s: %v, want ErrInconsistentRecord", name, err)
+		}
+		if !bytes.Equal(marshal(t, st), before) {
+			t.Fatalf("%s: a refused record changed the image", name)
+		}
+	}
+}

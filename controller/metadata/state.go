@@ -59,6 +59,17 @@ type PartitionInfo struct {
 	// LeaderRecovering after an unclean election until the leader reports
 	// it has recovered.
 	LeaderRecoveryState int8
+	// AddingReplicas and RemovingReplicas are KIP-455's ongoing
+	// reassignment: Replicas is then the union of the target (first, in
+	// its order) and the original replicas; adding = target − original,
+	// removing = original − target. Both nil when none is in progress.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+}
+
+// Reassigning reports whether a reassignment is in progress.
+func (p *PartitionInfo) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // KIP-704 leader recovery states ([PartitionInfo.LeaderRecoveryState]).
@@ -254,6 +265,8 @@ func copyPartition(p PartitionInfo) PartitionInfo {
 	p.ISR = slices.Clone(p.ISR)
 	p.ELR = slices.Clone(p.ELR)
 	p.LastKnownELR = slices.Clone(p.LastKnownELR)
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
 }
 
