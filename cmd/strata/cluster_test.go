@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,26 +63,11 @@ func startProcCluster(t *testing.T, n int, extra ...string) *procCluster {
 	return c
 }
 
-// freePorts returns n distinct loopback ports free a moment ago, below
-// the ephemeral range (32768 and up on Linux): a node keeps its port
-// across restarts, and an ephemeral one could meanwhile be any outgoing
-// connection's source port.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == 1000 {
-			t.Fatalf("no %d free ports below 32768", n)
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(12000))))
-		if err != nil {
-			continue
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
+// freePorts returns n loopback ports free a moment ago, below the
+// ephemeral range (32768 and up on Linux): a node keeps its port across
+// restarts, and an ephemeral one could meanwhile be any outgoing
+// connection's source port (freePortsOn).
+func freePorts(t *testing.T, n int) []int { return freePortsOn(t, "127.0.0.1", n) }
 
 func (c *procCluster) launch(id int) *proc {
 	c.started++

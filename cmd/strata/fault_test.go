@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -404,10 +405,15 @@ func startProxiedProcCluster(t *testing.T, n int, nw *netfault.Network, extra ..
 func freePortsOn(t *testing.T, ip string, n int) []int {
 	t.Helper()
 	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", ip+":0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no %d free ports below 32768 on %s", n, ip)
+		}
+		// Below the ephemeral range: see freePorts (seen here: a node's
+		// CONTROLLER port taken before it bound it).
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(20000+rand.IntN(12000))))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		defer ln.Close()
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -360,12 +361,9 @@ func TestKill9IdempotentProducerRetriesAcrossRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // free for the broker; reused by each restart
+	// Free for the broker, reused by each restart: below the ephemeral
+	// range (freePortsOn).
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePortsOn(t, "127.0.0.1", 1)[0]))
 	data := t.TempDir()
 	const topic, partitions, total = "idem9", 3, 9000
 	var mu sync.Mutex // guards p

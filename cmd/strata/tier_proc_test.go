@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,16 +17,11 @@ import (
 	"github.com/strata-io/strata/internal/testutil"
 )
 
-// freePort returns a loopback port free right now.
+// freePort returns a loopback port free right now, below the ephemeral
+// range (freePortsOn).
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
+	return strconv.Itoa(freePortsOn(t, "127.0.0.1", 1)[0])
 }
 
 // TestEmptyMetadataKeepsDataAndTierRestoreAllBringsItBack runs the strata
