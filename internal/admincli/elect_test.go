@@ -35,23 +35,8 @@ func TestClusterElectLeaders(t *testing.T) {
 	dir2 := t.TempDir()
 	open := func(props map[string]string) *broker.Node {
 		t.Helper()
-		base := map[string]string{
-			"admin.listener": "", "controller.quorum.election.timeout.ms": "300", "auto.create.topics.enable": "false",
-			"broker.heartbeat.interval.ms": "200", "auto.leader.rebalance.enable": "false", "log.dirs": t.TempDir(),
-		}
-		for k, v := range props {
-			base[k] = v
-		}
-		cfg, err := broker.ParseConfig(broker.MergeProperties(base, nil, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := broker.Open(broker.Options{Config: cfg, Logger: testLogger(), StartTimeout: testWait})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close() })
-		return n
+		props["auto.leader.rebalance.enable"] = "false"
+		return openClusterNode(t, props)
 	}
 	a := open(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.quorum.voters": "1@127.0.0.1:0"})
 	props2 := map[string]string{"node.id": "2", "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:0",

@@ -68,6 +68,30 @@ func testNode(t testing.TB) *broker.Node {
 	return n
 }
 
+// openClusterNode starts one node of a multi-node test cluster: fast
+// elections and heartbeats, no admin listener, no auto-created topics,
+// its own data dir; props go over those. The test stops it.
+func openClusterNode(t *testing.T, props map[string]string) *broker.Node {
+	t.Helper()
+	base := map[string]string{
+		"admin.listener": "", "controller.quorum.election.timeout.ms": "300", "auto.create.topics.enable": "false",
+		"broker.heartbeat.interval.ms": "200", "log.dirs": t.TempDir(),
+	}
+	for k, v := range props {
+		base[k] = v
+	}
+	cfg, err := broker.ParseConfig(broker.MergeProperties(base, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := broker.Open(broker.Options{Config: cfg, Logger: testLogger(), StartTimeout: testWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
 // result is one CLI invocation's outcome.
 type result struct {
 	code           int

@@ -109,26 +109,7 @@ func TestDrainPlanMovesEveryReplicaOff(t *testing.T) {
 // from `cluster reassign --generate` is executed from stdin and `--status`
 // reports it complete, the replicas as planned.
 func TestClusterDrainAndReassign(t *testing.T) {
-	open := func(props map[string]string) *broker.Node {
-		t.Helper()
-		base := map[string]string{
-			"admin.listener": "", "controller.quorum.election.timeout.ms": "300", "auto.create.topics.enable": "false",
-			"broker.heartbeat.interval.ms": "200", "log.dirs": t.TempDir(),
-		}
-		for k, v := range props {
-			base[k] = v
-		}
-		cfg, err := broker.ParseConfig(broker.MergeProperties(base, nil, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := broker.Open(broker.Options{Config: cfg, Logger: testLogger(), StartTimeout: testWait})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close() })
-		return n
-	}
+	open := func(props map[string]string) *broker.Node { return openClusterNode(t, props) }
 	a := open(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.quorum.voters": "1@127.0.0.1:0"})
 	for id := 2; id <= 3; id++ {
 		open(map[string]string{"node.id": fmt.Sprint(id), "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:0",

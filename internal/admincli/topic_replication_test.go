@@ -42,26 +42,10 @@ func TestTopicDescribeShowsReplicationState(t *testing.T) {
 	fast := map[string]string{"broker.session.timeout.ms": "1200", "broker.heartbeat.interval.ms": "200"}
 	open := func(props map[string]string) *broker.Node {
 		t.Helper()
-		base := map[string]string{
-			"log.dirs": t.TempDir(), "admin.listener": "", "controller.quorum.election.timeout.ms": "300",
-			"auto.create.topics.enable": "false",
-		}
 		for k, v := range fast {
-			base[k] = v
+			props[k] = v
 		}
-		for k, v := range props {
-			base[k] = v
-		}
-		cfg, err := broker.ParseConfig(broker.MergeProperties(base, nil, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := broker.Open(broker.Options{Config: cfg, Logger: testLogger(), StartTimeout: testWait})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close() })
-		return n
+		return openClusterNode(t, props)
 	}
 	a := open(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.quorum.voters": "1@127.0.0.1:0"})
 	b := open(map[string]string{"node.id": "2", "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:0",
