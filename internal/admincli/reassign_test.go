@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/broker"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -109,10 +108,9 @@ func TestDrainPlanMovesEveryReplicaOff(t *testing.T) {
 // from `cluster reassign --generate` is executed from stdin and `--status`
 // reports it complete, the replicas as planned.
 func TestClusterDrainAndReassign(t *testing.T) {
-	open := func(props map[string]string) *broker.Node { return openClusterNode(t, props) }
-	a := open(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.quorum.voters": "1@127.0.0.1:0"})
+	a := openClusterNode(t, map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.quorum.voters": "1@127.0.0.1:0"})
 	for id := 2; id <= 3; id++ {
-		open(map[string]string{"node.id": fmt.Sprint(id), "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:0",
+		openClusterNode(t, map[string]string{"node.id": fmt.Sprint(id), "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:0",
 			"controller.quorum.voters": "1@" + a.Addrs()["CONTROLLER"]})
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(a.Addr()), kgo.RetryTimeout(testWait))
