@@ -418,8 +418,11 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 		out        = fs.String("out", "", "write the history, the report and the verdict as JSON to this file")
 		quiet      = fs.Bool("quiet", false, "no progress line")
 		recordSize = fs.String("record-size", "0", "record value size, e.g. 1KiB (at least the self-describing header)")
+		cfgs       = kvFlags{}
 	)
 	fs.StringVar(&o.Topic, "topic", "", "topic to create (default verify-<unix ns>; an existing topic is refused)")
+	fs.Var(cfgs, "topic-config", "topic config name=value set at creation (repeatable), e.g. min.insync.replicas=2")
+	fs.StringVar(&o.Compression, "compression", "none", "producer batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.IntVar(&o.Partitions, "partitions", 3, "partitions of the topic")
 	fs.IntVar(&o.ReplicationFactor, "replication-factor", 0, "replication factor (default: the cluster's default.replication.factor)")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "producing phase")
@@ -442,6 +445,9 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 2
 	}
 	o.RecordSize = int(n)
+	if len(cfgs) > 0 {
+		o.TopicConfigs = cfgs
+	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			o.Brokers = append(o.Brokers, b)

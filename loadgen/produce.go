@@ -36,15 +36,17 @@ func (r *runner) producerOpts() []kgo.Opt {
 	if !*w.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	c := map[string]kgo.CompressionCodec{
-		"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
-		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
-	}[w.Compression]
-	opts = append(opts, kgo.ProducerBatchCompression(c))
+	opts = append(opts, kgo.ProducerBatchCompression(codecs[w.Compression]))
 	if w.MaxInFlight > 0 {
 		opts = append(opts, kgo.MaxProduceRequestsInflightPerBroker(w.MaxInFlight))
 	}
 	return opts
+}
+
+// codecs are the producers' batch compressions by their flag names.
+var codecs = map[string]kgo.CompressionCodec{
+	"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+	"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
 }
 
 // producer is one producing goroutine and its client.

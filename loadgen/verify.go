@@ -31,6 +31,12 @@ type VerifyOptions struct {
 	Consumers         int           // consumers per group, default 2
 	PartitionReaders  int           // group-less readers of every partition
 	RecordSize        int           // value bytes (at least the self-describing header)
+	// Compression of the producers' batches: none (default), gzip,
+	// snappy, lz4 or zstd.
+	Compression string `json:",omitempty"`
+	// TopicConfigs are set on the topic at creation (min.insync.replicas,
+	// remote.storage.enable, segment.bytes, ...).
+	TopicConfigs map[string]string `json:",omitempty"`
 	// Drain bounds the wait, after producing stops, for every group and
 	// reader to reach the last acknowledged offset of every partition
 	// (default 30s); the final read comes after it either way.
@@ -88,6 +94,9 @@ func (o *VerifyOptions) defaults() error {
 	if o.Drain == 0 {
 		o.Drain = 30 * time.Second
 	}
+	if o.Compression == "" {
+		o.Compression = "none"
+	}
 	return o.validate()
 }
 
@@ -109,6 +118,9 @@ func (o *VerifyOptions) validate() error {
 		return fmt.Errorf("loadgen: verify: --rate %d, want >= 1", o.Rate)
 	case o.Duration <= 0 || o.Drain <= 0:
 		return errors.New("loadgen: verify: --duration and --drain must be positive")
+	}
+	if _, ok := codecs[o.Compression]; !ok && o.Compression != "" {
+		return fmt.Errorf("loadgen: verify: --compression %q, want none, gzip, snappy, lz4 or zstd", o.Compression)
 	}
 	return nil
 }
@@ -151,7 +163,14 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 		rf = -1
 	}
 	cctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-	ct, err := adm.CreateTopic(cctx, int32(o.Partitions), rf, nil, o.Topic)
+	var configs map[string]*string
+	for k, v := range o.TopicConfigs {
+		if configs == nil {
+			configs = map[string]*string{}
+		}
+		configs[k] = &v
+	}
+	ct, err := adm.CreateTopic(cctx, int32(o.Partitions), rf, configs, o.Topic)
 	cancel()
 	if err == nil {
 		err = ct.Err
@@ -222,7 +241,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 	var cls []*kgo.Client
 	for range o.Producers {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordDeliveryTimeout(30*time.Second),
+			kgo.ProducerBatchCompression(codecs[o.Compression]), kgo.RecordDeliveryTimeout(30*time.Second),
 			kgo.ProducerLinger(0),
 			// Every partition gets records from the first seconds on (the
 			// sticky default would fill one partition for 64 KiB first).

@@ -489,3 +489,55 @@ func TestVerifyCLIExitCodes(t *testing.T) {
 		t.Fatalf("existing topic: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestVerifyTopicConfigsAndCompression: --topic-config reaches the topic
+// it creates and --compression the producers' batches (a fault run of a
+// tiered topic needs remote.storage.enable; a compressed run checks the
+// codecs' paths too; padded values, since franz-go sends a batch
+// uncompressed when compressing would not shrink it). Unknown codecs are
+// a usage error.
+func TestVerifyTopicConfigsAndCompression(t *testing.T) {
+	addr, _ := startNode(t)
+	res, err := Verify(testCtx(t), VerifyOptions{Brokers: []string{addr}, Topic: "verify-cfg", Partitions: 1,
+		Duration: time.Second, Rate: 200, Drain: 10 * time.Second, Keep: true, Compression: "zstd", RecordSize: 1000,
+		TopicConfigs: map[string]string{"segment.bytes": "1048576", "min.insync.replicas": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Clean() {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Summary)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("verify-cfg"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(testCtx(t), "verify-cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("verify-cfg", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+			got[c.Key] = c.MaybeValue()
+		}
+	}
+	if got["segment.bytes"] != "1048576" || got["min.insync.replicas"] != "1" {
+		t.Fatalf("topic configs set: %v", got)
+	}
+	fs := cl.PollRecords(testCtx(t), 1)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := fs.Records(); len(recs) == 0 || recs[0].Attrs.CompressionType() != 4 {
+		t.Fatalf("records %d, first's codec %v, want zstd (4)", len(recs), recs)
+	}
+	if code, _, stderr := runCLI(t, "verify", "--compression", "brotli"); code != 2 || !strings.Contains(stderr, "brotli") {
+		t.Fatalf("--compression brotli: exit %d, stderr %q", code, stderr)
+	}
+}
