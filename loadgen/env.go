@@ -144,3 +144,8 @@ func firstErr(err error, rcs kadm.ResourceConfigs) error {
 	}
 	return fmt.Errorf("no answer")
 }
+
+// LocalEnvironment is the machine this process runs on (OS, kernel, CPU
+// model and cores, memory, hostname) and its build, as run results
+// record it; bench/faultbench puts it on docs/reliability.md.
+func LocalEnvironment() *Environment { return localEnvironment() }

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,6 +247,7 @@ func (s *Server) stopLocked() {
 	if s.cmd == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server handles no signal but SIGKILL
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-s.exited:
@@ -254,6 +256,23 @@ func (s *Server) stopLocked() {
 		<-s.exited
 	}
 	s.cmd = nil
+}
+
+// Pause stops the server's process (SIGSTOP): connections stay open and
+// requests hang, as an object store looks whose network went away.
+// Resume continues it.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("miniotest: not running")
+	}
+	return s.cmd.Process.Signal(sig)
 }
 
 // Restart starts a stopped server again on the same address and data, as

@@ -18,24 +18,35 @@ import (
 // t.TempDir and unmounts it at cleanup.
 func Mount(t testing.TB, sizeMiB int) string {
 	t.Helper()
+	dir, err := TryMount(t, sizeMiB)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return dir
+}
+
+// TryMount is Mount returning the failure to mount (no root, no
+// mount(8)) instead of skipping, for a test that runs on without the
+// small disk.
+func TryMount(t testing.TB, sizeMiB int) (string, error) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "smalldisk")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", sizeMiB), "tmpfs", dir).CombinedOutput()
 	if err != nil {
-		msg := fmt.Sprintf("cannot mount a %d MiB tmpfs (needs root): %v: %s", sizeMiB, err, strings.TrimSpace(string(out)))
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		return "", fmt.Errorf("cannot mount a %d MiB tmpfs (needs root): %v: %s", sizeMiB, err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
 			t.Errorf("umount %s: %v: %s", dir, err, out)
 		}
 	})
-	return dir
+	return dir, nil
 }
 
 // Fill writes path until the file system is full (ENOSPC) and returns the
