@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-io/strata/internal/smalldisk"
@@ -35,8 +36,12 @@ func ipt(t *testing.T, args ...string) {
 	}
 }
 
+// chains numbers the firewalls of one test process (each run has its
+// own chain, removed when its test ends).
+var chains atomic.Int32
+
 func newFirewall(t *testing.T) *firewall {
-	fw := &firewall{chain: fmt.Sprintf("STRATA_FB_%d", os.Getpid())}
+	fw := &firewall{chain: fmt.Sprintf("STRATA_FB_%d_%d", os.Getpid(), chains.Add(1))}
 	ipt(t, "-N", fw.chain)
 	ipt(t, "-I", "OUTPUT", "-o", "lo", "-j", fw.chain)
 	t.Cleanup(func() {

@@ -66,6 +66,7 @@ type fault struct {
 	key, name, desc string
 	election        bool // takes a leader away: every run must re-elect
 	tiered          bool // the verify topic tiers to the object store
+	rf              int  // the verify topic's replication factor (0: the cluster's, 3)
 	needs           string
 	inject          func(r *run)
 }
@@ -158,6 +159,23 @@ var faults = []fault{
 				r.restart(n.id)
 				r.progress(100)
 			}
+		}},
+	{key: "reassign", name: "reassignment to rotated replicas and back", rf: 2,
+		desc: "a topic at RF=2 (min.insync.replicas 2) whose every partition is reassigned from its replicas {a,b} to {a+1,b+1} (mod 3) under the load, then back: each move copies the partition to a new node and drops an old one. The re-election column is the time each reassignment took to complete (ListPartitionReassignments empty, the new replicas in metadata), the ISR is whole when a move completes",
+		inject: func(r *run) {
+			from := map[int32][]int32{}
+			for _, p := range r.parts() {
+				from[p.Partition] = p.Replicas
+			}
+			rotated := map[int32][]int32{}
+			for p, rs := range from {
+				for _, id := range rs {
+					rotated[p] = append(rotated[p], id%3+1)
+				}
+			}
+			r.reassign(rotated)
+			r.progress(200)
+			r.reassign(from)
 		}},
 	{key: "fulldisk", name: "full disk on the leader's node", needs: "root",
 		desc: "the tmpfs holding the log dir and metadata log of partition 0's leader filled to ENOSPC, held, then the filler removed",
@@ -292,8 +310,8 @@ func TestFaultMatrix(t *testing.T) {
 			settings = append(settings, "remote.storage.backend=s3 (MinIO on 127.0.0.1)")
 		}
 		page := &Page{Generated: time.Now(), Commit: strings.TrimSpace(string(commit)),
-			Machine: fmt.Sprintf("%s, %d cores, %.0f GiB, Linux %s", env.CPUModel, env.CPUCores, float64(env.MemoryBytes)/(1<<30), env.Kernel),
-			Profile: fmt.Sprintf("%s (broker.session.timeout.ms %d; held faults %v)", p.name, p.session.Milliseconds(), p.hold),
+			Machine:  fmt.Sprintf("%s, %d cores, %.0f GiB, Linux %s", env.CPUModel, env.CPUCores, float64(env.MemoryBytes)/(1<<30), env.Kernel),
+			Profile:  fmt.Sprintf("%s (broker.session.timeout.ms %d; held faults %v)", p.name, p.session.Milliseconds(), p.hold),
 			Settings: settings, Results: results, Description: descs,
 			Workload: fmt.Sprintf("%d runs per fault; each a fresh cluster and `strata loadgen verify --partitions 3 --rate %d --record-size 256` (1 idempotent acks=all producer, 1 group of 2 consumers, 1 reader of every partition; RF=3, min.insync.replicas=2), stopped by SIGINT after the heal", runs, p.rate)}
 		var b bytes.Buffer
@@ -353,6 +371,9 @@ func runFault(t *testing.T, p profile, f fault, settings []string, minio *miniot
 	args := []string{"loadgen", "verify", "--brokers", strings.Join(c.seeds(), ","), "--topic", r.topic,
 		"--partitions", "3", "--duration", "1h", "--rate", strconv.Itoa(p.rate), "--record-size", "256",
 		"--drain", "90s", "--out", out, "--quiet"}
+	if f.rf > 0 {
+		args = append(args, "--replication-factor", strconv.Itoa(f.rf))
+	}
 	if f.tiered {
 		args = append(args, "--topic-config", "remote.storage.enable=true", "--topic-config", "segment.bytes=262144",
 			"--topic-config", "local.retention.bytes=262144")
@@ -551,6 +572,56 @@ func (r *run) waitNewLeaders(v int32, parts []int32, d time.Duration) bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// reassign moves every partition to the replicas of to and records how
+// long the move took and then the ISR's recovery.
+func (r *run) reassign(to map[int32][]int32) {
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for p, rs := range to {
+		req.Assign(r.topic, p, rs)
+	}
+	at := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := r.adm.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		r.t.Fatalf("AlterPartitionReassignments: %v", err)
+	}
+	r.mu.Lock()
+	r.shrank = false
+	r.mu.Unlock()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ls, err := r.adm.ListPartitionReassignments(lctx, kadm.TopicsSet{r.topic: nil})
+		cancel()
+		done := err == nil && len(ls[r.topic]) == 0
+		if done {
+			for _, p := range r.parts() {
+				done = done && slices.Equal(p.Replicas, to[p.Partition])
+			}
+		}
+		if done {
+			r.res.Reelection = append(r.res.Reelection, time.Since(at))
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Errorf("reassignment to %v not complete after 3m: %v %v", to, ls, err)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A move completes only once its new replicas are in the ISR: the
+	// ISR is whole then by definition, and an adding replica outside it
+	// is no shrink.
+	r.mu.Lock()
+	r.shrank = false
+	r.mu.Unlock()
+	r.res.ISRNote = "whole at completion (a move completes once the new replicas are in the ISR)"
 }
 
 // settle lets the load go on under the new leaders before the heal.

@@ -44,8 +44,11 @@ type Result struct {
 	LeaderChanges  int  `json:"leader_changes"`
 	// ISRShrinks counts runs in which some partition's ISR lost a
 	// replica; a fault that needs no recovery shows "never shrank".
-	ISRShrinks int      `json:"isr_shrinks"`
-	Notes      []string `json:"notes,omitempty"`
+	ISRShrinks int `json:"isr_shrinks"`
+	// ISRNote, when set, is the ISR cell of a fault without recovery
+	// timings (one whose ISR is whole by construction when it ends).
+	ISRNote string   `json:"isr_note,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 	// Skipped is why the fault was not run (a missing part: root for
 	// iptables and mount, MinIO); "" when it ran.
 	Skipped string `json:"skipped,omitempty"`
@@ -87,6 +90,8 @@ func (r *Result) isrCell() string {
 	switch {
 	case len(r.ISRRecovery) > 0:
 		return spread(r.ISRRecovery)
+	case r.ISRNote != "":
+		return r.ISRNote
 	case r.ISRShrinks == 0:
 		return "never shrank"
 	default:
