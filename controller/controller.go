@@ -210,7 +210,10 @@ func Open(o Options) (*Controller, error) {
 			ClusterID: clusterID, Incarnation: o.Incarnation, LocalAddr: o.LocalAddr})
 		c.transport = tcp
 	}
-	m := newMetrics(cfg.NodeID, c.Status)
+	m := newMetrics(cfg.NodeID, c.Status, func() (n int) {
+		c.fsm.read(func(st *metadata.State) { n = st.PreferredReplicaImbalance() })
+		return n
+	})
 	c.metrics = m
 	var err error
 	c.node, err = newNode(nodeConfig{

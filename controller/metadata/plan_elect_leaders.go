@@ -220,3 +220,25 @@ func (s *State) PlanPreferredRebalance(percent int) (recs []Record, more bool) {
 	}
 	return recs, false
 }
+
+// PreferredReplicaImbalance counts the partitions whose leader is not
+// their preferred replica (the first of their replicas), offline ones
+// included: Kafka's PreferredReplicaImbalanceCount, as its controllers
+// compute it from the image (PartitionRegistration.hasPreferredLeader: a
+// partition without replicas has preferred replica -1). O(partitions),
+// allocating nothing.
+func (s *State) PreferredReplicaImbalance() int {
+	n := 0
+	for _, t := range s.topics {
+		for _, p := range t.partitions {
+			pref := NoLeader
+			if len(p.Replicas) > 0 {
+				pref = p.Replicas[0]
+			}
+			if p.Leader != pref {
+				n++
+			}
+		}
+	}
+	return n
+}

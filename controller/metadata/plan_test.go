@@ -556,3 +556,32 @@ func TestPlanPreferredRebalanceBatchesAtMostTheCap(t *testing.T) {
 		}
 	}
 }
+
+// TestPreferredReplicaImbalance: partitions led by another replica than
+// the first of theirs count, and so do offline ones (Kafka's
+// PreferredReplicaImbalanceCount); a preferred election takes one off.
+func TestPreferredReplicaImbalance(t *testing.T) {
+	st := brokersState(t, "", "", "")
+	if n := st.PreferredReplicaImbalance(); n != 0 {
+		t.Fatalf("empty: %d", n)
+	}
+	id := uuid.MustParse("00000000-0000-4000-8000-0000000001b1")
+	recs := []Record{&TopicRecord{Name: "imb", TopicID: id}}
+	for p, leader := range []int32{1, 2, NoLeader, 3, 3} {
+		recs = append(recs, &PartitionRecord{TopicID: id, Partition: int32(p), Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: leader})
+	}
+	recs[len(recs)-1].(*PartitionRecord).Replicas = []int32{3, 1, 2} // 4: led by its preferred 3
+	if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.PreferredReplicaImbalance(); n != 3 {
+		t.Fatalf("leaders 1 2 -1 3 (prefs 1) and 3 (pref 3): %d imbalanced, want 3 (partitions 1, 2, 3)", n)
+	}
+	one := int32(1)
+	if err := st.ApplyBatch(st.Offset()+1, []Record{&PartitionChangeRecord{TopicID: id, Partition: 1, Leader: &one}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.PreferredReplicaImbalance(); n != 2 {
+		t.Fatalf("after partition 1's preferred election: %d, want 2", n)
+	}
+}
