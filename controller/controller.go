@@ -211,6 +211,9 @@ func Open(o Options) (*Controller, error) {
 		c.transport = tcp
 	}
 	m := newMetrics(cfg.NodeID, c.Status, func() (n int) {
+		if c.node == nil || !c.node.isLeaderReady() {
+			return 0 // the active controller's alone, as offline partitions
+		}
 		c.fsm.read(func(st *metadata.State) { n = st.PreferredReplicaImbalance() })
 		return n
 	})

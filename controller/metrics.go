@@ -25,8 +25,9 @@ type metrics struct {
 	uncleanElections prometheus.Counter
 	// imbalance is Kafka's PreferredReplicaImbalanceCount: partitions
 	// whose leader is not their preferred replica, offline ones included,
-	// in this node's applied image (every controller reports it, as
-	// Kafka's do; dashboards take the max).
+	// in the applied image; reported by the active controller, 0
+	// elsewhere (as strata_controller_offline_partitions), so a sum over
+	// the quorum is the cluster's count.
 	imbalance prometheus.GaugeFunc
 }
 
@@ -58,7 +59,7 @@ func newMetrics(nodeID int32, status func() Status, imbalance func() int) *metri
 			Name: "unclean_leader_elections_total", Help: "Partition leaders elected uncleanly (unclean.leader.election.enable, or the last known ELR member after an unclean shutdown): the partition may have lost acknowledged records and is RECOVERING.", ConstLabels: labels}),
 	}
 	m.imbalance = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "strata", Subsystem: "controller",
-		Name: "preferred_replica_imbalance_partitions", Help: "Partitions whose leader is not their preferred replica (the first of their replicas), offline ones included, in this controller's applied metadata (Kafka's PreferredReplicaImbalanceCount); auto.leader.rebalance.enable or ElectLeaders PREFERRED brings it down.",
+		Name: "preferred_replica_imbalance_partitions", Help: "Partitions whose leader is not their preferred replica (the first of their replicas), offline ones included, from the metadata image; reported by the active controller, 0 elsewhere (Kafka's PreferredReplicaImbalanceCount). auto.leader.rebalance.enable or ElectLeaders PREFERRED brings it down.",
 		ConstLabels: labels}, func() float64 { return float64(imbalance()) })
 	m.snapshotAge = gf("snapshot_age_seconds", "Seconds since the last metadata snapshot (0 = none yet).", func(s Status) float64 {
 		if s.SnapshotTime.IsZero() {
