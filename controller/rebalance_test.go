@@ -108,3 +108,46 @@ func TestControllerElectLeadersInSteps(t *testing.T) {
 		t.Fatalf("elections per entry %v, want at least 3 entries of at most %d", entries, metadata.MaxElectionsPerStep)
 	}
 }
+
+// TestPreferredReplicaImbalanceGaugeOnTheLeaderAlone: the active
+// controller exports the count of partitions led by another than their
+// preferred replica (offline ones too); the other controllers, whose
+// images are the same, export 0, so a sum over the quorum is the count.
+func TestPreferredReplicaImbalanceGaugeOnTheLeaderAlone(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 3})
+	ctl := c.leader()
+	registerBrokers(t, ctl, 2, 0)
+	id := uuid.MustParse("00000000-0000-4000-8000-0000000001b2")
+	recs := []metadata.Record{&metadata.TopicRecord{Name: "imb", TopicID: id}}
+	for p, leader := range []int32{101, 102, metadata.NoLeader} {
+		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: int32(p), Replicas: []int32{101, 102}, ISR: []int32{101, 102}, Leader: leader})
+	}
+	off, err := ctl.Propose(ctx(t), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "strata_controller_preferred_replica_imbalance_partitions"
+	for cid, reg := range c.regs {
+		want := 0.0
+		if c.ctrls[cid] == ctl {
+			want = 2
+		}
+		if !waitFor(testWait, func() bool {
+			if c.ctrls[cid].Status().Applied < uint64(off) {
+				return false
+			}
+			mfs, err := reg.Gather()
+			if err != nil {
+				return false
+			}
+			for _, mf := range mfs {
+				if mf.GetName() == name {
+					return mf.GetMetric()[0].GetGauge().GetValue() == want
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("controller %d (leader %t): %s is not %v", cid, c.ctrls[cid] == ctl, name, want)
+		}
+	}
+}
