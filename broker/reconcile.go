@@ -343,7 +343,9 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 //     was down. Reassignment only drops a replica once every new one is in
 //     the ISR, so the partition's data lives on its replicas, and the log
 //     is deleted (renamed <dir>.<uuid>-delete, removed in the background)
-//     exactly as the live path would have;
+//     exactly as the live path would have; unless the partition is
+//     offline (no leader): then nothing proves its replicas hold the data,
+//     and the log is set aside instead;
 //   - a partition this broker hosts is kept; one without partition.metadata
 //     that it does not host is set aside (KAFKA-16814: no topic id, no
 //     proof); one whose partition.metadata cannot be read is kept.
@@ -381,6 +383,9 @@ func judgeLog(st *metadata.State, self int32, topic string, part int32, diskID u
 	}
 	if !hasID {
 		return strayLog, "not a replica here, and no partition.metadata to tell its topic id"
+	}
+	if p.Leader == metadata.NoLeader {
+		return strayLog, fmt.Sprintf("not a replica here, but the partition is offline (replicas %v): this may be the last copy", p.Replicas)
 	}
 	return deleteLog, fmt.Sprintf("not a replica here: the partition's replicas are %v", p.Replicas)
 }

@@ -10,11 +10,11 @@ import (
 
 // TestJudgeLog: the decision removeStrayLogs takes for each log on disk,
 // broker 2's. Only a partition that exists under the log's own topic id
-// and lists 2 nowhere among its replicas (adding and removing included)
-// is deleted; whatever the metadata does not prove redundant is set
+// and lists 2 nowhere among its replicas (adding and removing included),
+// and that is online, is deleted; whatever the metadata does not prove redundant is set
 // aside, and a hosted partition is kept. An empty image deletes nothing.
 func TestJudgeLog(t *testing.T) {
-	moved, during, here := uuid.New(), uuid.New(), uuid.New()
+	moved, during, here, offline := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	other := uuid.New()
 	st := metadata.NewState()
 	recs := []metadata.Record{
@@ -24,6 +24,8 @@ func TestJudgeLog(t *testing.T) {
 		&metadata.TopicRecord{Name: "during", TopicID: during},
 		&metadata.PartitionRecord{TopicID: during, Partition: 0, Replicas: []int32{3, 1, 2}, ISR: []int32{3, 2}, Leader: 3,
 			AddingReplicas: []int32{1}, RemovingReplicas: []int32{2}},
+		&metadata.TopicRecord{Name: "offline", TopicID: offline},
+		&metadata.PartitionRecord{TopicID: offline, Partition: 0, Replicas: []int32{3, 1}, ISR: []int32{3}, Leader: metadata.NoLeader},
 		&metadata.TopicRecord{Name: "here", TopicID: here},
 		&metadata.PartitionRecord{TopicID: here, Partition: 0, Replicas: []int32{2, 3}, ISR: []int32{2, 3}, Leader: 2},
 	}
@@ -42,6 +44,7 @@ func TestJudgeLog(t *testing.T) {
 		{"reassigned away", st, "moved", 0, moved, true, deleteLog},
 		{"reassigned away, another topic id", st, "moved", 0, other, true, strayLog},
 		{"reassigned away, no partition.metadata", st, "moved", 0, uuid.Nil, false, strayLog},
+		{"reassigned away, the partition offline: maybe the last copy", st, "offline", 0, offline, true, strayLog},
 		{"a removing replica is still hosted", st, "during", 0, during, true, keepLog},
 		{"hosted", st, "here", 0, here, true, keepLog},
 		{"hosted, no partition.metadata yet", st, "here", 0, uuid.Nil, false, keepLog},
