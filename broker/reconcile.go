@@ -347,8 +347,8 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 //     offline (no leader): then nothing proves its replicas hold the data,
 //     and the log is set aside instead;
 //   - a partition this broker hosts is kept; one without partition.metadata
-//     that it does not host is set aside (KAFKA-16814: no topic id, no
-//     proof); one whose partition.metadata cannot be read is kept.
+//     (or with one that cannot be read) that it does not host is set aside
+//     (KAFKA-16814: no topic id, no proof).
 //
 // An empty image (a broker whose controller lost its metadata) has no
 // topics, so nothing is ever deleted for lack of metadata: at worst set
@@ -358,7 +358,7 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 type strayAction int
 
 const (
-	keepLog   strayAction = iota // hosted here, or unreadable: left alone
+	keepLog   strayAction = iota // hosted here: left alone
 	strayLog                     // renamed <dir>.<uuid>-stray, kept
 	deleteLog                    // a removed replica: deleted
 )
@@ -411,8 +411,10 @@ func (n *Node) removeStrayLogs() {
 		}
 		id, hasID, err := readPartitionMetadata(n.fs, l.Dir())
 		if err != nil {
-			n.logger.Warn("broker: log kept: partition.metadata unreadable", "topic", k.topic, "partition", k.partition, "dir", l.Dir(), "err", err)
-			continue
+			// Judged as without one: kept if hosted, else set aside,
+			// never deleted.
+			n.logger.Warn("broker: partition.metadata unreadable", "topic", k.topic, "partition", k.partition, "dir", l.Dir(), "err", err)
+			id, hasID = uuid.Nil, false
 		}
 		var act strayAction
 		var why string
