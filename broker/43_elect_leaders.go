@@ -21,9 +21,15 @@ package broker
 // within TimeoutMillis answers every partition with the error (and the
 // top-level ErrorCode, v1+).
 //
+// Large requests: the controller plans and commits the elections in
+// steps of at most 1000 partitions (metadata.ElectLeadersPlan), each its
+// own metadata entry with other controller requests free to run between
+// them, and answers once the last is applied; as Kafka's, the result is
+// not atomic (Kafka writes it in batches).
+//
 // Differences from Kafka: no authorizer (CLUSTER_AUTHORIZATION_FAILED is
 // never returned); no cap on the elections of one request (Kafka fails a
-// request of more than 10000 records).
+// request of more than 10000 records, KAFKA-14996).
 
 import (
 	"context"

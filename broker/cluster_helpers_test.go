@@ -43,6 +43,14 @@ func startCluster(t testing.TB, n int, extra map[string]string) *testCluster {
 // over extra (own[1]: the controller's node), e.g. broker.rack.
 func startClusterWith(t testing.TB, n int, extra map[string]string, own map[int32]map[string]string) *testCluster {
 	t.Helper()
+	return startClusterTuned(t, n, extra, own, nil)
+}
+
+// startClusterTuned is startClusterWith with ctlTune (nil: none) applied
+// to the controller node's parsed Config, for what is not a setting
+// (Config.snapshotEntries).
+func startClusterTuned(t testing.TB, n int, extra map[string]string, own map[int32]map[string]string, ctlTune func(*Config)) *testCluster {
+	t.Helper()
 	if own == nil {
 		own = map[int32]map[string]string{}
 	}
@@ -59,7 +67,16 @@ func startClusterWith(t testing.TB, n int, extra map[string]string, own map[int3
 	for k, v := range own[1] {
 		ctlProps[k] = v
 	}
-	c.ctl = startNode(t, t.TempDir(), ctlProps)
+	ctlCfg := testConfig(t, t.TempDir(), ctlProps)
+	if ctlTune != nil {
+		ctlTune(&ctlCfg)
+	}
+	ctl, err := Open(Options{Config: ctlCfg, Logger: testLogger(), StartTimeout: testWait})
+	if err != nil {
+		t.Fatalf("open controller node: %v", err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	c.ctl = ctl
 	c.nodes[1] = c.ctl
 	for i := int32(2); i <= int32(n); i++ {
 		c.dirs[i] = t.TempDir()

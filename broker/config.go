@@ -330,6 +330,11 @@ type Config struct {
 	// QuorumRequestTimeout is controller.quorum.request.timeout.ms: the
 	// metadata watch stream's read deadline (controller.ClientOptions.WatchTimeout).
 	QuorumRequestTimeout time.Duration
+	// snapshotEntries, when set, is the controller's snapshot interval in
+	// applied entries (controller.Config.SnapshotEntries; 0: its
+	// default). Not a setting: tests shorten it so a restarted broker's
+	// view comes from a snapshot image.
+	snapshotEntries uint64
 	// Rack is broker.rack, registered for rack-aware placement.
 	Rack string
 	// RackAwareReads is replica.selector.class = RackAwareReplicaSelector
@@ -830,6 +835,7 @@ func (c *Config) controllerConfig(listenAddr string, voters []controller.Voter, 
 		LeaderImbalanceCheckInterval:       c.LeaderImbalanceCheckInterval,
 		LeaderImbalancePerBrokerPercentage: c.LeaderImbalancePerBrokerPercentage,
 		TickInterval:                       tick,
+		SnapshotEntries:                    c.snapshotEntries,
 		ElectionTicks:                      max(int(c.ElectionTimeout/tick), 2),
 		FrameReadTimeout:                   c.RequestReadTimeout,
 		Logger:                             logger,

@@ -38,20 +38,35 @@ func electOne(t *testing.T, adm *kadm.Client, how kadm.ElectLeadersHow, topic st
 // of the ISR, gives the partition back once it is in the ISR, and is then
 // ELECTION_NOT_NEEDED; UNKNOWN_TOPIC_OR_PARTITION for what does not
 // exist; null topics leave out the partitions already led by their
-// preferred replica. auto.leader.rebalance.enable is off so only the
-// request moves leaders.
+// preferred replica. The controller's
+// strata_controller_preferred_replica_imbalance_partitions (Kafka's
+// PreferredReplicaImbalanceCount) counts el-0 while it is led elsewhere.
+// auto.leader.rebalance.enable is off so only the request moves leaders.
 func TestElectLeadersPreferredGivesLeadershipBack(t *testing.T) {
 	c := startCluster(t, 3, map[string]string{"auto.leader.rebalance.enable": "false", "broker.heartbeat.interval.ms": "200"})
 	adm := kadm.NewClient(c.client())
 	c.createAssigned("el", nil, []int32{3, 2, 1}, []int32{1, 2, 3})
 	c.waitFullISR("el", 0)
 	c.waitFullISR("el", 1)
+	imbalance := func(want float64, when string) {
+		t.Helper()
+		var v float64
+		var ok bool
+		if err := testutil.Within(testWait, func() bool {
+			v, ok = scrapeMetrics(t, c.ctl).value("strata_controller_preferred_replica_imbalance_partitions")
+			return ok && v == want
+		}); err != nil {
+			t.Fatalf("%s: preferred replica imbalance %v (exported %t), want %v", when, v, ok, want)
+		}
+	}
+	imbalance(0, "every preferred replica leading")
 	if err := electOne(t, adm, kadm.ElectPreferredReplica, "el", 0); !errors.Is(err, kerr.ElectionNotNeeded) {
 		t.Fatalf("preferred replica leading: %v, want ELECTION_NOT_NEEDED", err)
 	}
 
 	c.stop(3)
 	c.waitNewLeader("el", 0, 3)
+	imbalance(1, "el-0 led by another than 3")
 	if err := electOne(t, adm, kadm.ElectPreferredReplica, "el", 0); !errors.Is(err, kerr.PreferredLeaderNotAvailable) {
 		t.Fatalf("preferred replica stopped: %v, want PREFERRED_LEADER_NOT_AVAILABLE", err)
 	}
@@ -74,6 +89,7 @@ func TestElectLeadersPreferredGivesLeadershipBack(t *testing.T) {
 		t.Fatalf("preferred replica back in the ISR: %v, want elected", err)
 	}
 	c.waitPartition("el", 0, "broker 3 leading", func(p metadata.PartitionInfo) bool { return p.Leader == 3 })
+	imbalance(0, "broker 3 elected again")
 	// The elected leader serves: a client's metadata names it.
 	testutil.Eventually(t, testWait, func() bool {
 		md, err := adm.Metadata(testCtx(t), "el")

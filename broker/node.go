@@ -109,6 +109,10 @@ type Node struct {
 
 	partsMu sync.RWMutex // guards parts
 	parts   map[tpKey]*partition
+	// reconcileMu serialises reconcile (the metadata follower) and
+	// removeStrayLogs (Open), so a log judged stray is never one that
+	// reconcile is opening.
+	reconcileMu sync.Mutex
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions (fetch_session.go)
 	replicas      *replicaFetchers   // the follower side: fetchers of the partitions followed here (replica_fetcher.go)

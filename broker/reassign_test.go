@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/controller/metadata"
@@ -291,6 +293,88 @@ func TestReassignmentAwayFromStoppedBroker(t *testing.T) {
 	})
 	c.start(2)
 	c.waitLogGone(2, topic, 0, dir)
+}
+
+// TestStrayReplicasAtStartFromASnapshot: broker 2 is down while one of
+// its partitions is reassigned away and a topic it hosts is deleted, and
+// the controller snapshots past both (every 8 entries) and compacts its
+// log, so 2 restarts from a snapshot image that never shows either change
+// (no delta for reconcile to delete by). Once caught up it deletes the
+// removed replica's log (its topic id is the metadata's, the partition
+// exists, 2 is not a replica: the data lives on [3 1]), sets the deleted
+// topic's log aside as -stray (nothing proves it redundant), and keeps
+// the log of the partition it still hosts, with its records.
+func TestStrayReplicasAtStartFromASnapshot(t *testing.T) {
+	const every = 8
+	c := startClusterTuned(t, 3, faultSettings, nil, func(cfg *Config) { cfg.snapshotEntries = every })
+	cl := c.client()
+	for _, topic := range []string{"away", "gone", "kept"} {
+		createAssigned(t, cl, topic, nil, []int32{3, 2})
+		c.waitFullISR(topic, 0)
+		if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: []byte(topic)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs := map[string]string{}
+	for _, topic := range []string{"away", "gone", "kept"} {
+		dirs[topic] = c.waitLogDir(2, topic, 0)
+		testutil.Eventually(t, testWait, func() bool {
+			l, ok := c.node(2).store.Get(topic, 0)
+			return ok && l.LogEndOffset() == 1
+		}, "broker 2 holds %s-0's record", topic)
+	}
+	c.stop(2)
+	adm := kadm.NewClient(cl)
+	if err := reassign(t, adm, "away", 0, []int32{3, 1}); err != nil {
+		t.Fatalf("reassign to [3 1]: %v", err)
+	}
+	c.waitPartition("away", 0, "reassignment to [3 1] complete", func(st metadata.PartitionInfo) bool {
+		return slices.Equal(st.Replicas, []int32{3, 1}) && !st.Reassigning()
+	})
+	if resp, err := adm.DeleteTopics(testCtx(t), "gone"); err != nil || resp["gone"].Err != nil {
+		t.Fatalf("delete gone: %v %+v", err, resp)
+	}
+	testutil.Eventually(t, testWait, func() bool {
+		var has bool
+		c.ctl.view(func(st *metadata.State) { _, has = st.TopicByName("gone") })
+		return !has
+	}, "topic gone deleted")
+	changed := uint64(c.ctl.appliedOffset())
+	// Entries (topics on broker 1 alone) until a snapshot at or past the
+	// changes has compacted the log beyond offset 1, where a restarted
+	// broker's empty view watches from: it gets the image.
+	for i := 0; ; i++ {
+		if st := c.ctl.ctl.Status(); st.SnapshotIndex >= changed && st.SnapshotIndex > every {
+			break
+		}
+		if i > 20*every {
+			t.Fatalf("no snapshot past offset %d: %+v", changed, c.ctl.ctl.Status())
+		}
+		createAssigned(t, cl, fmt.Sprintf("filler-%d", i), nil, []int32{1})
+	}
+	c.start(2)
+	c.waitLogGone(2, "away", 0, dirs["away"])
+	if err := testutil.Within(testWait, func() error {
+		if left, _ := filepath.Glob(filepath.Join(c.dirs[2], "away-0*")); len(left) > 0 {
+			return fmt.Errorf("the removed replica's log is still on disk: %v", left)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dirs["gone"]); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the deleted topic's log %s is still in place (%v)", dirs["gone"], err)
+	}
+	strays, _ := filepath.Glob(filepath.Join(c.dirs[2], "gone-0.*-stray"))
+	if len(strays) != 1 {
+		t.Fatalf("stray dirs %v, want one gone-0.<uuid>-stray", strays)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(strays[0], "*.log")); len(logs) == 0 {
+		t.Fatalf("stray dir %s lost its segments", strays[0])
+	}
+	if p := c.node(2).partition("kept", 0); p == nil || p.log.Dir() != dirs["kept"] || p.log.LogEndOffset() != 1 {
+		t.Fatalf("broker 2 lost the log of kept-0, which it still hosts")
+	}
 }
 
 // TestKcatMetadataShowsReassignedReplicas: a second client (librdkafka,

@@ -5,14 +5,17 @@ package broker
 // each delta reconcile makes the hosted partitions match it: logs opened
 // (partition.metadata checked or written, producer state loaded), leader
 // flags and epochs set, tiering and the group coordinator told, partitions
-// of deleted topics dropped. Logs the metadata does not account for are
-// set aside as stray, never deleted. Only the follower goroutine
-// reconciles; heartbeats report the last reconciled offset.
+// of deleted topics dropped. At start, once caught up, the logs on disk
+// the metadata does not account for are set aside as stray, or deleted
+// when it proves them a replica reassigned away (removeStrayLogs). Only
+// the follower goroutine reconciles; heartbeats report the last
+// reconciled offset.
 
 import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -166,6 +169,8 @@ type wantedPartition struct {
 // topics are closed and their logs deleted. Only the follower goroutine
 // calls it.
 func (n *Node) reconcile() {
+	n.reconcileMu.Lock()
+	defer n.reconcileMu.Unlock()
 	var want []wantedPartition
 	n.metaMu.RLock()
 	n.leaderQuota.setRate(n.replicationRate(n.meta, "leader.replication.throttled.rate"))
@@ -313,39 +318,119 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	}
 }
 
-// removeStrayLogs sets aside logs found on disk that the metadata does
-// not account for: no topic of that name, a partition index the topic
-// does not have, or a partition.metadata naming another topic id. Such a
-// log may be a topic deleted while this node was down, or the only copy
-// of data whose metadata was lost (an emptied metadata log): as Kafka
-// does, its directory is renamed <dir>.<uuid>-stray and kept for the
-// operator (`strata tier restore --all` brings back tiered topics), never
-// deleted. It runs once the metadata has caught up, and judges by the
-// metadata only (never by which partitions happen to be open), so a log
-// that failed to open is kept.
+// The logs on disk a broker's metadata no longer accounts for, judged once
+// at start (removeStrayLogs) when the view has caught up (the controller
+// unfenced this broker: its view reached the offset it registered at).
+// While the broker runs, reconcile drops the partitions it stops hosting
+// (dropPartition deletes a removed replica's log, as Kafka's StopReplica
+// with delete); these are the logs it could not see go: the broker was
+// down, and its view came from a snapshot image that never showed the
+// change.
+//
+// Kafka's KRaft broker (LogManager.isStrayKraftReplica, KAFKA-14616)
+// renames each of them <dir>-stray and keeps it. Strata does so where the
+// metadata does not prove the data redundant, and deletes where it does:
+//
+//   - no topic of that name, no such partition index, or a
+//     partition.metadata naming another topic id: a topic deleted (or
+//     re-created) while this node was down, or the only copy of data
+//     whose metadata was lost (an emptied metadata log): set aside as
+//     <dir>.<uuid>-stray, kept for the operator (`strata tier restore
+//     --all` brings back tiered topics);
+//   - the partition exists under the very topic id its partition.metadata
+//     names, and this broker is not among its replicas (adding and
+//     removing ones included): a replica reassigned away while the broker
+//     was down. Reassignment only drops a replica once every new one is in
+//     the ISR, so the partition's data lives on its replicas, and the log
+//     is deleted (renamed <dir>.<uuid>-delete, removed in the background)
+//     exactly as the live path would have; unless the partition is
+//     offline (no leader): then nothing proves its replicas hold the data,
+//     and the log is set aside instead;
+//   - a partition this broker hosts is kept; one without partition.metadata
+//     (or with one that cannot be read) that it does not host is set aside
+//     (KAFKA-16814: no topic id, no proof).
+//
+// An empty image (a broker whose controller lost its metadata) has no
+// topics, so nothing is ever deleted for lack of metadata: at worst set
+// aside.
+
+// strayAction is what removeStrayLogs does with one log.
+type strayAction int
+
+const (
+	keepLog   strayAction = iota // hosted here: left alone
+	strayLog                     // renamed <dir>.<uuid>-stray, kept
+	deleteLog                    // a removed replica: deleted
+)
+
+// judgeLog decides the fate of broker self's log of topic-part whose
+// partition.metadata names diskID (hasID false: it has none), from the
+// metadata image st; why says it for the log line.
+func judgeLog(st *metadata.State, self int32, topic string, part int32, diskID uuid.UUID, hasID bool) (act strayAction, why string) {
+	t, ok := st.TopicByName(topic)
+	if !ok {
+		return strayLog, "the metadata has no such topic"
+	}
+	p, ok := st.Partition(t.ID, part)
+	if !ok {
+		return strayLog, "the metadata has no such partition"
+	}
+	if hasID && diskID != t.ID {
+		return strayLog, fmt.Sprintf("the metadata names topic id %s", encodeTopicID(t.ID))
+	}
+	if slices.Contains(p.Replicas, self) {
+		return keepLog, ""
+	}
+	if !hasID {
+		return strayLog, "not a replica here, and no partition.metadata to tell its topic id"
+	}
+	if p.Leader == metadata.NoLeader {
+		return strayLog, fmt.Sprintf("not a replica here, but the partition is offline (replicas %v): this may be the last copy", p.Replicas)
+	}
+	return deleteLog, fmt.Sprintf("not a replica here: the partition's replicas are %v", p.Replicas)
+}
+
+// removeStrayLogs judges every loaded log that no hosted partition holds
+// by judgeLog, and sets it aside or deletes it. It runs once the metadata
+// has caught up, under reconcileMu (so never on a log reconcile is
+// opening), and judges by the metadata only, so a log that failed to open
+// is kept.
 func (n *Node) removeStrayLogs() {
+	n.reconcileMu.Lock()
+	defer n.reconcileMu.Unlock()
 	for _, l := range n.store.Logs() {
 		if strings.HasPrefix(l.Topic(), "__cluster_metadata") {
 			continue
 		}
-		var stray bool
-		var topicID uuid.UUID
-		n.view(func(st *metadata.State) {
-			t, ok := st.TopicByName(l.Topic())
-			if !ok {
-				stray = true
-				return
-			}
-			_, ok = st.Partition(t.ID, l.Partition())
-			stray, topicID = !ok, t.ID
-		})
-		if !stray {
-			id, ok, err := readPartitionMetadata(n.fs, l.Dir())
-			if err != nil || !ok || id == topicID {
+		k := tpKey{l.Topic(), l.Partition()}
+		n.partsMu.RLock()
+		_, hosted := n.parts[k]
+		n.partsMu.RUnlock()
+		if hosted {
+			continue // reconcile's: it drops (and deletes) what it stops hosting
+		}
+		id, hasID, err := readPartitionMetadata(n.fs, l.Dir())
+		if err != nil {
+			// Judged as without one: kept if hosted, else set aside,
+			// never deleted.
+			n.logger.Warn("broker: partition.metadata unreadable", "topic", k.topic, "partition", k.partition, "dir", l.Dir(), "err", err)
+			id, hasID = uuid.Nil, false
+		}
+		var act strayAction
+		var why string
+		n.view(func(st *metadata.State) { act, why = judgeLog(st, n.cfg.NodeID, k.topic, k.partition, id, hasID) })
+		switch act {
+		case strayLog:
+			n.markStray(l, why)
+		case deleteLog:
+			start, end, dir := l.LogStartOffset(), l.LogEndOffset(), l.Dir()
+			if err := n.store.Delete(k.topic, k.partition); err != nil {
+				n.logger.Error("broker: delete the log of a removed replica", "topic", k.topic, "partition", k.partition, "dir", dir, "err", err)
 				continue
 			}
+			n.logger.Info("broker: deleted the log of a replica removed while this broker was down", "topic", k.topic, "partition", k.partition,
+				"topic_id", encodeTopicID(id), "log_start", start, "log_end", end, "why", why, "dir", dir)
 		}
-		n.markStray(l, "the metadata has no such partition")
 	}
 }
 

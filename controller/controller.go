@@ -210,7 +210,13 @@ func Open(o Options) (*Controller, error) {
 			ClusterID: clusterID, Incarnation: o.Incarnation, LocalAddr: o.LocalAddr})
 		c.transport = tcp
 	}
-	m := newMetrics(cfg.NodeID, c.Status)
+	m := newMetrics(cfg.NodeID, c.Status, func() (n int) {
+		if c.node == nil || !c.node.isLeaderReady() {
+			return 0 // the active controller's alone, as offline partitions
+		}
+		c.fsm.read(func(st *metadata.State) { n = st.PreferredReplicaImbalance() })
+		return n
+	})
 	c.metrics = m
 	var err error
 	c.node, err = newNode(nodeConfig{
@@ -669,24 +675,37 @@ func (c *Controller) forwarder(addr string) *Client {
 // leader, plan it against the current image (through the one decider, so no
 // two plans race on stale state), propose the planned records and, once they
 // are applied and the plan did not fail, run onApplied (if any); on a
-// follower, forward the request to the leader with remote. It returns the
-// planner's result.
-func decideRouted[R any](ctx context.Context, c *Controller, fwd bool, plan func(st *metadata.State) ([]metadata.Record, R, error), onApplied func(), remote func(ctx context.Context, cl *Client) (R, error)) (R, error) {
+// follower, forward the request to the leader with remote. newStep gives
+// the planner, a fresh one per request: its steps run as consecutive
+// decisions, each proposed and applied before the next is planned, until
+// one reports done (most planners are a single step). It returns the last
+// step's result.
+func decideRouted[R any](ctx context.Context, c *Controller, fwd bool, newStep func() func(st *metadata.State) ([]metadata.Record, R, bool, error), onApplied func(), remote func(ctx context.Context, cl *Client) (R, error)) (R, error) {
 	var res R
 	err := c.route(ctx, fwd, func(ctx context.Context) error {
-		var perr error
-		_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
-			var recs []metadata.Record
-			recs, res, perr = plan(st)
-			return recs
-		})
-		if err == nil {
-			err = perr
+		step := newStep()
+		for {
+			var perr error
+			var done bool
+			_, err := c.decideAndPropose(ctx, func(st *metadata.State) []metadata.Record {
+				var recs []metadata.Record
+				recs, res, done, perr = step(st)
+				return recs
+			})
+			if err == nil {
+				err = perr
+			}
+			if err != nil {
+				return err
+			}
+			if done {
+				break
+			}
 		}
-		if err == nil && onApplied != nil {
+		if onApplied != nil {
 			onApplied()
 		}
-		return err
+		return nil
 	}, func(ctx context.Context, cl *Client) error {
 		var err error
 		res, err = remote(ctx, cl)

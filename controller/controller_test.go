@@ -634,7 +634,7 @@ func TestControllerMetricsExported(t *testing.T) {
 		"strata_controller_raft_commit_index": 5, "strata_controller_raft_applied_index": 5,
 		"strata_controller_snapshot_size_bytes": 1, "strata_controller_proposals_total": 5,
 		"strata_controller_leader_changes_total": 1, "strata_controller_snapshot_timestamp_seconds": 1,
-		"strata_controller_unclean_leader_elections_total": 0,
+		"strata_controller_unclean_leader_elections_total": 0, "strata_controller_preferred_replica_imbalance_partitions": 0,
 	} {
 		if v, ok := got[name]; !ok || v < min {
 			t.Errorf("%s = %v (present %v), want >= %v", name, v, ok, min)

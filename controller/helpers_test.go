@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
@@ -230,6 +231,9 @@ type ctrlCluster struct {
 
 	mu    sync.Mutex // guards addrs
 	addrs map[int32]string
+	// regs are the controllers' metrics registries (Options.Registry),
+	// a fresh one at each start.
+	regs map[int32]*prometheus.Registry
 }
 
 type clusterOpts struct {
@@ -259,7 +263,7 @@ func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 	c := &ctrlCluster{
 		t: t, disk: o.disk, tune: o.tune, clusterIDs: o.clusterIDs, clusterID: o.clusterID, incs: map[int32]uuid.UUID{},
 		dirs: map[int32]string{}, mem: map[int32]*MemoryStorage{},
-		ctrls: map[int32]*Controller{}, addrs: map[int32]string{},
+		ctrls: map[int32]*Controller{}, addrs: map[int32]string{}, regs: map[int32]*prometheus.Registry{},
 	}
 	if !o.tcp {
 		c.sim = NewSimNetwork(7)
@@ -349,6 +353,8 @@ func (c *ctrlCluster) startWith(id int32, ln net.Listener) {
 	if !c.disk {
 		o.Storage = c.mem[id]
 	}
+	reg := prometheus.NewRegistry()
+	o.Registry, c.regs[id] = reg, reg
 	ctl, err := Open(o)
 	if err != nil {
 		c.t.Fatalf("open controller %d: %v", id, err)

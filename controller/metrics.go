@@ -23,11 +23,18 @@ type metrics struct {
 	// uncleanElections counts the partition leaders this node, as
 	// controller leader, elected uncleanly (metadata.IsUncleanElection).
 	uncleanElections prometheus.Counter
+	// imbalance is Kafka's PreferredReplicaImbalanceCount: partitions
+	// whose leader is not their preferred replica, offline ones included,
+	// in the applied image; reported by the active controller, 0
+	// elsewhere (as strata_controller_offline_partitions), so a sum over
+	// the quorum is the cluster's count.
+	imbalance prometheus.GaugeFunc
 }
 
-// newMetrics builds the metrics; the gauge functions read status, which
-// must be safe to call once register has been called.
-func newMetrics(nodeID int32, status func() Status) *metrics {
+// newMetrics builds the metrics; the gauge functions read status and
+// imbalance (metadata.State.PreferredReplicaImbalance of the applied
+// image), which must be safe to call once register has been called.
+func newMetrics(nodeID int32, status func() Status, imbalance func() int) *metrics {
 	labels := prometheus.Labels{"node_id": itoa(nodeID)}
 	gf := func(name, help string, f func(Status) float64) prometheus.GaugeFunc {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -51,6 +58,9 @@ func newMetrics(nodeID int32, status func() Status) *metrics {
 		uncleanElections: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "strata", Subsystem: "controller",
 			Name: "unclean_leader_elections_total", Help: "Partition leaders elected uncleanly (unclean.leader.election.enable, or the last known ELR member after an unclean shutdown): the partition may have lost acknowledged records and is RECOVERING.", ConstLabels: labels}),
 	}
+	m.imbalance = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "strata", Subsystem: "controller",
+		Name: "preferred_replica_imbalance_partitions", Help: "Partitions whose leader is not their preferred replica (the first of their replicas), offline ones included, from the metadata image; reported by the active controller, 0 elsewhere (Kafka's PreferredReplicaImbalanceCount). auto.leader.rebalance.enable or ElectLeaders PREFERRED brings it down.",
+		ConstLabels: labels}, func() float64 { return float64(imbalance()) })
 	m.snapshotAge = gf("snapshot_age_seconds", "Seconds since the last metadata snapshot (0 = none yet).", func(s Status) float64 {
 		if s.SnapshotTime.IsZero() {
 			return 0
@@ -67,7 +77,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range []prometheus.Collector{m.term, m.leader, m.commit, m.applied, m.snapshotBytes,
-		m.snapshotTime, m.snapshotAge, m.proposals, m.leaderChanges, m.uncleanElections} {
+		m.snapshotTime, m.snapshotAge, m.proposals, m.leaderChanges, m.uncleanElections, m.imbalance} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

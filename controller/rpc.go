@@ -79,6 +79,13 @@ type rpc[Req, Res, W any] struct {
 	// plan decides req against the leader's image st (as extended by the
 	// decisions batched ahead of it); it must not keep st.
 	plan func(c *Controller, st *metadata.State, req Req) ([]metadata.Record, Res, error)
+	// steps, if set instead of plan, plans req in steps: it returns the
+	// step, which the leader runs as one decision after another (each
+	// step's records their own entry, other decisions free to run
+	// between them) until it reports done; the result is the last
+	// step's. For requests too large for one decision (ElectLeaders of
+	// every partition).
+	steps func(c *Controller, req Req) func(st *metadata.State) ([]metadata.Record, Res, bool, error)
 	// applied, if set, runs on the leader once the planned records are
 	// applied and the plan did not fail.
 	applied func(c *Controller, req Req)
@@ -122,9 +129,16 @@ func (r *rpc[Req, Res, W]) local(ctx context.Context, c *Controller, req Req, fw
 	if r.applied != nil {
 		onApplied = func() { r.applied(c, req) }
 	}
-	return decideRouted(ctx, c, fwd, func(st *metadata.State) ([]metadata.Record, Res, error) {
-		return r.plan(c, st, req)
-	}, onApplied, func(ctx context.Context, cl *Client) (Res, error) {
+	newStep := func() func(st *metadata.State) ([]metadata.Record, Res, bool, error) {
+		if r.steps != nil {
+			return r.steps(c, req)
+		}
+		return func(st *metadata.State) ([]metadata.Record, Res, bool, error) {
+			recs, res, err := r.plan(c, st, req)
+			return recs, res, true, err
+		}
+	}
+	return decideRouted(ctx, c, fwd, newStep, onApplied, func(ctx context.Context, cl *Client) (Res, error) {
 		return r.remote(ctx, cl, req)
 	})
 }
@@ -329,16 +343,23 @@ func (c *Client) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSeg
 
 var rpcElectLeaders = register(&rpc[metadata.ElectLeadersRequest, []metadata.ElectLeadersResult, []electLeadersResultW]{
 	method: methodElectLeaders, name: "ElectLeaders",
-	plan: func(_ *Controller, st *metadata.State, req metadata.ElectLeadersRequest) ([]metadata.Record, []metadata.ElectLeadersResult, error) {
-		recs, res := st.PlanElectLeaders(req)
-		return recs, res, nil
+	steps: func(_ *Controller, req metadata.ElectLeadersRequest) func(st *metadata.State) ([]metadata.Record, []metadata.ElectLeadersResult, bool, error) {
+		p := metadata.NewElectLeadersPlan(req)
+		return func(st *metadata.State) ([]metadata.Record, []metadata.ElectLeadersResult, bool, error) {
+			recs := p.Step(st, metadata.MaxElectionsPerStep)
+			return recs, p.Results(), p.Done(), nil
+		}
 	},
 	toWire: electLeadersToW, fromWire: electLeadersFromW,
 })
 
 // ElectLeaders runs preferred or unclean leader elections (Kafka's
 // ElectLeaders); per-partition errors are those of
-// metadata.State.PlanElectLeaders.
+// metadata.State.PlanElectLeaders. The leader plans and commits them in
+// steps of at most metadata.MaxElectionsPerStep partitions
+// (metadata.ElectLeadersPlan), so a request over every partition of a
+// large cluster neither holds the decider nor makes one huge entry; it
+// answers once the last step is applied.
 func (c *Controller) ElectLeaders(ctx context.Context, req metadata.ElectLeadersRequest) ([]metadata.ElectLeadersResult, error) {
 	return rpcElectLeaders.local(ctx, c, req, false)
 }

@@ -83,54 +83,117 @@ type ElectLeadersPartitionResult struct {
 // ELECTION_NOT_NEEDED are left out of the results (Kafka does so: they
 // already have the leader wanted); every topic is listed, if only with no
 // partitions. A partition named twice is elected once and answered
-// twice, alike.
+// twice, alike. It plans the whole request at once; the controller plans
+// it in steps ([ElectLeadersPlan]).
 func (s *State) PlanElectLeaders(req ElectLeadersRequest) ([]Record, []ElectLeadersResult) {
-	var recs []Record
-	done := map[TopicPartition]error{}
-	elect := func(name string, pn int32) error {
-		ti, ok := s.topicsByName[name]
-		if !ok {
-			return fmt.Errorf("%w: no such topic as %s", kerr.UnknownTopicOrPartition, name)
-		}
-		t := s.topics[ti]
-		if pn < 0 || int(pn) >= len(t.partitions) {
-			return fmt.Errorf("%w: no such partition as %s-%d", kerr.UnknownTopicOrPartition, name, pn)
-		}
-		key := TopicPartition{t.id, pn}
-		if err, ok := done[key]; ok {
-			return err
-		}
-		rec, err := s.electLeader(t, t.partitions[pn], req.Type)
-		if rec != nil {
-			recs = append(recs, rec)
-		}
-		done[key] = err
-		return err
-	}
-	var out []ElectLeadersResult
-	if req.Topics == nil {
-		for _, name := range sortedKeys(s.topicsByName) {
-			r := ElectLeadersResult{Topic: name, Partitions: []ElectLeadersPartitionResult{}}
-			for pn := range s.topics[s.topicsByName[name]].partitions {
-				err := elect(name, int32(pn))
-				if !errors.Is(err, kerr.ElectionNotNeeded) {
-					r.Partitions = append(r.Partitions, ElectLeadersPartitionResult{Partition: int32(pn), Err: err})
-				}
-			}
-			out = append(out, r)
-		}
-		return recs, out
-	}
-	out = []ElectLeadersResult{}
-	for _, rt := range req.Topics {
-		r := ElectLeadersResult{Topic: rt.Name, Partitions: []ElectLeadersPartitionResult{}}
-		for _, pn := range rt.Partitions {
-			r.Partitions = append(r.Partitions, ElectLeadersPartitionResult{Partition: pn, Err: elect(rt.Name, pn)})
-		}
-		out = append(out, r)
-	}
-	return recs, out
+	p := NewElectLeadersPlan(req)
+	recs := p.Step(s, 0)
+	return recs, p.Results()
 }
+
+// MaxElectionsPerStep bounds the partitions one step of an
+// [ElectLeadersPlan] tries, as [MaxElectionsPerImbalance] bounds a
+// rebalance check: a request naming (or, with null topics, meaning) every
+// partition of a large cluster commits as entries of at most this many
+// elections, the controller's decider free for other requests between
+// them.
+const MaxElectionsPerStep = MaxElectionsPerImbalance
+
+// ElectLeadersPlan is one ElectLeaders request planned in steps, each on
+// the image as the steps before it left it (their records applied), each
+// step's records committed as their own entry. The answers are those of
+// [State.PlanElectLeaders]; like Kafka's (whose ElectLeaders result is
+// not atomic either, written in batches), the elections are not one
+// atomic change. With null topics the partitions are the first step's
+// image's; a topic deleted between steps answers its remaining partitions
+// UNKNOWN_TOPIC_OR_PARTITION. Not safe for concurrent use.
+type ElectLeadersPlan struct {
+	typ     ElectionType
+	all     bool // null topics: every partition; ELECTION_NOT_NEEDED left out
+	started bool
+	topics  []ElectLeadersTopic      // what is planned, in order
+	ti, pi  int                      // the next partition: topics[ti].Partitions[pi]
+	done    map[TopicPartition]error // each partition's answer, once planned
+	out     []ElectLeadersResult     // one per topic started, in order
+}
+
+// NewElectLeadersPlan starts planning req.
+func NewElectLeadersPlan(req ElectLeadersRequest) *ElectLeadersPlan {
+	p := &ElectLeadersPlan{typ: req.Type, all: req.Topics == nil, topics: req.Topics, done: map[TopicPartition]error{}}
+	if !p.all {
+		p.out = []ElectLeadersResult{}
+	}
+	return p
+}
+
+// Step plans up to max more partitions (max <= 0: every one left) on s
+// and returns their elections' records.
+func (p *ElectLeadersPlan) Step(s *State, max int) []Record {
+	if !p.started {
+		p.started = true
+		if p.all {
+			for _, name := range sortedKeys(s.topicsByName) {
+				parts := make([]int32, len(s.topics[s.topicsByName[name]].partitions))
+				for i := range parts {
+					parts[i] = int32(i)
+				}
+				p.topics = append(p.topics, ElectLeadersTopic{Name: name, Partitions: parts})
+			}
+		}
+	}
+	var recs []Record
+	tried := 0
+	for ; p.ti < len(p.topics); p.ti, p.pi = p.ti+1, 0 {
+		rt := p.topics[p.ti]
+		if len(p.out) == p.ti {
+			p.out = append(p.out, ElectLeadersResult{Topic: rt.Name, Partitions: []ElectLeadersPartitionResult{}})
+		}
+		r := &p.out[p.ti]
+		for ; p.pi < len(rt.Partitions); p.pi++ {
+			if max > 0 && tried >= max {
+				return recs
+			}
+			tried++
+			pn := rt.Partitions[p.pi]
+			rec, err := p.elect(s, rt.Name, pn)
+			if rec != nil {
+				recs = append(recs, rec)
+			}
+			if p.all && errors.Is(err, kerr.ElectionNotNeeded) {
+				continue
+			}
+			r.Partitions = append(r.Partitions, ElectLeadersPartitionResult{Partition: pn, Err: err})
+		}
+	}
+	return recs
+}
+
+// elect plans topic-pn once (a partition named again gets its first answer
+// and no record).
+func (p *ElectLeadersPlan) elect(s *State, name string, pn int32) (*PartitionChangeRecord, error) {
+	ti, ok := s.topicsByName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: no such topic as %s", kerr.UnknownTopicOrPartition, name)
+	}
+	t := s.topics[ti]
+	if pn < 0 || int(pn) >= len(t.partitions) {
+		return nil, fmt.Errorf("%w: no such partition as %s-%d", kerr.UnknownTopicOrPartition, name, pn)
+	}
+	key := TopicPartition{t.id, pn}
+	if err, ok := p.done[key]; ok {
+		return nil, err
+	}
+	rec, err := s.electLeader(t, t.partitions[pn], p.typ)
+	p.done[key] = err
+	return rec, err
+}
+
+// Done reports whether every partition has been planned.
+func (p *ElectLeadersPlan) Done() bool { return p.started && p.ti >= len(p.topics) }
+
+// Results are the answers so far, per topic in order; complete once Done.
+// The plan keeps writing them while it steps.
+func (p *ElectLeadersPlan) Results() []ElectLeadersResult { return p.out }
 
 // electLeader plans one election of type typ on p (Kafka's electLeader).
 func (s *State) electLeader(t *topicState, p *PartitionInfo, typ ElectionType) (*PartitionChangeRecord, error) {
@@ -219,4 +282,26 @@ func (s *State) PlanPreferredRebalance(percent int) (recs []Record, more bool) {
 		}
 	}
 	return recs, false
+}
+
+// PreferredReplicaImbalance counts the partitions whose leader is not
+// their preferred replica (the first of their replicas), offline ones
+// included: Kafka's PreferredReplicaImbalanceCount, as its controllers
+// compute it from the image (PartitionRegistration.hasPreferredLeader: a
+// partition without replicas has preferred replica -1). O(partitions),
+// allocating nothing.
+func (s *State) PreferredReplicaImbalance() int {
+	n := 0
+	for _, t := range s.topics {
+		for _, p := range t.partitions {
+			pref := NoLeader
+			if len(p.Replicas) > 0 {
+				pref = p.Replicas[0]
+			}
+			if p.Leader != pref {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -556,3 +556,101 @@ func TestPlanPreferredRebalanceBatchesAtMostTheCap(t *testing.T) {
 		}
 	}
 }
+
+// TestPreferredReplicaImbalance: partitions led by another replica than
+// the first of theirs count, and so do offline ones (Kafka's
+// PreferredReplicaImbalanceCount); a preferred election takes one off.
+func TestPreferredReplicaImbalance(t *testing.T) {
+	st := brokersState(t, "", "", "")
+	if n := st.PreferredReplicaImbalance(); n != 0 {
+		t.Fatalf("empty: %d", n)
+	}
+	id := uuid.MustParse("00000000-0000-4000-8000-0000000001b1")
+	recs := []Record{&TopicRecord{Name: "imb", TopicID: id}}
+	for p, leader := range []int32{1, 2, NoLeader, 3, 3} {
+		recs = append(recs, &PartitionRecord{TopicID: id, Partition: int32(p), Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: leader})
+	}
+	recs[len(recs)-1].(*PartitionRecord).Replicas = []int32{3, 1, 2} // 4: led by its preferred 3
+	if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.PreferredReplicaImbalance(); n != 3 {
+		t.Fatalf("leaders 1 2 -1 3 (prefs 1) and 3 (pref 3): %d imbalanced, want 3 (partitions 1, 2, 3)", n)
+	}
+	one := int32(1)
+	if err := st.ApplyBatch(st.Offset()+1, []Record{&PartitionChangeRecord{TopicID: id, Partition: 1, Leader: &one}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.PreferredReplicaImbalance(); n != 2 {
+		t.Fatalf("after partition 1's preferred election: %d, want 2", n)
+	}
+}
+
+// TestElectLeadersPlanSteps: a request over 2 500 partitions planned in
+// steps of at most MaxElectionsPerStep, each step on the image with the
+// earlier steps' records applied, elects every partition once (none
+// twice across a step boundary, a partition named twice answered alike)
+// and answers exactly as the whole request planned at once; with null
+// topics too (the already-led ones left out).
+func TestElectLeadersPlanSteps(t *testing.T) {
+	const n = 2*MaxElectionsPerStep + 500
+	build := func() *State {
+		st := brokersState(t, "", "")
+		id := uuid.MustParse("00000000-0000-4000-8000-00000000e1ec")
+		recs := []Record{&TopicRecord{Name: "big", TopicID: id}}
+		for p := range n {
+			leader := int32(2)
+			if p%10 == 0 {
+				leader = 1 // led by its preferred replica already
+			}
+			recs = append(recs, &PartitionRecord{TopicID: id, Partition: int32(p), Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: leader})
+		}
+		if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	named := ElectLeadersTopic{Name: "big"}
+	for p := range n {
+		named.Partitions = append(named.Partitions, int32(p))
+	}
+	// partition 1 again right after the first step's boundary, and a
+	// partition and a topic that do not exist
+	named.Partitions = slices.Insert(named.Partitions, MaxElectionsPerStep, 1)
+	named.Partitions = append(named.Partitions, n)
+	for _, req := range []ElectLeadersRequest{
+		{Type: ElectPreferred, Topics: []ElectLeadersTopic{named, {Name: "nope", Partitions: []int32{0}}, {Name: "big"}}},
+		{Type: ElectPreferred},
+	} {
+		wantRecs, want := build().PlanElectLeaders(req)
+		st := build()
+		plan := NewElectLeadersPlan(req)
+		var steps, elections int
+		for !plan.Done() {
+			recs := plan.Step(st, MaxElectionsPerStep)
+			if len(recs) > MaxElectionsPerStep {
+				t.Fatalf("step %d: %d records, want at most %d", steps, len(recs), MaxElectionsPerStep)
+			}
+			if err := st.ApplyBatch(st.Offset()+1, recs); err != nil {
+				t.Fatal(err)
+			}
+			steps++
+			elections += len(recs)
+			if steps > 10 {
+				t.Fatal("the plan does not end")
+			}
+		}
+		if wantSteps := 3; steps != wantSteps {
+			t.Errorf("null topics %t: %d steps, want %d", req.Topics == nil, steps, wantSteps)
+		}
+		if elections != len(wantRecs) || elections != n-n/10 {
+			t.Errorf("null topics %t: %d elections in steps, %d at once, want %d", req.Topics == nil, elections, len(wantRecs), n-n/10)
+		}
+		if got := plan.Results(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("null topics %t: stepped answers differ from the whole request's", req.Topics == nil)
+		}
+		if st.PreferredReplicaImbalance() != 0 {
+			t.Errorf("null topics %t: %d partitions still led by another than their preferred replica", req.Topics == nil, st.PreferredReplicaImbalance())
+		}
+	}
+}
