@@ -178,6 +178,7 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		td.MaybeScanArgs(t, "max-timeout", &cfg.MaxTimeoutMs)
 		td.MaybeScanArgs(t, "expiration", &cfg.IDExpirationMs)
 		*h = *newHarness(cfg)
+		h.c = New(cfg, h.allocate) // bind the allocator to h, not the copy
 		return "ok\n"
 	case "advance":
 		var ms int64
