@@ -142,7 +142,6 @@ type pendingAppend struct {
 	txnID      string
 	t          transit
 	w          *waiter // nil when no client waits
-	fence      bool    // the PrepareAbort of a fence
 }
 
 type partition struct {
@@ -248,11 +247,11 @@ func answerNow(w *waiter, code int16) Effects {
 }
 
 // appendTransit asks for t to be appended for m, at partition pt.
-func (c *Coordinator) appendTransit(pt *partition, m *txnMeta, kind appendKind, t transit, w *waiter, fence bool) Effects {
+func (c *Coordinator) appendTransit(pt *partition, m *txnMeta, kind appendKind, t transit, w *waiter) Effects {
 	c.nextTok++
 	tok := c.nextTok
 	p := c.PartitionFor(m.id)
-	c.appends[tok] = &pendingAppend{kind: kind, part: p, coordEpoch: pt.epoch, txnID: m.id, t: t, w: w, fence: fence}
+	c.appends[tok] = &pendingAppend{kind: kind, part: p, coordEpoch: pt.epoch, txnID: m.id, t: t, w: w}
 	a := Append{Token: tok, Partition: p, CoordinatorEpoch: pt.epoch, TxnID: m.id, Key: EncodeKey(m.id)}
 	if kind != kindDead {
 		a.Value = EncodeValue(t.record())
@@ -283,14 +282,11 @@ func (c *Coordinator) AppendDone(now int64, token uint64, code int16) Effects {
 		switch {
 		case pa.kind == kindComplete && code == kerr.CoordinatorNotAvailable.Code:
 			e.note("%s: append of %s failed (%s), retrying", m.id, pa.t.state, kerr.ErrorForCode(code))
-			e.add(c.appendTransit(pt, m, kindComplete, pa.t, nil, false))
+			e.add(c.appendTransit(pt, m, kindComplete, pa.t, nil))
 		case pa.kind == kindComplete:
 			e.note("%s: append of %s failed (%s), left for the next load", m.id, pa.t.state, kerr.ErrorForCode(code))
 		default:
-			m.pending = noPending
-			if pa.fence {
-				m.failedFence = true
-			}
+			m.pending = noPending // a failed fence keeps its epochAhead
 			if pa.w != nil {
 				e.Answers = append(e.Answers, pa.w.answer(code, -1, -1))
 			}
@@ -331,7 +327,7 @@ func (c *Coordinator) startMarkers(pt *partition, m *txnMeta, now int64) Effects
 	}
 	m.complete, m.remaining, m.stopped = t, m.partitions.clone(), false
 	if len(m.remaining) == 0 {
-		return c.appendTransit(pt, m, kindComplete, t, nil, false)
+		return c.appendTransit(pt, m, kindComplete, t, nil)
 	}
 	return Effects{Markers: []Marker{{
 		TxnID: m.id, ProducerID: m.producerID, Epoch: m.epoch, Commit: m.state == PrepareCommit,

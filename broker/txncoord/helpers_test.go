@@ -478,8 +478,8 @@ func (h *harness) state() string {
 			if m.stopped {
 				b.WriteString(" stopped")
 			}
-			if m.failedFence {
-				b.WriteString(" failed-fence")
+			if m.epochAhead {
+				b.WriteString(" epoch-ahead")
 			}
 			b.WriteString("\n")
 		}

@@ -9,7 +9,8 @@ import (
 const noPending State = -1
 
 // txnMeta is one transactional id's metadata (Kafka's TransactionMetadata).
-// Every field but lastEpoch, pending*, failedFence and remaining is durable:
+// Every field but lastEpoch, pending, complete, remaining, stopped and
+// epochAhead is durable (and epoch, while epochAhead):
 // it is what the newest __transaction_state record of the id says.
 type txnMeta struct {
 	id             string
@@ -36,10 +37,12 @@ type txnMeta struct {
 	// (the coordinator was fenced) and the txn waits for a reload.
 	remaining tpSet
 	stopped   bool
-	// failedFence: a fence's PrepareAbort append failed; the bumped epoch
-	// stays in memory (never returned to a client) and the next fence does
-	// not bump it again (Kafka's hasFailedEpochFence).
-	failedFence bool
+	// epochAhead: a fence bumped the epoch in memory ahead of the log. The
+	// PrepareAbort at the new epoch is in flight, or failed: then the bumped
+	// epoch stays (it was never handed to a client, and the old producer
+	// stays fenced) and the next fence does not bump again (Kafka's
+	// hasFailedEpochFence).
+	epochAhead bool
 }
 
 // transit is a prepared transition (Kafka's TxnTransitMetadata): the
@@ -137,7 +140,7 @@ func (m *txnMeta) completeTransition(t transit) error {
 	if t.state == CompleteCommit || t.state == CompleteAbort {
 		m.partitions = tpSet{}
 	}
-	m.pending, m.failedFence, m.remaining, m.stopped = noPending, false, nil, false
+	m.pending, m.epochAhead, m.remaining, m.stopped = noPending, false, nil, false
 	return nil
 }
 

@@ -98,7 +98,7 @@ func (c *Coordinator) InitProducerID(now int64, r InitRequest) Effects {
 		e.note("%v", err)
 		return e
 	}
-	return c.appendTransit(pt, m, kindInit, t, w, false)
+	return c.appendTransit(pt, m, kindInit, t, w)
 }
 
 // fence bumps an Ongoing transaction's epoch (once: not again after a
@@ -115,8 +115,9 @@ func (c *Coordinator) fence(now int64, pt *partition, m *txnMeta, w *waiter) Eff
 		e.note("%s: cannot fence epoch %d", m.id, m.epoch)
 		return e
 	}
-	if !m.failedFence {
+	if !m.epochAhead {
 		m.epoch++
+		m.epochAhead = true
 	}
 	m.lastEpoch = -1
 	return c.end(now, pt, m, m.producerID, m.epoch, false, false, w)
@@ -195,7 +196,7 @@ func (c *Coordinator) end(now int64, pt *partition, m *txnMeta, pid int64, epoch
 		e.note("%v", err)
 		return e
 	}
-	return c.appendTransit(pt, m, kindPrepare, t, w, !fromClient)
+	return c.appendTransit(pt, m, kindPrepare, t, w)
 }
 
 // AddRequest is an AddPartitionsToTxn for one transaction (v0–3, or one
@@ -267,7 +268,7 @@ func (c *Coordinator) add(now int64, w *waiter, txnID string, pid int64, epoch i
 		e.note("%v", err)
 		return e
 	}
-	return c.appendTransit(pt, m, kindAdd, t, w, false)
+	return c.appendTransit(pt, m, kindAdd, t, w)
 }
 
 // VerifyRequest is one transaction of a verify-only AddPartitionsToTxn
@@ -399,7 +400,7 @@ func (c *Coordinator) MarkerDone(now int64, a MarkerAck) Effects {
 		return e
 	}
 	if len(m.remaining) == 0 {
-		e.add(c.appendTransit(pt, m, kindComplete, m.complete, nil, false))
+		e.add(c.appendTransit(pt, m, kindComplete, m.complete, nil))
 	}
 	return e
 }
@@ -451,7 +452,7 @@ func (c *Coordinator) ExpireIDs(now int64) Effects {
 			e.note("%v", err)
 			return
 		}
-		e.add(c.appendTransit(pt, m, kindDead, t, nil, false))
+		e.add(c.appendTransit(pt, m, kindDead, t, nil))
 	})
 	return e
 }
