@@ -77,7 +77,7 @@ func (c *Coordinator) List(now int64, f ListFilter) *kmsg.ListTransactionsRespon
 		states = append(states, st)
 	}
 	if len(f.States) > 0 && len(states) == 0 {
-		return resp // only unknown states asked for: nothing can match
+		return resp // only unknown states asked for: nothing matches (as in Kafka)
 	}
 	c.loadedTxns(func(_ *partition, m *txnMeta) {
 		switch {

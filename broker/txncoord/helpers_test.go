@@ -343,7 +343,8 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		return out.String()
 	case "marker":
 		// Acknowledges marker partitions of txn id (tps=..., default all
-		// of the newest marker) with err=NAME or NONE.
+		// of the newest marker) with err=NAME or NONE, or as deleted (the
+		// partition is gone from the metadata).
 		m, ok := h.markers[id]
 		if !ok {
 			return "no marker\n"
@@ -365,7 +366,7 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		for _, tp := range tps {
 			fmt.Fprintf(&out, "%s %s\n", tp, codeName(code))
 			out.WriteString(h.effects(h.c.MarkerDone(h.now, MarkerAck{TxnID: id, CoordinatorEpoch: cepoch,
-				ProducerID: m.ProducerID, Epoch: m.Epoch, Partition: tp, Err: code})))
+				ProducerID: m.ProducerID, Epoch: m.Epoch, Partition: tp, Err: code, Deleted: td.HasArg("deleted")})))
 		}
 		return out.String()
 	case "timeouts":

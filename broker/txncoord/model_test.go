@@ -228,6 +228,7 @@ func (s *sim) step() {
 		if s.rng.IntN(40) == 0 {
 			a.Err = kerr.TransactionCoordinatorFenced.Code
 		}
+		a.Deleted = s.rng.IntN(30) == 0
 		s.apply(s.c.MarkerDone(s.now, a))
 	case op < 92:
 		s.apply(s.c.AbortTimedOut(s.now))

@@ -328,6 +328,9 @@ func (c *Coordinator) Verify(r VerifyRequest) []PartitionResult {
 // MarkerAck is a partition leader's answer to one partition of a
 // [Marker]. Err is the WriteTxnMarkers partition error, or
 // NETWORK_EXCEPTION / REQUEST_TIMED_OUT when the request itself failed.
+// Deleted says instead that the partition is not in the metadata any more
+// (its topic was deleted): Kafka skips such a partition rather than send
+// it a marker.
 type MarkerAck struct {
 	TxnID            string
 	CoordinatorEpoch int32
@@ -335,6 +338,7 @@ type MarkerAck struct {
 	Epoch            int16
 	Partition        TopicPartition
 	Err              int16
+	Deleted          bool
 }
 
 // Marker error classes (Kafka's TransactionMarkerRequestCompletionHandler).
@@ -351,10 +355,14 @@ func classifyMarker(code int16) markerClass {
 	switch code {
 	case 0:
 		return markerDone
-	case kerr.UnknownTopicOrPartition.Code:
+	case kerr.UnsupportedForMessageFormat.Code, kerr.UnsupportedVersion.Code:
+		// The producer could not have written to it either.
 		return markerDrop
-	case kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code,
-		kerr.RequestTimedOut.Code, kerr.KafkaStorageError.Code, kerr.NetworkException.Code:
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code,
+		kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code, kerr.KafkaStorageError.Code,
+		kerr.NetworkException.Code:
+		// The leader moved or is catching up: resend (to the leader the
+		// metadata names then; a partition gone from it comes back Deleted).
 		return markerRetry
 	}
 	// INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED: a newer
@@ -382,12 +390,20 @@ func (c *Coordinator) MarkerDone(now int64, a MarkerAck) Effects {
 	if _, ok := m.remaining[a.Partition]; !ok {
 		return e
 	}
-	switch classifyMarker(a.Err) {
+	class := classifyMarker(a.Err)
+	if a.Deleted {
+		class = markerDrop
+	}
+	switch class {
 	case markerDone:
 		delete(m.remaining, a.Partition)
 	case markerDrop:
 		delete(m.remaining, a.Partition)
-		e.note("%s: marker for %s dropped (%s)", m.id, a.Partition, kerr.ErrorForCode(a.Err))
+		if a.Deleted {
+			e.note("%s: marker for %s skipped, the partition is deleted", m.id, a.Partition)
+		} else {
+			e.note("%s: marker for %s dropped (%s)", m.id, a.Partition, kerr.ErrorForCode(a.Err))
+		}
 	case markerRetry:
 		e.Markers = append(e.Markers, Marker{
 			TxnID: m.id, ProducerID: m.producerID, Epoch: m.epoch, Commit: m.state == PrepareCommit,
