@@ -81,3 +81,25 @@ func TestMarkerRequestRoundTrip(t *testing.T) {
 		t.Fatalf("acks %+v", acks)
 	}
 }
+
+// TestLeaderVerifyCode: the verify answers a partition leader passes on
+// to a producer.
+func TestLeaderVerifyCode(t *testing.T) {
+	for _, c := range []struct {
+		in    int16
+		known bool
+		want  int16
+	}{
+		{0, false, 0},
+		{kerr.ProducerFenced.Code, true, kerr.InvalidProducerEpoch.Code},
+		{kerr.ProducerFenced.Code, false, kerr.InvalidProducerEpoch.Code},
+		{kerr.TransactionAbortable.Code, true, kerr.TransactionAbortable.Code},
+		{kerr.TransactionAbortable.Code, false, kerr.InvalidTxnState.Code},
+		{kerr.ConcurrentTransactions.Code, false, kerr.ConcurrentTransactions.Code},
+		{kerr.InvalidProducerIDMapping.Code, false, kerr.InvalidProducerIDMapping.Code},
+	} {
+		if got := LeaderVerifyCode(c.in, c.known); got != c.want {
+			t.Errorf("LeaderVerifyCode(%d, %v) = %d, want %d", c.in, c.known, got, c.want)
+		}
+	}
+}

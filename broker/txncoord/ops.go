@@ -472,3 +472,19 @@ func (c *Coordinator) ExpireIDs(now int64) Effects {
 	})
 	return e
 }
+
+// LeaderVerifyCode maps one partition's [Verify] result to what a
+// partition leader answers the producer (Kafka's AddPartitionsToTxnManager):
+// PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH (what producers expect on
+// produce), and TRANSACTION_ABORTABLE becomes INVALID_TXN_STATE unless the
+// request knows it (abortableKnown: Kafka uses Produce versions above 10,
+// and TxnOffsetCommit versions above 4, as knowing it). Other codes pass.
+func LeaderVerifyCode(code int16, abortableKnown bool) int16 {
+	switch {
+	case code == kerr.ProducerFenced.Code:
+		return kerr.InvalidProducerEpoch.Code
+	case code == kerr.TransactionAbortable.Code && !abortableKnown:
+		return kerr.InvalidTxnState.Code
+	}
+	return code
+}
