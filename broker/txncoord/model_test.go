@@ -33,6 +33,7 @@ type sim struct {
 	lastRec  map[string]*TxnRecord
 	initOf   map[ReqID]string // InitProducerId requests → their id
 	before   *txnMeta         // the id's metadata before the current step
+	asked    map[ReqID]simReq // what each request asked, to check its answer
 	steps    int
 	illegals []string
 }
@@ -42,7 +43,7 @@ var simIDs = []string{"a", "b", "c", "d"}
 func newSim(t *testing.T, seed uint64) *sim {
 	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b9)), cfg: Config{Partitions: 2, MaxTimeoutMs: 10_000, IDExpirationMs: 50_000},
 		nextPID: 1, epoch: 1, log: map[int32][]Record{}, waiting: map[ReqID]bool{}, known: map[string][2]int64{},
-		outcome: map[string]bool{}, lastRec: map[string]*TxnRecord{}, initOf: map[ReqID]string{}}
+		outcome: map[string]bool{}, lastRec: map[string]*TxnRecord{}, initOf: map[ReqID]string{}, asked: map[ReqID]simReq{}}
 	// "d" starts near epoch exhaustion, so runs rotate its producer id.
 	d := Append{TxnID: "d", Partition: PartitionFor("d", s.cfg.Partitions), Key: EncodeKey("d"), Value: EncodeValue(TxnRecord{
 		ProducerID: 0, PreviousProducerID: -1, Epoch: math.MaxInt16 - 4, TimeoutMs: 5000, State: CompleteCommit})}
@@ -74,6 +75,7 @@ func (s *sim) apply(e Effects) {
 		if id, ok := s.initOf[a.Req]; ok && a.Err == 0 {
 			s.known[id] = [2]int64{a.ProducerID, int64(a.Epoch)}
 		}
+		s.checkAnswer(a)
 		if !s.waiting[a.Req] {
 			s.t.Fatalf("step %d: request %d answered twice or never asked", s.steps, a.Req)
 		}
@@ -187,16 +189,21 @@ func (s *sim) step() {
 			r.ProducerID, r.Epoch = s.producer(id)
 		}
 		s.initOf[r.Req] = id
+		s.asked[r.Req] = simReq{kind: "init", id: id}
 		s.apply(s.c.InitProducerID(s.now, r))
 	case op < 27:
 		pid, epoch := s.producer(id)
-		s.apply(s.fenced(id, pid, epoch, s.c.AddPartitions(s.now, AddRequest{Req: s.req(), Version: int16(s.rng.IntN(4)), TxnID: id, ProducerID: pid, Epoch: epoch, Partitions: tps()})))
+		r := AddRequest{Req: s.req(), Version: int16(s.rng.IntN(4)), TxnID: id, ProducerID: pid, Epoch: epoch, Partitions: tps()}
+		s.asked[r.Req] = simReq{kind: "add", id: id, pid: pid, epoch: epoch, tps: r.Partitions}
+		s.apply(s.fenced(id, pid, epoch, s.c.AddPartitions(s.now, r)))
 	case op < 30:
 		pid, epoch := s.producer(id)
 		s.apply(s.fenced(id, pid, epoch, s.c.AddOffsets(s.now, AddOffsetsRequest{Req: s.req(), Version: 3, TxnID: id, ProducerID: pid, Epoch: epoch, Group: "g"})))
 	case op < 40:
 		pid, epoch := s.producer(id)
-		s.apply(s.fenced(id, pid, epoch, s.c.EndTxn(s.now, EndRequest{Req: s.req(), Version: int16(s.rng.IntN(5)), TxnID: id, ProducerID: pid, Epoch: epoch, Commit: s.rng.IntN(2) == 0})))
+		r := EndRequest{Req: s.req(), Version: int16(s.rng.IntN(5)), TxnID: id, ProducerID: pid, Epoch: epoch, Commit: s.rng.IntN(2) == 0}
+		s.asked[r.Req] = simReq{kind: "end", id: id, pid: pid, epoch: epoch, commit: r.Commit}
+		s.apply(s.fenced(id, pid, epoch, s.c.EndTxn(s.now, r)))
 	case op < 43:
 		pid, epoch := s.producer(id)
 		s.c.Verify(VerifyRequest{TxnID: id, ProducerID: pid, Epoch: epoch, Partitions: tps()})
@@ -239,6 +246,52 @@ func (s *sim) step() {
 		s.c.List(s.now, ListFilter{DurationMs: -1})
 	default:
 		s.failover()
+	}
+}
+
+// simReq is what a request asked.
+type simReq struct {
+	kind   string
+	id     string
+	pid    int64
+	epoch  int16
+	commit bool
+	tps    []TopicPartition
+}
+
+// checkAnswer checks that a successful answer was given only once what it
+// promises is durable: InitProducerId's producer is the id's newest Empty
+// record; AddPartitionsToTxn's partitions are in its newest Ongoing (or a
+// later) record; EndTxn's outcome is the newest PrepareX/CompleteX.
+func (s *sim) checkAnswer(a Answer) {
+	q, ok := s.asked[a.Req]
+	if !ok || a.Err != 0 {
+		return
+	}
+	rec := s.lastRec[q.id]
+	if rec == nil {
+		s.t.Fatalf("step %d: %s %s answered NONE with nothing durable", s.steps, q.kind, q.id)
+	}
+	switch q.kind {
+	case "init":
+		if rec.State != Empty || rec.ProducerID != a.ProducerID || rec.Epoch != a.Epoch {
+			s.t.Fatalf("step %d: init %s answered %d/%d, durable %s", s.steps, q.id, a.ProducerID, a.Epoch, recordString(*rec))
+		}
+	case "add":
+		if rec.ProducerID != q.pid || rec.Epoch != q.epoch || rec.State == Empty {
+			s.t.Fatalf("step %d: add %s answered NONE, durable %s", s.steps, q.id, recordString(*rec))
+		}
+		if rec.State == Ongoing && !setOf(rec.Partitions).containsAll(q.tps) {
+			s.t.Fatalf("step %d: add %s %v answered NONE, durable %s", s.steps, q.id, q.tps, recordString(*rec))
+		}
+	case "end":
+		want := []State{PrepareAbort, CompleteAbort}
+		if q.commit {
+			want = []State{PrepareCommit, CompleteCommit}
+		}
+		if !slices.Contains(want, rec.State) || rec.ProducerID != q.pid || rec.Epoch != q.epoch {
+			s.t.Fatalf("step %d: end %s commit=%v answered NONE, durable %s", s.steps, q.id, q.commit, recordString(*rec))
+		}
 	}
 }
 
