@@ -241,9 +241,11 @@ func (s *sim) step() {
 		s.apply(s.c.AbortTimedOut(s.now))
 	case op < 95:
 		s.apply(s.c.ExpireIDs(s.now))
-	case op < 97:
+	case op < 96:
 		s.c.Describe(simIDs)
 		s.c.List(s.now, ListFilter{DurationMs: -1})
+	case op < 98:
+		s.reload()
 	default:
 		s.failover()
 	}
@@ -322,6 +324,89 @@ func (s *sim) failover() {
 	s.c = New(s.cfg, s.alloc)
 	for p := int32(0); p < s.cfg.Partitions; p++ {
 		s.apply(s.load(p))
+	}
+}
+
+// reload: the same coordinator loses a __transaction_state partition and
+// gets it back at a higher epoch (a leadership bounce). Unload must answer
+// the requests waiting on that partition's appends (NOT_COORDINATOR);
+// those appends may have landed; their late acknowledgements, and acks of
+// the old epoch's markers, must change nothing.
+func (s *sim) reload() {
+	p := int32(s.rng.IntN(int(s.cfg.Partitions)))
+	var stale []Append
+	var keep []Append
+	for _, a := range s.pending {
+		if a.Partition != p {
+			keep = append(keep, a)
+			continue
+		}
+		if s.rng.IntN(2) == 0 {
+			s.durable(a)
+		}
+		stale = append(stale, a)
+	}
+	s.pending = keep
+	var staleMarkers, keepMarkers []MarkerAck
+	for _, m := range s.markers {
+		if PartitionFor(m.TxnID, s.cfg.Partitions) == p {
+			staleMarkers = append(staleMarkers, m)
+		} else {
+			keepMarkers = append(keepMarkers, m)
+		}
+	}
+	s.markers = keepMarkers
+	e := s.c.Unload(p)
+	for _, a := range e.Answers {
+		if a.Err != kerr.NotCoordinator.Code {
+			s.t.Fatalf("step %d: unload answered %+v", s.steps, a)
+		}
+	}
+	s.apply(e)
+	// Only epoch-keyed state moves on: one epoch for all partitions keeps
+	// the sim simple (the other partition's markers carry the old epoch and
+	// are dropped the same way).
+	s.epoch++
+	for q := int32(0); q < s.cfg.Partitions; q++ {
+		if q != p {
+			s.apply(s.c.Unload(q))
+			for _, a := range s.pending {
+				if a.Partition == q {
+					stale = append(stale, a)
+				}
+			}
+			staleMarkers = append(staleMarkers, s.markers...)
+		}
+	}
+	s.pending, s.markers = nil, nil
+	for q := int32(0); q < s.cfg.Partitions; q++ {
+		s.apply(s.c.BeginLoad(q, s.epoch))
+	}
+	for _, a := range stale {
+		if e := s.c.AppendDone(s.now, a.Token, 0); len(e.Answers)+len(e.Appends)+len(e.Markers) > 0 {
+			s.t.Fatalf("step %d: stale append ack while loading did something: %+v", s.steps, e)
+		}
+	}
+	for q := int32(0); q < s.cfg.Partitions; q++ {
+		s.apply(s.load(q))
+	}
+	for _, a := range stale {
+		if e := s.c.AppendDone(s.now, a.Token, 0); len(e.Answers)+len(e.Appends)+len(e.Markers) > 0 {
+			s.t.Fatalf("step %d: stale append ack did something: %+v", s.steps, e)
+		}
+	}
+	for _, m := range staleMarkers {
+		var before int
+		live := s.c.parts[PartitionFor(m.TxnID, s.cfg.Partitions)].txns[m.TxnID]
+		if live != nil {
+			before = len(live.remaining)
+		}
+		if e := s.c.MarkerDone(s.now, m); len(e.Answers)+len(e.Appends)+len(e.Markers) > 0 {
+			s.t.Fatalf("step %d: stale marker ack did something: %+v", s.steps, e)
+		}
+		if live != nil && len(live.remaining) != before {
+			s.t.Fatalf("step %d: stale marker ack of %s counted", s.steps, m.Partition)
+		}
 	}
 }
 
