@@ -22,7 +22,7 @@
 // Usage (the broker's wiring, abridged; one mutex around the Coordinator):
 //
 //	c := txncoord.New(txncoord.Config{Partitions: 50}, pids.allocate)
-//	c.BeginLoad(7, leaderEpoch)                  // leader of __transaction_state-7
+//	run(c.BeginLoad(7, leaderEpoch))             // leader of __transaction_state-7
 //	eff, err := c.Load(now, 7, leaderEpoch, recs) // its records, in offset order
 //	run(eff)                                     // resends markers of PrepareX txns
 //	run(c.InitProducerID(now, txncoord.InitRequest{Req: id, Version: v, TxnID: "t", TimeoutMs: 60000, ProducerID: -1, Epoch: -1}))
