@@ -526,3 +526,33 @@ func TestCoordinatorModel(t *testing.T) {
 	}
 	t.Logf("%d seeds × %d steps, %d records appended", seeds, steps, transitions)
 }
+
+// TestCoordinatorDeterministic: the same run twice appends the same bytes
+// in the same order (no map order leaks into Effects).
+func TestCoordinatorDeterministic(t *testing.T) {
+	run := func(seed uint64) [][]byte {
+		s := newSim(t, seed)
+		var out [][]byte
+		for range 300 {
+			s.step()
+			for _, a := range s.pending {
+				out = append(out, append(append([]byte{}, a.Key...), a.Value...))
+			}
+			for _, m := range s.markers {
+				out = append(out, []byte(fmt.Sprintf("%+v", m)))
+			}
+		}
+		return out
+	}
+	for seed := range uint64(10) {
+		a, b := run(seed), run(seed)
+		if len(a) != len(b) {
+			t.Fatalf("seed %d: %d vs %d effects", seed, len(a), len(b))
+		}
+		for i := range a {
+			if string(a[i]) != string(b[i]) {
+				t.Fatalf("seed %d: effect %d differs", seed, i)
+			}
+		}
+	}
+}
