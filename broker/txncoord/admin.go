@@ -9,8 +9,9 @@ import (
 )
 
 // Describe answers DescribeTransactions (key 65, KIP-664) for ids: per id
-// NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when its partition is not
-// served here, TRANSACTIONAL_ID_NOT_FOUND when unknown or expiring (Dead),
+// INVALID_REQUEST for an empty id, NOT_COORDINATOR /
+// COORDINATOR_LOAD_IN_PROGRESS when its partition is not served here,
+// TRANSACTIONAL_ID_NOT_FOUND when unknown or expiring (tombstone pending),
 // else its producer, epoch, state name, timeout, start time and partitions.
 // Authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is the broker's.
 func (c *Coordinator) Describe(ids []string) []kmsg.DescribeTransactionsResponseTransactionState {
@@ -21,6 +22,8 @@ func (c *Coordinator) Describe(ids []string) []kmsg.DescribeTransactionsResponse
 		s.ProducerID, s.ProducerEpoch, s.StartTimestamp = -1, -1, -1
 		_, m, code := c.lookup(id)
 		switch {
+		case id == "":
+			s.ErrorCode = kerr.InvalidRequest.Code
 		case code != 0:
 			s.ErrorCode = code
 		case m == nil || m.pending == Dead:
