@@ -33,7 +33,11 @@ func (c *Coordinator) Describe(ids []string) []kmsg.DescribeTransactionsResponse
 			s.TimeoutMillis = m.timeoutMs
 			s.StartTimestamp = m.startMs
 			s.ProducerID, s.ProducerEpoch = m.producerID, m.epoch
-			for _, tp := range m.partitions.sorted() {
+			parts := m.partitions
+			if m.remaining != nil {
+				parts = m.remaining // Kafka removes each partition as its marker is acked
+			}
+			for _, tp := range parts.sorted() {
 				if n := len(s.Topics); n == 0 || s.Topics[n-1].Topic != tp.Topic {
 					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 					t.Topic = tp.Topic
