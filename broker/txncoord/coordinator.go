@@ -15,6 +15,8 @@ const (
 	DefaultPartitions     = 50         // transaction.state.log.num.partitions
 	DefaultMaxTimeoutMs   = 900_000    // transaction.max.timeout.ms (15 min)
 	DefaultIDExpirationMs = 604800_000 // transactional.id.expiration.ms (7 d)
+	// DefaultOffsetsPartitions is offsets.topic.num.partitions.
+	DefaultOffsetsPartitions = 50
 	// OffsetsTopic is the topic AddOffsetsToTxn adds a partition of.
 	OffsetsTopic = "__consumer_offsets"
 )
@@ -38,7 +40,7 @@ func (c *Config) defaults() {
 		c.Partitions = DefaultPartitions
 	}
 	if c.OffsetsPartitions <= 0 {
-		c.OffsetsPartitions = 50
+		c.OffsetsPartitions = DefaultOffsetsPartitions
 	}
 	if c.MaxTimeoutMs <= 0 {
 		c.MaxTimeoutMs = DefaultMaxTimeoutMs
@@ -153,8 +155,16 @@ type partition struct {
 // Coordinator is the transaction coordinator's deterministic core: the
 // metadata of every transactional id of the __transaction_state
 // partitions this broker leads, and the planner of their transitions. It
-// does no I/O and starts no goroutine; time comes in as milliseconds. It is
-// not safe for concurrent use: the broker serialises calls (one mutex).
+// does no I/O and starts no goroutine; time comes in as milliseconds.
+//
+// It is not safe for concurrent use: the broker serialises calls (one
+// mutex). Every slice in returned [Effects] (keys, values, partitions) is
+// freshly allocated and owned by the caller; Records passed to Load are
+// only read during the call. Load's errors wrap [ErrCorrupt] or
+// [ErrUnknownVersion]; no other method fails (refusals are Kafka error
+// codes in answers). AppendDone and MarkerDone are idempotent: a token or
+// ack seen before, or of an older coordinator epoch, is ignored. The same
+// calls in the same order give the same Effects in the same order.
 type Coordinator struct {
 	cfg     Config
 	alloc   Allocator
