@@ -178,9 +178,9 @@ var faults = []fault{
 			r.reassign(from)
 		}},
 	{key: "fulldisk", name: "full disk on the leader's node", needs: "root",
-		desc: "the tmpfs holding the log dir and metadata log of partition 0's leader filled to ENOSPC, held, then the filler removed",
+		desc: "the tmpfs holding the log dir and metadata log of partition 0's leader filled to ENOSPC, held, then the filler removed. Strata keeps the node's leaderships and refuses their appends while its disk is full (KAFKA_STORAGE_ERROR, retried by the producers) rather than going offline as a Kafka broker whose only log dir fails does: nothing is lost and nothing fails within the producers' delivery timeout, but those partitions take no records for the hold",
 		inject: func(r *run) {
-			v, _ := r.victim()
+			v, led := r.victim()
 			n := r.c.node(v)
 			filler := filepath.Join(n.dir, "filler")
 			f, err := os.Create(filler)
@@ -188,20 +188,30 @@ var faults = []fault{
 				r.t.Fatal(err)
 			}
 			buf := bytes.Repeat([]byte{0x5a}, 64<<10)
-			var filled int64
 			for chunk := len(buf); chunk > 0; {
-				k, err := f.Write(buf[:chunk])
-				filled += int64(k)
-				if err != nil {
+				if _, err := f.Write(buf[:chunk]); err != nil {
 					chunk /= 2
 				}
 			}
 			f.Close()
-			r.note(fmt.Sprintf("filled %d MiB", filled>>20))
 			time.Sleep(r.p.hold)
+			stuck := r.endOffsetsOf(led)
 			healed := time.Now()
 			if err := os.Remove(filler); err != nil {
 				r.t.Fatal(err)
+			}
+			// Strata keeps the leader and refuses its appends while the
+			// disk is full (strata.log.dir.min.free.bytes): time how soon
+			// they resume.
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+				if r.endOffsetsOf(led) > stuck {
+					r.note(fmt.Sprintf("appends to the partitions it leads resumed %v after the space was freed", round(time.Since(healed))))
+					break
+				}
+				if time.Now().After(deadline) {
+					r.t.Errorf("no append to partitions %v within 1m of freeing node %d's disk", led, v)
+					break
+				}
 			}
 			if !n.alive() {
 				r.note(fmt.Sprintf("node %d exited on the full disk; restarted after the space was freed", v))
@@ -680,7 +690,10 @@ func (r *run) progress(n int64) {
 	}
 }
 
-func (r *run) endOffsets() int64 {
+func (r *run) endOffsets() int64 { return r.endOffsetsOf(nil) }
+
+// endOffsetsOf sums the end offsets of parts (nil: every partition).
+func (r *run) endOffsetsOf(parts []int32) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	offs, err := r.adm.ListEndOffsets(ctx, r.topic)
@@ -689,7 +702,7 @@ func (r *run) endOffsets() int64 {
 	}
 	var sum int64
 	offs.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil {
+		if o.Err == nil && (parts == nil || slices.Contains(parts, o.Partition)) {
 			sum += o.Offset
 		}
 	})

@@ -99,10 +99,10 @@ func (r *Result) isrCell() string {
 	}
 }
 
-// spread is "p50 / max" of ds: with a handful of runs a p99 would be the
-// maximum under another name.
+// spread is "p50 / max (samples)" of ds: with a handful of runs a p99
+// would be the maximum under another name.
 func spread(ds []time.Duration) string {
-	return fmt.Sprintf("%v / %v", round(deliverycheck.Percentile(ds, 50)), round(deliverycheck.Percentile(ds, 100)))
+	return fmt.Sprintf("%v / %v (%d)", round(deliverycheck.Percentile(ds, 50)), round(deliverycheck.Percentile(ds, 100)), len(ds))
 }
 
 func round(d time.Duration) time.Duration {
@@ -153,7 +153,7 @@ func (p *Page) Write(w io.Writer) error {
 	for _, r := range p.Results {
 		b.WriteString(r.Row() + "\n")
 	}
-	b.WriteString("\nRe-election: from the fault to a leader other than the faulted node for every partition it led, " +
+	b.WriteString("\nTimes are the median and the maximum, with the number of samples. Re-election: from the fault to a leader other than the faulted node for every partition it led, " +
 		"in the metadata of a surviving node (for the controller: to another quorum leader in its metrics; for the " +
 		"rolling restart: from SIGTERM, with controlled shutdown, per node). ISR recovery: from the heal (restart, " +
 		"SIGCONT, rules removed, space freed, store back) to every replica of every partition back in the ISR. " +
