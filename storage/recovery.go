@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/producer"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -60,6 +61,8 @@ func OpenLog(o LogOptions) (*Log, error) {
 	}
 	l.cfg.Store(&cfg)
 	l.remoteUploaded.Store(-1)
+	l.txns = producer.NewTxns()
+	l.firstUnstable.Store(-1)
 	if err := mkdirAllDurable(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
@@ -118,7 +121,7 @@ func (l *Log) cleanLeftovers() ([]int64, error) {
 				remove = true
 			}
 		}
-		if b, suf, ok := parseSegmentFileName(n); ok && (suf == IndexFileSuffix || suf == TimeIndexFileSuffix) && !logs[b] {
+		if b, suf, ok := parseSegmentFileName(n); ok && (suf == IndexFileSuffix || suf == TimeIndexFileSuffix || suf == TxnIndexFileSuffix) && !logs[b] {
 			remove = true
 		}
 		if remove {
@@ -275,7 +278,7 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 				l.report.TruncatedBytes += st.Size()
 			}
 			l.report.DroppedSegments++
-			for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath()} {
+			for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath(), d.txnIndexPath()} {
 				if err := l.fs.Remove(p); err != nil && !isNotExist(err) {
 					return fail(fmt.Errorf("storage: drop segment %d: %w", d.base, err))
 				}
@@ -290,7 +293,7 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 	for len(segs) > 1 && (segs[0].next.Load() <= lso || segs[0].size.Load() == 0) {
 		d := segs[0]
 		d.closeFiles()
-		for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath()} {
+		for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath(), d.txnIndexPath()} {
 			_ = l.fs.Remove(p)
 		}
 		segs = segs[1:]
@@ -357,6 +360,11 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 		return fail(fmt.Errorf("storage: leader epochs: %w", err))
 	}
 	l.deleteSnapshotsLocked(-1, leo)
+	// The transaction table and the aborted-transaction indexes, from the
+	// latest transaction snapshot and the log after it (txn.go).
+	if err := l.loadTxns(true); err != nil {
+		return fail(err)
+	}
 	return nil
 }
 

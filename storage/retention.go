@@ -348,6 +348,12 @@ func (l *Log) truncate(offset int64) error {
 		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
 	}
 	l.deleteSnapshotsLocked(-1, leo)
+	// Open transactions as of the new end: from the latest transaction
+	// snapshot at or below it and the log after it (a marker cut away
+	// reopens its transaction; a transaction begun above the cut is gone).
+	if err := l.loadTxns(false); err != nil {
+		return l.failLocked(fmt.Errorf("truncate: transactions: %w", err))
+	}
 	return nil
 }
 
@@ -404,5 +410,6 @@ func (l *Log) restartLocked(logStart, offset int64, epochs []checkpoint.EpochEnt
 	}
 	l.unflushed = 0
 	l.deleteSnapshotsLocked(-1, -1)
+	l.resetTxnsLocked()
 	return nil
 }
