@@ -362,7 +362,7 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 	l.deleteSnapshotsLocked(-1, leo)
 	// The transaction table and the aborted-transaction indexes, from the
 	// latest transaction snapshot and the log after it (txn.go).
-	if err := l.loadTxns(true); err != nil {
+	if err := l.loadTxns(true, false); err != nil {
 		return fail(err)
 	}
 	return nil

@@ -351,7 +351,7 @@ func (l *Log) truncate(offset int64) error {
 	// Open transactions as of the new end: from the latest transaction
 	// snapshot at or below it and the log after it (a marker cut away
 	// reopens its transaction; a transaction begun above the cut is gone).
-	if err := l.loadTxns(false); err != nil {
+	if err := l.loadTxns(false, l.txnSnaps); err != nil {
 		return l.failLocked(fmt.Errorf("truncate: transactions: %w", err))
 	}
 	return nil

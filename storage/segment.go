@@ -63,6 +63,9 @@ type segment struct {
 	// txnf is the open .txnindex of an active segment with entries, nil
 	// otherwise (guarded by Log.mu; closed by seal and closeFiles).
 	txnf vfs.File
+	// txnDirty: the .txnindex file holds more than aborted (a torn tail
+	// recovery found): rewrite it (recovery only).
+	txnDirty bool
 
 	// tail is where the last appended batches lie (tail.go); nil when
 	// sealed, truncated or not yet appended to since opening.

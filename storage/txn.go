@@ -301,15 +301,17 @@ func (l *Log) latestTxnSnapshot() (t *producer.Txns, off int64, exists bool, err
 
 // loadTxns rebuilds the transaction table when the log opens (rebuild:
 // the .txnindex files are made to match the log) or after a truncation
-// (the indexes were cut already): restore the latest snapshot, replay the
-// log after it. A snapshot or index that does not decode costs a replay
-// from the local log start. Log.mu held (or the log not yet published).
-func (l *Log) loadTxns(rebuild bool) error {
+// (the indexes were cut already; hadTxns: the log had transaction
+// snapshots before): restore the latest snapshot, replay the log after
+// it. A snapshot or index that does not decode, or a truncation below
+// every snapshot the log kept, costs a replay from the local log start.
+// Log.mu held (or the log not yet published).
+func (l *Log) loadTxns(rebuild, hadTxns bool) error {
 	segs := l.segments()
 	badIndex := false
 	if rebuild {
-		for _, s := range segs {
-			if err := s.loadTxnIndex(); err != nil {
+		for i, s := range segs {
+			if err := s.loadTxnIndex(i == len(segs)-1); err != nil {
 				if !errors.Is(err, ErrCorruption) {
 					return fmt.Errorf("storage: load transaction index: %w", err)
 				}
@@ -324,10 +326,10 @@ func (l *Log) loadTxns(rebuild bool) error {
 	}
 	localStart := l.localStart.Load()
 	switch {
-	case !exists && !badIndex:
+	case !exists && !badIndex && !hadTxns:
 		// No transactional batch was ever written (see the file comment).
 		t, from = producer.NewTxns(), l.LogEndOffset()
-	case err != nil || badIndex:
+	case !exists || err != nil || badIndex:
 		t, from = producer.NewTxns(), localStart
 	}
 	from = max(from, localStart)
@@ -344,13 +346,23 @@ func (l *Log) loadTxns(rebuild bool) error {
 		return err
 	}
 	if rebuild {
-		for _, s := range segs {
+		for i, s := range segs {
 			var want []AbortedTxn
 			if !badIndex {
 				for _, a := range s.abortedTxns() {
-					if a.LastOffset < from {
-						want = append(want, a)
+					if a.LastOffset >= from {
+						break
 					}
+					if i == len(segs)-1 {
+						// The active segment's file may hold unsynced
+						// garbage that decodes: keep only entries that
+						// point at a marker of their producer.
+						if ok, err := s.abortMarkerAtPinned(a.LastOffset, a.ProducerID); err != nil || !ok {
+							s.txnDirty = true
+							break
+						}
+					}
+					want = append(want, a)
 				}
 			}
 			want = append(want, replayed[s]...)
@@ -364,6 +376,11 @@ func (l *Log) loadTxns(rebuild bool) error {
 	l.publishTxnsLocked()
 	l.txnMu.Unlock()
 	l.txnSnaps = exists
+	if hadTxns && !exists {
+		// A truncation took every snapshot: write one at the new end, or
+		// the next open would take the log for one without transactions.
+		return l.writeTxnSnapshotLocked(l.LogEndOffset(), true)
+	}
 	return nil
 }
 

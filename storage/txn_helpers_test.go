@@ -14,6 +14,17 @@ import (
 // sequence seq, transactional when txn, values "<tag>-<i>".
 func txnBatch(tb testing.TB, pid int64, epoch int16, seq int32, n int, txn bool, tag string, ts int64) []byte {
 	tb.Helper()
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprintf("%s-%d", tag, i)
+	}
+	return txnBatchValues(tb, pid, epoch, seq, txn, vals, ts)
+}
+
+// txnBatchValues is txnBatch with the record values given.
+func txnBatchValues(tb testing.TB, pid int64, epoch int16, seq int32, txn bool, vals []string, ts int64) []byte {
+	tb.Helper()
+	n := len(vals)
 	h := batch.Header{
 		PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(n - 1),
 		FirstTimestamp: ts, MaxTimestamp: ts + int64(n-1), ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq,
@@ -26,7 +37,7 @@ func txnBatch(tb testing.TB, pid int64, epoch int16, seq int32, n int, txn bool,
 	}
 	bl := batch.NewBuilder(h)
 	for i := 0; i < n; i++ {
-		bl.Add(batch.Record{OffsetDelta: int32(i), TimestampDelta: int64(i), Key: []byte("k"), Value: fmt.Appendf(nil, "%s-%d", tag, i)})
+		bl.Add(batch.Record{OffsetDelta: int32(i), TimestampDelta: int64(i), Key: []byte("k"), Value: []byte(vals[i])})
 	}
 	b, err := bl.AppendTo(nil)
 	if err != nil {

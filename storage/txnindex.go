@@ -89,14 +89,25 @@ func encodeTxnIndex(entries []AbortedTxn) []byte {
 // above lastOffset + 1) or entries whose lastOffset does not ascend.
 // Exported for cmd/logdump and the fuzz test.
 func DecodeTxnIndex(b []byte) ([]AbortedTxn, error) {
-	if len(b)%txnEntrySize != 0 {
-		return nil, fmt.Errorf("%w: transaction index of %d bytes is not a whole number of %d-byte entries", ErrCorruption, len(b), txnEntrySize)
+	out, err := decodeTxnIndexPrefix(b)
+	if err == nil && len(out)*txnEntrySize != len(b) {
+		err = fmt.Errorf("%w: transaction index of %d bytes is not a whole number of %d-byte entries", ErrCorruption, len(b), txnEntrySize)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decodeTxnIndexPrefix decodes the valid entries at the start of b: it
+// stops at a torn tail (no error) or at the first invalid entry (with
+// the error).
+func decodeTxnIndexPrefix(b []byte) ([]AbortedTxn, error) {
 	be := binary.BigEndian
 	out := make([]AbortedTxn, 0, len(b)/txnEntrySize)
-	for p := 0; p < len(b); p += txnEntrySize {
+	for p := 0; p+txnEntrySize <= len(b); p += txnEntrySize {
 		if v := int16(be.Uint16(b[p:])); v != txnEntryVersion {
-			return nil, fmt.Errorf("%w: transaction index entry %d: unknown version %d", ErrCorruption, p/txnEntrySize, v)
+			return out, fmt.Errorf("%w: transaction index entry %d: unknown version %d", ErrCorruption, p/txnEntrySize, v)
 		}
 		a := AbortedTxn{
 			ProducerID:       int64(be.Uint64(b[p+2:])),
@@ -107,9 +118,9 @@ func DecodeTxnIndex(b []byte) ([]AbortedTxn, error) {
 		switch {
 		case a.ProducerID < 0 || a.FirstOffset < 0 || a.FirstOffset > a.LastOffset ||
 			a.LastStableOffset < 0 || a.LastStableOffset > a.LastOffset+1:
-			return nil, fmt.Errorf("%w: transaction index entry %d: %+v", ErrCorruption, p/txnEntrySize, a)
+			return out, fmt.Errorf("%w: transaction index entry %d: %+v", ErrCorruption, p/txnEntrySize, a)
 		case len(out) > 0 && a.LastOffset <= out[len(out)-1].LastOffset:
-			return nil, fmt.Errorf("%w: transaction index entry %d: last offset %d after %d", ErrCorruption, p/txnEntrySize, a.LastOffset, out[len(out)-1].LastOffset)
+			return out, fmt.Errorf("%w: transaction index entry %d: last offset %d after %d", ErrCorruption, p/txnEntrySize, a.LastOffset, out[len(out)-1].LastOffset)
 		}
 		out = append(out, a)
 	}
@@ -181,38 +192,78 @@ func (s *segment) closeTxnIndex() error {
 }
 
 // loadTxnIndex reads the segment's index file into memory; a missing file
-// is an empty index.
-func (s *segment) loadTxnIndex() error {
+// is an empty index. Every segment's index but the last one's was fsynced
+// (seal) and must decode whole. The last one's may have a torn or garbled
+// unsynced tail after a crash: its valid prefix is kept (txnDirty set, so
+// recovery rewrites the file), and Log.loadTxns keeps of it only entries
+// its replay does not rebuild, each checked against the log.
+func (s *segment) loadTxnIndex(last bool) error {
+	s.aborted.Store(nil)
+	s.txnDirty = false
 	b, err := vfs.ReadFile(s.fs, s.txnIndexPath(), maxTxnIndexBytes)
 	if err != nil {
 		if isNotExist(err) {
-			s.aborted.Store(nil)
 			return nil
 		}
 		return err
 	}
-	entries, err := DecodeTxnIndex(b)
-	if err != nil {
-		return fmt.Errorf("segment %d: %w", s.base, err)
-	}
-	for _, a := range entries {
-		if a.LastOffset < s.base {
-			return fmt.Errorf("%w: segment %d: transaction index entry at %d below the segment", ErrCorruption, s.base, a.LastOffset)
+	var entries []AbortedTxn
+	if last {
+		entries, _ = decodeTxnIndexPrefix(b)
+		n := 0
+		for n < len(entries) && entries[n].LastOffset >= s.base && entries[n].LastOffset < s.next.Load() {
+			n++
+		}
+		entries = entries[:n]
+		s.txnDirty = n*txnEntrySize != len(b)
+	} else {
+		if entries, err = DecodeTxnIndex(b); err != nil {
+			return fmt.Errorf("segment %d: %w", s.base, err)
+		}
+		for _, a := range entries {
+			if a.LastOffset < s.base || a.LastOffset >= s.next.Load() {
+				return fmt.Errorf("%w: segment %d: transaction index entry at %d outside the segment", ErrCorruption, s.base, a.LastOffset)
+			}
 		}
 	}
-	if len(entries) == 0 {
-		entries = nil
+	if len(entries) > 0 {
+		s.aborted.Store(&entries)
 	}
-	s.aborted.Store(&entries)
 	return nil
+}
+
+// abortMarkerAt reports whether the batch at offset off is a control
+// batch of producer pid (what an index entry's LastOffset must point at).
+func (s *segment) abortMarkerAt(off, pid int64) (bool, error) {
+	limit := s.size.Load()
+	eo, p := s.oi.Lookup(off)
+	pos := int64(p)
+	if p == 0 {
+		eo = s.base
+	}
+	_ = eo
+	hs := newHeaderScanner(s.log, limit)
+	defer hs.release()
+	for pos < limit {
+		h, err := hs.header(pos)
+		if err != nil {
+			return false, err
+		}
+		if h.BaseOffset >= off || h.LastOffset() >= off {
+			return h.BaseOffset == off && h.Control() && h.ProducerID == pid, nil
+		}
+		pos += int64(h.Size())
+	}
+	return false, nil
 }
 
 // setTxnIndex replaces the segment's index, in memory and on disk
 // (recovery's rebuild), writing the file only if it differs.
 func (s *segment) setTxnIndex(entries []AbortedTxn) error {
-	if slices.Equal(entries, s.abortedTxns()) {
+	if !s.txnDirty && slices.Equal(entries, s.abortedTxns()) {
 		return nil
 	}
+	s.txnDirty = false
 	if err := s.closeTxnIndex(); err != nil {
 		return err
 	}
@@ -288,4 +339,13 @@ func (l *Log) AbortedTxns(from, to int64) []AbortedTxn {
 		}
 	}
 	return out
+}
+
+// abortMarkerAtPinned is abortMarkerAt with the segment's files pinned.
+func (s *segment) abortMarkerAtPinned(off, pid int64) (bool, error) {
+	if err := s.acquire(); err != nil {
+		return false, err
+	}
+	defer s.release()
+	return s.abortMarkerAt(off, pid)
 }

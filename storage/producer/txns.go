@@ -49,8 +49,8 @@ type Txns struct {
 	// the high watermark hw, by marker offset: they stay unstable until the
 	// marker is replicated (Kafka's ProducerStateManager.unreplicatedTxns,
 	// KAFKA-5121), so a read_committed consumer never sees a transaction's
-	// outcome that a new leader might not have. Not in the snapshot (as in
-	// Kafka): a restart re-derives them from the markers it replays.
+	// outcome that a new leader might not have. Kept in the snapshot (Kafka
+	// keeps them in memory only) with their first and last offsets.
 	unreplicated []CompletedTxn
 	hw           int64
 }

@@ -17,6 +17,8 @@ import (
 //	    10     8  offset   int64   the log end offset the state is at (>= 0)
 //	    18     4  count    uint32  number of producer entries
 //	    22     .  entries  count x 38 bytes, producer id strictly ascending
+//	     .     4  ucount   uint32  number of unreplicated transactions
+//	     .     .  unrepl   ucount x 24 bytes, marker offset strictly ascending
 //
 // entry (38 bytes):
 //
@@ -27,6 +29,16 @@ import (
 //	    14     8  firstOffset       int64  -1 (no open transaction) or in [0, offset)
 //	    22     8  lastOffset        int64  in [-1, offset), >= firstOffset when open
 //	    30     8  lastTimestamp     int64  ms
+//
+// unreplicated transaction (24 bytes): a transaction completed by a marker
+// the high watermark had not passed when the snapshot was taken (it stays
+// unstable until it does; Kafka keeps these in memory only, so its
+// restart could expose a transaction whose marker a new leader lacks):
+//
+//	offset  size  field
+//	     0     8  producerId   int64  >= 0
+//	     8     8  firstOffset  int64  in [0, lastOffset]
+//	    16     8  lastOffset   int64  the marker's offset, in [0, offset)
 //
 // The encoding is canonical: [RestoreTxns] accepts exactly what
 // [Txns.Snapshot] produces, so restore-then-snapshot returns the input.
@@ -39,6 +51,7 @@ const (
 	txnSnapVersion    = 0
 	txnSnapHeaderSize = 22
 	txnSnapEntrySize  = 38
+	txnSnapUnreplSize = 24
 )
 
 // Snapshot encodes the table, for a log that ends at offset.
@@ -64,6 +77,12 @@ func (t *Txns) Snapshot(offset int64) []byte {
 		be.PutUint64(r[22:], uint64(e.LastOffset))
 		be.PutUint64(r[30:], uint64(e.LastTimestamp))
 		b = append(b, r[:]...)
+	}
+	b = be.AppendUint32(b, uint32(len(t.unreplicated)))
+	for _, c := range t.unreplicated {
+		b = be.AppendUint64(b, uint64(c.ProducerID))
+		b = be.AppendUint64(b, uint64(c.FirstOffset))
+		b = be.AppendUint64(b, uint64(c.LastOffset))
 	}
 	be.PutUint32(b[6:], crc32.Checksum(b[10:], castagnoli))
 	return b
@@ -95,8 +114,13 @@ func RestoreTxns(b []byte) (*Txns, int64, error) {
 	if offset < 0 {
 		return nil, 0, corrupt("offset %d", offset)
 	}
-	if int64(len(b)-txnSnapHeaderSize) != count*txnSnapEntrySize {
+	if int64(len(b)-txnSnapHeaderSize) < count*txnSnapEntrySize+4 {
 		return nil, 0, corrupt("%d entries in %d bytes", count, len(b)-txnSnapHeaderSize)
+	}
+	ub := b[txnSnapHeaderSize+count*txnSnapEntrySize:]
+	ucount := int64(be.Uint32(ub))
+	if int64(len(ub)-4) != ucount*txnSnapUnreplSize {
+		return nil, 0, corrupt("%d unreplicated transactions in %d bytes", ucount, len(ub)-4)
 	}
 	t := NewTxns()
 	prev := int64(-1)
@@ -128,6 +152,17 @@ func RestoreTxns(b []byte) (*Txns, int64, error) {
 				t.first = e.FirstOffset
 			}
 		}
+	}
+	for i := int64(0); i < ucount; i++ {
+		r := ub[4+i*txnSnapUnreplSize:]
+		c := CompletedTxn{ProducerID: int64(be.Uint64(r[0:])), FirstOffset: int64(be.Uint64(r[8:])), LastOffset: int64(be.Uint64(r[16:]))}
+		switch {
+		case c.ProducerID < 0 || c.FirstOffset < 0 || c.FirstOffset > c.LastOffset || c.LastOffset >= offset:
+			return nil, 0, corrupt("unreplicated transaction %+v at offset %d", c, offset)
+		case i > 0 && c.LastOffset <= t.unreplicated[i-1].LastOffset:
+			return nil, 0, corrupt("unreplicated transaction at %d after %d", c.LastOffset, t.unreplicated[i-1].LastOffset)
+		}
+		t.unreplicated = append(t.unreplicated, c)
 	}
 	return t, offset, nil
 }
