@@ -359,7 +359,7 @@ func (l *Log) loadTxns(rebuild, hadTxns bool) error {
 						// point at a marker of their producer.
 						if ok, err := s.abortMarkerAtPinned(a.LastOffset, a.ProducerID); err != nil || !ok {
 							s.txnDirty = true
-							break
+							continue
 						}
 					}
 					want = append(want, a)

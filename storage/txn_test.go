@@ -414,3 +414,40 @@ func TestTxnTruncateRecomputesOngoing(t *testing.T) {
 		t.Fatal("transactions survive a full truncation")
 	}
 }
+
+// TestTxnRecoveryDropsIndexEntriesNotBackedByTheLog: the active segment's
+// .txnindex may hold unsynced bytes a crash garbled; recovery keeps of it
+// only entries pointing at a marker of their producer and rewrites the
+// file (a torn tail included).
+func TestTxnRecoveryDropsIndexEntriesNotBackedByTheLog(t *testing.T) {
+	e := newEnv(t)
+	leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 2, false, "p", baseTs)) // 0-1
+	leaderAppend(t, e.log, txnBatch(t, 1, 0, 0, 1, true, "a", baseTs))  // 2
+	m := mustMarker(t, e.log, producer.Marker{ProducerID: 1})           // 3
+	leaderAppend(t, e.log, txnBatch(t, 2, 0, 0, 1, true, "b", baseTs))  // 4
+	good := AbortedTxn{ProducerID: 1, FirstOffset: 2, LastOffset: m, LastStableOffset: m + 1}
+	e.reopen() // the close snapshot is at 5: nothing after it to replay
+	path := e.dir + "/" + SegmentFileName(0, TxnIndexFileSuffix)
+	for _, tc := range []struct {
+		name string
+		file []byte
+	}{
+		{"entry at a plain batch", encodeTxnIndex([]AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 1, LastStableOffset: 2}, good})},
+		{"entry of another producer's batch", encodeTxnIndex([]AbortedTxn{good, {ProducerID: 7, FirstOffset: 4, LastOffset: 4, LastStableOffset: 4}})},
+		{"torn tail", append(encodeTxnIndex([]AbortedTxn{good}), 0, 0, 0, 9, 9)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.log.Close()
+			if err := vfs.WriteFileAtomic(e.fs, path, tc.file); err != nil {
+				t.Fatal(err)
+			}
+			e.open(false, 0, 0)
+			if got := allAborted(e.log); !reflect.DeepEqual(got, []AbortedTxn{good}) {
+				t.Fatalf("recovered index %+v, want only %+v", got, good)
+			}
+			if got := txnIndexFiles(t, e.fs, e.dir); !reflect.DeepEqual(got, map[int64][]AbortedTxn{0: {good}}) {
+				t.Fatalf(".txnindex file %+v after recovery", got)
+			}
+		})
+	}
+}
