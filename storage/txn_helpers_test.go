@@ -179,3 +179,38 @@ func committedRead(tb testing.TB, l *Log) []string {
 	}
 	return out
 }
+
+// txnKeyed is keyedBatch for a transactional producer.
+func txnKeyed(tb testing.TB, ops []op, ts int64, pid int64, epoch int16) []byte {
+	tb.Helper()
+	h := batch.Header{
+		PartitionLeaderEpoch: -1, Magic: 2, Attributes: 0x10, LastOffsetDelta: int32(len(ops) - 1),
+		FirstTimestamp: ts, MaxTimestamp: ts + int64(len(ops)-1), ProducerID: pid, ProducerEpoch: epoch, BaseSequence: 0,
+	}
+	bl := batch.NewBuilder(h)
+	for i, o := range ops {
+		r := batch.Record{OffsetDelta: int32(i), TimestampDelta: int64(i), Key: []byte(o.key), Value: []byte(o.value)}
+		r.ValueNull = o.del
+		if o.del {
+			r.Value = nil
+		}
+		bl.Add(r)
+	}
+	b, err := bl.AppendTo(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// markers returns the offsets of the log's control batches.
+func markerOffsets(tb testing.TB, l *Log) []int64 {
+	tb.Helper()
+	var out []int64
+	for _, h := range scanBatches(tb, l) {
+		if h.Control() {
+			out = append(out, h.BaseOffset)
+		}
+	}
+	return out
+}
