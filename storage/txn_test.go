@@ -422,9 +422,9 @@ func TestTxnTruncateRecomputesOngoing(t *testing.T) {
 func TestTxnRecoveryDropsIndexEntriesNotBackedByTheLog(t *testing.T) {
 	e := newEnv(t)
 	leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 2, false, "p", baseTs)) // 0-1
-	leaderAppend(t, e.log, txnBatch(t, 1, 0, 0, 1, true, "a", baseTs))  // 2
-	m := mustMarker(t, e.log, producer.Marker{ProducerID: 1})           // 3
-	leaderAppend(t, e.log, txnBatch(t, 2, 0, 0, 1, true, "b", baseTs))  // 4
+	leaderAppend(t, e.log, txnBatch(t, 1, 0, 0, 1, true, "a", baseTs))   // 2
+	m := mustMarker(t, e.log, producer.Marker{ProducerID: 1})            // 3
+	leaderAppend(t, e.log, txnBatch(t, 2, 0, 0, 1, true, "b", baseTs))   // 4
 	good := AbortedTxn{ProducerID: 1, FirstOffset: 2, LastOffset: m, LastStableOffset: m + 1}
 	e.reopen() // the close snapshot is at 5: nothing after it to replay
 	path := e.dir + "/" + SegmentFileName(0, TxnIndexFileSuffix)
