@@ -595,6 +595,13 @@ func (l *Log) rollLocked(newBase int64) error {
 		}
 	}
 	if l.txnSnaps {
+		// Kafka's producer.id.expiration.ms (its default) for the
+		// transaction table too, at each roll: producers without an open
+		// transaction idle that long are forgotten (their fencing state
+		// with them), those with one never.
+		l.txnMu.Lock()
+		l.txns.RemoveExpired(l.now().UnixMilli(), producer.DefaultExpirationMs)
+		l.txnMu.Unlock()
 		if err := l.writeTxnSnapshotLocked(newBase, false); err != nil {
 			return l.writeFailLocked(err)
 		}

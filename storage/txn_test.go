@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -449,5 +450,62 @@ func TestTxnRecoveryDropsIndexEntriesNotBackedByTheLog(t *testing.T) {
 				t.Fatalf(".txnindex file %+v after recovery", got)
 			}
 		})
+	}
+}
+
+// TestTxnSealedSegmentExposesTxnIndex: tiering copies a sealed segment's
+// .txnindex with it (none for a segment without aborts).
+func TestTxnSealedSegmentExposesTxnIndex(t *testing.T) {
+	e := newEnv(t)
+	leaderAppend(t, e.log, txnBatch(t, 1, 0, 0, 2, true, "a", baseTs))
+	m := mustMarker(t, e.log, producer.Marker{ProducerID: 1})
+	if err := e.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 1, false, "p", baseTs))
+	if err := e.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := e.log.OpenSealedSegment(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Release()
+	if ss.TxnIndex.R == nil {
+		t.Fatal("no .txnindex for a segment with an abort")
+	}
+	b := make([]byte, ss.TxnIndex.Size)
+	if _, err := ss.TxnIndex.R.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeTxnIndex(b)
+	if want := []AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: m, LastStableOffset: m + 1}}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("uploaded .txnindex %+v %v, want %+v", got, err, want)
+	}
+	plain, err := e.log.OpenSealedSegment(m + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Release()
+	if plain.TxnIndex.R != nil || plain.TxnIndex.Size != 0 {
+		t.Fatal("a .txnindex for a segment without aborts")
+	}
+}
+
+// TestTxnProducersExpireAtRollUnlessOpen: producer.id.expiration.ms forgets
+// an idle transactional producer at a roll, never one with an open
+// transaction.
+func TestTxnProducersExpireAtRollUnlessOpen(t *testing.T) {
+	e := newEnv(t)
+	leaderAppend(t, e.log, txnBatch(t, 1, 0, 0, 1, true, "a", baseTs))
+	leaderAppend(t, e.log, txnBatch(t, 2, 0, 0, 1, true, "b", baseTs))
+	mustMarker(t, e.log, producer.Marker{ProducerID: 2, Commit: true})
+	e.clock.Advance(25 * time.Hour)
+	if err := e.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	ps := e.log.TxnProducers()
+	if len(ps) != 1 || ps[0].ID != 1 || ps[0].FirstOffset != 0 {
+		t.Fatalf("after expiry: %+v, want only producer 1 with its open transaction", ps)
 	}
 }
