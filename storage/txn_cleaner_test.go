@@ -1,13 +1,17 @@
 package storage
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/producer"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // TestCleanerTransactions: compaction drops the records of aborted
@@ -28,6 +32,9 @@ func TestCleanerTransactions(t *testing.T) {
 	// p2 commits later, so its ABORT marker is not its newest batch.
 	app(txnKeyed(t, []op{{key: "e", value: "e2"}}, ts(), 2, 0))
 	mustMarker(t, l, producer.Marker{ProducerID: 2, Commit: true})
+	// And p1 again, so that its first COMMIT is not its newest batch.
+	app(txnKeyed(t, []op{{key: "g", value: "g1"}}, ts(), 1, 0))
+	mustMarker(t, l, producer.Marker{ProducerID: 1, Commit: true})
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +57,7 @@ func TestCleanerTransactions(t *testing.T) {
 	vals := dataRecords(t, l)
 	// aX and cX (aborted) are gone; a1, b1, e2 stay; the segments from the
 	// open transaction on are untouched (d1 is still there).
-	want := []string{"a=a1", "b=b1", "e=e2", "f=f3", "d=d1", "d=d2"}
+	want := []string{"a=a1", "b=b1", "e=e2", "g=g1", "f=f3", "d=d1", "d=d2"}
 	if !slices.Equal(vals, want) {
 		t.Fatalf("after cleaning: %v, want %v", vals, want)
 	}
@@ -92,11 +99,28 @@ func TestCleanerTransactions(t *testing.T) {
 	if got := txnIndexFiles(t, e.fs, e.dir); len(got) != 0 {
 		t.Fatalf(".txnindex files of removed markers remain: %+v", got)
 	}
-	if n := len(markerOffsets(t, l)); n != 2 {
-		t.Fatalf("%d markers left, want the two COMMITs", n)
+	if n := len(markerOffsets(t, l)); n != 3 {
+		t.Fatalf("%d markers left, want the three COMMITs (their transactions kept records)", n)
 	}
-	if got := committedRead(t, l); len(got) != 3 { // a1 b1 e2 below the LSO
+	if got := committedRead(t, l); len(got) != 4 { // a1 b1 e2 g1 below the LSO
 		t.Fatalf("read committed after cleaning: %v", got)
+	}
+	// A full replay of the cleaned log (the transaction snapshot lost)
+	// finds exactly p3's transaction open: no kept batch lost its marker.
+	l.Close()
+	for _, o := range l.snapshotOffsetsOf(TxnSnapshotFileSuffix) {
+		if err := vfs.WriteFileAtomic(e.fs, l.txnSnapshotPath(o), []byte("garbage")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.open(false, 0, 0)
+	for _, pid := range []int64{1, 2} {
+		if f, ok := e.log.OngoingTxn(pid); ok {
+			t.Fatalf("after a full replay of the cleaned log, producer %d has a transaction open at %d", pid, f)
+		}
+	}
+	if f, ok := e.log.OngoingTxn(3); !ok || f != open3 {
+		t.Fatalf("p3's transaction after a full replay: %d %v, want open at %d", f, ok, open3)
 	}
 }
 
@@ -124,4 +148,92 @@ func dataRecords(tb testing.TB, l *Log) []string {
 		}
 	}
 	return out
+}
+
+// TestCleanerTransactionsProperty: random transactional and plain keyed
+// writes, commits, aborts, rolls, cleanings (some past delete.retention.ms)
+// and reopens on a compacted log. After every step the read_committed
+// view, folded to the newest value per key, equals the model's (the
+// newest committed write per key below the LSO): compaction neither loses
+// a committed value nor lets an aborted one through, the LSO and the open
+// transactions are unchanged by cleaning, and a reopen agrees.
+func TestCleanerTransactionsProperty(t *testing.T) {
+	for seed := range 30 {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 99))
+			e := newCompactEnv(t, nil, func(c *Config) { c.SegmentBytes = 400 + rng.Int64N(600) })
+			type rec struct {
+				off int64
+				key string
+				val string
+			}
+			var committed []rec          // plain and committed records
+			pending := map[int64][]rec{} // open transactions' records
+			var hw int64
+			keys := []string{"a", "b", "c", "d"}
+			for step := range 120 {
+				l := e.log
+				pid := int64(1 + rng.IntN(3))
+				switch r := rng.IntN(100); {
+				case r < 30:
+					k := keys[rng.IntN(len(keys))]
+					v := fmt.Sprintf("%s#%d", k, step)
+					off := leaderAppend(t, l, keyedBatch(t, []op{{key: k, value: v}}, e.clock.Now().UnixMilli(), 0, nil)).FirstOffset
+					committed = append(committed, rec{off, k, v})
+				case r < 60:
+					k := keys[rng.IntN(len(keys))]
+					v := fmt.Sprintf("%s#%d", k, step)
+					off := leaderAppend(t, l, txnKeyed(t, []op{{key: k, value: v}}, e.clock.Now().UnixMilli(), pid, 0)).FirstOffset
+					pending[pid] = append(pending[pid], rec{off, k, v})
+				case r < 80:
+					commit := rng.IntN(2) == 0
+					mustMarker(t, l, producer.Marker{ProducerID: pid, Commit: commit})
+					if commit {
+						committed = append(committed, pending[pid]...)
+					}
+					delete(pending, pid)
+				case r < 86:
+					if err := l.Roll(); err != nil {
+						t.Fatal(err)
+					}
+				case r < 90:
+					hw = l.LogEndOffset()
+					l.SetHighWatermark(hw)
+				case r < 97:
+					if rng.IntN(3) == 0 {
+						e.clock.Advance(2 * time.Hour)
+					}
+					if _, err := l.clean(cleanParams{firstDirty: 0, now: e.clock.Now(), dedupeBytes: 1 << 20, expireTombstones: true}); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					e.reopen()
+					e.log.SetHighWatermark(hw)
+				}
+				l = e.log
+				lso := l.LastStableOffset()
+				want := map[string]string{}
+				slices.SortFunc(committed, func(a, b rec) int { return int(a.off - b.off) })
+				for _, c := range committed {
+					if c.off < lso {
+						want[c.key] = c.val
+					}
+				}
+				got := map[string]string{}
+				for _, s := range committedRead(t, l) {
+					_, v, _ := strings.Cut(s, ":")
+					k, _, _ := strings.Cut(v, "#")
+					got[k] = v
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: read_committed newest per key %v, model %v (lso %d)", step, got, want, lso)
+				}
+				for p, recs := range pending {
+					if f, ok := l.OngoingTxn(p); !ok || f != recs[0].off {
+						t.Fatalf("step %d: OngoingTxn(%d) = %d %v, model %d", step, p, f, ok, recs[0].off)
+					}
+				}
+			}
+		})
+	}
 }
