@@ -2,9 +2,11 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -507,5 +509,76 @@ func TestTxnProducersExpireAtRollUnlessOpen(t *testing.T) {
 	ps := e.log.TxnProducers()
 	if len(ps) != 1 || ps[0].ID != 1 || ps[0].FirstOffset != 0 {
 		t.Fatalf("after expiry: %+v, want only producer 1 with its open transaction", ps)
+	}
+}
+
+// TestTxnConcurrentReaders runs the lock-free and txnMu readers
+// (LastStableOffset, AbortedTxns, OngoingTxn, TxnProducers) against a
+// writer of transactions, markers and rolls and a goroutine raising the
+// high watermark (run under -race). Without truncation the LSO never goes
+// back, and the aborted list is always in marker order.
+func TestTxnConcurrentReaders(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SegmentBytes = 2048 })
+	l := e.log
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last := int64(0)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				lso := l.LastStableOffset()
+				if lso < last {
+					errs <- fmt.Errorf("LSO went back from %d to %d", last, lso)
+					return
+				}
+				last = lso
+				ab := l.AbortedTxns(0, lso)
+				for i := 1; i < len(ab); i++ {
+					if ab[i].LastOffset <= ab[i-1].LastOffset {
+						errs <- fmt.Errorf("aborted list out of order: %+v", ab)
+						return
+					}
+				}
+				l.OngoingTxn(1)
+				l.TxnProducers()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l.SetHighWatermark(max(l.HighWatermark(), l.LogEndOffset()))
+		}
+	}()
+	for i := range 400 {
+		pid := int64(1 + i%3)
+		switch i % 4 {
+		case 0, 1:
+			leaderAppend(t, l, txnBatch(t, pid, 0, 0, 2, true, "x", baseTs))
+		case 2:
+			mustMarker(t, l, producer.Marker{ProducerID: pid, Commit: i%8 == 2})
+		case 3:
+			leaderAppend(t, l, txnBatch(t, -1, 0, 0, 1, false, "p", baseTs))
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
