@@ -52,6 +52,7 @@ type Txns struct {
 	// outcome that a new leader might not have. Kept in the snapshot (Kafka
 	// keeps them in memory only) with their first and last offsets.
 	unreplicated []CompletedTxn
+	unreplFirst  int64 // smallest FirstOffset in unreplicated; -1 none
 	hw           int64
 }
 
@@ -89,7 +90,7 @@ type CompletedTxn struct {
 
 // NewTxns returns an empty table.
 func NewTxns() *Txns {
-	return &Txns{producers: map[int64]*TxnProducer{}, first: -1}
+	return &Txns{producers: map[int64]*TxnProducer{}, first: -1, unreplFirst: -1}
 }
 
 // FirstUnstable returns the smallest first offset of an open transaction
@@ -97,11 +98,9 @@ func NewTxns() *Txns {
 // ([Txns.OnHighWatermark]), or -1 when there is none: the last stable
 // offset is min(FirstUnstable, high watermark).
 func (t *Txns) FirstUnstable() int64 {
-	f := t.first
-	for _, c := range t.unreplicated {
-		if f < 0 || c.FirstOffset < f {
-			f = c.FirstOffset
-		}
+	f, u := t.first, t.unreplFirst
+	if f < 0 || (u >= 0 && u < f) {
+		return u
 	}
 	return f
 }
@@ -123,7 +122,19 @@ func (t *Txns) OnHighWatermark(hw int64) bool {
 		return false
 	}
 	t.unreplicated = append(t.unreplicated[:0], t.unreplicated[n:]...)
+	t.recomputeUnreplFirst()
 	return true
+}
+
+// recomputeUnreplFirst is O(unreplicated), run when the high watermark
+// prunes them: appends keep it in O(1).
+func (t *Txns) recomputeUnreplFirst() {
+	t.unreplFirst = -1
+	for _, c := range t.unreplicated {
+		if t.unreplFirst < 0 || c.FirstOffset < t.unreplFirst {
+			t.unreplFirst = c.FirstOffset
+		}
+	}
 }
 
 // Open returns how many transactions are open.
@@ -162,7 +173,7 @@ func (t *Txns) Producers() []TxnProducer {
 // Clone returns an independent copy.
 func (t *Txns) Clone() *Txns {
 	c := &Txns{producers: make(map[int64]*TxnProducer, len(t.producers)), open: t.open, first: t.first,
-		unreplicated: slices.Clone(t.unreplicated), hw: t.hw}
+		unreplicated: slices.Clone(t.unreplicated), unreplFirst: t.unreplFirst, hw: t.hw}
 	for id, e := range t.producers {
 		cp := *e
 		c.producers[id] = &cp
@@ -239,6 +250,9 @@ func (t *Txns) ApplyMarker(m Marker, offset, ts int64) CompletedTxn {
 	}
 	if offset >= t.hw {
 		t.unreplicated = append(t.unreplicated, c)
+		if t.unreplFirst < 0 || c.FirstOffset < t.unreplFirst {
+			t.unreplFirst = c.FirstOffset
+		}
 	}
 	return c
 }

@@ -164,5 +164,6 @@ func RestoreTxns(b []byte) (*Txns, int64, error) {
 		}
 		t.unreplicated = append(t.unreplicated, c)
 	}
+	t.recomputeUnreplFirst()
 	return t, offset, nil
 }
