@@ -280,6 +280,11 @@ var hdrsPool = sync.Pool{New: func() any { h := make([]batch.Header, 0, 16); ret
 // segment (page cache, no fsync), updates the indexes and publishes the new
 // end to readers.
 //
+// A leader's transactional batch from a producer epoch older than the
+// one the partition's transaction table holds (a producer fenced by a
+// marker at a bumped epoch) is refused with producer.ErrInvalidProducerEpoch
+// before anything is written, whatever the broker's idempotence table says.
+//
 // Errors: validation errors wrap the kerr error the broker answers with
 // (CorruptMessage, InvalidRecord, MessageTooLarge, InvalidTimestamp,
 // UnsupportedForMessageFormat, UnsupportedCompressionType,
@@ -353,7 +358,11 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		count += int64(h.LastOffsetDelta) + 1
 		rest = r
 	}
-	return l.appendValidated(records, hdrs, markers, txnal, count, o, nowMs, nil)
+	var check func() error
+	if txnal && o.AssignOffsets {
+		check = func() error { return l.checkTxnEpochs(hdrs) }
+	}
+	return l.appendValidated(records, hdrs, markers, txnal, count, o, nowMs, check)
 }
 
 // appendValidated is Append after validation: records holds the batches

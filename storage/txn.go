@@ -85,6 +85,26 @@ func (l *Log) AppendMarker(m producer.Marker, leaderEpoch int32) (AppendInfo, er
 	})
 }
 
+// checkTxnEpochs refuses a leader append holding a transactional batch of
+// a producer epoch older than the table's (Kafka's checkProducerEpoch; the
+// broker's idempotence table should have refused it first, if it saw the
+// fencing marker). Log.mu held.
+func (l *Log) checkTxnEpochs(hdrs []batch.Header) error {
+	l.txnMu.Lock()
+	defer l.txnMu.Unlock()
+	for i := range hdrs {
+		h := &hdrs[i]
+		if !h.Transactional() || h.Control() || !h.HasProducerID() {
+			continue
+		}
+		if p, ok := l.txns.Producer(h.ProducerID); ok && h.ProducerEpoch < p.Epoch {
+			return fmt.Errorf("storage: %w: transactional batch of producer %d at epoch %d, fenced at epoch %d",
+				producer.ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, p.Epoch)
+		}
+	}
+	return nil
+}
+
 // markerAt is a transaction marker found at hdrs[i] of an append.
 type markerAt struct {
 	i int

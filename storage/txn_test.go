@@ -582,3 +582,31 @@ func TestTxnConcurrentReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTxnFencedEpochBatchRefused: after a fencing ABORT at a bumped epoch,
+// a late transactional batch of the old epoch is refused and writes
+// nothing (it would open a transaction nobody ends).
+func TestTxnFencedEpochBatchRefused(t *testing.T) {
+	e := newEnv(t)
+	leaderAppend(t, e.log, txnBatch(t, 1, 3, 0, 1, true, "a", baseTs))
+	mustMarker(t, e.log, producer.Marker{ProducerID: 1, ProducerEpoch: 4})
+	leo := e.log.LogEndOffset()
+	_, err := e.log.Append(txnBatch(t, 1, 3, 1, 1, true, "late", baseTs), AppendOptions{LeaderEpoch: 1, AssignOffsets: true})
+	if !errors.Is(err, producer.ErrInvalidProducerEpoch) || !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("old-epoch batch after the fence: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if e.log.LogEndOffset() != leo {
+		t.Fatal("the refused batch was written")
+	}
+	if _, ok := e.log.OngoingTxn(1); ok {
+		t.Fatal("the refused batch opened a transaction")
+	}
+	// The new epoch writes.
+	leaderAppend(t, e.log, txnBatch(t, 1, 4, 0, 1, true, "b", baseTs))
+	// A follower copies whatever its leader wrote (no check).
+	f := newEnv(t)
+	all, _ := readAll(t, e.log)
+	if _, err := f.log.Append(all, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
