@@ -330,7 +330,25 @@ func (l *Log) loadTxns(rebuild, hadTxns bool) error {
 	segs := l.segments()
 	badIndex := false
 	if rebuild {
+		// One listing says which segments have an index file: most have
+		// none, and opening each to find out costs a failed open per
+		// segment at every start.
+		names, err := l.fs.List(l.dir)
+		if err != nil {
+			return fmt.Errorf("storage: list %s: %w", l.dir, err)
+		}
+		has := map[int64]bool{}
+		for _, n := range names {
+			if b, suf, ok := parseSegmentFileName(n); ok && suf == TxnIndexFileSuffix {
+				has[b] = true
+			}
+		}
 		for i, s := range segs {
+			if !has[s.base] {
+				s.aborted.Store(nil)
+				s.txnDirty = false
+				continue
+			}
 			if err := s.loadTxnIndex(i == len(segs)-1); err != nil {
 				if !errors.Is(err, ErrCorruption) {
 					return fmt.Errorf("storage: load transaction index: %w", err)

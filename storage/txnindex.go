@@ -236,12 +236,8 @@ func (s *segment) loadTxnIndex(last bool) error {
 // batch of producer pid (what an index entry's LastOffset must point at).
 func (s *segment) abortMarkerAt(off, pid int64) (bool, error) {
 	limit := s.size.Load()
-	eo, p := s.oi.Lookup(off)
+	_, p := s.oi.Lookup(off)
 	pos := int64(p)
-	if p == 0 {
-		eo = s.base
-	}
-	_ = eo
 	hs := newHeaderScanner(s.log, limit)
 	defer hs.release()
 	for pos < limit {
