@@ -842,16 +842,27 @@ func (l *Log) snapshotOffsetsOf(suf string) []int64 {
 
 // deleteSnapshotsLocked removes producer and transaction snapshots with
 // offset > above (truncation) or, keeping the latest, with offset < below
-// (segments deleted).
-func (l *Log) deleteSnapshotsLocked(below, above int64) {
+// (segments deleted). A removal above is made durable (directory fsync)
+// before the log writes a new history over the cut: a crash must not bring
+// back a snapshot of the old one, which the next open would restore
+// (found by the transaction property test: an open transaction of the cut
+// history came back). Only that fsync's error is returned.
+func (l *Log) deleteSnapshotsLocked(below, above int64) error {
+	cut := false
 	for _, suf := range []string{SnapshotFileSuffix, TxnSnapshotFileSuffix} {
 		offs := l.snapshotOffsetsOf(suf)
 		for i, o := range offs {
 			if o > above || (o < below && i < len(offs)-1) {
-				_ = l.fs.Remove(filepath.Join(l.dir, SegmentFileName(o, suf)))
+				if l.fs.Remove(filepath.Join(l.dir, SegmentFileName(o, suf))) == nil && o > above {
+					cut = true
+				}
 			}
 		}
 	}
+	if cut {
+		return l.fs.SyncDir(l.dir)
+	}
+	return nil
 }
 
 // LatestProducerSnapshot returns the newest producer snapshot (ok=false if

@@ -359,7 +359,9 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 	if err := l.epochs.TruncateFromStart(lso); err != nil {
 		return fail(fmt.Errorf("storage: leader epochs: %w", err))
 	}
-	l.deleteSnapshotsLocked(-1, leo)
+	if err := l.deleteSnapshotsLocked(-1, leo); err != nil {
+		return fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
+	}
 	// The transaction table and the aborted-transaction indexes, from the
 	// latest transaction snapshot and the log after it (txn.go).
 	if err := l.loadTxns(true, false); err != nil {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/strata-io/strata/storage/producer"
@@ -139,6 +141,9 @@ func (m *txnModel) derive() derived {
 
 func TestTxnPropertyAgainstModel(t *testing.T) {
 	seeds := 60
+	if s := os.Getenv("STRATA_TEST_TXN_SEEDS"); s != "" {
+		seeds, _ = strconv.Atoi(s)
+	}
 	if testing.Short() {
 		seeds = 15
 	}
@@ -303,6 +308,12 @@ func runTxnProperty(t *testing.T, seed uint64) {
 			}
 			m.hw = leo
 			e.log.SetHighWatermark(leo)
+			// Recovery cuts a torn tail without an fsync (as Kafka's
+			// LogLoader): until the next flush, another crash may bring
+			// back the cut bytes, as after a truncation.
+			if e.log.Recovery().TruncatedBytes > 0 {
+				truncated = true
+			}
 			step("crash keep=%d rp=%d -> leo %d", pct, rp, leo)
 		}
 		checkTxnModel(t, op, e, m)

@@ -610,3 +610,38 @@ func TestTxnFencedEpochBatchRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTxnTruncatedSnapshotStaysGoneAfterCrash: a truncation removes the
+// snapshots of the cut history durably, so a power loss after new data
+// was written and flushed over the cut cannot bring back a snapshot that
+// claims the old history's open transaction.
+func TestTxnTruncatedSnapshotStaysGoneAfterCrash(t *testing.T) {
+	mem := vfs.NewMem()
+	e := newEnvFS(t, mem, "/data/t-0")
+	leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 1, false, "p", baseTs)) // 0
+	leaderAppend(t, e.log, txnBatch(t, 11, 0, 0, 3, true, "t", baseTs))  // 1-3
+	e.reopen()                                                           // snapshot at 4: p11 open at 1
+	if err := e.log.Truncate(2); err != nil {                            // the batch 1-3 goes
+		t.Fatal(err)
+	}
+	for range 4 {
+		leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 1, false, "q", baseTs)) // 1..4
+	}
+	if err := e.log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.log.OngoingTxn(11); ok {
+		t.Fatal("the cut transaction is open before the crash")
+	}
+	rp := e.log.RecoveryPoint()
+	crashed := mem.CrashClone(0, rand.New(rand.NewPCG(1, 2)))
+	e.log.Close()
+	e.fs = crashed
+	e.open(false, rp, 0)
+	if f, ok := e.log.OngoingTxn(11); ok {
+		t.Fatalf("after a power loss the cut history's transaction is open again at %d", f)
+	}
+	if _, ok := e.log.FirstUnstableOffset(); ok {
+		t.Fatal("an unstable offset after the power loss")
+	}
+}
