@@ -167,16 +167,20 @@ func (l *Log) cleanableSection(firstDirty int64, now time.Time) (section []*segm
 	segs := l.segments()
 	cfg := l.cfg.Load()
 	end := len(segs) - 1
-	unstable, hasUnstable := l.FirstUnstableOffset()
+	lso := l.LastStableOffset()
 	for i := 0; i < end; i++ {
 		ts, _ := segs[i].maxTimestamp()
 		if cfg.MinCompactionLagMs > 0 && ts > now.UnixMilli()-cfg.MinCompactionLagMs {
 			end = i
 			break
 		}
-		// Never past the first unstable offset (Kafka's cleaner stops at
-		// it): an open transaction's outcome decides what its records are.
-		if hasUnstable && segs[i].next.Load() > unstable {
+		// Never past the last stable offset, as Kafka's
+		// LogCleanerManager.cleanableOffsets ("and therefore, the high
+		// watermark"): an open transaction's outcome decides what its
+		// records are, and a record above the high watermark may still be
+		// truncated away, so it must not supersede a committed one (the
+		// transaction property test lost a key that way).
+		if segs[i].next.Load() > lso {
 			end = i
 			break
 		}

@@ -3,8 +3,10 @@ package storage
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,7 +160,11 @@ func dataRecords(tb testing.TB, l *Log) []string {
 // a committed value nor lets an aborted one through, the LSO and the open
 // transactions are unchanged by cleaning, and a reopen agrees.
 func TestCleanerTransactionsProperty(t *testing.T) {
-	for seed := range 30 {
+	seeds := 30
+	if s := os.Getenv("STRATA_TEST_TXN_SEEDS"); s != "" {
+		seeds, _ = strconv.Atoi(s)
+	}
+	for seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), 99))
 			e := newCompactEnv(t, nil, func(c *Config) { c.SegmentBytes = 400 + rng.Int64N(600) })
@@ -171,6 +177,12 @@ func TestCleanerTransactionsProperty(t *testing.T) {
 			pending := map[int64][]rec{} // open transactions' records
 			var hw int64
 			keys := []string{"a", "b", "c", "d"}
+			var trace []string
+			defer func() {
+				if t.Failed() {
+					t.Logf("trace:\n%s", joinLines(trace))
+				}
+			}()
 			for step := range 120 {
 				l := e.log
 				pid := int64(1 + rng.IntN(3))
@@ -180,14 +192,17 @@ func TestCleanerTransactionsProperty(t *testing.T) {
 					v := fmt.Sprintf("%s#%d", k, step)
 					off := leaderAppend(t, l, keyedBatch(t, []op{{key: k, value: v}}, e.clock.Now().UnixMilli(), 0, nil)).FirstOffset
 					committed = append(committed, rec{off, k, v})
+					trace = append(trace, fmt.Sprintf("plain %s at %d", v, off))
 				case r < 60:
 					k := keys[rng.IntN(len(keys))]
 					v := fmt.Sprintf("%s#%d", k, step)
 					off := leaderAppend(t, l, txnKeyed(t, []op{{key: k, value: v}}, e.clock.Now().UnixMilli(), pid, 0)).FirstOffset
 					pending[pid] = append(pending[pid], rec{off, k, v})
+					trace = append(trace, fmt.Sprintf("txn p%d %s at %d", pid, v, off))
 				case r < 80:
 					commit := rng.IntN(2) == 0
-					mustMarker(t, l, producer.Marker{ProducerID: pid, Commit: commit})
+					mo := mustMarker(t, l, producer.Marker{ProducerID: pid, Commit: commit})
+					trace = append(trace, fmt.Sprintf("marker p%d commit=%v at %d", pid, commit, mo))
 					if commit {
 						committed = append(committed, pending[pid]...)
 					}
@@ -196,19 +211,24 @@ func TestCleanerTransactionsProperty(t *testing.T) {
 					if err := l.Roll(); err != nil {
 						t.Fatal(err)
 					}
+					trace = append(trace, "roll")
 				case r < 90:
 					hw = l.LogEndOffset()
 					l.SetHighWatermark(hw)
+					trace = append(trace, fmt.Sprintf("hw %d", hw))
 				case r < 97:
 					if rng.IntN(3) == 0 {
 						e.clock.Advance(2 * time.Hour)
 					}
-					if _, err := l.clean(cleanParams{firstDirty: 0, now: e.clock.Now(), dedupeBytes: 1 << 20, expireTombstones: true}); err != nil {
+					res, err := l.clean(cleanParams{firstDirty: 0, now: e.clock.Now(), dedupeBytes: 1 << 20, expireTombstones: true})
+					if err != nil {
 						t.Fatal(err)
 					}
+					trace = append(trace, fmt.Sprintf("clean: %d groups, first unstable %d", res.groups, l.firstUnstable.Load()))
 				default:
 					e.reopen()
 					e.log.SetHighWatermark(hw)
+					trace = append(trace, "reopen")
 				}
 				l = e.log
 				lso := l.LastStableOffset()
@@ -235,5 +255,38 @@ func TestCleanerTransactionsProperty(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCleanerStopsAtTheHighWatermark: a record above the high watermark
+// (which a follower truncation may still remove) never supersedes a
+// committed one: the cleaner stops at the last stable offset, which
+// includes the HW (Kafka's LogCleanerManager.cleanableOffsets).
+func TestCleanerStopsAtTheHighWatermark(t *testing.T) {
+	e := newCompactEnv(t, nil)
+	l := e.log
+	app := func(k, v string) {
+		leaderAppend(t, l, keyedBatch(t, []op{{key: k, value: v}}, e.clock.Now().UnixMilli(), 0, nil))
+	}
+	app("k", "committed")
+	l.SetHighWatermark(l.LogEndOffset())
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	app("k", "above-hw")
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.clean(cleanParams{firstDirty: 0, now: e.clock.Now(), dedupeBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dataRecords(t, l); !slices.Equal(got, []string{"k=committed", "k=above-hw"}) {
+		t.Fatalf("after cleaning with the HW at 1: %v", got)
+	}
+	if err := l.Truncate(1); err != nil { // the leader never had it
+		t.Fatal(err)
+	}
+	if got := dataRecords(t, l); !slices.Equal(got, []string{"k=committed"}) {
+		t.Fatalf("after the truncation: %v", got)
 	}
 }
