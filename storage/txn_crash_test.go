@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"runtime/debug"
+	"strconv"
 	"testing"
 
 	"github.com/strata-io/strata/storage/producer"
@@ -58,51 +60,61 @@ func txnFaultRun(t *testing.T, fs vfs.FS, seed uint64, steps int) (l *Log, done 
 // transaction state and aborted-transaction index are the ones its data
 // implies (a follower copying its batches derives the same).
 func TestTxnErrorSweepRecoversConsistentState(t *testing.T) {
-	const seed, steps = 5, 60
-	for _, kind := range crashFaultKinds() {
-		t.Run(kind.name, func(t *testing.T) {
-			count := kind.rule()
-			l, _, err := txnFaultRun(t, errfs.Wrap(newCrashFS(t), count), seed, steps)
-			if err != nil {
-				t.Fatalf("fault-free run failed: %v", err)
-			}
+	const steps = 60
+	for seed := uint64(1); seed <= 4; seed++ {
+		for _, kind := range crashFaultKinds() {
+			t.Run(fmt.Sprintf("seed=%d/%s", seed, kind.name), func(t *testing.T) { txnErrorSweep(t, kind, seed, steps) })
+		}
+	}
+}
+
+// txnErrorSweep is one seed and fault kind of
+// [TestTxnErrorSweepRecoversConsistentState].
+func txnErrorSweep(t *testing.T, kind faultKind, seed uint64, steps int) {
+	count := kind.rule()
+	l, _, err := txnFaultRun(t, errfs.Wrap(newCrashFS(t), count), seed, steps)
+	if err != nil {
+		t.Fatalf("fault-free run failed: %v", err)
+	}
+	l.Close()
+	if count.Matched() == 0 {
+		t.Skip("the workload never makes this call")
+	}
+	perKind := 10
+	if s := os.Getenv("STRATA_TEST_TXN_FAULTS"); s != "" {
+		perKind, _ = strconv.Atoi(s)
+	}
+	for _, n := range sample(count.Matched(), perKind) {
+		n++
+		label := fmt.Sprintf("%s nth=%d/%d", kind.name, n, count.Matched())
+		mem := newCrashFS(t)
+		rule := kind.act(kind.rule().Nth(n))
+		l, _, err := txnFaultRun(t, errfs.Wrap(mem, rule), seed, steps)
+		if l != nil && err != nil && !errors.Is(err, ErrLogFailed) && !errors.Is(err, ErrLogDirFull) {
+			t.Fatalf("%s: failure surfaced as %v", label, err)
+		}
+		rp := int64(0)
+		if l != nil {
+			rp = l.RecoveryPoint()
 			l.Close()
-			if count.Matched() == 0 {
-				t.Skip("the workload never makes this call")
+		}
+		for _, c := range []struct {
+			name string
+			fs   *vfs.MemFS
+		}{{"restart", mem.Clone()}, {"power loss", mem.CrashClone(0, rand.New(rand.NewPCG(1, 2)))}} {
+			r, err := OpenLog(crashOptions(c.fs, rp, false))
+			if err != nil {
+				t.Fatalf("%s %s: reopen: %v", label, c.name, err)
 			}
-			for _, n := range sample(count.Matched(), 10) {
-				n++
-				label := fmt.Sprintf("%s nth=%d/%d", kind.name, n, count.Matched())
-				mem := newCrashFS(t)
-				rule := kind.act(kind.rule().Nth(n))
-				l, _, err := txnFaultRun(t, errfs.Wrap(mem, rule), seed, steps)
-				if l != nil && err != nil && !errors.Is(err, ErrLogFailed) && !errors.Is(err, ErrLogDirFull) {
-					t.Fatalf("%s: failure surfaced as %v", label, err)
-				}
-				rp := int64(0)
-				if l != nil {
-					rp = l.RecoveryPoint()
-					l.Close()
-				}
-				for _, c := range []struct {
-					name string
-					fs   *vfs.MemFS
-				}{{"restart", mem.Clone()}, {"power loss", mem.CrashClone(0, rand.New(rand.NewPCG(1, 2)))}} {
-					r, err := OpenLog(crashOptions(c.fs, rp, false))
-					if err != nil {
-						t.Fatalf("%s %s: reopen: %v", label, c.name, err)
-					}
-					r.SetHighWatermark(r.LogEndOffset())
-					got, want := stateOf(r), replayedState(t, r)
-					if !reflect.DeepEqual(got, want) {
-						t.Fatalf("%s %s: recovered transaction state\n got %+v\nwant %+v (implied by the data)", label, c.name, got, want)
-					}
-					if files := txnIndexFiles(t, c.fs, crashDir); !reflect.DeepEqual(files, got.Index) {
-						t.Fatalf("%s %s: .txnindex files %+v, memory %+v", label, c.name, files, got.Index)
-					}
-					r.Close()
-				}
+			r.SetHighWatermark(r.LogEndOffset())
+			got, want := stateOf(r), replayedState(t, r)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s %s: recovered transaction state\n got %+v\nwant %+v (implied by the data)", label, c.name, got, want)
 			}
-		})
+			if files := txnIndexFiles(t, c.fs, crashDir); !reflect.DeepEqual(files, got.Index) {
+				t.Fatalf("%s %s: .txnindex files %+v, memory %+v", label, c.name, files, got.Index)
+			}
+			r.Close()
+		}
 	}
 }
