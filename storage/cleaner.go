@@ -21,7 +21,9 @@ import (
 //
 // One cleaning of a log covers its cleanable section: the sealed segments
 // below the active one, stopping at the first whose newest record is
-// younger than min.compaction.lag.ms. The part from the first dirty offset
+// younger than min.compaction.lag.ms or that reaches the last stable
+// offset (open transactions and the high watermark; see txnCleaner for
+// what transactions change). The part from the first dirty offset
 // (what the last cleaning had not seen, kept in cleaner-offset-checkpoint)
 // to the end of that section is dirty:
 //
