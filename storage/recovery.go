@@ -26,6 +26,7 @@ type RecoveryReport struct {
 	DroppedSegments   int   // whole segments removed after a torn tail
 	RebuiltIndexes    int   // segments whose indexes were rebuilt from the log
 	RemovedLeftovers  int   // .tmp, .deleted, .cleaned, .swap and orphan index files removed
+	RebuiltTxnIndexes int   // .txnindex files rewritten from the log (torn, or entries past a cut)
 	Duration          time.Duration
 }
 

@@ -296,11 +296,11 @@ func (l *Log) writeTxnSnapshotLocked(off int64, syncDir bool) error {
 	return nil
 }
 
-// latestTxnSnapshot restores the newest .txnsnapshot. exists is false when
-// the log has none; err (wrapping producer.ErrCorruptSnapshot, or the
-// read's) when the newest does not restore.
-func (l *Log) latestTxnSnapshot() (t *producer.Txns, off int64, exists bool, err error) {
-	offs := l.snapshotOffsetsOf(TxnSnapshotFileSuffix)
+// latestTxnSnapshot restores the newest of the .txnsnapshot files at
+// offsets offs (ascending). exists is false when there is none; err
+// (wrapping producer.ErrCorruptSnapshot, or the read's) when the newest
+// does not restore.
+func (l *Log) latestTxnSnapshot(offs []int64) (t *producer.Txns, off int64, exists bool, err error) {
 	if len(offs) == 0 {
 		return nil, 0, false, nil
 	}
@@ -329,20 +329,25 @@ func (l *Log) latestTxnSnapshot() (t *producer.Txns, off int64, exists bool, err
 func (l *Log) loadTxns(rebuild, hadTxns bool) error {
 	segs := l.segments()
 	badIndex := false
+	// One listing says which segments have an index file (most have none:
+	// opening each to find out would cost a failed open per segment at
+	// every start) and where the snapshots are.
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return fmt.Errorf("storage: list %s: %w", l.dir, err)
+	}
+	has := map[int64]bool{}
+	var snaps []int64
+	for _, n := range names {
+		b, suf, ok := parseSegmentFileName(n)
+		switch {
+		case ok && suf == TxnIndexFileSuffix:
+			has[b] = true
+		case ok && suf == TxnSnapshotFileSuffix:
+			snaps = append(snaps, b)
+		}
+	}
 	if rebuild {
-		// One listing says which segments have an index file: most have
-		// none, and opening each to find out costs a failed open per
-		// segment at every start.
-		names, err := l.fs.List(l.dir)
-		if err != nil {
-			return fmt.Errorf("storage: list %s: %w", l.dir, err)
-		}
-		has := map[int64]bool{}
-		for _, n := range names {
-			if b, suf, ok := parseSegmentFileName(n); ok && suf == TxnIndexFileSuffix {
-				has[b] = true
-			}
-		}
 		for i, s := range segs {
 			if !has[s.base] {
 				s.aborted.Store(nil)
@@ -358,7 +363,7 @@ func (l *Log) loadTxns(rebuild, hadTxns bool) error {
 			}
 		}
 	}
-	t, from, exists, err := l.latestTxnSnapshot()
+	t, from, exists, err := l.latestTxnSnapshot(snaps)
 	if err != nil {
 		l.logger.Warn("storage: transaction snapshot unreadable, replaying the log", "dir", l.dir, "err", err)
 	}
@@ -404,8 +409,10 @@ func (l *Log) loadTxns(rebuild, hadTxns bool) error {
 				}
 			}
 			want = append(want, replayed[s]...)
-			if err := s.setTxnIndex(want); err != nil {
+			if rewrote, err := s.setTxnIndex(want); err != nil {
 				return fmt.Errorf("storage: rewrite transaction index of segment %d: %w", s.base, err)
+			} else if rewrote {
+				l.report.RebuiltTxnIndexes++
 			}
 		}
 	}

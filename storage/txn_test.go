@@ -451,6 +451,9 @@ func TestTxnRecoveryDropsIndexEntriesNotBackedByTheLog(t *testing.T) {
 			if got := txnIndexFiles(t, e.fs, e.dir); !reflect.DeepEqual(got, map[int64][]AbortedTxn{0: {good}}) {
 				t.Fatalf(".txnindex file %+v after recovery", got)
 			}
+			if n := e.log.Recovery().RebuiltTxnIndexes; n != 1 {
+				t.Fatalf("RecoveryReport.RebuiltTxnIndexes = %d, want 1", n)
+			}
 		})
 	}
 }

@@ -254,28 +254,29 @@ func (s *segment) abortMarkerAt(off, pid int64) (bool, error) {
 }
 
 // setTxnIndex replaces the segment's index, in memory and on disk
-// (recovery's rebuild), writing the file only if it differs.
-func (s *segment) setTxnIndex(entries []AbortedTxn) error {
+// (recovery's rebuild), writing the file only if it differs; rewrote says
+// whether it did.
+func (s *segment) setTxnIndex(entries []AbortedTxn) (rewrote bool, err error) {
 	if !s.txnDirty && slices.Equal(entries, s.abortedTxns()) {
-		return nil
+		return false, nil
 	}
 	s.txnDirty = false
 	if err := s.closeTxnIndex(); err != nil {
-		return err
+		return false, err
 	}
 	if len(entries) == 0 {
 		if err := s.fs.Remove(s.txnIndexPath()); err != nil && !isNotExist(err) {
-			return err
+			return false, err
 		}
 		s.aborted.Store(nil)
-		return nil
+		return true, nil
 	}
 	if err := vfs.WriteFileAtomic(s.fs, s.txnIndexPath(), encodeTxnIndex(entries)); err != nil {
-		return err
+		return false, err
 	}
 	cp := slices.Clone(entries)
 	s.aborted.Store(&cp)
-	return nil
+	return true, nil
 }
 
 // truncateTxnIndex drops the entries whose marker is at or above off.
