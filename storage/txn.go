@@ -24,10 +24,14 @@ import (
 //     the lock), a follower copies the leader's byte for byte through
 //     Append, which decodes its control record;
 //   - an ABORT appends an entry to the active segment's .txnindex
-//     (txnindex.go).
+//     (txnindex.go);
+//   - a leader's transactional batch from an epoch older than the table's
+//     (its producer fenced by a marker at a bumped epoch) is refused.
 //
 // From the table the log publishes the first unstable offset (an atomic:
-// [Log.LastStableOffset] costs two loads on every fetch).
+// [Log.LastStableOffset] costs two loads on every fetch): the earliest
+// open transaction, or completed one whose marker the high watermark has
+// not passed ([Log.SetHighWatermark] releases those).
 //
 // Persistence. The table is written as <offset>.txnsnapshot (format in
 // storage/producer/txns_snapshot.go) at each roll and clean close, once the
