@@ -187,19 +187,24 @@ func parseMarker(b []byte) (m producer.Marker, ok bool, err error) {
 
 // FirstUnstableOffset returns the first offset of the earliest open
 // transaction, or of the earliest completed one whose marker the high
-// watermark has not passed yet; ok is false when there is none.
-// Lock-free.
+// watermark has not passed yet, but not below the log start offset (as
+// Kafka's updateFirstUnstableOffset: DeleteRecords or retention may have
+// removed the transaction's first batches); ok is false when there is
+// none. Lock-free.
 func (l *Log) FirstUnstableOffset() (offset int64, ok bool) {
 	f := l.firstUnstable.Load()
-	return f, f >= 0
+	if f < 0 {
+		return -1, false
+	}
+	return max(f, l.logStart.Load()), true
 }
 
 // LastStableOffset returns min(first unstable offset, high watermark),
 // with the high watermark last given to [Log.SetHighWatermark]: where a
-// read_committed fetch stops. Lock-free: two atomic loads.
+// read_committed fetch stops. Lock-free: three atomic loads.
 func (l *Log) LastStableOffset() int64 {
 	hw := l.highWatermark.Load()
-	if f := l.firstUnstable.Load(); f >= 0 && f < hw {
+	if f, ok := l.FirstUnstableOffset(); ok && f < hw {
 		return f
 	}
 	return hw

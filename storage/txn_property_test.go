@@ -168,7 +168,11 @@ func runTxnProperty(t *testing.T, seed uint64) {
 	}()
 	ts := baseTs
 	truncated := false
-	for op := range 150 {
+	ops := 150
+	if s := os.Getenv("STRATA_TEST_TXN_OPS"); s != "" {
+		ops, _ = strconv.Atoi(s)
+	}
+	for op := range ops {
 		d := m.derive()
 		l := e.log
 		switch r := rng.IntN(100); {

@@ -648,3 +648,26 @@ func TestTxnTruncatedSnapshotStaysGoneAfterCrash(t *testing.T) {
 		t.Fatal("an unstable offset after the power loss")
 	}
 }
+
+// TestTxnFirstUnstableNotBelowLogStart: DeleteRecords past an open
+// transaction's first offset moves the first unstable offset (and so the
+// LSO) up to the new log start, as Kafka clamps it.
+func TestTxnFirstUnstableNotBelowLogStart(t *testing.T) {
+	e := newEnv(t)
+	leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 1, false, "p", baseTs)) // 0
+	leaderAppend(t, e.log, txnBatch(t, 1, 0, 0, 2, true, "t", baseTs))  // 1-2
+	leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 3, false, "p", baseTs)) // 3-5
+	e.log.SetHighWatermark(e.log.LogEndOffset())
+	if got := e.log.LastStableOffset(); got != 1 {
+		t.Fatalf("LSO %d, want 1", got)
+	}
+	if err := e.log.SetLogStartOffset(3); err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := e.log.FirstUnstableOffset(); !ok || f != 3 {
+		t.Fatalf("first unstable after DeleteRecords to 3: %d %v, want 3", f, ok)
+	}
+	if got := e.log.LastStableOffset(); got != 3 {
+		t.Fatalf("LSO %d, want 3", got)
+	}
+}
