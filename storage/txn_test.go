@@ -655,7 +655,7 @@ func TestTxnTruncatedSnapshotStaysGoneAfterCrash(t *testing.T) {
 func TestTxnFirstUnstableNotBelowLogStart(t *testing.T) {
 	e := newEnv(t)
 	leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 1, false, "p", baseTs)) // 0
-	leaderAppend(t, e.log, txnBatch(t, 1, 0, 0, 2, true, "t", baseTs))  // 1-2
+	leaderAppend(t, e.log, txnBatch(t, 1, 0, 0, 2, true, "t", baseTs))   // 1-2
 	leaderAppend(t, e.log, txnBatch(t, -1, 0, 0, 3, false, "p", baseTs)) // 3-5
 	e.log.SetHighWatermark(e.log.LogEndOffset())
 	if got := e.log.LastStableOffset(); got != 1 {
