@@ -1,24 +1,29 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/index"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // Log compaction (cleanup.policy=compact), as Kafka's LogCleaner.
 //
 // One cleaning of a log covers its cleanable section: the sealed segments
 // below the active one, stopping at the first whose newest record is
-// younger than min.compaction.lag.ms. The part from the first dirty offset
+// younger than min.compaction.lag.ms or that reaches the last stable
+// offset (open transactions and the high watermark; see txnCleaner for
+// what transactions change). The part from the first dirty offset
 // (what the last cleaning had not seen, kept in cleaner-offset-checkpoint)
 // to the end of that section is dirty:
 //
@@ -164,9 +169,20 @@ func (l *Log) cleanableSection(firstDirty int64, now time.Time) (section []*segm
 	segs := l.segments()
 	cfg := l.cfg.Load()
 	end := len(segs) - 1
+	lso := l.LastStableOffset()
 	for i := 0; i < end; i++ {
 		ts, _ := segs[i].maxTimestamp()
 		if cfg.MinCompactionLagMs > 0 && ts > now.UnixMilli()-cfg.MinCompactionLagMs {
+			end = i
+			break
+		}
+		// Never past the last stable offset, as Kafka's
+		// LogCleanerManager.cleanableOffsets ("and therefore, the high
+		// watermark"): an open transaction's outcome decides what its
+		// records are, and a record above the high watermark may still be
+		// truncated away, so it must not supersede a committed one (the
+		// transaction property test lost a key that way).
+		if segs[i].next.Load() > lso {
 			end = i
 			break
 		}
@@ -242,6 +258,12 @@ func (l *Log) clean(p cleanParams) (res cleanResult, err error) {
 	producers := map[int64]int64{}
 	mapped := dirty
 	var buf []byte
+	// Aborted records never enter the map: they are dropped, and must not
+	// supersede a committed record of their key (Kafka skips them too).
+	var mapTxns *txnCleaner
+	if dirty < len(section) {
+		mapTxns = newTxnCleaner(l.AbortedTxns(section[dirty].base, section[len(section)-1].next.Load()), 0)
+	}
 	for i := dirty; i < len(section); i++ {
 		s := section[i]
 		if i > dirty && len(om.m)+int(s.next.Load()-s.base) > om.cap {
@@ -251,7 +273,12 @@ func (l *Log) clean(p cleanParams) (res cleanResult, err error) {
 			if h.HasProducerID() {
 				producers[h.ProducerID] = h.BaseOffset
 			}
-			if h.Control() || h.NumRecords == 0 {
+			mapTxns.reach(h)
+			if h.Control() {
+				_, err := mapTxns.control(h, b, true)
+				return err
+			}
+			if h.NumRecords == 0 || mapTxns.abortedData(h) {
 				return nil
 			}
 			return batch.Records(b, func(r batch.Record) error {
@@ -273,6 +300,7 @@ func (l *Log) clean(p cleanParams) (res cleanResult, err error) {
 
 	// Pass 2: rewrite section[:mapped] group by group.
 	tombstoneHorizon := p.now.UnixMilli() - cfg.DeleteRetentionMs
+	tc := newTxnCleaner(l.AbortedTxns(section[0].base, endOffset), tombstoneHorizon)
 	for start := 0; start < mapped; {
 		end := start + 1
 		size := section[start].size.Load()
@@ -283,7 +311,7 @@ func (l *Log) clean(p cleanParams) (res cleanResult, err error) {
 		}
 		group := section[start:end]
 		start = end
-		w, err := l.writeCleaned(group, &cfg, om, producers, tombstoneHorizon, &buf, p, &res)
+		w, err := l.writeCleaned(group, &cfg, om, producers, tombstoneHorizon, tc, &buf, p, &res)
 		if err != nil {
 			return res, err
 		}
@@ -358,10 +386,11 @@ func forEachBatch(s *segment, buf *[]byte, p cleanParams, read *int64, fn func(b
 // sealed and fsynced, and returns it closed (nil if the group held no
 // batch). On error the .cleaned files are removed.
 func (l *Log) writeCleaned(group []*segment, cfg *Config, om *offsetMap, producers map[int64]int64,
-	tombstoneHorizon int64, buf *[]byte, p cleanParams, res *cleanResult) (w *segment, err error) {
+	tombstoneHorizon int64, tc *txnCleaner, buf *[]byte, p cleanParams, res *cleanResult) (w *segment, err error) {
 	base := group[0].base
 	paths := cleanedPaths(l.dir, base)
-	for _, path := range paths {
+	txnPath := cleanedTxnIndexPath(l.dir, base)
+	for _, path := range append(paths[:], txnPath) {
 		_ = l.fs.Remove(path)
 	}
 	w = &segment{fs: l.fs, dir: l.dir, base: base, maxTS: -1, maxTSOff: base, firstAppendMs: -1}
@@ -370,11 +399,18 @@ func (l *Log) writeCleaned(group []*segment, cfg *Config, om *offsetMap, produce
 	}
 	defer func() {
 		if err != nil || w == nil {
-			for _, path := range paths {
+			for _, path := range append(paths[:], txnPath) {
 				_ = l.fs.Remove(path)
 			}
 		}
 	}()
+	// The group's aborted-transaction entries whose ABORT marker the
+	// cleaning keeps go with it into the cleaned segment.
+	var groupAborted []AbortedTxn
+	for _, s := range group {
+		groupAborted = append(groupAborted, s.abortedTxns()...)
+	}
+	var keptAborted []AbortedTxn
 	oi, err := index.OpenOffsetIndex(l.fs, paths[1], base, cfg.SegmentIndexBytes)
 	if err != nil {
 		w.log.Close()
@@ -433,8 +469,34 @@ func (l *Log) writeCleaned(group []*segment, cfg *Config, om *offsetMap, produce
 		err := forEachBatch(s, buf, p, &res.bytesRead, func(h batch.Header, b []byte) error {
 			seen += int64(h.Size())
 			lastBatch := lastSeg && seen == limit && s == lastGrp
+			tc.reach(h)
 			if h.Control() {
+				keep, err := tc.control(h, b, lastBatch || (h.HasProducerID() && producerLast(producers, h)))
+				if err != nil {
+					return fmt.Errorf("%w: segment %d batch %d: %v", ErrCorruption, s.base, h.BaseOffset, err)
+				}
+				if !keep {
+					return nil
+				}
+				for _, a := range groupAborted {
+					if a.LastOffset == h.BaseOffset {
+						keptAborted = append(keptAborted, a)
+					}
+				}
 				return emit(b)
+			}
+			if tc.abortedData(h) {
+				// An aborted transaction's records go, whatever their keys.
+				if !lastBatch && !producerLast(producers, h) {
+					return nil
+				}
+				tc.retain(h) // kept empty: its marker must stay too
+				bld.Reset(h)
+				nb, err := bld.AppendTo(nil)
+				if err != nil {
+					return fmt.Errorf("storage: clean: re-encode batch %d: %w", h.BaseOffset, err)
+				}
+				return emit(nb)
 			}
 			bld.Reset(h)
 			kept := int32(0)
@@ -463,10 +525,12 @@ func (l *Log) writeCleaned(group []*segment, cfg *Config, om *offsetMap, produce
 			}
 			switch {
 			case kept == h.NumRecords:
+				tc.retain(h)
 				return emit(b)
 			case kept == 0 && !lastBatch && !(h.HasProducerID() && producerLast(producers, h)):
 				return nil
 			}
+			tc.retain(h)
 			nb, err := bld.AppendTo(nil)
 			if err != nil {
 				return fmt.Errorf("storage: clean: re-encode batch %d: %w", h.BaseOffset, err)
@@ -488,6 +552,13 @@ func (l *Log) writeCleaned(group []*segment, cfg *Config, om *offsetMap, produce
 	}
 	w.size.Store(pos)
 	w.next.Store(next)
+	if len(keptAborted) > 0 {
+		if err := vfs.WriteFileAtomicDeferDirSync(l.fs, txnPath, encodeTxnIndex(keptAborted)); err != nil {
+			w.closeFiles()
+			return nil, fmt.Errorf("storage: clean: write %s: %w", txnPath, err)
+		}
+		w.aborted.Store(&keptAborted)
+	}
 	if err := w.seal(); err != nil {
 		w.closeFiles()
 		return nil, fmt.Errorf("storage: clean: seal %s: %w", paths[0], err)
@@ -511,6 +582,74 @@ func recordTimestamp(h batch.Header, r batch.Record) int64 {
 		return h.MaxTimestamp
 	}
 	return h.FirstTimestamp + r.TimestampDelta
+}
+
+// cleanedTxnIndexPath is the .cleaned name of a segment's
+// aborted-transaction index.
+func cleanedTxnIndexPath(dir string, base int64) string {
+	return filepath.Join(dir, SegmentFileName(base, TxnIndexFileSuffix)+CleanedFileSuffix)
+}
+
+// txnCleaner carries the transaction side of one cleaning across its
+// groups, in offset order (Kafka's CleanedTransactionMetadata):
+//
+//   - the records of aborted transactions go: a producer is "in an aborted
+//     transaction" from the first offset of an aborted transaction of its
+//     (from the aborted-transaction index) to its ABORT marker, and its
+//     transactional batches in between are dropped (or kept empty, when
+//     the producer-state rules need the batch);
+//   - a marker stays while any batch of its transaction stays (a replay
+//     would otherwise find the batch's transaction open forever) and, after
+//     that, until delete.retention.ms past its timestamp (Kafka: past the
+//     delete horizon stamped at the first cleaning, KIP-534; here, as for
+//     tombstones, by timestamp), and whenever the producer-state rules keep
+//     it (the producer's newest batch, the group's last).
+type txnCleaner struct {
+	aborted   []AbortedTxn   // not reached yet, by first offset
+	inAborted map[int64]bool // producers inside an aborted transaction now
+	retained  map[int64]bool // producers whose current transaction has a kept batch
+	horizon   int64          // markers older than this may go (ms)
+}
+
+func newTxnCleaner(aborted []AbortedTxn, horizon int64) *txnCleaner {
+	slices.SortFunc(aborted, func(a, b AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	return &txnCleaner{aborted: aborted, inAborted: map[int64]bool{}, retained: map[int64]bool{}, horizon: horizon}
+}
+
+// reach enters the aborted transactions that start at or before h.
+func (tc *txnCleaner) reach(h batch.Header) {
+	for len(tc.aborted) > 0 && tc.aborted[0].FirstOffset <= h.LastOffset() {
+		tc.inAborted[tc.aborted[0].ProducerID] = true
+		tc.aborted = tc.aborted[1:]
+	}
+}
+
+// abortedData reports whether data batch h belongs to an aborted
+// transaction.
+func (tc *txnCleaner) abortedData(h batch.Header) bool {
+	return h.Transactional() && h.HasProducerID() && tc.inAborted[h.ProducerID]
+}
+
+// retain records that a batch of h's producer's transaction was kept.
+func (tc *txnCleaner) retain(h batch.Header) {
+	if h.Transactional() && h.HasProducerID() {
+		tc.retained[h.ProducerID] = true
+	}
+}
+
+// control decides whether control batch h (bytes b) stays; force keeps it
+// for the producer-state rules.
+func (tc *txnCleaner) control(h batch.Header, b []byte, force bool) (bool, error) {
+	m, ok, err := parseMarker(b)
+	if err != nil || !ok {
+		return true, err
+	}
+	if !m.Commit {
+		delete(tc.inAborted, m.ProducerID)
+	}
+	had := tc.retained[m.ProducerID]
+	delete(tc.retained, m.ProducerID)
+	return force || had || h.MaxTimestamp >= tc.horizon, nil
 }
 
 // cleanedPaths returns the .cleaned names of a segment's log, offset index
@@ -559,6 +698,14 @@ func (l *Log) swapIn(group []*segment, w *segment, cfg *Config) error {
 	live := [3]string{w.logPath(), w.indexPath(), w.timeIndexPath()}
 	// Step 2: .cleaned -> .swap, the log last: a .log.swap is the sign
 	// that the whole cleaned segment is durable and must be swapped in.
+	// The aborted-transaction index, when the cleaned segment has one,
+	// goes first.
+	hasTxn := len(w.abortedTxns()) > 0
+	if hasTxn {
+		if err := l.fs.Rename(cleanedTxnIndexPath(l.dir, w.base), w.txnIndexPath()+SwapFileSuffix); err != nil {
+			return l.failLocked(fmt.Errorf("clean: rename %s: %w", cleanedTxnIndexPath(l.dir, w.base), err))
+		}
+	}
 	for _, i := range []int{1, 2, 0} {
 		if err := l.fs.Rename(cleaned[i], live[i]+SwapFileSuffix); err != nil {
 			return l.failLocked(fmt.Errorf("clean: rename %s: %w", cleaned[i], err))
@@ -574,6 +721,11 @@ func (l *Log) swapIn(group []*segment, w *segment, cfg *Config) error {
 		}
 	}
 	// Step 4: .swap -> live, the log last.
+	if hasTxn {
+		if err := l.fs.Rename(w.txnIndexPath()+SwapFileSuffix, w.txnIndexPath()); err != nil {
+			return l.failLocked(fmt.Errorf("clean: rename %s: %w", w.txnIndexPath()+SwapFileSuffix, err))
+		}
+	}
 	for _, i := range []int{1, 2, 0} {
 		if err := l.fs.Rename(live[i]+SwapFileSuffix, live[i]); err != nil {
 			return l.failLocked(fmt.Errorf("clean: rename %s: %w", live[i]+SwapFileSuffix, err))
@@ -588,6 +740,9 @@ func (l *Log) swapIn(group []*segment, w *segment, cfg *Config) error {
 	}
 	ns.sealed = true
 	ns.next.Store(w.next.Load())
+	if a := w.abortedTxns(); len(a) > 0 {
+		ns.aborted.Store(&a)
+	}
 	ts, off := w.maxTimestamp()
 	ns.setMaxTimestamp(ts, off)
 	l.cacheSealed(ns)
@@ -638,7 +793,7 @@ func (l *Log) completeSwaps(names []string) (int, error) {
 			if b < base || b > last {
 				continue
 			}
-			for _, suf := range []string{LogFileSuffix, IndexFileSuffix, TimeIndexFileSuffix} {
+			for _, suf := range []string{LogFileSuffix, IndexFileSuffix, TimeIndexFileSuffix, TxnIndexFileSuffix} {
 				if err := l.fs.Remove(filepath.Join(l.dir, SegmentFileName(b, suf))); err != nil && !isNotExist(err) {
 					return done, fmt.Errorf("storage: complete swap %d: %w", base, err)
 				}
@@ -646,7 +801,7 @@ func (l *Log) completeSwaps(names []string) (int, error) {
 			}
 			delete(logs, b)
 		}
-		for _, suf := range []string{IndexFileSuffix, TimeIndexFileSuffix, LogFileSuffix} {
+		for _, suf := range []string{TxnIndexFileSuffix, IndexFileSuffix, TimeIndexFileSuffix, LogFileSuffix} {
 			p := filepath.Join(l.dir, SegmentFileName(base, suf))
 			if err := l.fs.Rename(p+SwapFileSuffix, p); err != nil {
 				if isNotExist(err) {

@@ -81,12 +81,16 @@ func (e *testEnv) put(ops []op, codec batch.Codec, p *producerIDs) int64 {
 	if err != nil {
 		e.tb.Fatalf("Append: %v", err)
 	}
+	// One replica: the high watermark follows the log end (the cleaner
+	// never cleans past it).
+	e.log.SetHighWatermark(e.log.LogEndOffset())
 	return info.FirstOffset
 }
 
 // cleanNow runs one cleaning of the log from firstDirty at the env's clock.
 func (e *testEnv) cleanNow(firstDirty int64) cleanResult {
 	e.tb.Helper()
+	e.log.SetHighWatermark(e.log.LogEndOffset())
 	res, err := e.log.clean(cleanParams{firstDirty: firstDirty, now: e.clock.Now(), dedupeBytes: 1 << 20})
 	if err != nil {
 		e.tb.Fatalf("clean: %v", err)

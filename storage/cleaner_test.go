@@ -433,6 +433,7 @@ func TestManagerCleanerCleansCompactedLogsAndCheckpoints(t *testing.T) {
 			if _, err := l.Append(b, AppendOptions{AssignOffsets: true}); err != nil {
 				t.Fatal(err)
 			}
+			l.SetHighWatermark(l.LogEndOffset()) // the cleaner stops at it
 		}
 	}
 	lc.Roll()
@@ -577,6 +578,7 @@ func TestManagerCleanerThreadsCleanInBackgroundUnlessDisabled(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			l.SetHighWatermark(l.LogEndOffset()) // the cleaner stops at it
 			l.Roll()
 			wait := 5 * time.Second
 			if disabled {
@@ -624,6 +626,7 @@ func TestManagerCleanerExpiresTombstonesWithoutNewDirtyData(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	l.SetHighWatermark(l.LogEndOffset()) // the cleaner stops at it
 	l.Roll()
 	tombstones := func() (n int) {
 		for _, r := range readRecords(t, l) {

@@ -6,7 +6,10 @@
 // batches stored byte for byte as the wire carries them, their sparse
 // memory-mapped offset and time indexes (storage/index), producer-state
 // snapshot files (their content belongs to the broker, their lifecycle
-// here), the recovery-point, log-start-offset and leader-epoch checkpoints
+// here), the partition side of transactions (markers as control batches,
+// [Log.AppendMarker]; the last stable offset; the aborted-transaction
+// index .txnindex, [Log.AbortedTxns]; the transaction table and its
+// .txnsnapshot: txn.go), the recovery-point, log-start-offset and leader-epoch checkpoints
 // (storage/checkpoint), recovery after a crash, retention, log compaction
 // (cleanup.policy=compact: cleaner.go, cleaner-offset-checkpoint), truncation and
 // the hooks tiering needs (sealed segments, a local log start offset kept

@@ -24,6 +24,8 @@ import (
 //	    00000000000000000000.index          sparse offset index, mmap'd (see storage/index)
 //	    00000000000000000000.timeindex      sparse time index, mmap'd
 //	    00000000000000012345.snapshot       producer state at offset 12345 (taken at roll)
+//	    00000000000000000000.txnindex       aborted transactions whose ABORT marker is in the segment (txnindex.go)
+//	    00000000000000012345.txnsnapshot    open transactions at offset 12345 (txn.go; once the log saw one)
 //	    leader-epoch-checkpoint             epoch -> start offset
 //	    partition.metadata                  "version: 0\ntopic_id: <base64>\n" (datadir.go; the broker decides it)
 //	    *.deleted                           removed by retention or compaction, closed and unlinked later
@@ -47,6 +49,13 @@ const (
 	TimeIndexFileSuffix = ".timeindex"
 	// SnapshotFileSuffix names a producer-state snapshot.
 	SnapshotFileSuffix = ".snapshot"
+	// TxnIndexFileSuffix names a segment's aborted-transaction index
+	// (txnindex.go): one 34-byte entry per ABORT marker in the segment.
+	TxnIndexFileSuffix = ".txnindex"
+	// TxnSnapshotFileSuffix names a transaction-state snapshot
+	// (producer.Txns.Snapshot), written at each roll and clean close once
+	// the log has seen a transactional batch (txn.go).
+	TxnSnapshotFileSuffix = ".txnsnapshot"
 	// DeletedFileSuffix marks a file scheduled for removal.
 	DeletedFileSuffix = ".deleted"
 	// CleanedFileSuffix marks a compaction output not yet swapped in.

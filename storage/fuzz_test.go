@@ -103,3 +103,52 @@ func binPutCRC(b []byte) {
 	c := batch.Checksum(b)
 	b[17], b[18], b[19], b[20] = byte(c>>24), byte(c>>16), byte(c>>8), byte(c)
 }
+
+// FuzzDecodeTxnIndex feeds arbitrary bytes to [DecodeTxnIndex], the
+// reader of .txnindex files. Invariants:
+//
+//   - it never panics and allocates at most one entry per 34 input bytes;
+//   - a rejected input's error wraps ErrCorruption;
+//   - an accepted input is canonical: encoding the entries returns it byte
+//     for byte, and the entries ascend by LastOffset with
+//     FirstOffset <= LastOffset and LastStableOffset <= LastOffset + 1;
+//   - the prefix reader recovery uses on an active segment's index
+//     (decodeTxnIndexPrefix) returns a prefix of what it would accept,
+//     and everything when DecodeTxnIndex accepts.
+//
+// The seed corpus is testdata/fuzz/FuzzDecodeTxnIndex plus the indexes
+// added below.
+func FuzzDecodeTxnIndex(f *testing.F) {
+	two := encodeTxnIndex([]AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 4, LastStableOffset: 2}, {ProducerID: 3, FirstOffset: 5, LastOffset: 5, LastStableOffset: 2}})
+	f.Add(two)
+	f.Add(two[:txnEntrySize])
+	f.Add(two[:txnEntrySize+7])
+	f.Add([]byte{})
+	f.Add(make([]byte, txnEntrySize))
+	swapped := append(bytes.Clone(two[txnEntrySize:]), two[:txnEntrySize]...)
+	f.Add(swapped)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, err := DecodeTxnIndex(data)
+		prefix, _ := decodeTxnIndexPrefix(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorruption) {
+				t.Fatalf("error %v does not wrap ErrCorruption", err)
+			}
+			if len(prefix)*txnEntrySize > len(data) {
+				t.Fatalf("prefix of %d entries from %d bytes", len(prefix), len(data))
+			}
+			return
+		}
+		if !bytes.Equal(encodeTxnIndex(entries), data) {
+			t.Fatal("accepted index is not canonical")
+		}
+		if len(prefix) != len(entries) {
+			t.Fatalf("prefix reader returned %d of %d entries", len(prefix), len(entries))
+		}
+		for i, a := range entries {
+			if a.FirstOffset > a.LastOffset || a.LastStableOffset > a.LastOffset+1 || (i > 0 && a.LastOffset <= entries[i-1].LastOffset) {
+				t.Fatalf("entry %d inconsistent: %+v", i, a)
+			}
+		}
+	})
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/producer"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -138,6 +139,13 @@ type Log struct {
 
 	delMu   sync.Mutex // guards pending
 	pending map[*segment]*pendingDeletion
+
+	// Transactions (txn.go).
+	txnMu            sync.Mutex     // guards txns; taken inside mu or alone, never the other way
+	txns             *producer.Txns // the partition's transactional producers
+	firstUnstable    atomic.Int64   // txns.FirstUnstable(): -1 none; published for lock-free LSO
+	unreplicatedTxns atomic.Int64   // txns.Unreplicated(): SetHighWatermark's fast path
+	txnSnaps         bool           // (mu) a .txnsnapshot exists: write one at each roll and close
 }
 
 // Recovery returns what [OpenLog] found and repaired.
@@ -179,7 +187,14 @@ func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
 // the data directory's replication-offset-checkpoint by the manager's next
 // checkpoint (every replica.high.watermark.checkpoint.interval.ms and at
 // clean close). Lock-free; safe to call on every change.
-func (l *Log) SetHighWatermark(hw int64) { l.highWatermark.Store(hw) }
+//
+// It also tells the transaction table: a transaction whose marker the high
+// watermark has passed becomes stable (see [Log.LastStableOffset]); that
+// takes the table's lock only while such a transaction waits.
+func (l *Log) SetHighWatermark(hw int64) {
+	l.highWatermark.Store(hw)
+	l.txnHighWatermark(hw)
+}
 
 // LogStartOffset returns the first offset a consumer may read (local or
 // remote).
@@ -265,6 +280,11 @@ var hdrsPool = sync.Pool{New: func() any { h := make([]batch.Header, 0, 16); ret
 // segment (page cache, no fsync), updates the indexes and publishes the new
 // end to readers.
 //
+// A leader's transactional batch from a producer epoch older than the
+// one the partition's transaction table holds (a producer fenced by a
+// marker at a bumped epoch) is refused with producer.ErrInvalidProducerEpoch
+// before anything is written, whatever the broker's idempotence table says.
+//
 // Errors: validation errors wrap the kerr error the broker answers with
 // (CorruptMessage, InvalidRecord, MessageTooLarge, InvalidTimestamp,
 // UnsupportedForMessageFormat, UnsupportedCompressionType,
@@ -296,6 +316,8 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		lim.SkipTimestampCheck, lim.MaxBatchBytes = true, 0
 	}
 	var count int64
+	var markers []markerAt // control batches carrying transaction markers (follower appends)
+	txnal := false         // a transactional batch or a marker is among them
 	for rest := records; len(rest) > 0; {
 		first, r, err := batch.Split(rest)
 		if err != nil {
@@ -318,11 +340,38 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		if !o.AssignOffsets && len(hdrs) > 0 && h.BaseOffset <= hdrs[len(hdrs)-1].LastOffset() {
 			return info, fmt.Errorf("%w: batch at %d overlaps the previous one", ErrInvalidOffset, h.BaseOffset)
 		}
+		if h.Transactional() && h.HasProducerID() {
+			txnal = true
+			if h.Control() {
+				// Only replication brings control batches here: Validate
+				// refuses a client's (INVALID_RECORD).
+				m, ok, err := parseMarker(first)
+				if err != nil {
+					return info, err
+				}
+				if ok {
+					markers = append(markers, markerAt{i: len(hdrs), m: m})
+				}
+			}
+		}
 		hdrs = append(hdrs, h)
 		count += int64(h.LastOffsetDelta) + 1
 		rest = r
 	}
+	var check func() error
+	if txnal && o.AssignOffsets {
+		check = func() error { return l.checkTxnEpochs(hdrs) }
+	}
+	return l.appendValidated(records, hdrs, markers, txnal, count, o, nowMs, check)
+}
 
+// appendValidated is Append after validation: records holds the batches
+// hdrs describes (count offsets; markers and txnal as Append found them).
+// check, if set, runs under the lock before anything is written and
+// refuses the append with its error (AppendMarker's fencing).
+func (l *Log) appendValidated(records []byte, hdrs []batch.Header, markers []markerAt, txnal bool, count int64,
+	o AppendOptions, nowMs int64, check func() error) (AppendInfo, error) {
+	info := AppendInfo{LogAppendTime: -1}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
@@ -331,7 +380,12 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	if l.dirFull != nil && l.dirFull() {
 		return info, fmt.Errorf("%w: %s", ErrLogDirFull, filepath.Dir(l.dir))
 	}
-	cfg = l.cfg.Load()
+	if check != nil {
+		if err := check(); err != nil {
+			return info, err
+		}
+	}
+	cfg := l.cfg.Load()
 	act := l.active()
 	first := act.next.Load()
 	last := first + count - 1
@@ -375,6 +429,15 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		}
 	}
 
+	// The first transactional batch a log ever gets is preceded by a
+	// durable transaction snapshot (of an empty table): a log without one
+	// has nothing to replay at open (txn.go).
+	if txnal && !l.txnSnaps {
+		if err := l.writeTxnSnapshotLocked(first, true); err != nil {
+			return info, l.writeFailLocked(err)
+		}
+	}
+
 	// Leader epochs first: a failure here leaves nothing visible, and an
 	// entry for offsets that never got written is cut by recovery
 	// (TruncateFromEnd at the log end).
@@ -408,6 +471,17 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		}
 		act.tailAdd(&hdrs[i], start+int64(pos))
 		pos += hdrs[i].Size()
+	}
+	// The transaction table and the aborted-transaction index before the
+	// new end is published: a reader that sees a transactional batch sees
+	// the first unstable offset it set. A failure to write an index entry
+	// latches the log like an offset-index failure.
+	if txnal {
+		if err := l.applyTxnsLocked(act, hdrs, markers); err != nil {
+			act.tailDrop()
+			_ = act.log.Truncate(start)
+			return info, l.failLocked(fmt.Errorf("transaction index %s: %w", act.logPath(), err))
+		}
 	}
 	if act.firstAppendMs < 0 {
 		act.firstAppendMs = nowMs
@@ -529,6 +603,18 @@ func (l *Log) rollLocked(newBase int64) error {
 			return l.writeFailLocked(err)
 		}
 	}
+	if l.txnSnaps {
+		// Kafka's producer.id.expiration.ms (its default) for the
+		// transaction table too, at each roll: producers without an open
+		// transaction idle that long are forgotten (their fencing state
+		// with them), those with one never.
+		l.txnMu.Lock()
+		l.txns.RemoveExpired(l.now().UnixMilli(), producer.DefaultExpirationMs)
+		l.txnMu.Unlock()
+		if err := l.writeTxnSnapshotLocked(newBase, false); err != nil {
+			return l.writeFailLocked(err)
+		}
+	}
 	ns, err := createSegment(l.fs, l.dir, newBase, *cfg)
 	if err != nil {
 		return l.writeFailLocked(err)
@@ -634,6 +720,14 @@ func (l *Log) Close() error {
 	if err == nil && !l.failed.Load() {
 		err = l.writeShutdownSnapshotLocked()
 	}
+	if err == nil && !l.failed.Load() && l.txnSnaps {
+		// The transaction table at the log end, so the next open replays
+		// nothing.
+		leo := l.active().next.Load()
+		if offs := l.snapshotOffsetsOf(TxnSnapshotFileSuffix); len(offs) == 0 || offs[len(offs)-1] != leo {
+			err = l.writeTxnSnapshotLocked(leo, true)
+		}
+	}
 	l.closed.Store(true)
 	l.drainDeletions()
 	for _, s := range l.segments() {
@@ -731,26 +825,44 @@ func (l *Log) writeShutdownSnapshotLocked() error {
 const keepSnapshots = 2
 
 // snapshotOffsets lists the offsets of the producer snapshots, ascending.
-func (l *Log) snapshotOffsets() []int64 {
+func (l *Log) snapshotOffsets() []int64 { return l.snapshotOffsetsOf(SnapshotFileSuffix) }
+
+// snapshotOffsetsOf lists the offsets of the files with suffix suf
+// (producer or transaction snapshots), ascending.
+func (l *Log) snapshotOffsetsOf(suf string) []int64 {
 	names, _ := l.fs.List(l.dir)
 	var offs []int64
 	for _, n := range names {
-		if b, suf, ok := parseSegmentFileName(n); ok && suf == SnapshotFileSuffix {
+		if b, s, ok := parseSegmentFileName(n); ok && s == suf {
 			offs = append(offs, b)
 		}
 	}
 	return offs
 }
 
-// deleteSnapshotsLocked removes snapshots with offset > above (truncation)
-// or, keeping the latest, with offset < below (segments deleted).
-func (l *Log) deleteSnapshotsLocked(below, above int64) {
-	offs := l.snapshotOffsets()
-	for i, o := range offs {
-		if o > above || (o < below && i < len(offs)-1) {
-			_ = l.fs.Remove(l.snapshotPath(o))
+// deleteSnapshotsLocked removes producer and transaction snapshots with
+// offset > above (truncation) or, keeping the latest, with offset < below
+// (segments deleted). A removal above is made durable (directory fsync)
+// before the log writes a new history over the cut: a crash must not bring
+// back a snapshot of the old one, which the next open would restore
+// (found by the transaction property test: an open transaction of the cut
+// history came back). Only that fsync's error is returned.
+func (l *Log) deleteSnapshotsLocked(below, above int64) error {
+	cut := false
+	for _, suf := range []string{SnapshotFileSuffix, TxnSnapshotFileSuffix} {
+		offs := l.snapshotOffsetsOf(suf)
+		for i, o := range offs {
+			if o > above || (o < below && i < len(offs)-1) {
+				if l.fs.Remove(filepath.Join(l.dir, SegmentFileName(o, suf))) == nil && o > above {
+					cut = true
+				}
+			}
 		}
 	}
+	if cut {
+		return l.fs.SyncDir(l.dir)
+	}
+	return nil
 }
 
 // LatestProducerSnapshot returns the newest producer snapshot (ok=false if

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/checkpoint"
+	"github.com/strata-io/strata/storage/producer"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -25,6 +26,7 @@ type RecoveryReport struct {
 	DroppedSegments   int   // whole segments removed after a torn tail
 	RebuiltIndexes    int   // segments whose indexes were rebuilt from the log
 	RemovedLeftovers  int   // .tmp, .deleted, .cleaned, .swap and orphan index files removed
+	RebuiltTxnIndexes int   // .txnindex files rewritten from the log (torn, or entries past a cut)
 	Duration          time.Duration
 }
 
@@ -60,6 +62,8 @@ func OpenLog(o LogOptions) (*Log, error) {
 	}
 	l.cfg.Store(&cfg)
 	l.remoteUploaded.Store(-1)
+	l.txns = producer.NewTxns()
+	l.firstUnstable.Store(-1)
 	if err := mkdirAllDurable(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
@@ -118,7 +122,7 @@ func (l *Log) cleanLeftovers() ([]int64, error) {
 				remove = true
 			}
 		}
-		if b, suf, ok := parseSegmentFileName(n); ok && (suf == IndexFileSuffix || suf == TimeIndexFileSuffix) && !logs[b] {
+		if b, suf, ok := parseSegmentFileName(n); ok && (suf == IndexFileSuffix || suf == TimeIndexFileSuffix || suf == TxnIndexFileSuffix) && !logs[b] {
 			remove = true
 		}
 		if remove {
@@ -275,7 +279,7 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 				l.report.TruncatedBytes += st.Size()
 			}
 			l.report.DroppedSegments++
-			for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath()} {
+			for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath(), d.txnIndexPath()} {
 				if err := l.fs.Remove(p); err != nil && !isNotExist(err) {
 					return fail(fmt.Errorf("storage: drop segment %d: %w", d.base, err))
 				}
@@ -290,7 +294,7 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 	for len(segs) > 1 && (segs[0].next.Load() <= lso || segs[0].size.Load() == 0) {
 		d := segs[0]
 		d.closeFiles()
-		for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath()} {
+		for _, p := range []string{d.logPath(), d.indexPath(), d.timeIndexPath(), d.txnIndexPath()} {
 			_ = l.fs.Remove(p)
 		}
 		segs = segs[1:]
@@ -356,7 +360,14 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 	if err := l.epochs.TruncateFromStart(lso); err != nil {
 		return fail(fmt.Errorf("storage: leader epochs: %w", err))
 	}
-	l.deleteSnapshotsLocked(-1, leo)
+	if err := l.deleteSnapshotsLocked(-1, leo); err != nil {
+		return fail(fmt.Errorf("storage: sync %s: %w", l.dir, err))
+	}
+	// The transaction table and the aborted-transaction indexes, from the
+	// latest transaction snapshot and the log after it (txn.go).
+	if err := l.loadTxns(true, false); err != nil {
+		return fail(err)
+	}
 	return nil
 }
 

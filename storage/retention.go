@@ -44,7 +44,7 @@ func (l *Log) deleteOldestLocked(n int) (int, error) {
 	if firstErr == nil {
 		firstErr = l.fs.SyncDir(l.dir)
 	}
-	l.deleteSnapshotsLocked(rest[0].base, 1<<62)
+	_ = l.deleteSnapshotsLocked(rest[0].base, 1<<62) // nothing above: no fsync
 	if firstErr != nil {
 		return n, l.failLocked(fmt.Errorf("delete segments: %w", firstErr))
 	}
@@ -347,7 +347,15 @@ func (l *Log) truncate(offset int64) error {
 	if err := l.epochs.TruncateFromEnd(leo); err != nil {
 		return l.failLocked(fmt.Errorf("leader epochs: %w", err))
 	}
-	l.deleteSnapshotsLocked(-1, leo)
+	if err := l.deleteSnapshotsLocked(-1, leo); err != nil {
+		return l.failLocked(fmt.Errorf("truncate: sync dir: %w", err))
+	}
+	// Open transactions as of the new end: from the latest transaction
+	// snapshot at or below it and the log after it (a marker cut away
+	// reopens its transaction; a transaction begun above the cut is gone).
+	if err := l.loadTxns(false, l.txnSnaps); err != nil {
+		return l.failLocked(fmt.Errorf("truncate: transactions: %w", err))
+	}
 	return nil
 }
 
@@ -403,6 +411,9 @@ func (l *Log) restartLocked(logStart, offset int64, epochs []checkpoint.EpochEnt
 		l.scheduleDeleteLocked(s, 0)
 	}
 	l.unflushed = 0
-	l.deleteSnapshotsLocked(-1, -1)
+	if err := l.deleteSnapshotsLocked(-1, -1); err != nil {
+		return l.failLocked(fmt.Errorf("truncate fully: sync dir: %w", err))
+	}
+	l.resetTxnsLocked()
 	return nil
 }

@@ -57,6 +57,16 @@ type segment struct {
 	sealed          bool
 	missingIndex    bool // an index file was absent at open: rebuild it
 
+	// aborted is the segment's aborted-transaction index (txnindex.go),
+	// immutable, replaced on change (readers load it lock-free); nil: none.
+	aborted atomic.Pointer[[]AbortedTxn]
+	// txnf is the open .txnindex of an active segment with entries, nil
+	// otherwise (guarded by Log.mu; closed by seal and closeFiles).
+	txnf vfs.File
+	// txnDirty: the .txnindex file holds more than aborted (a torn tail
+	// recovery found): rewrite it (recovery only).
+	txnDirty bool
+
 	// tail is where the last appended batches lie (tail.go); nil when
 	// sealed, truncated or not yet appended to since opening.
 	tail atomic.Pointer[tailRing]
@@ -239,7 +249,7 @@ func (s *segment) drop() {
 	}
 	s.closeFiles()
 	if s.deleted.Load() {
-		for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+		for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath(), s.txnIndexPath()} {
 			_ = s.fs.Remove(p + DeletedFileSuffix)
 		}
 	}
@@ -267,8 +277,14 @@ func (s *segment) closeFiles() error {
 // through reopening an index, leaving it nil). fmu held.
 func (s *segment) closeFilesLocked() error {
 	var err error
+	if s.txnf != nil {
+		err = s.txnf.Close()
+		s.txnf = nil
+	}
 	if s.oi != nil {
-		err = s.oi.Close()
+		if e := s.oi.Close(); err == nil {
+			err = e
+		}
 		s.oi = nil
 	}
 	if s.ti != nil {
@@ -290,7 +306,13 @@ func (s *segment) closeFilesLocked() error {
 func (s *segment) renameDeleted() error {
 	s.deleted.Store(true)
 	var first error
-	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+	for i, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath(), s.txnIndexPath()} {
+		if i == 3 {
+			// Most segments have no aborted-transaction index.
+			if _, err := s.fs.Stat(p); err != nil {
+				continue
+			}
+		}
 		if err := s.fs.Rename(p, p+DeletedFileSuffix); err != nil && first == nil {
 			if _, statErr := s.fs.Stat(p); statErr == nil {
 				first = err
@@ -719,6 +741,9 @@ func (s *segment) seal() error {
 	if err := s.ti.Sync(); err != nil {
 		return fmt.Errorf("%w: %w", errFsync, err)
 	}
+	if err := s.closeTxnIndex(); err != nil {
+		return fmt.Errorf("%w: %w", errFsync, err)
+	}
 	s.sealed = true
 	s.tailDrop()
 	return nil
@@ -732,7 +757,10 @@ func (s *segment) sync() error {
 	if err := s.oi.Sync(); err != nil {
 		return err
 	}
-	return s.ti.Sync()
+	if err := s.ti.Sync(); err != nil {
+		return err
+	}
+	return s.syncTxnIndex()
 }
 
 // truncateTo drops every batch whose last offset is >= off (the whole batch
@@ -756,6 +784,9 @@ func (s *segment) truncateTo(off int64, cfg Config) error {
 		return err
 	}
 	if err := s.ti.TruncateTo(next); err != nil {
+		return err
+	}
+	if err := s.truncateTxnIndex(next); err != nil {
 		return err
 	}
 	if err := s.log.Truncate(pos); err != nil {

@@ -12,7 +12,9 @@ import (
 
 // SealedSegment is a sealed segment's files opened for copying by
 // [Log.OpenSealedSegment]: the .log, .index and .timeindex as they are on
-// disk, and the producer snapshot at the segment's end. Each is read
+// disk, the .txnindex (aborted transactions; [DecodeTxnIndex] reads it)
+// when the segment has one, and the producer snapshot at the segment's
+// end. Each is read
 // through ReaderAt up to its size; they stay readable until Release, even
 // if retention deletes the segment meanwhile (its files are unlinked after
 // the last reference goes, as for a [ReadView]). The readers are shared:
@@ -22,6 +24,7 @@ type SealedSegment struct {
 	Info                  SegmentInfo
 	Log, Index, TimeIndex SegmentFile
 	Snapshot              SegmentFile // Size 0 and R nil when there is none
+	TxnIndex              SegmentFile // Size 0 and R nil when the segment has no aborted transaction
 	release, closeOwn     func()
 	released              bool
 }
@@ -115,6 +118,11 @@ func (l *Log) OpenSealedSegment(base int64) (*SealedSegment, error) {
 	}
 	if out.TimeIndex, err = open(s.timeIndexPath(), false); err != nil {
 		return fail(err)
+	}
+	if len(s.abortedTxns()) > 0 {
+		if out.TxnIndex, err = open(s.txnIndexPath(), true); err != nil {
+			return fail(err)
+		}
 	}
 	if next := infos[i+1]; next.BaseOffset == info.NextOffset && next.SnapshotPath != "" {
 		if out.Snapshot, err = open(next.SnapshotPath, true); err != nil {

@@ -16,8 +16,12 @@
 // broker serialises calls to it and passes times in milliseconds, and the
 // storage layer reads and writes the snapshot files
 // (storage.LogOptions.ProducerSnapshot, storage.Log.LatestProducerSnapshot).
-// It knows nothing of transactions beyond keeping their fields (coordinator
-// epoch, first offset of the open transaction) for later.
+// Transactions: the State keeps each producer's open transaction's first
+// offset and the coordinator epoch of its last marker
+// ([State.UpdateMarker]) in its snapshot. The partition's transaction
+// truth is [Txns] (txns.go), which storage.Log owns: marker fencing,
+// the first unstable offset, what an ABORT adds to the aborted-transaction
+// index, its own snapshot format (txns_snapshot.go).
 //
 // The broker's produce path, one batch per partition as Kafka's v3+
 // Produce allows, under the partition's append lock. The State also needs
@@ -66,9 +70,9 @@
 // producer (Kafka keeps the last), so a retry across a restart is still
 // recognised as a duplicate; [State.TruncateTo] forgets what it cannot
 // keep instead of reloading from a snapshot (an unknown producer is
-// accepted, so forgetting is the safe side); transaction markers only
-// close the open transaction (their coordinator epoch is not read, and
-// there is no KIP-890 verification); [Load] skips a corrupt snapshot and
+// accepted, so forgetting is the safe side); a marker replayed from the
+// log closes the open transaction but its coordinator epoch (in the
+// record, not the header) is not read back (storage's [Txns] has it); [Load] skips a corrupt snapshot and
 // replays the whole log instead of failing.
 //
 // A State is not safe for concurrent use. Errors wrap this package's

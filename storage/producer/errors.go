@@ -14,9 +14,15 @@ var (
 	ErrOutOfOrderSequence error = &kindError{msg: "producer: out of order sequence number", code: kerr.OutOfOrderSequenceNumber}
 	// ErrInvalidProducerEpoch is returned by [State.Check] and [Tx.Check] for
 	// a batch whose epoch is older than the producer's current one (a fenced
-	// zombie). Since Kafka 2.7 a produce answers this, not PRODUCER_FENCED.
+	// zombie), and by [Txns.CheckMarker] for such a marker. Since Kafka 2.7 a produce answers this, not PRODUCER_FENCED.
 	// Wraps kerr.InvalidProducerEpoch.
 	ErrInvalidProducerEpoch error = &kindError{msg: "producer: invalid producer epoch", code: kerr.InvalidProducerEpoch}
+	// ErrTransactionCoordinatorFenced is returned by [Txns.CheckMarker]
+	// (and storage.Log.AppendMarker) for a marker whose coordinator epoch is
+	// older than the one of the producer's last marker: it comes from a
+	// deposed transaction coordinator. Wraps
+	// kerr.TransactionCoordinatorFenced.
+	ErrTransactionCoordinatorFenced error = &kindError{msg: "producer: transaction coordinator fenced", code: kerr.TransactionCoordinatorFenced}
 	// ErrInvalidSequence is returned by [State.Check] and [Tx.Check] for a
 	// batch with a producer id and a negative base sequence or last offset
 	// delta ([batch.Validate] rejects those first). Wraps kerr.InvalidRecord.

@@ -246,6 +246,27 @@ func (s *State) update(h batch.Header, firstOffset, appendTime int64) {
 	})
 }
 
+// UpdateMarker records transaction marker m, written at offset at
+// appendTime (ms), as [State.Update] records its control batch, and keeps
+// its coordinator epoch (which the batch header does not carry) for the
+// snapshot and DescribeProducers. The broker calls it after
+// storage.Log.AppendMarker, so that a fencing marker's bumped epoch
+// refuses the fenced producer's later batches (INVALID_PRODUCER_EPOCH).
+func (s *State) UpdateMarker(m Marker, offset, appendTime int64) {
+	s.mustNotBeInTx("UpdateMarker")
+	s.update(batch.Header{
+		BaseOffset: offset, Attributes: markerAttributes, ProducerID: m.ProducerID,
+		ProducerEpoch: m.ProducerEpoch, BaseSequence: -1,
+	}, offset, appendTime)
+	if e := s.producers[m.ProducerID]; e != nil {
+		e.coordinatorEpoch = m.CoordinatorEpoch
+	}
+}
+
+// markerAttributes are a control batch's: transactional (0x10) and
+// control (0x20).
+const markerAttributes = 0x30
+
 // ReplayBatch is [State.Update] for a batch read back from the log during
 // recovery: its offset is its own BaseOffset and its time its
 // MaxTimestamp (the append time for LogAppendTime topics, the producer's

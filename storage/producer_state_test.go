@@ -1,7 +1,10 @@
-package producer
+package storage_test
 
 import (
+	"fmt"
+
 	"bytes"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/producer"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -21,7 +25,7 @@ type leader struct {
 	dir string
 	log *storage.Log
 	mu  sync.Mutex // guards st and snaps
-	st  *State
+	st  *producer.State
 	// snaps records every snapshot the log asked for, to check each.
 	snaps []takenSnapshot
 }
@@ -31,7 +35,7 @@ type takenSnapshot struct {
 	data []byte
 }
 
-func (p *leader) open(st *State) {
+func (p *leader) open(st *producer.State) {
 	p.tb.Helper()
 	p.st = st
 	cfg := storage.DefaultConfig()
@@ -120,7 +124,7 @@ func (p *leader) replay(from int64, apply func(h batch.Header) error) error {
 	return nil
 }
 
-// TestStorageSnapshotsAreExactAndReopenLoadsState runs idempotent traffic
+// TestStorageSnapshotsAreExactAndReopenLoadsState (moved here from storage/producer, which storage now imports) runs idempotent traffic
 // with retries into a real storage.Log that rolls every few batches, with
 // extra rolls from another goroutine racing the appends (as the retention
 // goroutine's rolls do). Then: the latest snapshot must equal the state
@@ -129,7 +133,7 @@ func (p *leader) replay(from int64, apply func(h batch.Header) error) error {
 // original offsets.
 func TestStorageSnapshotsAreExactAndReopenLoadsState(t *testing.T) {
 	p := &leader{tb: t, fs: vfs.NewMem(), dir: "/data/t-0"}
-	p.open(New(Options{}))
+	p.open(producer.New(producer.Options{}))
 
 	rolls := make(chan struct{}, 1)
 	var wg sync.WaitGroup
@@ -165,7 +169,7 @@ func TestStorageSnapshotsAreExactAndReopenLoadsState(t *testing.T) {
 		}
 		n := 1 + rng.IntN(5)
 		ts += int64(rng.IntN(3))
-		b := makeBatch(t, pid, 0, seq[pid], n, ts)
+		b := idemBatch(t, pid, 0, seq[pid], n, ts)
 		base, dup, err := p.produce(b)
 		if err != nil || dup {
 			t.Fatalf("produce pid %d seq %d: dup %v err %v", pid, seq[pid], dup, err)
@@ -197,7 +201,7 @@ func TestStorageSnapshotsAreExactAndReopenLoadsState(t *testing.T) {
 				return apply(h)
 			})
 		}
-		ref, _, err := Load(Options{}, 0, nil, 0, below)
+		ref, _, err := producer.Load(producer.Options{}, 0, nil, 0, below)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,12 +218,12 @@ func TestStorageSnapshotsAreExactAndReopenLoadsState(t *testing.T) {
 	if err := p.log.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p.open(New(Options{})) // placeholder until Load returns
+	p.open(producer.New(producer.Options{})) // placeholder until Load returns
 	off, snap, ok, err := p.log.LatestProducerSnapshot()
 	if err != nil || !ok {
 		t.Fatalf("LatestProducerSnapshot after reopen: ok %v err %v", ok, err)
 	}
-	st, res, err := Load(Options{}, off, snap, 0, p.replay)
+	st, res, err := producer.Load(producer.Options{}, off, snap, 0, p.replay)
 	if err != nil || res.SnapshotErr != nil || res.From != off {
 		t.Fatalf("Load: %v %+v", err, res)
 	}
@@ -234,11 +238,49 @@ func TestStorageSnapshotsAreExactAndReopenLoadsState(t *testing.T) {
 		if err != nil || !dup || base != l.base {
 			t.Fatalf("retry of pid %d after reopen: base %d dup %v err %v, want %d", pid, base, dup, err, l.base)
 		}
-		if _, _, err := p.produce(makeBatch(t, pid, 0, seq[pid], 1, ts)); err != nil {
+		if _, _, err := p.produce(idemBatch(t, pid, 0, seq[pid], 1, ts)); err != nil {
 			t.Fatalf("pid %d continues after reopen: %v", pid, err)
 		}
 	}
 	if err := p.log.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// idemBatch builds a valid uncompressed v2 batch of n small records from
+// producer pid at epoch, starting at sequence seq, base offset 0, as an
+// idempotent client sends it.
+func idemBatch(tb testing.TB, pid int64, epoch int16, seq int32, n int, ts int64) []byte {
+	tb.Helper()
+	var raw []byte
+	for i := 0; i < n; i++ {
+		r := kmsg.Record{
+			OffsetDelta:      int32(i),
+			TimestampDelta64: int64(i),
+			Key:              fmt.Appendf(nil, "p%d-s%d", pid, int64(seq)+int64(i)),
+			Value:            []byte("value"),
+		}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		raw = r.AppendTo(raw)
+	}
+	rb := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                batch.Magic,
+		LastOffsetDelta:      int32(n - 1),
+		FirstTimestamp:       ts,
+		MaxTimestamp:         ts + int64(n-1),
+		ProducerID:           pid,
+		ProducerEpoch:        epoch,
+		FirstSequence:        seq,
+		NumRecords:           int32(n),
+		Records:              raw,
+	}
+	rb.Length = int32(len(raw) + batch.HeaderSize - 12)
+	b := rb.AppendTo(nil)
+	rb.CRC = int32(batch.Checksum(b))
+	b = rb.AppendTo(b[:0])
+	if _, err := batch.ParseHeader(b); err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
