@@ -34,8 +34,10 @@ func waitTxnState(t testing.TB, adm *kadm.Client, id, want string) kadm.Describe
 	t.Helper()
 	deadline := time.Now().Add(testWait)
 	var last kadm.DescribedTransaction
+	var lastErr error
 	for {
 		ds, err := adm.DescribeTransactions(testCtx(t), id)
+		lastErr = err
 		if err == nil {
 			if d, ok := ds[id]; ok {
 				last = d
@@ -45,7 +47,7 @@ func waitTxnState(t testing.TB, adm *kadm.Client, id, want string) kadm.Describe
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("transaction %s: state %q (err %v), want %q", id, last.State, last.Err, want)
+			t.Fatalf("transaction %s: state %q (err %v / %v), want %q", id, last.State, last.Err, lastErr, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

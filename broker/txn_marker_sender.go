@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +65,11 @@ type markerSender struct {
 	closed  bool
 	wake    chan struct{}
 	started bool
+
+	// sendHook, if set (tests), runs before each WriteTxnMarkers to dest
+	// is sent; a non-nil response is taken instead of sending (a fake
+	// partition side).
+	sendHook atomic.Pointer[func(dest int32, req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse]
 }
 
 func newMarkerSender(tc *txnCoordinator) *markerSender {
@@ -243,6 +249,11 @@ func (s *markerSender) send(ctx context.Context, d *markerDest, ms []txncoord.Ma
 	req.Version = 1
 	rctx, cancel := context.WithTimeout(ctx, txnMarkerRequestTimeout)
 	defer cancel()
+	if h := s.sendHook.Load(); h != nil {
+		if resp := (*h)(d.id, req); resp != nil {
+			return txncoord.MarkerAcks(ms, resp)
+		}
+	}
 	if d.id == n.cfg.NodeID {
 		return txncoord.MarkerAcks(ms, n.writeTxnMarkers(rctx, req))
 	}
