@@ -147,3 +147,48 @@ func TestTxnCoordinatorFailoverFinishesMarkers(t *testing.T) {
 		t.Fatalf("the new coordinator sent markers for %v, want the 3 partitions", parts)
 	}
 }
+
+// TestTxnVerifyPartitionsRemoteCoordinator: a broker that does not
+// coordinate a transactional id asks its coordinator over the
+// inter-broker listener (AddPartitionsToTxn v4+ VerifyOnly) whether
+// partitions are in the ongoing transaction.
+func TestTxnVerifyPartitionsRemoteCoordinator(t *testing.T) {
+	c := startCluster(t, 3, txnProps)
+	c.createTopicRF("t", 2, 1)
+	adm := kadm.NewClient(c.client())
+	ctx := testCtx(t)
+	deadline := time.Now().Add(testWait)
+	for adm.FindTxnCoordinators(ctx, "any")["any"].Err != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction coordinator")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	id, coord := c.txnIDLedBy("vr", 0)
+	other := int32(1)
+	if coord == 1 {
+		other = 2
+	}
+	cl := txnProducer(t, c.seeds(), id)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	d := waitTxnState(t, adm, id, "Ongoing")
+	n := c.node(other)
+	var st txncoord.PartitionState
+	n.txns.locked(func(tc *txncoord.Coordinator) { st, _ = tc.PartitionState(txncoord.PartitionFor(id, 3)) })
+	if st != txncoord.NotOwned {
+		t.Fatalf("node %d serves the partition of %s", other, id)
+	}
+	codes := n.verifyTxnPartitions(ctx, id, d.ProducerID, d.ProducerEpoch, map[string][]int32{"t": {0, 1}})
+	if codes["t"][0] != 0 || codes["t"][1] != kerr.TransactionAbortable.Code {
+		t.Fatalf("remote verify: %v", codes)
+	}
+	codes = n.verifyTxnPartitions(ctx, id, d.ProducerID, d.ProducerEpoch-1, map[string][]int32{"t": {0}})
+	if codes["t"][0] != kerr.ProducerFenced.Code {
+		t.Fatalf("remote verify, old epoch: %v", codes)
+	}
+}

@@ -360,3 +360,50 @@ func TestTxnCoordinatorAbortsTimedOutTransaction(t *testing.T) {
 		t.Fatalf("commit after the timeout: %v, want PRODUCER_FENCED", err)
 	}
 }
+
+// TestTxnMarkersSkipDeletedTopic: a partition whose topic was deleted
+// during the transaction gets no marker (Kafka skips partitions without a
+// leader endpoint), and the commit completes.
+func TestTxnMarkersSkipDeletedTopic(t *testing.T) {
+	n := startNode(t, t.TempDir(), txnProps)
+	var log markerLog
+	log.install(n)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 1, nil)
+	createTopic(t, adm, "gone", 1, nil)
+	ctx := testCtx(t)
+	cl := txnProducer(t, []string{n.Addr()}, "del")
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"t", "gone"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitTxnState(t, adm, "del", "Ongoing")
+	if _, err := adm.DeleteTopics(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(testWait)
+	for n.partition("gone", 0) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("gone-0 still hosted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	waitTxnState(t, adm, "del", "CompleteCommit")
+	for _, m := range log.markers() {
+		for _, tp := range m.Topics {
+			if tp.Topic != "t" {
+				t.Fatalf("marker sent to %s", tp.Topic)
+			}
+		}
+	}
+	if len(log.markers()) != 1 {
+		t.Fatalf("markers %+v, want one for t", log.markers())
+	}
+}
