@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -113,10 +112,6 @@ func TestTxnCoordinatorCommitAbortOneNode(t *testing.T) {
 			t.Errorf("%s missing", want[0])
 		}
 	}
-	_ = errors.New
-	_ = kerr.ConcurrentTransactions
-	_ = kmsg.NewPtrEndTxnRequest
-	_ = context.Background
 }
 
 // txnRetry repeats a raw request while the coordinator answers a
@@ -405,5 +400,65 @@ func TestTxnMarkersSkipDeletedTopic(t *testing.T) {
 	}
 	if len(log.markers()) != 1 {
 		t.Fatalf("markers %+v, want one for t", log.markers())
+	}
+}
+
+// TestTxnCoordinatorStateSurvivesRestartAndExpires: the coordinator's
+// state is replayed from __transaction_state at the next start (the
+// producer id and epoch are kept: the next InitProducerId bumps the
+// epoch), and an id idle past transactional.id.expiration.ms is removed
+// by the sweep (TRANSACTIONAL_ID_NOT_FOUND).
+func TestTxnCoordinatorStateSurvivesRestartAndExpires(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, txnProps)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 1, nil)
+	ctx := testCtx(t)
+	cl := txnProducer(t, []string{n.Addr()}, "keep")
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	before := waitTxnState(t, adm, "keep", "CompleteCommit")
+	cl.Close()
+	n.Close()
+
+	props := map[string]string{
+		"transactional.id.expiration.ms":                             "1000",
+		"transaction.remove.expired.transaction.cleanup.interval.ms": "50",
+	}
+	for k, v := range txnProps {
+		props[k] = v
+	}
+	n = startNode(t, dir, props)
+	adm = newAdmin(t, n)
+	after := waitTxnState(t, adm, "keep", "CompleteCommit")
+	if after.ProducerID != before.ProducerID || after.ProducerEpoch != before.ProducerEpoch {
+		t.Fatalf("after the restart: %+v, before %+v", after, before)
+	}
+	c := dialRaw(t, n)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.SetVersion(4)
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("keep"), 60000
+	r := txnRetry(t, c, init, func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode })
+	if r.ErrorCode != 0 || r.ProducerID != before.ProducerID || r.ProducerEpoch != before.ProducerEpoch+1 {
+		t.Fatalf("init after the restart: %+v, before %+v", r, before)
+	}
+	// Idle for transactional.id.expiration.ms: removed.
+	deadline := time.Now().Add(testWait)
+	for {
+		ds, err := adm.DescribeTransactions(ctx, "keep")
+		if err == nil && errors.Is(ds["keep"].Err, kerr.TransactionalIDNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keep not expired: %+v %v", ds, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
