@@ -96,11 +96,23 @@ func (tc *txnCoordinator) close() {
 	tc.closeClients()
 }
 
+// txnAppendRetryBackoff is how long an append the planner retries (a
+// CompleteX after COORDINATOR_NOT_AVAILABLE: the ISR is below min ISR)
+// waits first.
+const txnAppendRetryBackoff = 100 * time.Millisecond
+
 // runLocked carries out the planner's Effects: answers to their waiters,
 // appends in goroutines (each acknowledged with AppendDone), markers to
 // the sender (after markerDelay: a retry backs off), notes to the log.
 // tc.mu must be held.
 func (tc *txnCoordinator) runLocked(e txncoord.Effects, markerDelay time.Duration) {
+	tc.runAfter(e, markerDelay, 0)
+}
+
+// runAfter is runLocked with appends started after appendDelay (a retry).
+// Once the node is closing, no append starts: its partition is being
+// given up, and the next load reads what became durable.
+func (tc *txnCoordinator) runAfter(e txncoord.Effects, markerDelay, appendDelay time.Duration) {
 	for _, a := range e.Answers {
 		if ch, ok := tc.waiters[a.Req]; ok {
 			delete(tc.waiters, a.Req)
@@ -108,12 +120,27 @@ func (tc *txnCoordinator) runLocked(e txncoord.Effects, markerDelay time.Duratio
 		}
 	}
 	for _, a := range e.Appends {
+		if tc.n.ctx.Err() != nil {
+			break
+		}
 		tc.n.loops.Add(1)
 		go func() {
 			defer tc.n.loops.Done()
+			if appendDelay > 0 {
+				t := time.NewTimer(appendDelay)
+				select {
+				case <-tc.n.ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 			code := tc.write(a)
+			if tc.n.ctx.Err() != nil {
+				return
+			}
 			tc.mu.Lock()
-			tc.runLocked(tc.c.AppendDone(nowMs(), a.Token, code), 0)
+			tc.runAfter(tc.c.AppendDone(nowMs(), a.Token, code), 0, txnAppendRetryBackoff)
 			tc.mu.Unlock()
 		}()
 	}
