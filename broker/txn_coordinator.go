@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -68,6 +69,9 @@ type txnCoordinator struct {
 
 	markers *markerSender
 	clients txnClients // verify-only AddPartitionsToTxn to other coordinators (txn_verify.go)
+
+	// writes counts the appends tried (tests: a retry backs off).
+	writes atomic.Int64
 }
 
 func newTxnCoordinator(n *Node) *txnCoordinator {
@@ -190,6 +194,7 @@ func (tc *txnCoordinator) locked(fn func(c *txncoord.Coordinator)) {
 // produce error code (0 once the ISR has it).
 func (tc *txnCoordinator) write(a txncoord.Append) int16 {
 	n := tc.n
+	tc.writes.Add(1)
 	p := n.partition(txnStateTopic, a.Partition)
 	if p == nil || !p.leader.Load() || p.leaderEpoch.Load() != a.CoordinatorEpoch {
 		return kerr.NotLeaderForPartition.Code
