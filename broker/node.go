@@ -693,8 +693,9 @@ func (n *Node) heartbeatLoop() {
 			}
 		} else if n.ctx.Err() == nil {
 			n.logger.Warn("broker: heartbeat failed", "err", err)
-			if metadata.ErrorCode(err) == kerr.StaleBrokerEpoch.Code {
-				// The controller dropped our registration: register again.
+			if code := metadata.ErrorCode(err); code == kerr.StaleBrokerEpoch.Code || code == kerr.BrokerIDNotRegistered.Code {
+				// The controller dropped our registration (a newer one
+				// of this id, or UnregisterBroker): register again.
 				if rerr := n.register(n.ctx); rerr != nil {
 					return
 				}

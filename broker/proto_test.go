@@ -124,6 +124,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			46: {0, kmsg.NewPtrListPartitionReassignmentsRequest().MaxVersion()},
 			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},
+			64: {0, kmsg.NewPtrUnregisterBrokerRequest().MaxVersion()},
 			75: {0, 0},
 		}
 		if len(got) != len(want) {
