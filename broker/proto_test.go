@@ -113,6 +113,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			21: {0, kmsg.NewPtrDeleteRecordsRequest().MaxVersion()},
 			22: {0, kmsg.NewPtrInitProducerIDRequest().MaxVersion()},
 			23: {2, kmsg.NewPtrOffsetForLeaderEpochRequest().MaxVersion()},
+			27: {0, 1}, // v2 is KIP-890 part 2, not built
 			32: {0, kmsg.NewPtrDescribeConfigsRequest().MaxVersion()},
 			33: {0, kmsg.NewPtrAlterConfigsRequest().MaxVersion()},
 			35: {0, kmsg.NewPtrDescribeLogDirsRequest().MaxVersion()},
@@ -124,6 +125,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			46: {0, kmsg.NewPtrListPartitionReassignmentsRequest().MaxVersion()},
 			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},
+			61: {0, 0},
 			75: {0, 0},
 		}
 		if len(got) != len(want) {
