@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"slices"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage/producer"
 )
 
@@ -444,5 +446,130 @@ func TestTxnDescribeProducers(t *testing.T) {
 	req.Topics = append(req.Topics, rt)
 	if code := c.roundTrip(req).(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown topic: code %d", code)
+	}
+}
+
+// TestTxnMarkersReplicatedToNewLeader runs transactions on an RF=3
+// partition through the leader (markers by writeTxnMarkers, the call the
+// coordinator makes for local leaders, answered after the ISR has them),
+// stops the leader with one transaction still open, and checks that the
+// new leader's LSO and aborted list are the old one's, so a read_committed
+// consumer of the new leader sees only the committed records.
+func TestTxnMarkersReplicatedToNewLeader(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	c.createAssigned("rtx", nil, []int32{2, 3, 1})
+	c.waitFullISR("rtx", 0)
+	old := c.node(2)
+	allowVerify(old, 0)
+	rc := dialRaw(t, old)
+	aborter, committer, open := initProducerID(t, rc), initProducerID(t, rc), initProducerID(t, rc)
+	txnID := kmsg.StringPtr("tx")
+	for _, b := range [][]byte{
+		txnBatch(aborter, 0, 0, "a1", "a2"),
+		txnBatch(committer, 0, 0, "c1"),
+		producerBatch(initProducerID(t, rc), 0, 0, "p1"),
+	} {
+		if code, _ := txnProduce(t, rc, 9, txnID, "rtx", b); code != 0 {
+			t.Fatalf("produce: code %d", code)
+		}
+	}
+	ctx := testCtx(t)
+	for _, m := range []producer.Marker{{ProducerID: aborter}, {ProducerID: committer, Commit: true}} {
+		resp := old.writeTxnMarkers(ctx, markersReq("rtx", m))
+		if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("marker %+v: code %d", m, code)
+		}
+		// acks=all: answered once the HW passed the marker.
+		p := old.partition("rtx", 0)
+		if hw, end := p.hw.Load(), p.log.LogEndOffset(); hw != end {
+			t.Fatalf("marker answered at HW %d, log end %d", hw, end)
+		}
+	}
+	if code, off := txnProduce(t, rc, 9, txnID, "rtx", txnBatch(open, 0, 0, "o1")); code != 0 || off != 6 {
+		t.Fatalf("open txn produce: code %d offset %d", code, off)
+	}
+	op := old.partition("rtx", 0)
+	testutil.Eventually(t, testWait, func() bool { return op.hw.Load() == op.log.LogEndOffset() }, "HW at the log end")
+	wantLSO := op.log.LastStableOffset()
+	wantAborted := op.log.AbortedTxns(0, op.log.LogEndOffset())
+	if wantLSO != 6 || len(wantAborted) != 1 {
+		t.Fatalf("old leader: LSO %d aborted %+v", wantLSO, wantAborted)
+	}
+
+	c.stop(2)
+	leader := c.waitLeader("rtx", 0, 2)
+	np := c.node(leader).partition("rtx", 0)
+	testutil.Eventually(t, testWait, func() error {
+		if got := np.log.LastStableOffset(); got != wantLSO {
+			return fmt.Errorf("new leader %d: LSO %d, want %d (hw %d)", leader, got, wantLSO, np.hw.Load())
+		}
+		return nil
+	}, "the new leader's LSO")
+	if got := np.log.AbortedTxns(0, np.log.LogEndOffset()); !slices.Equal(got, wantAborted) {
+		t.Fatalf("new leader's aborted list %+v, want %+v", got, wantAborted)
+	}
+	if f, ok := np.log.OngoingTxn(open); !ok || f != 6 {
+		t.Fatalf("new leader: open txn %d %v, want at 6", f, ok)
+	}
+	got := consumeIso(t, []kgo.Opt{kgo.SeedBrokers(c.seeds()...)}, "rtx", true, 2)
+	if !slices.Equal(got, []string{"c1", "p1"}) {
+		t.Fatalf("read_committed from the new leader: %q", got)
+	}
+	// The open transaction ends on the new leader.
+	resp := c.node(leader).writeTxnMarkers(ctx, markersReq("rtx", producer.Marker{ProducerID: open, Commit: true}))
+	if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit on the new leader: code %d", code)
+	}
+	if got := np.log.LastStableOffset(); got != np.log.LogEndOffset() {
+		t.Fatalf("LSO %d after the commit, log end %d", got, np.log.LogEndOffset())
+	}
+}
+
+// TestTxnKcatReadCommittedNeverShowsAborted: kcat (librdkafka,
+// read_committed by default) consumes to the end of a partition holding an
+// aborted transaction, a committed one and one still open, and shows only
+// the committed and plain records, stopping at the LSO; with
+// isolation.level=read_uncommitted it shows every record below the HW.
+func TestTxnKcatReadCommittedNeverShowsAborted(t *testing.T) {
+	kcat := needClient(t, "kcat", "-V")
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "kc-txn", 1, nil)
+	allowVerify(n, 0)
+	c := dialRaw(t, n)
+	aborter, committer, open := initProducerID(t, c), initProducerID(t, c), initProducerID(t, c)
+	txnID := kmsg.StringPtr("tx")
+	for _, b := range [][]byte{
+		txnBatch(aborter, 0, 0, "a1", "a2"),
+		producerBatch(initProducerID(t, c), 0, 0, "p1"),
+		txnBatch(committer, 0, 0, "c1"),
+		txnBatch(aborter, 0, 2, "a3"),
+	} {
+		if code, _ := txnProduce(t, c, 9, txnID, "kc-txn", b); code != 0 {
+			t.Fatalf("produce: code %d", code)
+		}
+	}
+	for _, m := range []producer.Marker{{ProducerID: committer, Commit: true}, {ProducerID: aborter}} {
+		if code := writeMarker(t, c, "kc-txn", m); code != 0 {
+			t.Fatalf("marker: code %d", code)
+		}
+	}
+	if code, _ := txnProduce(t, c, 9, txnID, "kc-txn", txnBatch(open, 0, 0, "o1")); code != 0 {
+		t.Fatalf("produce: code %d", code)
+	}
+	payloads := func(recs []kcatRecord) []string {
+		var out []string
+		for _, r := range recs {
+			if r.Payload != nil {
+				out = append(out, *r.Payload)
+			}
+		}
+		return out
+	}
+	if got := payloads(kcatConsume(t, kcat, n.Addr(), "kc-txn", "-o", "beginning")); !slices.Equal(got, []string{"p1", "c1"}) {
+		t.Fatalf("kcat read_committed: %q, want [p1 c1]", got)
+	}
+	got := payloads(kcatConsume(t, kcat, n.Addr(), "kc-txn", "-o", "beginning", "-X", "isolation.level=read_uncommitted"))
+	if !slices.Equal(got, []string{"a1", "a2", "p1", "c1", "a3", "o1"}) {
+		t.Fatalf("kcat read_uncommitted: %q", got)
 	}
 }
