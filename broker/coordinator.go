@@ -129,7 +129,7 @@ func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byt
 		return fmt.Errorf("broker: append to %s-%d: %w", offsetsTopic, partition, err)
 	}
 	epoch := p.leaderEpoch.Load()
-	res, err := p.appendRecords(b, epoch, time.Now().UnixMilli())
+	res, err := p.appendRecords(b, epoch, time.Now().UnixMilli(), nil)
 	if err != nil {
 		if errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrClosed) {
 			return fmt.Errorf("broker: append to %s-%d: %w (%w)", offsetsTopic, partition, kerr.CoordinatorNotAvailable, err)

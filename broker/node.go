@@ -126,6 +126,9 @@ type Node struct {
 	// produceHook, if set (tests), runs after a produce request's appends;
 	// an error closes the connection instead of answering.
 	produceHook atomic.Pointer[produceHookFunc]
+	// txnVerifyHook, if set (tests), answers KIP-890 verification in place
+	// of verifyTxnPartitions (txn_produce.go).
+	txnVerifyHook atomic.Pointer[txnVerifyFunc]
 
 	brokerEpoch atomic.Int64
 	fenced      atomic.Bool
