@@ -117,7 +117,7 @@ func (gc *groupCoordinator) close() {
 // leadership moves meanwhile (the commit's answer: NOT_COORDINATOR). The
 // store makes a write visible only once this returns nil, so the in-memory
 // state never shows what a new leader could lose.
-func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byte) error {
+func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byte, appended func(int64)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byt
 		return fmt.Errorf("broker: append to %s-%d: %w", offsetsTopic, partition, err)
 	}
 	epoch := p.leaderEpoch.Load()
-	res, err := p.appendRecords(b, epoch, time.Now().UnixMilli())
+	res, err := p.appendCoordinatorBatch(b, epoch, appended)
 	if err != nil {
 		if errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrClosed) {
 			return fmt.Errorf("broker: append to %s-%d: %w (%w)", offsetsTopic, partition, kerr.CoordinatorNotAvailable, err)
