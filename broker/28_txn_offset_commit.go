@@ -139,8 +139,13 @@ func (n *Node) txnOffsetCommitCheck(ctx context.Context, req *kmsg.TxnOffsetComm
 	if err != nil {
 		return errCode(err)
 	}
-	codes := n.verifyTxnPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch,
-		map[string][]int32{offsetsTopic: {partition}})
+	tps := map[string][]int32{offsetsTopic: {partition}}
+	var codes map[string]map[int32]int16
+	if h := n.groups.verifyHook.Load(); h != nil {
+		codes = (*h)(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps)
+	} else {
+		codes = n.verifyTxnPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps)
+	}
 	code, ok := codes[offsetsTopic][partition]
 	if !ok {
 		code = kerr.UnknownServerError.Code

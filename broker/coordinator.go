@@ -68,6 +68,11 @@ type groupCoordinator struct {
 	// before any read: a slow load is a hook that blocks.
 	loadHook atomic.Pointer[func(partition int32)]
 
+	// verifyHook, if set (tests before the transaction coordinator is
+	// reachable), answers TxnOffsetCommit's KIP-890 verification instead
+	// of Node.verifyTxnPartitions.
+	verifyHook atomic.Pointer[func(txnID string, producerID int64, epoch int16, tps map[string][]int32) map[string]map[int32]int16]
+
 	// expiryPasses counts completed offset expiry passes (run), so a test
 	// can wait for the expiry to have had its chance.
 	expiryPasses atomic.Uint64
