@@ -113,6 +113,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			21: {0, kmsg.NewPtrDeleteRecordsRequest().MaxVersion()},
 			22: {0, kmsg.NewPtrInitProducerIDRequest().MaxVersion()},
 			23: {2, kmsg.NewPtrOffsetForLeaderEpochRequest().MaxVersion()},
+			28: {0, txnOffsetCommitMaxVersion}, // v5+: transaction version 2, not built
 			32: {0, kmsg.NewPtrDescribeConfigsRequest().MaxVersion()},
 			33: {0, kmsg.NewPtrAlterConfigsRequest().MaxVersion()},
 			35: {0, kmsg.NewPtrDescribeLogDirsRequest().MaxVersion()},
