@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
+	"github.com/strata-io/strata/broker/txncoord"
 )
 
 // txnOffsetCommitMaxVersion is the newest TxnOffsetCommit served: v5 is
@@ -150,7 +151,7 @@ func (n *Node) txnOffsetCommitCheck(ctx context.Context, req *kmsg.TxnOffsetComm
 	if !ok {
 		code = kerr.UnknownServerError.Code
 	}
-	if code = txnVerifyErrCode(code); code != 0 {
+	if code = txnVerifyErrCode(txncoord.LeaderVerifyCode(code, version > txnOffsetCommitMaxVersion)); code != 0 {
 		return code
 	}
 	gen, member, instance := int32(-1), "", (*string)(nil)
@@ -161,8 +162,13 @@ func (n *Node) txnOffsetCommitCheck(ctx context.Context, req *kmsg.TxnOffsetComm
 }
 
 // txnVerifyErrCode maps the KIP-890 verification's answer for the
-// offsets partition to what TxnOffsetCommit v0-v4 answers (Kafka's
-// AddPartitionsToTxnManager and maybeConvertOffsetCommitError).
+// offsets partition, after txncoord.LeaderVerifyCode (PRODUCER_FENCED →
+// INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE → INVALID_TXN_STATE for
+// v0-v4), to what TxnOffsetCommit answers (Kafka's
+// maybeConvertOffsetCommitError): a transaction coordinator that could not
+// be asked or is not ready is COORDINATOR_LOAD_IN_PROGRESS, which clients
+// retry in place (NOT_COORDINATOR would send them looking for another
+// group coordinator).
 func txnVerifyErrCode(code int16) int16 {
 	switch code {
 	case 0:
