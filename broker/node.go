@@ -126,6 +126,9 @@ type Node struct {
 	// produceHook, if set (tests), runs after a produce request's appends;
 	// an error closes the connection instead of answering.
 	produceHook atomic.Pointer[produceHookFunc]
+	// txnVerifyHook, if set (tests), answers KIP-890 verification in place
+	// of verifyTxnPartitions (txn_produce.go).
+	txnVerifyHook atomic.Pointer[txnVerifyFunc]
 
 	brokerEpoch atomic.Int64
 	fenced      atomic.Bool
@@ -700,8 +703,9 @@ func (n *Node) heartbeatLoop() {
 			}
 		} else if n.ctx.Err() == nil {
 			n.logger.Warn("broker: heartbeat failed", "err", err)
-			if metadata.ErrorCode(err) == kerr.StaleBrokerEpoch.Code {
-				// The controller dropped our registration: register again.
+			if code := metadata.ErrorCode(err); code == kerr.StaleBrokerEpoch.Code || code == kerr.BrokerIDNotRegistered.Code {
+				// The controller dropped our registration (a newer one
+				// of this id, or UnregisterBroker): register again.
 				if rerr := n.register(n.ctx); rerr != nil {
 					return
 				}

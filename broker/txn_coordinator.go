@@ -204,7 +204,7 @@ func (tc *txnCoordinator) write(a txncoord.Append) int16 {
 	}
 	now := nowMs()
 	b := group.BuildBatch([]group.KV{{Key: a.Key, Value: a.Value}}, now)
-	res, err := p.appendRecords(b, a.CoordinatorEpoch, now)
+	res, err := p.appendRecords(b, a.CoordinatorEpoch, now, nil)
 	if err != nil {
 		if errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrClosed) {
 			return kerr.KafkaStorageError.Code
