@@ -318,13 +318,21 @@ func TestTxnCoordinatorFencesOldProducer(t *testing.T) {
 	if d1.ProducerID != d0.ProducerID || d1.ProducerEpoch <= d0.ProducerEpoch {
 		t.Fatalf("the second producer: %+v, the first %+v", d1, d0)
 	}
-	if err := old.EndTransaction(ctx, kgo.TryCommit); !isFenced(err) {
-		t.Fatalf("the fenced producer's commit: %v, want PRODUCER_FENCED", err)
+	// The abort marker of the fence carried the new epoch: the partition
+	// refuses the old instance's batches too.
+	if err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("late")}).FirstErr(); !isFenced(err) {
+		t.Fatalf("the fenced producer's produce: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if err := old.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced producer committed")
 	}
 	if err := cur.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	waitTxnState(t, adm, "fenced", "CompleteCommit")
+	if got := readTxnTopic(t, []string{n.Addr()}, "t", 1, true, 1); len(got) != 1 || !got["new"] { // "old" is before "new" in the log
+		t.Fatalf("read_committed after the fence: %v, want only the new producer's record", got)
+	}
 }
 
 // TestTxnCoordinatorAbortsTimedOutTransaction: a transaction open past its
