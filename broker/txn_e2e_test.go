@@ -155,3 +155,55 @@ func TestTxnGroupTransactSession(t *testing.T) {
 		t.Fatalf("group g committed %d records' offsets, want %d", sum, total)
 	}
 }
+
+// TestTxnEndToEndCoordinatorFailover: the producer's coordinator stops
+// between two transactions; the new leader of its __transaction_state
+// partition loads it (same producer id and epoch) and the producer goes
+// on committing there; read_committed reads both transactions.
+func TestTxnEndToEndCoordinatorFailover(t *testing.T) {
+	c := startCluster(t, 3, txnProps)
+	c.createTopicRF("t", 3, 3)
+	adm := kadm.NewClient(c.client())
+	ctx := testCtx(t)
+	deadline := time.Now().Add(testWait)
+	for adm.FindTxnCoordinators(ctx, "any")["any"].Err != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction coordinator")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	id, coord := c.txnIDLedBy("efo", 1)
+	var seeds []string
+	for i := int32(1); i <= 3; i++ {
+		if i != coord {
+			seeds = append(seeds, c.node(i).Addr())
+		}
+	}
+	cl := txnProducer(t, seeds, id)
+	run := func(round int) {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for p := int32(0); p < 3; p++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d-%d", round, p)}).FirstErr(); err != nil {
+				t.Fatalf("round %d: produce: %v", round, err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("round %d: commit: %v", round, err)
+		}
+	}
+	run(0)
+	before := waitTxnState(t, adm, id, "CompleteCommit")
+	c.stop(coord)
+	run(1)
+	adm = kadm.NewClient(c.client())
+	after := waitTxnState(t, adm, id, "CompleteCommit")
+	if after.Coordinator == coord || after.ProducerID != before.ProducerID || after.ProducerEpoch != before.ProducerEpoch {
+		t.Fatalf("after the failover: %+v, before %+v", after, before)
+	}
+	if got := readTxnTopic(t, seeds, "t", 3, true, 6); len(got) != 6 {
+		t.Fatalf("read_committed: %v, want both transactions", got)
+	}
+}
