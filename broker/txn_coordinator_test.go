@@ -235,10 +235,14 @@ func TestTxnCoordinatorRawProtocol(t *testing.T) {
 	vtt.Topic, vtt.Partitions = "t", []int32{0, 1}
 	vt.Topics = append(vt.Topics, vtt)
 	vreq.Transactions = append(vreq.Transactions, vt)
-	vr := c.roundTrip(vreq).(*kmsg.AddPartitionsToTxnResponse)
-	if got := addCodes(vr); len(vr.Transactions) != 1 || vr.Transactions[0].TransactionalID != "a" ||
-		got[txnTP{"t", 0}] != 0 || got[txnTP{"t", 1}] != kerr.TransactionAbortable.Code {
-		t.Fatalf("verify only: %+v", vr)
+	// TRANSACTION_ABORTABLE is v5's; v4 gets INVALID_TXN_STATE.
+	for v, notIn := range map[int16]int16{4: kerr.InvalidTxnState.Code, 5: kerr.TransactionAbortable.Code} {
+		vreq.SetVersion(v)
+		vr := c.roundTrip(vreq).(*kmsg.AddPartitionsToTxnResponse)
+		if got := addCodes(vr); len(vr.Transactions) != 1 || vr.Transactions[0].TransactionalID != "a" ||
+			got[txnTP{"t", 0}] != 0 || got[txnTP{"t", 1}] != notIn {
+			t.Fatalf("v%d verify only: %+v", v, vr)
+		}
 	}
 	// ... and in-process (the coordinator is local).
 	ctx := testCtx(t)
