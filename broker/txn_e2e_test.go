@@ -207,3 +207,26 @@ func TestTxnEndToEndCoordinatorFailover(t *testing.T) {
 		t.Fatalf("read_committed: %v, want both transactions", got)
 	}
 }
+
+// BenchmarkTxnCommit: one transaction (one record, one partition) per
+// iteration on one node: InitProducerId once, then AddPartitionsToTxn,
+// Produce, EndTxn with its PrepareCommit append, the marker and the
+// CompleteCommit append.
+func BenchmarkTxnCommit(b *testing.B) {
+	n := startNode(b, b.TempDir(), txnProps)
+	createTopic(b, newAdmin(b, n), "t", 1, nil)
+	cl := txnProducer(b, []string{n.Addr()}, "bench")
+	ctx := testCtx(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := cl.BeginTransaction(); err != nil {
+			b.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
