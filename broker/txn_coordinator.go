@@ -23,7 +23,17 @@ package broker
 // ISR is below min ISR, then a wait for the high watermark to cover the
 // record; only then AppendDone(code 0). The record is appended only if
 // the partition is still led at the coordinator epoch the planner asked
-// for, so a record of an older epoch never lands after a reload.
+// for, so a record of an older epoch never lands after a reload. A
+// retried append (CompleteX after COORDINATOR_NOT_AVAILABLE) waits
+// txnAppendRetryBackoff first.
+//
+// Differences from Kafka: the replication factor is capped at the live
+// brokers when the topic is created (Kafka refuses to create it with
+// fewer brokers than transaction.state.log.replication.factor); the
+// transactional id → partition map uses transaction.state.log.num.partitions
+// from the config, not the topic's partition count (they differ only if
+// the config changed after the topic was created); a load replays up to
+// the high watermark; no ACLs.
 
 import (
 	"context"
