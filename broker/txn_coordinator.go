@@ -82,6 +82,9 @@ type txnCoordinator struct {
 
 	// writes counts the appends tried (tests: a retry backs off).
 	writes atomic.Int64
+	// loadHook, if set (tests), runs at the start of each partition load,
+	// before any read: a slow load is a hook that blocks.
+	loadHook atomic.Pointer[func(partition int32)]
 }
 
 func newTxnCoordinator(n *Node) *txnCoordinator {
@@ -281,6 +284,9 @@ func (tc *txnCoordinator) txnPartitionChanged(index int32, p *partition) {
 // second, the partition staying Loading; a corrupt record leaves it
 // Loading (txncoord's rule) with an error logged.
 func (tc *txnCoordinator) load(ctx context.Context, index, epoch int32, p *partition) {
+	if h := tc.loadHook.Load(); h != nil {
+		(*h)(index)
+	}
 	for {
 		start := time.Now()
 		recs, err := tc.replay(ctx, p)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/txncoord"
 )
 
 // txnProps are the settings of the coordinator tests: few
@@ -472,5 +475,55 @@ func TestTxnCoordinatorStateSurvivesRestartAndExpires(t *testing.T) {
 			t.Fatalf("keep not expired: %+v %v", ds, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTxnCoordinatorLoadInProgress: while its __transaction_state
+// partition loads, a transactional id's requests get
+// COORDINATOR_LOAD_IN_PROGRESS (InitProducerId, DescribeTransactions,
+// ListTransactions); once loaded they are served.
+func TestTxnCoordinatorLoadInProgress(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"transaction.state.log.num.partitions": "1"})
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	hook := func(int32) { <-release }
+	n.txns.loadHook.Store(&hook)
+	c := dialRaw(t, n)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(3)
+	fc.CoordinatorType, fc.CoordinatorKey = 1, "l"
+	txnRetry(t, c, fc, func(r *kmsg.FindCoordinatorResponse) int16 { return r.ErrorCode })
+	// The partition is led; its load blocks in the hook.
+	deadline := time.Now().Add(testWait)
+	for {
+		var st txncoord.PartitionState
+		n.txns.locked(func(c *txncoord.Coordinator) { st, _ = c.PartitionState(0) })
+		if st == txncoord.Loading {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partition 0: %v, want Loading", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.SetVersion(4)
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("l"), 60000
+	if r := c.roundTrip(init).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("init while loading: %+v", r)
+	}
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"l"}
+	if r := c.roundTrip(dt).(*kmsg.DescribeTransactionsResponse); r.TransactionStates[0].ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("describe while loading: %+v", r)
+	}
+	if r := c.roundTrip(kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("list while loading: %+v", r)
+	}
+	unblock()
+	if r := txnRetry(t, c, init, func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode }); r.ErrorCode != 0 {
+		t.Fatalf("init once loaded: %+v", r)
 	}
 }
