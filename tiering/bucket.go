@@ -193,6 +193,7 @@ func VerifyPartition(ctx context.Context, store objstore.ObjectStore, prefix str
 			}
 			prob := ""
 			switch {
+			case !ok && txnIndexOptional(ext, want):
 			case !ok:
 				prob = "missing"
 			case want >= 0 && got != want:

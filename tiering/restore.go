@@ -177,6 +177,9 @@ func checkObjects(m *Manifest, prefix string, s *Segment, sizes map[string]int64
 	for _, ext := range SegmentExts {
 		want, _ := s.Files.Size(ext)
 		got, ok := sizes[m.SegmentKey(prefix, s, ext)]
+		if !ok && txnIndexOptional(ext, want) {
+			continue
+		}
 		if !ok {
 			return "no ." + ext + " object"
 		}
