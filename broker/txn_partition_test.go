@@ -459,6 +459,9 @@ func TestTxnMarkersReplicatedToNewLeader(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	c.createAssigned("rtx", nil, []int32{2, 3, 1})
 	c.waitFullISR("rtx", 0)
+	if l := c.waitLeader("rtx", 0, -1); l != 2 {
+		t.Fatalf("leader %d, want the preferred 2", l)
+	}
 	old := c.node(2)
 	allowVerify(old, 0)
 	rc := dialRaw(t, old)
@@ -495,6 +498,23 @@ func TestTxnMarkersReplicatedToNewLeader(t *testing.T) {
 	if wantLSO != 6 || len(wantAborted) != 1 {
 		t.Fatalf("old leader: LSO %d aborted %+v", wantLSO, wantAborted)
 	}
+
+	// KIP-392: a follower serving a read_committed consumer stops at its
+	// own LSO (bounded by the HW it learnt from the leader) and lists the
+	// aborted transaction too.
+	fc := dialRaw(t, c.node(3))
+	testutil.Eventually(t, testWait, func() error {
+		req := fetchReq(11, "rtx", [16]byte{}, 0, 0, 0, 1, 1<<20)
+		req.IsolationLevel = 1
+		fp := fetchPart0(t, fc.roundTrip(req))
+		if fp.ErrorCode != 0 || fp.LastStableOffset != wantLSO || len(fp.AbortedTransactions) != 1 {
+			return fmt.Errorf("follower read: code %d lso %d aborted %+v", fp.ErrorCode, fp.LastStableOffset, fp.AbortedTransactions)
+		}
+		if got := batchValues(t, fp.RecordBatches); !slices.Equal(got, []string{"a1", "a2", "c1", "p1"}) {
+			return fmt.Errorf("follower read: %q", got)
+		}
+		return nil
+	}, "a read_committed read from the follower")
 
 	c.stop(2)
 	leader := c.waitLeader("rtx", 0, 2)
