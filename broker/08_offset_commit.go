@@ -20,8 +20,10 @@ package broker
 // expire timestamp (written as OffsetCommitValue v1, as Kafka does).
 //
 // Differences from Kafka: v1's per-partition Timestamp is ignored (the
-// commit time is the broker's; Kafka 2.1+ ignores it too for expiry);
-// no transactional offset commits (TxnOffsetCommit).
+// commit time is the broker's; Kafka 2.1+ ignores it too for expiry).
+// Transactional offset commits are TxnOffsetCommit's
+// (28_txn_offset_commit.go); a commit of either kind replaces the other's
+// only if its record is newer in the log.
 
 import (
 	"context"

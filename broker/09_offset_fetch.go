@@ -11,8 +11,11 @@ package broker
 // be led and loaded here: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
 // COORDINATOR_NOT_AVAILABLE go in the top-level ErrorCode (v2-v7), the
 // group's ErrorCode (v8+), or every partition (v0-v1, which have no
-// top-level code). RequireStable (v7+) never waits: there are no
-// transactions, so no offset is ever pending.
+// top-level code). RequireStable (v7+): a partition with a pending
+// transactional offset (TxnOffsetCommit not yet completed by its marker)
+// answers UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka does (the client
+// retries); without it the committed offset is answered. With topics null
+// only partitions with a committed offset are listed, as Kafka does.
 //
 // Differences from Kafka: v9's MemberID/MemberEpoch (KIP-848 consumer
 // groups) are not checked (only classic groups exist here); v10 by topic
@@ -23,6 +26,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
@@ -53,7 +57,7 @@ func handleOffsetFetch(_ context.Context, n *Node, r *request) (*frame, error) {
 					topics = append(topics, offsetFetchTopic{name: t.Topic, id: t.TopicID, parts: t.Partitions})
 				}
 			}
-			fetched, err := n.fetchOffsets(g.Group, topics, r.version >= 10)
+			fetched, err := n.fetchOffsets(g.Group, topics, r.version >= 10, req.RequireStable)
 			rg.ErrorCode = errCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -71,7 +75,7 @@ func handleOffsetFetch(_ context.Context, n *Node, r *request) (*frame, error) {
 			topics = append(topics, offsetFetchTopic{name: t.Topic, parts: t.Partitions})
 		}
 	}
-	fetched, err := n.fetchOffsets(req.Group, topics, false)
+	fetched, err := n.fetchOffsets(req.Group, topics, false, r.version >= 7 && req.RequireStable)
 	if r.version >= 2 {
 		resp.ErrorCode = errCode(err)
 	} else if err != nil {
@@ -115,7 +119,7 @@ func noOffset(partition int32) kmsg.OffsetFetchResponseGroupTopicPartition {
 
 // fetchOffsets answers one group: the requested topics' partitions, or,
 // topics nil, every committed partition. err is the group-level error.
-func (n *Node) fetchOffsets(groupID string, topics []offsetFetchTopic, byID bool) ([]fetchedTopic, error) {
+func (n *Node) fetchOffsets(groupID string, topics []offsetFetchTopic, byID, requireStable bool) ([]fetchedTopic, error) {
 	if _, err := n.groups.partitionOf(groupID); err != nil {
 		return nil, err
 	}
@@ -123,6 +127,9 @@ func (n *Node) fetchOffsets(groupID string, topics []offsetFetchTopic, byID bool
 		p := noOffset(partition)
 		p.Offset, p.LeaderEpoch, p.Metadata = o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
 		return p
+	}
+	unstable := func(topic string, partition int32) bool {
+		return requireStable && n.groups.store.Pending(groupID, group.TopicPartition{Topic: topic, Partition: partition})
 	}
 	var out []fetchedTopic
 	if topics == nil {
@@ -151,7 +158,12 @@ func (n *Node) fetchOffsets(groupID string, topics []offsetFetchTopic, byID bool
 				out = append(out, ft)
 			}
 			if !skip {
-				out[len(out)-1].parts = append(out[len(out)-1].parts, answer(c.Offset, c.Partition))
+				rp := answer(c.Offset, c.Partition)
+				if unstable(c.Topic, c.Partition) {
+					rp = noOffset(c.Partition)
+					rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+				}
+				out[len(out)-1].parts = append(out[len(out)-1].parts, rp)
 			}
 		}
 		return out, nil
@@ -167,6 +179,8 @@ func (n *Node) fetchOffsets(groupID string, topics []offsetFetchTopic, byID bool
 			rp := noOffset(p)
 			if topicErr != nil {
 				rp.ErrorCode = errCode(topicErr)
+			} else if unstable(name, p) {
+				rp.ErrorCode = kerr.UnstableOffsetCommit.Code
 			} else if o, ok := n.groups.store.Fetch(groupID, group.TopicPartition{Topic: name, Partition: p}); ok {
 				rp = answer(o, p)
 			}

@@ -68,6 +68,11 @@ type groupCoordinator struct {
 	// before any read: a slow load is a hook that blocks.
 	loadHook atomic.Pointer[func(partition int32)]
 
+	// verifyHook, if set (tests before the transaction coordinator is
+	// reachable), answers TxnOffsetCommit's KIP-890 verification instead
+	// of Node.verifyTxnPartitions.
+	verifyHook atomic.Pointer[func(txnID string, producerID int64, epoch int16, tps map[string][]int32) map[string]map[int32]int16]
+
 	// expiryPasses counts completed offset expiry passes (run), so a test
 	// can wait for the expiry to have had its chance.
 	expiryPasses atomic.Uint64
@@ -117,7 +122,7 @@ func (gc *groupCoordinator) close() {
 // leadership moves meanwhile (the commit's answer: NOT_COORDINATOR). The
 // store makes a write visible only once this returns nil, so the in-memory
 // state never shows what a new leader could lose.
-func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byte) error {
+func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byte, appended func(int64)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -129,7 +134,7 @@ func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byt
 		return fmt.Errorf("broker: append to %s-%d: %w", offsetsTopic, partition, err)
 	}
 	epoch := p.leaderEpoch.Load()
-	res, err := p.appendRecords(b, epoch, time.Now().UnixMilli(), nil)
+	res, err := p.appendCoordinatorBatch(b, epoch, appended)
 	if err != nil {
 		if errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrClosed) {
 			return fmt.Errorf("broker: append to %s-%d: %w (%w)", offsetsTopic, partition, kerr.CoordinatorNotAvailable, err)

@@ -359,6 +359,21 @@ func (c *Coordinator) GroupState(name string) (string, bool) {
 // unknown group is then created Empty, as Kafka does). A member commit in
 // Stable or PreparingRebalance also counts as a heartbeat.
 func (c *Coordinator) ValidateCommit(name string, generation int32, memberID string, instanceID *string) error {
+	return c.validateCommit(name, generation, memberID, instanceID, false)
+}
+
+// ValidateTxnCommit checks a TxnOffsetCommit against the group, as Kafka's
+// validateOffsetCommit does for transactional commits: as ValidateCommit,
+// except that a commit without generation, member id and instance id (v0-v2
+// requests carry none) is accepted whatever the group's state, and
+// CompletingRebalance is no REBALANCE_IN_PROGRESS (a transaction may
+// commit across a rebalance; its fencing is the producer epoch). It does
+// not count as a heartbeat.
+func (c *Coordinator) ValidateTxnCommit(name string, generation int32, memberID string, instanceID *string) error {
+	return c.validateCommit(name, generation, memberID, instanceID, true)
+}
+
+func (c *Coordinator) validateCommit(name string, generation int32, memberID string, instanceID *string, txn bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if code := c.checkLocked(name, true); code != 0 {
@@ -384,8 +399,11 @@ func (c *Coordinator) ValidateCommit(name string, generation int32, memberID str
 		case generation != g.generation:
 			return codeErr(name, kerr.IllegalGeneration.Code)
 		}
-	} else if g.state != Empty {
+	} else if g.state != Empty && !txn {
 		return codeErr(name, kerr.UnknownMemberID.Code)
+	}
+	if txn {
+		return nil
 	}
 	switch g.state {
 	case CompletingRebalance:

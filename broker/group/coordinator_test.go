@@ -845,3 +845,48 @@ func TestRepeatedJoinAnswersTheParkedOne(t *testing.T) {
 	}
 	recv(t, other)
 }
+
+// TestValidateTxnCommit: Kafka's validateOffsetCommit for transactional
+// commits: the member checks of a v3+ commit, but no member (v0-v2) is
+// accepted in any state, and no REBALANCE_IN_PROGRESS.
+func TestValidateTxnCommit(t *testing.T) {
+	h := newHarness(t, delay)
+	if err := h.c.ValidateTxnCommit("simple", -1, "", nil); err != nil || h.state("simple") != "Empty" {
+		t.Fatalf("simple txn commit: %v, state %s", err, h.state("simple"))
+	}
+	if err := h.c.ValidateTxnCommit("unknown", 3, "m", nil); ErrorCode(err) != kerr.IllegalGeneration.Code {
+		t.Fatalf("generation for an unknown group: %v", err)
+	}
+	inst := kmsg.StringPtr("static-a")
+	a := h.joinAsync(newJoin("g", "", inst, session, rebalance, "range", "m"))
+	h.awaiting("g", 1)
+	id1, b := h.twoStepJoin(newJoin("g", "", nil, session, rebalance, "range", "m"))
+	h.awaiting("g", 2)
+	h.clock.Advance(2 * delay)
+	ra := recv(t, a)
+	recv(t, b)
+	// CompletingRebalance: a transactional commit is no
+	// REBALANCE_IN_PROGRESS (the plain one is).
+	if err := h.c.ValidateCommit("g", 1, id1, nil); ErrorCode(err) != kerr.RebalanceInProgress.Code {
+		t.Fatalf("plain commit while completing: %v", err)
+	}
+	cases := []struct {
+		gen    int32
+		member string
+		inst   *string
+		want   int16
+	}{
+		{1, id1, nil, 0},
+		{1, ra.MemberID, inst, 0},
+		{-1, "", nil, 0}, // no member: accepted in a live group
+		{2, id1, nil, kerr.IllegalGeneration.Code},
+		{1, "x", nil, kerr.UnknownMemberID.Code},
+		{1, id1, inst, kerr.FencedInstanceID.Code}, // another member's instance id
+		{1, "x", kmsg.StringPtr("nobody"), kerr.UnknownMemberID.Code},
+	}
+	for _, c := range cases {
+		if got := ErrorCode(h.c.ValidateTxnCommit("g", c.gen, c.member, c.inst)); got != c.want {
+			t.Errorf("txn commit gen %d member %q: %d, want %d", c.gen, c.member, got, c.want)
+		}
+	}
+}

@@ -3,7 +3,10 @@
 // ListGroups, DeleteGroups) as a state machine over the groups of the
 // __consumer_offsets partitions this broker leads, and (persist.go,
 // offsets.go, load.go) the records that make groups and committed offsets
-// durable in that topic.
+// durable in that topic. Transactional offset commits (KIP-447) are held
+// pending per producer by the [Store] until the producer's marker on the
+// partition commits or aborts them ([Store.CommitTxn],
+// [Store.CompleteTxn]); the [Loader] replays them the same way.
 //
 // It owns group membership: states (Empty, PreparingRebalance,
 // CompletingRebalance, Stable, Dead, see [State]), generations, member ids

@@ -8,6 +8,35 @@ package group
 // are visible only once the broker marks it loaded (requests meanwhile get
 // COORDINATOR_LOAD_IN_PROGRESS), so a half-replayed state is never served.
 
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/batch"
+)
+
+// controlType returns the type of a control batch's first record
+// (kmsg.ControlRecordKeyTypeAbort or Commit); ok false for other control
+// records.
+func controlType(b []byte) (typ kmsg.ControlRecordKeyType, ok bool, err error) {
+	first := true
+	err = batch.Records(b, func(r batch.Record) error {
+		if !first {
+			return nil
+		}
+		first = false
+		var k kmsg.ControlRecordKey
+		if err := k.ReadFrom(r.Key); err != nil {
+			return fmt.Errorf("%w: control record key: %v", ErrBadRecord, err)
+		}
+		typ = k.Type
+		ok = typ == kmsg.ControlRecordKeyTypeAbort || typ == kmsg.ControlRecordKeyTypeCommit
+		return nil
+	})
+	return typ, ok, err
+}
+
 // Loader replays one partition's records. It is not safe for concurrent
 // use: one goroutine loads one partition.
 type Loader struct {
@@ -22,16 +51,51 @@ type Loader struct {
 
 // NewLoader starts the load of partition into store. It first forgets
 // whatever store held for the partition (a reload starts from nothing).
+// From then until Finish (or Store.Unload) the store remembers the
+// transaction completions made on the partition, to apply them again at
+// Finish: a marker written after the loader's last read completes offsets
+// the loader replays later.
 func NewLoader(store *Store, partition int32) *Loader {
 	store.Unload(partition)
+	store.mu.Lock()
+	store.loading[partition] = []completion{}
+	store.mu.Unlock()
 	return &Loader{store: store, partition: partition, groups: map[string]*GroupSnapshot{}}
 }
 
-// Batch replays one whole record batch read from the log.
+// Batch replays one whole record batch read from the log. The records of
+// a transactional batch are held pending for its producer; a control
+// batch (a COMMIT or ABORT marker) completes the producer's pending
+// offsets written before it, as Kafka's loader does: committed ones apply
+// (unless a newer record committed the partition), aborted ones never;
+// those still open at the end of the log stay pending.
 func (l *Loader) Batch(b []byte) error {
-	return DecodeBatch(b, func(_ int64, e Entry) error {
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRecord, err)
+	}
+	if h.Control() {
+		if !h.HasProducerID() {
+			return nil
+		}
+		typ, ok, err := controlType(b)
+		if err != nil || !ok {
+			return err
+		}
+		l.store.mu.Lock()
+		l.store.completeLocked(l.partition, completion{producerID: h.ProducerID,
+			commit: typ == kmsg.ControlRecordKeyTypeCommit, before: h.BaseOffset})
+		l.store.mu.Unlock()
+		return nil
+	}
+	txn := h.Transactional() && h.HasProducerID()
+	return DecodeBatch(b, func(at int64, e Entry) error {
 		l.Records++
-		l.store.Apply(l.partition, e)
+		if txn && e.IsOffset {
+			l.store.applyPending(l.partition, h.ProducerID, e, at)
+			return nil
+		}
+		l.store.Apply(l.partition, e, at)
 		if e.IsOffset {
 			return nil
 		}
@@ -52,6 +116,13 @@ func (l *Loader) Batch(b []byte) error {
 // order; a group whose newest record is a tombstone comes as a snapshot
 // with only Group set and nil Members (the contract's "remove").
 func (l *Loader) Finish(fn func(partition int32, g GroupSnapshot)) {
+	l.store.mu.Lock()
+	late := l.store.loading[l.partition]
+	delete(l.store.loading, l.partition)
+	for _, c := range late {
+		l.store.completeLocked(l.partition, c)
+	}
+	l.store.mu.Unlock()
 	for _, name := range l.order {
 		g := l.groups[name]
 		if g == nil {

@@ -3,6 +3,7 @@ package group
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"reflect"
@@ -22,22 +23,37 @@ import (
 type memLog struct {
 	mu      sync.Mutex
 	batches map[int32][][]byte
+	next    map[int32]int64 // next offset per partition
 	fail    error
+	// failAfter fails appends after the batch is in the log (a lost
+	// leadership or a replication timeout).
+	failAfter error
 }
 
-func (m *memLog) append(_ context.Context, p int32, b []byte) error {
+func (m *memLog) append(_ context.Context, p int32, b []byte, appended func(int64)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
 		return m.fail
 	}
-	if _, err := batch.Validate(b, batch.Limits{MaxBatchBytes: 1 << 20, TimestampBeforeMaxMs: -1, TimestampAfterMaxMs: -1}); err != nil {
+	h, err := batch.Validate(b, batch.Limits{MaxBatchBytes: 1 << 20, TimestampBeforeMaxMs: -1, TimestampAfterMaxMs: -1})
+	if err != nil {
 		return err
 	}
 	if m.batches == nil {
 		m.batches = map[int32][][]byte{}
+		m.next = map[int32]int64{}
 	}
-	m.batches[p] = append(m.batches[p], append([]byte(nil), b...))
+	// Assign offsets, as the log does.
+	c := append([]byte(nil), b...)
+	base := m.next[p]
+	binary.BigEndian.PutUint64(c, uint64(base))
+	m.next[p] += int64(h.LastOffsetDelta) + 1
+	m.batches[p] = append(m.batches[p], c)
+	appended(base)
+	if m.failAfter != nil {
+		return m.failAfter
+	}
 	return nil
 }
 

@@ -221,6 +221,21 @@ func DecodeRecord(key, value []byte) (e Entry, ok bool, err error) {
 //	firstTimestamp int64 | maxTimestamp int64 | producerId int64 (-1) |
 //	producerEpoch int16 (-1) | baseSequence int32 (-1) | records [count int32 | record...]
 func BuildBatch(records []KV, nowMs int64) []byte {
+	return buildBatch(records, nowMs, -1, -1, -1, 0)
+}
+
+// BuildTxnBatch is [BuildBatch] for TxnOffsetCommit: a transactional
+// batch (attributes 0x10) of producerID at producerEpoch, base sequence 0,
+// as Kafka's coordinator writes transactional offset commits (the log
+// does not check the sequences of the coordinator's own batches).
+func BuildTxnBatch(records []KV, nowMs int64, producerID int64, producerEpoch int16) []byte {
+	return buildBatch(records, nowMs, producerID, producerEpoch, 0, attrTransactional)
+}
+
+// attrTransactional is the batch attribute bit of transactional batches.
+const attrTransactional = 0x10
+
+func buildBatch(records []KV, nowMs int64, producerID int64, producerEpoch int16, baseSequence int32, attrs int16) []byte {
 	var body []byte
 	for i, kv := range records {
 		r := kmsg.Record{OffsetDelta: int32(i), Key: kv.Key, Value: kv.Value}
@@ -229,8 +244,8 @@ func BuildBatch(records []KV, nowMs int64) []byte {
 		body = r.AppendTo(body)
 	}
 	b := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(len(records) - 1),
-		FirstTimestamp: nowMs, MaxTimestamp: nowMs, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		PartitionLeaderEpoch: -1, Magic: 2, Attributes: attrs, LastOffsetDelta: int32(len(records) - 1),
+		FirstTimestamp: nowMs, MaxTimestamp: nowMs, ProducerID: producerID, ProducerEpoch: producerEpoch, FirstSequence: baseSequence,
 		NumRecords: int32(len(records)), Records: body,
 	}
 	out := b.AppendTo(nil)
