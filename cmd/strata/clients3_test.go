@@ -339,9 +339,6 @@ const (
 	// (measured: 76 s on 2 busy cores with a warm module cache: 58 s for
 	// the suite, its build included, 16 s for the chaos run).
 	kgoSuiteTimeout = 8 * time.Minute
-	// kgoSkip: transactions are not built (TestTxnEtl waits for them
-	// until its deadline).
-	kgoSkip = "^TestTxnEtl$"
 )
 
 // kgoMustPass are tests of franz-go's suite that talk to the cluster and
@@ -350,6 +347,9 @@ var kgoMustPass = []string{
 	"TestGroupETL", "TestClient_Produce", "TestClient_ProduceLargeMessages", "TestIssue434",
 	"TestIssue337", "TestDirectPartitionPurge", "TestConsumeMaxDecompressBatchBytes", "TestIssue769",
 	"TestPauseIssueOct2023", "TestUnknownGroupOffsetFetchPinned",
+	// Transactions (issue 16): its classic-group subtests (range,
+	// cooperative-sticky, static); the KIP-848 ones skip themselves.
+	"TestTxnEtl", "TestTxnEtl/range", "TestTxnEtl/cooperative-sticky", "TestTxnEtl/cooperative-sticky/static",
 }
 
 // franzGoDir downloads the franz-go module go.mod requires through the
@@ -397,7 +397,7 @@ func passed(out []byte) (pass, fail []string) {
 
 // TestCluster3FranzGoSuite runs franz-go's own kgo integration tests
 // against three nodes with KGO_TEST_RF=3 (their default: every topic they
-// create has three replicas), all but the transactional ETL, then its
+// create has three replicas), the transactional ETL included, then its
 // group ETL test again with KGO_TEST_CHAOS=1 (every client connection
 // dies after 0.5-1.5 s: reconnects, produce retries, sequence rewinds,
 // idempotent ordering).
@@ -430,7 +430,7 @@ func TestCluster3FranzGoSuite(t *testing.T) {
 		}
 		return out
 	}
-	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m", "-skip", kgoSkip)
+	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m")
 	pass, _ := passed(out)
 	for _, name := range kgoMustPass {
 		if !slices.Contains(pass, name) {
