@@ -593,3 +593,70 @@ func TestTxnKcatReadCommittedNeverShowsAborted(t *testing.T) {
 		t.Fatalf("kcat read_uncommitted: %q", got)
 	}
 }
+
+// TestTxnDelayedProduceAfterAbortRefused is KIP-890 part 1 against the
+// real coordinator: a transactional batch of a franz-go producer's
+// aborted transaction that arrives late is refused (INVALID_TXN_STATE to
+// Produce v9, TRANSACTION_ABORTABLE to v11), as is one for a partition
+// the ongoing transaction did not add; nothing reaches the log, and the
+// producer's next transaction commits without them.
+func TestTxnDelayedProduceAfterAbortRefused(t *testing.T) {
+	n := startNode(t, t.TempDir(), txnProps)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 2, nil)
+	cl := txnProducer(t, []string{n.Addr()}, "tx-late")
+	ctx := testCtx(t)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("aborted")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	waitTxnState(t, adm, "tx-late", "CompleteAbort")
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, n)
+	txnID := kmsg.StringPtr("tx-late")
+	end0, end1 := leo(n, "t"), n.partition("t", 1).log.LogEndOffset()
+	late := func(v int16, part int32) int16 {
+		req := produceReq(v, "t", [16]byte{}, part, -1, txnBatch(pid, epoch, 1, "late"))
+		req.TransactionID = txnID
+		code, _ := produceErr(t, c.roundTrip(req))
+		return code
+	}
+	if code := late(9, 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("late batch after the abort, v9: code %d, want INVALID_TXN_STATE", code)
+	}
+	if code := late(11, 0); code != kerr.TransactionAbortable.Code {
+		t.Fatalf("late batch after the abort, v11: code %d, want TRANSACTION_ABORTABLE", code)
+	}
+
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitTxnState(t, adm, "tx-late", "Ongoing")
+	if code := late(11, 1); code != kerr.TransactionAbortable.Code {
+		t.Fatalf("batch for a partition not in the transaction: code %d, want TRANSACTION_ABORTABLE", code)
+	}
+	if got := n.partition("t", 1).log.LogEndOffset(); got != end1 {
+		t.Fatalf("partition 1 log end %d, want %d", got, end1)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := leo(n, "t"); got != end0+2 {
+		t.Fatalf("partition 0 log end %d, want %d (the committed record and its marker)", got, end0+2)
+	}
+	got := consumeIso(t, []kgo.Opt{kgo.SeedBrokers(n.Addr())}, "t", true, 1)
+	if !slices.Equal(got, []string{"committed"}) {
+		t.Fatalf("read_committed: %q", got)
+	}
+}
