@@ -375,7 +375,7 @@ func TestTxnVerificationGuardDroppedByMarker(t *testing.T) {
 	epoch := p.leaderEpoch.Load()
 	now := time.Now().UnixMilli()
 
-	guard := p.verified.add(pid, 0)
+	guard := p.verified.add(pid, 0, epoch)
 	if _, err := p.appendMarker(producer.Marker{ProducerID: pid}, epoch); err != nil {
 		t.Fatal(err)
 	}
@@ -387,12 +387,24 @@ func TestTxnVerificationGuardDroppedByMarker(t *testing.T) {
 		t.Fatalf("v9: %v, want INVALID_TXN_STATE", err)
 	}
 	// A fresh verification appends.
-	guard = p.verified.add(pid, 0)
+	guard = p.verified.add(pid, 0, epoch)
 	if _, err := p.appendRecords(txnBatch(pid, 0, 0, "ok"), epoch, now, &txnAppend{guard: guard, version: 11}); err != nil {
 		t.Fatal(err)
 	}
 	if f, ok := p.log.OngoingTxn(pid); !ok || f != 1 {
 		t.Fatalf("ongoing txn %d %v, want at 1", f, ok)
+	}
+
+	// A guard holds in the leader epoch it was made in only: markers of
+	// a later leadership reach this log by replication, which drops no
+	// guard.
+	other := initProducerID(t, c)
+	guard = p.verified.add(other, 0, epoch-1)
+	if g := p.verified.cached(other, 0, epoch); g != 0 {
+		t.Fatalf("a guard of leader epoch %d is cached in epoch %d", epoch-1, epoch)
+	}
+	if _, err := p.appendRecords(txnBatch(other, 0, 0, "stale"), epoch, now, &txnAppend{guard: guard, version: 11}); !errors.Is(err, kerr.TransactionAbortable) {
+		t.Fatalf("append with a guard of an earlier leader epoch: %v, want TRANSACTION_ABORTABLE", err)
 	}
 }
 
