@@ -664,9 +664,13 @@ func TestTxnDelayedProduceAfterAbortRefused(t *testing.T) {
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	if got := leo(n, "t"); got != end0+2 {
-		t.Fatalf("partition 0 log end %d, want %d (the committed record and its marker)", got, end0+2)
-	}
+	// EndTxn answers once PrepareCommit is durable; the markers follow.
+	testutil.Eventually(t, testWait, func() error {
+		if got := leo(n, "t"); got != end0+2 {
+			return fmt.Errorf("partition 0 log end %d, want %d (the committed record and its marker)", got, end0+2)
+		}
+		return nil
+	}, "the commit marker")
 	got := consumeIso(t, []kgo.Opt{kgo.SeedBrokers(n.Addr())}, "t", true, 1)
 	if !slices.Equal(got, []string{"committed"}) {
 		t.Fatalf("read_committed: %q", got)

@@ -83,6 +83,11 @@ func (v *txnVerifications) add(pid int64, epoch int16, leaderEpoch int32) uint64
 	if v.m == nil {
 		v.m = map[int64]txnGuard{}
 	}
+	for id, g := range v.m {
+		if g.leaderEpoch != leaderEpoch {
+			delete(v.m, id) // of an earlier leadership: can never hold again
+		}
+	}
 	v.next++
 	v.m[pid] = txnGuard{epoch: epoch, leaderEpoch: leaderEpoch, token: v.next}
 	return v.next
