@@ -442,3 +442,42 @@ func TestCluster3FranzGoSuite(t *testing.T) {
 		t.Errorf("franz-go TestGroupETL under KGO_TEST_CHAOS=1 did not pass:\n%s", out[max(0, len(out)-4000):])
 	}
 }
+
+// TestCluster3ConfluentKafkaTransactions: librdkafka's transactional
+// producer commits and aborts on three nodes at RF=3 (the coordinator's
+// __transaction_state and the partition replicated, min ISR 2), and
+// librdkafka's consumer (read_committed by default) reads exactly the
+// committed records, in order.
+func TestCluster3ConfluentKafkaTransactions(t *testing.T) {
+	py := needExternal(t, "/usr/bin/python3", "-c", "import confluent_kafka")
+	script, err := filepath.Abs("../../broker/testdata/compat/client.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster3(t)
+	_, adm := c.client()
+	const topic = "py3-txn"
+	createTopic3(t, adm, topic, 2) // the transactions write partition 0
+	seeds := strings.Join(c.addrs(), ",")
+	var res struct{ Committed, Aborted []string }
+	out := runExternal(t, nil, py, script, "transact", seeds, topic, "py3-tx", "20:commit,10:abort,30:commit,5:abort,15:commit")
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Committed) != 65 || len(res.Aborted) != 15 {
+		t.Fatalf("transact: %v %q", err, out)
+	}
+	out = runExternal(t, nil, py, script, "consume", seeds, topic, "0", "0", "1000")
+	var got []string
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var r struct{ Value *string }
+		if err := json.Unmarshal(line, &r); err != nil || r.Value == nil {
+			t.Fatalf("client.py consume line %q: %v", line, err)
+		}
+		v, err := base64.StdEncoding.DecodeString(*r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(v))
+	}
+	if !slices.Equal(got, res.Committed) {
+		t.Fatalf("librdkafka read_committed on three nodes: %d records %q, want the %d committed", len(got), got, len(res.Committed))
+	}
+}
