@@ -203,6 +203,10 @@ func TestTxnReadCommittedStopsAtLSOAndListsAborted(t *testing.T) {
 	if u := fetchIso(t, c, "rc", 0, 0); u.LastStableOffset != 0 || u.AbortedTransactions != nil || len(batchValues(t, u.RecordBatches)) != 4 {
 		t.Fatalf("read_uncommitted: lso %d aborted %v values %q", u.LastStableOffset, u.AbortedTransactions, batchValues(t, u.RecordBatches))
 	}
+	// Between the LSO and the HW: nothing yet, not out of range.
+	if p := fetchIso(t, c, "rc", 2, 1); len(p.RecordBatches) != 0 || p.LastStableOffset != 0 {
+		t.Fatalf("read_committed at 2 above the LSO: %d bytes, lso %d", len(p.RecordBatches), p.LastStableOffset)
+	}
 	if got := latestOffset(t, c, "rc", 1); got != 0 {
 		t.Fatalf("read_committed latest %d, want the LSO 0", got)
 	}
