@@ -23,6 +23,11 @@ values travel base64-encoded so arbitrary bytes compare byte-exact; None
       a group member subscribed to the topics (earliest), reading count
       records; stdout: {"records": n, "errors": [every error_cb error,
       transient ones included]}.
+  transact <bootstrap> <topic> <transactional.id> <plan>
+      a transactional producer (partition 0): plan is a comma-separated
+      list of <count>:<commit|abort>, one transaction each, in order, of
+      count records valued "<txn index>-<record index>-<commit|abort>";
+      stdout: {"committed": [values], "aborted": [values]} (plain text).
   produce_may_fail <bootstrap> <topic> <batch.size>
       as produce (uncompressed, not idempotent, partition 0), but delivery
       errors are reported, not fatal; stdout: {"librdkafka": version
@@ -233,6 +238,33 @@ def produce_may_fail(bootstrap, topic, batch_size):
     print(json.dumps({"librdkafka": ck.libversion()[1], "reports": reports}))
 
 
+def transact(bootstrap, topic, txn_id, plan):
+    p = ck.Producer(dict(common(bootstrap), **{
+        "transactional.id": txn_id,
+        "linger.ms": 5,
+        "message.timeout.ms": int(TIMEOUT * 1000),
+    }))
+    p.init_transactions(TIMEOUT)
+    out = {"committed": [], "aborted": []}
+    for i, step in enumerate(plan.split(",")):
+        count, how = step.split(":")
+        p.begin_transaction()
+        vals = ["%d-%d-%s" % (i, j, how) for j in range(int(count))]
+        for v in vals:
+            p.produce(topic, v.encode(), partition=0)
+        # Flushed before the end, so an abort really aborts written data.
+        if p.flush(TIMEOUT):
+            print("client.py: records undelivered", file=sys.stderr)
+            sys.exit(2)
+        if how == "commit":
+            p.commit_transaction(TIMEOUT)
+            out["committed"].extend(vals)
+        else:
+            p.abort_transaction(TIMEOUT)
+            out["aborted"].extend(vals)
+    print(json.dumps(out))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {
@@ -241,6 +273,7 @@ def main():
         "consume": consume,
         "offsets_for_times": offsets_for_times,
         "produce_may_fail": produce_may_fail,
+        "transact": transact,
         "subscribe": subscribe,
     }[cmd](*args)
 
