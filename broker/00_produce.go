@@ -55,8 +55,11 @@ package broker
 // acks=0 gets no response; as in Kafka, an acks=0 request with any failed
 // partition closes the connection, which is how the client learns of it.
 //
-// Differences from Kafka: transactional batches are appended as sent (no
-// transaction coordinator; InitProducerId refuses transactional ids); a
+// Transactional batches: a transactional id is required
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition otherwise),
+// and KIP-890 part 1 verification (txn_produce.go).
+//
+// Differences from Kafka: a
 // duplicate on a CreateTime topic answers LogAppendTime -1 (Kafka echoes
 // the batch's max timestamp there); a duplicate or out-of-sequence batch
 // is checked for corruption and size but not for timestamps.
@@ -84,6 +87,22 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 	failed := 0
 	nowMs := time.Now().UnixMilli()
 	var waits []produceWait
+	// Transactional batches (txn_produce.go): a transactional id is
+	// required, and KIP-890 verification runs before the appends.
+	txnReq := hasTransactionalBatch(req)
+	var txnErr error
+	var plan txnProducePlan
+	if txnReq && req.TransactionID == nil {
+		txnErr = kerr.TransactionalIDAuthorizationFailed
+	} else if txnReq && !badAcks {
+		names := make([]string, len(req.Topics))
+		for i, t := range req.Topics {
+			if name, _, err := n.resolveTopic(r.version >= 13, t.Topic, t.TopicID); err == nil {
+				names[i] = name
+			}
+		}
+		plan = n.planTxnProduce(ctx, req, names, r.version)
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -96,11 +115,16 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 			switch {
 			case badAcks:
 				err = kerr.InvalidRequiredAcks
+			case txnErr != nil:
+				err = txnErr
 			case topicErr != nil:
 				err = topicErr
+			case plan.errs[txnProduceKey{name, tp.Partition}] != nil:
+				err = plan.errs[txnProduceKey{name, tp.Partition}]
 			default:
 				var wait *produceWait
-				wait, err = n.producePartition(name, exists, tp, req.Acks, nowMs, &rp)
+				txn := &txnAppend{guard: plan.guards[txnProduceKey{name, tp.Partition}], version: r.version}
+				wait, err = n.producePartition(name, exists, tp, req.Acks, nowMs, txn, &rp)
 				if wait != nil {
 					wait.topic, wait.part = len(resp.Topics), len(rt.Partitions)
 					waits = append(waits, *wait)
@@ -200,10 +224,10 @@ func (n *Node) deferProduce(ctx context.Context, r *request, req *kmsg.ProduceRe
 
 // producePartition appends one partition's records; for acks=-1 it
 // returns what to wait for when the HW does not cover the batch yet.
-func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, acks int16, nowMs int64, rp *kmsg.ProduceResponseTopicPartition) (*produceWait, error) {
-	if topic == offsetsTopic {
+func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, acks int16, nowMs int64, txn *txnAppend, rp *kmsg.ProduceResponseTopicPartition) (*produceWait, error) {
+	if topic == offsetsTopic || topic == txnStateTopic {
 		// Kafka: "Cannot append to internal topic" for clients (only the
-		// group coordinator writes it, coordinator.go).
+		// coordinators write them, coordinator.go, txn_coordinator.go).
 		return nil, kerr.InvalidTopicException
 	}
 	p := n.partition(topic, tp.Partition)
@@ -219,7 +243,7 @@ func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceR
 		}
 	}
 	epoch := p.leaderEpoch.Load()
-	res, err := p.appendRecords(tp.Records, epoch, nowMs)
+	res, err := p.appendRecords(tp.Records, epoch, nowMs, txn)
 	if err != nil {
 		return nil, err
 	}

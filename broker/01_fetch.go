@@ -67,9 +67,16 @@ package broker
 // Consumers: an offset in (HW, LEO] is not out of range (empty, or parked);
 // above the LEO it is.
 //
-// Differences from Kafka: read-committed reads stop at the high watermark
-// (there are no transactions yet, so the last stable offset is the high
-// watermark). CurrentLeader (v12+) is not filled in on leadership errors.
+// Transactions: every partition answered carries the last stable offset
+// (storage.Log.LastStableOffset: min(first unstable offset, HW)). A
+// consumer's read_committed fetch (isolation_level 1) reads only below it,
+// as a follower serving KIP-392 reads does with its own, and lists the
+// aborted transactions (producer id, first offset) whose range overlaps
+// the batches it sends, from the segments' .txnindex; the client drops
+// their records. Followers' fetches read to the LEO regardless.
+//
+// Differences from Kafka: CurrentLeader (v12+) is not filled in on
+// leadership errors.
 
 import (
 	"bytes"
@@ -125,6 +132,11 @@ type fetchPart struct {
 	clientRack string
 	preferred  int32
 	asFollower bool
+
+	// readCommitted: a consumer's fetch with isolation_level=1, bounded
+	// by the last stable offset and answered with the aborted
+	// transactions of the range it reads.
+	readCommitted bool
 }
 
 // checkServe returns the error this broker answers the part with before
@@ -158,12 +170,18 @@ func (fp *fetchPart) checkServe() error {
 func (fp *fetchPart) follower() bool { return fp.replica >= 0 }
 
 // bound is how far the part may read: the LEO for a follower, the HW for
-// a consumer.
+// a consumer, the last stable offset for a read_committed consumer (on a
+// follower serving KIP-392 reads too: its log's LSO is bounded by the HW
+// it learned from the leader).
 func (fp *fetchPart) bound() int64 {
 	if fp.follower() {
 		return fp.p.log.LogEndOffset()
 	}
-	return fp.p.hw.Load()
+	hw := fp.p.hw.Load()
+	if fp.readCommitted {
+		return min(hw, fp.p.log.LastStableOffset())
+	}
+	return hw
 }
 
 // fetchKind is how a fetch relates to fetch sessions.
@@ -187,6 +205,7 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 	for i := range parts {
 		parts[i].replica, parts[i].replicaEpoch = replica, replicaEpoch
 		parts[i].preferred = -1
+		parts[i].readCommitted = replica < 0 && req.IsolationLevel == 1
 		if r.version >= 11 && replica < 0 {
 			parts[i].anyReplica, parts[i].clientRack = true, req.Rack
 		}
@@ -649,7 +668,7 @@ func (n *Node) readRemoteParts(ctx context.Context, parts []fetchPart, remote []
 		go func() {
 			defer wg.Done()
 			r := &res[j]
-			r.hw = fp.p.hw.Load()
+			r.hw = fp.bound()
 			limit := min(int64(fp.maxBytes), left)
 			r.v, r.pending, r.err = n.tier.read(ctx, fp.p, fp.fetchOffset, int(max(limit, 1)), n.cfg.Tiering.RemoteFetchMaxWait)
 		}()
@@ -691,12 +710,38 @@ func (fp *fetchPart) offsets() (hw, lastStable, logStart int64) {
 		return -1, -1, -1
 	}
 	hw = fp.readHW
-	if !fp.read || fp.follower() || fp.err != nil {
+	if !fp.read || fp.follower() || fp.err != nil || fp.readCommitted {
 		// A follower learns the HW as it is now (raised by its own fetch
-		// perhaps); OFFSET_MOVED_TO_TIERED_STORAGE carries it too.
+		// perhaps); OFFSET_MOVED_TO_TIERED_STORAGE carries it too. A
+		// read_committed read stopped at the LSO: the HW is today's.
 		hw = fp.p.hw.Load()
 	}
-	return hw, hw, fp.p.log.LogStartOffset()
+	lastStable = min(hw, fp.p.log.LastStableOffset())
+	if fp.readCommitted && fp.read && fp.err == nil {
+		// The LSO the read stopped at, so the records sent and the LSO
+		// agree (the HW never moves back while leading).
+		lastStable = min(fp.readHW, hw)
+	}
+	return hw, lastStable, fp.p.log.LogStartOffset()
+}
+
+// abortedTxns is a read_committed part's AbortedTransactions: the
+// aborted transactions overlapping the range it sends (empty, not null,
+// without records, as Kafka). nil (null) for read_uncommitted.
+func (fp *fetchPart) abortedTxns() []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	if !fp.readCommitted || fp.p == nil || fp.err != nil {
+		return nil
+	}
+	out := []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	if !fp.hasView {
+		return out
+	}
+	for _, a := range fp.p.log.AbortedTxns(fp.fetchOffset, fp.view.NextOffset) {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		out = append(out, at)
+	}
+	return out
 }
 
 // respondState marks every partition as answered (sessionless and full
@@ -780,6 +825,7 @@ func encodeFetch(r *request, resp *kmsg.FetchResponse, parts []fetchPart, answer
 		// ("invalid MessageSetSize -1"), and Kafka never sends one.
 		rp.RecordBatches = []byte{}
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = fp.offsets()
+		rp.AbortedTransactions = fp.abortedTxns()
 		if fp.diverging != nil {
 			rp.DivergingEpoch = *fp.diverging
 		}

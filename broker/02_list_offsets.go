@@ -5,16 +5,17 @@ package broker
 //
 // Behaviour, per partition, by the requested timestamp:
 //
-//	-1 latest          the high watermark (the log end offset for a replica,
-//	                   ReplicaID != -1; also for read_committed: no
-//	                   transactions yet, so the last stable offset is the HW)
+//	-1 latest          the high watermark; the last stable offset for
+//	                   isolation_level read_committed (v2+); the log end
+//	                   offset for a replica (ReplicaID != -1)
 //	-2 earliest        the log start offset
 //	-3 max timestamp   the record with the largest timestamp (v7+, KIP-734)
 //	-4 earliest local  the first offset on local disk (v8+, KIP-405)
 //	-5 latest tiered   the last offset in the remote tier, -1 when none
 //	                   (v9+, KIP-1005)
 //	>= 0               the first record whose timestamp is >= it, below the
-//	                   high watermark; offset and timestamp -1 when none
+//	                   high watermark (read_committed: the last stable
+//	                   offset); offset and timestamp -1 when none
 //
 // For a remote-storage topic, -2 is the remote tier's start (the whole
 // log's) while -4 is the local disk's; timestamps and -3 look at both
@@ -70,7 +71,8 @@ func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error)
 				if r.version >= 4 {
 					epoch = tp.CurrentLeaderEpoch
 				}
-				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, req.ReplicaID, r.version, &rp)
+				readCommitted := r.version >= 2 && req.IsolationLevel == 1
+				err = n.listOffset(ctx, t.Topic, exists, tp.Partition, epoch, tp.Timestamp, req.ReplicaID, readCommitted, r.version, &rp)
 			}
 			rp.ErrorCode = errCode(err)
 			rt.Partitions = append(rt.Partitions, rp)
@@ -80,7 +82,7 @@ func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error)
 	return encodeResponse(r, resp), nil
 }
 
-func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, replicaID int32, version int16, rp *kmsg.ListOffsetsResponseTopicPartition) error {
+func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index, clientEpoch int32, ts int64, replicaID int32, readCommitted bool, version int16, rp *kmsg.ListOffsetsResponseTopicPartition) error {
 	p := n.partition(topic, index)
 	if p == nil {
 		return n.missingPartitionErr(topic, exists, index)
@@ -94,6 +96,10 @@ func (n *Node) listOffset(ctx context.Context, topic string, exists bool, index,
 			return kerr.OffsetNotAvailable
 		}
 		return kerr.LeaderNotAvailable
+	}
+	if readCommitted && replicaID == -1 {
+		// Kafka's lastFetchableOffset for READ_COMMITTED.
+		hw = min(hw, p.log.LastStableOffset())
 	}
 	off, rts := int64(-1), int64(-1)
 	switch {

@@ -74,7 +74,7 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 				}
 				// __consumer_offsets is made by the group coordinator
 				// (coordinator.go) with its own configs, never by Metadata.
-				if _, ok := st.TopicByName(*t.Topic); !ok && *t.Topic != offsetsTopic {
+				if _, ok := st.TopicByName(*t.Topic); !ok && *t.Topic != offsetsTopic && *t.Topic != txnStateTopic {
 					missing = append(missing, *t.Topic)
 				}
 			}
@@ -213,7 +213,7 @@ func metadataTopic(rs *replicaStatus, version int16, t metadata.TopicInfo) kmsg.
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
-	mt.IsInternal = t.Name == offsetsTopic
+	mt.IsInternal = t.Name == offsetsTopic || t.Name == txnStateTopic
 	mt.AuthorizedOperations = authorizedOpsUnknown
 	for _, p := range rs.st.Partitions(t.ID) {
 		mp := kmsg.NewMetadataResponseTopicPartition()

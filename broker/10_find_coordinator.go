@@ -12,9 +12,12 @@ package broker
 // leader has no listener, gets COORDINATOR_NOT_AVAILABLE. An empty group id
 // gets INVALID_REQUEST (v4+ per key), as Kafka.
 //
-// Differences from Kafka: key type 1 (TRANSACTION) gets
-// COORDINATOR_NOT_AVAILABLE (no transaction coordinator), key type 2
-// (SHARE, v6) INVALID_REQUEST; other types INVALID_REQUEST.
+// Key type 1 (TRANSACTION) is answered the same way with the leader of
+// __transaction_state partition PartitionFor(transactional id), the first
+// lookup creating that topic (txn_coordinator.go).
+//
+// Differences from Kafka: key type 2 (SHARE, v6) gets INVALID_REQUEST;
+// other types INVALID_REQUEST.
 
 import (
 	"context"
@@ -55,6 +58,13 @@ func handleFindCoordinator(ctx context.Context, n *Node, r *request) (*frame, er
 		}
 		cancel()
 	}
+	if req.CoordinatorType == 1 && n.txns.numPartitions() == 0 {
+		cctx, cancel := context.WithTimeout(ctx, findCoordinatorCreateWait)
+		if err := n.txns.ensureTopic(cctx); err != nil {
+			n.logger.Debug("broker: create "+txnStateTopic+" on FindCoordinator", "err", err)
+		}
+		cancel()
+	}
 	for _, key := range keys {
 		a := n.findCoordinator(req.CoordinatorType, key, r.conn.listener)
 		if r.version < 4 {
@@ -82,8 +92,7 @@ func (n *Node) findCoordinator(keyType int8, key, listener string) coordinatorAn
 	a := coordinatorAnswer{node: -1, port: -1}
 	switch {
 	case keyType == 1:
-		a.err = kerr.CoordinatorNotAvailable
-		return a
+		return n.findTxnCoordinator(key, listener)
 	case keyType != 0, key == "":
 		a.err = kerr.InvalidRequest
 		return a

@@ -17,8 +17,9 @@ package broker
 // blocks (AllocateProducerIds); Kafka answers a non-transactional request
 // that names its id and epoch with a brand-new id, Strata bumps the epoch
 // of the same id (either way the producer restarts its sequences at 0).
-// Transactional ids are refused with INVALID_REQUEST: there is no
-// transaction coordinator.
+// A request with a transactional id goes to the transaction coordinator
+// (txn_coordinator.go, broker/txncoord): its producer id and epoch, with
+// fencing of older instances and KIP-360 resumes.
 
 import (
 	"context"
@@ -26,17 +27,27 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/txncoord"
 )
 
 func init() { register(22, 0, handleInitProducerID) }
 
-func handleInitProducerID(_ context.Context, n *Node, r *request) (*frame, error) {
+func handleInitProducerID(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.InitProducerIDRequest)
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
 	case req.TransactionalID != nil:
-		resp.ErrorCode = kerr.InvalidRequest.Code
+		pid, epoch := req.ProducerID, req.ProducerEpoch
+		if r.version < 3 {
+			pid, epoch = -1, -1
+		}
+		a := n.txns.do(ctx, func(id txncoord.ReqID) txncoord.Effects {
+			return n.txns.c.InitProducerID(nowMs(), txncoord.InitRequest{Req: id, Version: r.version,
+				TxnID: *req.TransactionalID, TimeoutMs: req.TransactionTimeoutMillis, ProducerID: pid, Epoch: epoch})
+		})
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = a.Err, a.ProducerID, a.Epoch
 	case r.version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16-1:
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
 	default:

@@ -103,7 +103,7 @@ func describeTopicPartitions(rs *replicaStatus, req *kmsg.DescribeTopicPartition
 		}
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		rt.IsInternal = name == offsetsTopic
+		rt.IsInternal = name == offsetsTopic || name == txnStateTopic
 		rt.AuthorizedOperations = topicOperations
 		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 		t, ok := rs.st.TopicByName(name)

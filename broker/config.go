@@ -99,6 +99,14 @@ var Settings = []Setting{
 	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
 	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets (1, as Kafka's shipped server.properties sets it; 3 on a 3-node cluster)"},
 	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets"},
+	{"transaction.state.log.num.partitions", "50", "partitions of __transaction_state when the broker creates it (fixed afterwards)"},
+	{"transaction.state.log.replication.factor", "3", "replication factor of __transaction_state (capped at the live brokers when it is created, as offsets.topic.replication.factor)"},
+	{"transaction.state.log.min.isr", "2", "min.insync.replicas of __transaction_state (capped at its replication factor)"},
+	{"transaction.state.log.segment.bytes", "104857600", "segment.bytes of __transaction_state"},
+	{"transaction.max.timeout.ms", "900000", "largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)"},
+	{"transactional.id.expiration.ms", "604800000", "a transactional id with no transaction for this long is forgotten"},
+	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "how often transactions past their timeout are aborted"},
+	{"transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", "how often expired transactional ids are removed"},
 	{"offsets.retention.minutes", "10080", "committed offsets of an Empty group expire this long after their commit"},
 	{"offsets.retention.check.interval.ms", "600000", "how often expired offsets are removed"},
 	{"offsets.commit.timeout.ms", "5000", "how long an offset commit or a group's metadata write waits for every ISR member of its __consumer_offsets partition (as acks=all) before answering REQUEST_TIMED_OUT"},
@@ -306,6 +314,16 @@ type Config struct {
 	OffsetsRetentionCheckInterval time.Duration
 	OffsetsCommitTimeout          time.Duration // offsets.commit.timeout.ms
 	OffsetMetadataMaxBytes        int
+
+	// Transactions (transaction.*, txn_coordinator.go).
+	TxnStatePartitions        int32
+	TxnStateReplicationFactor int16
+	TxnStateMinISR            int16
+	TxnStateSegmentBytes      int64
+	TxnMaxTimeout             time.Duration
+	TxnIDExpiration           time.Duration
+	TxnAbortTimedOutInterval  time.Duration
+	TxnRemoveExpiredInterval  time.Duration
 
 	// Storage holds the broker-level defaults of topic configs (log.*).
 	Storage                storage.Config
@@ -589,6 +607,17 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.OffsetsRetentionCheckInterval = ms("offsets.retention.check.interval.ms", 1)
 	c.OffsetsCommitTimeout = ms("offsets.commit.timeout.ms", 1)
 	c.OffsetMetadataMaxBytes = int(min(i64("offset.metadata.max.bytes", 0), 1<<31-1))
+	c.TxnStatePartitions = int32(min(i64("transaction.state.log.num.partitions", 1), 1<<20))
+	c.TxnStateReplicationFactor = rf("transaction.state.log.replication.factor")
+	c.TxnStateMinISR = rf("transaction.state.log.min.isr")
+	c.TxnStateSegmentBytes = i64("transaction.state.log.segment.bytes", 14)
+	c.TxnMaxTimeout = ms("transaction.max.timeout.ms", 1)
+	if c.TxnMaxTimeout > math.MaxInt32*time.Millisecond {
+		bad("transaction.max.timeout.ms", get("transaction.max.timeout.ms"), "above 2147483647")
+	}
+	c.TxnIDExpiration = ms("transactional.id.expiration.ms", 1)
+	c.TxnAbortTimedOutInterval = ms("transaction.abort.timed.out.transaction.cleanup.interval.ms", 1)
+	c.TxnRemoveExpiredInterval = ms("transaction.remove.expired.transaction.cleanup.interval.ms", 1)
 
 	s := storage.DefaultConfig()
 	s.SegmentBytes = i64("log.segment.bytes", 14)

@@ -37,12 +37,8 @@ var KafkaIgnoredSettings = []string{
 	"inter.broker.protocol.version",
 	"listener.security.protocol.map", "security.inter.broker.protocol",
 	"early.start.listeners", "initial.broker.registration.timeout.ms",
-	// transactions and producer ids (not built yet)
-	"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-	"transaction.state.log.num.partitions", "transaction.state.log.segment.bytes",
-	"transaction.state.log.load.buffer.size", "transactional.id.expiration.ms",
-	"transaction.max.timeout.ms", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-	"transaction.remove.expired.transaction.cleanup.interval.ms",
+	// transactions and producer ids (internals)
+	"transaction.state.log.load.buffer.size",
 	"transaction.partition.verification.enable", "producer.id.expiration.ms",
 	"producer.id.expiration.check.interval.ms",
 	// groups and offsets internals

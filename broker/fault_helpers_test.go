@@ -30,27 +30,7 @@ import (
 func nodeIP(id int32) string { return fmt.Sprintf("127.0.0.%d", id+1) }
 
 // freePortOn returns a port free a moment ago on ip.
-func freePortOn(t testing.TB, ip string) int {
-	t.Helper()
-	// Below the ephemeral range (32768 and up on Linux): a port the
-	// kernel hands out as ephemeral could be taken, between this check
-	// and the node's listen or across its restarts, by any outgoing
-	// connection from ip, and the nodes dial from their own addresses
-	// (seen: "bind: address already in use" at a cluster's start).
-	var last error
-	for range 100 {
-		port := 20000 + rand.IntN(12000)
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-		if err != nil {
-			last = err
-			continue
-		}
-		ln.Close()
-		return port
-	}
-	t.Fatal(last)
-	return 0
-}
+func freePortOn(t testing.TB, ip string) int { return testutil.FreePortsOn(t, ip, 1)[0] }
 
 // startProxiedCluster is startCluster with every inter-node link through
 // nw: broker i binds 127.0.0.(i+1):P (the same P across restarts) and

@@ -254,8 +254,10 @@ type produceResult struct {
 // errors, checked before the producer's (as Kafka validates first).
 // epoch is the leader epoch the caller saw this broker lead p in: under
 // appendMu the append is refused (NOT_LEADER_OR_FOLLOWER) unless it still
-// does (checkLeaderAppendLocked).
-func (p *partition) appendRecords(records []byte, epoch int32, nowMs int64) (produceResult, error) {
+// does (checkLeaderAppendLocked). A transactional data batch also needs its
+// producer's transaction open in the log or txn's KIP-890 guard still in
+// force (txn_produce.go); txn nil is a coordinator's own append.
+func (p *partition) appendRecords(records []byte, epoch int32, nowMs int64, txn *txnAppend) (produceResult, error) {
 	res := produceResult{baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
 	h, parsed, err := clientBatch(records)
 	if err != nil {
@@ -276,6 +278,13 @@ func (p *partition) appendRecords(records []byte, epoch int32, nowMs int64) (pro
 	}
 
 	cfg := p.log.Config()
+	// KIP-890 part 1, checked after the duplicate check and before the
+	// sequence checks, as Kafka's analyzeAndValidateProducerState.
+	needVerified := false
+	if txn != nil && h.Transactional() && !h.Control() {
+		_, open := p.log.OngoingTxn(h.ProducerID)
+		needVerified = !open && !p.verified.valid(h.ProducerID, h.ProducerEpoch, txn.guard)
+	}
 	c := p.prod
 	c.mu.Lock()
 	if nowMs-c.lastExpiryMs >= producerExpiryCheckMs {
@@ -284,6 +293,9 @@ func (p *partition) appendRecords(records []byte, epoch int32, nowMs int64) (pro
 	}
 	tx := c.st.Begin()
 	dup, err := tx.Check(h)
+	if dup == nil && needVerified {
+		err = errNotInTxn(txn.version)
+	}
 	if err != nil || dup != nil {
 		tx.Abort()
 		c.mu.Unlock()

@@ -120,11 +120,15 @@ type Node struct {
 	// (replica_throttle.go); rates set by reconcile.
 	leaderQuota, followerQuota *replicationQuota
 	groups                     *groupCoordinator // consumer groups and committed offsets (coordinator.go)
+	txns                       *txnCoordinator   // the transaction coordinator (txn_coordinator.go)
 
 	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
 	// produceHook, if set (tests), runs after a produce request's appends;
 	// an error closes the connection instead of answering.
 	produceHook atomic.Pointer[produceHookFunc]
+	// txnVerifyHook, if set (tests), answers KIP-890 verification in place
+	// of verifyTxnPartitions (txn_produce.go).
+	txnVerifyHook atomic.Pointer[txnVerifyFunc]
 
 	brokerEpoch atomic.Int64
 	fenced      atomic.Bool
@@ -251,6 +255,7 @@ func Open(o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n.groups = newGroupCoordinator(n)                // before the follower: reconcile tells it of __consumer_offsets
+	n.txns = newTxnCoordinator(n)                    // before the follower: reconcile tells it of __transaction_state
 	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
@@ -302,6 +307,8 @@ func Open(o Options) (_ *Node, err error) {
 	}
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.groups.run(n.ctx) }()
+	n.loops.Add(1)
+	go func() { defer n.loops.Done(); n.txns.run(n.ctx) }()
 	n.health.serving.Store(true)
 	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.ClusterID(), "listeners", n.Addrs())
 	return n, nil
@@ -465,6 +472,9 @@ func (n *Node) Close() error {
 		}
 		if n.groups != nil {
 			n.groups.close()
+		}
+		if n.txns != nil {
+			n.txns.close()
 		}
 		var errs []error
 		errs = append(errs, n.tier.close())
@@ -693,8 +703,9 @@ func (n *Node) heartbeatLoop() {
 			}
 		} else if n.ctx.Err() == nil {
 			n.logger.Warn("broker: heartbeat failed", "err", err)
-			if metadata.ErrorCode(err) == kerr.StaleBrokerEpoch.Code {
-				// The controller dropped our registration: register again.
+			if code := metadata.ErrorCode(err); code == kerr.StaleBrokerEpoch.Code || code == kerr.BrokerIDNotRegistered.Code {
+				// The controller dropped our registration (a newer one
+				// of this id, or UnregisterBroker): register again.
 				if rerr := n.register(n.ctx); rerr != nil {
 					return
 				}

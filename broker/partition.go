@@ -32,7 +32,8 @@ type partition struct {
 	// appendMu serialises leader appends (appendRecords), so the offset the
 	// producer state records for a batch is the one the log assigns.
 	appendMu sync.Mutex
-	prod     *producerCell // idempotent-producer state; set by loadProducerState before publishing
+	prod     *producerCell    // idempotent-producer state; set by loadProducerState before publishing
+	verified txnVerifications // KIP-890 verification guards (txn_produce.go)
 
 	mu      sync.Mutex // guards waiters
 	waiters map[*waiter]struct{}

@@ -113,6 +113,10 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			21: {0, kmsg.NewPtrDeleteRecordsRequest().MaxVersion()},
 			22: {0, kmsg.NewPtrInitProducerIDRequest().MaxVersion()},
 			23: {2, kmsg.NewPtrOffsetForLeaderEpochRequest().MaxVersion()},
+			24: {0, kmsg.NewPtrAddPartitionsToTxnRequest().MaxVersion()},
+			25: {0, kmsg.NewPtrAddOffsetsToTxnRequest().MaxVersion()},
+			26: {0, 4}, // EndTxn v5 is transaction version 2 (KIP-890 part 2): not built
+			27: {0, 1}, // v2 is KIP-890 part 2, not built
 			28: {0, txnOffsetCommitMaxVersion}, // v5+: transaction version 2, not built
 			32: {0, kmsg.NewPtrDescribeConfigsRequest().MaxVersion()},
 			33: {0, kmsg.NewPtrAlterConfigsRequest().MaxVersion()},
@@ -125,6 +129,10 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			46: {0, kmsg.NewPtrListPartitionReassignmentsRequest().MaxVersion()},
 			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},
+			61: {0, 0},
+			64: {0, kmsg.NewPtrUnregisterBrokerRequest().MaxVersion()},
+			65: {0, kmsg.NewPtrDescribeTransactionsRequest().MaxVersion()},
+			66: {0, 1}, // ListTransactions v2 (the id pattern filter) is not built
 			75: {0, 0},
 		}
 		if len(got) != len(want) {

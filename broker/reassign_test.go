@@ -138,14 +138,20 @@ func TestReassignmentAPIs(t *testing.T) {
 		p := md.Topics[topic].Partitions[0]
 		return slices.Equal(p.Replicas, []int32{4, 3, 2}) && p.Leader == 2
 	}, "Metadata with replicas [4 3 2], leader 2")
-	dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
-	dt := kmsg.NewDescribeTopicPartitionsRequestTopic()
-	dt.Topic = topic
-	dreq.Topics = append(dreq.Topics, dt)
-	dresp, err := dreq.RequestWith(context.Background(), cl)
-	if err != nil || len(dresp.Topics) != 1 || len(dresp.Topics[0].Partitions) != 1 || !slices.Equal(dresp.Topics[0].Partitions[0].Replicas, []int32{4, 3, 2}) {
-		t.Fatalf("DescribeTopicPartitions: %+v, %v; want replicas [4 3 2]", dresp, err)
-	}
+	// DescribeTopicPartitions too, from whichever broker answers: each
+	// learns the change from its own metadata stream (seen in CI: a
+	// broker a moment behind the one Metadata asked).
+	testutil.Eventually(t, testWait, func() error {
+		dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		dt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		dt.Topic = topic
+		dreq.Topics = append(dreq.Topics, dt)
+		dresp, err := dreq.RequestWith(context.Background(), cl)
+		if err != nil || len(dresp.Topics) != 1 || len(dresp.Topics[0].Partitions) != 1 || !slices.Equal(dresp.Topics[0].Partitions[0].Replicas, []int32{4, 3, 2}) {
+			return fmt.Errorf("DescribeTopicPartitions: %+v, %v; want replicas [4 3 2]", dresp, err)
+		}
+		return nil
+	}, "DescribeTopicPartitions with replicas [4 3 2]")
 	// The leader's gauges (Kafka's): one reassigning partition, not
 	// under-replicated (the adding replica does not count as missing).
 	testutil.Eventually(t, testWait, func() bool {

@@ -230,6 +230,9 @@ func (n *Node) reconcile() {
 		if w.topic == offsetsTopic {
 			n.groups.offsetsPartitionChanged(w.index, p)
 		}
+		if w.topic == txnStateTopic {
+			n.txns.txnPartitionChanged(w.index, p)
+		}
 	}
 	n.partsMu.RLock()
 	var gone []tpKey
@@ -308,6 +311,9 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	n.tier.untrack(p)
 	if k.topic == offsetsTopic {
 		n.groups.offsetsPartitionChanged(k.partition, nil)
+	}
+	if k.topic == txnStateTopic {
+		n.txns.txnPartitionChanged(k.partition, nil)
 	}
 	p.wake() // fetches waiting on it answer now
 	if deleteLog {

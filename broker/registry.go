@@ -38,6 +38,20 @@ func register(key, minVersion int16, fn handlerFunc) {
 	apis[key] = &api{key: key, min: minVersion, max: req.MaxVersion(), fn: fn}
 }
 
+// registerMax adds an API served from minVersion up to maxVersion, for an
+// API whose newer versions kmsg knows but Strata does not build yet (say
+// EndTxn v5, transaction version 2): ApiVersions advertises only the
+// range served, and a request above it is refused like any unknown version.
+func registerMax(key, minVersion, maxVersion int16, fn handlerFunc) {
+	register(key, minVersion, fn)
+	if a := apis[key]; maxVersion < a.max {
+		if maxVersion < minVersion {
+			panic("broker: api max version below its min")
+		}
+		a.max = maxVersion
+	}
+}
+
 // supportedAPIs returns the registry sorted by key (ApiVersions' order).
 func supportedAPIs() []*api {
 	out := make([]*api, 0, len(apis))

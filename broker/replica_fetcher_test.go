@@ -363,7 +363,7 @@ func appendLocal(t *testing.T, p *partition, e int32, records ...[]byte) {
 	defer p.leader.Store(false)
 	for _, b := range records {
 		// As a leader's produce: the producer state records it too.
-		if _, err := p.appendRecords(slices.Clone(b), e, time.Now().UnixMilli()); err != nil {
+		if _, err := p.appendRecords(slices.Clone(b), e, time.Now().UnixMilli(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

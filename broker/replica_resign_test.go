@@ -45,7 +45,7 @@ func TestAppendAfterResignIsRefusedAndNotAcknowledged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ledPartition(t)
-			if _, err := p.appendRecords(recordBatch(time.Now().UnixMilli(), "committed?"), 5, time.Now().UnixMilli()); err != nil {
+			if _, err := p.appendRecords(recordBatch(time.Now().UnixMilli(), "committed?"), 5, time.Now().UnixMilli(), nil); err != nil {
 				t.Fatal(err)
 			}
 			if hw := p.hw.Load(); hw != 0 {
@@ -56,7 +56,7 @@ func TestAppendAfterResignIsRefusedAndNotAcknowledged(t *testing.T) {
 			p.leaderEpoch.Store(6) // makeFollower: the new leader's epoch
 
 			leo := p.log.LogEndOffset()
-			res, err := p.appendRecords(tc.batch, epoch, time.Now().UnixMilli())
+			res, err := p.appendRecords(tc.batch, epoch, time.Now().UnixMilli(), nil)
 			if !errors.Is(err, kerr.NotLeaderForPartition) {
 				t.Errorf("append after resigning: %v (offsets %d-%d), want NOT_LEADER_OR_FOLLOWER", err, res.baseOffset, res.lastOffset)
 			}
@@ -77,7 +77,7 @@ func TestAppendAfterResignIsRefusedAndNotAcknowledged(t *testing.T) {
 func TestAppendInAnOldLeaderEpochIsRefused(t *testing.T) {
 	p := ledPartition(t)
 	p.leaderEpoch.Store(7)
-	if _, err := p.appendRecords(recordBatch(time.Now().UnixMilli(), "x"), 5, time.Now().UnixMilli()); !errors.Is(err, kerr.NotLeaderForPartition) {
+	if _, err := p.appendRecords(recordBatch(time.Now().UnixMilli(), "x"), 5, time.Now().UnixMilli(), nil); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("append checked in epoch 5 while leading 7: %v", err)
 	}
 	if leo := p.log.LogEndOffset(); leo != 0 {

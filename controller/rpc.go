@@ -45,6 +45,7 @@ const (
 	methodElectLeaders                byte = 10 // [Service.ElectLeaders]
 	methodAlterPartitionReassignments byte = 11 // [Service.AlterPartitionReassignments]
 	methodListPartitionReassignments  byte = 12 // [Service.ListPartitionReassignments]
+	methodUnregisterBroker            byte = 13 // [Service.UnregisterBroker]
 )
 
 // Service is the API brokers use, implemented in-process by [*Controller]
@@ -63,6 +64,7 @@ type Service interface {
 	ElectLeaders(ctx context.Context, req metadata.ElectLeadersRequest) ([]metadata.ElectLeadersResult, error)
 	AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error)
 	ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error)
+	UnregisterBroker(ctx context.Context, brokerID int32) error
 	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
 }
 
@@ -338,6 +340,28 @@ func (c *Controller) CommitRemoteSegment(ctx context.Context, rec metadata.Remot
 // CommitRemoteSegment implements [Service].
 func (c *Client) CommitRemoteSegment(ctx context.Context, rec metadata.RemoteSegmentRecord) error {
 	_, err := rpcCommitRemoteSegment.remote(ctx, c, rec)
+	return err
+}
+
+var rpcUnregisterBroker = register(&rpc[int32, struct{}, struct{}]{
+	method: methodUnregisterBroker, name: "UnregisterBroker",
+	plan: func(_ *Controller, st *metadata.State, id int32) ([]metadata.Record, struct{}, error) {
+		recs, err := st.PlanUnregisterBroker(id)
+		return recs, struct{}{}, err
+	},
+})
+
+// UnregisterBroker removes a broker's registration (Kafka's
+// UnregisterBroker), taking it out of every ISR and leadership first
+// (metadata.State.PlanUnregisterBroker).
+func (c *Controller) UnregisterBroker(ctx context.Context, brokerID int32) error {
+	_, err := rpcUnregisterBroker.local(ctx, c, brokerID, false)
+	return err
+}
+
+// UnregisterBroker implements [Service].
+func (c *Client) UnregisterBroker(ctx context.Context, brokerID int32) error {
+	_, err := rpcUnregisterBroker.remote(ctx, c, brokerID)
 	return err
 }
 

@@ -171,6 +171,8 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 	fs.StringVar(&w.Baseline, "baseline", "", "catch-up: producer-alone phase")
 	fs.StringVar(&w.RemoteWait, "remote-wait", "", "catch-up: max wait for the remote tier")
 	fs.StringVar(&w.Drain, "drain", "", "max wait for consumers to read everything after producing stops")
+	fs.StringVar(&w.TxnInterval, "txn-interval", "", "transactional producers committing every this long, e.g. 100ms (default: not transactional)")
+	fs.StringVar(&w.Isolation, "isolation", "", "consumers' isolation: read_uncommitted (default) or read_committed")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -237,6 +239,10 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 			base.Duration = w.Duration
 		case "warmup":
 			base.Warmup = w.Warmup
+		case "txn-interval":
+			base.TxnInterval = w.TxnInterval
+		case "isolation":
+			base.Isolation = w.Isolation
 		case "fill-bytes":
 			base.FillBytes = w.FillBytes
 		case "max-inflight":

@@ -146,6 +146,9 @@ func (w *Workload) Defaults() error {
 	if w.Drain == "" {
 		w.Drain = DefaultDrain
 	}
+	if w.Isolation == "" {
+		w.Isolation = "read_uncommitted"
+	}
 	return w.validate()
 }
 
@@ -192,6 +195,20 @@ func (w *Workload) validate() error {
 	}
 	if *w.Idempotent && w.Acks != "all" && w.Acks != "-1" {
 		return bad("idempotent", "an idempotent producer needs acks=all (Kafka's rule), have acks=%s", w.Acks)
+	}
+	switch w.Isolation {
+	case "read_uncommitted", "read_committed":
+	default:
+		return bad("isolation", "%q, want read_uncommitted or read_committed", w.Isolation)
+	}
+	if w.TxnInterval != "" {
+		d, err := time.ParseDuration(w.TxnInterval)
+		switch {
+		case err != nil || d <= 0:
+			return bad("txnInterval", "%q, want a positive duration such as 100ms", w.TxnInterval)
+		case !*w.Idempotent:
+			return bad("txnInterval", "a transactional producer is idempotent (needs acks=all and idempotent)")
+		}
 	}
 	switch w.ConsumeFrom {
 	case "latest", "earliest":

@@ -72,7 +72,17 @@ func (r *runner) startConsumers(ctx, stop context.Context, from string) error {
 		for range w.Consumers {
 			rec := NewRecorder()
 			rec.Measure(time.Unix(0, r.measureFrom.Load()))
-			cl, err := kgo.NewClient(
+			opts := []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadUncommitted())}
+			if w.Isolation == "read_committed" {
+				opts[0] = kgo.FetchIsolationLevel(kgo.ReadCommitted())
+			}
+			if w.TxnInterval != "" {
+				// The commit markers come through, so the group's
+				// position passes the last one (the topic's end offset)
+				// and the drain ends.
+				opts = append(opts, kgo.KeepControlRecords())
+			}
+			cl, err := kgo.NewClient(append(opts,
 				kgo.SeedBrokers(r.o.Brokers...),
 				kgo.ConsumerGroup(gr.id),
 				kgo.ConsumeTopics(r.topics...),
@@ -82,7 +92,7 @@ func (r *runner) startConsumers(ctx, stop context.Context, from string) error {
 				kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.addAssigned(m, 1) }),
 				kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.addAssigned(m, -1) }),
 				kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { gr.addAssigned(m, -1) }),
-			)
+			)...)
 			if err != nil {
 				return fmt.Errorf("loadgen: consumer: %w", err)
 			}
@@ -150,6 +160,9 @@ func (r *runner) consume(stop context.Context, g *group, cl *kgo.Client, rec *Re
 			}
 			var n, bytes, mn, mb int64
 			for _, x := range p.Records {
+				if x.Attrs.IsControl() {
+					continue // a commit marker: only the position moves past it
+				}
 				sent := x.Timestamp
 				if len(x.Value) >= 8 {
 					sent = time.Unix(0, int64(binary.BigEndian.Uint64(x.Value)))

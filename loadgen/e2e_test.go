@@ -211,3 +211,45 @@ func TestPureClient(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTransactionalAgainstKfake: --txn-interval makes the producers
+// transactional, committing every interval (the last transaction too,
+// when producing stops), and read_committed consumers read every
+// committed record; kfake speaks transactions, so this is the client side
+// against a peer that is not Strata.
+func TestRunTransactionalAgainstKfake(t *testing.T) {
+	c, addr, err := StartKfake("127.0.0.1:0", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := shortWorkload("kftx", 1000)
+	w.TxnInterval, w.Isolation = "50ms", "read_committed"
+	res, err := Run(testCtx(t), Options{Brokers: []string{addr}, Workload: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cons := res.Produce, res.Consume
+	t.Logf("produced %d in %d transactions, consumed %d (e2e p99 %.1f ms), errors %v", p.Records, p.TxnCommits, cons.Records, res.EndToEnd.P99, res.Errors)
+	if p.Errors != 0 || len(res.Errors) != 0 {
+		t.Fatalf("errors: %d, %v", p.Errors, res.Errors)
+	}
+	if p.Records < 2990 || cons.Records != p.Records {
+		t.Fatalf("produced %d, consumed %d: want every committed record read", p.Records, cons.Records)
+	}
+	for _, n := range res.Notes {
+		if strings.Contains(n, "lag") {
+			t.Fatalf("the drain did not end (positions short of the commit markers?): %s", n)
+		}
+	}
+	// 3 s at one commit per 50 ms (each commit's flush and EndTxn take
+	// some of that): dozens, not one.
+	if p.TxnCommits < 20 {
+		t.Fatalf("%d transactions committed in 3 s at a 50 ms interval", p.TxnCommits)
+	}
+	for _, bad := range []Workload{{Topic: "x", TxnInterval: "soon"}, {Topic: "x", TxnInterval: "1s", Acks: "1"}, {Topic: "x", Isolation: "dirty"}} {
+		if err := bad.Defaults(); err == nil {
+			t.Errorf("workload %+v accepted", bad)
+		}
+	}
+}

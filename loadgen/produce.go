@@ -63,6 +63,10 @@ type producer struct {
 	fill   *atomic.Int64    // bytes left to write (nil: unbounded)
 	wg     sync.WaitGroup   // the loop
 	filler []byte           // payload bytes copied after the timestamp
+	// txnEvery, when not 0, is Workload.TxnInterval: the loop commits a
+	// transaction that often (the client has a transactional id).
+	txnEvery time.Duration
+	inTxn    bool
 }
 
 // newProducers connects w.Producers producers sharing rate (records/s, 0:
@@ -71,8 +75,13 @@ type producer struct {
 func (r *runner) newProducers(rate float64, fill *atomic.Int64) ([]*producer, error) {
 	w := r.w
 	var ps []*producer
+	txnBase := fmt.Sprintf("loadgen-%s-%d", r.topics[0], time.Now().UnixNano())
 	for i := range w.Producers {
-		cl, err := kgo.NewClient(r.producerOpts()...)
+		opts := r.producerOpts()
+		if w.TxnInterval != "" {
+			opts = append(opts, kgo.TransactionalID(fmt.Sprintf("%s-p%d", txnBase, i)))
+		}
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			for _, p := range ps {
 				p.cl.Close()
@@ -99,6 +108,9 @@ func (r *runner) newProducers(rate float64, fill *atomic.Int64) ([]*producer, er
 		}
 		if rate == 0 {
 			p.window = make(chan struct{}, w.Window)
+		}
+		if w.TxnInterval != "" {
+			p.txnEvery = dur(w.TxnInterval)
 		}
 		r.recMu.Lock()
 		r.pubRecs = append(r.pubRecs, p.rec)
@@ -139,7 +151,22 @@ func (p *producer) loop(stop context.Context, end time.Time) {
 		win, cancel = context.WithDeadline(stop, end)
 		defer cancel()
 	}
+	var txnStart time.Time
+	if p.txnEvery > 0 {
+		defer p.endTxn(stop)
+	}
 	for n := 0; stop.Err() == nil; n++ {
+		if p.txnEvery > 0 && (!p.inTxn || time.Since(txnStart) >= p.txnEvery) {
+			// Commit what was produced since the last commit (the
+			// schedule does not move meanwhile: the records due go out
+			// at once afterwards, measured from their own slots).
+			p.endTxn(stop)
+			if err := p.cl.BeginTransaction(); err != nil {
+				p.r.noteErr(fmt.Errorf("begin transaction: %w", err))
+				return
+			}
+			p.inTxn, txnStart = true, time.Now()
+		}
 		sz := p.sizes.Next()
 		if p.fill != nil && p.fill.Add(-int64(sz)) < 0 {
 			return
@@ -177,6 +204,32 @@ func (p *producer) loop(stop context.Context, end time.Time) {
 		// Records already buffered outlive stop: they are flushed, not
 		// failed, so the produce context is not stop.
 		p.cl.Produce(context.WithoutCancel(stop), rec, p.promise)
+	}
+}
+
+// endTxn flushes the open transaction's records and commits it (aborts
+// it if a record failed); a commit that fails is counted as the run's
+// error, and its records are not consumed by read_committed readers.
+func (p *producer) endTxn(stop context.Context) {
+	if !p.inTxn {
+		return
+	}
+	p.inTxn = false
+	// Bounded even when stop has ended: the last transaction is
+	// committed, not left to time out.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), time.Minute)
+	defer cancel()
+	commit := kgo.TryCommit
+	if err := p.cl.Flush(ctx); err != nil {
+		p.r.noteErr(fmt.Errorf("flush before commit: %w", err))
+		commit = kgo.TryAbort
+	}
+	if err := p.cl.EndTransaction(ctx, commit); err != nil {
+		p.r.noteErr(fmt.Errorf("end transaction: %w", err))
+		return
+	}
+	if commit == kgo.TryCommit {
+		p.r.prod.txnCommits.Add(1)
 	}
 }
 

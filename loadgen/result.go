@@ -108,9 +108,12 @@ type BrokerResources struct {
 
 // Summary is one side's totals over the measured phase.
 type Summary struct {
-	Records       int64   `json:"records"`
-	Bytes         int64   `json:"bytes"`
-	Errors        int64   `json:"errors"`
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
+	Errors  int64 `json:"errors"`
+	// TxnCommits counts the transactions committed (producers with
+	// txnInterval; 0 otherwise), over the whole run.
+	TxnCommits    int64   `json:"txnCommits,omitempty"`
 	RecordsPerSec float64 `json:"recordsPerSec"`
 	MBPerSec      float64 `json:"mbPerSec"` // 10^6 bytes/s of record values+keys
 	Latency       Latency `json:"latency"`  // publish: from the intended send time to the ack

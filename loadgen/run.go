@@ -211,6 +211,7 @@ type side struct {
 	last                       atomic.Int64 // unix nanos of the last measured record
 	first                      atomic.Int64 // unix nanos of the first record of any phase (0: none yet)
 	allRecords, allBytes       atomic.Int64 // every phase
+	txnCommits                 atomic.Int64 // transactions committed, every phase
 }
 
 type runner struct {
@@ -449,6 +450,7 @@ func summaryOf(s *side, d time.Duration, h *hdr.Histogram) Summary {
 		Records:       s.records.Load(),
 		Bytes:         s.bytes.Load(),
 		Errors:        s.errors.Load(),
+		TxnCommits:    s.txnCommits.Load(),
 		RecordsPerSec: float64(s.records.Load()) / sec,
 		MBPerSec:      float64(s.bytes.Load()) / 1e6 / sec,
 		Latency:       latencyOf(h),

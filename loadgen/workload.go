@@ -43,6 +43,15 @@ type Workload struct {
 	Drain      string `json:"drain,omitempty" yaml:"drain"`           // max wait for consumers to read everything after producing stops, default 30s
 	Seed       uint64 `json:"seed,omitempty" yaml:"seed"`             // key and size randomness (0: time-based)
 	Window     int    `json:"window,omitempty" yaml:"window"`         // records in flight per producer when Rate is 0, default 10000
+
+	// TxnInterval makes the producers transactional (a transactional id
+	// each): every TxnInterval a producer flushes, commits and begins the
+	// next transaction. "" (default): not transactional.
+	TxnInterval string `json:"txnInterval,omitempty" yaml:"txnInterval"`
+	// Isolation of the consumers: read_uncommitted (default) or
+	// read_committed (only committed transactions, up to the last stable
+	// offset).
+	Isolation string `json:"isolation,omitempty" yaml:"isolation"`
 }
 
 // SizeDist is a record size distribution: fixed, uniform between Min and

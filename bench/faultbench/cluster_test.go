@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // node is one strata process of the cluster and what it keeps across
@@ -56,7 +57,7 @@ func startCluster(t *testing.T, bin string, dirs []string, extra []string) *clus
 	ctl := make([]string, len(dirs))
 	for i := range dirs {
 		ip := fmt.Sprintf("127.0.0.%d", i+2)
-		ports := freePortsOn(t, ip, 3)
+		ports := testutil.FreePortsOn(t, ip, 3)
 		n := &node{id: int32(i + 1), ip: ip, dir: dirs[i], logs: t.TempDir(),
 			plain: net.JoinHostPort(ip, strconv.Itoa(ports[0])), admin: net.JoinHostPort(ip, strconv.Itoa(ports[2]))}
 		ctl[i] = net.JoinHostPort(ip, strconv.Itoa(ports[1]))
@@ -99,26 +100,6 @@ func startCluster(t *testing.T, bin string, dirs []string, extra []string) *clus
 	t.Cleanup(cl.Close)
 	c.cl = cl
 	return c
-}
-
-// freePortsOn returns n ports on ip free a moment ago, below the
-// ephemeral range (so no client's outgoing connection takes one between
-// this probe and the node's bind, nor across the node's restarts).
-func freePortsOn(t *testing.T, ip string, n int) []int {
-	t.Helper()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == 1000 {
-			t.Fatalf("no %d free ports below 32768 on %s", n, ip)
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(20000+rand.IntN(12000))))
-		if err != nil {
-			continue
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 func (c *cluster) node(id int32) *node { return c.nodes[id-1] }

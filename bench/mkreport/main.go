@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&m.Host, "host", "", "machine description")
 	fs.StringVar(&m.Duration, "duration", "", "measured phase of each run")
 	fs.IntVar(&m.Runs, "runs", 0, "repetitions asked for")
-	section := fs.String("section", "", "write only this block of the page (replication), between its markers")
+	section := fs.String("section", "", "write only this block of the page (replication or transactions), between its markers")
 	htmlToo := fs.Bool("html", false, "also write <name>.html beside each run's JSON and <scenario>.compare.html per scenario")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,8 +99,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		writeMarkdown(bw, m, set)
 	case "replication":
 		writeSection(bw, m, set)
+	case "transactions":
+		seq := median(collect(set.machines, func(x *loadgen.Machine) float64 { return x.SeqWriteMBPerSec }))
+		sf := median(collect(set.machines, func(x *loadgen.Machine) float64 { return x.LoopbackSendfileMBs }))
+		var b strings.Builder
+		writeTransactionsBlock(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, set, seq, sf)
+		block := b.String()
+		if block == "" {
+			block = transactionsBegin + "\nNo transaction scenario ran.\n" + transactionsEnd + "\n"
+		}
+		block = strings.Replace(block, "on one node; ", fmt.Sprintf("on one node (a run of these scenarios alone: %s, commit %s, %s, %s, %d repetitions); ",
+			na(m.Date), na(m.Commit), na(m.Host), na(m.Duration), m.Runs), 1)
+		fmt.Fprint(bw, block)
 	default:
-		fmt.Fprintf(stderr, "mkreport: -section %q: want replication\n", *section)
+		fmt.Fprintf(stderr, "mkreport: -section %q: want replication or transactions\n", *section)
 		return 2
 	}
 	err = bw.Flush()
@@ -251,7 +263,19 @@ func writeHTMLs(dir string, s *resultSet) error {
 }
 
 // scenarioOrder is the page's order; unknown scenarios follow, sorted.
-var scenarioOrder = []string{"max-throughput", "fixed-rate", "e2e-latency", "catch-up", "fill", replicatedThroughput, replicatedE2E}
+var scenarioOrder = []string{"max-throughput", "fixed-rate", "e2e-latency", "catch-up", "fill", replicatedThroughput, replicatedE2E, txnThroughput, txnE2E}
+
+// The transaction scenarios (issue 16) are the replication scenarios'
+// workloads (1KiB, acks=all) with transactional producers committing
+// every 100 ms, and read_committed consumers for txn-e2e: compared with
+// replicated-throughput and replicated-e2e on one node (the same
+// workloads, idempotent, read_uncommitted) in the same run.
+const (
+	txnThroughput = "txn-throughput"
+	txnE2E        = "txn-e2e"
+)
+
+func transactional(sc string) bool { return sc == txnThroughput || sc == txnE2E }
 
 // The replication scenarios run on three targets: one node at RF=1
 // ("strata"), three nodes at RF=3 ("strata3": scripts/cluster3, acks=all,
@@ -411,16 +435,18 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 		p("\n")
 	}
 	for _, sc := range scenarios {
-		if !s.replicated(sc) {
+		if !s.replicated(sc) && !transactional(sc) {
 			writeScenario(p, s, sc, seq, sf)
 		}
 	}
 	writeReplicationBlock(p, s, seq, sf)
+	writeTransactionsBlock(p, s, seq, sf)
 
 	p("## How to reproduce\n\n")
 	p("```\nmake bench                                  # or: bench/run\nBENCH_DURATION=60s RUNS=5 bench/run         # longer runs, more repetitions\n```\n\n")
 	p("`bench/run` builds `strata`, measures the machine (`strata loadgen machine`), starts a Strata node on 127.0.0.1 with a fresh data directory and free ports, starts the kfake peer (`strata loadgen kfake`), runs each scenario against both with `--duration $BENCH_DURATION` (default 20s) RUNS times (default 3), keeps every JSON result and HTML report in `bench/results/<timestamp>/` (not committed), and regenerates this page with `go run ./bench/mkreport`. ")
 	p("The replication scenarios (%s, %s) also start three nodes with `scripts/cluster3` (fresh data directories, free ports) and run on them with `--replication-factor 3 --topic-config min.insync.replicas=2`; their records are 1KiB, acks=all, and %s runs open-loop at `BENCH_E2E_RATE` records/s (default 10000). ", replicatedThroughput, replicatedE2E, replicatedE2E)
+	p("The transaction scenarios (%s, %s) are the replication scenarios' workloads with `--txn-interval 100ms` (transactional producers committing every 100 ms), %s with `--isolation read_committed` consumers. ", txnThroughput, txnE2E, txnE2E)
 	p("Catch-up runs against Strata only (it reads back a backlog that lives in the remote tier); fill writes a small fixed amount (`BENCH_FILL`, default 256MiB) instead of the preset's 10GiB. ")
 	p("Object-store cost comes from the node's `/metrics` before and after each run (`--metrics-url`), priced at $0.005 per 1000 PUT/LIST and $0.0004 per 1000 GET. ")
 	p("Single runs on a shared 2-core machine vary by tens of percent: compare medians, and rerun before drawing conclusions.\n")
@@ -630,6 +656,65 @@ func writeReplicationBlock(p func(string, ...any), s *resultSet, seq, sf float64
 		writeScenario(p, s, sc, seq, sf)
 	}
 	p("%s\n\n", replicationEnd)
+}
+
+// Markers around the transactions block (BENCH_DOC_SECTION=transactions).
+const (
+	transactionsBegin = "<!-- transactions:begin -->"
+	transactionsEnd   = "<!-- transactions:end -->"
+)
+
+// writeTransactionsBlock is issue 16's figures between their markers:
+// transactional produce MB/s as a ratio to idempotent produce of the same
+// workload in the same run, and the read_committed end-to-end p99 beside
+// the read_uncommitted one, on Strata and kfake; then the scenarios'
+// sections.
+func writeTransactionsBlock(p func(string, ...any), s *resultSet, seq, sf float64) {
+	var scs []string
+	for _, sc := range s.scenarios() {
+		if transactional(sc) {
+			scs = append(scs, sc)
+		}
+	}
+	if len(scs) == 0 {
+		return
+	}
+	p("%s\n", transactionsBegin)
+	p("## Transactions\n\n")
+	p("Transactional producers (a transactional id each, a commit every 100 ms: flush, EndTxn, BeginTransaction) against the same workload with idempotent producers in the same run, on one node; the end-to-end latency of read_committed consumers, whose records become visible at their transaction's commit marker, beside read_uncommitted ones of idempotent producers at the same rate.\n\n")
+	p("| figure | Strata | kfake |\n| --- | ---: | ---: |\n")
+	for _, tg := range []struct {
+		name    string
+		a, b    string
+		get     func(*loadgen.Result) float64
+		isRatio bool
+	}{
+		{"idempotent produce MB/s (" + replicatedThroughput + ")", replicatedThroughput, "", metrics[1].get, false},
+		{"transactional produce MB/s (" + txnThroughput + ")", txnThroughput, "", metrics[1].get, false},
+		{"transactional ÷ idempotent", txnThroughput, replicatedThroughput, metrics[1].get, true},
+		{"transactions committed per second (" + txnThroughput + ")", txnThroughput, "", func(r *loadgen.Result) float64 {
+			if r.Duration <= 0 {
+				return math.NaN()
+			}
+			return positive(float64(r.Produce.TxnCommits) / r.Duration)
+		}, false},
+		{"end-to-end p99 ms, read_uncommitted, idempotent (" + replicatedE2E + ")", replicatedE2E, "", metrics[7].get, false},
+		{"end-to-end p99 ms, read_committed (" + txnE2E + ")", txnE2E, "", metrics[7].get, false},
+	} {
+		cell := func(target string) string {
+			a := med(s.runs[tg.a][target], tg.get)
+			if !tg.isRatio {
+				return fig(a)
+			}
+			return ratio(a, med(s.runs[tg.b][target], tg.get))
+		}
+		p("| %s | %s | %s |\n", tg.name, cell("strata"), cell("kfake"))
+	}
+	p("\n")
+	for _, sc := range scs {
+		writeScenario(p, s, sc, seq, sf)
+	}
+	p("%s\n\n", transactionsEnd)
 }
 
 // writeSection is the replication block alone, saying which run it comes

@@ -282,3 +282,44 @@ PASS
 		t.Errorf("-section replication wrote\n%s", sec)
 	}
 }
+
+// TestMarkdownTransactionsSection: the transactions block compares the
+// transactional scenarios with the replication scenarios' one-node runs
+// of the same workloads, on Strata and kfake; -section transactions writes
+// it alone between its markers.
+func TestMarkdownTransactionsSection(t *testing.T) {
+	dir := t.TempDir()
+	for target, mbs := range map[string]float64{"strata": 100, "kfake": 200} {
+		writeJSON(t, dir, "replicated-throughput."+target+".1.json", result(target, mbs, 5, 9))
+		r := result(target, mbs*0.8, 6, 10)
+		r.Produce.TxnCommits = 150 // 20 s: 7.5 per second
+		writeJSON(t, dir, "txn-throughput."+target+".1.json", r)
+		e := result(target, 10, 3, 4)
+		writeJSON(t, dir, "replicated-e2e."+target+".1.json", e)
+		c := result(target, 10, 3, 60)
+		writeJSON(t, dir, "txn-e2e."+target+".1.json", c)
+	}
+	md := generate(t, dir)
+	for _, want := range []string{
+		"<!-- transactions:begin -->\n## Transactions\n",
+		"| idempotent produce MB/s (replicated-throughput) | 100 | 200 |",
+		"| transactional produce MB/s (txn-throughput) | 80.0 | 160 |",
+		"| transactional ÷ idempotent | 0.80× | 0.80× |",
+		"| transactions committed per second (txn-throughput) | 7.50 | 7.50 |",
+		"| end-to-end p99 ms, read_committed (txn-e2e) | 60.0 | 60.0 |",
+		"## txn-e2e\n",
+		"<!-- transactions:end -->",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n---\n%s", want, md)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"-results", dir, "-section", "transactions", "-commit", "def5678", "-runs", "3"}, &out, &errb); code != 0 {
+		t.Fatalf("mkreport -section transactions: exit %d: %s", code, errb.String())
+	}
+	if sec := out.String(); !strings.HasPrefix(sec, "<!-- transactions:begin -->\n") || !strings.HasSuffix(sec, "<!-- transactions:end -->\n\n") ||
+		strings.Contains(sec, "# Benchmarks") || !strings.Contains(sec, "commit def5678") {
+		t.Errorf("-section transactions wrote\n%s", sec)
+	}
+}

@@ -12,7 +12,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -401,25 +400,8 @@ func startProxiedProcCluster(t *testing.T, n int, nw *netfault.Network, extra ..
 	return c
 }
 
-// freePortsOn returns n ports on ip free a moment ago.
-func freePortsOn(t *testing.T, ip string, n int) []int {
-	t.Helper()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == 1000 {
-			t.Fatalf("no %d free ports below 32768 on %s", n, ip)
-		}
-		// Below the ephemeral range: see freePorts (seen here: a node's
-		// CONTROLLER port taken before it bound it).
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(20000+rand.IntN(12000))))
-		if err != nil {
-			continue
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
+// freePortsOn is testutil.FreePortsOn.
+func freePortsOn(t *testing.T, ip string, n int) []int { return testutil.FreePortsOn(t, ip, n) }
 
 // TestFaultProcLeaderCutFromPeers cuts the leader's node off the
 // other two (its followers, and the controller quorum's majority) through

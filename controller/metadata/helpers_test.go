@@ -391,6 +391,10 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 		recs := h.st.PlanFenceBroker(int32(argInt(t, td, "id", 0)), unclean)
 		h.apply(t, &out, recs)
 		fmt.Fprintln(&out, "ok")
+	case "unregister-broker":
+		recs, err := h.st.PlanUnregisterBroker(int32(argInt(t, td, "id", 0)))
+		h.apply(t, &out, recs)
+		fmt.Fprintln(&out, h.errLine(err))
 	case "create-topic":
 		ct := CreateTopic{
 			Name:              argStr(t, td, "name", ""),

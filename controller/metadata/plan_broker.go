@@ -246,6 +246,23 @@ func (s *State) PlanFenceBroker(id int32, uncleanAllowed func(topic string) bool
 	return recs
 }
 
+// PlanUnregisterBroker plans Kafka's UnregisterBroker (KIP-631): the
+// broker leaves every ISR and leadership as if fenced (the rules of
+// [State.PlanFenceBroker]; partitions it alone holds stay with it, led by
+// no one), then its registration is removed. Its place in replica lists
+// stays (an offline replica, as in Kafka): drain a broker before
+// unregistering it. A broker that is still running registers again at its
+// next heartbeat (Kafka's broker does the same). Errors:
+// BROKER_ID_NOT_REGISTERED.
+func (s *State) PlanUnregisterBroker(id int32) ([]Record, error) {
+	b, ok := s.brokers[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: broker %d", kerr.BrokerIDNotRegistered, id)
+	}
+	recs := s.moveAwayFrom(id, s.UncleanLeaderElection, false)
+	return append(recs, &UnregisterBrokerRecord{BrokerID: id, BrokerEpoch: b.Epoch}), nil
+}
+
 // eligible reports whether broker id may lead or join an ISR; except is a
 // broker to treat as ineligible regardless (the one being fenced).
 func (s *State) eligible(id, except int32) bool {

@@ -15,6 +15,7 @@ func clusterActions() []*action {
 		{name: "under-replicated", summary: "partitions with a short ISR, below or (--at-min-isr) at min.insync.replicas, or without a leader", define: defineClusterUnderReplicated},
 		{name: "reassign", summary: "move partitions' replicas (KIP-455): --generate a balanced plan, --execute, --status or --cancel a plan file", define: defineClusterReassign},
 		{name: "drain", summary: "move every replica off broker NODE (through reassignment); --wait reports progress", define: defineClusterDrain},
+		{name: "unregister", summary: "remove broker NODE's registration (decommission: drain, stop, unregister); refused while it holds replicas or runs, unless --force", define: defineClusterUnregister},
 		{name: "elect-leaders", summary: "elect preferred (or, --type unclean, any live) leaders for --topic [--partition] or --all partitions", define: defineElectLeaders},
 	}
 }

@@ -2,6 +2,7 @@ package admincli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -551,4 +553,66 @@ func nonNilPlan(p []plannedPartition) []plannedPartition {
 		return []plannedPartition{}
 	}
 	return p
+}
+
+// unregistered is the JSON of cluster unregister.
+type unregistered struct {
+	Broker       int32 `json:"broker"`
+	Unregistered bool  `json:"unregistered"`
+}
+
+func defineClusterUnregister(fs *flag.FlagSet) runFunc {
+	force := fs.Bool("force", false, "unregister even a broker that still holds replicas or is running")
+	return func(e *env, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("cluster unregister takes one broker id, got %q", pos)
+		}
+		ids, err := parseIDs(pos[0])
+		if err != nil || len(ids) != 1 {
+			return usagef("cluster unregister: %q is not a broker id", pos[0])
+		}
+		node := ids[0]
+		brokers, parts, err := e.clusterLayout(nil)
+		if err != nil {
+			return err
+		}
+		if !*force {
+			// Decommissioning is drain, stop, unregister: a replica left
+			// on it stays an offline replica, a running broker registers
+			// again at its next heartbeat.
+			var held []string
+			for _, p := range parts {
+				if slices.Contains(p.Replicas, node) {
+					held = append(held, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
+				}
+			}
+			if len(held) > 0 {
+				return fail("unregister broker "+strconv.Itoa(int(node)), fmt.Errorf("it still holds replicas of %d partitions (%s)", len(held), strings.Join(held[:min(3, len(held))], ", ")),
+					fmt.Sprintf("drain it first (strata cluster drain %d --wait 10m), or --force", node))
+			}
+			if slices.ContainsFunc(brokers, func(b brokerRack) bool { return b.id == node }) {
+				return fail("unregister broker "+strconv.Itoa(int(node)), errors.New("it is running (listed in the cluster's metadata)"),
+					"stop it first: a running broker registers again at its next heartbeat (or --force)")
+			}
+		}
+		ctx, cancel, err := e.admin()
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = node
+		resp, err := req.RequestWith(ctx, e.cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if err != nil {
+			msg := ""
+			if resp != nil && resp.ErrorMessage != nil {
+				msg = *resp.ErrorMessage
+			}
+			return fail("unregister broker "+strconv.Itoa(int(node)), err, msg)
+		}
+		return e.emit(unregistered{node, true}, func(w io.Writer) { fmt.Fprintf(w, "broker %d unregistered\n", node) })
+	}
 }

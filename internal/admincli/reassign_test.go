@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -194,5 +196,56 @@ func TestClusterDrainAndReassign(t *testing.T) {
 	testutil.Eventually(t, testWait, func() bool { return holds(3) > 0 }, "the generated plan over three brokers puts replicas on broker 3")
 	if r := cliAt(t, a.Addr(), "", "cluster", "reassign", "--execute", "-"); r.code != ExitUsage {
 		t.Errorf("execute of an empty plan: %v", r)
+	}
+}
+
+// TestClusterDecommission: drain, stop, unregister. `cluster unregister`
+// refuses a broker that still holds replicas or still runs (it would
+// register again at its next heartbeat) unless --force; once drained and
+// stopped it is unregistered and leaves the cluster's brokers; a second
+// unregistration is BROKER_ID_NOT_REGISTERED.
+func TestClusterDecommission(t *testing.T) {
+	a := openClusterNode(t, map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.quorum.voters": "1@127.0.0.1:0"})
+	var third *broker.Node
+	for id := 2; id <= 3; id++ {
+		third = openClusterNode(t, map[string]string{"node.id": fmt.Sprint(id), "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:0",
+			"controller.quorum.voters": "1@" + a.Addrs()["CONTROLLER"]})
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.Addr()), kgo.RetryTimeout(testWait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	brokers := func() int { // uncached metadata
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			return -1
+		}
+		return len(resp.Brokers)
+	}
+	testutil.Eventually(t, testWait, func() bool { return brokers() == 3 }, "three brokers registered")
+	if resp, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 3, 2, nil, "dc"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	if r := cliAt(t, a.Addr(), "", "cluster", "unregister", "3"); r.code != ExitFail || !strings.Contains(r.stderr, "holds replicas") {
+		t.Fatalf("unregister of a broker holding replicas: %v", r)
+	}
+	if r := cliAt(t, a.Addr(), "", "cluster", "drain", "3", "--wait", "60s"); r.code != ExitOK {
+		t.Fatalf("drain: %v", r)
+	}
+	testutil.Eventually(t, testWait, func() bool {
+		r := cliAt(t, a.Addr(), "", "cluster", "unregister", "3")
+		return r.code == ExitFail && strings.Contains(r.stderr, "running")
+	}, "unregister of a drained broker still running refused")
+	third.Close()
+	testutil.Eventually(t, testWait, func() bool { return brokers() == 2 }, "broker 3 stopped and fenced")
+	var u unregistered
+	if r := cliAt(t, a.Addr(), "", "cluster", "unregister", "3", "--format", "json"); r.code != ExitOK || json.Unmarshal([]byte(r.stdout), &u) != nil || !u.Unregistered || u.Broker != 3 {
+		t.Fatalf("unregister: %v", r)
+	}
+	if r := cliAt(t, a.Addr(), "", "cluster", "unregister", "3", "--force"); r.code != ExitFail || !strings.Contains(r.stderr, "BROKER_ID_NOT_REGISTERED") {
+		t.Fatalf("second unregister: %v", r)
 	}
 }

@@ -110,6 +110,10 @@ func New(opts Options) *State {
 // Producers returns how many producers the State tracks.
 func (s *State) Producers() int { return len(s.producers) }
 
+// IDs returns the ids of the producers the State tracks, ascending
+// (DescribeProducers lists them).
+func (s *State) IDs() []int64 { return s.sortedIDs() }
+
 // Entry returns a copy of producer id's state.
 func (s *State) Entry(id int64) (Entry, bool) {
 	e := s.producers[id]

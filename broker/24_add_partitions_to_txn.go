@@ -1,0 +1,84 @@
+package broker
+
+// AddPartitionsToTxn (key 24), versions 0 through kmsg's newest (5).
+//
+// Behaviour: v0–3 (a client's) add the partitions to the one transaction
+// named; v4+ (a partition leader's batch, KIP-890) carry several
+// transactions, each added or, VerifyOnly, only checked (is each partition
+// in the ongoing transaction?) without a change. The transaction
+// coordinator (txn_coordinator.go, broker/txncoord) decides and answers
+// per transaction; one error covers every partition of an added
+// transaction. As in Kafka, a request naming a partition missing from the
+// metadata adds nothing: the missing ones get UNKNOWN_TOPIC_OR_PARTITION,
+// the others OPERATION_NOT_ATTEMPTED.
+//
+// Differences from Kafka: no ACLs (Strata has no authorizer), so neither
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED nor the CLUSTER_ACTION check of v4+.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/txncoord"
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+func init() { register(24, 0, handleAddPartitionsToTxn) }
+
+func handleAddPartitionsToTxn(ctx context.Context, n *Node, r *request) (*frame, error) {
+	req := r.msg.(*kmsg.AddPartitionsToTxnRequest)
+	txns := txncoord.AddTxns(req)
+	results := make([]txncoord.AddTxnResult, len(txns))
+	for i, t := range txns {
+		results[i] = n.addTxnPartitions(ctx, r.version, t)
+	}
+	return encodeResponse(r, txncoord.AddPartitionsResponse(r.version, results)), nil
+}
+
+// addTxnPartitions answers one transaction of an AddPartitionsToTxn.
+func (n *Node) addTxnPartitions(ctx context.Context, version int16, t txncoord.AddTxn) txncoord.AddTxnResult {
+	if missing := n.missingPartitions(t.Partitions); len(missing) > 0 {
+		res := txncoord.Uniform(t, kerr.OperationNotAttempted.Code)
+		for i, pr := range res.Partitions {
+			if missing[pr.Partition] {
+				res.Partitions[i].Err = kerr.UnknownTopicOrPartition.Code
+			}
+		}
+		return res
+	}
+	if t.VerifyOnly {
+		var prs []txncoord.PartitionResult
+		n.txns.locked(func(c *txncoord.Coordinator) {
+			prs = c.Verify(txncoord.VerifyRequest{TxnID: t.TxnID, ProducerID: t.ProducerID, Epoch: t.Epoch, Partitions: t.Partitions})
+		})
+		return txncoord.AddTxnResult{TxnID: t.TxnID, Partitions: prs}
+	}
+	a := n.txns.do(ctx, func(id txncoord.ReqID) txncoord.Effects {
+		return n.txns.c.AddPartitions(nowMs(), txncoord.AddRequest{Req: id, Version: version, TxnID: t.TxnID,
+			ProducerID: t.ProducerID, Epoch: t.Epoch, Partitions: t.Partitions})
+	})
+	return txncoord.Uniform(t, a.Err)
+}
+
+// missingPartitions returns the partitions of tps the metadata view does
+// not hold.
+func (n *Node) missingPartitions(tps []txncoord.TopicPartition) map[txncoord.TopicPartition]bool {
+	var missing map[txncoord.TopicPartition]bool
+	n.view(func(st *metadata.State) {
+		for _, tp := range tps {
+			t, ok := st.TopicByName(tp.Topic)
+			if ok {
+				_, ok = st.Partition(t.ID, tp.Partition)
+			}
+			if !ok {
+				if missing == nil {
+					missing = map[txncoord.TopicPartition]bool{}
+				}
+				missing[tp] = true
+			}
+		}
+	})
+	return missing
+}
