@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -461,4 +463,51 @@ func TestTxnOffsetsSurviveGroupCoordinatorCrash(t *testing.T) {
 		}
 		return nil
 	}, "the committed transaction's offset on the new coordinator")
+}
+
+// TestPythonSendOffsetsToTransactionExactlyOnce: librdkafka's
+// consume-transform-produce (python3-confluent-kafka,
+// send_offsets_to_transaction: AddOffsetsToTxn, then TxnOffsetCommit
+// with the member's generation) through the group side: an aborted
+// transaction's offsets are never the group's (a new member starts over
+// from the beginning), the committed ones are, and "out" holds every
+// value exactly once for read_committed.
+func TestPythonSendOffsetsToTransactionExactlyOnce(t *testing.T) {
+	n := startNode(t, t.TempDir(), withSettings(map[string]string{
+		"transaction.state.log.num.partitions":     "3",
+		"transaction.state.log.replication.factor": "1",
+		"transaction.state.log.min.isr":            "1",
+	}))
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "in", 2, nil)
+	createTopic(t, adm, "out", 2, nil)
+	const N = 500
+	prod := newClient(t, n, kgo.DefaultProduceTopic("in"))
+	for i := 0; i < N; i++ {
+		prod.Produce(testCtx(t), &kgo.Record{Value: []byte(strconv.Itoa(i))}, nil)
+	}
+	if err := prod.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	out := pyClient(t, nil, "etl", n.Addr(), "py-etl", "py-txn", "in", "out", strconv.Itoa(N))
+	var res struct{ Committed, Aborted int }
+	if err := json.Unmarshal(bytes.TrimSpace(out), &res); err != nil {
+		t.Fatalf("client.py etl: %q: %v", out, err)
+	}
+	if res.Committed != N || res.Aborted != 1 {
+		t.Fatalf("client.py etl: %+v, want %d committed after 1 abort", res, N)
+	}
+	offs, err := adm.FetchOffsets(testCtx(t), "py-etl")
+	if err != nil || offs.Error() != nil {
+		t.Fatalf("fetch offsets: %v %v", err, offs.Error())
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != N {
+		t.Fatalf("the group committed %d offsets in all, want %d", sum, N)
+	}
+	seen, total := readCommitted(t, n)
+	if total != N || len(seen) != N {
+		t.Fatalf("read_committed out: %d records, %d distinct, want %d each once", total, len(seen), N)
+	}
 }
