@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -309,4 +310,48 @@ func TestTxnOffsetsSurviveRestartByTheirMarkers(t *testing.T) {
 	appendTestMarker(t, n2, partition, producer.Marker{ProducerID: 102, Commit: true})
 	n2.completeGroupTxn(partition, 102, 0, true)
 	want(c2, 2, 30, 0)
+}
+
+// TestTxnOffsetCommitCoordinatorErrors: the group coordinator's own
+// answers come first: COORDINATOR_NOT_AVAILABLE before __consumer_offsets
+// exists, COORDINATOR_LOAD_IN_PROGRESS while the group's partition loads,
+// NOT_COORDINATOR once this broker no longer leads it.
+func TestTxnOffsetCommitCoordinatorErrors(t *testing.T) {
+	n := startNode(t, t.TempDir(), groupTestSettings)
+	createTopic(t, newAdmin(t, n), "t", 1, nil)
+	verifyAnswer(n, 0, nil)
+	release := make(chan struct{})
+	hook := func(int32) {
+		select {
+		case <-release:
+		case <-time.After(testWait):
+		}
+	}
+	n.groups.loadHook.Store(&hook)
+	c := dialRaw(t, n)
+	tc := txnCommit{version: 3, txnID: "tx", group: "g", pid: 1, generation: -1, topic: "t", offset: 1}
+	if code := txnOffsetCommitRaw(t, c, tc); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("without __consumer_offsets: %d, want COORDINATOR_NOT_AVAILABLE", code)
+	}
+	findCoordinator(t, c, "g")
+	if code := txnOffsetCommitRaw(t, c, tc); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("while loading: %d, want COORDINATOR_LOAD_IN_PROGRESS", code)
+	}
+	close(release)
+	waitLoaded(t, n, "g")
+	if code := txnOffsetCommitRaw(t, c, tc); code != 0 {
+		t.Fatalf("loaded: %d", code)
+	}
+	idx, _ := n.groups.partitionOf("g")
+	p := n.partition(offsetsTopic, idx)
+	n.groups.offsetsPartitionChanged(idx, nil)
+	if code := txnOffsetCommitRaw(t, c, tc); code != kerr.NotCoordinator.Code {
+		t.Fatalf("not led here: %d, want NOT_COORDINATOR", code)
+	}
+	// Led again: the pending offset comes back from the log.
+	n.groups.offsetsPartitionChanged(idx, p)
+	waitLoaded(t, n, "g")
+	if _, code := fetchStable(t, c, 7, "g", "t", 0, true); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("reloaded: code %d, want UNSTABLE_OFFSET_COMMIT", code)
+	}
 }
