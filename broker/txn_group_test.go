@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -353,5 +354,66 @@ func TestTxnOffsetCommitCoordinatorErrors(t *testing.T) {
 	waitLoaded(t, n, "g")
 	if _, code := fetchStable(t, c, 7, "g", "t", 0, true); code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("reloaded: code %d, want UNSTABLE_OFFSET_COMMIT", code)
+	}
+}
+
+// TestOffsetFetchAllRequireStable: OffsetFetch for every partition of a
+// group (topics null) lists the committed partitions; with RequireStable
+// one with a pending transactional offset answers UNSTABLE_OFFSET_COMMIT
+// (offset -1), without it its committed offset. A partition with only a
+// pending offset is not listed (Kafka lists committed ones).
+func TestOffsetFetchAllRequireStable(t *testing.T) {
+	n := startNode(t, t.TempDir(), groupTestSettings)
+	createTopic(t, newAdmin(t, n), "t", 3, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	verifyAnswer(n, 0, nil)
+	for p := int32(0); p < 2; p++ {
+		if code := commitRaw(t, c, 8, "g", "t", p, 5, nil); code != 0 {
+			t.Fatalf("plain commit: %d", code)
+		}
+	}
+	for _, p := range []int32{1, 2} {
+		tc := txnCommit{version: 3, txnID: "tx", group: "g", pid: 9, generation: -1, topic: "t", partition: p, offset: 50}
+		if code := txnOffsetCommitRaw(t, c, tc); code != 0 {
+			t.Fatalf("txn commit: %d", code)
+		}
+	}
+	fetchAll := func(version int16, stable bool) map[int32][2]int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(version)
+		req.RequireStable = stable
+		out := map[int32][2]int64{}
+		if version >= 8 {
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = "g"
+			req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+			resp := c.roundTrip(req).(*kmsg.OffsetFetchResponse)
+			for _, rt := range resp.Groups[0].Topics {
+				for _, p := range rt.Partitions {
+					out[p.Partition] = [2]int64{p.Offset, int64(p.ErrorCode)}
+				}
+			}
+			return out
+		}
+		req.Group = "g"
+		resp := c.roundTrip(req).(*kmsg.OffsetFetchResponse)
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				out[p.Partition] = [2]int64{p.Offset, int64(p.ErrorCode)}
+			}
+		}
+		return out
+	}
+	unstable := int64(kerr.UnstableOffsetCommit.Code)
+	for _, v := range []int16{7, 8} {
+		if got, want := fetchAll(v, true), map[int32][2]int64{0: {5, 0}, 1: {-1, unstable}}; !maps.Equal(got, want) {
+			t.Fatalf("v%d RequireStable: %v, want %v", v, got, want)
+		}
+		if got, want := fetchAll(v, false), map[int32][2]int64{0: {5, 0}, 1: {5, 0}}; !maps.Equal(got, want) {
+			t.Fatalf("v%d: %v, want %v", v, got, want)
+		}
 	}
 }
