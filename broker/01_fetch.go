@@ -137,6 +137,10 @@ type fetchPart struct {
 	// by the last stable offset and answered with the aborted
 	// transactions of the range it reads.
 	readCommitted bool
+	// fromRemote: the view came from the remote tier, with its aborted
+	// transactions (tier.abortedTxns) in remoteAborted.
+	fromRemote    bool
+	remoteAborted []storage.AbortedTxn
 }
 
 // checkServe returns the error this broker answers the part with before
@@ -635,6 +639,7 @@ func (n *Node) readFetch(ctx context.Context, parts []fetchPart, maxBytes int32)
 			continue
 		}
 		fp.view, fp.hasView, fp.read, fp.readHW = v, true, true, hw
+		fp.fromRemote = false
 		total += v.Size
 		if throttled {
 			n.leaderQuota.record(v.Size)
@@ -658,6 +663,7 @@ func (n *Node) readRemoteParts(ctx context.Context, parts []fetchPart, remote []
 		pending bool
 		err     error
 		hw      int64
+		aborted []storage.AbortedTxn
 	}
 	res := make([]result, len(remote))
 	left := max(budget-total, 1)
@@ -671,6 +677,13 @@ func (n *Node) readRemoteParts(ctx context.Context, parts []fetchPart, remote []
 			r.hw = fp.bound()
 			limit := min(int64(fp.maxBytes), left)
 			r.v, r.pending, r.err = n.tier.read(ctx, fp.p, fp.fetchOffset, int(max(limit, 1)), n.cfg.Tiering.RemoteFetchMaxWait)
+			if fp.readCommitted && r.err == nil && !r.pending && r.v.Size > 0 {
+				r.aborted, r.err = n.tier.abortedTxns(ctx, fp.p, fp.fetchOffset, r.v.NextOffset)
+				if r.err != nil {
+					r.v.Release()
+					r.v = storage.ReadView{}
+				}
+			}
 		}()
 	}
 	wg.Wait()
@@ -687,6 +700,7 @@ func (n *Node) readRemoteParts(ctx context.Context, parts []fetchPart, remote []
 			// (from the chunk cache).
 		default:
 			fp.view, fp.hasView, fp.read, fp.readHW = r.v, true, true, r.hw
+			fp.remoteAborted, fp.fromRemote = r.aborted, true
 			total += r.v.Size
 		}
 	}
@@ -736,7 +750,11 @@ func (fp *fetchPart) abortedTxns() []kmsg.FetchResponseTopicPartitionAbortedTran
 	if !fp.hasView {
 		return out
 	}
-	for _, a := range fp.p.log.AbortedTxns(fp.fetchOffset, fp.view.NextOffset) {
+	aborted := fp.remoteAborted
+	if !fp.fromRemote {
+		aborted = fp.p.log.AbortedTxns(fp.fetchOffset, fp.view.NextOffset)
+	}
+	for _, a := range aborted {
 		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 		out = append(out, at)

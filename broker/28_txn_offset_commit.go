@@ -110,19 +110,12 @@ func handleTxnOffsetCommit(ctx context.Context, n *Node, r *request) (*frame, er
 		slots = append(slots, s)
 	}
 	if len(commits) > 0 {
+		// Not counted in the offset commit metrics: these offsets are
+		// not committed until their marker.
 		if err := n.groups.store.CommitTxn(ctx, partition, req.Group, req.ProducerID, req.ProducerEpoch, commits); err != nil {
 			code := txnCommitErrCode(err)
 			for _, s := range slots {
 				resp.Topics[s.t].Partitions[s.p].ErrorCode = code
-			}
-		} else {
-			n.groups.commits.Add(float64(len(commits)))
-		}
-	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				n.groups.commitFails.Inc()
 			}
 		}
 	}

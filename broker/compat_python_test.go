@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -434,5 +435,38 @@ func TestPythonGroupConsumesManyTopics(t *testing.T) {
 	}
 	if out.Records != len(recs) || len(out.Errors) > 0 {
 		t.Fatalf("read %d of %d records; client errors: %v", out.Records, len(recs), out.Errors)
+	}
+}
+
+// TestPythonTransactionsReadCommitted: librdkafka's transactional producer
+// (init, begin, produce, flush, commit or abort) against the coordinator
+// and the partition side; librdkafka's consumer (read_committed by
+// default) and franz-go's read_committed consumer read only the committed
+// transactions' records, in order, and a read_uncommitted one all of them.
+func TestPythonTransactionsReadCommitted(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "py-txn", 1, nil)
+	var res struct{ Committed, Aborted []string }
+	out := pyClient(t, nil, "transact", n.Addr(), "py-txn", "py-tx", "3:commit,2:abort,4:commit,1:abort,2:commit")
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("transact output %q: %v", out, err)
+	}
+	if len(res.Committed) != 9 || len(res.Aborted) != 3 {
+		t.Fatalf("transact: %+v", res)
+	}
+	var got []string
+	for _, r := range jsonLines[pyRecord](t, pyClient(t, nil, "consume", n.Addr(), "py-txn", "0", "0", "100")) {
+		got = append(got, string(unb64p(t, r.Value)))
+	}
+	if !slices.Equal(got, res.Committed) {
+		t.Fatalf("librdkafka read_committed: %q, want %q", got, res.Committed)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(n.Addr())}
+	if got := consumeIso(t, opts, "py-txn", true, len(res.Committed)); !slices.Equal(got, res.Committed) {
+		t.Fatalf("franz-go read_committed: %q, want %q", got, res.Committed)
+	}
+	all := consumeIso(t, opts, "py-txn", false, len(res.Committed)+len(res.Aborted))
+	if len(all) != 12 {
+		t.Fatalf("franz-go read_uncommitted: %q", all)
 	}
 }

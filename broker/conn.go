@@ -113,6 +113,17 @@ type conn struct {
 	readCancel context.CancelFunc
 	// held is the budget taken by frames read and not yet handled.
 	held atomic.Int64
+	// principal is who the connection speaks for: Anonymous until TLS or
+	// SASL authenticates it (issue 17); read by the authorizer.
+	principal atomic.Pointer[Principal]
+}
+
+// Principal returns who c speaks for (Anonymous when unauthenticated).
+func (c *conn) Principal() Principal {
+	if p := c.principal.Load(); p != nil {
+		return *p
+	}
+	return Anonymous
 }
 
 func newConn(n *Node, nc net.Conn, listener string) *conn {

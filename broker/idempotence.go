@@ -283,7 +283,7 @@ func (p *partition) appendRecords(records []byte, epoch int32, nowMs int64, txn 
 	needVerified := false
 	if txn != nil && h.Transactional() && !h.Control() {
 		_, open := p.log.OngoingTxn(h.ProducerID)
-		needVerified = !open && !p.verified.valid(h.ProducerID, h.ProducerEpoch, txn.guard)
+		needVerified = !open && !p.verified.valid(h.ProducerID, h.ProducerEpoch, epoch, txn.guard)
 	}
 	c := p.prod
 	c.mu.Lock()

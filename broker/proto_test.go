@@ -115,9 +115,9 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			23: {2, kmsg.NewPtrOffsetForLeaderEpochRequest().MaxVersion()},
 			24: {0, kmsg.NewPtrAddPartitionsToTxnRequest().MaxVersion()},
 			25: {0, kmsg.NewPtrAddOffsetsToTxnRequest().MaxVersion()},
-			26: {0, 4},                         // EndTxn v5 is transaction version 2 (KIP-890 part 2): not built
-			27: {0, 1},                         // v2 is KIP-890 part 2, not built
-			28: {0, txnOffsetCommitMaxVersion}, // v5+: transaction version 2, not built
+			26: {0, 4}, // EndTxn v5 is transaction version 2 (KIP-890 part 2): not built
+			27: {0, 1}, // v2 is KIP-890 part 2, not built
+			28: {0, 4}, // TxnOffsetCommit v5 is transaction version 2: not built
 			32: {0, kmsg.NewPtrDescribeConfigsRequest().MaxVersion()},
 			33: {0, kmsg.NewPtrAlterConfigsRequest().MaxVersion()},
 			35: {0, kmsg.NewPtrDescribeLogDirsRequest().MaxVersion()},

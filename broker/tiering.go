@@ -165,8 +165,53 @@ func (t *tier) track(p *partition, leader, remote bool) {
 	}
 	t.up.Lead(tiering.LeaderPartition{
 		Partition: part, Log: p.log,
-		HighWatermark: p.hw.Load, LeaderEpoch: p.leaderEpoch.Load,
+		HighWatermark: p.copyBound, LeaderEpoch: p.leaderEpoch.Load,
 	})
+}
+
+// copyBound is how far the uploader may copy: segments wholly below the
+// high watermark and the last stable offset (Kafka's RemoteLogManager
+// copies below the LSO), so the tier never holds an open transaction's
+// batches or a marker the ISR may still lose.
+func (p *partition) copyBound() int64 {
+	return min(p.hw.Load(), p.log.LastStableOffset())
+}
+
+// abortedTxns is storage.Log.AbortedTxns over both tiers, for a
+// read_committed fetch of [from, to) read from the remote tier: the
+// entries of the remote segments' .txnindex objects from the one holding
+// from on (below the local log start), until one has an entry whose last
+// stable offset is at or above to (as Kafka's
+// collectAbortedTransactions), then the local log's.
+func (t *tier) abortedTxns(ctx context.Context, p *partition, from, to int64) ([]storage.AbortedTxn, error) {
+	if to <= from {
+		return nil, nil
+	}
+	var out []storage.AbortedTxn
+	local := p.log.LocalLogStartOffset()
+	for _, s := range t.finished(p.topicID, p.index) {
+		if s.EndOffset < from {
+			continue
+		}
+		if s.BaseOffset >= local {
+			break
+		}
+		entries, err := t.rd.AbortedTxns(ctx, tiering.FromInfo(p.topic, s))
+		if err != nil {
+			return nil, fmt.Errorf("%w: remote transaction index: %v", kerr.KafkaStorageError, err)
+		}
+		complete := false
+		for _, a := range entries {
+			if a.LastOffset >= from && a.FirstOffset < to {
+				out = append(out, a)
+			}
+			complete = complete || a.LastStableOffset >= to
+		}
+		if complete {
+			return out, nil
+		}
+	}
+	return append(out, p.log.AbortedTxns(from, to)...), nil
 }
 
 // start hands the uploader the partitions reconcile opened while the

@@ -222,7 +222,7 @@ type VerifyItem struct {
 }
 
 // TierVerify checks that every COPY_FINISHED remote segment the metadata
-// registers for existing topics (topic "" for all) has its five objects
+// registers for existing topics (topic "" for all) has its objects
 // in the bucket with the recorded sizes: one List per partition.
 func (n *Node) TierVerify(ctx context.Context, topic string) (VerifyResult, error) {
 	res := VerifyResult{Problems: []VerifyItem{}}

@@ -16,11 +16,12 @@ import (
 // on __consumer_offsets partition offsetsPartition visible (commit) or
 // drops them (abort), once the marker is durable. The marker path calls
 // it after the marker is replicated and before it answers, so the offsets
-// of the producer's next transaction (written after EndTxn completes) are
-// above the log end read here and are not touched. producerEpoch is not
-// needed: Kafka's coordinator keys pending offsets by producer id alone.
+// of the producer's next transaction are above the log end read here and
+// are not touched: they need AddOffsetsToTxn, which the transaction
+// coordinator refuses (CONCURRENT_TRANSACTIONS) until every marker of the
+// previous one is acknowledged. producerEpoch is not needed: Kafka's
+// coordinator keys pending offsets by producer id alone.
 func (n *Node) completeGroupTxn(offsetsPartition int32, producerID int64, producerEpoch int16, commit bool) {
-	_ = producerEpoch
 	p := n.partition(offsetsTopic, offsetsPartition)
 	if p == nil {
 		return // not hosted: nothing loaded, a later load replays the marker

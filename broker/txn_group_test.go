@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -146,15 +148,14 @@ func TestTxnOffsetCommitErrors(t *testing.T) {
 	waitLoaded(t, n, "g")
 
 	base := txnCommit{version: 3, txnID: "tx", group: "g", pid: 42, generation: -1, topic: "t", offset: 7}
-	// The placeholder verification and the real one answer
-	// INVALID_TXN_STATE for an offsets partition not in the transaction
-	// (no AddOffsetsToTxn).
-	if code := txnOffsetCommitRaw(t, c, base); code != kerr.InvalidTxnState.Code {
-		t.Fatalf("not in the transaction: %d, want INVALID_TXN_STATE", code)
-	}
+	// The coordinator's verdicts (txn_group_e2e_test.go asks the real
+	// one), as v0-v4 clients get them.
 	for _, tc := range []struct {
 		verdict, want int16
 	}{
+		{kerr.InvalidTxnState.Code, kerr.InvalidTxnState.Code}, // no AddOffsetsToTxn
+		{kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code},
+		{kerr.ConcurrentTransactions.Code, kerr.ConcurrentTransactions.Code},
 		{kerr.TransactionAbortable.Code, kerr.InvalidTxnState.Code}, // v0-v4 do not know it
 		{kerr.ProducerFenced.Code, kerr.InvalidProducerEpoch.Code},
 		{kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code},
@@ -310,4 +311,109 @@ func TestTxnOffsetsSurviveRestartByTheirMarkers(t *testing.T) {
 	appendTestMarker(t, n2, partition, producer.Marker{ProducerID: 102, Commit: true})
 	n2.completeGroupTxn(partition, 102, 0, true)
 	want(c2, 2, 30, 0)
+}
+
+// TestTxnOffsetCommitCoordinatorErrors: the group coordinator's own
+// answers come first: COORDINATOR_NOT_AVAILABLE before __consumer_offsets
+// exists, COORDINATOR_LOAD_IN_PROGRESS while the group's partition loads,
+// NOT_COORDINATOR once this broker no longer leads it.
+func TestTxnOffsetCommitCoordinatorErrors(t *testing.T) {
+	n := startNode(t, t.TempDir(), groupTestSettings)
+	createTopic(t, newAdmin(t, n), "t", 1, nil)
+	verifyAnswer(n, 0, nil)
+	release := make(chan struct{})
+	hook := func(int32) {
+		select {
+		case <-release:
+		case <-time.After(testWait):
+		}
+	}
+	n.groups.loadHook.Store(&hook)
+	c := dialRaw(t, n)
+	tc := txnCommit{version: 3, txnID: "tx", group: "g", pid: 1, generation: -1, topic: "t", offset: 1}
+	if code := txnOffsetCommitRaw(t, c, tc); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("without __consumer_offsets: %d, want COORDINATOR_NOT_AVAILABLE", code)
+	}
+	findCoordinator(t, c, "g")
+	if code := txnOffsetCommitRaw(t, c, tc); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("while loading: %d, want COORDINATOR_LOAD_IN_PROGRESS", code)
+	}
+	close(release)
+	waitLoaded(t, n, "g")
+	if code := txnOffsetCommitRaw(t, c, tc); code != 0 {
+		t.Fatalf("loaded: %d", code)
+	}
+	idx, _ := n.groups.partitionOf("g")
+	p := n.partition(offsetsTopic, idx)
+	n.groups.offsetsPartitionChanged(idx, nil)
+	if code := txnOffsetCommitRaw(t, c, tc); code != kerr.NotCoordinator.Code {
+		t.Fatalf("not led here: %d, want NOT_COORDINATOR", code)
+	}
+	// Led again: the pending offset comes back from the log.
+	n.groups.offsetsPartitionChanged(idx, p)
+	waitLoaded(t, n, "g")
+	if _, code := fetchStable(t, c, 7, "g", "t", 0, true); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("reloaded: code %d, want UNSTABLE_OFFSET_COMMIT", code)
+	}
+}
+
+// TestOffsetFetchAllRequireStable: OffsetFetch for every partition of a
+// group (topics null) lists the committed partitions; with RequireStable
+// one with a pending transactional offset answers UNSTABLE_OFFSET_COMMIT
+// (offset -1), without it its committed offset. A partition with only a
+// pending offset is not listed (Kafka lists committed ones).
+func TestOffsetFetchAllRequireStable(t *testing.T) {
+	n := startNode(t, t.TempDir(), groupTestSettings)
+	createTopic(t, newAdmin(t, n), "t", 3, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	verifyAnswer(n, 0, nil)
+	for p := int32(0); p < 2; p++ {
+		if code := commitRaw(t, c, 8, "g", "t", p, 5, nil); code != 0 {
+			t.Fatalf("plain commit: %d", code)
+		}
+	}
+	for _, p := range []int32{1, 2} {
+		tc := txnCommit{version: 3, txnID: "tx", group: "g", pid: 9, generation: -1, topic: "t", partition: p, offset: 50}
+		if code := txnOffsetCommitRaw(t, c, tc); code != 0 {
+			t.Fatalf("txn commit: %d", code)
+		}
+	}
+	fetchAll := func(version int16, stable bool) map[int32][2]int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(version)
+		req.RequireStable = stable
+		out := map[int32][2]int64{}
+		if version >= 8 {
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = "g"
+			req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+			resp := c.roundTrip(req).(*kmsg.OffsetFetchResponse)
+			for _, rt := range resp.Groups[0].Topics {
+				for _, p := range rt.Partitions {
+					out[p.Partition] = [2]int64{p.Offset, int64(p.ErrorCode)}
+				}
+			}
+			return out
+		}
+		req.Group = "g"
+		resp := c.roundTrip(req).(*kmsg.OffsetFetchResponse)
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				out[p.Partition] = [2]int64{p.Offset, int64(p.ErrorCode)}
+			}
+		}
+		return out
+	}
+	unstable := int64(kerr.UnstableOffsetCommit.Code)
+	for _, v := range []int16{7, 8} {
+		if got, want := fetchAll(v, true), map[int32][2]int64{0: {5, 0}, 1: {-1, unstable}}; !maps.Equal(got, want) {
+			t.Fatalf("v%d RequireStable: %v, want %v", v, got, want)
+		}
+		if got, want := fetchAll(v, false), map[int32][2]int64{0: {5, 0}, 1: {5, 0}}; !maps.Equal(got, want) {
+			t.Fatalf("v%d: %v, want %v", v, got, want)
+		}
+	}
 }

@@ -43,12 +43,9 @@ import (
 	"github.com/strata-io/strata/storage/producer"
 )
 
-func init() {
-	register(27, 0, handleWriteTxnMarkers)
-	// v2 carries KIP-890 part 2's TransactionVersion: not built, so not
-	// advertised (kmsg knows v2).
-	apis[27].max = 1
-}
+// v2 carries KIP-890 part 2's TransactionVersion: not built, so not
+// advertised (kmsg knows v2).
+func init() { registerMax(27, 0, 1, handleWriteTxnMarkers) }
 
 // txnMarkerTimeout bounds the acks=all wait of a marker: Kafka appends
 // markers with request.timeout.ms (default 30 s).

@@ -203,6 +203,10 @@ func TestTxnReadCommittedStopsAtLSOAndListsAborted(t *testing.T) {
 	if u := fetchIso(t, c, "rc", 0, 0); u.LastStableOffset != 0 || u.AbortedTransactions != nil || len(batchValues(t, u.RecordBatches)) != 4 {
 		t.Fatalf("read_uncommitted: lso %d aborted %v values %q", u.LastStableOffset, u.AbortedTransactions, batchValues(t, u.RecordBatches))
 	}
+	// Between the LSO and the HW: nothing yet, not out of range.
+	if p := fetchIso(t, c, "rc", 2, 1); len(p.RecordBatches) != 0 || p.LastStableOffset != 0 {
+		t.Fatalf("read_committed at 2 above the LSO: %d bytes, lso %d", len(p.RecordBatches), p.LastStableOffset)
+	}
 	if got := latestOffset(t, c, "rc", 1); got != 0 {
 		t.Fatalf("read_committed latest %d, want the LSO 0", got)
 	}
@@ -375,7 +379,7 @@ func TestTxnVerificationGuardDroppedByMarker(t *testing.T) {
 	epoch := p.leaderEpoch.Load()
 	now := time.Now().UnixMilli()
 
-	guard := p.verified.add(pid, 0)
+	guard := p.verified.add(pid, 0, epoch)
 	if _, err := p.appendMarker(producer.Marker{ProducerID: pid}, epoch); err != nil {
 		t.Fatal(err)
 	}
@@ -387,12 +391,24 @@ func TestTxnVerificationGuardDroppedByMarker(t *testing.T) {
 		t.Fatalf("v9: %v, want INVALID_TXN_STATE", err)
 	}
 	// A fresh verification appends.
-	guard = p.verified.add(pid, 0)
+	guard = p.verified.add(pid, 0, epoch)
 	if _, err := p.appendRecords(txnBatch(pid, 0, 0, "ok"), epoch, now, &txnAppend{guard: guard, version: 11}); err != nil {
 		t.Fatal(err)
 	}
 	if f, ok := p.log.OngoingTxn(pid); !ok || f != 1 {
 		t.Fatalf("ongoing txn %d %v, want at 1", f, ok)
+	}
+
+	// A guard holds in the leader epoch it was made in only: markers of
+	// a later leadership reach this log by replication, which drops no
+	// guard.
+	other := initProducerID(t, c)
+	guard = p.verified.add(other, 0, epoch-1)
+	if g := p.verified.cached(other, 0, epoch); g != 0 {
+		t.Fatalf("a guard of leader epoch %d is cached in epoch %d", epoch-1, epoch)
+	}
+	if _, err := p.appendRecords(txnBatch(other, 0, 0, "stale"), epoch, now, &txnAppend{guard: guard, version: 11}); !errors.Is(err, kerr.TransactionAbortable) {
+		t.Fatalf("append with a guard of an earlier leader epoch: %v, want TRANSACTION_ABORTABLE", err)
 	}
 }
 
@@ -459,6 +475,9 @@ func TestTxnMarkersReplicatedToNewLeader(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	c.createAssigned("rtx", nil, []int32{2, 3, 1})
 	c.waitFullISR("rtx", 0)
+	if l := c.waitLeader("rtx", 0, -1); l != 2 {
+		t.Fatalf("leader %d, want the preferred 2", l)
+	}
 	old := c.node(2)
 	allowVerify(old, 0)
 	rc := dialRaw(t, old)
@@ -495,6 +514,23 @@ func TestTxnMarkersReplicatedToNewLeader(t *testing.T) {
 	if wantLSO != 6 || len(wantAborted) != 1 {
 		t.Fatalf("old leader: LSO %d aborted %+v", wantLSO, wantAborted)
 	}
+
+	// KIP-392: a follower serving a read_committed consumer stops at its
+	// own LSO (bounded by the HW it learnt from the leader) and lists the
+	// aborted transaction too.
+	fc := dialRaw(t, c.node(3))
+	testutil.Eventually(t, testWait, func() error {
+		req := fetchReq(11, "rtx", [16]byte{}, 0, 0, 0, 1, 1<<20)
+		req.IsolationLevel = 1
+		fp := fetchPart0(t, fc.roundTrip(req))
+		if fp.ErrorCode != 0 || fp.LastStableOffset != wantLSO || len(fp.AbortedTransactions) != 1 {
+			return fmt.Errorf("follower read: code %d lso %d aborted %+v", fp.ErrorCode, fp.LastStableOffset, fp.AbortedTransactions)
+		}
+		if got := batchValues(t, fp.RecordBatches); !slices.Equal(got, []string{"a1", "a2", "c1", "p1"}) {
+			return fmt.Errorf("follower read: %q", got)
+		}
+		return nil
+	}, "a read_committed read from the follower")
 
 	c.stop(2)
 	leader := c.waitLeader("rtx", 0, 2)
@@ -571,5 +607,76 @@ func TestTxnKcatReadCommittedNeverShowsAborted(t *testing.T) {
 	got := payloads(kcatConsume(t, kcat, n.Addr(), "kc-txn", "-o", "beginning", "-X", "isolation.level=read_uncommitted"))
 	if !slices.Equal(got, []string{"a1", "a2", "p1", "c1", "a3", "o1"}) {
 		t.Fatalf("kcat read_uncommitted: %q", got)
+	}
+}
+
+// TestTxnDelayedProduceAfterAbortRefused is KIP-890 part 1 against the
+// real coordinator: a transactional batch of a franz-go producer's
+// aborted transaction that arrives late is refused (INVALID_TXN_STATE to
+// Produce v9, TRANSACTION_ABORTABLE to v11), as is one for a partition
+// the ongoing transaction did not add; nothing reaches the log, and the
+// producer's next transaction commits without them.
+func TestTxnDelayedProduceAfterAbortRefused(t *testing.T) {
+	n := startNode(t, t.TempDir(), txnProps)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 2, nil)
+	cl := txnProducer(t, []string{n.Addr()}, "tx-late")
+	ctx := testCtx(t)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("aborted")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	waitTxnState(t, adm, "tx-late", "CompleteAbort")
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, n)
+	txnID := kmsg.StringPtr("tx-late")
+	end0, end1 := leo(n, "t"), n.partition("t", 1).log.LogEndOffset()
+	late := func(v int16, part int32) int16 {
+		req := produceReq(v, "t", [16]byte{}, part, -1, txnBatch(pid, epoch, 1, "late"))
+		req.TransactionID = txnID
+		code, _ := produceErr(t, c.roundTrip(req))
+		return code
+	}
+	if code := late(9, 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("late batch after the abort, v9: code %d, want INVALID_TXN_STATE", code)
+	}
+	if code := late(11, 0); code != kerr.TransactionAbortable.Code {
+		t.Fatalf("late batch after the abort, v11: code %d, want TRANSACTION_ABORTABLE", code)
+	}
+
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitTxnState(t, adm, "tx-late", "Ongoing")
+	if code := late(11, 1); code != kerr.TransactionAbortable.Code {
+		t.Fatalf("batch for a partition not in the transaction: code %d, want TRANSACTION_ABORTABLE", code)
+	}
+	if got := n.partition("t", 1).log.LogEndOffset(); got != end1 {
+		t.Fatalf("partition 1 log end %d, want %d", got, end1)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	// EndTxn answers once PrepareCommit is durable; the markers follow.
+	testutil.Eventually(t, testWait, func() error {
+		if got := leo(n, "t"); got != end0+2 {
+			return fmt.Errorf("partition 0 log end %d, want %d (the committed record and its marker)", got, end0+2)
+		}
+		return nil
+	}, "the commit marker")
+	got := consumeIso(t, []kgo.Opt{kgo.SeedBrokers(n.Addr())}, "t", true, 1)
+	if !slices.Equal(got, []string{"committed"}) {
+		t.Fatalf("read_committed: %q", got)
 	}
 }

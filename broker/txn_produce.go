@@ -50,48 +50,59 @@ type txnVerifications struct {
 	m    map[int64]txnGuard
 }
 
-// txnGuard is a verification of producer epoch epoch; token names it.
+// txnGuard is a verification of producer epoch epoch made while this
+// broker led the partition in leaderEpoch; token names it. A guard holds
+// only in the leader epoch it was made in: markers written while another
+// broker led reach this log by replication, not appendMarker, so a guard
+// from an earlier leadership may outlive its transaction.
 type txnGuard struct {
-	epoch int16
-	token uint64
+	epoch       int16
+	leaderEpoch int32
+	token       uint64
 }
 
 // cached returns the guard of a verification of (pid, epoch) still in
-// force (0: none).
-func (v *txnVerifications) cached(pid int64, epoch int16) uint64 {
+// force in leaderEpoch (0: none).
+func (v *txnVerifications) cached(pid int64, epoch int16, leaderEpoch int32) uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if g, ok := v.m[pid]; ok && g.epoch == epoch {
+	if g, ok := v.m[pid]; ok && g.epoch == epoch && g.leaderEpoch == leaderEpoch {
 		return g.token
 	}
 	return 0
 }
 
-// add records a successful verification of (pid, epoch) and returns its
-// guard; an existing one for the same epoch is kept.
-func (v *txnVerifications) add(pid int64, epoch int16) uint64 {
+// add records a successful verification of (pid, epoch) in leaderEpoch
+// and returns its guard; an existing one for the same epochs is kept.
+func (v *txnVerifications) add(pid int64, epoch int16, leaderEpoch int32) uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if g, ok := v.m[pid]; ok && g.epoch == epoch {
+	if g, ok := v.m[pid]; ok && g.epoch == epoch && g.leaderEpoch == leaderEpoch {
 		return g.token
 	}
 	if v.m == nil {
 		v.m = map[int64]txnGuard{}
 	}
+	for id, g := range v.m {
+		if g.leaderEpoch != leaderEpoch {
+			delete(v.m, id) // of an earlier leadership: can never hold again
+		}
+	}
 	v.next++
-	v.m[pid] = txnGuard{epoch: epoch, token: v.next}
+	v.m[pid] = txnGuard{epoch: epoch, leaderEpoch: leaderEpoch, token: v.next}
 	return v.next
 }
 
-// valid reports whether guard token is still pid's verification at epoch.
-func (v *txnVerifications) valid(pid int64, epoch int16, token uint64) bool {
+// valid reports whether guard token is still pid's verification at epoch
+// in leaderEpoch.
+func (v *txnVerifications) valid(pid int64, epoch int16, leaderEpoch int32, token uint64) bool {
 	if token == 0 {
 		return false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	g, ok := v.m[pid]
-	return ok && g.epoch == epoch && g.token == token
+	return ok && g.epoch == epoch && g.leaderEpoch == leaderEpoch && g.token == token
 }
 
 // end drops pid's verification: its transaction ended on the partition.
@@ -173,6 +184,9 @@ func (n *Node) planTxnProduce(ctx context.Context, req *kmsg.ProduceRequest, nam
 		pid   int64
 		epoch int16
 	}
+	// The leader epoch each verified partition was seen led in: a guard
+	// is made for that epoch only.
+	leaderEpochs := map[txnProduceKey]int32{}
 	need := map[pe]map[string][]int32{}
 	for ti, t := range req.Topics {
 		name := names[ti]
@@ -192,10 +206,11 @@ func (n *Node) planTxnProduce(ctx context.Context, req *kmsg.ProduceRequest, nam
 			if _, open := p.log.OngoingTxn(h.ProducerID); open {
 				continue
 			}
-			if g := p.verified.cached(h.ProducerID, h.ProducerEpoch); g != 0 {
+			if g := p.verified.cached(h.ProducerID, h.ProducerEpoch, p.leaderEpoch.Load()); g != 0 {
 				plan.guards[k] = g
 				continue
 			}
+			leaderEpochs[k] = p.leaderEpoch.Load()
 			key := pe{h.ProducerID, h.ProducerEpoch}
 			if need[key] == nil {
 				need[key] = map[string][]int32{}
@@ -225,7 +240,7 @@ func (n *Node) planTxnProduce(ctx context.Context, req *kmsg.ProduceRequest, nam
 					continue
 				}
 				if p := n.partition(topic, part); p != nil {
-					plan.guards[k] = p.verified.add(key.pid, key.epoch)
+					plan.guards[k] = p.verified.add(key.pid, key.epoch, leaderEpochs[k])
 				}
 			}
 		}

@@ -150,7 +150,7 @@ type VerifyProblem struct {
 }
 
 // VerifyPartition checks that every COPY_FINISHED segment of segs (the
-// controller's records of partition p) has its five objects under the
+// controller's records of partition p) has its objects (SegmentExts) under the
 // bucket, with the .log object of the recorded SizeBytes and the other
 // objects of the sizes p's manifest records (when it lists the segment).
 // One List of the partition's prefix and one manifest Get; it returns the
@@ -193,6 +193,7 @@ func VerifyPartition(ctx context.Context, store objstore.ObjectStore, prefix str
 			}
 			prob := ""
 			switch {
+			case !ok && txnIndexOptional(ext, want):
 			case !ok:
 				prob = "missing"
 			case want >= 0 && got != want:

@@ -73,12 +73,19 @@
 //
 // # Keys and manifest
 //
-// A segment's five objects are its .log, .index and .timeindex exactly as
+// A segment's six objects are its .log, .index and .timeindex exactly as
 // on local disk, the producer snapshot at its end (.snapshot, empty when
-// there is none) and its leader-epoch entries (.epochs, Kafka's
+// there is none), its leader-epoch entries (.epochs, Kafka's
 // leader-epoch-checkpoint text restricted to the segment: see
-// uploader.go). The partition's manifest.json lists its segments, so a
-// partition can be rebuilt from the bucket alone (restore.go).
+// uploader.go) and its aborted-transaction index (.txnindex as on local
+// disk, empty when the segment holds no ABORT marker; segments uploaded
+// before transactions have none, which verification and restore accept
+// for a size-0 entry, and the manifest records its size only when
+// non-zero, so older brokers still decode it). The broker hands the
+// uploader a copy bound of min(HW, LSO): nothing at or past an open
+// transaction is ever uploaded. The partition's manifest.json lists its
+// segments, so a partition can be rebuilt from the bucket alone
+// (restore.go).
 //
 //	key := tiering.SegmentKey(prefix, "orders", topicID, 3, 123456, segID, tiering.ExtLog)
 //	// prefix/orders-<topicID>/3/00000000000000123456-<segID>.log

@@ -122,6 +122,7 @@ type FileSizes struct {
 	TimeIndex int64 `json:"timeindex"`
 	Snapshot  int64 `json:"snapshot"`
 	Epochs    int64 `json:"epochs"`
+	TxnIndex  int64 `json:"txnindex,omitempty"` // 0 also for a segment uploaded without one
 }
 
 // Size returns the size of the object with extension ext, and false for
@@ -138,6 +139,8 @@ func (f FileSizes) Size(ext string) (int64, bool) {
 		return f.Snapshot, true
 	case ExtEpochs:
 		return f.Epochs, true
+	case ExtTxnIndex:
+		return f.TxnIndex, true
 	}
 	return 0, false
 }
@@ -228,7 +231,7 @@ func (m *Manifest) Validate() error {
 			return bad("segment %s: state %q", s.SegmentID, s.State)
 		}
 		f := s.Files
-		if s.SizeBytes < 0 || f.Log < 0 || f.Index < 0 || f.TimeIndex < 0 || f.Snapshot < 0 || f.Epochs < 0 {
+		if s.SizeBytes < 0 || f.Log < 0 || f.Index < 0 || f.TimeIndex < 0 || f.Snapshot < 0 || f.Epochs < 0 || f.TxnIndex < 0 {
 			return bad("segment %s: negative size", s.SegmentID)
 		}
 		if s.SizeBytes != f.Log {

@@ -587,9 +587,20 @@ func TestManifestJSONFieldNames(t *testing.T) {
 	}
 	files := seg["files"].(map[string]any)
 	for _, ext := range SegmentExts {
-		if _, ok := files[ext]; !ok {
+		if _, ok := files[ext]; !ok && ext != ExtTxnIndex {
 			t.Errorf("files.%s missing", ext)
 		}
+	}
+	// files.txnindex only when the segment has one, so a manifest without
+	// aborted transactions stays readable by a broker that predates them
+	// (Decode refuses unknown fields).
+	if _, ok := files[ExtTxnIndex]; ok {
+		t.Errorf("files.txnindex written for a segment without one")
+	}
+	m.Segments[0].Files.TxnIndex = 34
+	data, _ = m.Encode()
+	if !strings.Contains(string(data), `"txnindex": 34`) {
+		t.Errorf("files.txnindex missing: %s", data)
 	}
 }
 

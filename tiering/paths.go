@@ -38,10 +38,19 @@ const (
 	ExtTimeIndex = "timeindex" // sparse time index
 	ExtSnapshot  = "snapshot"  // producer-state snapshot at the segment's end
 	ExtEpochs    = "epochs"    // leader-epoch entries covering the segment
+	ExtTxnIndex  = "txnindex"  // aborted-transaction index (storage/txnindex.go), empty when none
 )
 
-// SegmentExts lists every segment extension, in upload order.
-var SegmentExts = []string{ExtLog, ExtIndex, ExtTimeIndex, ExtSnapshot, ExtEpochs}
+// SegmentExts lists every segment extension, in upload order. A segment
+// uploaded before transactions (issue 16) has no .txnindex object: its
+// manifest entry records size 0, and a missing zero-size .txnindex is
+// no problem for verification and restore (txnIndexOptional).
+var SegmentExts = []string{ExtLog, ExtIndex, ExtTimeIndex, ExtSnapshot, ExtEpochs, ExtTxnIndex}
+
+// txnIndexOptional reports whether a missing object of extension ext,
+// recorded with size want, is expected: a .txnindex of size 0 (none, or a
+// segment uploaded before transactions existed).
+func txnIndexOptional(ext string, want int64) bool { return ext == ExtTxnIndex && want <= 0 }
 
 // ManifestName is the final key segment of a partition's manifest.
 const ManifestName = "manifest.json"

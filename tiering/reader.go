@@ -43,6 +43,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -267,6 +268,7 @@ func (r *Reader) Forget(seg RemoteSegment) {
 	logKey := seg.Key(r.prefix, ExtLog)
 	r.idx.remove(seg.Key(r.prefix, ExtIndex))
 	r.idx.remove(seg.Key(r.prefix, ExtTimeIndex))
+	r.idx.remove(seg.Key(r.prefix, ExtTxnIndex))
 	r.cache.forget(logKey)
 	r.smu.Lock()
 	delete(r.segs, logKey)
@@ -439,6 +441,31 @@ func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 	}
 	rr.Records = buf[:end:end]
 	return rr, nil
+}
+
+// txnIndexEntry is the size of one .txnindex entry (storage/txnindex.go:
+// version, producer id, first offset, last offset, last stable offset).
+const txnIndexEntry = 34
+
+// AbortedTxns returns the entries of seg's aborted-transaction index
+// (.txnindex, byte-identical to the local file), oldest marker first:
+// what a read_committed fetch of seg's records lists (the broker filters
+// them by range, as storage.Log.AbortedTxns does). The object is fetched
+// once and kept in the index cache; a segment uploaded without one has
+// none.
+func (r *Reader) AbortedTxns(ctx context.Context, seg RemoteSegment) ([]storage.AbortedTxn, error) {
+	if r.isClosed() {
+		return nil, ErrReaderClosed
+	}
+	b, err := r.index(ctx, seg, ExtTxnIndex, true)
+	if err != nil {
+		return nil, err
+	}
+	out, err := storage.DecodeTxnIndex(b)
+	if err != nil {
+		return nil, fmt.Errorf("tiering: reader: %s: %w", seg.Key(r.prefix, ExtTxnIndex), err)
+	}
+	return out, nil
 }
 
 // OffsetForTimestamp returns the first offset in seg whose record

@@ -284,6 +284,11 @@ func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, key, ext string,
 	err := r.withBudget(ctx, t, fg, 0, func() error {
 		rc, err := r.store.Get(ctx, key, 0, -1)
 		if errors.Is(err, objstore.ErrNotFound) {
+			if ext == ExtTxnIndex {
+				// Uploaded before transactions: no aborted transaction.
+				data = []byte{}
+				return nil
+			}
 			r.log.Warn("tiering: remote segment index missing, scanning from the segment start", "object", key)
 			data = []byte{}
 			return nil
@@ -308,8 +313,11 @@ func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, key, ext string,
 		}
 	}
 	entry := 8
-	if ext == ExtTimeIndex {
+	switch ext {
+	case ExtTimeIndex:
 		entry = 12
+	case ExtTxnIndex:
+		entry = txnIndexEntry
 	}
 	if len(data) > maxIndexObject || len(data)%entry != 0 {
 		r.log.Warn("tiering: remote segment index malformed, scanning from the segment start", "object", key, "bytes", len(data))

@@ -68,7 +68,7 @@ func (e *MissingSegmentsError) Unwrap() error { return ErrMissingSegments }
 //     topic deleted and recreated leaves older incarnations behind until
 //     the janitor removes them);
 //  3. each partition's bucket listing (one List per partition) is checked
-//     against its manifest: every COPY_FINISHED segment's five objects
+//     against its manifest: every COPY_FINISHED segment's objects
 //     must exist with the sizes the manifest records. Segments that fail
 //     are dropped; leading ones only raise the start, but after a present
 //     segment the first missing one ends the partition there (a restore
@@ -177,6 +177,9 @@ func checkObjects(m *Manifest, prefix string, s *Segment, sizes map[string]int64
 	for _, ext := range SegmentExts {
 		want, _ := s.Files.Size(ext)
 		got, ok := sizes[m.SegmentKey(prefix, s, ext)]
+		if !ok && txnIndexOptional(ext, want) {
+			continue
+		}
 		if !ok {
 			return "no ." + ext + " object"
 		}

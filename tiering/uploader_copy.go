@@ -91,7 +91,9 @@ type localFile struct {
 //     now below the log start, is errSegmentVanished);
 //  2. commit COPY_STARTED with the full description;
 //  3. put .log, .index, .timeindex, .snapshot (the producer state at the
-//     segment's end: the next segment's snapshot), .epochs, create-only;
+//     segment's end: the next segment's snapshot), .epochs, .txnindex (the
+//     aborted transactions whose markers the segment holds; empty when
+//     none), create-only;
 //  4. add the segment to the manifest as COPY_FINISHED, unless the
 //     segment is no longer COPY_STARTED in the image (errSuperseded: a
 //     newer leader took it for an orphan; the manifest is its now) or
@@ -124,7 +126,8 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	}
 	epochs := segmentEpochs(lp.Log.LeaderEpochs().Entries(), base, end)
 	epochsData := encodeEpochs(epochs)
-	files = append(files, localFile{ext: ExtEpochs, size: int64(len(epochsData)), data: epochsData})
+	files = append(files, localFile{ext: ExtEpochs, size: int64(len(epochsData)), data: epochsData},
+		localFile{ext: ExtTxnIndex, r: sealed.TxnIndex.R, size: sealed.TxnIndex.Size})
 
 	id := uuid.New()
 	u.setInflight(id, true)
@@ -162,7 +165,7 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	seg := Segment{
 		SegmentID: id, BaseOffset: base, EndOffset: end, MaxTimestamp: info.MaxTimestamp,
 		SizeBytes: files[0].size, LeaderEpochs: toManifestEpochs(epochs), State: StateCopyFinished,
-		Files: FileSizes{Log: files[0].size, Index: files[1].size, TimeIndex: files[2].size, Snapshot: files[3].size, Epochs: files[4].size},
+		Files: FileSizes{Log: files[0].size, Index: files[1].size, TimeIndex: files[2].size, Snapshot: files[3].size, Epochs: files[4].size, TxnIndex: files[5].size},
 	}
 	live := map[uuid.UUID]bool{id: true}
 	for _, s := range u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index) {

@@ -339,9 +339,6 @@ const (
 	// (measured: 76 s on 2 busy cores with a warm module cache: 58 s for
 	// the suite, its build included, 16 s for the chaos run).
 	kgoSuiteTimeout = 8 * time.Minute
-	// kgoSkip: transactions are not built (TestTxnEtl waits for them
-	// until its deadline).
-	kgoSkip = "^TestTxnEtl$"
 )
 
 // kgoMustPass are tests of franz-go's suite that talk to the cluster and
@@ -350,6 +347,9 @@ var kgoMustPass = []string{
 	"TestGroupETL", "TestClient_Produce", "TestClient_ProduceLargeMessages", "TestIssue434",
 	"TestIssue337", "TestDirectPartitionPurge", "TestConsumeMaxDecompressBatchBytes", "TestIssue769",
 	"TestPauseIssueOct2023", "TestUnknownGroupOffsetFetchPinned",
+	// Transactions (issue 16): its classic-group subtests (range,
+	// cooperative-sticky, static); the KIP-848 ones skip themselves.
+	"TestTxnEtl", "TestTxnEtl/range", "TestTxnEtl/cooperative-sticky", "TestTxnEtl/cooperative-sticky/static",
 }
 
 // franzGoDir downloads the franz-go module go.mod requires through the
@@ -397,7 +397,7 @@ func passed(out []byte) (pass, fail []string) {
 
 // TestCluster3FranzGoSuite runs franz-go's own kgo integration tests
 // against three nodes with KGO_TEST_RF=3 (their default: every topic they
-// create has three replicas), all but the transactional ETL, then its
+// create has three replicas), the transactional ETL included, then its
 // group ETL test again with KGO_TEST_CHAOS=1 (every client connection
 // dies after 0.5-1.5 s: reconnects, produce retries, sequence rewinds,
 // idempotent ordering).
@@ -430,7 +430,7 @@ func TestCluster3FranzGoSuite(t *testing.T) {
 		}
 		return out
 	}
-	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m", "-skip", kgoSkip)
+	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m")
 	pass, _ := passed(out)
 	for _, name := range kgoMustPass {
 		if !slices.Contains(pass, name) {
@@ -440,5 +440,44 @@ func TestCluster3FranzGoSuite(t *testing.T) {
 	out = run("chaos", []string{"KGO_TEST_RECORDS=2000", "KGO_TEST_CHAOS=1"}, "-timeout", "2m", "-run", "^TestGroupETL$")
 	if pass, _ := passed(out); !slices.Contains(pass, "TestGroupETL") {
 		t.Errorf("franz-go TestGroupETL under KGO_TEST_CHAOS=1 did not pass:\n%s", out[max(0, len(out)-4000):])
+	}
+}
+
+// TestCluster3ConfluentKafkaTransactions: librdkafka's transactional
+// producer commits and aborts on three nodes at RF=3 (the coordinator's
+// __transaction_state and the partition replicated, min ISR 2), and
+// librdkafka's consumer (read_committed by default) reads exactly the
+// committed records, in order.
+func TestCluster3ConfluentKafkaTransactions(t *testing.T) {
+	py := needExternal(t, "/usr/bin/python3", "-c", "import confluent_kafka")
+	script, err := filepath.Abs("../../broker/testdata/compat/client.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster3(t)
+	_, adm := c.client()
+	const topic = "py3-txn"
+	createTopic3(t, adm, topic, 2) // the transactions write partition 0
+	seeds := strings.Join(c.addrs(), ",")
+	var res struct{ Committed, Aborted []string }
+	out := runExternal(t, nil, py, script, "transact", seeds, topic, "py3-tx", "20:commit,10:abort,30:commit,5:abort,15:commit")
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Committed) != 65 || len(res.Aborted) != 15 {
+		t.Fatalf("transact: %v %q", err, out)
+	}
+	out = runExternal(t, nil, py, script, "consume", seeds, topic, "0", "0", "1000")
+	var got []string
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var r struct{ Value *string }
+		if err := json.Unmarshal(line, &r); err != nil || r.Value == nil {
+			t.Fatalf("client.py consume line %q: %v", line, err)
+		}
+		v, err := base64.StdEncoding.DecodeString(*r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(v))
+	}
+	if !slices.Equal(got, res.Committed) {
+		t.Fatalf("librdkafka read_committed on three nodes: %d records %q, want the %d committed", len(got), got, len(res.Committed))
 	}
 }

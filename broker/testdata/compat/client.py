@@ -23,10 +23,23 @@ values travel base64-encoded so arbitrary bytes compare byte-exact; None
       a group member subscribed to the topics (earliest), reading count
       records; stdout: {"records": n, "errors": [every error_cb error,
       transient ones included]}.
+  transact <bootstrap> <topic> <transactional.id> <plan>
+      a transactional producer (partition 0): plan is a comma-separated
+      list of <count>:<commit|abort>, one transaction each, in order, of
+      count records valued "<txn index>-<record index>-<commit|abort>";
+      stdout: {"committed": [values], "aborted": [values]} (plain text).
   produce_may_fail <bootstrap> <topic> <batch.size>
       as produce (uncompressed, not idempotent, partition 0), but delivery
       errors are reported, not fatal; stdout: {"librdkafka": version
       int, "reports": [{"offset", "error": error name or null}]}.
+  etl       <bootstrap> <group> <transactional.id> <in> <out> <count>
+      consume-transform-produce (KIP-447): a read_committed member of group
+      copies the values of topic in to topic out, each poll's records in one
+      transaction whose offsets go with it (send_offsets_to_transaction).
+      The first transaction is aborted, and the member then starts over
+      with a new consumer, from the group's committed offsets (none: the
+      earliest). Stops once count records were committed; stdout:
+      {"committed": n, "aborted": n}.
 """
 
 import base64
@@ -233,6 +246,83 @@ def produce_may_fail(bootstrap, topic, batch_size):
     print(json.dumps({"librdkafka": ck.libversion()[1], "reports": reports}))
 
 
+def transact(bootstrap, topic, txn_id, plan):
+    p = ck.Producer(dict(common(bootstrap), **{
+        "transactional.id": txn_id,
+        "linger.ms": 5,
+        "message.timeout.ms": int(TIMEOUT * 1000),
+    }))
+    p.init_transactions(TIMEOUT)
+    out = {"committed": [], "aborted": []}
+    for i, step in enumerate(plan.split(",")):
+        count, how = step.split(":")
+        p.begin_transaction()
+        vals = ["%d-%d-%s" % (i, j, how) for j in range(int(count))]
+        for v in vals:
+            p.produce(topic, v.encode(), partition=0)
+        # Flushed before the end, so an abort really aborts written data.
+        if p.flush(TIMEOUT):
+            print("client.py: records undelivered", file=sys.stderr)
+            sys.exit(2)
+        if how == "commit":
+            p.commit_transaction(TIMEOUT)
+            out["committed"].extend(vals)
+        else:
+            p.abort_transaction(TIMEOUT)
+            out["aborted"].extend(vals)
+    print(json.dumps(out))
+
+
+def etl(bootstrap, group, txn_id, src, dst, count):
+    count = int(count)
+
+    def consumer():
+        c = ck.Consumer(dict(common(bootstrap), **{
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 100,
+        }))
+        c.subscribe([src])
+        return c
+
+    p = ck.Producer(dict(common(bootstrap), **{
+        "transactional.id": txn_id,
+        "linger.ms": 5,
+        "message.timeout.ms": int(TIMEOUT * 1000),
+        "transaction.timeout.ms": 30000,
+    }))
+    p.init_transactions(TIMEOUT)
+    c = consumer()
+    committed = aborted = 0
+    while committed < count:
+        msgs = c.consume(num_messages=100, timeout=TIMEOUT)
+        if not msgs:
+            print("client.py: etl: no record within %ss (%d committed)" % (TIMEOUT, committed), file=sys.stderr)
+            sys.exit(2)
+        for m in msgs:
+            if m.error():
+                print("client.py: etl consume: %s" % m.error(), file=sys.stderr)
+                sys.exit(2)
+        p.begin_transaction()
+        for m in msgs:
+            p.produce(dst, m.value(), key=m.key())
+        p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), TIMEOUT)
+        if aborted == 0:
+            p.abort_transaction(TIMEOUT)
+            aborted += 1
+            # The positions moved past the aborted records: a new member
+            # starts from the group's committed offsets instead.
+            c.close()
+            c = consumer()
+            continue
+        p.commit_transaction(TIMEOUT)
+        committed += len(msgs)
+    c.close()
+    print(json.dumps({"committed": committed, "aborted": aborted}))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {
@@ -241,7 +331,9 @@ def main():
         "consume": consume,
         "offsets_for_times": offsets_for_times,
         "produce_may_fail": produce_may_fail,
+        "transact": transact,
         "subscribe": subscribe,
+        "etl": etl,
     }[cmd](*args)
 
 
