@@ -10,7 +10,9 @@ package broker
 // per transaction; one error covers every partition of an added
 // transaction. As in Kafka, a request naming a partition missing from the
 // metadata adds nothing: the missing ones get UNKNOWN_TOPIC_OR_PARTITION,
-// the others OPERATION_NOT_ATTEMPTED.
+// the others OPERATION_NOT_ATTEMPTED. TRANSACTION_ABORTABLE (a
+// verify-only partition not in the transaction) exists from v5; v4 gets
+// INVALID_TXN_STATE instead.
 //
 // Differences from Kafka: no ACLs (Strata has no authorizer), so neither
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED nor the CLUSTER_ACTION check of v4+.
@@ -33,6 +35,13 @@ func handleAddPartitionsToTxn(ctx context.Context, n *Node, r *request) (*frame,
 	results := make([]txncoord.AddTxnResult, len(txns))
 	for i, t := range txns {
 		results[i] = n.addTxnPartitions(ctx, r.version, t)
+		if r.version < 5 {
+			for j, pr := range results[i].Partitions {
+				if pr.Err == kerr.TransactionAbortable.Code {
+					results[i].Partitions[j].Err = kerr.InvalidTxnState.Code
+				}
+			}
+		}
 	}
 	return encodeResponse(r, txncoord.AddPartitionsResponse(r.version, results)), nil
 }

@@ -174,3 +174,15 @@ func TestTopicConfigOverlaysBrokerDefaults(t *testing.T) {
 		t.Fatal("unset config lost its default")
 	}
 }
+
+func TestConfigTransactionDefaultsAreKafkas(t *testing.T) {
+	c := DefaultConfig()
+	if c.TxnStatePartitions != 50 || c.TxnStateReplicationFactor != 3 || c.TxnStateMinISR != 2 ||
+		c.TxnStateSegmentBytes != 104857600 || c.TxnMaxTimeout != 15*time.Minute ||
+		c.TxnIDExpiration != 7*24*time.Hour || c.TxnAbortTimedOutInterval != 10*time.Second ||
+		c.TxnRemoveExpiredInterval != time.Hour {
+		t.Fatalf("transaction defaults: %d %d %d %d %v %v %v %v", c.TxnStatePartitions, c.TxnStateReplicationFactor,
+			c.TxnStateMinISR, c.TxnStateSegmentBytes, c.TxnMaxTimeout, c.TxnIDExpiration,
+			c.TxnAbortTimedOutInterval, c.TxnRemoveExpiredInterval)
+	}
+}

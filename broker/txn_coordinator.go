@@ -23,13 +23,24 @@ package broker
 // ISR is below min ISR, then a wait for the high watermark to cover the
 // record; only then AppendDone(code 0). The record is appended only if
 // the partition is still led at the coordinator epoch the planner asked
-// for, so a record of an older epoch never lands after a reload.
+// for, so a record of an older epoch never lands after a reload. A
+// retried append (CompleteX after COORDINATOR_NOT_AVAILABLE) waits
+// txnAppendRetryBackoff first.
+//
+// Differences from Kafka: the replication factor is capped at the live
+// brokers when the topic is created (Kafka refuses to create it with
+// fewer brokers than transaction.state.log.replication.factor); the
+// transactional id → partition map uses transaction.state.log.num.partitions
+// from the config, not the topic's partition count (they differ only if
+// the config changed after the topic was created); a load replays up to
+// the high watermark; no ACLs.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -68,6 +79,12 @@ type txnCoordinator struct {
 
 	markers *markerSender
 	clients txnClients // verify-only AddPartitionsToTxn to other coordinators (txn_verify.go)
+
+	// writes counts the appends tried (tests: a retry backs off).
+	writes atomic.Int64
+	// loadHook, if set (tests), runs at the start of each partition load,
+	// before any read: a slow load is a hook that blocks.
+	loadHook atomic.Pointer[func(partition int32)]
 }
 
 func newTxnCoordinator(n *Node) *txnCoordinator {
@@ -96,11 +113,23 @@ func (tc *txnCoordinator) close() {
 	tc.closeClients()
 }
 
+// txnAppendRetryBackoff is how long an append the planner retries (a
+// CompleteX after COORDINATOR_NOT_AVAILABLE: the ISR is below min ISR)
+// waits first.
+const txnAppendRetryBackoff = 100 * time.Millisecond
+
 // runLocked carries out the planner's Effects: answers to their waiters,
 // appends in goroutines (each acknowledged with AppendDone), markers to
 // the sender (after markerDelay: a retry backs off), notes to the log.
 // tc.mu must be held.
 func (tc *txnCoordinator) runLocked(e txncoord.Effects, markerDelay time.Duration) {
+	tc.runAfter(e, markerDelay, 0)
+}
+
+// runAfter is runLocked with appends started after appendDelay (a retry).
+// Once the node is closing, no append starts: its partition is being
+// given up, and the next load reads what became durable.
+func (tc *txnCoordinator) runAfter(e txncoord.Effects, markerDelay, appendDelay time.Duration) {
 	for _, a := range e.Answers {
 		if ch, ok := tc.waiters[a.Req]; ok {
 			delete(tc.waiters, a.Req)
@@ -108,12 +137,27 @@ func (tc *txnCoordinator) runLocked(e txncoord.Effects, markerDelay time.Duratio
 		}
 	}
 	for _, a := range e.Appends {
+		if tc.n.ctx.Err() != nil {
+			break
+		}
 		tc.n.loops.Add(1)
 		go func() {
 			defer tc.n.loops.Done()
+			if appendDelay > 0 {
+				t := time.NewTimer(appendDelay)
+				select {
+				case <-tc.n.ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 			code := tc.write(a)
+			if tc.n.ctx.Err() != nil {
+				return
+			}
 			tc.mu.Lock()
-			tc.runLocked(tc.c.AppendDone(nowMs(), a.Token, code), 0)
+			tc.runAfter(tc.c.AppendDone(nowMs(), a.Token, code), 0, txnAppendRetryBackoff)
 			tc.mu.Unlock()
 		}()
 	}
@@ -163,6 +207,7 @@ func (tc *txnCoordinator) locked(fn func(c *txncoord.Coordinator)) {
 // produce error code (0 once the ISR has it).
 func (tc *txnCoordinator) write(a txncoord.Append) int16 {
 	n := tc.n
+	tc.writes.Add(1)
 	p := n.partition(txnStateTopic, a.Partition)
 	if p == nil || !p.leader.Load() || p.leaderEpoch.Load() != a.CoordinatorEpoch {
 		return kerr.NotLeaderForPartition.Code
@@ -239,6 +284,9 @@ func (tc *txnCoordinator) txnPartitionChanged(index int32, p *partition) {
 // second, the partition staying Loading; a corrupt record leaves it
 // Loading (txncoord's rule) with an error logged.
 func (tc *txnCoordinator) load(ctx context.Context, index, epoch int32, p *partition) {
+	if h := tc.loadHook.Load(); h != nil {
+		(*h)(index)
+	}
 	for {
 		start := time.Now()
 		recs, err := tc.replay(ctx, p)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/txncoord"
+	"github.com/strata-io/strata/controller/metadata"
 )
 
 // markersAnswer answers every partition of req with code.
@@ -191,4 +192,69 @@ func TestTxnVerifyPartitionsRemoteCoordinator(t *testing.T) {
 	if codes["t"][0] != kerr.ProducerFenced.Code {
 		t.Fatalf("remote verify, old epoch: %v", codes)
 	}
+}
+
+// TestTxnCoordinatorCompleteRetriesBackOff: the CompleteCommit append of
+// a transaction whose markers are all written fails while the
+// __transaction_state partition's ISR is below its min ISR (2 of 3); the
+// coordinator retries it every 100 ms (not in a spin), and completes once
+// a replica is back in the ISR.
+func TestTxnCoordinatorCompleteRetriesBackOff(t *testing.T) {
+	c := startCluster(t, 3, txnProps)
+	var log markerLog
+	log.install(c.node(1))
+	c.createTopicAssigned("t", [][]int32{{1}}) // led by the broker that stays
+	adm := kadm.NewClient(c.client(kgo.SeedBrokers(c.node(1).Addr())))
+	ctx := testCtx(t)
+	deadline := time.Now().Add(testWait)
+	for adm.FindTxnCoordinators(ctx, "any")["any"].Err != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction coordinator")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var id string
+	for i := 0; ; i++ {
+		id = fmt.Sprintf("bo-%d", i)
+		if c.leaderOf(txnStateTopic, txncoord.PartitionFor(id, 3)) == 1 {
+			break
+		}
+	}
+	part := txncoord.PartitionFor(id, 3)
+	c.waitFullISR(txnStateTopic, part)
+	log.hold.Store(true)
+	cl := txnProducer(t, c.seeds(), id)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	waitTxnState(t, adm, id, "PrepareCommit")
+	cl.Close()
+	c.stop(2)
+	c.stop(3)
+	c.waitPartition(txnStateTopic, part, "ISR {1}", func(p metadata.PartitionInfo) bool { return len(p.ISR) == 1 })
+
+	tc := c.node(1).txns
+	before := tc.writes.Load()
+	start := time.Now()
+	log.hold.Store(false) // the markers succeed: CompleteCommit is appended, and refused
+	for tc.writes.Load()-before < 5 {
+		if time.Since(start) > testWait {
+			t.Fatalf("%d CompleteCommit appends tried, want retries", tc.writes.Load()-before)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("5 CompleteCommit appends tried in %v: the retries do not back off", took)
+	}
+	if d := waitTxnState(t, adm, id, ""); d.State != "PrepareCommit" {
+		t.Fatalf("state %s with the ISR below min ISR", d.State)
+	}
+	c.start(2)
+	waitTxnState(t, adm, id, "CompleteCommit")
 }

@@ -1,8 +1,8 @@
 package broker
 
 import (
-	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/txncoord"
 )
 
 // txnProps are the settings of the coordinator tests: few
@@ -113,10 +115,6 @@ func TestTxnCoordinatorCommitAbortOneNode(t *testing.T) {
 			t.Errorf("%s missing", want[0])
 		}
 	}
-	_ = errors.New
-	_ = kerr.ConcurrentTransactions
-	_ = kmsg.NewPtrEndTxnRequest
-	_ = context.Background
 }
 
 // txnRetry repeats a raw request while the coordinator answers a
@@ -240,10 +238,14 @@ func TestTxnCoordinatorRawProtocol(t *testing.T) {
 	vtt.Topic, vtt.Partitions = "t", []int32{0, 1}
 	vt.Topics = append(vt.Topics, vtt)
 	vreq.Transactions = append(vreq.Transactions, vt)
-	vr := c.roundTrip(vreq).(*kmsg.AddPartitionsToTxnResponse)
-	if got := addCodes(vr); len(vr.Transactions) != 1 || vr.Transactions[0].TransactionalID != "a" ||
-		got[txnTP{"t", 0}] != 0 || got[txnTP{"t", 1}] != kerr.TransactionAbortable.Code {
-		t.Fatalf("verify only: %+v", vr)
+	// TRANSACTION_ABORTABLE is v5's; v4 gets INVALID_TXN_STATE.
+	for v, notIn := range map[int16]int16{4: kerr.InvalidTxnState.Code, 5: kerr.TransactionAbortable.Code} {
+		vreq.SetVersion(v)
+		vr := c.roundTrip(vreq).(*kmsg.AddPartitionsToTxnResponse)
+		if got := addCodes(vr); len(vr.Transactions) != 1 || vr.Transactions[0].TransactionalID != "a" ||
+			got[txnTP{"t", 0}] != 0 || got[txnTP{"t", 1}] != notIn {
+			t.Fatalf("v%d verify only: %+v", v, vr)
+		}
 	}
 	// ... and in-process (the coordinator is local).
 	ctx := testCtx(t)
@@ -323,13 +325,21 @@ func TestTxnCoordinatorFencesOldProducer(t *testing.T) {
 	if d1.ProducerID != d0.ProducerID || d1.ProducerEpoch <= d0.ProducerEpoch {
 		t.Fatalf("the second producer: %+v, the first %+v", d1, d0)
 	}
-	if err := old.EndTransaction(ctx, kgo.TryCommit); !isFenced(err) {
-		t.Fatalf("the fenced producer's commit: %v, want PRODUCER_FENCED", err)
+	// The abort marker of the fence carried the new epoch: the partition
+	// refuses the old instance's batches too.
+	if err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("late")}).FirstErr(); !isFenced(err) {
+		t.Fatalf("the fenced producer's produce: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if err := old.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced producer committed")
 	}
 	if err := cur.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	waitTxnState(t, adm, "fenced", "CompleteCommit")
+	if got := readTxnTopic(t, []string{n.Addr()}, "t", 1, true, 1); len(got) != 1 || !got["new"] { // "old" is before "new" in the log
+		t.Fatalf("read_committed after the fence: %v, want only the new producer's record", got)
+	}
 }
 
 // TestTxnCoordinatorAbortsTimedOutTransaction: a transaction open past its
@@ -405,5 +415,115 @@ func TestTxnMarkersSkipDeletedTopic(t *testing.T) {
 	}
 	if len(log.markers()) != 1 {
 		t.Fatalf("markers %+v, want one for t", log.markers())
+	}
+}
+
+// TestTxnCoordinatorStateSurvivesRestartAndExpires: the coordinator's
+// state is replayed from __transaction_state at the next start (the
+// producer id and epoch are kept: the next InitProducerId bumps the
+// epoch), and an id idle past transactional.id.expiration.ms is removed
+// by the sweep (TRANSACTIONAL_ID_NOT_FOUND).
+func TestTxnCoordinatorStateSurvivesRestartAndExpires(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, txnProps)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 1, nil)
+	ctx := testCtx(t)
+	cl := txnProducer(t, []string{n.Addr()}, "keep")
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	before := waitTxnState(t, adm, "keep", "CompleteCommit")
+	cl.Close()
+	n.Close()
+
+	props := map[string]string{
+		"transactional.id.expiration.ms":                             "1000",
+		"transaction.remove.expired.transaction.cleanup.interval.ms": "50",
+	}
+	for k, v := range txnProps {
+		props[k] = v
+	}
+	n = startNode(t, dir, props)
+	adm = newAdmin(t, n)
+	after := waitTxnState(t, adm, "keep", "CompleteCommit")
+	if after.ProducerID != before.ProducerID || after.ProducerEpoch != before.ProducerEpoch {
+		t.Fatalf("after the restart: %+v, before %+v", after, before)
+	}
+	c := dialRaw(t, n)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.SetVersion(4)
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("keep"), 60000
+	r := txnRetry(t, c, init, func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode })
+	if r.ErrorCode != 0 || r.ProducerID != before.ProducerID || r.ProducerEpoch != before.ProducerEpoch+1 {
+		t.Fatalf("init after the restart: %+v, before %+v", r, before)
+	}
+	// Idle for transactional.id.expiration.ms: removed.
+	deadline := time.Now().Add(testWait)
+	for {
+		ds, err := adm.DescribeTransactions(ctx, "keep")
+		if err == nil && errors.Is(ds["keep"].Err, kerr.TransactionalIDNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keep not expired: %+v %v", ds, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTxnCoordinatorLoadInProgress: while its __transaction_state
+// partition loads, a transactional id's requests get
+// COORDINATOR_LOAD_IN_PROGRESS (InitProducerId, DescribeTransactions,
+// ListTransactions); once loaded they are served.
+func TestTxnCoordinatorLoadInProgress(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"transaction.state.log.num.partitions": "1"})
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	hook := func(int32) { <-release }
+	n.txns.loadHook.Store(&hook)
+	c := dialRaw(t, n)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(3)
+	fc.CoordinatorType, fc.CoordinatorKey = 1, "l"
+	txnRetry(t, c, fc, func(r *kmsg.FindCoordinatorResponse) int16 { return r.ErrorCode })
+	// The partition is led; its load blocks in the hook.
+	deadline := time.Now().Add(testWait)
+	for {
+		var st txncoord.PartitionState
+		n.txns.locked(func(c *txncoord.Coordinator) { st, _ = c.PartitionState(0) })
+		if st == txncoord.Loading {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partition 0: %v, want Loading", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.SetVersion(4)
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("l"), 60000
+	if r := c.roundTrip(init).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("init while loading: %+v", r)
+	}
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"l"}
+	if r := c.roundTrip(dt).(*kmsg.DescribeTransactionsResponse); r.TransactionStates[0].ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("describe while loading: %+v", r)
+	}
+	if r := c.roundTrip(kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("list while loading: %+v", r)
+	}
+	unblock()
+	if r := txnRetry(t, c, init, func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode }); r.ErrorCode != 0 {
+		t.Fatalf("init once loaded: %+v", r)
 	}
 }
