@@ -89,8 +89,8 @@ type ACL struct {
 
 // String is a readable form, for logs and test output.
 func (a ACL) String() string {
-	return fmt.Sprintf("%s:%s:%s %s %s@%s %s", resNames[a.ResourceType], patNames[a.PatternType], a.ResourceName,
-		permNames[a.Permission], a.Principal, a.Host, opNames[a.Operation])
+	return fmt.Sprintf("%s:%s:%s %s %s@%s %s", a.ResourceType, a.PatternType, a.ResourceName,
+		a.Permission, a.Principal, a.Host, a.Operation)
 }
 
 // Filter selects ACLs, as Kafka's AclBindingFilter: an empty name,
@@ -237,3 +237,71 @@ var opNames = map[Operation]string{OpUnknown: "UNKNOWN", OpAny: "ANY", OpAll: "A
 	OpCreate: "CREATE", OpDelete: "DELETE", OpAlter: "ALTER", OpDescribe: "DESCRIBE", OpClusterAction: "CLUSTER_ACTION",
 	OpDescribeConfigs: "DESCRIBE_CONFIGS", OpAlterConfigs: "ALTER_CONFIGS", OpIdempotentWrite: "IDEMPOTENT_WRITE",
 	OpCreateTokens: "CREATE_TOKENS", OpDescribeTokens: "DESCRIBE_TOKENS"}
+
+// String returns Kafka's name, e.g. "TOPIC".
+func (t ResourceType) String() string { return name(resNames, t) }
+
+// String returns Kafka's name, e.g. "PREFIXED".
+func (t PatternType) String() string { return name(patNames, t) }
+
+// String returns Kafka's name, e.g. "DESCRIBE_CONFIGS".
+func (o Operation) String() string { return name(opNames, o) }
+
+// String returns Kafka's name, e.g. "ALLOW".
+func (p Permission) String() string { return name(permNames, p) }
+
+func name[K ~int8](m map[K]string, k K) string {
+	if s, ok := m[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("UNKNOWN(%d)", int8(k))
+}
+
+func parse[K ~int8](m map[K]string, s string) (K, bool) {
+	s = strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(s), "-", "_"))
+	for k, v := range m {
+		if v == s && v != "UNKNOWN" {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// ParseResourceType reads a Kafka resource type name (case-insensitive,
+// '-' for '_'): "topic", "TRANSACTIONAL_ID", "any".
+func ParseResourceType(s string) (ResourceType, bool) { return parse(resNames, s) }
+
+// ParsePatternType reads a pattern type name: "literal", "prefixed", "any", "match".
+func ParsePatternType(s string) (PatternType, bool) { return parse(patNames, s) }
+
+// ParseOperation reads an operation name: "read", "describe-configs", "all", "any".
+func ParseOperation(s string) (Operation, bool) { return parse(opNames, s) }
+
+// ParsePermission reads a permission name: "allow", "deny", "any".
+func ParsePermission(s string) (Permission, bool) { return parse(permNames, s) }
+
+// ParseACL reads the form String writes,
+// "TOPIC:LITERAL:orders ALLOW User:alice@* READ" (for tests and tools).
+func ParseACL(s string) (ACL, error) {
+	f := strings.Fields(s)
+	if len(f) != 4 {
+		return ACL{}, fmt.Errorf("acl %q: want TYPE:PATTERN:name PERMISSION principal@host OPERATION", s)
+	}
+	res := strings.SplitN(f[0], ":", 3)
+	at := strings.LastIndexByte(f[2], '@')
+	if len(res) != 3 || at < 0 {
+		return ACL{}, fmt.Errorf("acl %q: want TYPE:PATTERN:name PERMISSION principal@host OPERATION", s)
+	}
+	var a ACL
+	var ok [4]bool
+	a.ResourceType, ok[0] = ParseResourceType(res[0])
+	a.PatternType, ok[1] = ParsePatternType(res[1])
+	a.ResourceName = res[2]
+	a.Permission, ok[2] = ParsePermission(f[1])
+	a.Principal, a.Host = f[2][:at], f[2][at+1:]
+	a.Operation, ok[3] = ParseOperation(f[3])
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return ACL{}, fmt.Errorf("acl %q: unknown name", s)
+	}
+	return a, nil
+}

@@ -6,24 +6,11 @@ import (
 	"testing"
 )
 
-// acl parses "TOPIC:LITERAL:orders ALLOW User:alice@* READ" (the String
-// form) so the tables read like Kafka's kafka-acls output.
 func acl(t *testing.T, s string) ACL {
 	t.Helper()
-	f := strings.Fields(s)
-	if len(f) != 4 {
-		t.Fatalf("bad acl %q", s)
-	}
-	res := strings.SplitN(f[0], ":", 3)
-	at := strings.LastIndexByte(f[2], '@')
-	a := ACL{
-		ResourceType: lookup(t, resNames, res[0]),
-		PatternType:  lookup(t, patNames, res[1]),
-		ResourceName: res[2],
-		Permission:   lookup(t, permNames, f[1]),
-		Principal:    f[2][:at],
-		Host:         f[2][at+1:],
-		Operation:    lookup(t, opNames, f[3]),
+	a, err := ParseACL(s)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if a.String() != s {
 		t.Fatalf("acl %q round trips as %q", s, a.String())
