@@ -32,7 +32,11 @@ func TestRequestRefusal(t *testing.T) {
 	sync := func(g string) kmsg.Request { r := kmsg.NewPtrSyncGroupRequest(); r.Group = g; return r }
 	hb := func(g string) kmsg.Request { r := kmsg.NewPtrHeartbeatRequest(); r.Group = g; return r }
 	leave := func(g string) kmsg.Request { r := kmsg.NewPtrLeaveGroupRequest(); r.Group = g; return r }
-	initPID := func(txn *string) kmsg.Request { r := kmsg.NewPtrInitProducerIDRequest(); r.TransactionalID = txn; return r }
+	initPID := func(txn *string) kmsg.Request {
+		r := kmsg.NewPtrInitProducerIDRequest()
+		r.TransactionalID = txn
+		return r
+	}
 	addOffsets := func(txn, g string) kmsg.Request {
 		r := kmsg.NewPtrAddOffsetsToTxnRequest()
 		r.TransactionalID, r.Group = txn, g
