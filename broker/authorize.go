@@ -16,6 +16,9 @@ package broker
 import (
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
@@ -80,4 +83,22 @@ func (r *request) allowed(a *authz.Authorizer, op authz.Operation, rt authz.Reso
 // allowedCluster is allowed on the cluster resource.
 func (r *request) allowedCluster(a *authz.Authorizer, op authz.Operation) bool {
 	return r.allowed(a, op, authz.ResCluster, authz.ClusterName)
+}
+
+// configRefusal is Kafka's check of one config resource: op
+// (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic, else
+// TOPIC_AUTHORIZATION_FAILED; on the cluster for a broker or broker
+// logger resource, else CLUSTER_AUTHORIZATION_FAILED; nil if allowed.
+func (r *request) configRefusal(a *authz.Authorizer, typ kmsg.ConfigResourceType, name string, op authz.Operation) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !r.allowed(a, op, authz.ResTopic, name) {
+			return kerr.TopicAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if !r.allowedCluster(a, op) {
+			return kerr.ClusterAuthorizationFailed
+		}
+	}
+	return nil
 }
