@@ -130,6 +130,36 @@ func TestAuthorizerEndToEnd(t *testing.T) {
 		t.Fatalf("consume with READ: %d records, %v", got, err)
 	}
 
+	// KIP-679: an idempotent producer (InitProducerId without a
+	// transactional id) needs no IDEMPOTENT_WRITE once it may WRITE a topic.
+	idem := newClient(t, n)
+	if err := idem.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("idempotent")}).FirstErr(); err != nil {
+		t.Fatalf("idempotent produce with WRITE on the topic: %v", err)
+	}
+
+	// A group consumer needs READ on its group too.
+	groupConsume := func() error {
+		cl := newClient(t, n, kgo.ConsumeTopics(topic), kgo.ConsumerGroup("readers"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		cctx, cancel := context.WithTimeout(ctx, testWait)
+		defer cancel()
+		for {
+			fs := cl.PollFetches(cctx)
+			for _, e := range fs.Errors() {
+				return e.Err
+			}
+			if fs.NumRecords() > 0 {
+				return nil
+			}
+		}
+	}
+	if err := groupConsume(); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("group consume without READ on the group: %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	grant(t, adm, kadm.NewACLs().Allow("User:ANONYMOUS").Groups("readers").Operations(kadm.OpRead))
+	if err := groupConsume(); err != nil {
+		t.Fatalf("group consume with READ on the group: %v", err)
+	}
+
 	// DENY wins: a deny of DESCRIBE hides the topic again.
 	grant(t, adm, kadm.NewACLs().Deny("User:ANONYMOUS").DenyHosts("*").Topics(topic).Operations(kadm.OpDescribe))
 	listed, err = list()
