@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/broker/authz"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // grantDirect adds ACLs through the controller, as an operator's
@@ -165,5 +167,45 @@ func TestAuthorizerEndToEnd(t *testing.T) {
 	listed, err = list()
 	if err != nil || slices.Contains(listed.Names(), topic) {
 		t.Fatalf("a denied topic is listed: %v", err)
+	}
+}
+
+// TestAuthorizerCluster: three brokers with the authorizer on, their own
+// (PLAINTEXT, so anonymous) principal a super user as Kafka setups do:
+// replication of an rf=3 topic works (follower fetches pass the
+// CLUSTER_ACTION check), and an ACL created through one broker reaches
+// the others' authorizers.
+func TestAuthorizerCluster(t *testing.T) {
+	c := startCluster(t, 3, authzOn(map[string]string{"super.users": "User:ANONYMOUS"}))
+	adm := kadm.NewClient(c.client())
+	ctx := testCtx(t)
+	if res, err := adm.CreateTopic(ctx, 1, 3, nil, "replicated"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	p := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	for i := range 20 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "replicated", Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatalf("acks=all produce %d: %v", i, err)
+		}
+	}
+	if err := testutil.Within(testWait, func() error {
+		st, ok := c.partitionState("replicated", 0)
+		if !ok || len(st.ISR) != 3 {
+			return fmt.Errorf("ISR %v, want all three", st.ISR)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	grant(t, adm, kadm.NewACLs().Allow("User:alice").Topics("replicated").Operations(kadm.OpRead))
+	if err := testutil.Within(testWait, func() error {
+		for id := int32(1); id <= 3; id++ {
+			if !c.node(id).authorizer().Authorize("User:alice", "127.0.0.1", authz.OpRead, authz.ResTopic, "replicated") {
+				return fmt.Errorf("broker %d does not enforce the ACL yet", id)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
