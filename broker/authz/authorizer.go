@@ -133,7 +133,7 @@ func (a *Authorizer) Authorize(principal, host string, op Operation, rt Resource
 // matchEntry returns the ACL's permission if it applies to the principal,
 // host and operation, else PermUnknown (StandardAuthorizerData.findResult).
 func matchEntry(acl ACL, principal, host string, op Operation) Permission {
-	if acl.Principal != principal && acl.Principal != WildcardPrincipal {
+	if !principalMatches(acl.Principal, principal) {
 		return PermUnknown
 	}
 	if acl.Host != Wildcard && acl.Host != host {
@@ -145,6 +145,17 @@ func matchEntry(acl ACL, principal, host string, op Operation) Permission {
 		}
 	}
 	return acl.Permission
+}
+
+// principalMatches reports whether an ACL's principal names principal:
+// the same one, or the wildcard of its type ("User:*" for "User:alice"),
+// as StandardAuthorizerData.matchingPrincipals.
+func principalMatches(aclPrincipal, principal string) bool {
+	if aclPrincipal == principal {
+		return true
+	}
+	typ, _, err := ParsePrincipal(principal)
+	return err == nil && aclPrincipal == typ+":"+Wildcard
 }
 
 // implies reports whether an ALLOW of have also allows want.
@@ -175,7 +186,7 @@ func (a *Authorizer) AuthorizeAny(principal, host string, op Operation, rt Resou
 		if acl.ResourceType != rt {
 			continue
 		}
-		if acl.Principal != principal && acl.Principal != WildcardPrincipal {
+		if !principalMatches(acl.Principal, principal) {
 			continue
 		}
 		if acl.Host != Wildcard && acl.Host != host {

@@ -141,6 +141,13 @@ func TestAuthorize(t *testing.T) {
 			{"User:bob", "10.1.1.1", "WRITE", "TOPIC:payments", true},
 			{"User:bob", "10.1.1.2", "WRITE", "TOPIC:payments", false},
 			{"User:carol", "10.1.1.1", "WRITE", "TOPIC:payments", false},
+			{"Group:ops", "h", "READ", "TOPIC:orders", false}, // User:* is the wildcard of users only
+		}},
+		{name: "the wildcard of another principal type", acls: []string{
+			"TOPIC:LITERAL:orders ALLOW Group:*@* READ",
+		}, checks: []check{
+			{"Group:ops", "h", "READ", "TOPIC:orders", true},
+			{"User:ops", "h", "READ", "TOPIC:orders", false},
 		}},
 		{name: "wildcard deny beats literal allow", acls: []string{
 			"TOPIC:LITERAL:orders ALLOW User:alice@* READ",
