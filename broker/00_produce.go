@@ -65,6 +65,7 @@ package broker
 // is checked for corruption and size but not for timestamps.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,6 +75,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage"
 )
@@ -92,7 +94,8 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 	txnReq := hasTransactionalBatch(req)
 	var txnErr error
 	var plan txnProducePlan
-	if txnReq && req.TransactionID == nil {
+	az := n.authorizer() // authorize.go: WRITE on the transactional id and on each topic
+	if txnReq && (req.TransactionID == nil || !r.allowed(az, authz.OpWrite, authz.ResTransactionalID, *req.TransactionID)) {
 		txnErr = kerr.TransactionalIDAuthorizationFailed
 	} else if txnReq && !badAcks {
 		names := make([]string, len(req.Topics))
@@ -107,6 +110,9 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		name, exists, topicErr := n.resolveTopic(r.version >= 13, t.Topic, t.TopicID)
+		if authName := cmp.Or(name, t.Topic); authName != "" && !r.allowed(az, authz.OpWrite, authz.ResTopic, authName) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, tp := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = tp.Partition

@@ -91,6 +91,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/checkpoint"
 )
@@ -212,6 +213,17 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 		parts[i].readCommitted = replica < 0 && req.IsolationLevel == 1
 		if r.version >= 11 && replica < 0 {
 			parts[i].anyReplica, parts[i].clientRack = true, req.Rack
+		}
+	}
+	// Kafka's checks (authorize.go): a follower needs CLUSTER_ACTION, a
+	// consumer READ on each topic; a part refused is
+	// TOPIC_AUTHORIZATION_FAILED and read no further.
+	if az := n.authorizer(); az != nil {
+		clusterOK := replica < 0 || r.allowedCluster(az, authz.OpClusterAction)
+		for i := range parts {
+			if fp := &parts[i]; fp.topic != "" && (!clusterOK || replica < 0 && !r.allowed(az, authz.OpRead, authz.ResTopic, fp.topic)) {
+				fp.p, fp.err = nil, kerr.TopicAuthorizationFailed
+			}
 		}
 	}
 

@@ -40,6 +40,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 func init() { register(2, 1, handleListOffsets) }
@@ -57,10 +59,14 @@ const (
 func handleListOffsets(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.ListOffsetsRequest)
 	resp := kmsg.NewPtrListOffsetsResponse()
+	az := n.authorizer() // authorize.go: DESCRIBE on the topic
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
 		_, exists, topicErr := n.resolveTopic(false, t.Topic, [16]byte{})
+		if !r.allowed(az, authz.OpDescribe, authz.ResTopic, t.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, tp := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = tp.Partition

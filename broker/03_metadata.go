@@ -42,6 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -65,16 +66,27 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 	// topic. Clients rely on it: segmentio/kafka-go reads the partitions of
 	// a just-deleted topic and expects none.
 	autoCreated := map[string]int16{} // name → the response's error code
+	// Kafka's checks (authorize.go): a topic the principal may not
+	// DESCRIBE is left out of an all-topics answer and answers
+	// TOPIC_AUTHORIZATION_FAILED when named, existing or not; creating a
+	// missing one needs CREATE on the cluster or the topic.
+	az := n.authorizer()
+	describeOK := func(name string) bool { return r.allowed(az, authz.OpDescribe, authz.ResTopic, name) }
 	if !all && n.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation) {
 		var missing []string
+		clusterCreate := r.allowedCluster(az, authz.OpCreate)
 		n.view(func(st *metadata.State) {
 			for _, t := range req.Topics {
-				if t.Topic == nil {
+				if t.Topic == nil || !describeOK(*t.Topic) {
 					continue
 				}
 				// __consumer_offsets is made by the group coordinator
 				// (coordinator.go) with its own configs, never by Metadata.
 				if _, ok := st.TopicByName(*t.Topic); !ok && *t.Topic != offsetsTopic && *t.Topic != txnStateTopic {
+					if !clusterCreate && !r.allowed(az, authz.OpCreate, authz.ResTopic, *t.Topic) {
+						autoCreated[*t.Topic] = kerr.TopicAuthorizationFailed.Code
+						continue
+					}
 					missing = append(missing, *t.Topic)
 				}
 			}
@@ -107,13 +119,23 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 		}
 		if all {
 			for _, t := range st.Topics() {
-				resp.Topics = append(resp.Topics, metadataTopic(rs, r.version, t))
+				if describeOK(t.Name) {
+					resp.Topics = append(resp.Topics, metadataTopic(rs, r.version, t))
+				}
 			}
 			return
 		}
 		for _, rt := range req.Topics {
 			var t metadata.TopicInfo
 			var ok bool
+			if rt.Topic != nil && !describeOK(*rt.Topic) {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				mt.AuthorizedOperations = authorizedOpsUnknown
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			if rt.Topic != nil {
 				if code, created := autoCreated[*rt.Topic]; created {
 					mt := kmsg.NewMetadataResponseTopic()
@@ -136,6 +158,14 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 				} else if n.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation) {
 					mt.ErrorCode = kerr.LeaderNotAvailable.Code // created, not here yet
 				}
+				mt.AuthorizedOperations = authorizedOpsUnknown
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			if !describeOK(t.Name) { // asked by id
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				mt.AuthorizedOperations = authorizedOpsUnknown
 				resp.Topics = append(resp.Topics, mt)
 				continue

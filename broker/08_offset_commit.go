@@ -26,12 +26,14 @@ package broker
 // only if its record is newer in the log.
 
 import (
+	"cmp"
 	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/group"
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -46,7 +48,10 @@ func handleOffsetCommit(ctx context.Context, n *Node, r *request) (*frame, error
 	// One error for the whole request, or nil.
 	var reqErr error
 	partition, err := n.groups.partitionOf(req.Group)
+	az := n.authorizer() // authorize.go: READ on the group, then on each topic
 	switch {
+	case !r.allowed(az, authz.OpRead, authz.ResGroup, req.Group):
+		reqErr = kerr.GroupAuthorizationFailed
 	case req.Group == "":
 		reqErr = kerr.InvalidGroupID
 	case err != nil:
@@ -71,6 +76,9 @@ func handleOffsetCommit(ctx context.Context, n *Node, r *request) (*frame, error
 		name, topicErr := t.Topic, error(nil)
 		if reqErr == nil {
 			name, _, topicErr = n.resolveTopic(byID, t.Topic, t.TopicID)
+			if authName := cmp.Or(name, t.Topic); authName != "" && !r.allowed(az, authz.OpRead, authz.ResTopic, authName) {
+				topicErr = kerr.TopicAuthorizationFailed
+			}
 		}
 		for _, tp := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()

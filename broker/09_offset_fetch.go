@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/group"
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -57,7 +58,7 @@ func handleOffsetFetch(_ context.Context, n *Node, r *request) (*frame, error) {
 					topics = append(topics, offsetFetchTopic{name: t.Topic, id: t.TopicID, parts: t.Partitions})
 				}
 			}
-			fetched, err := n.fetchOffsets(g.Group, topics, r.version >= 10, req.RequireStable)
+			fetched, err := n.fetchOffsetsAuthorized(r, g.Group, topics, r.version >= 10, req.RequireStable)
 			rg.ErrorCode = errCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -75,7 +76,7 @@ func handleOffsetFetch(_ context.Context, n *Node, r *request) (*frame, error) {
 			topics = append(topics, offsetFetchTopic{name: t.Topic, parts: t.Partitions})
 		}
 	}
-	fetched, err := n.fetchOffsets(req.Group, topics, false, r.version >= 7 && req.RequireStable)
+	fetched, err := n.fetchOffsetsAuthorized(r, req.Group, topics, false, r.version >= 7 && req.RequireStable)
 	if r.version >= 2 {
 		resp.ErrorCode = errCode(err)
 	} else if err != nil {
@@ -102,6 +103,37 @@ func handleOffsetFetch(_ context.Context, n *Node, r *request) (*frame, error) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return encodeResponse(r, resp), nil
+}
+
+// fetchOffsetsAuthorized is fetchOffsets behind Kafka's checks
+// (authorize.go): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED)
+// and on each topic: a requested topic without it answers
+// TOPIC_AUTHORIZATION_FAILED in each partition, and one of "every
+// committed topic" (topics nil) is left out.
+func (n *Node) fetchOffsetsAuthorized(r *request, groupID string, topics []offsetFetchTopic, byID, requireStable bool) ([]fetchedTopic, error) {
+	az := n.authorizer()
+	if !r.allowed(az, authz.OpDescribe, authz.ResGroup, groupID) {
+		return nil, kerr.GroupAuthorizationFailed
+	}
+	fetched, err := n.fetchOffsets(groupID, topics, byID, requireStable)
+	if az == nil || err != nil {
+		return fetched, err
+	}
+	out := fetched[:0]
+	for _, ft := range fetched {
+		if ft.name != "" && !r.allowed(az, authz.OpDescribe, authz.ResTopic, ft.name) {
+			if topics == nil {
+				continue
+			}
+			for i := range ft.parts {
+				p := noOffset(ft.parts[i].Partition)
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				ft.parts[i] = p
+			}
+		}
+		out = append(out, ft)
+	}
+	return out, nil
 }
 
 // offsetFetchTopic is one requested topic (by name, or by id when byID).

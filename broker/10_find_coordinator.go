@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/group"
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -65,8 +66,17 @@ func handleFindCoordinator(ctx context.Context, n *Node, r *request) (*frame, er
 		}
 		cancel()
 	}
+	az := n.authorizer() // authorize.go: DESCRIBE on the group or transactional id
 	for _, key := range keys {
-		a := n.findCoordinator(req.CoordinatorType, key, r.conn.listener)
+		var a coordinatorAnswer
+		switch {
+		case req.CoordinatorType == 0 && !r.allowed(az, authz.OpDescribe, authz.ResGroup, key):
+			a = coordinatorAnswer{node: -1, port: -1, err: kerr.GroupAuthorizationFailed}
+		case req.CoordinatorType == 1 && !r.allowed(az, authz.OpDescribe, authz.ResTransactionalID, key):
+			a = coordinatorAnswer{node: -1, port: -1, err: kerr.TransactionalIDAuthorizationFailed}
+		default:
+			a = n.findCoordinator(req.CoordinatorType, key, r.conn.listener)
+		}
 		if r.version < 4 {
 			resp.NodeID, resp.Host, resp.Port = a.node, a.host, a.port
 			resp.ErrorCode = errCode(a.err)

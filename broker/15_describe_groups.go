@@ -16,12 +16,44 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 func init() { register(15, 0, handleDescribeGroups) }
 
 func handleDescribeGroups(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeGroupsRequest)
-	return encodeResponse(r, n.groups.members.DescribeGroups(ctx, req)), nil
+	// Kafka's check (authorize.go): DESCRIBE on each group; a refused one
+	// answers GROUP_AUTHORIZATION_FAILED and is not looked up.
+	az := n.authorizer()
+	if az == nil {
+		return encodeResponse(r, n.groups.members.DescribeGroups(ctx, req)), nil
+	}
+	allowed := *req
+	allowed.Groups = nil
+	for _, g := range req.Groups {
+		if r.allowed(az, authz.OpDescribe, authz.ResGroup, g) {
+			allowed.Groups = append(allowed.Groups, g)
+		}
+	}
+	described := n.groups.members.DescribeGroups(ctx, &allowed)
+	byName := map[string]kmsg.DescribeGroupsResponseGroup{}
+	for _, g := range described.Groups {
+		byName[g.Group] = g
+	}
+	resp := *described
+	resp.Groups = nil
+	for _, g := range req.Groups {
+		if d, ok := byName[g]; ok {
+			resp.Groups = append(resp.Groups, d)
+			continue
+		}
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return encodeResponse(r, &resp), nil
 }

@@ -15,11 +15,25 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 func init() { register(16, 0, handleListGroups) }
 
 func handleListGroups(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.ListGroupsRequest)
-	return encodeResponse(r, n.groups.members.ListGroups(ctx, req)), nil
+	resp := n.groups.members.ListGroups(ctx, req)
+	// Kafka's check (authorize.go): DESCRIBE on the cluster lists every
+	// group, else only those the principal may DESCRIBE.
+	if az := n.authorizer(); az != nil && !r.allowedCluster(az, authz.OpDescribe) {
+		kept := resp.Groups[:0]
+		for _, g := range resp.Groups {
+			if r.allowed(az, authz.OpDescribe, authz.ResGroup, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		resp.Groups = kept
+	}
+	return encodeResponse(r, resp), nil
 }

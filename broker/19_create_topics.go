@@ -35,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -50,7 +51,16 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 	}
 	var refused []kmsg.CreateTopicsResponseTopic
 	added := int64(0)
+	az := n.authorizer() // authorize.go: CREATE on the cluster or the topic
+	clusterCreate := r.allowedCluster(az, authz.OpCreate)
 	for _, t := range req.Topics {
+		if !clusterCreate && !r.allowed(az, authz.OpCreate, authz.ResTopic, t.Topic) {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			refused = append(refused, rt)
+			continue
+		}
 		parts := int64(t.NumPartitions)
 		if len(t.ReplicaAssignment) > 0 {
 			parts = int64(len(t.ReplicaAssignment))

@@ -16,8 +16,10 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -37,6 +39,40 @@ func handleDeleteTopics(ctx context.Context, n *Node, r *request) (*frame, error
 			} else {
 				ids = append(ids, uuid.UUID(t.TopicID))
 			}
+		}
+	}
+	// Kafka's check (authorize.go): DELETE on each topic (an id is
+	// checked by the name it has here); a refused one is
+	// TOPIC_AUTHORIZATION_FAILED and never reaches the controller.
+	if az := n.authorizer(); az != nil {
+		keptNames, keptIDs := names[:0:0], ids[:0:0]
+		for _, name := range names {
+			if r.allowed(az, authz.OpDelete, authz.ResTopic, name) {
+				keptNames = append(keptNames, name)
+				continue
+			}
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		for _, id := range ids {
+			var name string
+			n.view(func(st *metadata.State) {
+				if t, ok := st.TopicByID(id); ok {
+					name = t.Name
+				}
+			})
+			if name == "" || r.allowed(az, authz.OpDelete, authz.ResTopic, name) {
+				keptIDs = append(keptIDs, id)
+				continue
+			}
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.TopicID, rt.ErrorCode = id, kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		names, ids = keptNames, keptIDs
+		if len(names) == 0 && len(ids) == 0 {
+			return encodeResponse(r, resp), nil
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout(req.TimeoutMillis))

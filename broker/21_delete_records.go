@@ -30,6 +30,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 func init() { register(21, 0, handleDeleteRecords) }
@@ -41,10 +43,14 @@ func handleDeleteRecords(_ context.Context, n *Node, r *request) (*frame, error)
 	req := r.msg.(*kmsg.DeleteRecordsRequest)
 	resp := kmsg.NewPtrDeleteRecordsResponse()
 	moved := false
+	az := n.authorizer() // authorize.go: DELETE on the topic
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
 		_, exists, topicErr := n.resolveTopic(false, t.Topic, [16]byte{})
+		if !r.allowed(az, authz.OpDelete, authz.ResTopic, t.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, tp := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = tp.Partition, -1

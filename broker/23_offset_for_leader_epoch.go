@@ -26,8 +26,10 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/storage/checkpoint"
 )
 
@@ -36,10 +38,17 @@ func init() { register(23, 2, handleOffsetForLeaderEpoch) }
 func handleOffsetForLeaderEpoch(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	// Kafka's check (authorize.go): a follower (ReplicaID >= 0) needs
+	// CLUSTER_ACTION, a consumer DESCRIBE on the topic.
+	az := n.authorizer()
+	clusterOK := req.ReplicaID < 0 || r.allowedCluster(az, authz.OpClusterAction)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
 		_, exists, topicErr := n.resolveTopic(false, t.Topic, [16]byte{})
+		if !clusterOK || req.ReplicaID < 0 && !r.allowed(az, authz.OpDescribe, authz.ResTopic, t.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, tp := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = tp.Partition

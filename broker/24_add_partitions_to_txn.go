@@ -14,8 +14,13 @@ package broker
 // verify-only partition not in the transaction) exists from v5; v4 gets
 // INVALID_TXN_STATE instead.
 //
-// Differences from Kafka: no ACLs (Strata has no authorizer), so neither
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED nor the CLUSTER_ACTION check of v4+.
+// With an authorizer (authorize.go), as Kafka: v4+ needs CLUSTER_ACTION
+// (else a top-level CLUSTER_AUTHORIZATION_FAILED); v0-3 WRITE on the
+// transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere)
+// and on each topic (else TOPIC_AUTHORIZATION_FAILED there, the others
+// OPERATION_NOT_ATTEMPTED).
+//
+// Differences from Kafka: none known.
 
 import (
 	"context"
@@ -23,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/txncoord"
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -31,9 +37,22 @@ func init() { register(24, 0, handleAddPartitionsToTxn) }
 
 func handleAddPartitionsToTxn(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.AddPartitionsToTxnRequest)
+	// Kafka's checks (authorize.go): v4+ comes from a partition leader
+	// and needs CLUSTER_ACTION; v0-3 WRITE on the transactional id and on
+	// each topic.
+	az := n.authorizer()
+	if r.version >= 4 && !r.allowedCluster(az, authz.OpClusterAction) {
+		resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return encodeResponse(r, resp), nil
+	}
 	txns := txncoord.AddTxns(req)
 	results := make([]txncoord.AddTxnResult, len(txns))
 	for i, t := range txns {
+		if res, refused := n.addTxnRefusal(r, az, t); refused {
+			results[i] = res
+			continue
+		}
 		results[i] = n.addTxnPartitions(ctx, r.version, t)
 		if r.version < 5 {
 			for j, pr := range results[i].Partitions {
@@ -44,6 +63,30 @@ func handleAddPartitionsToTxn(ctx context.Context, n *Node, r *request) (*frame,
 		}
 	}
 	return encodeResponse(r, txncoord.AddPartitionsResponse(r.version, results)), nil
+}
+
+// addTxnRefusal is a v0-3 transaction's answer when the principal may not
+// WRITE its transactional id (every partition) or a topic (those
+// TOPIC_AUTHORIZATION_FAILED, missing ones UNKNOWN_TOPIC_OR_PARTITION, the
+// rest OPERATION_NOT_ATTEMPTED), as Kafka.
+func (n *Node) addTxnRefusal(r *request, az *authz.Authorizer, t txncoord.AddTxn) (txncoord.AddTxnResult, bool) {
+	if az == nil || r.version >= 4 {
+		return txncoord.AddTxnResult{}, false
+	}
+	if !r.allowed(az, authz.OpWrite, authz.ResTransactionalID, t.TxnID) {
+		return txncoord.Uniform(t, kerr.TransactionalIDAuthorizationFailed.Code), true
+	}
+	refused := false
+	res := txncoord.Uniform(t, kerr.OperationNotAttempted.Code)
+	missing := n.missingPartitions(t.Partitions)
+	for i, pr := range res.Partitions {
+		if !r.allowed(az, authz.OpWrite, authz.ResTopic, pr.Partition.Topic) {
+			res.Partitions[i].Err, refused = kerr.TopicAuthorizationFailed.Code, true
+		} else if missing[pr.Partition] {
+			res.Partitions[i].Err = kerr.UnknownTopicOrPartition.Code
+		}
+	}
+	return res, refused
 }
 
 // addTxnPartitions answers one transaction of an AddPartitionsToTxn.

@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/group"
 	"github.com/strata-io/strata/broker/txncoord"
 )
@@ -55,13 +56,28 @@ func handleTxnOffsetCommit(ctx context.Context, n *Node, r *request) (*frame, er
 
 	type slot struct{ t, p int }
 	var valid []slot // partitions of known topics
+	// Kafka's checks (authorize.go): WRITE on the transactional id, READ
+	// on the group (each refusing every partition), READ on each topic.
+	az := n.authorizer()
+	var refuseAll int16
+	switch {
+	case !r.allowed(az, authz.OpWrite, authz.ResTransactionalID, req.TransactionalID):
+		refuseAll = kerr.TransactionalIDAuthorizationFailed.Code
+	case !r.allowed(az, authz.OpRead, authz.ResGroup, req.Group):
+		refuseAll = kerr.GroupAuthorizationFailed.Code
+	}
 	for ti, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		topicOK := r.allowed(az, authz.OpRead, authz.ResTopic, t.Topic)
 		for _, tp := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = tp.Partition
-			if n.partitionExists(t.Topic, tp.Partition) {
+			if refuseAll != 0 {
+				rp.ErrorCode = refuseAll
+			} else if !topicOK {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if n.partitionExists(t.Topic, tp.Partition) {
 				valid = append(valid, slot{ti, len(rt.Partitions)})
 			} else {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -43,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -260,8 +261,15 @@ func brokerConfigDoc(name string) string {
 func handleDescribeConfigs(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeConfigsRequest)
 	resp := kmsg.NewPtrDescribeConfigsResponse()
+	az := n.authorizer() // authorize.go: DESCRIBE_CONFIGS
 	n.view(func(st *metadata.State) {
 		for _, rr := range req.Resources {
+			if err := r.configRefusal(az, rr.ResourceType, rr.ResourceName, authz.OpDescribeConfigs); err != nil {
+				res := kmsg.NewDescribeConfigsResponseResource()
+				res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, errCode(err)
+				resp.Resources = append(resp.Resources, res)
+				continue
+			}
 			resp.Resources = append(resp.Resources, n.describeResource(st, req, rr))
 		}
 	})

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -41,7 +42,10 @@ const alterConfigsWait = 5 * time.Second
 func handleAlterConfigs(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.AlterConfigsRequest)
 	mreq := metadata.AlterConfigsRequest{ValidateOnly: req.ValidateOnly}
-	for _, rr := range req.Resources {
+	refused := make([]error, len(req.Resources)) // authorize.go: ALTER_CONFIGS
+	az := n.authorizer()
+	for i, rr := range req.Resources {
+		refused[i] = r.configRefusal(az, rr.ResourceType, rr.ResourceName, authz.OpAlterConfigs)
 		res := metadata.AlterConfigResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName}
 		for _, c := range rr.Configs {
 			res.Configs = append(res.Configs, metadata.AlterConfigEntry{Name: c.Name, Value: c.Value})
@@ -49,7 +53,7 @@ func handleAlterConfigs(ctx context.Context, n *Node, r *request) (*frame, error
 		mreq.Resources = append(mreq.Resources, res)
 	}
 	resp := kmsg.NewPtrAlterConfigsResponse()
-	for _, res := range n.alterConfigs(ctx, mreq, nil) {
+	for _, res := range n.alterConfigs(ctx, mreq, refused) {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
 		rr.ErrorCode, rr.ErrorMessage = res.code, res.msg

@@ -27,6 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 func init() { register(35, 0, handleDescribeLogDirs) }
@@ -34,6 +36,12 @@ func init() { register(35, 0, handleDescribeLogDirs) }
 func handleDescribeLogDirs(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeLogDirsRequest)
 	resp := kmsg.NewPtrDescribeLogDirsResponse()
+	// Kafka's check (authorize.go): DESCRIBE on the cluster, else an empty
+	// answer (v3+ CLUSTER_AUTHORIZATION_FAILED).
+	if !r.allowedCluster(n.authorizer(), authz.OpDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return encodeResponse(r, resp), nil
+	}
 	var want map[tpKey]bool // nil: every partition
 	if req.Topics != nil {
 		want = map[tpKey]bool{}

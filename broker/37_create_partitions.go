@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -60,7 +61,12 @@ func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, e
 	})
 	refused := make([]error, len(req.Topics))
 	added := int64(0)
+	az := n.authorizer() // authorize.go: ALTER on the topic
 	for i, t := range req.Topics {
+		if !r.allowed(az, authz.OpAlter, authz.ResTopic, t.Topic) {
+			refused[i] = kerr.TopicAuthorizationFailed
+			continue
+		}
 		if cur, ok := current[t.Topic]; ok && t.Count > cur {
 			added += int64(t.Count - cur)
 			if added > maxNewPartitionsPerRequest {

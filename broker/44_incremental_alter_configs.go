@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -36,11 +37,13 @@ func handleIncrementalAlterConfigs(ctx context.Context, n *Node, r *request) (*f
 	req := r.msg.(*kmsg.IncrementalAlterConfigsRequest)
 	mreq := metadata.AlterConfigsRequest{ValidateOnly: req.ValidateOnly, Incremental: true}
 	refused := make([]error, len(req.Resources))
+	az := n.authorizer() // authorize.go: ALTER_CONFIGS, checked first
 	for i, rr := range req.Resources {
+		refused[i] = r.configRefusal(az, rr.ResourceType, rr.ResourceName, authz.OpAlterConfigs)
 		res := metadata.AlterConfigResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName}
 		seen := map[string]bool{}
 		for _, c := range rr.Configs {
-			if seen[c.Name] {
+			if seen[c.Name] && refused[i] == nil {
 				refused[i] = fmt.Errorf("%w: duplicate config key %q", kerr.InvalidRequest, c.Name)
 			}
 			seen[c.Name] = true

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/group"
 )
 
@@ -34,6 +35,11 @@ func handleOffsetDelete(ctx context.Context, n *Node, r *request) (*frame, error
 	partition, err := n.groups.partitionOf(req.Group)
 	if req.Group == "" {
 		err = kerr.InvalidGroupID
+	}
+	// Kafka's checks (authorize.go): DELETE on the group, READ on each topic.
+	az := n.authorizer()
+	if !r.allowed(az, authz.OpDelete, authz.ResGroup, req.Group) {
+		err = kerr.GroupAuthorizationFailed
 	}
 	var subscribed map[string]bool
 	if err == nil {
@@ -53,6 +59,8 @@ func handleOffsetDelete(ctx context.Context, n *Node, r *request) (*frame, error
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = tp.Partition
 			switch {
+			case !r.allowed(az, authz.OpRead, authz.ResTopic, t.Topic):
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case !n.partitionExists(t.Topic, tp.Partition):
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case subscribed[t.Topic]:

@@ -11,14 +11,16 @@ package broker
 //
 // Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER.
 //
-// TODO(issue 17): Kafka requires READ on the topic; there are no ACLs yet.
+// With an authorizer it needs READ on the topic (TOPIC_AUTHORIZATION_FAILED), as Kafka.
 
 import (
 	"context"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/storage/producer"
 )
 
@@ -27,10 +29,14 @@ func init() { register(61, 0, handleDescribeProducers) }
 func handleDescribeProducers(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeProducersRequest)
 	resp := kmsg.NewPtrDescribeProducersResponse()
+	az := n.authorizer() // authorize.go: READ on the topic
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
 		_, exists, topicErr := n.resolveTopic(false, t.Topic, [16]byte{})
+		if !r.allowed(az, authz.OpRead, authz.ResTopic, t.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, idx := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = idx

@@ -14,8 +14,10 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/txncoord"
 )
 
@@ -24,8 +26,30 @@ func init() { register(65, 0, handleDescribeTransactions) }
 func handleDescribeTransactions(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeTransactionsRequest)
 	resp := kmsg.NewPtrDescribeTransactionsResponse()
+	// Kafka's check (authorize.go): DESCRIBE on each transactional id; a
+	// refused one answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+	az := n.authorizer()
+	var ids []string
+	for _, id := range req.TransactionalIDs {
+		if r.allowed(az, authz.OpDescribe, authz.ResTransactionalID, id) {
+			ids = append(ids, id)
+		}
+	}
+	var described []kmsg.DescribeTransactionsResponseTransactionState
 	n.txns.locked(func(c *txncoord.Coordinator) {
-		resp.TransactionStates = c.Describe(req.TransactionalIDs)
+		described = c.Describe(ids)
 	})
+	byID := map[string]kmsg.DescribeTransactionsResponseTransactionState{}
+	for _, d := range described {
+		byID[d.TransactionalID] = d
+	}
+	for _, id := range req.TransactionalIDs {
+		d, ok := byID[id]
+		if !ok {
+			d = kmsg.NewDescribeTransactionsResponseTransactionState()
+			d.TransactionalID, d.ErrorCode = id, kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		resp.TransactionStates = append(resp.TransactionStates, d)
+	}
 	return encodeResponse(r, resp), nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/txncoord"
 )
 
@@ -29,5 +30,16 @@ func handleListTransactions(_ context.Context, n *Node, r *request) (*frame, err
 	}
 	var resp *kmsg.ListTransactionsResponse
 	n.txns.locked(func(c *txncoord.Coordinator) { resp = c.List(nowMs(), f) })
+	// Kafka's check (authorize.go): only the transactional ids the
+	// principal may DESCRIBE are listed.
+	if az := n.authorizer(); az != nil {
+		kept := resp.TransactionStates[:0]
+		for _, t := range resp.TransactionStates {
+			if r.allowed(az, authz.OpDescribe, authz.ResTransactionalID, t.TransactionalID) {
+				kept = append(kept, t)
+			}
+		}
+		resp.TransactionStates = kept
+	}
 	return encodeResponse(r, resp), nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -46,17 +47,22 @@ const topicOperations = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
 func handleDescribeTopicPartitions(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeTopicPartitionsRequest)
 	rs := n.replicaStatus()
+	az := n.authorizer()
 	var resp *kmsg.DescribeTopicPartitionsResponse
 	n.view(func(st *metadata.State) {
 		rs.st = st
-		resp = describeTopicPartitions(rs, req, n.cfg.MaxRequestPartitions)
+		resp = describeTopicPartitions(rs, req, n.cfg.MaxRequestPartitions, func(name string) bool {
+			return r.allowed(az, authz.OpDescribe, authz.ResTopic, name) // authorize.go
+		})
 	})
 	return encodeResponse(r, resp), nil
 }
 
 // describeTopicPartitions answers req from rs's image; maxPartitions is
-// max.request.partition.size.limit.
-func describeTopicPartitions(rs *replicaStatus, req *kmsg.DescribeTopicPartitionsRequest, maxPartitions int32) *kmsg.DescribeTopicPartitionsResponse {
+// max.request.partition.size.limit; mayDescribe is the principal's
+// DESCRIBE right on a topic: a listing leaves the others out, a named one
+// answers TOPIC_AUTHORIZATION_FAILED (Kafka's checks).
+func describeTopicPartitions(rs *replicaStatus, req *kmsg.DescribeTopicPartitionsRequest, maxPartitions int32, mayDescribe func(string) bool) *kmsg.DescribeTopicPartitionsResponse {
 	resp := kmsg.NewPtrDescribeTopicPartitionsResponse()
 	all := len(req.Topics) == 0
 	cursorTopic := ""
@@ -66,7 +72,7 @@ func describeTopicPartitions(rs *replicaStatus, req *kmsg.DescribeTopicPartition
 	var names []string
 	if all {
 		for _, t := range rs.st.Topics() {
-			if t.Name >= cursorTopic {
+			if t.Name >= cursorTopic && mayDescribe(t.Name) {
 				names = append(names, t.Name)
 			}
 		}
@@ -106,6 +112,12 @@ func describeTopicPartitions(rs *replicaStatus, req *kmsg.DescribeTopicPartition
 		rt.IsInternal = name == offsetsTopic || name == txnStateTopic
 		rt.AuthorizedOperations = topicOperations
 		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+		if !mayDescribe(name) {
+			rt.ErrorCode, rt.IsInternal = kerr.TopicAuthorizationFailed.Code, false
+			rt.AuthorizedOperations = authorizedOpsUnknown
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		t, ok := rs.st.TopicByName(name)
 		if !ok {
 			if all {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/internal/props"
@@ -57,6 +58,9 @@ var Settings = []Setting{
 	{"max.incremental.fetch.session.cache.slots", "1000", "fetch sessions (KIP-227) this broker keeps; 0 disables them"},
 	{"max.request.partition.size.limit", "2000", "most partitions one DescribeTopicPartitions response holds (the request's ResponsePartitionLimit is capped by it)"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
+	{"authorizer.class.name", "", "the authorizer: empty for none (every request allowed, ACL APIs answer SECURITY_DISABLED), or org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log)"},
+	{"super.users", "", "principals allowed everything by the authorizer, User:a;User:b (give the brokers' own principal here when inter-broker listeners authenticate)"},
+	{"allow.everyone.if.no.acl.found", "false", "authorizer: allow an operation on a resource no ACL names"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
 	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
 	{"log.roll.hours", "168", "log.roll.ms in hours, used when log.roll.ms is unset (as in Kafka)"},
@@ -299,6 +303,10 @@ type Config struct {
 	FetchSessionCacheSlots   int
 	MaxRequestPartitions     int32 // max.request.partition.size.limit
 	ShutdownTimeout          time.Duration
+
+	// Authorizer is set when authorizer.class.name names the
+	// StandardAuthorizer (super.users, allow.everyone.if.no.acl.found).
+	Authorizer *authz.Config
 
 	// Consumer groups (group.*, broker/group).
 	GroupInitialRebalanceDelay time.Duration
@@ -596,6 +604,15 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
 	c.MaxRequestPartitions = int32(min(i64("max.request.partition.size.limit", 1), 1<<31-1))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
+	if on, err := authz.CheckClassName(get("authorizer.class.name")); err != nil {
+		bad("authorizer.class.name", get("authorizer.class.name"), err.Error())
+	} else if on {
+		su, err := authz.ParseSuperUsers(get("super.users"))
+		if err != nil {
+			bad("super.users", get("super.users"), err.Error())
+		}
+		c.Authorizer = &authz.Config{SuperUsers: su, AllowEveryoneIfNoACLFound: boolean("allow.everyone.if.no.acl.found")}
+	}
 	c.GroupInitialRebalanceDelay = ms("group.initial.rebalance.delay.ms", 0)
 	c.GroupMinSessionTimeout = ms("group.min.session.timeout.ms", 0)
 	c.GroupMaxSessionTimeout = ms("group.max.session.timeout.ms", 0)

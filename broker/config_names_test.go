@@ -25,8 +25,14 @@ func TestLoadConfigRefusesUnknownNames(t *testing.T) {
 			[]string{"unknown setting completely.different", "strata serve --help"}},
 		{"renamed in KRaft", ConfigSources{File: map[string]string{"broker.id": "2"}},
 			[]string{"unknown setting broker.id", "node.id"}},
-		{"security setting is not ignored", ConfigSources{File: map[string]string{"authorizer.class.name": "x"}},
-			[]string{"unknown setting authorizer.class.name"}},
+		{"security setting is not ignored", ConfigSources{File: map[string]string{"sasl.enabled.mechanisms": "PLAIN"}},
+			[]string{"unknown setting sasl.enabled.mechanisms"}},
+		{"unknown authorizer", ConfigSources{File: map[string]string{"authorizer.class.name": "x"}},
+			[]string{"authorizer.class.name", "unknown authorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}},
+		{"removed ZooKeeper authorizer", ConfigSources{File: map[string]string{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}},
+			[]string{"removed in Kafka 4.0"}},
+		{"bad super.users", ConfigSources{File: map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users": "alice"}},
+			[]string{"super.users", "principalType:principalName"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := LoadConfig(tc.src)

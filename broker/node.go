@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/netbuf"
@@ -144,6 +145,11 @@ type Node struct {
 	connWG    sync.WaitGroup // connections
 	closeOnce sync.Once
 	closeErr  error
+
+	// authz is the authorizer over the image's ACLs, nil without
+	// authorizer.class.name; replaced under metaMu with the image
+	// (authorize.go), so a handler woken by metaNotify sees its ACLs.
+	authz atomic.Pointer[authz.Authorizer]
 }
 
 type tpKey struct {
@@ -179,6 +185,7 @@ func Open(o Options) (_ *Node, err error) {
 		reqMem:        netbuf.NewBudget(cfg.QueuedMaxRequestBytes),
 		leaderQuota:   newReplicationQuota(), followerQuota: newReplicationQuota(),
 	}
+	n.refreshAuthorizer(controller.Delta{Image: n.meta})
 	n.fs = o.FS
 	if n.fs == nil {
 		n.fs = vfs.Default

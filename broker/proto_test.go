@@ -118,6 +118,9 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			26: {0, 4}, // EndTxn v5 is transaction version 2 (KIP-890 part 2): not built
 			27: {0, 1}, // v2 is KIP-890 part 2, not built
 			28: {0, 4}, // TxnOffsetCommit v5 is transaction version 2: not built
+			29: {0, kmsg.NewPtrDescribeACLsRequest().MaxVersion()},
+			30: {0, kmsg.NewPtrCreateACLsRequest().MaxVersion()},
+			31: {0, kmsg.NewPtrDeleteACLsRequest().MaxVersion()},
 			32: {0, kmsg.NewPtrDescribeConfigsRequest().MaxVersion()},
 			33: {0, kmsg.NewPtrAlterConfigsRequest().MaxVersion()},
 			35: {0, kmsg.NewPtrDescribeLogDirsRequest().MaxVersion()},

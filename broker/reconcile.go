@@ -136,6 +136,7 @@ func (n *Node) applyDelta(d controller.Delta) {
 			n.logger.Debug("broker: metadata records refused (as by the controller)", "offset", d.Offset, "err", err)
 		}
 	}
+	n.refreshAuthorizer(d)
 	n.metaMu.Unlock()
 	n.reconcile()
 	n.tier.applied(d) // replica_tier.go: remote-uploaded offsets of every replica

@@ -35,7 +35,7 @@ func register(key, minVersion int16, fn handlerFunc) {
 	if req == nil {
 		panic("broker: kmsg does not know api key")
 	}
-	apis[key] = &api{key: key, min: minVersion, max: req.MaxVersion(), fn: fn}
+	apis[key] = &api{key: key, min: minVersion, max: req.MaxVersion(), fn: authorizeFirst(key, fn)}
 }
 
 // registerMax adds an API served from minVersion up to maxVersion, for an

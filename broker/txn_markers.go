@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/storage/producer"
 )
 
@@ -55,10 +56,30 @@ const txnMarkerTimeout = 30 * time.Second
 // The wait for replication runs off the connection's executor, in a
 // deferred frame, as an acks=all produce.
 //
-// TODO(issue 17): Kafka requires CLUSTER_ACTION on the cluster for this
-// broker-to-broker API; there are no ACLs yet.
+// With an authorizer it needs CLUSTER_ACTION on the cluster, as in Kafka
+// (authorize.go); refused, every partition answers
+// CLUSTER_AUTHORIZATION_FAILED and nothing is written.
 func handleWriteTxnMarkers(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.WriteTxnMarkersRequest)
+	if !r.allowedCluster(n.authorizer(), authz.OpClusterAction) {
+		resp := kmsg.NewPtrWriteTxnMarkersResponse()
+		for _, m := range req.Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+		return encodeResponse(r, resp), nil
+	}
 	d := &deferred{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)

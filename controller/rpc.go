@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -46,6 +47,8 @@ const (
 	methodAlterPartitionReassignments byte = 11 // [Service.AlterPartitionReassignments]
 	methodListPartitionReassignments  byte = 12 // [Service.ListPartitionReassignments]
 	methodUnregisterBroker            byte = 13 // [Service.UnregisterBroker]
+	methodCreateACLs                  byte = 14 // [Service.CreateACLs]
+	methodDeleteACLs                  byte = 15 // [Service.DeleteACLs]
 )
 
 // Service is the API brokers use, implemented in-process by [*Controller]
@@ -65,6 +68,8 @@ type Service interface {
 	AlterPartitionReassignments(ctx context.Context, reqs []metadata.ReassignmentRequest) ([]metadata.ReassignmentResult, error)
 	ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error)
 	UnregisterBroker(ctx context.Context, brokerID int32) error
+	CreateACLs(ctx context.Context, acls []authz.ACL) ([]metadata.CreateACLResult, error)
+	DeleteACLs(ctx context.Context, filters []authz.Filter) ([]metadata.DeleteACLsResult, error)
 	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
 }
 
@@ -430,4 +435,44 @@ func (c *Controller) ListPartitionReassignments(ctx context.Context, req metadat
 // ListPartitionReassignments implements [Service].
 func (c *Client) ListPartitionReassignments(ctx context.Context, req metadata.ListReassignmentsRequest) ([]metadata.OngoingReassignment, error) {
 	return rpcListPartitionReassignments.remote(ctx, c, req)
+}
+
+var rpcCreateACLs = register(&rpc[[]authz.ACL, []metadata.CreateACLResult, []errResultW]{
+	method: methodCreateACLs, name: "CreateACLs",
+	plan: func(c *Controller, st *metadata.State, acls []authz.ACL) ([]metadata.Record, []metadata.CreateACLResult, error) {
+		recs, res := st.PlanCreateACLs(acls, c.rng)
+		return recs, res, nil
+	},
+	toWire: createACLsToW, fromWire: createACLsFromW,
+})
+
+// CreateACLs adds ACL bindings (Kafka's CreateAcls); per-binding errors
+// (INVALID_REQUEST) are in the results, one per binding.
+func (c *Controller) CreateACLs(ctx context.Context, acls []authz.ACL) ([]metadata.CreateACLResult, error) {
+	return rpcCreateACLs.local(ctx, c, acls, false)
+}
+
+// CreateACLs implements [Service].
+func (c *Client) CreateACLs(ctx context.Context, acls []authz.ACL) ([]metadata.CreateACLResult, error) {
+	return rpcCreateACLs.remote(ctx, c, acls)
+}
+
+var rpcDeleteACLs = register(&rpc[[]authz.Filter, []metadata.DeleteACLsResult, []deleteACLsResultW]{
+	method: methodDeleteACLs, name: "DeleteACLs",
+	plan: func(_ *Controller, st *metadata.State, filters []authz.Filter) ([]metadata.Record, []metadata.DeleteACLsResult, error) {
+		recs, res := st.PlanDeleteACLs(filters)
+		return recs, res, nil
+	},
+	toWire: deleteACLsToW, fromWire: deleteACLsFromW,
+})
+
+// DeleteACLs removes the ACLs matching each filter (Kafka's DeleteAcls);
+// each result lists its filter's matches.
+func (c *Controller) DeleteACLs(ctx context.Context, filters []authz.Filter) ([]metadata.DeleteACLsResult, error) {
+	return rpcDeleteACLs.local(ctx, c, filters, false)
+}
+
+// DeleteACLs implements [Service].
+func (c *Client) DeleteACLs(ctx context.Context, filters []authz.Filter) ([]metadata.DeleteACLsResult, error) {
+	return rpcDeleteACLs.remote(ctx, c, filters)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/controller/metadata"
 )
 
@@ -32,6 +33,8 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"ElectLeaders":                10,
 		"AlterPartitionReassignments": 11,
 		"ListPartitionReassignments":  12,
+		"CreateACLs":                  14,
+		"DeleteACLs":                  15,
 	}
 	got := map[string]byte{
 		"RegisterBroker":              methodRegisterBroker,
@@ -46,6 +49,8 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"ElectLeaders":                methodElectLeaders,
 		"AlterPartitionReassignments": methodAlterPartitionReassignments,
 		"ListPartitionReassignments":  methodListPartitionReassignments,
+		"CreateACLs":                  methodCreateACLs,
+		"DeleteACLs":                  methodDeleteACLs,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("method numbers changed:\n got %v\nwant %v", got, want)
@@ -325,6 +330,33 @@ func rpcGoldens() []rpcGolden {
 			want: []metadata.OngoingReassignment{{Topic: "t", Partition: 0, Replicas: []int32{2, 3, 1},
 				AddingReplicas: []int32{2}, RemovingReplicas: []int32{1}}},
 		},
+		{
+			name: "CreateACLs",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.CreateACLs(ctx, []authz.ACL{
+					{ResourceType: authz.ResTopic, ResourceName: "t", PatternType: authz.PatLiteral, Principal: "User:a", Host: "*", Operation: authz.OpRead, Permission: authz.PermAllow},
+					{ResourceType: authz.ResAny}})
+			},
+			method:   14,
+			request:  `[{"ResourceType":2,"ResourceName":"t","PatternType":3,"Principal":"User:a","Host":"*","Operation":3,"Permission":3},{"ResourceType":1,"ResourceName":"","PatternType":0,"Principal":"","Host":"","Operation":0,"Permission":0}]`,
+			response: `{"body":[{},{"err":{"code":42,"msg":"invalid resourceType 1"}}]}`,
+			want:     []metadata.CreateACLResult{{}, {Err: &RemoteError{Code: 42, Msg: "invalid resourceType 1"}}},
+		},
+		{
+			name: "DeleteACLs",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				name := "t"
+				return cl.DeleteACLs(ctx, []authz.Filter{
+					{ResourceType: authz.ResTopic, ResourceName: &name, PatternType: authz.PatMatch, Operation: authz.OpAny, Permission: authz.PermAny},
+					{}})
+			},
+			method:   15,
+			request:  `[{"ResourceType":2,"ResourceName":"t","PatternType":2,"Principal":null,"Host":null,"Operation":1,"Permission":1},{"ResourceType":0,"ResourceName":null,"PatternType":0,"Principal":null,"Host":null,"Operation":0,"Permission":0}]`,
+			response: `{"body":[{"deleted":[{"ID":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","ResourceType":2,"ResourceName":"t","PatternType":3,"Principal":"User:a","Host":"*","Operation":3,"Permission":3}]},{"err":{"code":42,"msg":"unknown resource type 0 in filter"}}]}`,
+			want: []metadata.DeleteACLsResult{
+				{Deleted: []metadata.ACLEntry{{ID: goldenID, ACL: authz.ACL{ResourceType: authz.ResTopic, ResourceName: "t", PatternType: authz.PatLiteral, Principal: "User:a", Host: "*", Operation: authz.OpRead, Permission: authz.PermAllow}}}},
+				{Err: &RemoteError{Code: 42, Msg: "unknown resource type 0 in filter"}}},
+		},
 	}
 }
 
@@ -423,6 +455,8 @@ func TestRPCServerGoldenAnswers(t *testing.T) {
 		{4, 0, `{"names":["nope"],"ids":["00000000-0000-0000-0000-000000000000"]}`,
 			`{"body":[{"name":"nope","topic_id":"00000000-0000-0000-0000-000000000000","err":{"code":3,"msg":"UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition.: topic \"nope\""}},{"name":"","topic_id":"00000000-0000-0000-0000-000000000000","err":{"code":42,"msg":"INVALID_REQUEST: This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.: nil topic id"}}]}`},
 		{4, flagForwarded, `{"names":[]}`, `{"body":[]}`},
+		{14, 0, `[{"ResourceType":1,"ResourceName":"t","PatternType":3,"Principal":"User:a","Host":"*","Operation":3,"Permission":3}]`,
+			`{"body":[{"err":{"code":42,"msg":"INVALID_REQUEST: This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.: invalid resourceType 1"}}]}`},
 		{200, 0, `{}`, `{"err":{"code":-1,"msg":"controller: protocol error: unknown method 200"}}`},
 		{1, 0, `{`, `{"err":{"code":-1,"msg":"controller: protocol error: unexpected end of JSON input"}}`},
 		{2, 0, `{"BrokerID":999,"BrokerEpoch":1}`,

@@ -244,3 +244,44 @@ func deltaFromW(w deltaW) (Delta, error) {
 	}
 	return d, nil
 }
+
+type errResultW struct {
+	Err *wireErr `json:"err,omitempty"`
+}
+
+func createACLsToW(rs []metadata.CreateACLResult) []errResultW {
+	out := make([]errResultW, len(rs))
+	for i, r := range rs {
+		out[i] = errResultW{toWireErr(r.Err)}
+	}
+	return out
+}
+
+func createACLsFromW(rs []errResultW) []metadata.CreateACLResult {
+	out := make([]metadata.CreateACLResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.CreateACLResult{Err: fromWireErr(r.Err)}
+	}
+	return out
+}
+
+type deleteACLsResultW struct {
+	Err     *wireErr            `json:"err,omitempty"`
+	Deleted []metadata.ACLEntry `json:"deleted,omitempty"`
+}
+
+func deleteACLsToW(rs []metadata.DeleteACLsResult) []deleteACLsResultW {
+	out := make([]deleteACLsResultW, len(rs))
+	for i, r := range rs {
+		out[i] = deleteACLsResultW{toWireErr(r.Err), r.Deleted}
+	}
+	return out
+}
+
+func deleteACLsFromW(rs []deleteACLsResultW) []metadata.DeleteACLsResult {
+	out := make([]metadata.DeleteACLsResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.DeleteACLsResult{Err: fromWireErr(r.Err), Deleted: r.Deleted}
+	}
+	return out
+}

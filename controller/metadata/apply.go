@@ -59,6 +59,10 @@ func (s *State) Apply(offset int64, r Record) error {
 	case *NoOpRecord:
 	case *ClusterIDRecord:
 		err = s.applyClusterID(r)
+	case *AccessControlEntryRecord:
+		err = s.applyACL(r)
+	case *RemoveAccessControlEntryRecord:
+		err = s.applyRemoveACL(r)
 	case *FeatureLevelRecord:
 		if r.Level < 0 {
 			err = inconsistent("feature %q level %d", r.Name, r.Level)

@@ -53,6 +53,8 @@ import (
 	"math"
 
 	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 // ErrUnknownRecord is returned by [Decode] for a record type or version this
@@ -169,6 +171,17 @@ func AppendRecord(b []byte, r Record) []byte {
 		e.i64(int64(r.Level))
 	case *ClusterIDRecord:
 		e.str(r.ClusterID)
+	case *AccessControlEntryRecord:
+		e.uuid(r.ID)
+		e.u8(uint8(r.ResourceType))
+		e.str(r.ResourceName)
+		e.u8(uint8(r.PatternType))
+		e.str(r.Principal)
+		e.str(r.Host)
+		e.u8(uint8(r.Operation))
+		e.u8(uint8(r.Permission))
+	case *RemoveAccessControlEntryRecord:
+		e.uuid(r.ID)
 	default:
 		panic(fmt.Sprintf("metadata: Encode of foreign record type %T", r))
 	}
@@ -330,6 +343,16 @@ func Decode(b []byte) (Record, error) {
 			break
 		}
 		r = &ClusterIDRecord{ClusterID: d.str()}
+	case TypeAccessControlEntry:
+		if v > versionAccessControlEntry {
+			break
+		}
+		r = decodeACL(&d)
+	case TypeRemoveAccessControlEntry:
+		if v > versionRemoveAccessControlEntry {
+			break
+		}
+		r = &RemoveAccessControlEntryRecord{ID: d.uuid()}
 	}
 	if r == nil {
 		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownRecord, uint8(t), v)
@@ -344,6 +367,20 @@ func Decode(b []byte) (Record, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptRecord, t, err)
 	}
 	return r, nil
+}
+
+// decodeACL reads an AccessControlEntryRecord's fields (also the acls
+// section of a snapshot).
+func decodeACL(d *decoder) *AccessControlEntryRecord {
+	x := &AccessControlEntryRecord{ID: d.uuid()}
+	x.ResourceType = authz.ResourceType(d.u8())
+	x.ResourceName = d.str()
+	x.PatternType = authz.PatternType(d.u8())
+	x.Principal = d.str()
+	x.Host = d.str()
+	x.Operation = authz.Operation(d.u8())
+	x.Permission = authz.Permission(d.u8())
+	return x
 }
 
 // checkEnums rejects enum values no version of the encoder writes.
@@ -365,6 +402,9 @@ func checkEnums(r Record) error {
 		if l := r.LeaderRecoveryState; l != nil && *l != LeaderRecovered && *l != LeaderRecovering {
 			return fmt.Errorf("leader recovery state %d", *l)
 		}
+	case *AccessControlEntryRecord:
+		// Planners write only bindings authz.ValidateACL accepts.
+		return authz.ValidateACL(r.ACL)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 // sampleRecords returns records of every type, with optional fields both
@@ -55,6 +57,11 @@ func sampleRecords() []Record {
 		&FeatureLevelRecord{Name: "metadata.version", Level: math.MaxInt16},
 		&FeatureLevelRecord{Name: "", Level: math.MinInt16},
 		&ClusterIDRecord{ClusterID: "MkU3OEVBNTcwNTJENDM2Qk"},
+		&AccessControlEntryRecord{ID: seg, ACL: authz.ACL{ResourceType: authz.ResTopic, ResourceName: "orders", PatternType: authz.PatPrefixed,
+			Principal: "User:alice", Host: "10.0.0.1", Operation: authz.OpDescribeConfigs, Permission: authz.PermDeny}},
+		&AccessControlEntryRecord{ID: id, ACL: authz.ACL{ResourceType: authz.ResCluster, ResourceName: "kafka-cluster", PatternType: authz.PatLiteral,
+			Principal: "User:*", Host: "*", Operation: authz.OpAll, Permission: authz.PermAllow}},
+		&RemoveAccessControlEntryRecord{ID: seg},
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 // harness drives a State through datadriven scripts: each planning command
@@ -138,6 +140,10 @@ func (h *harness) format(r Record) string {
 		return fmt.Sprintf("FeatureLevel %s=%d", r.Name, r.Level)
 	case *ClusterIDRecord:
 		return "ClusterID " + r.ClusterID
+	case *AccessControlEntryRecord:
+		return fmt.Sprintf("AccessControlEntry %s %s", h.name(r.ID), r.ACL)
+	case *RemoveAccessControlEntryRecord:
+		return "RemoveAccessControlEntry " + h.name(r.ID)
 	}
 	return fmt.Sprintf("%T", r)
 }
@@ -160,6 +166,11 @@ func (h *harness) apply(t testing.TB, out *strings.Builder, recs []Record) {
 		dec, err := Decode(Encode(r))
 		if err != nil {
 			t.Fatalf("decode of planned %s: %v", h.format(r), err)
+		}
+		if ar, ok := dec.(*AccessControlEntryRecord); ok {
+			if _, named := h.names[ar.ID]; !named {
+				h.names[ar.ID] = fmt.Sprintf("acl%d", len(h.names)+1)
+			}
 		}
 		if tr, ok := dec.(*TopicRecord); ok {
 			if _, named := h.names[tr.TopicID]; !named { // given IDs keep their script name
@@ -232,6 +243,9 @@ func (h *harness) show() string {
 			}
 			b.WriteString("\n")
 		}
+	}
+	for _, e := range s.ACLs() {
+		fmt.Fprintf(&b, "acl %s %s\n", h.name(e.ID), e.ACL)
 	}
 	// What the image knows of removed topics with remote data left.
 	var removed []uuid.UUID
@@ -686,6 +700,55 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			td.Fatalf(t, "unknown kind")
 		}
 		h.apply(t, &out, []Record{r})
+	case "create-acls":
+		// one binding a line, as authz.ACL.String writes it
+		var acls []authz.ACL
+		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+			a, err := authz.ParseACL(line)
+			if err != nil {
+				td.Fatalf(t, "%v", err)
+			}
+			acls = append(acls, a)
+		}
+		recs, res := h.st.PlanCreateACLs(acls, h.rng)
+		h.apply(t, &out, recs)
+		for i, r := range res {
+			fmt.Fprintf(&out, "%d: %s\n", i, h.errLine(r.Err))
+		}
+	case "delete-acls", "describe-acls":
+		// one filter a line, as a binding with "null" for a name,
+		// principal or host matching any
+		var filters []authz.Filter
+		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+			a, err := authz.ParseACL(line)
+			if err != nil {
+				td.Fatalf(t, "%v", err)
+			}
+			orNil := func(s string) *string {
+				if s == "null" {
+					return nil
+				}
+				return &s
+			}
+			filters = append(filters, authz.Filter{ResourceType: a.ResourceType, ResourceName: orNil(a.ResourceName),
+				PatternType: a.PatternType, Principal: orNil(a.Principal), Host: orNil(a.Host), Operation: a.Operation, Permission: a.Permission})
+		}
+		if td.Cmd == "describe-acls" {
+			for i, f := range filters {
+				for _, e := range h.st.DescribeACLs(f) {
+					fmt.Fprintf(&out, "%d: %s %s\n", i, h.name(e.ID), e.ACL)
+				}
+			}
+			break
+		}
+		recs, res := h.st.PlanDeleteACLs(filters)
+		h.apply(t, &out, recs)
+		for i, r := range res {
+			fmt.Fprintf(&out, "%d: %s\n", i, h.errLine(r.Err))
+			for _, e := range r.Deleted {
+				fmt.Fprintf(&out, "  deleted %s %s\n", h.name(e.ID), e.ACL)
+			}
+		}
 	case "show":
 		return h.show()
 	default:

@@ -28,11 +28,13 @@ const (
 	TypeNoOp                     RecordType = 10 // [NoOpRecord]
 	TypeFeatureLevel             RecordType = 11 // [FeatureLevelRecord]
 	TypeClusterID                RecordType = 12 // [ClusterIDRecord]
+	TypeAccessControlEntry       RecordType = 13 // [AccessControlEntryRecord]
+	TypeRemoveAccessControlEntry RecordType = 14 // [RemoveAccessControlEntryRecord]
 
 	// typeEnd is one past the last record type. The codec's tests walk
 	// every type below it (a sample, a name, a decoder each) and check that
 	// typeEnd itself is unknown, so a new type cannot be left out of them.
-	typeEnd RecordType = 13
+	typeEnd RecordType = 15
 )
 
 // String returns the record type's name.
@@ -62,6 +64,10 @@ func (t RecordType) String() string {
 		return "FeatureLevel"
 	case TypeClusterID:
 		return "ClusterID"
+	case TypeAccessControlEntry:
+		return "AccessControlEntry"
+	case TypeRemoveAccessControlEntry:
+		return "RemoveAccessControlEntry"
 	}
 	return fmt.Sprintf("RecordType(%d)", uint8(t))
 }
@@ -335,6 +341,8 @@ const (
 	versionNoOp                     = 0
 	versionFeatureLevel             = 0
 	versionClusterID                = 0
+	versionAccessControlEntry       = 0
+	versionRemoveAccessControlEntry = 0
 )
 
 // FeatureReplication is the metadata feature a controller records (level

@@ -7,7 +7,7 @@ package metadata
 //	| "SMDI" 4B | uint8   | uint32 BE, body  |                        |
 //	+-----------+---------+------------------+------------------------+
 //
-// body (version 4), in the primitive forms of codec.go, every collection in
+// body (version 5), in the primitive forms of codec.go, every collection in
 // sorted order so that equal images give byte-identical snapshots:
 //
 //	offset i64 | maxBrokerEpoch i64 | clusterID str ("" if none)
@@ -32,6 +32,9 @@ package metadata
 //	                                     by (topic, partition), (base, id)
 //	removed:   count | (id uuid, name str)...                 by id
 //	           (names of removed topics whose remote segments remain)
+//	acls:      count | (id uuid, resourceType u8, resourceName str,
+//	                    patternType u8, principal str, host str,
+//	                    operation u8, permission u8)...        by id
 //
 // Format migration: a change bumps the version byte and Unmarshal keeps
 // reading older versions; Marshal writes only the newest.
@@ -46,6 +49,7 @@ package metadata
 //	           restore with them empty and RECOVERED.
 //	version 4  adds each partition's addingReplicas and removingReplicas
 //	           (KIP-455). Older images restore with no reassignment.
+//	version 5  adds the acls section. Older images restore without ACLs.
 
 import (
 	"encoding/binary"
@@ -65,7 +69,7 @@ var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
 
 const (
 	snapshotMagic   = "SMDI"
-	snapshotVersion = 4
+	snapshotVersion = 5
 	snapshotHeader  = len(snapshotMagic) + 1 + 4
 )
 
@@ -182,6 +186,18 @@ func (s *State) Marshal() ([]byte, error) {
 	for _, id := range removed {
 		e.uuid(id)
 		e.str(s.removedNames[id])
+	}
+	acls := s.ACLs()
+	e.count(len(acls))
+	for _, a := range acls {
+		e.uuid(a.ID)
+		e.u8(uint8(a.ResourceType))
+		e.str(a.ResourceName)
+		e.u8(uint8(a.PatternType))
+		e.str(a.Principal)
+		e.str(a.Host)
+		e.u8(uint8(a.Operation))
+		e.u8(uint8(a.Permission))
 	}
 	putCRC(e.b)
 	return e.b, nil
@@ -322,6 +338,22 @@ func decodeSnapshot(d *decoder, version uint8) (*State, error) {
 	if version >= 1 {
 		if err := s.restoreRemovedNames(d); err != nil {
 			return nil, err
+		}
+	}
+	if version >= 5 {
+		var prev uuid.UUID
+		for n := d.count(24); n > 0 && d.err == nil; n-- {
+			r := decodeACL(d)
+			if d.err != nil {
+				break
+			}
+			if len(s.acls) > 0 && compareUUID(prev, r.ID) >= 0 {
+				return nil, fmt.Errorf("acl %s out of order", r.ID)
+			}
+			prev = r.ID
+			if err := s.applyACL(r); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {

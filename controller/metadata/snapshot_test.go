@@ -275,14 +275,15 @@ func withRemovedSection(t *testing.T, st *State, entries []struct {
 	t.Helper()
 	saved := st.removedNames
 	st.removedNames = map[uuid.UUID]string{}
-	b := marshal(t, st) // ends with an empty section: one zero count byte
+	b := marshal(t, st) // ends with an empty removed and an empty acls section: two zero count bytes
 	st.removedNames = saved
-	e := encoder{b: b[:len(b)-1]}
+	e := encoder{b: b[:len(b)-2]}
 	e.count(len(entries))
 	for _, en := range entries {
 		e.uuid(en.id)
 		e.str(en.name)
 	}
+	e.count(0) // acls
 	putCRC(e.b)
 	return e.b
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/google/uuid"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 // ErrInconsistentRecord is returned by [State.Apply] for a record that
@@ -136,6 +138,8 @@ type State struct {
 	// deletes the objects after the RemoveTopicRecord. An entry goes when
 	// the topic's last remote segment reaches DELETE_FINISHED.
 	removedNames map[uuid.UUID]string
+	// acls are the ACL bindings by ID ([AccessControlEntryRecord]).
+	acls map[uuid.UUID]authz.ACL
 	// clusterID is the quorum's cluster id ([ClusterIDRecord]); "" until
 	// recorded.
 	clusterID string
@@ -172,6 +176,7 @@ func NewState() *State {
 		remote:       map[TopicPartition]map[uuid.UUID]*RemoteSegmentInfo{},
 		remoteTopics: map[uuid.UUID]int{},
 		removedNames: map[uuid.UUID]string{},
+		acls:         map[uuid.UUID]authz.ACL{},
 	}
 }
 
@@ -251,6 +256,9 @@ func (s *State) Clone() *State {
 	}
 	for id, name := range s.removedNames {
 		c.removedNames[id] = name
+	}
+	for id, a := range s.acls {
+		c.acls[id] = a
 	}
 	return c
 }
