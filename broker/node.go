@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -80,8 +81,13 @@ type Node struct {
 	ctl    *controller.Controller // nil when this node is broker-only
 	svc    controller.Service
 
-	lns        []net.Listener // client listeners, in Config order
-	lnNames    []string
+	lns     []net.Listener // client listeners, in Config order
+	lnNames []string
+	// tlsSrcs are the SSL listeners' key material by listener name;
+	// interTLS, the inter-broker listener's when it is SSL: the inter-broker
+	// clients (replica fetchers, marker sender, verification) dial with it.
+	tlsSrcs    map[string]*tlsSource
+	interTLS   *tlsSource
 	advertised []metadata.Listener
 	ctlAddr    string
 
@@ -228,6 +234,9 @@ func Open(o Options) (_ *Node, err error) {
 		return nil, err
 	}
 
+	if err := n.openTLS(); err != nil {
+		return nil, err
+	}
 	for _, l := range cfg.ClientListeners() {
 		ln, err := net.Listen("tcp", l.Addr())
 		if err != nil {
@@ -379,7 +388,7 @@ func (n *Node) advertisedListeners() []metadata.Listener {
 	var out []metadata.Listener
 	if len(n.cfg.AdvertisedListeners) > 0 {
 		for _, l := range n.cfg.AdvertisedListeners {
-			out = append(out, metadata.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: "PLAINTEXT"})
+			out = append(out, metadata.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: listenerProtocol(l)})
 		}
 		return out
 	}
@@ -389,7 +398,7 @@ func (n *Node) advertisedListeners() []metadata.Listener {
 		if a.IP.IsUnspecified() {
 			host = "127.0.0.1"
 		}
-		out = append(out, metadata.Listener{Name: n.lnNames[i], Host: host, Port: int32(a.Port), SecurityProtocol: "PLAINTEXT"})
+		out = append(out, metadata.Listener{Name: n.lnNames[i], Host: host, Port: int32(a.Port), SecurityProtocol: n.protocolOf(n.lnNames[i])})
 	}
 	return out
 }
@@ -577,6 +586,10 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 			}
 			return
 		}
+		ts := n.tlsSrcs[name]
+		if ts != nil {
+			nc = tls.Server(nc, ts.serverConfig())
+		}
 		c := newConn(n, nc, name)
 		n.connMu.Lock()
 		if n.ctx.Err() != nil {
@@ -590,8 +603,10 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 		opened.Inc()
 		go func() {
 			defer n.connWG.Done()
-			c.serve()
-			<-c.done
+			if ts == nil || c.authenticateTLS(ts) {
+				c.serve()
+				<-c.done
+			}
 			// A connection the client closed was never killed: cancel its
 			// context anyway, or the node's context keeps it (and its
 			// reader's) as a child for as long as the node runs.
@@ -778,6 +793,9 @@ func (n *Node) controllerID() int32 { return n.cfg.NodeID }
 // 127.0.0.2, .3, ...) sees which node is connecting.
 func (n *Node) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: n.localAddr()}
+	if n.interTLS != nil {
+		return n.interTLS.dial(ctx, &d, network, addr)
+	}
 	return d.DialContext(ctx, network, addr)
 }
 

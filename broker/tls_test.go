@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// testCA is a certificate authority made for one test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t testing.TB, cn string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue makes a leaf certificate for subject, valid for loopback
+// 127.0.0.1-127.0.0.9 and localhost, usable by servers and clients. It
+// returns the key's and the certificate's PEM.
+func (ca *testCA) issue(t testing.TB, subject pkix.Name) (keyPEM, certPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: subject,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:    []string{"localhost"},
+	}
+	for i := 1; i <= 9; i++ {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.IPv4(127, 0, 0, byte(i)))
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// writeKeystore writes key and chain into one PEM file (ssl.keystore.location).
+func writeKeystore(t testing.TB, path string, keyPEM, certPEM []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, append(append([]byte{}, keyPEM...), certPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// clientTLS is a client's tls.Config trusting ca, with a client
+// certificate when keyPEM is set.
+func clientTLS(t testing.TB, ca *testCA, keyPEM, certPEM []byte) *tls.Config {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.pem)
+	cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+	if keyPEM != nil {
+		c, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg
+}
+
+// sslNode starts a node with an SSL listener (and the PLAINTEXT one) whose
+// server certificate ca issued; extra overrides.
+func sslNode(t testing.TB, ca *testCA, extra map[string]string) *Node {
+	t.Helper()
+	dir := t.TempDir()
+	k, c := ca.issue(t, pkix.Name{CommonName: "broker"})
+	props := map[string]string{
+		"listeners":                   "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"ssl.keystore.type":           "PEM",
+		"ssl.keystore.location":       writeKeystore(t, filepath.Join(t.TempDir(), "broker.pem"), k, c),
+		"ssl.truststore.type":         "PEM",
+		"ssl.truststore.certificates": string(ca.pem),
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	return startNode(t, dir, props)
+}
+
+// produceConsume produces one record to a new topic on n's SSL listener
+// and reads it back; the error of the first thing that failed. The
+// client stays open until the test ends.
+func produceConsume(t testing.TB, n *Node, opts ...kgo.Opt) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	topic := "tls-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, t.Name())
+	opts = append([]kgo.Opt{kgo.SeedBrokers(n.Addrs()["SSL"]), kgo.RetryTimeout(5 * time.Second),
+		kgo.AllowAutoTopicCreation(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	t.Cleanup(cl.Close)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("over tls")}).FirstErr(); err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		for _, r := range fs.Records() {
+			if string(r.Value) == "over tls" {
+				return nil
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+func TestTLSProduceConsume(t *testing.T) {
+	ca := newTestCA(t, "test CA")
+	n := sslNode(t, ca, nil)
+	if err := produceConsume(t, n, kgo.DialTLSConfig(clientTLS(t, ca, nil, nil))); err != nil {
+		t.Fatalf("franz-go over SSL: %v", err)
+	}
+	// Metadata on the SSL listener names the SSL listener's address.
+	if err := produceConsume(t, n, kgo.DialTLSConfig(clientTLS(t, ca, nil, nil)), kgo.SeedBrokers(n.Addrs()["SSL"])); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTLSUntrustedCARefused(t *testing.T) {
+	ca := newTestCA(t, "test CA")
+	n := sslNode(t, ca, nil)
+	other := newTestCA(t, "other CA")
+	if err := produceConsume(t, n, kgo.DialTLSConfig(clientTLS(t, other, nil, nil)), kgo.RetryTimeout(time.Second), kgo.RecordDeliveryTimeout(3*time.Second)); err == nil {
+		t.Fatal("a client trusting another CA produced and consumed")
+	}
+	_, err := tls.Dial("tcp", n.Addrs()["SSL"], clientTLS(t, other, nil, nil))
+	var uerr x509.UnknownAuthorityError
+	if !errors.As(err, &uerr) {
+		t.Fatalf("a client trusting another CA: %v, want x509.UnknownAuthorityError", err)
+	}
+	// A PLAINTEXT client on the SSL port gets no Kafka answer.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addrs()["SSL"]), kgo.RetryTimeout(time.Second), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := cl.Ping(ctx); err == nil {
+		t.Fatal("a PLAINTEXT client was answered on the SSL listener")
+	}
+}
+
+func TestTLSClientAuth(t *testing.T) {
+	ca := newTestCA(t, "test CA")
+	k, c := ca.issue(t, pkix.Name{CommonName: "alice", Organization: []string{"Example"}})
+	for _, tc := range []struct {
+		auth       string
+		withCert   bool
+		ok         bool
+		principal  string
+		extraRules string
+	}{
+		{"required", true, true, "User:CN=alice,O=Example", ""},
+		{"required", false, false, "", ""},
+		{"requested", false, true, "User:ANONYMOUS", ""},
+		{"requested", true, true, "User:CN=alice,O=Example", ""},
+		{"none", true, true, "User:ANONYMOUS", ""},
+		{"required", true, true, "User:alice", `RULE:^CN=([^,]*),.*$/$1/L`},
+		{"required", true, false, "", `RULE:^CN=bob,.*$/bob/`}, // no rule applies: refused
+	} {
+		t.Run(tc.auth+"/"+map[bool]string{true: "cert", false: "nocert"}[tc.withCert]+"/"+tc.extraRules, func(t *testing.T) {
+			extra := map[string]string{"ssl.client.auth": tc.auth}
+			if tc.extraRules != "" {
+				extra["listener.name.ssl.ssl.principal.mapping.rules"] = tc.extraRules
+			}
+			n := sslNode(t, ca, extra)
+			cfg := clientTLS(t, ca, nil, nil)
+			if tc.withCert {
+				cfg = clientTLS(t, ca, k, c)
+			}
+			err := produceConsume(t, n, kgo.DialTLSConfig(cfg), kgo.RetryTimeout(time.Second), kgo.RecordDeliveryTimeout(3*time.Second))
+			if (err == nil) != tc.ok {
+				t.Fatalf("produce/consume: %v, want ok=%v", err, tc.ok)
+			}
+			if tc.ok {
+				if got := connPrincipals(n, "SSL"); !strings.Contains(got, tc.principal) {
+					t.Fatalf("principals on SSL: %s, want %s", got, tc.principal)
+				}
+			}
+		})
+	}
+}
+
+// connPrincipals lists the principals of listener's open connections.
+func connPrincipals(n *Node, listener string) string {
+	n.connMu.Lock()
+	defer n.connMu.Unlock()
+	var out []string
+	for c := range n.conns {
+		if c.listener == listener {
+			out = append(out, c.Principal().String())
+		}
+	}
+	return strings.Join(out, " ")
+}
