@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // testCA is a certificate authority made for one test.
@@ -249,4 +252,92 @@ func connPrincipals(n *Node, listener string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// TestTLSInterBrokerReplication: three nodes whose INTERNAL listener is
+// SSL with client certificates required, and inter.broker.listener.name
+// INTERNAL; clients use the PLAINTEXT one. The followers' fetches go over
+// TLS with the brokers' own key store as client certificate, and the
+// replicas become identical.
+func TestTLSInterBrokerReplication(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	k, c := ca.issue(t, pkix.Name{CommonName: "broker", OrganizationalUnit: []string{"strata"}})
+	extra := map[string]string{
+		"listener.security.protocol.map":         "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":             "INTERNAL",
+		"ssl.keystore.type":                      "PEM",
+		"ssl.keystore.key":                       string(k),
+		"ssl.keystore.certificate.chain":         string(c),
+		"ssl.truststore.type":                    "PEM",
+		"ssl.truststore.certificates":            string(ca.pem),
+		"listener.name.internal.ssl.client.auth": "required",
+	}
+	own := map[int32]map[string]string{1: {"listeners": "PLAINTEXT://127.0.0.2:0,INTERNAL://127.0.0.2:0,CONTROLLER://127.0.0.2:0"}}
+	for id := int32(2); id <= 3; id++ {
+		own[id] = map[string]string{"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.%d:0,INTERNAL://127.0.0.%d:0", id+1, id+1)}
+	}
+	cl3 := startClusterWith(t, 3, extra, own)
+	for id := int32(1); id <= 3; id++ {
+		if cl3.node(id).interTLS == nil {
+			t.Fatalf("node %d: no inter-broker TLS", id)
+		}
+	}
+	cl := cl3.client()
+	createReplicatedTopic(t, cl, "tlsrepl", 2, 3, nil)
+	produceN(t, cl, "tlsrepl", 0, 100)
+	for p := int32(0); p < 2; p++ {
+		if b := cl3.waitReplicasIdentical("tlsrepl", p); len(b) == 0 {
+			t.Fatalf("partition %d: empty", p)
+		}
+	}
+	// The followers' connections are on INTERNAL, authenticated as the
+	// brokers' certificate.
+	want := "User:CN=broker,OU=strata"
+	testutil.Eventually(t, testWait, func() bool {
+		for id := int32(1); id <= 3; id++ {
+			if strings.Contains(connPrincipals(cl3.node(id), "INTERNAL"), want) {
+				return true
+			}
+		}
+		return false
+	}, "a connection on INTERNAL as %s", want)
+}
+
+// TestTLSKeystoreReload: replacing the key store file changes the
+// certificate the listener presents, without a restart; a file that does
+// not load keeps the old one.
+func TestTLSKeystoreReload(t *testing.T) {
+	ca := newTestCA(t, "test CA")
+	path := filepath.Join(t.TempDir(), "ks.pem")
+	k, c := ca.issue(t, pkix.Name{CommonName: "first"})
+	writeKeystore(t, path, k, c)
+	n := sslNode(t, ca, map[string]string{"ssl.keystore.location": path})
+	served := func() string {
+		conn, err := tls.Dial("tcp", n.Addrs()["SSL"], clientTLS(t, ca, nil, nil))
+		if err != nil {
+			return "dial: " + err.Error()
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("served %q, want first", got)
+	}
+	k2, c2 := ca.issue(t, pkix.Name{CommonName: "second"})
+	writeKeystore(t, path+".tmp", k2, c2)
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testWait, func() bool { return served() == "second" }, "the new certificate served")
+	if err := os.WriteFile(path, []byte("not a key store"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if got := served(); got != "second" {
+			t.Fatalf("after a broken key store: served %q, want the old certificate", got)
+		}
+	}
+	if err := produceConsume(t, n, kgo.DialTLSConfig(clientTLS(t, ca, nil, nil))); err != nil {
+		t.Fatal(err)
+	}
 }
