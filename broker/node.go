@@ -190,6 +190,11 @@ func Open(o Options) (_ *Node, err error) {
 		n.fs = vfs.Default
 	}
 	n.fenced.Store(true)
+	// Key material first: a key store that does not load is a
+	// configuration error, found before anything opens.
+	if err := n.openTLS(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -234,9 +239,6 @@ func Open(o Options) (_ *Node, err error) {
 		return nil, err
 	}
 
-	if err := n.openTLS(); err != nil {
-		return nil, err
-	}
 	for _, l := range cfg.ClientListeners() {
 		ln, err := net.Listen("tcp", l.Addr())
 		if err != nil {

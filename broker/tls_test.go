@@ -341,3 +341,69 @@ func TestTLSKeystoreReload(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTLSEncryptedKey: ssl.key.password decrypts the encrypted PKCS#8
+// keys openssl writes (testdata/tls, made with openssl pkcs8 -topk8 -v2
+// aes-256-cbc, aes-128-cbc -v2prf hmacWithSHA1, des3 -v2prf
+// hmacWithSHA512, password s3cret); a wrong or missing password is an
+// error naming the setting; a node serves with such a key.
+func TestTLSEncryptedKey(t *testing.T) {
+	chain, err := os.ReadFile("testdata/tls/cert.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"aes256-sha256.key", "aes128-sha1.key", "des3-sha512.key"} {
+		key, err := os.ReadFile(filepath.Join("testdata/tls", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadPEMKeyPair(key, chain, "s3cret"); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if _, err := loadPEMKeyPair(key, chain, "wrong"); err == nil || !strings.Contains(err.Error(), "wrong ssl.key.password") {
+			t.Errorf("%s with a wrong password: %v", f, err)
+		}
+		if _, err := loadPEMKeyPair(key, chain, ""); err == nil || !strings.Contains(err.Error(), "ssl.key.password is not set") {
+			t.Errorf("%s without a password: %v", f, err)
+		}
+	}
+	key, _ := os.ReadFile("testdata/tls/aes256-sha256.key")
+	ks := writeKeystore(t, filepath.Join(t.TempDir(), "ks.pem"), key, chain)
+	props := map[string]string{
+		"listeners":             "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"ssl.keystore.type":     "PEM",
+		"ssl.keystore.location": ks,
+		"ssl.key.password":      "nope",
+	}
+	if _, err := Open(Options{Config: testConfig(t, t.TempDir(), props), Logger: testLogger(), StartTimeout: testWait}); err == nil ||
+		!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "ssl.keystore.location") {
+		t.Fatalf("open with a wrong ssl.key.password: %v", err)
+	}
+	props["ssl.key.password"] = "s3cret"
+	n := startNode(t, t.TempDir(), props)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(chain)
+	conn, err := tls.Dial("tcp", n.Addrs()["SSL"], &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+}
+
+// TestTLSCloseDuringHandshake: a connection stuck before its handshake
+// does not hold the node's Close for the shutdown timeout.
+func TestTLSCloseDuringHandshake(t *testing.T) {
+	ca := newTestCA(t, "test CA")
+	n := sslNode(t, ca, nil)
+	raw, err := net.Dial("tcp", n.Addrs()["SSL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	testutil.Eventually(t, testWait, func() bool { return connPrincipals(n, "SSL") != "" }, "the connection accepted")
+	start := time.Now()
+	n.Close()
+	if took := time.Since(start); took > n.cfg.ShutdownTimeout/2 {
+		t.Fatalf("Close took %v with a connection in its handshake (shutdown timeout %v)", took, n.cfg.ShutdownTimeout)
+	}
+}

@@ -375,6 +375,9 @@ func loadPEMKeyPair(keyPEM, chainPEM []byte, password string) (tls.Certificate, 
 			break
 		}
 		if strings.HasSuffix(b.Type, "PRIVATE KEY") {
+			if _, legacy := b.Headers["Proc-Type"]; legacy {
+				return tls.Certificate{}, errors.New("a legacy (OpenSSL Proc-Type) encrypted key: convert it to encrypted PKCS#8 with openssl pkcs8 -topk8 -v2 aes-256-cbc")
+			}
 			keyDER, keyType = b.Bytes, b.Type
 			break
 		}
@@ -573,6 +576,7 @@ func (c *conn) authenticateTLS(ts *tlsSource) bool {
 		c.logger.Info("broker: TLS authentication failed", "err", err)
 		c.nc.Close()
 		c.cancel()
+		close(c.done) // no writer ran: Close must not wait for one
 		return false
 	}
 	c.principal.Store(&p)
