@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -405,5 +406,41 @@ func TestTLSCloseDuringHandshake(t *testing.T) {
 	n.Close()
 	if took := time.Since(start); took > n.cfg.ShutdownTimeout/2 {
 		t.Fatalf("Close took %v with a connection in its handshake (shutdown timeout %v)", took, n.cfg.ShutdownTimeout)
+	}
+}
+
+// TestTLSKcat: kcat (librdkafka's own TLS and protocol code) produces and
+// consumes over an SSL listener that requires client certificates.
+func TestTLSKcat(t *testing.T) {
+	kcat := needClient(t, "kcat", "-V")
+	ca := newTestCA(t, "test CA")
+	n := sslNode(t, ca, map[string]string{"ssl.client.auth": "required"})
+	dir := t.TempDir()
+	k, c := ca.issue(t, pkix.Name{CommonName: "kcat"})
+	files := map[string][]byte{"ca.pem": ca.pem, "client.key": k, "client.pem": c}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sec := []string{"-b", n.Addrs()["SSL"], "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + filepath.Join(dir, "ca.pem"),
+		"-X", "ssl.certificate.location=" + filepath.Join(dir, "client.pem"), "-X", "ssl.key.location=" + filepath.Join(dir, "client.key")}
+	createTopic(t, newAdmin(t, n), "kc-tls", 1, nil)
+	var in strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	runClient(t, []byte(in.String()), kcat, append(sec, "-P", "-t", "kc-tls", "-K:", "-X", "acks=all")...)
+	out := runClient(t, nil, kcat, append(sec, "-C", "-t", "kc-tls", "-o", "beginning", "-c", "20", "-e", "-K:", "-f", "%k:%s\n")...)
+	if string(out) != in.String() {
+		t.Fatalf("kcat consumed over SSL:\n%s\nwant:\n%s", out, in.String())
+	}
+	// Without a client certificate the handshake is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, "-b", n.Addrs()["SSL"], "-X", "security.protocol=ssl",
+		"-X", "ssl.ca.location="+filepath.Join(dir, "ca.pem"), "-L", "-m", "3")
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("kcat without a client certificate listed metadata:\n%s", out)
 	}
 }
