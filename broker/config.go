@@ -435,7 +435,11 @@ type Config struct {
 	// replica_fetcher.go). InterBrokerListenerName "" means the first
 	// registered listener that is not the controller's.
 	InterBrokerListenerName string
-	// TLS holds each SSL listener's settings by listener name.
+	// ControllerProtocol is the controller listener's security protocol
+	// (PLAINTEXT or SSL), from listener.security.protocol.map.
+	ControllerProtocol string
+	// TLS holds each SSL listener's settings by listener name (the
+	// controller's too when it is SSL, on broker-only nodes as well).
 	TLS          map[string]*sslSettings
 	ReplicaFetch ReplicaFetchSettings
 
@@ -891,11 +895,10 @@ func (c *Config) validate() error {
 		switch l.Protocol {
 		case protoSASLPlaintext, protoSASLSSL:
 			return fmt.Errorf("%w: listener %s: security protocol %s: SASL is not built yet", ErrInvalidConfig, l.Name, l.Protocol)
-		case protoSSL:
-			if l.Name == c.ControllerListenerName {
-				return fmt.Errorf("%w: listener %s: the controller listener over SSL is not built yet", ErrInvalidConfig, l.Name)
-			}
 		}
+	}
+	if p := c.ControllerProtocol; p == protoSASLPlaintext || p == protoSASLSSL {
+		return fmt.Errorf("%w: controller listener %s: security protocol %s: SASL is not built yet", ErrInvalidConfig, c.ControllerListenerName, p)
 	}
 	if c.hasRole(controller.RoleController) {
 		found := false
@@ -992,18 +995,29 @@ func (c *Config) applyProtocols(pm map[string]string, props map[string]string, g
 			return err
 		}
 	}
+	// The controller listener's protocol is the map's for a broker-only
+	// node too, which dials it without binding it.
+	if c.ControllerProtocol, err = proto(c.ControllerListenerName); err != nil {
+		return err
+	}
+	names := []string{}
 	for _, l := range c.Listeners {
-		if l.Protocol != protoSSL || l.Name == c.ControllerListenerName {
-			continue
+		if l.Protocol == protoSSL && l.Name != c.ControllerListenerName {
+			names = append(names, l.Name)
 		}
-		s, err := parseSSLSettings(l.Name, props, get)
+	}
+	if c.ControllerProtocol == protoSSL {
+		names = append(names, c.ControllerListenerName)
+	}
+	for _, name := range names {
+		s, err := parseSSLSettings(name, props, get)
 		if err != nil {
 			return err
 		}
 		if c.TLS == nil {
 			c.TLS = map[string]*sslSettings{}
 		}
-		c.TLS[l.Name] = s
+		c.TLS[name] = s
 	}
 	return nil
 }

@@ -66,7 +66,18 @@ func TestListenerSecurityConfig(t *testing.T) {
 		{"SASL refused", with(nil, "listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0"), "SASL is not built yet", nil},
 		{"SASL_PLAINTEXT under another name", with(nil, "listeners", "PLAINTEXT://127.0.0.1:0,AUTH://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 			"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,AUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"), "SASL is not built yet", nil},
-		{"controller over SSL", with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"), "controller listener over SSL is not built yet", nil},
+		{"controller over SSL", with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL", "listener.name.controller.ssl.client.auth", "required"), "", func(t *testing.T, c Config) {
+			if c.ControllerProtocol != "SSL" || c.TLS["CONTROLLER"] == nil || c.TLS["CONTROLLER"].ClientAuth == 0 || c.TLS["PLAINTEXT"] != nil {
+				t.Errorf("controller protocol %q tls %v", c.ControllerProtocol, c.TLS)
+			}
+		}},
+		{"broker-only node dials an SSL controller", with(ssl, "process.roles", "broker", "listeners", "PLAINTEXT://127.0.0.1:0",
+			"controller.quorum.voters", "1@127.0.0.1:9093", "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"), "", func(t *testing.T, c Config) {
+			if c.ControllerProtocol != "SSL" || c.TLS["CONTROLLER"] == nil {
+				t.Errorf("controller protocol %q tls %v", c.ControllerProtocol, c.TLS)
+			}
+		}},
+		{"SASL controller", with(nil, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"), "SASL is not built yet", nil},
 		{"advertised name not a listener", with(nil, "advertised.listeners", "EXTERNAL://x:1"), "not in listeners", nil},
 		{"SSL without a keystore", with(nil, "listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.keystore.type", "PEM"), "needs a key store", nil},
 		{"JKS refused", with(nil, "listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.keystore.location", "/k.jks"), "only PEM", nil},

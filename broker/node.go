@@ -88,6 +88,7 @@ type Node struct {
 	// clients (replica fetchers, marker sender, verification) dial with it.
 	tlsSrcs    map[string]*tlsSource
 	interTLS   *tlsSource
+	ctlTLS     *tlsSource // the controller listener's, when it is SSL
 	advertised []metadata.Listener
 	ctlAddr    string
 
@@ -258,7 +259,7 @@ func Open(o Options) (_ *Node, err error) {
 		for i, v := range cfg.QuorumVoters {
 			addrs[i] = v.Addr
 		}
-		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr(),
+		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr(), Dial: n.controllerDial(),
 			WatchTimeout: n.cfg.QuorumRequestTimeout, Logger: n.logger})
 	}
 
@@ -366,6 +367,9 @@ func (n *Node) startController(o Options) error {
 	if len(voters) == 1 && voters[0].ID == n.cfg.NodeID {
 		voters[0].Addr = ln.Addr().String()
 	}
+	if n.ctlTLS != nil {
+		ln = tls.NewListener(ln, n.ctlTLS.serverConfig())
+	}
 	n.ctl, err = controller.Open(controller.Options{
 		Config:        n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
 		Listener:      ln,
@@ -374,6 +378,7 @@ func (n *Node) startController(o Options) error {
 		RequestMemory: netbuf.NewBudget(n.cfg.QueuedMaxRequestBytes),
 		Incarnation:   n.incarnation,
 		LocalAddr:     n.localAddr(),
+		Dial:          n.controllerDial(),
 	})
 	if err != nil {
 		ln.Close()

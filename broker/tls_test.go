@@ -444,3 +444,56 @@ func TestTLSKcat(t *testing.T) {
 		t.Fatalf("kcat without a client certificate listed metadata:\n%s", out)
 	}
 }
+
+// TestTLSControllerListener: the CONTROLLER listener over SSL with client
+// certificates required. The broker-only nodes' quorum clients dial it
+// with TLS and the brokers' certificate: they register, take replicas and
+// replicate; a connection without TLS gets nothing from it.
+func TestTLSControllerListener(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	k, c := ca.issue(t, pkix.Name{CommonName: "node"})
+	extra := map[string]string{
+		"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+		"ssl.keystore.type":                        "PEM",
+		"ssl.keystore.key":                         string(k),
+		"ssl.keystore.certificate.chain":           string(c),
+		"ssl.truststore.type":                      "PEM",
+		"ssl.truststore.certificates":              string(ca.pem),
+		"listener.name.controller.ssl.client.auth": "required",
+	}
+	cl3 := startClusterWith(t, 3, extra, nil)
+	for id := int32(1); id <= 3; id++ {
+		if cl3.node(id).ctlTLS == nil {
+			t.Fatalf("node %d: controller connections without TLS", id)
+		}
+	}
+	cl := cl3.client()
+	createReplicatedTopic(t, cl, "ctltls", 1, 3, nil)
+	produceN(t, cl, "ctltls", 0, 50)
+	cl3.waitReplicasIdentical("ctltls", 0)
+
+	// A plain TCP peer: its bytes are not a TLS ClientHello, so the
+	// handshake fails and the connection closes without an answer.
+	raw, err := net.Dial("tcp", cl3.node(1).Addrs()["CONTROLLER"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(testWait))
+	raw.Write([]byte{0, 0, 0, 1, 0})
+	var b [64]byte
+	nr, err := raw.Read(b[:])
+	if err == nil && nr > 0 && b[0] != 0x15 { // 0x15: a TLS alert record
+		t.Fatalf("a non-TLS peer read %x from the SSL controller listener", b[:nr])
+	}
+	// A TLS client without a certificate is refused at the handshake.
+	tc, err := tls.Dial("tcp", cl3.node(1).Addrs()["CONTROLLER"], clientTLS(t, ca, nil, nil))
+	if err == nil {
+		tc.SetDeadline(time.Now().Add(testWait))
+		_, err = tc.Read(b[:]) // TLS 1.3: the refusal arrives after the client's Finished
+		tc.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a TLS client without a certificate: %v, want a certificate error", err)
+	}
+}

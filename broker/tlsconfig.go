@@ -541,6 +541,9 @@ func (n *Node) openTLS() error {
 		}
 		n.tlsSrcs[name] = ts
 	}
+	if n.cfg.ControllerProtocol == protoSSL {
+		n.ctlTLS = n.tlsSrcs[n.cfg.ControllerListenerName]
+	}
 	if l, ok := n.cfg.interBrokerListener(); ok && l.Protocol == protoSSL {
 		n.interTLS = n.tlsSrcs[l.Name]
 	}
@@ -581,4 +584,17 @@ func (c *conn) authenticateTLS(ts *tlsSource) bool {
 	}
 	c.principal.Store(&p)
 	return true
+}
+
+// controllerDial is the dialer of this node's connections to the
+// controller listener (the quorum client, the Raft transport, forwarding):
+// TLS with the controller listener's material when it is SSL, from this
+// node's own address; nil (the controller's plain dialer) otherwise.
+func (n *Node) controllerDial() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if n.ctlTLS == nil {
+		return nil
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return n.ctlTLS.dial(ctx, &net.Dialer{LocalAddr: n.localAddr()}, network, addr)
+	}
 }
