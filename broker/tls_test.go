@@ -204,7 +204,7 @@ func TestTLSUntrustedCARefused(t *testing.T) {
 func TestTLSClientAuth(t *testing.T) {
 	ca := newTestCA(t, "test CA")
 	k, c := ca.issue(t, pkix.Name{CommonName: "alice", Organization: []string{"Example"}})
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		auth       string
 		withCert   bool
 		ok         bool
@@ -219,7 +219,13 @@ func TestTLSClientAuth(t *testing.T) {
 		{"required", true, true, "User:alice", `RULE:^CN=([^,]*),.*$/$1/L`},
 		{"required", true, false, "", `RULE:^CN=bob,.*$/bob/`}, // no rule applies: refused
 	} {
-		t.Run(tc.auth+"/"+map[bool]string{true: "cert", false: "nocert"}[tc.withCert]+"/"+tc.extraRules, func(t *testing.T) {
+		name := tc.auth + "-" + map[bool]string{true: "cert", false: "nocert"}[tc.withCert]
+		if tc.extraRules != "" {
+			name += fmt.Sprintf("-rules%d", i)
+		}
+		// The name holds nothing of the rules: it is part of TempDir's
+		// paths, and log.dirs is a comma-separated list.
+		t.Run(name, func(t *testing.T) {
 			extra := map[string]string{"ssl.client.auth": tc.auth}
 			if tc.extraRules != "" {
 				extra["listener.name.ssl.ssl.principal.mapping.rules"] = tc.extraRules
@@ -495,5 +501,94 @@ func TestTLSControllerListener(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a TLS client without a certificate: %v, want a certificate error", err)
+	}
+}
+
+// TestTLSInterBrokerHostnameCheck: the inter-broker client checks the
+// peer certificate's name against the host it dials when
+// ssl.endpoint.identification.algorithm is https (Kafka's default), and
+// only the chain when it is empty; an untrusted chain is refused either
+// way.
+func TestTLSInterBrokerHostnameCheck(t *testing.T) {
+	ca := newTestCA(t, "test CA")
+	k, c := ca.issue(t, pkix.Name{CommonName: "peer"}) // SANs: 127.0.0.1-9, localhost
+	other := newTestCA(t, "other CA")
+	ok, oc := other.issue(t, pkix.Name{CommonName: "stranger"})
+	serve := func(keyPEM, certPEM []byte) string {
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conn.(*tls.Conn).Handshake()
+				conn.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	good, stranger := serve(k, c), serve(ok, oc)
+	for _, tc := range []struct {
+		algo, addr string
+		ok         bool
+	}{
+		{"https", good, true},
+		{"", good, true},
+		{"https", stranger, false},
+		{"", stranger, false},
+	} {
+		cfg := testConfig(t, t.TempDir(), map[string]string{
+			"listeners": "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.keystore.type": "PEM",
+			"ssl.keystore.key": string(k), "ssl.keystore.certificate.chain": string(c),
+			"ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(ca.pem),
+			"ssl.endpoint.identification.algorithm": tc.algo,
+		})
+		ts, err := newTLSSource(cfg.TLS["SSL"], testLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), testWait)
+		conn, err := ts.dial(ctx, &net.Dialer{}, "tcp", tc.addr)
+		cancel()
+		if conn != nil {
+			conn.Close()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("algorithm %q to %s: %v, want ok=%v", tc.algo, tc.addr, err, tc.ok)
+		}
+	}
+	// A name mismatch: the peer's certificate is for 127.0.0.1-9 and
+	// localhost; dialed as another name it is refused with https only.
+	for _, tc := range []struct {
+		algo string
+		ok   bool
+	}{{"https", false}, {"", true}} {
+		cfg := testConfig(t, t.TempDir(), map[string]string{
+			"listeners": "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.keystore.type": "PEM",
+			"ssl.keystore.key": string(k), "ssl.keystore.certificate.chain": string(c),
+			"ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(ca.pem),
+			"ssl.endpoint.identification.algorithm": tc.algo,
+		})
+		ts, err := newTLSSource(cfg.TLS["SSL"], testLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcfg := ts.clientConfig("broker.example") // not a name the certificate has
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: testWait}, "tcp", good, tcfg)
+		if conn != nil {
+			conn.Close()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("algorithm %q, certificate not for the dialed name: %v, want ok=%v", tc.algo, err, tc.ok)
+		}
 	}
 }
