@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/testutil"
@@ -170,9 +171,24 @@ func TestTLSProduceConsume(t *testing.T) {
 	if err := produceConsume(t, n, kgo.DialTLSConfig(clientTLS(t, ca, nil, nil))); err != nil {
 		t.Fatalf("franz-go over SSL: %v", err)
 	}
-	// Metadata on the SSL listener names the SSL listener's address.
-	if err := produceConsume(t, n, kgo.DialTLSConfig(clientTLS(t, ca, nil, nil)), kgo.SeedBrokers(n.Addrs()["SSL"])); err != nil {
-		t.Fatal(err)
+	// Metadata names each listener's own address: SSL through SSL,
+	// PLAINTEXT through PLAINTEXT (several listeners at once).
+	for _, tc := range []struct {
+		listener string
+		opts     []kgo.Opt
+	}{{"SSL", []kgo.Opt{kgo.DialTLSConfig(clientTLS(t, ca, nil, nil))}}, {"PLAINTEXT", nil}} {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.Addrs()[tc.listener])}, tc.opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := kadm.NewClient(cl).BrokerMetadata(testCtx(t))
+		cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Brokers) != 1 || net.JoinHostPort(m.Brokers[0].Host, fmt.Sprint(m.Brokers[0].Port)) != n.Addrs()[tc.listener] {
+			t.Fatalf("Metadata through %s: brokers %+v, want %s", tc.listener, m.Brokers, n.Addrs()[tc.listener])
+		}
 	}
 }
 
