@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/loadgen"
 )
 
 // testCA is a certificate authority made for one test.
@@ -606,5 +608,40 @@ func TestTLSInterBrokerHostnameCheck(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("algorithm %q, certificate not for the dialed name: %v, want ok=%v", tc.algo, err, tc.ok)
 		}
+	}
+}
+
+// TestTLSLoadgen: `strata loadgen run --tls-ca` produces and consumes
+// over an SSL listener (the PLAINTEXT one of the same node is not given).
+func TestTLSLoadgen(t *testing.T) {
+	ca := newTestCA(t, "test CA")
+	n := sslNode(t, ca, nil)
+	dir := t.TempDir()
+	caFile, out := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "run.json")
+	if err := os.WriteFile(caFile, ca.pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	code := loadgen.CLI{}.Main([]string{"run", "--brokers", n.Addrs()["SSL"], "--tls-ca", caFile, "--consumers", "1", "--duration", "1s", "--warmup", "0s",
+		"--quiet", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("loadgen run over TLS: exit %d\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res loadgen.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Produce.Records == 0 || res.Consume.Records == 0 || res.Produce.Errors != 0 {
+		t.Fatalf("loadgen over TLS: produced %d (%d errors), consumed %d", res.Produce.Records, res.Produce.Errors, res.Consume.Records)
+	}
+	t.Logf("loadgen over TLS: produced %d, consumed %d records in 1s", res.Produce.Records, res.Consume.Records)
+	// Without --tls-ca the same address is not reachable.
+	code = loadgen.CLI{}.Main([]string{"run", "--brokers", n.Addrs()["SSL"], "--duration", "1s", "--warmup", "0s", "--quiet"}, &stdout, &stderr)
+	if code == 0 {
+		t.Fatal("loadgen run without TLS succeeded against the SSL listener")
 	}
 }
