@@ -125,7 +125,22 @@ var Settings = []Setting{
 	{"leader.imbalance.check.interval.seconds", "300", "how often the controller checks the leader imbalance (auto.leader.rebalance.enable)"},
 	{"leader.imbalance.per.broker.percentage", "10", "the share, in percent, of a broker's preferred partitions led elsewhere that triggers their preferred elections"},
 	{"controlled.shutdown.enable", "true", "on shutdown, first ask the controller to move this broker's leaderships and ISR memberships away (heartbeats with WantShutDown, at most broker.session.timeout.ms)"},
-	{"inter.broker.listener.name", "", "the registered listener followers fetch from (default: the first listener that is not the controller's)"},
+	{"inter.broker.listener.name", "", "the registered listener followers fetch from and transaction markers go to (default: the listener named by security.inter.broker.protocol when that is set, else the first listener that is not the controller's)"},
+	{"security.inter.broker.protocol", "", "the inter-broker listener by protocol: the listener of that name (Kafka's default is PLAINTEXT; set at most one of this and inter.broker.listener.name)"},
+	{"listener.security.protocol.map", defaultProtocolMap, "listener name to security protocol, NAME:PROTOCOL,...; protocols PLAINTEXT and SSL (SASL_PLAINTEXT and SASL_SSL are refused: SASL is not built yet)"},
+	{"ssl.keystore.type", "JKS", "key store format of SSL listeners: only PEM is supported (Kafka's default JKS is refused)"},
+	{"ssl.keystore.location", "", "PEM file holding the private key and its certificate chain"},
+	{"ssl.keystore.key", "", "the private key inline, PEM (with ssl.keystore.certificate.chain; instead of ssl.keystore.location)"},
+	{"ssl.keystore.certificate.chain", "", "the certificate chain inline, PEM"},
+	{"ssl.key.password", "", "password of an encrypted (PKCS#8, PBES2) private key"},
+	{"ssl.truststore.type", "JKS", "trust store format: only PEM is supported"},
+	{"ssl.truststore.location", "", "PEM file of the CA certificates client (and, inter-broker, peer) certificates are checked against (default: the system's roots)"},
+	{"ssl.truststore.certificates", "", "the trust store's CA certificates inline, PEM"},
+	{"ssl.client.auth", "none", "client certificates on SSL listeners: none, requested (checked when given) or required"},
+	{"ssl.enabled.protocols", "TLSv1.2,TLSv1.3", "TLS versions accepted: TLSv1.2, TLSv1.3"},
+	{"ssl.cipher.suites", "", "TLS 1.2 cipher suites by IANA name, comma-separated (default: Go's secure ones; TLS 1.3's are always on)"},
+	{"ssl.principal.mapping.rules", "DEFAULT", "maps a client certificate's subject DN to the principal name: RULE:pattern/replacement/[LU],...,DEFAULT (the whole DN)"},
+	{"ssl.endpoint.identification.algorithm", "https", "inter-broker TLS clients check the peer certificate's name against its host (https) or not (empty)"},
 	{"num.replica.fetchers", "1", "fetcher loops per source broker; a followed partition is hashed onto one"},
 	{"replica.fetch.max.bytes", "1048576", "bytes a follower fetch asks of one partition (the first batch comes whole even when larger, KIP-74)"},
 	{"replica.fetch.response.max.bytes", "10485760", "bytes a follower fetch asks for in all (the first batch comes whole even when larger)"},
@@ -171,6 +186,44 @@ var Settings = []Setting{
 // does for passwords.
 var sensitiveSettings = map[string]bool{
 	"remote.storage.s3.secret.key": true,
+	"ssl.key.password":             true,
+	"ssl.keystore.key":             true,
+}
+
+// defaultProtocolMap is Kafka's listener.security.protocol.map default.
+const defaultProtocolMap = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+
+// Security protocols, as Kafka's SecurityProtocol names them.
+const (
+	protoPlaintext     = "PLAINTEXT"
+	protoSSL           = "SSL"
+	protoSASLPlaintext = "SASL_PLAINTEXT"
+	protoSASLSSL       = "SASL_SSL"
+)
+
+// parseProtocolMap parses listener.security.protocol.map.
+func parseProtocolMap(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, proto, ok := strings.Cut(part, ":")
+		name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%w: listener.security.protocol.map: %q is not NAME:PROTOCOL", ErrInvalidConfig, part)
+		}
+		switch proto {
+		case protoPlaintext, protoSSL, protoSASLPlaintext, protoSASLSSL:
+		default:
+			return nil, fmt.Errorf("%w: listener.security.protocol.map: %s: unknown security protocol %q (want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", ErrInvalidConfig, name, proto)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%w: listener.security.protocol.map: listener %s mapped twice", ErrInvalidConfig, name)
+		}
+		out[name] = proto
+	}
+	return out, nil
 }
 
 // EnvName returns the environment variable that sets name:
@@ -240,6 +293,9 @@ type Listener struct {
 	Name string
 	Host string
 	Port int
+	// Protocol is the listener's security protocol, from
+	// listener.security.protocol.map (set by ParseConfig).
+	Protocol string
 }
 
 // Addr returns host:port.
@@ -387,7 +443,13 @@ type Config struct {
 	// replica_fetcher.go). InterBrokerListenerName "" means the first
 	// registered listener that is not the controller's.
 	InterBrokerListenerName string
-	ReplicaFetch            ReplicaFetchSettings
+	// ControllerProtocol is the controller listener's security protocol
+	// (PLAINTEXT or SSL), from listener.security.protocol.map.
+	ControllerProtocol string
+	// TLS holds each SSL listener's settings by listener name (the
+	// controller's too when it is SSL, on broker-only nodes as well).
+	TLS          map[string]*sslSettings
+	ReplicaFetch ReplicaFetchSettings
 
 	// Remote tier (remote.*; tiering.OpenStore, broker/tiering_store.go).
 	RemoteStorageEnable bool
@@ -735,6 +797,19 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.ElectionTimeout = ms("controller.quorum.election.timeout.ms", 1)
 	c.QuorumRequestTimeout = ms("controller.quorum.request.timeout.ms", 1)
 	c.InterBrokerListenerName = strings.ToUpper(get("inter.broker.listener.name"))
+	if p := strings.ToUpper(get("security.inter.broker.protocol")); p != "" {
+		if c.InterBrokerListenerName != "" {
+			bad("security.inter.broker.protocol", p, "only one of inter.broker.listener.name and security.inter.broker.protocol should be set")
+		}
+		c.InterBrokerListenerName = p
+	}
+	if pm, err := parseProtocolMap(get("listener.security.protocol.map")); err != nil {
+		if firstErr == nil {
+			firstErr = err
+		}
+	} else if err := c.applyProtocols(pm, props, get); err != nil && firstErr == nil {
+		firstErr = err
+	}
 	if c.InterBrokerListenerName != "" && c.InterBrokerListenerName == c.ControllerListenerName {
 		bad("inter.broker.listener.name", get("inter.broker.listener.name"), "the controller's listener serves no fetches")
 	}
@@ -803,7 +878,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	for _, k := range names {
 		if ignoredSetting(k) {
 			c.Ignored = append(c.Ignored, k)
-		} else if _, ok := lookupSetting(k); !ok && firstErr == nil {
+		} else if !knownName(k) && firstErr == nil {
 			firstErr = unknownNameError("", k)
 		}
 	}
@@ -833,10 +908,14 @@ func (c *Config) validate() error {
 	if len(c.ClientListeners()) == 0 {
 		return fmt.Errorf("%w: listeners has no client listener", ErrInvalidConfig)
 	}
-	for _, l := range c.ClientListeners() {
-		if l.Name != "PLAINTEXT" {
-			return fmt.Errorf("%w: listener %s: only PLAINTEXT is supported", ErrInvalidConfig, l.Name)
+	for _, l := range c.Listeners {
+		switch l.Protocol {
+		case protoSASLPlaintext, protoSASLSSL:
+			return fmt.Errorf("%w: listener %s: security protocol %s: SASL is not built yet", ErrInvalidConfig, l.Name, l.Protocol)
 		}
+	}
+	if p := c.ControllerProtocol; p == protoSASLPlaintext || p == protoSASLSSL {
+		return fmt.Errorf("%w: controller listener %s: security protocol %s: SASL is not built yet", ErrInvalidConfig, c.ControllerListenerName, p)
 	}
 	if c.hasRole(controller.RoleController) {
 		found := false
@@ -897,4 +976,77 @@ func Help(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-42s default %s\n      %s (env %s)\n", s.Name, d, s.Doc, EnvName(s.Name))
 	}
+}
+
+// applyProtocols gives every listener and advertised listener its
+// security protocol from pm (listener.security.protocol.map) and parses
+// the TLS settings of the SSL ones. A listener the map does not name is
+// an error, as in Kafka, except the controller's when the map was not
+// set: KRaft takes PLAINTEXT for it then.
+func (c *Config) applyProtocols(pm map[string]string, props map[string]string, get func(string) string) error {
+	_, mapSet := props["listener.security.protocol.map"]
+	proto := func(name string) (string, error) {
+		if p, ok := pm[name]; ok {
+			return p, nil
+		}
+		if !mapSet && name == c.ControllerListenerName {
+			return protoPlaintext, nil
+		}
+		return "", fmt.Errorf("%w: listener.security.protocol.map: no security protocol defined for listener %s", ErrInvalidConfig, name)
+	}
+	var err error
+	for i := range c.Listeners {
+		if c.Listeners[i].Protocol, err = proto(c.Listeners[i].Name); err != nil {
+			return err
+		}
+	}
+	for i, a := range c.AdvertisedListeners {
+		found := false
+		for _, l := range c.Listeners {
+			found = found || l.Name == a.Name
+		}
+		if !found {
+			return fmt.Errorf("%w: advertised.listeners: listener %s is not in listeners (advertised listener names must be a subset of the ones defined in listeners)", ErrInvalidConfig, a.Name)
+		}
+		if c.AdvertisedListeners[i].Protocol, err = proto(a.Name); err != nil {
+			return err
+		}
+	}
+	// The controller listener's protocol is the map's for a broker-only
+	// node too, which dials it without binding it.
+	if c.ControllerProtocol, err = proto(c.ControllerListenerName); err != nil {
+		return err
+	}
+	names := []string{}
+	for _, l := range c.Listeners {
+		if l.Protocol == protoSSL && l.Name != c.ControllerListenerName {
+			names = append(names, l.Name)
+		}
+	}
+	if c.ControllerProtocol == protoSSL {
+		names = append(names, c.ControllerListenerName)
+	}
+	for _, name := range names {
+		s, err := parseSSLSettings(name, props, get)
+		if err != nil {
+			return err
+		}
+		if c.TLS == nil {
+			c.TLS = map[string]*sslSettings{}
+		}
+		c.TLS[name] = s
+	}
+	return nil
+}
+
+// interBrokerListener is the listener of this node's own configuration
+// whose protocol its inter-broker clients speak: inter.broker.listener.name
+// (or security.inter.broker.protocol), else the first client listener.
+func (c *Config) interBrokerListener() (Listener, bool) {
+	for _, l := range c.ClientListeners() {
+		if c.InterBrokerListenerName == "" || l.Name == c.InterBrokerListenerName {
+			return l, true
+		}
+	}
+	return Listener{}, false
 }

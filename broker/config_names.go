@@ -35,7 +35,6 @@ var KafkaIgnoredSettings = []string{
 	"replica.socket.receive.buffer.bytes",
 	"controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",
 	"inter.broker.protocol.version",
-	"listener.security.protocol.map", "security.inter.broker.protocol",
 	"early.start.listeners", "initial.broker.registration.timeout.ms",
 	// transactions and producer ids (internals)
 	"transaction.state.log.load.buffer.size",
@@ -105,6 +104,9 @@ func ignoredSetting(name string) bool {
 
 // knownName reports whether name is accepted: a setting or an ignored one.
 func knownName(name string) bool {
+	if _, _, ok := listenerOverrideName(name); ok {
+		return true // listener.name.<l>.ssl.*
+	}
 	_, ok := lookupSetting(name)
 	return ok || ignoredSetting(name)
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -81,8 +82,14 @@ type Node struct {
 	ctl    *controller.Controller // nil when this node is broker-only
 	svc    controller.Service
 
-	lns        []net.Listener // client listeners, in Config order
-	lnNames    []string
+	lns     []net.Listener // client listeners, in Config order
+	lnNames []string
+	// tlsSrcs are the SSL listeners' key material by listener name;
+	// interTLS, the inter-broker listener's when it is SSL: the inter-broker
+	// clients (replica fetchers, marker sender, verification) dial with it.
+	tlsSrcs    map[string]*tlsSource
+	interTLS   *tlsSource
+	ctlTLS     *tlsSource // the controller listener's, when it is SSL
 	advertised []metadata.Listener
 	ctlAddr    string
 
@@ -191,6 +198,11 @@ func Open(o Options) (_ *Node, err error) {
 		n.fs = vfs.Default
 	}
 	n.fenced.Store(true)
+	// Key material first: a key store that does not load is a
+	// configuration error, found before anything opens.
+	if err := n.openTLS(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -254,7 +266,7 @@ func Open(o Options) (_ *Node, err error) {
 		for i, v := range cfg.QuorumVoters {
 			addrs[i] = v.Addr
 		}
-		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr(),
+		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr(), Dial: n.controllerDial(),
 			WatchTimeout: n.cfg.QuorumRequestTimeout, Logger: n.logger})
 	}
 
@@ -362,6 +374,9 @@ func (n *Node) startController(o Options) error {
 	if len(voters) == 1 && voters[0].ID == n.cfg.NodeID {
 		voters[0].Addr = ln.Addr().String()
 	}
+	if n.ctlTLS != nil {
+		ln = tls.NewListener(ln, n.ctlTLS.serverConfig())
+	}
 	n.ctl, err = controller.Open(controller.Options{
 		Config:        n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
 		Listener:      ln,
@@ -370,6 +385,7 @@ func (n *Node) startController(o Options) error {
 		RequestMemory: netbuf.NewBudget(n.cfg.QueuedMaxRequestBytes),
 		Incarnation:   n.incarnation,
 		LocalAddr:     n.localAddr(),
+		Dial:          n.controllerDial(),
 	})
 	if err != nil {
 		ln.Close()
@@ -386,7 +402,7 @@ func (n *Node) advertisedListeners() []metadata.Listener {
 	var out []metadata.Listener
 	if len(n.cfg.AdvertisedListeners) > 0 {
 		for _, l := range n.cfg.AdvertisedListeners {
-			out = append(out, metadata.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: "PLAINTEXT"})
+			out = append(out, metadata.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: listenerProtocol(l)})
 		}
 		return out
 	}
@@ -396,7 +412,7 @@ func (n *Node) advertisedListeners() []metadata.Listener {
 		if a.IP.IsUnspecified() {
 			host = "127.0.0.1"
 		}
-		out = append(out, metadata.Listener{Name: n.lnNames[i], Host: host, Port: int32(a.Port), SecurityProtocol: "PLAINTEXT"})
+		out = append(out, metadata.Listener{Name: n.lnNames[i], Host: host, Port: int32(a.Port), SecurityProtocol: n.protocolOf(n.lnNames[i])})
 	}
 	return out
 }
@@ -584,6 +600,10 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 			}
 			return
 		}
+		ts := n.tlsSrcs[name]
+		if ts != nil {
+			nc = tls.Server(nc, ts.serverConfig())
+		}
 		c := newConn(n, nc, name)
 		n.connMu.Lock()
 		if n.ctx.Err() != nil {
@@ -597,8 +617,10 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 		opened.Inc()
 		go func() {
 			defer n.connWG.Done()
-			c.serve()
-			<-c.done
+			if ts == nil || c.authenticateTLS(ts) {
+				c.serve()
+				<-c.done
+			}
 			// A connection the client closed was never killed: cancel its
 			// context anyway, or the node's context keeps it (and its
 			// reader's) as a child for as long as the node runs.
@@ -785,6 +807,9 @@ func (n *Node) controllerID() int32 { return n.cfg.NodeID }
 // 127.0.0.2, .3, ...) sees which node is connecting.
 func (n *Node) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: n.localAddr()}
+	if n.interTLS != nil {
+		return n.interTLS.dial(ctx, &d, network, addr)
+	}
 	return d.DialContext(ctx, network, addr)
 }
 

@@ -28,6 +28,10 @@ type ClientOptions struct {
 	// node on its own loopback IP, so a fault-injecting proxy between
 	// nodes sees which node connects); nil lets the system choose.
 	LocalAddr net.Addr
+	// Dial, if set, opens connections instead of a net.Dialer with
+	// DialTimeout and LocalAddr: a CONTROLLER listener over SSL (the
+	// broker's TLS dialer, which dials from its own address too).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// WatchTimeout is how long a [Client.Watch] stream may bring nothing,
 	// neither a delta nor a keepalive, before it is taken as dead and
 	// reopened on a new connection (default 2s; a broker sets it from
@@ -133,8 +137,16 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 		return cc, nil
 	}
 	c.mu.Unlock()
-	d := net.Dialer{Timeout: c.o.DialTimeout, LocalAddr: c.o.LocalAddr}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	var conn net.Conn
+	var err error
+	if c.o.Dial != nil {
+		dctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
+		conn, err = c.o.Dial(dctx, "tcp", addr)
+		cancel()
+	} else {
+		d := net.Dialer{Timeout: c.o.DialTimeout, LocalAddr: c.o.LocalAddr}
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,9 @@ type Options struct {
 	// forwarding to the leader dial from: the node's own IP, so a
 	// fault-injecting proxy between nodes on loopback tells them apart.
 	LocalAddr net.Addr
+	// Dial, if set, opens the Raft transport's and the forwarding
+	// clients' connections (see [ClientOptions]).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DefaultRequestMemory is the request budget of a Controller whose
@@ -87,7 +90,8 @@ type Controller struct {
 	srv       *server
 	metrics   *metrics
 	resolve   func(id int32) string
-	localAddr net.Addr // Options.LocalAddr: forwarding clients dial from it
+	localAddr net.Addr                                                          // Options.LocalAddr: forwarding clients dial from it
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error) // Options.Dial
 	live      *liveness
 	// liveWake wakes the liveness loop when leadership changes, so a new
 	// leader's broker sessions start as soon as it is ready.
@@ -190,6 +194,7 @@ func Open(o Options) (*Controller, error) {
 		c.ln = ln
 	}
 	c.localAddr = o.LocalAddr
+	c.dial = o.Dial
 	var tcp *TCPTransport
 	c.transport = o.Transport
 	if c.transport == nil {
@@ -207,7 +212,7 @@ func Open(o Options) (*Controller, error) {
 		// made up its own id must not be refused for it.
 		clusterID := c.ClusterID
 		tcp = NewTCPTransport(TCPTransportOptions{ID: uint64(cfg.NodeID), Peers: peers, Logger: cfg.Logger,
-			ClusterID: clusterID, Incarnation: o.Incarnation, LocalAddr: o.LocalAddr})
+			ClusterID: clusterID, Incarnation: o.Incarnation, LocalAddr: o.LocalAddr, Dial: o.Dial})
 		c.transport = tcp
 	}
 	m := newMetrics(cfg.NodeID, c.Status, func() (n int) {
@@ -663,7 +668,7 @@ func (c *Controller) forwarder(addr string) *Client {
 	defer c.fwdMu.Unlock()
 	cl := c.fwd[addr]
 	if cl == nil {
-		cl = NewClient(ClientOptions{Addrs: []string{addr}, LocalAddr: c.localAddr, forwarding: true})
+		cl = NewClient(ClientOptions{Addrs: []string{addr}, LocalAddr: c.localAddr, Dial: c.dial, forwarding: true})
 		if c.fwd != nil {
 			c.fwd[addr] = cl
 		}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -32,6 +33,8 @@ type TCPTransportOptions struct {
 	// LocalAddr, if set, is the address peers are dialed from (see
 	// [ClientOptions]).
 	LocalAddr net.Addr
+	// Dial, if set, opens peer connections instead (see [ClientOptions]).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// ClusterID returns the cluster id sent in the hello of every outbound
 	// connection; an inbound hello naming another cluster is refused when
 	// both are non-empty. Called per connection, so it may follow what the
@@ -191,8 +194,16 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 }
 
 func (t *TCPTransport) dial(p *tcpPeer) (net.Conn, error) {
-	d := net.Dialer{Timeout: t.o.DialTimeout, LocalAddr: t.o.LocalAddr}
-	conn, err := d.Dial("tcp", p.addr)
+	var conn net.Conn
+	var err error
+	if t.o.Dial != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), t.o.DialTimeout)
+		conn, err = t.o.Dial(ctx, "tcp", p.addr)
+		cancel()
+	} else {
+		d := net.Dialer{Timeout: t.o.DialTimeout, LocalAddr: t.o.LocalAddr}
+		conn, err = d.Dial("tcp", p.addr)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -139,6 +141,9 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 		priceGet   = fs.Float64("price-get", 0.0004, "USD per 1000 GET/HEAD requests")
 		quiet      = fs.Bool("quiet", false, "no live progress line")
 		keep       = fs.Bool("keep", false, "keep the topics the run created and its consumer groups (default: delete them at the end)")
+		tlsCA      = fs.String("tls-ca", "", "connect with TLS (an SSL listener), trusting the CA certificates of this PEM file")
+		tlsCert    = fs.String("tls-cert", "", "connect with TLS, presenting this PEM client certificate (with --tls-key)")
+		tlsKey     = fs.String("tls-key", "", "the PEM private key of --tls-cert")
 		w          Workload
 		recordSize string
 		idem       bool
@@ -264,6 +269,9 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 		}
 	}
 	o := Options{Brokers: bs, Workload: base, MetricsURL: *metricsURL, PricePut: *pricePut, PriceGet: *priceGet, Keep: *keep}
+	if o.TLS, err = clientTLS(*tlsCA, *tlsCert, *tlsKey); err != nil {
+		return err
+	}
 	if !*quiet {
 		o.Progress = stderr
 	}
@@ -489,4 +497,34 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 1
 	}
 	return 0
+}
+
+// clientTLS is the clients' TLS configuration of --tls-ca, --tls-cert and
+// --tls-key: nil (PLAINTEXT) when none is set.
+func clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		b, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %v", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if certFile != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
 }

@@ -82,8 +82,7 @@ func (r *runner) startConsumers(ctx, stop context.Context, from string) error {
 				// and the drain ends.
 				opts = append(opts, kgo.KeepControlRecords())
 			}
-			cl, err := kgo.NewClient(append(opts,
-				kgo.SeedBrokers(r.o.Brokers...),
+			cl, err := kgo.NewClient(append(append(opts, seedOpts(r.o.Brokers, r.o.TLS)...),
 				kgo.ConsumerGroup(gr.id),
 				kgo.ConsumeTopics(r.topics...),
 				kgo.ConsumeResetOffset(reset),

@@ -18,13 +18,12 @@ import (
 // producerOpts are the kgo options of a workload's producer client.
 func (r *runner) producerOpts() []kgo.Opt {
 	w := r.w
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(r.o.Brokers...),
+	opts := append(seedOpts(r.o.Brokers, r.o.TLS),
 		kgo.ProducerLinger(dur(w.Linger)),
 		kgo.ProducerBatchMaxBytes(int32(size(w.BatchBytes))),
 		kgo.MaxBufferedRecords(max(w.Window, DefaultWindow)),
-		kgo.RecordDeliveryTimeout(2 * time.Minute),
-	}
+		kgo.RecordDeliveryTimeout(2*time.Minute),
+	)
 	switch w.Acks {
 	case "1":
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))

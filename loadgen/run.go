@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,11 +21,12 @@ import (
 
 // Options is one run: the workload and where and how to report.
 type Options struct {
-	Brokers    []string // seed brokers, host:port
-	Workload   Workload // defaults are filled in by Run
-	MetricsURL string   // a Strata admin /metrics URL for cost accounting (optional)
-	PricePut   float64  // USD per 1000 PUT-class requests (PUT, LIST), default 0.005
-	PriceGet   float64  // USD per 1000 GET-class requests, default 0.0004
+	Brokers    []string    // seed brokers, host:port
+	TLS        *tls.Config // nil: PLAINTEXT; else every client connects with TLS (--tls-ca, --tls-cert, --tls-key)
+	Workload   Workload    // defaults are filled in by Run
+	MetricsURL string      // a Strata admin /metrics URL for cost accounting (optional)
+	PricePut   float64     // USD per 1000 PUT-class requests (PUT, LIST), default 0.005
+	PriceGet   float64     // USD per 1000 GET-class requests, default 0.0004
 	Progress   io.Writer
 	// Keep keeps the topics this run created and its consumer groups
 	// (--keep); by default Run deletes them at the end.
@@ -32,6 +34,15 @@ type Options struct {
 	// Clock is the schedule's and the latencies' time source (nil: the
 	// system clock).
 	Clock Clock
+}
+
+// seedOpts are the seed brokers and, when tc is set, TLS, before opts.
+func seedOpts(brokers []string, tc *tls.Config, opts ...kgo.Opt) []kgo.Opt {
+	out := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	if tc != nil {
+		out = append(out, kgo.DialTLSConfig(tc))
+	}
+	return append(out, opts...)
 }
 
 // ErrUnreachable is returned by [Run] when no seed broker answers.
@@ -66,7 +77,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Environment: localEnvironment()}
 	r.res = res
 
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))
+	admCl, err := kgo.NewClient(seedOpts(o.Brokers, o.TLS, kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))...)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
