@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // This file is TLS for SSL listeners and for the inter-broker clients,
@@ -240,12 +242,16 @@ func (ts *tlsSource) material() *tlsMaterial {
 	return ts.cur
 }
 
+// maxPEMFile bounds a key or trust store file read (a PEM bundle of a few
+// hundred certificates is well below it).
+const maxPEMFile = 16 << 20
+
 func (ts *tlsSource) load() (*tlsMaterial, error) {
 	s := ts.s
 	keyPEM, chainPEM := []byte(s.KeystoreKey), []byte(s.KeystoreChain)
 	what := "ssl.keystore.key"
 	if s.KeystoreFile != "" {
-		b, err := os.ReadFile(s.KeystoreFile)
+		b, err := vfs.ReadFile(vfs.Default, s.KeystoreFile, maxPEMFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: listener %s: ssl.keystore.location: %v", ErrInvalidConfig, s.Listener, err)
 		}
@@ -258,7 +264,7 @@ func (ts *tlsSource) load() (*tlsMaterial, error) {
 	m := &tlsMaterial{cert: cert}
 	trust, what := []byte(s.TruststoreCert), "ssl.truststore.certificates"
 	if s.TruststoreFile != "" {
-		if trust, err = os.ReadFile(s.TruststoreFile); err != nil {
+		if trust, err = vfs.ReadFile(vfs.Default, s.TruststoreFile, maxPEMFile); err != nil {
 			return nil, fmt.Errorf("%w: listener %s: ssl.truststore.location: %v", ErrInvalidConfig, s.Listener, err)
 		}
 		what = "ssl.truststore.location " + s.TruststoreFile
