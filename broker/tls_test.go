@@ -644,4 +644,21 @@ func TestTLSLoadgen(t *testing.T) {
 	if code == 0 {
 		t.Fatal("loadgen run without TLS succeeded against the SSL listener")
 	}
+	// verify too: its producers, group and partition readers and its
+	// final read all over TLS, a clean verdict.
+	stdout.Reset()
+	stderr.Reset()
+	vout := filepath.Join(dir, "verify.json")
+	code = loadgen.CLI{}.Main([]string{"verify", "--brokers", n.Addrs()["SSL"], "--tls-ca", caFile, "--duration", "1s", "--rate", "300",
+		"--partitions", "2", "--replication-factor", "1", "--quiet", "--out", vout}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("loadgen verify over TLS: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	var vr loadgen.VerifyResult
+	if b, err := os.ReadFile(vout); err != nil || json.Unmarshal(b, &vr) != nil || !vr.Clean() || vr.Report.Acked < 250 {
+		t.Fatalf("loadgen verify over TLS: %v %s", err, stdout.String())
+	}
+	if code := (loadgen.CLI{}).Main([]string{"verify", "--brokers", n.Addrs()["SSL"], "--tls-cert", caFile, "--quiet"}, &stdout, &stderr); code != 2 {
+		t.Fatalf("verify --tls-cert without --tls-key: exit %d, want 2", code)
+	}
 }

@@ -433,6 +433,9 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 		quiet      = fs.Bool("quiet", false, "no progress line")
 		recordSize = fs.String("record-size", "0", "record value size, e.g. 1KiB (at least the self-describing header)")
 		cfgs       = kvFlags{}
+		tlsCA      = fs.String("tls-ca", "", "connect with TLS (an SSL listener), trusting the CA certificates of this PEM file")
+		tlsCert    = fs.String("tls-cert", "", "connect with TLS, presenting this PEM client certificate (with --tls-key)")
+		tlsKey     = fs.String("tls-key", "", "the PEM private key of --tls-cert")
 	)
 	fs.StringVar(&o.Topic, "topic", "", "topic to create (default verify-<unix ns>; an existing topic is refused)")
 	fs.Var(cfgs, "topic-config", "topic config name=value set at creation (repeatable), e.g. min.insync.replicas=2")
@@ -461,6 +464,10 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 	o.RecordSize = int(n)
 	if len(cfgs) > 0 {
 		o.TopicConfigs = cfgs
+	}
+	if o.TLS, err = clientTLS(*tlsCA, *tlsCert, *tlsKey); err != nil {
+		fmt.Fprintf(stderr, "strata loadgen verify: %v\n", err)
+		return 2
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {

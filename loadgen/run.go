@@ -45,6 +45,14 @@ func seedOpts(brokers []string, tc *tls.Config, opts ...kgo.Opt) []kgo.Opt {
 	return append(out, opts...)
 }
 
+// tlsOpts is kgo.DialTLSConfig(tc) when tc is set, else nothing.
+func tlsOpts(tc *tls.Config) []kgo.Opt {
+	if tc == nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.DialTLSConfig(tc)}
+}
+
 // ErrUnreachable is returned by [Run] when no seed broker answers.
 var ErrUnreachable = errors.New("loadgen: brokers unreachable")
 

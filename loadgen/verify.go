@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,9 @@ type VerifyOptions struct {
 	Drain    time.Duration
 	Keep     bool      // keep the topic and the groups
 	Progress io.Writer `json:"-"` // a line a second (nil: none)
+	// TLS, when set, is every client's TLS (an SSL listener: --tls-ca,
+	// --tls-cert, --tls-key); nil: PLAINTEXT.
+	TLS *tls.Config `json:"-"`
 }
 
 // VerifyResult is what a verify run observed and concluded (--out writes
@@ -143,7 +147,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 		o.Topic = fmt.Sprintf("verify-%d", time.Now().UnixNano())
 	}
 	res := &VerifyResult{Version: ResultVersion, Target: "kafka-compatible", Brokers: o.Brokers, Topic: o.Topic, Options: o}
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))
+	admCl, err := kgo.NewClient(seedOpts(o.Brokers, o.TLS, kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))...)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
@@ -221,7 +225,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
-				_ = deliverycheck.Consume(rctx, o.Brokers, id, o.Topic, name, rc)
+				_ = deliverycheck.Consume(rctx, o.Brokers, id, o.Topic, name, rc, tlsOpts(o.TLS)...)
 			}()
 		}
 		readerNames = append(readerNames, names)
@@ -232,7 +236,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			_ = deliverycheck.ConsumePartitions(rctx, o.Brokers, o.Topic, name, rc)
+			_ = deliverycheck.ConsumePartitions(rctx, o.Brokers, o.Topic, name, rc, tlsOpts(o.TLS)...)
 		}()
 	}
 
@@ -240,12 +244,12 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 	// Every client first: a failure must not leave a load running.
 	var cls []*kgo.Client
 	for range o.Producers {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		cl, err := kgo.NewClient(seedOpts(o.Brokers, o.TLS, kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerBatchCompression(codecs[o.Compression]), kgo.RecordDeliveryTimeout(30*time.Second),
 			kgo.ProducerLinger(0),
 			// Every partition gets records from the first seconds on (the
 			// sticky default would fill one partition for 64 KiB first).
-			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
 		}
@@ -304,7 +308,7 @@ produce:
 	readers.Wait()
 
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-	err = deliverycheck.FinalRead(fctx, admCl, o.Topic, rc)
+	err = deliverycheck.FinalRead(fctx, admCl, o.Topic, rc, tlsOpts(o.TLS)...)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: verify: %w", err)

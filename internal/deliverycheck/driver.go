@@ -207,8 +207,9 @@ func Produce(ctx context.Context, cl *kgo.Client, topic string, rc *Recorder, o 
 // FinalRead reads every partition of topic from its log start to its end
 // offset (listed first, through cl's cluster) and records it as the final
 // read of rc. It returns an error when a partition cannot be read to its
-// end before ctx ends. Run it after the faults healed.
-func FinalRead(ctx context.Context, cl *kgo.Client, topic string, rc *Recorder) error {
+// end before ctx ends. Run it after the faults healed. opts go to the
+// reading client (e.g. kgo.DialTLSConfig for an SSL listener).
+func FinalRead(ctx context.Context, cl *kgo.Client, topic string, rc *Recorder, opts ...kgo.Opt) error {
 	adm := kadm.NewClient(cl)
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
@@ -231,8 +232,8 @@ func FinalRead(ctx context.Context, cl *kgo.Client, topic string, rc *Recorder) 
 		}
 	})
 	seeds := brokerSeeds(ctx, adm)
-	rd, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
-		kgo.FetchMaxWait(200*time.Millisecond))
+	rd, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
+		kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return err
 	}
