@@ -278,25 +278,35 @@ func (gc *groupCoordinator) load(ctx context.Context, index int32, p *partition)
 // retry) for the HW to reach that start, or it would miss acknowledged
 // commits.
 func (gc *groupCoordinator) replay(ctx context.Context, index int32, p *partition) (*group.Loader, error) {
+	l := group.NewLoader(gc.store, index)
+	if err := p.replayBatches(ctx, l.Batch); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// replayBatches hands fn every batch of p's log from its start to its HW
+// in order, once the HW has reached this leader epoch's start offset (see
+// groupCoordinator.replay): the load of both coordinators.
+func (p *partition) replayBatches(ctx context.Context, fn func(batch []byte) error) error {
 	if start := p.epochStartOffset(); start > 0 {
 		if err := p.waitHW(ctx, start-1); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	l := group.NewLoader(gc.store, index)
 	off, end := p.log.LogStartOffset(), p.hw.Load()
 	for off < end {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		v, err := p.log.Read(off, loadReadBytes, end)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b, err := v.Bytes()
 		v.Release()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(b) == 0 {
 			break
@@ -304,16 +314,16 @@ func (gc *groupCoordinator) replay(ctx context.Context, index int32, p *partitio
 		for len(b) > 0 {
 			one, rest, err := batch.Split(b)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if err := l.Batch(one); err != nil {
-				return nil, err
+			if err := fn(one); err != nil {
+				return err
 			}
 			b = rest
 		}
 		off = v.NextOffset
 	}
-	return l, nil
+	return nil
 }
 
 // ensureOffsetsTopic creates __consumer_offsets unless it exists, as

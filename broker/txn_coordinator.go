@@ -324,58 +324,29 @@ func (tc *txnCoordinator) load(ctx context.Context, index, epoch int32, p *parti
 // group coordinator's load does: everything below it was acknowledged by
 // an earlier leader).
 func (tc *txnCoordinator) replay(ctx context.Context, p *partition) ([]txncoord.Record, error) {
-	if start := p.epochStartOffset(); start > 0 {
-		if err := p.waitHW(ctx, start-1); err != nil {
-			return nil, err
-		}
-	}
 	var recs []txncoord.Record
-	off, end := p.log.LogStartOffset(), p.hw.Load()
-	for off < end {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		v, err := p.log.Read(off, loadReadBytes, end)
+	err := p.replayBatches(ctx, func(one []byte) error {
+		h, err := batch.ParseHeader(one)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		b, err := v.Bytes()
-		v.Release()
-		if err != nil {
-			return nil, err
+		if h.Control() {
+			return nil
 		}
-		if len(b) == 0 {
-			break
-		}
-		for len(b) > 0 {
-			one, rest, err := batch.Split(b)
-			if err != nil {
-				return nil, err
-			}
-			b = rest
-			h, err := batch.ParseHeader(one)
-			if err != nil {
-				return nil, err
-			}
-			if h.Control() {
-				continue
-			}
-			err = batch.Records(one, func(r batch.Record) error {
-				if r.KeyNull {
-					return nil
-				}
-				rec := txncoord.Record{Key: append([]byte(nil), r.Key...)}
-				if !r.ValueNull {
-					rec.Value = append([]byte{}, r.Value...)
-				}
-				recs = append(recs, rec)
+		return batch.Records(one, func(r batch.Record) error {
+			if r.KeyNull {
 				return nil
-			})
-			if err != nil {
-				return nil, err
 			}
-		}
-		off = v.NextOffset
+			rec := txncoord.Record{Key: append([]byte(nil), r.Key...)}
+			if !r.ValueNull {
+				rec.Value = append([]byte{}, r.Value...)
+			}
+			recs = append(recs, rec)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return recs, nil
 }
