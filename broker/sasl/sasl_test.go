@@ -48,7 +48,6 @@ func TestParseJAAS(t *testing.T) {
 	}
 }
 
-
 func plainMsg(t *testing.T, zid, user, pass string) []byte {
 	_, b, err := plain.Auth{Zid: zid, User: user, Pass: pass}.AsMechanism().Authenticate(context.Background(), "x")
 	if err != nil {
