@@ -163,8 +163,19 @@ func parseSASLSettings(l string, props map[string]string, get func(string) strin
 	if len(s.Mechanisms) == 0 {
 		return nil, bad("sasl.enabled.mechanisms", val("", "sasl.enabled.mechanisms"), "a SASL listener needs at least one mechanism")
 	}
+	want := map[string]string{mechPlain: sasl.PlainLoginModule, mechOAuthBearer: sasl.OAuthBearerLoginModule,
+		mechScram256: sasl.ScramLoginModule, mechScram512: sasl.ScramLoginModule}
 	for _, m := range s.Mechanisms {
 		raw := val(m, "sasl.jaas.config")
+		_, prefixed := props["listener.name."+lower+"."+strings.ToLower(m)+".sasl.jaas.config"]
+		if !prefixed && raw != "" {
+			// The broker-wide sasl.jaas.config serves the mechanisms of
+			// its own login module only (one module per value, as
+			// Kafka): a PlainLoginModule there is not OAUTHBEARER's.
+			if j, err := sasl.ParseJAAS(raw); err == nil && j.LoginModule != want[m] {
+				raw = ""
+			}
+		}
 		if raw == "" {
 			if m == mechPlain {
 				return nil, fmt.Errorf("%w: listener %s: PLAIN needs its users: set listener.name.%s.plain.sasl.jaas.config (or sasl.jaas.config) to a PlainLoginModule with user_<name>=\"<password>\" options", ErrInvalidConfig, l, lower)
@@ -176,10 +187,8 @@ func parseSASLSettings(l string, props map[string]string, get func(string) strin
 			// Never the value: it holds passwords.
 			return nil, fmt.Errorf("%w: listener %s: %s sasl.jaas.config: %v", ErrInvalidConfig, l, m, err)
 		}
-		want := map[string]string{mechPlain: sasl.PlainLoginModule, mechOAuthBearer: sasl.OAuthBearerLoginModule,
-			mechScram256: sasl.ScramLoginModule, mechScram512: sasl.ScramLoginModule}[m]
-		if j.LoginModule != want {
-			return nil, fmt.Errorf("%w: listener %s: %s sasl.jaas.config names login module %s, want %s", ErrInvalidConfig, l, m, j.LoginModule, want)
+		if j.LoginModule != want[m] {
+			return nil, fmt.Errorf("%w: listener %s: %s sasl.jaas.config names login module %s, want %s", ErrInvalidConfig, l, m, j.LoginModule, want[m])
 		}
 		if m == mechPlain && len(j.PlainUsers()) == 0 {
 			return nil, fmt.Errorf("%w: listener %s: PLAIN sasl.jaas.config has no user_<name>=\"<password>\" option: nobody could log in", ErrInvalidConfig, l)
