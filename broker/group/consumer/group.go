@@ -532,7 +532,11 @@ func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 	resp.MemberID = kmsg.StringPtr(r.ID)
 	resp.MemberEpoch = r.Epoch
 	resp.HeartbeatIntervalMillis = g.cfg.HeartbeatIntervalMs
-	if join || !r.Assigned.Equal(prevAssigned) || (owned != nil && !owned.Equal(r.Assigned)) {
+	// The assignment goes back on a join, on a full heartbeat (every
+	// field set, as a client sends after an error), when it changed, or
+	// when the member reports owning something else (a lost response).
+	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
+	if join || full || !r.Assigned.Equal(prevAssigned) || (owned != nil && !owned.Equal(r.Assigned)) {
 		resp.Assignment = responseAssignment(r.Assigned)
 	}
 	return recs, nil

@@ -94,6 +94,7 @@ func (h *groupHarness) heartbeat(t *testing.T, td *datadriven.TestData) string {
 	req.Group = "g"
 	req.RebalanceTimeoutMillis = -1
 	now := int64(0)
+	rebalanceSet := false
 	client := Client{ID: "client", Host: "/127.0.0.1"}
 	for _, a := range td.CmdArgs {
 		v := ""
@@ -123,7 +124,7 @@ func (h *groupHarness) heartbeat(t *testing.T, td *datadriven.TestData) string {
 		case "rack":
 			req.RackID = kmsg.StringPtr(v)
 		case "rebalance":
-			req.RebalanceTimeoutMillis = int32(atoi(t, v))
+			req.RebalanceTimeoutMillis, rebalanceSet = int32(atoi(t, v)), true
 		case "assignor":
 			req.ServerAssignor = kmsg.StringPtr(v)
 		case "client":
@@ -142,7 +143,7 @@ func (h *groupHarness) heartbeat(t *testing.T, td *datadriven.TestData) string {
 			t.Fatalf("heartbeat: unknown argument %q", a.Key)
 		}
 	}
-	if req.MemberEpoch == 0 && req.RebalanceTimeoutMillis == -1 {
+	if req.MemberEpoch == 0 && !rebalanceSet {
 		req.RebalanceTimeoutMillis = 30000
 	}
 	// The request must survive the wire: encode and decode it with kmsg.

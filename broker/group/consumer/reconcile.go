@@ -5,19 +5,19 @@ import "github.com/google/uuid"
 // MemberState is a member's reconciliation state, with the values Kafka
 // persists in ConsumerGroupCurrentMemberAssignmentValue.State.
 //
-//	            new target epoch, nothing to revoke
-//	  STABLE ─────────────────────────────────────────────► STABLE (epoch = target)
-//	    │  new target epoch, partitions to revoke
-//	    ▼
-//	  UNREVOKED_PARTITIONS  (epoch unchanged: the member must first give up
-//	    │                    PartitionsPendingRevocation; its rebalance timeout runs)
-//	    │  the member's heartbeat no longer lists them
-//	    ▼
-//	  UNRELEASED_PARTITIONS (epoch = target; some target partitions are still
-//	    │                    held by their previous owner, not yet handed over)
-//	    │  the previous owners released them
-//	    ▼
-//	  STABLE
+//	          new target epoch, nothing to revoke
+//	STABLE ─────────────────────────────────────────────► STABLE (epoch = target)
+//	  │  new target epoch, partitions to revoke
+//	  ▼
+//	UNREVOKED_PARTITIONS  (epoch unchanged: the member must first give up
+//	  │                    PartitionsPendingRevocation; its rebalance timeout runs)
+//	  │  the member's heartbeat no longer lists them
+//	  ▼
+//	UNRELEASED_PARTITIONS (epoch = target; some target partitions are still
+//	  │                    held by their previous owner, not yet handed over)
+//	  │  the previous owners released them
+//	  ▼
+//	STABLE
 type MemberState int8
 
 // The member states (Kafka's MemberState).
