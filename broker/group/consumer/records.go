@@ -47,6 +47,10 @@ const (
 	TypeCurrentAssignment int16 = 8
 )
 
+// maxRackedPartition bounds the partition index of a type 4 record's rack
+// entry (Kafka caps a topic far below it in practice).
+const maxRackedPartition = 1 << 20
+
 // ErrBadRecord is returned by [DecodeRecord] for bytes that do not decode
 // with the schemas above.
 var ErrBadRecord = errors.New("consumer: bad consumer group record")
@@ -193,8 +197,17 @@ func EncodeRecord(r Record) (key, value []byte) {
 			value = kbin.AppendUuid(value, t.ID)
 			value = kbin.AppendCompactString(value, t.Name)
 			value = kbin.AppendInt32(value, t.Partitions)
-			value = kbin.AppendCompactArrayLen(value, len(t.Racks))
+			racked := 0
+			for _, rs := range t.Racks {
+				if len(rs) > 0 {
+					racked++
+				}
+			}
+			value = kbin.AppendCompactArrayLen(value, racked)
 			for p, rs := range t.Racks {
+				if len(rs) == 0 {
+					continue // a partition without racks has no entry
+				}
 				value = kbin.AppendInt32(value, int32(p))
 				value = appendStrings(value, rs)
 				value = kbin.AppendUvarint(value, 0)
@@ -358,7 +371,13 @@ func DecodeRecord(key, value []byte) (rec Record, ok bool, err error) {
 					p := vr.Int32()
 					racks := vr.strings()
 					vr.skipTags(nil)
-					if p >= 0 && p < t.Partitions && vr.Ok() {
+					if p >= maxRackedPartition {
+						// Racks are held per partition index: refuse an
+						// index that would allocate more than any real
+						// topic has partitions.
+						vr.Span(len(vr.Src) + 1)
+					}
+					if p >= 0 && p < t.Partitions && len(racks) > 0 && vr.Ok() {
 						for len(t.Racks) <= int(p) {
 							t.Racks = append(t.Racks, nil)
 						}
