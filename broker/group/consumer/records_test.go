@@ -215,4 +215,3 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
-
