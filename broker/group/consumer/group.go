@@ -140,6 +140,11 @@ type Group struct {
 	session   map[string]int64
 	rebalance map[string]rebalanceTimer
 	regexes   map[string]*regexp.Regexp
+	// Subscription counts over Members (derived): how many members name
+	// each topic, and use each regex. They make the metadata hash cost
+	// the number of subscribed topics, not of members.
+	subNames map[string]int
+	subRegex map[string]int
 }
 
 type rebalanceTimer struct {
@@ -156,7 +161,7 @@ func NewGroup(id string, cfg Config) *Group {
 		ID: id, cfg: cfg,
 		Target: map[string]Assignment{}, Members: map[string]*Member{},
 		owners: map[tp]int32{}, session: map[string]int64{}, rebalance: map[string]rebalanceTimer{},
-		regexes: map[string]*regexp.Regexp{},
+		regexes: map[string]*regexp.Regexp{}, subNames: map[string]int{}, subRegex: map[string]int{},
 	}
 }
 
@@ -352,7 +357,9 @@ func (g *Group) removeRecords(m *Member) []Record {
 func (g *Group) install(n *Member) {
 	if old := g.Members[n.ID]; old != nil {
 		g.dropOwners(old)
+		g.count(old, -1)
 	}
+	g.count(n, 1)
 	g.Members[n.ID] = n
 	for _, a := range []Assignment{n.Assigned, n.PendingRevocation} {
 		for t, ps := range a {
@@ -363,8 +370,23 @@ func (g *Group) install(n *Member) {
 	}
 }
 
+// count adds d to the subscription counts of m's names and regex.
+func (g *Group) count(m *Member, d int) {
+	for _, n := range m.SubscribedTopicNames {
+		if g.subNames[n] += d; g.subNames[n] == 0 {
+			delete(g.subNames, n)
+		}
+	}
+	if re := m.SubscribedTopicRegex; re != "" {
+		if g.subRegex[re] += d; g.subRegex[re] == 0 {
+			delete(g.subRegex, re)
+		}
+	}
+}
+
 func (g *Group) uninstall(m *Member) {
 	g.dropOwners(m)
+	g.count(m, -1)
 	delete(g.Members, m.ID)
 	delete(g.session, m.ID)
 	delete(g.rebalance, m.ID)
@@ -651,12 +673,23 @@ func (g *Group) subscribedIDs(m *Member, img TopicImage) map[uuid.UUID]bool {
 }
 
 // metadataHash digests the metadata of every topic a member subscribes
-// to, in name order.
+// to (by name, or by a regex: internal topics excepted), in name order.
 func (g *Group) metadataHash(img TopicImage) int64 {
 	topics := map[string]Topic{}
-	for _, m := range g.Members {
-		for _, t := range g.subscribedTopics(m, img) {
-			topics[t.Name] = t
+	for name := range g.subNames {
+		if t, ok := img[name]; ok {
+			topics[name] = t
+		}
+	}
+	for expr := range g.subRegex {
+		re, err := g.compile(expr)
+		if err != nil {
+			continue
+		}
+		for name, t := range img {
+			if !t.Internal && re.MatchString(name) {
+				topics[name] = t
+			}
 		}
 	}
 	if len(topics) == 0 {

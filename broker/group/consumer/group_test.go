@@ -310,6 +310,9 @@ func sameGroup(a, b *Group) error {
 			return fmt.Errorf("member %s: %+v vs %+v", id, *m, *o)
 		}
 	}
+	if !maps.Equal(a.subNames, b.subNames) || !maps.Equal(a.subRegex, b.subRegex) {
+		return fmt.Errorf("subscription counts differ: %v %v vs %v %v", a.subNames, a.subRegex, b.subNames, b.subRegex)
+	}
 	if !reflect.DeepEqual(a.owners, b.owners) && !(len(a.owners) == 0 && len(b.owners) == 0) {
 		return fmt.Errorf("partition owners differ: %v vs %v", a.owners, b.owners)
 	}

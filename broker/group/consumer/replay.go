@@ -27,10 +27,11 @@ func (g *Group) Apply(rec Record) (deleted bool) {
 			}
 			return false
 		}
-		m := g.persistedMember(r.MemberID)
+		m := g.persistedMember(r.MemberID).clone()
 		m.InstanceID, m.RackID, m.ClientID, m.ClientHost = r.InstanceID, r.RackID, r.ClientID, r.ClientHost
 		m.SubscribedTopicNames = slices.Clone(r.SubscribedTopicNames)
 		m.SubscribedTopicRegex, m.RebalanceTimeoutMs, m.ServerAssignor = r.SubscribedTopicRegex, r.RebalanceTimeoutMs, r.ServerAssignor
+		g.install(m)
 	case *TargetMetadataRecord:
 		if !r.Deleted {
 			g.TargetEpoch = r.AssignmentEpoch
