@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -226,28 +227,30 @@ func (g *Group) Heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 // validate is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
 func (g *Group) validate(req *kmsg.ConsumerGroupHeartbeatRequest) *hbError {
 	switch {
-	case req.Group == "":
-		return fail(kerr.InvalidRequest, "GroupId can't be empty.")
-	case req.InstanceID != nil && *req.InstanceID == "":
-		return fail(kerr.InvalidRequest, "InstanceId can't be empty.")
-	case req.RackID != nil && *req.RackID == "":
-		return fail(kerr.InvalidRequest, "RackId can't be empty.")
-	case req.MemberID == "" && (req.Version >= 1 || req.MemberEpoch != JoinEpoch):
+	case blank(&req.MemberID) && (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == LeaveEpoch):
+		// Version 1 clients generate their member id (KIP-1082).
 		return fail(kerr.InvalidRequest, "MemberId can't be empty.")
-	case req.MemberEpoch < StaticLeaveEpoch:
-		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
-	case req.MemberEpoch == StaticLeaveEpoch && req.InstanceID == nil:
-		return fail(kerr.InvalidRequest, "InstanceId can't be null.")
+	case blank(&req.Group):
+		return fail(kerr.InvalidRequest, "GroupId can't be empty.")
+	case req.InstanceID != nil && blank(req.InstanceID):
+		return fail(kerr.InvalidRequest, "InstanceId can't be empty.")
+	case req.RackID != nil && blank(req.RackID):
+		return fail(kerr.InvalidRequest, "RackId can't be empty.")
 	}
-	if req.MemberEpoch == JoinEpoch {
+	switch {
+	case req.MemberEpoch == JoinEpoch:
 		switch {
 		case req.RebalanceTimeoutMillis == -1:
 			return fail(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
-		case len(req.Topics) > 0:
+		case req.Topics == nil || len(req.Topics) > 0:
 			return fail(kerr.InvalidRequest, "TopicPartitions must be empty when (re-)joining.")
 		case req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
-			return fail(kerr.InvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+			return fail(kerr.InvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
 		}
+	case req.MemberEpoch == StaticLeaveEpoch && req.InstanceID == nil:
+		return fail(kerr.InvalidRequest, "InstanceId can't be null.")
+	case req.MemberEpoch < StaticLeaveEpoch:
+		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
 	}
 	if req.ServerAssignor != nil && g.assignor(*req.ServerAssignor) == nil {
 		return fail(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.", *req.ServerAssignor, g.assignorNames())
@@ -259,6 +262,9 @@ func (g *Group) validate(req *kmsg.ConsumerGroupHeartbeatRequest) *hbError {
 	}
 	return nil
 }
+
+// blank reports whether *s is empty or only white space (Kafka trims).
+func blank(s *string) bool { return strings.TrimSpace(*s) == "" }
 
 func (g *Group) assignor(name string) Assignor {
 	for _, a := range g.cfg.Assignors {
@@ -459,16 +465,16 @@ func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 	switch {
 	case old != nil:
 		n = old.clone()
+	case replaced != nil:
+		// The new instance is the left member under a new id, from epoch
+		// 0: its subscription and assignment carry over, so nothing moves
+		// (Kafka copies the member the same way).
+		n = replaced.clone()
+		n.ID, n.Epoch, n.PreviousEpoch = memberID, 0, 0
 	default:
 		n = &Member{ID: memberID, Assigned: Assignment{}, PendingRevocation: Assignment{}, RebalanceTimeoutMs: -1}
 		if req.InstanceID != nil {
 			n.InstanceID = *req.InstanceID
-		}
-		if replaced != nil {
-			// The new instance takes over the left member's subscription
-			// and assignment, so nothing moves (KIP-848 static membership).
-			n.RackID, n.SubscribedTopicNames, n.SubscribedTopicRegex = replaced.RackID, slices.Clone(replaced.SubscribedTopicNames), replaced.SubscribedTopicRegex
-			n.ServerAssignor, n.RebalanceTimeoutMs = replaced.ServerAssignor, replaced.RebalanceTimeoutMs
 		}
 	}
 	n.ClientID, n.ClientHost = c.ID, c.Host
@@ -506,7 +512,6 @@ func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 			g.Target[n.ID] = carried
 			recs = append(recs, &TargetMemberRecord{Group: g.ID, MemberID: n.ID, Partitions: carried.Clone()})
 		}
-		n.Assigned = replaced.Assigned.Clone()
 		bump = !n.sameSubscription(replaced)
 	} else {
 		if !n.sameMetadata(persisted) {

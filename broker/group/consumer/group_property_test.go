@@ -25,8 +25,9 @@ func (c *simClient) request(group string) *kmsg.ConsumerGroupHeartbeatRequest {
 	if c.epoch == 0 {
 		req.RebalanceTimeoutMillis = 30000
 		req.SubscribedTopicNames = c.names
-	} else {
-		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	}
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	{
 		for _, t := range c.owned.topicIDs() {
 			rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
 			rt.TopicID, rt.Partitions = t, slices.Clone(c.owned[t])

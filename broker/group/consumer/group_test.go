@@ -94,7 +94,7 @@ func (h *groupHarness) heartbeat(t *testing.T, td *datadriven.TestData) string {
 	req.Group = "g"
 	req.RebalanceTimeoutMillis = -1
 	now := int64(0)
-	rebalanceSet := false
+	rebalanceSet, ownedSet := false, false
 	client := Client{ID: "client", Host: "/127.0.0.1"}
 	for _, a := range td.CmdArgs {
 		v := ""
@@ -103,7 +103,7 @@ func (h *groupHarness) heartbeat(t *testing.T, td *datadriven.TestData) string {
 		}
 		switch a.Key {
 		case "member":
-			req.MemberID = v
+			req.MemberID = strings.ReplaceAll(v, "~", " ") // ~ stands for a space
 		case "epoch":
 			req.MemberEpoch = int32(atoi(t, v))
 		case "at":
@@ -130,6 +130,10 @@ func (h *groupHarness) heartbeat(t *testing.T, td *datadriven.TestData) string {
 		case "client":
 			client.ID = v
 		case "owned":
+			ownedSet = true
+			if v == "null" {
+				continue
+			}
 			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 			for id, ps := range parseAssignment(t, v) {
 				rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
@@ -145,6 +149,9 @@ func (h *groupHarness) heartbeat(t *testing.T, td *datadriven.TestData) string {
 	}
 	if req.MemberEpoch == 0 && !rebalanceSet {
 		req.RebalanceTimeoutMillis = 30000
+	}
+	if req.MemberEpoch == 0 && !ownedSet {
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{} // a join owns nothing
 	}
 	// The request must survive the wire: encode and decode it with kmsg.
 	wire := req.AppendTo(nil)
