@@ -83,6 +83,24 @@ func (h *groupHarness) run(t *testing.T, td *datadriven.TestData) string {
 		return fmt.Sprintf("%d\n", at)
 	case "describe":
 		return h.describe()
+	case "consumer-group-describe":
+		return h.kafkaDescribe()
+	case "commit":
+		var e *kerr.Error
+		if td.HasArg("fetch") {
+			var id *string
+			if td.HasArg("member") {
+				id = kmsg.StringPtr(argStr(td, "member", ""))
+			}
+			e = h.g.ValidateOffsetFetch(id, int32(atoi(t, argStr(td, "epoch", "-1"))))
+		} else {
+			e = h.g.ValidateOffsetCommit(argStr(td, "member", ""), int32(atoi(t, argStr(td, "epoch", "-1"))),
+				td.HasArg("txn"), int16(atoi(t, argStr(td, "v", "9"))))
+		}
+		if e == nil {
+			return "ok\n"
+		}
+		return e.Message + "\n"
 	}
 	t.Fatalf("unknown command %q", td.Cmd)
 	return ""
@@ -272,6 +290,43 @@ func (h *groupHarness) describe() string {
 		m := g.Members[id]
 		fmt.Fprintf(&b, "  %s epoch=%d prev=%d %s assigned=%s pending=%s target=%s\n", id, m.Epoch, m.PreviousEpoch,
 			m.State, h.names.format(m.Assigned), h.names.format(m.PendingRevocation), h.names.format(g.Target[id]))
+	}
+	return b.String()
+}
+
+// kafkaDescribe prints the ConsumerGroupDescribe entry, after a wire round
+// trip of the whole response.
+func (h *groupHarness) kafkaDescribe() string {
+	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
+	resp.Version = 1
+	resp.Groups = append(resp.Groups, h.g.Describe(h.img))
+	dec := kmsg.NewPtrConsumerGroupDescribeResponse()
+	dec.Version = 1
+	if err := dec.ReadFrom(resp.AppendTo(nil)); err != nil {
+		panic(err)
+	}
+	d := dec.Groups[0]
+	format := func(a kmsg.Assignment) string {
+		var parts []string
+		for _, tp := range a.TopicPartitions {
+			parts = append(parts, tp.Topic+":"+ranges(tp.Partitions))
+		}
+		if len(parts) == 0 {
+			return "-"
+		}
+		return strings.Join(parts, " ")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "group=%s state=%s epoch=%d assignment-epoch=%d assignor=%s\n", d.Group, d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName)
+	for _, m := range d.Members {
+		fmt.Fprintf(&b, "  %s epoch=%d type=%d client=%s/%s topics=%v", m.MemberID, m.MemberEpoch, m.MemberType, m.ClientID, m.ClientHost, m.SubscribedTopics)
+		if m.InstanceID != nil {
+			fmt.Fprintf(&b, " instance=%s", *m.InstanceID)
+		}
+		if m.SubscribedTopicRegex != nil {
+			fmt.Fprintf(&b, " regex=%s", *m.SubscribedTopicRegex)
+		}
+		fmt.Fprintf(&b, " assignment=%s target=%s\n", format(m.Assignment), format(m.TargetAssignment))
 	}
 	return b.String()
 }
