@@ -331,8 +331,8 @@ func checkLocalBalance(in AssignInput, out map[string]Assignment) error {
 
 // TestRangeProperties: every partition once; members with the same
 // subscriptions get the same partition numbers of topics with equal
-// partition counts (co-partitioning); per topic the subscribers' shares
-// differ by at most one.
+// partition counts (co-partitioning), also after a member joins or
+// leaves; per topic the subscribers' shares differ by at most one.
 func TestRangeProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 848))
 	for iter := range 500 {
@@ -366,6 +366,32 @@ func TestRangeProperties(t *testing.T) {
 					}
 					if !slices.Equal(out[m.ID][t1], out[m.ID][t2]) {
 						t.Fatalf("iter %d: member %s not co-partitioned: %v vs %v", iter, m.ID, out[m.ID][t1], out[m.ID][t2])
+					}
+				}
+			}
+		}
+		// After a member joins or leaves, from the previous target: still
+		// co-partitioned, still every partition once.
+		next := withCurrent(in, out)
+		if rng.IntN(2) == 0 || len(next.Members) == 1 {
+			next.Members = append(next.Members, MemberSpec{ID: fmt.Sprintf("new%d", iter), Topics: next.Members[0].Topics})
+		} else {
+			k := rng.IntN(len(next.Members))
+			next.Members = slices.Delete(next.Members, k, k+1)
+		}
+		out2, err := Range{}.Assign(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkAssignment(next, out2); err != nil {
+			t.Fatalf("iter %d after change: %v", iter, err)
+		}
+		for _, m := range next.Members {
+			for _, t1 := range m.Topics {
+				for _, t2 := range m.Topics {
+					if next.Topics[t1].Partitions == next.Topics[t2].Partitions && sameSubscribers(next, t1, t2) &&
+						sameSubscribers(in, t1, t2) && !slices.Equal(out2[m.ID][t1], out2[m.ID][t2]) {
+						t.Fatalf("iter %d after change: member %s not co-partitioned: %v vs %v", iter, m.ID, out2[m.ID][t1], out2[m.ID][t2])
 					}
 				}
 			}

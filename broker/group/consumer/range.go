@@ -1,13 +1,25 @@
 package consumer
 
-import "slices"
+import (
+	"slices"
 
-// Range is the "range" server assignor (Kafka's server-side RangeAssignor):
-// per topic, the subscribers sorted by member ID get consecutive ranges of
-// partitions, the first N%M one partition more. Members with the same
-// subscriptions therefore get the same partition numbers of topics with
-// the same partition count (co-partitioning, what joins across topics
-// need). It is not sticky beyond that: a join or leave shifts the ranges.
+	"github.com/google/uuid"
+)
+
+// Range is the "range" server assignor (Kafka's server-side RangeAssignor:
+// range and sticky at once). Per topic, over its subscribers sorted by
+// member ID, with quota = partitions/subscribers and the first
+// partitions%subscribers members entitled to one more:
+//   - each member keeps the lowest of its current partitions of the topic
+//     up to the quota (one more while extra slots remain, if it held
+//     more);
+//   - the partitions left are handed out in ascending ranges, in member
+//     order, to the members below their share.
+//
+// Every topic goes through the same steps with the same member order, so
+// members with the same subscriptions get the same partition numbers of
+// topics with the same partition count (co-partitioning, what joins
+// across topics need), from the first assignment on and across epochs.
 type Range struct{}
 
 // Name is the assignor's name in ConsumerGroupHeartbeat's ServerAssignor.
@@ -20,43 +32,59 @@ func (Range) Assign(in AssignInput) (map[string]Assignment, error) {
 		return nil, err
 	}
 	out := make(map[string]Assignment, len(ms))
-	for _, m := range ms {
+	subscribers := map[uuid.UUID][]int{}
+	var topics []uuid.UUID
+	for i, m := range ms {
 		out[m.ID] = Assignment{}
-	}
-	ids := make([]string, 0, len(in.Topics))
-	subscribers := map[string][]string{} // topic ID bytes -> member IDs, sorted (ms is)
-	for _, m := range ms {
 		for _, t := range subscribedTopics(m, in.Topics) {
-			k := string(t[:])
-			if _, ok := subscribers[k]; !ok {
-				ids = append(ids, k)
+			if _, ok := subscribers[t]; !ok {
+				topics = append(topics, t)
 			}
-			subscribers[k] = append(subscribers[k], m.ID)
+			subscribers[t] = append(subscribers[t], i)
 		}
 	}
-	slices.Sort(ids)
-	for _, k := range ids {
-		var t [16]byte
-		copy(t[:], k)
-		top := in.Topics[t]
-		subs := subscribers[k]
-		n, m := int(top.Partitions), len(subs)
-		quota, extra := n/m, n%m
-		start := 0
-		for i, id := range subs {
-			cnt := quota
-			if i < extra {
-				cnt++
+	slices.SortFunc(topics, compareID)
+	for _, t := range topics {
+		subs := subscribers[t]
+		n := in.Topics[t].Partitions
+		quota, extra := int(n)/len(subs), int(n)%len(subs)
+		taken := make([]bool, n)
+		type unfilled struct{ member, remaining int }
+		var open []unfilled
+		for _, i := range subs {
+			var cur []int32
+			for _, p := range ms[i].Current[t] { // sorted
+				if p >= 0 && p < n && !taken[p] {
+					cur = append(cur, p)
+				}
 			}
-			if cnt == 0 {
-				continue
+			keep := min(len(cur), quota)
+			remaining := quota - len(cur)
+			if remaining < 0 && extra > 0 {
+				keep++
+				extra--
+			} else {
+				open = append(open, unfilled{i, remaining})
 			}
-			ps := make([]int32, cnt)
-			for j := range ps {
-				ps[j] = int32(start + j)
+			for _, p := range cur[:keep] {
+				taken[p] = true
+				out[ms[i].ID].add(t, p)
 			}
-			out[id][t] = ps
-			start += cnt
+		}
+		next := int32(0)
+		for _, u := range open {
+			r := u.remaining
+			if extra > 0 {
+				r++
+				extra--
+			}
+			for ; r > 0; r-- {
+				for taken[next] {
+					next++
+				}
+				taken[next] = true
+				out[ms[u.member].ID].add(t, next)
+			}
 		}
 	}
 	return out, nil
