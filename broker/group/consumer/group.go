@@ -548,12 +548,15 @@ func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 	}
 
 	g.session[r.ID] = now + int64(g.cfg.SessionTimeoutMs)
-	if r.State == UnrevokedPartitions {
-		if t, ok := g.rebalance[r.ID]; !ok || t.epoch != r.Epoch {
+	// The rebalance timeout runs from the step that asked the member to
+	// revoke (Kafka reschedules it whenever the reconciliation changes the
+	// member, and cancels it once nothing is left to revoke).
+	if r != n {
+		if r.State == UnrevokedPartitions {
 			g.rebalance[r.ID] = rebalanceTimer{epoch: r.Epoch, at: now + int64(max(r.RebalanceTimeoutMs, 0))}
+		} else {
+			delete(g.rebalance, r.ID)
 		}
-	} else {
-		delete(g.rebalance, r.ID)
 	}
 
 	resp.MemberID = kmsg.StringPtr(r.ID)
