@@ -115,3 +115,39 @@ func BenchmarkAssign(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssignHeterogeneous: uniform with mixed subscriptions, n
+// members each on 5 of 10 topics of n/2 partitions, after one joined.
+func BenchmarkAssignHeterogeneous(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run("members="+strconv.Itoa(n), func(b *testing.B) {
+			in := AssignInput{Topics: map[uuid.UUID]Topic{}}
+			var ids []uuid.UUID
+			for i := range 10 {
+				top := Topic{Name: fmt.Sprintf("t%d", i), Partitions: int32(max(n/2, 1))}
+				top.ID = topicID(top.Name)
+				in.Topics[top.ID] = top
+				ids = append(ids, top.ID)
+			}
+			for i := range n {
+				m := MemberSpec{ID: "member-" + strconv.Itoa(i)}
+				for k := range 5 {
+					m.Topics = append(m.Topics, ids[(i+k*3)%10])
+				}
+				in.Members = append(in.Members, m)
+			}
+			prev, err := Uniform{}.Assign(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in = withCurrent(in, prev)
+			in.Members = append(in.Members, MemberSpec{ID: "joiner", Topics: ids[:5]})
+			b.ResetTimer()
+			for range b.N {
+				if _, err := (Uniform{}).Assign(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -598,7 +598,9 @@ func subset(a, b Assignment) bool {
 }
 
 // ownedAssignment converts a heartbeat's owned partitions; nil stays nil
-// (not reported). Topics the image does not know are dropped.
+// (not reported). Topic IDs are kept even when the image no longer has
+// them: a member still reporting a deleted topic's partitions has not
+// revoked them (as Kafka compares raw IDs).
 func ownedAssignment(topics []kmsg.ConsumerGroupHeartbeatRequestTopic, img TopicImage) Assignment {
 	if topics == nil {
 		return nil
