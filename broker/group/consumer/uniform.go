@@ -167,20 +167,33 @@ func (b *uniformBuilder) homogeneous() {
 func (b *uniformBuilder) fill(un []tp, accept func(int) bool, once bool) []tp {
 	given := make([]bool, len(b.ms))
 	ok := func(i int) bool { return accept(i) && !(once && given[i]) }
-	// Rack pass.
+	// Rack pass: members by rack, so a partition looks only at the
+	// members of its replicas' racks (the lowest index first).
+	byRack := map[string][]int{}
+	for i, m := range b.ms {
+		if m.Rack != "" {
+			byRack[m.Rack] = append(byRack[m.Rack], i)
+		}
+	}
 	rest := un[:0:0]
 	for _, x := range un {
-		placed := false
-		if top := b.topics[x.t]; int(x.p) < len(top.Racks) {
-			for i := range b.ms {
-				if ok(i) && b.rackMatch(i, x) {
-					b.give(i, x)
-					given[i], placed = true, true
-					break
+		best := -1
+		if top := b.topics[x.t]; len(byRack) > 0 && int(x.p) < len(top.Racks) {
+			for _, r := range top.Racks[x.p] {
+				for _, i := range byRack[r] {
+					if ok(i) {
+						if best < 0 || i < best {
+							best = i
+						}
+						break
+					}
 				}
 			}
 		}
-		if !placed {
+		if best >= 0 {
+			b.give(best, x)
+			given[best] = true
+		} else {
 			rest = append(rest, x)
 		}
 	}
