@@ -19,7 +19,7 @@ import (
 // target epoch (or -2 for a static member that left).
 func TestGroupRandomRequests(t *testing.T) {
 	rng := rand.New(rand.NewPCG(848, 18))
-	oks, errs, joined := 0, 0, 0
+	oks, errs, joined, staticLeaves := 0, 0, 0, 0
 	for iter := range 150 {
 		img := TopicImage{}
 		for i := range 3 {
@@ -136,6 +136,16 @@ func TestGroupRandomRequests(t *testing.T) {
 						req.SubscribedTopicNames = []string{"t0", "t1", "t2"}
 						req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 					}
+					// Static members: m0 and m1 use instance ids i0/i1.
+					if d := req.MemberID[1]; d <= '1' && rng.IntN(2) == 0 {
+						req.InstanceID = kmsg.StringPtr("i" + string(d))
+					}
+					if rng.IntN(10) == 0 {
+						req.MemberEpoch = LeaveEpoch
+						if req.InstanceID != nil && rng.IntN(2) == 0 {
+							req.MemberEpoch = StaticLeaveEpoch
+						}
+					}
 				}
 				res := g.Heartbeat(now, req, Client{ID: "c"}, img)
 				if res.Response.ErrorCode != 0 && len(res.Records) > 0 {
@@ -148,6 +158,9 @@ func TestGroupRandomRequests(t *testing.T) {
 					oks++
 					if req.MemberEpoch == 0 {
 						joined++
+					}
+					if req.MemberEpoch == StaticLeaveEpoch {
+						staticLeaves++
 					}
 				}
 			}
@@ -186,8 +199,8 @@ func TestGroupRandomRequests(t *testing.T) {
 		}
 	}
 	// Not vacuous: many requests must have been accepted.
-	if oks < errs/4 || joined == 0 {
-		t.Fatalf("only %d accepted (%d joins) of %d", oks, joined, oks+errs)
+	if oks < errs/4 || joined == 0 || staticLeaves == 0 {
+		t.Fatalf("only %d accepted (%d joins, %d static leaves) of %d", oks, joined, staticLeaves, oks+errs)
 	}
-	t.Logf("%d accepted (%d joins), %d refused", oks, joined, errs)
+	t.Logf("%d accepted (%d joins, %d static leaves), %d refused", oks, joined, staticLeaves, errs)
 }
