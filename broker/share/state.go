@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"math"
 	"sort"
 )
 
@@ -25,7 +26,10 @@ type PersistedState struct {
 	StateEpoch    int32
 	LeaderEpoch   int32
 	StartOffset   int64
-	Batches       []StateBatch
+	// DeliveryCompleteCount is the number of offsets at or above
+	// StartOffset whose delivery is complete (KIP-1226), -1 if unknown.
+	DeliveryCompleteCount int32
+	Batches               []StateBatch
 }
 
 // durable is how a record's state is persisted: an acquired record is
@@ -56,15 +60,26 @@ func (p *Partition) batches(lo, hi int64) []StateBatch {
 // Snapshot returns the partition's whole durable state (epochs zero; the
 // caller sets them).
 func (p *Partition) Snapshot() PersistedState {
-	return PersistedState{StartOffset: p.start, Batches: p.batches(p.start, p.next()-1)}
+	return PersistedState{StartOffset: p.start, DeliveryCompleteCount: p.completeCount(), Batches: p.batches(p.start, p.next()-1)}
+}
+
+func (p *Partition) completeCount() int32 {
+	n := int32(0)
+	for i := range p.recs {
+		if p.recs[i].state.terminal() {
+			n++
+		}
+	}
+	return n
 }
 
 // Update is what changed since the last TakeUpdate, as a share-partition
 // leader sends it in WriteShareGroupState: the start offset (-1 when it did
 // not move) and the state batches of the changed offsets.
 type Update struct {
-	StartOffset int64
-	Batches     []StateBatch
+	StartOffset           int64
+	DeliveryCompleteCount int32
+	Batches               []StateBatch
 }
 
 // TakeUpdate returns the changes since the previous call and forgets them;
@@ -75,6 +90,7 @@ func (p *Partition) TakeUpdate() (u Update, ok bool) {
 		return Update{}, false
 	}
 	u.StartOffset = -1
+	u.DeliveryCompleteCount = p.completeCount()
 	if p.startDirty {
 		u.StartOffset = p.start
 	}
@@ -93,6 +109,7 @@ func (s *PersistedState) Apply(u Update) {
 	if u.StartOffset >= 0 {
 		s.StartOffset = u.StartOffset
 	}
+	s.DeliveryCompleteCount = u.DeliveryCompleteCount
 	s.Batches = combine(s.Batches, u.Batches, s.StartOffset)
 }
 
@@ -154,9 +171,12 @@ func combine(older, newer []StateBatch, start int64) []StateBatch {
 // It refuses (ErrBadState) a state whose window is wider than
 // MaxRestoreWindow, which no leader writes, rather than allocate it.
 func Restore(cfg Config, st PersistedState) (*Partition, error) {
+	if st.StartOffset < 0 || st.StartOffset > math.MaxInt64-MaxRestoreWindow {
+		return nil, ErrBadState
+	}
 	p := New(cfg, st.StartOffset)
 	for _, b := range st.Batches {
-		if b.LastOffset < b.FirstOffset || b.LastOffset-p.start >= MaxRestoreWindow {
+		if b.LastOffset < b.FirstOffset || b.LastOffset >= p.start+MaxRestoreWindow {
 			return nil, ErrBadState
 		}
 	}
