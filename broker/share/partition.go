@@ -490,3 +490,20 @@ func (p *Partition) advance() {
 		p.dirty = false
 	}
 }
+
+// Validate checks the settings against Kafka's bounds (ShareGroupConfig /
+// GroupConfig): lock duration 1000..3600000 ms, delivery count limit
+// 2..10, record locks 100..10000. The config layer answers an error as
+// INVALID_CONFIG; New itself accepts any positive value (tests use small
+// ones).
+func (c Config) Validate() error {
+	switch {
+	case c.LockDurationMs < 1000 || c.LockDurationMs > 3600000:
+		return fmt.Errorf("group.share.record.lock.duration.ms %d not in [1000, 3600000]", c.LockDurationMs)
+	case c.DeliveryCountLimit < 2 || c.DeliveryCountLimit > 10:
+		return fmt.Errorf("group.share.delivery.count.limit %d not in [2, 10]", c.DeliveryCountLimit)
+	case c.MaxRecordLocks < 100 || c.MaxRecordLocks > 10000:
+		return fmt.Errorf("group.share.partition.max.record.locks %d not in [100, 10000]", c.MaxRecordLocks)
+	}
+	return nil
+}

@@ -67,3 +67,21 @@ func TestAutoOffsetResetStartOffset(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, c := range []Config{
+		{LockDurationMs: 999, DeliveryCountLimit: 5, MaxRecordLocks: 2000},
+		{LockDurationMs: 3600001, DeliveryCountLimit: 5, MaxRecordLocks: 2000},
+		{LockDurationMs: 30000, DeliveryCountLimit: 1, MaxRecordLocks: 2000},
+		{LockDurationMs: 30000, DeliveryCountLimit: 11, MaxRecordLocks: 2000},
+		{LockDurationMs: 30000, DeliveryCountLimit: 5, MaxRecordLocks: 99},
+		{LockDurationMs: 30000, DeliveryCountLimit: 5, MaxRecordLocks: 10001},
+	} {
+		if c.Validate() == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}
