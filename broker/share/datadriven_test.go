@@ -19,7 +19,7 @@ import (
 //	ack member=M [now=MS]            input lines: F-L TYPE[,TYPE...]
 //	expire now=MS
 //	release-member member=M [now=MS]
-//	advance-start to=O
+//	advance-start to=O [now=MS]
 //	update                           TakeUpdate
 //	restart                          Snapshot, then Restore
 func TestSharePartitionScripts(t *testing.T) {
@@ -75,7 +75,7 @@ func TestSharePartitionScripts(t *testing.T) {
 			case "release-member":
 				res = fmt.Sprintf("released %d", p.ReleaseMember(argStr(td, "member", ""), now))
 			case "advance-start":
-				p.AdvanceStart(argInt(t, td, "to", 0))
+				p.AdvanceStart(argInt(t, td, "to", 0), now)
 				res = "ok"
 			case "update":
 				u, ok := p.TakeUpdate()

@@ -71,6 +71,7 @@ type propRun struct {
 	now      int64
 	spso     int64
 	maxBatch int64
+	maxGap   int64
 	ops      []string
 }
 
@@ -145,8 +146,9 @@ func (r *propRun) check() {
 	}
 	r.spso = p.StartOffset()
 	// The window is only extended while under max.record.locks, by one
-	// batch and the gap before it (Kafka counts gaps in the window too).
-	bound := p.Config().MaxRecordLocks - 1 + maxGap + int(r.maxBatch)
+	// batch and the gap before it (Kafka counts gaps in the window too),
+	// a gap no wider than max.record.locks.
+	bound := p.Config().MaxRecordLocks - 1 + min(int(r.maxGap), p.Config().MaxRecordLocks) + int(r.maxBatch)
 	if p.InFlight() > bound {
 		r.fatalf("window %d records > max.record.locks %d + a gap and a batch", p.InFlight(), p.Config().MaxRecordLocks)
 	}
@@ -291,11 +293,15 @@ const maxGap = 3
 
 // randomLog is batches over [0, n) with occasional gaps (compacted
 // offsets) between them; the last offset is always a record.
-func randomLog(rng *rand.Rand, n int64) (log []Batch, recs []mrec, maxBatch int64) {
+func randomLog(rng *rand.Rand, n int64) (log []Batch, recs []mrec, maxBatch, maxGapSeen int64) {
 	recs = make([]mrec, n)
 	for o := int64(0); o < n; {
 		if o > 0 && rng.Intn(5) == 0 {
 			gap := min(1+rng.Int63n(maxGap), n-1-o)
+			if rng.Intn(10) == 0 {
+				gap = min(20+rng.Int63n(20), n-1-o) // wider than max.record.locks
+			}
+			maxGapSeen = max(maxGapSeen, gap)
 			for g := o; g < o+gap; g++ {
 				recs[g].absent = true
 			}
@@ -306,12 +312,12 @@ func randomLog(rng *rand.Rand, n int64) (log []Batch, recs []mrec, maxBatch int6
 		maxBatch = max(maxBatch, size)
 		o += size
 	}
-	return log, recs, maxBatch
+	return log, recs, maxBatch, maxGapSeen
 }
 
 // TestSharePartitionModel is the property test of issue 19: random
-// acquire, accept, release, reject, renew, lock expiry, member release and
-// crash+restart (through the encoded __share_group_state records) against
+// acquire, accept, release, reject, renew, lock expiry, member release, log
+// start moves and crash+restart (through the encoded __share_group_state records) against
 // a naive model. Invariants: partition and model agree record by record; a
 // record is never held by two consumers (acquisition only of records the
 // model has available); delivery counts never exceed the limit; the SPSO
@@ -327,14 +333,14 @@ func TestSharePartitionModel(t *testing.T) {
 	for seed := int64(0); seed < int64(seeds); seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		n := 20 + rng.Int63n(100)
-		log, recs, maxBatch := randomLog(rng, n)
+		log, recs, maxBatch, maxGapSeen := randomLog(rng, n)
 		cfg := Config{
 			LockDurationMs:     100,
 			DeliveryCountLimit: int16(2 + rng.Intn(4)),
 			MaxRecordLocks:     4 + rng.Intn(20),
 		}
 		r := &propRun{
-			t: t, rng: rng, cfg: cfg, log: log, maxBatch: maxBatch,
+			t: t, rng: rng, cfg: cfg, log: log, maxBatch: maxBatch, maxGap: maxGapSeen,
 			p: New(cfg, 0), m: &model{cfg: cfg, recs: recs}, j: NewJournal(),
 			key: Key{Group: "g", TopicID: testTopic, Partition: int32(seed)},
 		}
@@ -358,6 +364,17 @@ func TestSharePartitionModel(t *testing.T) {
 				r.now += cfg.LockDurationMs
 				r.ops = append(r.ops, fmt.Sprintf("t=%d expire -> %d", r.now, r.p.Expire(r.now)))
 				r.m.expire(r.now)
+			case x < 87:
+				// Retention or DeleteRecords moved the log start.
+				to := r.p.StartOffset() + rng.Int63n(5)
+				r.p.AdvanceStart(to, r.now)
+				r.ops = append(r.ops, fmt.Sprintf("t=%d advance-start %d", r.now, to))
+				r.m.expire(r.now)
+				for o := int64(0); o < min(to, n); o++ {
+					if mr := &r.m.recs[o]; !r.m.done(int(o)) {
+						mr.state, mr.member, mr.deadline = Archived, "", 0
+					}
+				}
 			case x < 90:
 				got := r.p.ReleaseMember(member, r.now)
 				r.ops = append(r.ops, fmt.Sprintf("t=%d release-member %s -> %d", r.now, member, got))

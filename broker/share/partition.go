@@ -101,6 +101,11 @@ type AckBatch struct {
 	Types       []AckType
 }
 
+// maxOvershoot bounds how far one log batch may extend the window past
+// MaxRecordLocks in batch-optimized mode (a corrupt or huge batch must not
+// make the window unbounded).
+const maxOvershoot = 1 << 16
+
 type record struct {
 	state    RecordState
 	count    int16  // delivery count
@@ -133,9 +138,11 @@ func (h *lockHeap) Pop() any {
 // Partition is the state of one share-partition on its leader: Kafka's
 // SharePartition without the I/O. Offsets below Start (the SPSO) are done;
 // records[i] is offset Start+i, up to the end of the in-flight window; the
-// log beyond it has not been delivered yet. Every method takes the current
-// time in milliseconds and first expires the locks that are due, so the
-// caller's clock drives lock expiry. Not safe for concurrent use.
+// log beyond it has not been delivered yet. Every mutating method takes the
+// current time in milliseconds and first expires the locks that are due,
+// so the caller's clock drives lock expiry; the readers (State,
+// NextFetchOffset, ...) report the state as of the last call. Not safe for
+// concurrent use.
 type Partition struct {
 	cfg      Config
 	start    int64
@@ -246,7 +253,9 @@ func (p *Partition) markDirty(o int64) {
 // batches past the window (removed by compaction, or control records the
 // fetch skipped) are archived with delivery count 0, never delivered. A
 // record already delivered DeliveryCountLimit times (possible after a
-// restart) is archived instead of acquired. batches must be the log as
+// restart) is archived instead of acquired. When nothing is in flight the
+// SPSO jumps over a gap; a gap wider than MaxRecordLocks after in-flight
+// records stops the acquisition until the window drains. batches must be the log as
 // read from [Partition.NextFetchOffset] (or earlier), in order: an offset
 // missing between two batches is taken as absent from the log. The result is coalesced runs
 // with equal delivery counts, in offset order.
@@ -273,15 +282,25 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode
 			break
 		}
 		first := max(b.First, p.start)
-		if first >= p.next() && len(p.recs) >= p.cfg.MaxRecordLocks {
-			break
+		if first >= p.next() {
+			if len(p.recs) >= p.cfg.MaxRecordLocks {
+				break
+			}
+			if first > p.next() && len(p.recs) == 0 {
+				// Nothing in flight: the SPSO jumps over the gap.
+				p.start, p.startDirty = first, true
+			} else if first-p.next() > int64(p.cfg.MaxRecordLocks) {
+				// A gap wider than the window bound is not spelled out
+				// offset by offset: wait until the window drains, then jump.
+				break
+			}
 		}
 		for o := first; o <= b.Last; o++ {
 			if mode == RecordLimit && n >= maxRecords {
 				break
 			}
 			if o >= p.next() {
-				if mode == RecordLimit && len(p.recs) >= p.cfg.MaxRecordLocks {
+				if len(p.recs) >= p.cfg.MaxRecordLocks && (mode == RecordLimit || len(p.recs) >= p.cfg.MaxRecordLocks+maxOvershoot) {
 					break
 				}
 				// Archive the gap before a batch that starts past the window.
@@ -450,7 +469,8 @@ func (p *Partition) NextDeadline() int64 {
 // AdvanceStart moves the SPSO up to logStart when the log's start moved
 // past it (retention, DeleteRecords, or an AlterShareGroupOffsets reset):
 // the records below are archived and dropped; locks on them vanish.
-func (p *Partition) AdvanceStart(logStart int64) {
+func (p *Partition) AdvanceStart(logStart, now int64) {
+	p.Expire(now)
 	if logStart <= p.start {
 		return
 	}
