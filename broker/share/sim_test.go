@@ -85,3 +85,18 @@ func TestEightConsumersOneKilled(t *testing.T) {
 	}
 	t.Logf("per consumer %v, %d redelivered at %d ms", perMember, redelivered, now)
 }
+
+// TestGapJumpBounded: a compacted log's gap of 2^20 offsets costs nothing
+// when nothing is in flight, and a wide gap behind in-flight records is not
+// spelled out (the window, not the offsets, bounds memory).
+func TestGapJumpBounded(t *testing.T) {
+	p := New(DefaultConfig(), 0)
+	got := p.Acquire("a", []Batch{{First: 1 << 20, Last: 1<<20 + 1}}, 10, BatchOptimized, 0)
+	if len(got) != 1 || got[0].First != 1<<20 || p.StartOffset() != 1<<20 || cap(p.recs) > 64 {
+		t.Fatalf("acquired %v, SPSO %d, window capacity %d", got, p.StartOffset(), cap(p.recs))
+	}
+	got = p.Acquire("b", []Batch{{First: 1 << 21, Last: 1 << 21}}, 10, BatchOptimized, 0)
+	if len(got) != 0 || p.InFlight() != 2 || cap(p.recs) > 64 {
+		t.Fatalf("acquired %v past a wide gap; %d in flight, capacity %d", got, p.InFlight(), cap(p.recs))
+	}
+}
