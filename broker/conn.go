@@ -229,6 +229,21 @@ func (c *conn) readLoop() {
 			c.kill(fmt.Errorf("%w: %d bytes before SASL authentication > sasl.server.max.receive.size %d", ErrRequestTooLarge, size, limit))
 			return
 		}
+		if c.saslRawTokens() { // a v0 SASL exchange's bare token (sasl_conn.go)
+			if size < 0 {
+				c.kill(fmt.Errorf("%w: SASL token size %d", ErrMalformedRequest, size))
+				return
+			}
+			body, err := c.readBody(br, size)
+			if err == nil {
+				err = c.dispatchRawToken(body)
+			}
+			if err != nil {
+				c.kill(err)
+				return
+			}
+			continue
+		}
 		if size < minRequestBytes {
 			c.kill(fmt.Errorf("%w: size %d", ErrMalformedRequest, size))
 			return
@@ -323,12 +338,23 @@ func (c *conn) dispatch(b []byte) error {
 	if err := decodeBody(r.msg, rest); err != nil {
 		return fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, err)
 	}
-	return c.enqueue(r, func(ctx context.Context) (*frame, error) {
+	handled := make(chan struct{})
+	err := c.enqueue(r, func(ctx context.Context) (*frame, error) {
+		defer close(handled)
 		if err := c.saslGate(r); err != nil {
 			return nil, err
 		}
 		return a.fn(ctx, c.n, r)
 	})
+	if err == nil && r.key == saslHandshakeKey && r.version == 0 && c.sasl != nil {
+		// What follows a v0 handshake is bare SASL tokens or Kafka
+		// frames, depending on its outcome: read on once it is handled.
+		select {
+		case <-handled:
+		case <-c.ctx.Done():
+		}
+	}
+	return err
 }
 
 // enqueue takes the request's place in the connection's order; the

@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,7 +164,7 @@ func metadataReq() kmsg.Request {
 // sasl.server.max.receive.size, or silence past the authentication
 // timeout closes the connection; an unknown mechanism is
 // UNSUPPORTED_SASL_MECHANISM with the enabled list, then closes; a
-// SaslHandshake v0 (raw tokens) is refused.
+// SaslHandshake v0 exchange runs on bare tokens.
 func TestSASLBeforeAuthentication(t *testing.T) {
 	n := saslNode(t, map[string]string{"strata.sasl.authentication.timeout.ms": "1500", "sasl.server.max.receive.size": "4096"})
 	addr := n.Addrs()["SASL_PLAINTEXT"]
@@ -173,7 +177,7 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	for _, k := range avr.ApiKeys {
 		vers[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	if vers[17] != [2]int16{1, 1} || vers[36] != [2]int16{0, 2} {
+	if vers[17] != [2]int16{0, 1} || vers[36] != [2]int16{0, 2} {
 		t.Fatalf("advertised SaslHandshake %v, SaslAuthenticate %v", vers[17], vers[36])
 	}
 	rc.send(metadataReq())
@@ -215,12 +219,33 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	}
 	rc.expectClosed()
 
-	// SaslHandshake v0 is not served.
-	rc = dialRawAddr(t, addr)
-	hs.SetVersion(0)
-	hs.Mechanism = "PLAIN"
-	rc.send(hs)
-	rc.expectClosed()
+	// SaslHandshake v0: the tokens follow as bare size-prefixed frames.
+	for _, pass := range []string{"alice-secret", "wrong"} {
+		rc = dialRawAddr(t, addr)
+		hs.SetVersion(0)
+		hs.Mechanism = "PLAIN"
+		if r := rc.roundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+			t.Fatalf("v0 handshake: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		tok := []byte("\x00alice\x00" + pass)
+		if _, err := rc.nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...)); err != nil {
+			t.Fatal(err)
+		}
+		if pass != "alice-secret" {
+			rc.expectClosed() // a failed v0 exchange is closed without an answer, as Kafka
+			break
+		}
+		var reply [4]byte
+		if _, err := io.ReadFull(rc.nc, reply[:]); err != nil || binary.BigEndian.Uint32(reply[:]) != 0 {
+			t.Fatalf("v0 PLAIN reply %x %v, want an empty token", reply, err)
+		}
+		if r := rc.roundTrip(metadataReq()).(*kmsg.MetadataResponse); len(r.Brokers) != 1 {
+			t.Fatalf("metadata after a v0 exchange: %+v", r)
+		}
+		if p := connPrincipals(n, "SASL_PLAINTEXT"); !strings.Contains(p, "User:alice") {
+			t.Fatalf("principals %q", p)
+		}
+	}
 
 	// A wrong password: SASL_AUTHENTICATION_FAILED, then closed.
 	rc = dialRawAddr(t, addr)
@@ -352,4 +377,43 @@ func TestSASLInterBrokerPlain(t *testing.T) {
 		}
 		return false
 	}, "a connection on INTERNAL as User:admin")
+}
+
+// TestSASLKcat: kcat (librdkafka, a codec of its own) produces and
+// consumes over SASL_SSL with PLAIN; a wrong password gets nothing.
+func TestSASLKcat(t *testing.T) {
+	kcat := needClient(t, "kcat", "-V")
+	n := saslNode(t, nil)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, saslCAs[n].pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sec := func(pass string) []string {
+		return []string{"-b", n.Addrs()["SASL_SSL"], "-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + caFile,
+			"-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=" + pass}
+	}
+	createTopic(t, newAdmin(t, n), "kc-sasl", 1, nil)
+	var in strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	runClient(t, []byte(in.String()), kcat, append(sec("alice-secret"), "-P", "-t", "kc-sasl", "-K:", "-X", "acks=all")...)
+	out := runClient(t, nil, kcat, append(sec("alice-secret"), "-C", "-t", "kc-sasl", "-o", "beginning", "-c", "20", "-e", "-K:", "-f", "%k:%s\n")...)
+	if string(out) != in.String() {
+		t.Fatalf("kcat consumed over SASL_SSL:\n%s\nwant:\n%s", out, in.String())
+	}
+	if p := connPrincipals(n, "SASL_SSL"); strings.Contains(p, "ANONYMOUS") {
+		t.Fatalf("principals %q", p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, append(sec("wrong"), "-L", "-m", "5")...)
+	b, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("kcat with a wrong password listed metadata:\n%s", b)
+	}
+	if !strings.Contains(string(b), "Invalid username or password") {
+		t.Fatalf("kcat's error does not carry the broker's message:\n%s", b)
+	}
 }
