@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/sasl"
 )
 
 // TestSASLConfig covers the SASL settings' parsing and checks: Kafka's
@@ -134,5 +136,53 @@ func TestSASLJAASSensitive(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Fatalf("configs %+v", resp.Resources[0].Configs)
+	}
+}
+
+// TestSASLInterBrokerOAuthToken: the inter-broker clients' OAUTHBEARER
+// token (Kafka's unsecured login: unsecuredLoginStringClaim_sub,
+// unsecuredLoginLifetimeSeconds) passes the listener's unsecured
+// validator as its sub, and expires when it says.
+func TestSASLInterBrokerOAuthToken(t *testing.T) {
+	c, err := ParseConfig(MergeProperties(map[string]string{
+		"listeners":                            "PLAINTEXT://127.0.0.1:0,AUTH://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":       "PLAINTEXT:PLAINTEXT,AUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":           "AUTH",
+		"sasl.enabled.mechanisms":              "OAUTHBEARER",
+		"sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+		"listener.name.auth.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required
+			unsecuredLoginStringClaim_sub="broker" unsecuredLoginLifetimeSeconds="60";`,
+	}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib := c.InterBrokerSASL
+	if ib == nil || ib.Mechanism != "OAUTHBEARER" {
+		t.Fatalf("%+v", ib)
+	}
+	v, err := sasl.NewUnsecured(c.SASL["AUTH"].JAAS["OAUTHBEARER"].Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tok, err := v.Validate(unsecuredLoginToken(ib.Options, now))
+	if err != nil || tok.Principal != "broker" || tok.Expiry.Unix() != now.Unix()+60 {
+		t.Fatalf("token: %+v %v", tok, err)
+	}
+	if _, err := v.Validate(unsecuredLoginToken(ib.Options, now.Add(-time.Hour))); err == nil {
+		t.Fatal("an hour-old token passed")
+	}
+	// A JWKS-validating inter-broker listener: brokers have no way to get a token.
+	_, err = ParseConfig(MergeProperties(map[string]string{
+		"listeners":                                       "PLAINTEXT://127.0.0.1:0,AUTH://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":                  "PLAINTEXT:PLAINTEXT,AUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":                      "AUTH",
+		"sasl.enabled.mechanisms":                         "OAUTHBEARER",
+		"sasl.mechanism.inter.broker.protocol":            "OAUTHBEARER",
+		"sasl.oauthbearer.jwks.endpoint.url":              "file:///nonexistent",
+		"listener.name.auth.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker";`,
+	}, nil, nil))
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "JWKS") {
+		t.Fatalf("JWKS inter-broker listener: %v", err)
 	}
 }

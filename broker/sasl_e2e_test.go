@@ -345,38 +345,47 @@ func TestSASLRequestAuthorized(t *testing.T) {
 	}
 }
 
-// TestSASLInterBrokerPlain: three nodes whose inter-broker listener
-// INTERNAL is SASL_PLAINTEXT with PLAIN: the followers authenticate with
-// the jaas config's username/password (User:admin) and replicate.
-func TestSASLInterBrokerPlain(t *testing.T) {
-	extra := map[string]string{
-		"listener.security.protocol.map":                 "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"inter.broker.listener.name":                     "INTERNAL",
-		"sasl.mechanism.inter.broker.protocol":           "PLAIN",
-		"listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
-		"listener.name.internal.plain.sasl.jaas.config":  plainJAAS,
-	}
-	own := map[int32]map[string]string{1: {"listeners": "PLAINTEXT://127.0.0.2:0,INTERNAL://127.0.0.2:0,CONTROLLER://127.0.0.2:0"}}
-	for id := int32(2); id <= 3; id++ {
-		own[id] = map[string]string{"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.%d:0,INTERNAL://127.0.0.%d:0", id+1, id+1)}
-	}
-	cl3 := startClusterWith(t, 3, extra, own)
-	cl := cl3.client()
-	createReplicatedTopic(t, cl, "saslrepl", 2, 3, nil)
-	produceN(t, cl, "saslrepl", 0, 100)
-	for p := int32(0); p < 2; p++ {
-		if b := cl3.waitReplicasIdentical("saslrepl", p); len(b) == 0 {
-			t.Fatalf("partition %d: empty", p)
-		}
-	}
-	testutil.Eventually(t, testWait, func() bool {
-		for id := int32(1); id <= 3; id++ {
-			if strings.Contains(connPrincipals(cl3.node(id), "INTERNAL"), "User:admin") {
-				return true
+// TestSASLInterBroker: three nodes whose inter-broker listener INTERNAL
+// is SASL_PLAINTEXT: the followers authenticate with
+// sasl.mechanism.inter.broker.protocol, PLAIN with the jaas config's
+// username/password (User:admin) or OAUTHBEARER with Kafka's unsecured
+// login token (User:broker), and replicate.
+func TestSASLInterBroker(t *testing.T) {
+	for _, tc := range []struct{ mech, jaas, principal string }{
+		{"PLAIN", plainJAAS, "User:admin"},
+		{"OAUTHBEARER", `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker";`, "User:broker"},
+	} {
+		t.Run(tc.mech, func(t *testing.T) {
+			extra := map[string]string{
+				"listener.security.protocol.map":                                           "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+				"inter.broker.listener.name":                                               "INTERNAL",
+				"sasl.mechanism.inter.broker.protocol":                                     tc.mech,
+				"listener.name.internal.sasl.enabled.mechanisms":                           tc.mech,
+				"listener.name.internal." + strings.ToLower(tc.mech) + ".sasl.jaas.config": tc.jaas,
 			}
-		}
-		return false
-	}, "a connection on INTERNAL as User:admin")
+			own := map[int32]map[string]string{1: {"listeners": "PLAINTEXT://127.0.0.2:0,INTERNAL://127.0.0.2:0,CONTROLLER://127.0.0.2:0"}}
+			for id := int32(2); id <= 3; id++ {
+				own[id] = map[string]string{"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.%d:0,INTERNAL://127.0.0.%d:0", id+1, id+1)}
+			}
+			cl3 := startClusterWith(t, 3, extra, own)
+			cl := cl3.client()
+			createReplicatedTopic(t, cl, "saslrepl", 2, 3, nil)
+			produceN(t, cl, "saslrepl", 0, 100)
+			for p := int32(0); p < 2; p++ {
+				if b := cl3.waitReplicasIdentical("saslrepl", p); len(b) == 0 {
+					t.Fatalf("partition %d: empty", p)
+				}
+			}
+			testutil.Eventually(t, testWait, func() bool {
+				for id := int32(1); id <= 3; id++ {
+					if strings.Contains(connPrincipals(cl3.node(id), "INTERNAL"), tc.principal) {
+						return true
+					}
+				}
+				return false
+			}, "a connection on INTERNAL as %s", tc.principal)
+		})
+	}
 }
 
 // TestSASLKcat: kcat (librdkafka, a codec of its own) produces and
