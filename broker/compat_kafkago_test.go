@@ -97,8 +97,8 @@ func TestKafkaGoACLConformance(t *testing.T) {
 }
 
 // TestKafkaGoSASLConformance runs kafka-go's SASL tests that need PLAIN
-// (sasl.TestSASL's PLAIN subtests: success, bad password, reusable) and
-// TestUnsupportedSASLMechanism against a SASL_PLAINTEXT listener on
+// (sasl.TestSASL's PLAIN subtests: success, bad password, reusable),
+// TestWriter's SASL PLAIN subtest and TestUnsupportedSASLMechanism against a SASL_PLAINTEXT listener on
 // 127.0.0.1:9093, their hard-coded address, with compose's PLAIN user
 // adminplain/admin-secret. Its SCRAM subtests need SCRAM users.
 func TestKafkaGoSASLConformance(t *testing.T) {
@@ -119,8 +119,9 @@ func TestKafkaGoSASLConformance(t *testing.T) {
 		runKafkaGoIn(t, sasl, "sasl", "^TestSASL$/^PLAIN_",
 			[]string{"TestSASL/PLAIN_success", "TestSASL/PLAIN_failure", "TestSASL/PLAIN_is_reusable"})
 	})
-	t.Run("unsupported", func(t *testing.T) {
-		runKafkaGoIn(t, sasl, ".", "^TestUnsupportedSASLMechanism$", []string{"TestUnsupportedSASLMechanism"})
+	t.Run("root", func(t *testing.T) {
+		runKafkaGoIn(t, sasl, ".", "^(TestUnsupportedSASLMechanism|TestWriter)$/^writing_a_message_with_SASL_Plain_authentication$",
+			[]string{"TestUnsupportedSASLMechanism", "TestWriter/writing_a_message_with_SASL_Plain_authentication"})
 	})
 }
 
