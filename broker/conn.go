@@ -338,23 +338,27 @@ func (c *conn) dispatch(b []byte) error {
 	if err := decodeBody(r.msg, rest); err != nil {
 		return fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, err)
 	}
-	handled := make(chan struct{})
-	err := c.enqueue(r, func(ctx context.Context) (*frame, error) {
-		defer close(handled)
+	var handled chan struct{}
+	if r.key == saslHandshakeKey && r.version == 0 && c.sasl != nil {
+		// What follows a v0 handshake is bare SASL tokens or Kafka
+		// frames, depending on its outcome: read on once it is handled.
+		handled = make(chan struct{})
+		defer func() {
+			select {
+			case <-handled:
+			case <-c.ctx.Done():
+			}
+		}()
+	}
+	return c.enqueue(r, func(ctx context.Context) (*frame, error) {
+		if handled != nil {
+			defer close(handled)
+		}
 		if err := c.saslGate(r); err != nil {
 			return nil, err
 		}
 		return a.fn(ctx, c.n, r)
 	})
-	if err == nil && r.key == saslHandshakeKey && r.version == 0 && c.sasl != nil {
-		// What follows a v0 handshake is bare SASL tokens or Kafka
-		// frames, depending on its outcome: read on once it is handled.
-		select {
-		case <-handled:
-		case <-c.ctx.Done():
-		}
-	}
-	return err
 }
 
 // enqueue takes the request's place in the connection's order; the
