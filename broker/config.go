@@ -134,6 +134,7 @@ var Settings = []Setting{
 	{"sasl.server.max.receive.size", "524288", "largest request frame a SASL listener reads before the connection authenticates (a larger one closes it)"},
 	{"strata.sasl.authentication.timeout.ms", "10000", "a connection of a SASL listener that has not authenticated this long after it opened is closed"},
 	{"connections.max.reauth.ms", "0", "KIP-368: SASL sessions last at most this long (bounded by an OAUTHBEARER token's expiry); a connection used past it without re-authenticating is closed (0 = no limit)"},
+	{"sasl.server.callback.handler.class", "", "OAUTHBEARER validator by Kafka's class name: ...oauthbearer.OAuthBearerValidatorCallbackHandler (JWKS, needs sasl.oauthbearer.jwks.endpoint.url) or ...unsecured.OAuthBearerUnsecuredValidatorCallbackHandler (unset: by the URL); listener.name.<l>.oauthbearer.sasl.server.callback.handler.class"},
 	{"sasl.oauthbearer.jwks.endpoint.url", "", "OAUTHBEARER: validate signed JWTs with the keys at this file: or http(s):// URL (unset: Kafka's unsecured-JWS validator)"},
 	{"sasl.oauthbearer.jwks.endpoint.refresh.ms", "3600000", "OAUTHBEARER: how often the JWKS is fetched again (sooner when a token names an unknown key id)"},
 	{"sasl.oauthbearer.expected.audience", "", "OAUTHBEARER JWKS validator: audiences, comma-separated, one of which the token's aud must hold (unset: not checked)"},

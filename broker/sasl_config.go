@@ -27,7 +27,7 @@ var saslListenerSettingNames = []string{
 
 // saslMechanismSettingNames may be prefixed by listener.name.<l>.<mech>.
 var saslMechanismSettingNames = []string{
-	"sasl.jaas.config",
+	"sasl.jaas.config", "sasl.server.callback.handler.class",
 	"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
 	"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
 	"sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name",
@@ -108,6 +108,13 @@ type oauthSettings struct {
 	PrincipalClaim string
 	ScopeClaim     string
 }
+
+// Kafka's OAUTHBEARER server callback handlers (its validators).
+const (
+	oauthValidatorHandler    = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+	oauthValidatorHandlerOld = "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler"
+	oauthUnsecuredHandler    = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
+)
 
 // scramMechanisms builds a SCRAM mechanism of the node for a listener;
 // nil until SCRAM's credentials exist (S17d wires it): enabling
@@ -229,6 +236,22 @@ func parseSASLSettings(l string, props map[string]string, get func(string) strin
 			return nil, err
 		}
 		o.ClockSkew = time.Duration(min(n, 1<<31)) * time.Second
+		// Kafka selects the validator by its callback handler class;
+		// Strata by the JWKS URL, and accepts Kafka's class names so a
+		// Kafka server.properties works as is.
+		switch h := val(m, "sasl.server.callback.handler.class"); h {
+		case "":
+		case oauthValidatorHandler, oauthValidatorHandlerOld:
+			if o.JWKSURL == "" {
+				return nil, bad("sasl.server.callback.handler.class", h, "the JWKS validator needs sasl.oauthbearer.jwks.endpoint.url")
+			}
+		case oauthUnsecuredHandler:
+			if o.JWKSURL != "" {
+				return nil, bad("sasl.server.callback.handler.class", h, "the unsecured validator is selected but sasl.oauthbearer.jwks.endpoint.url is set")
+			}
+		default:
+			return nil, bad("sasl.server.callback.handler.class", h, "a Java class: only Kafka's "+oauthValidatorHandler+" (JWKS) and "+oauthUnsecuredHandler+" are built in")
+		}
 		if u := o.JWKSURL; u != "" && !strings.HasPrefix(u, "file:") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			return nil, bad("sasl.oauthbearer.jwks.endpoint.url", u, "want a file:, http:// or https:// URL")
 		}

@@ -80,6 +80,16 @@ func TestSASLConfig(t *testing.T) {
 		{"no mechanism", with("sasl.enabled.mechanisms", " "), "at least one mechanism", nil},
 		{"bad reauth", with("sasl.jaas.config", jaasUsers, "connections.max.reauth.ms", "-1"), "connections.max.reauth.ms", nil},
 		{"bad JWKS URL", with("sasl.enabled.mechanisms", "OAUTHBEARER", "sasl.oauthbearer.jwks.endpoint.url", "ftp://x/jwks"), "want a file:, http:// or https:// URL", nil},
+		{"Kafka's JWKS validator class", with("sasl.enabled.mechanisms", "OAUTHBEARER",
+			"listener.name.auth.oauthbearer.sasl.server.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+			"listener.name.auth.oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/jwks"), "", func(t *testing.T, c Config) {
+			if c.SASL["AUTH"].OAuth.JWKSURL != "https://idp.example/jwks" {
+				t.Fatalf("%+v", c.SASL["AUTH"].OAuth)
+			}
+		}},
+		{"JWKS validator class without a URL", with("sasl.enabled.mechanisms", "OAUTHBEARER",
+			"listener.name.auth.oauthbearer.sasl.server.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"), "needs sasl.oauthbearer.jwks.endpoint.url", nil},
+		{"a custom callback handler", with("sasl.enabled.mechanisms", "OAUTHBEARER", "sasl.server.callback.handler.class", "com.example.MyHandler"), "a Java class", nil},
 		{"SASL_SSL needs a key store", with("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,AUTH:SASL_SSL,CONTROLLER:PLAINTEXT", "sasl.jaas.config", jaasUsers), "only PEM key stores", nil},
 		{"unknown prefixed name", with("sasl.jaas.config", jaasUsers, "listener.name.auth.plain.sasl.jaas.konfig", "x"), "unknown setting", nil},
 	} {
