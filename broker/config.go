@@ -137,6 +137,8 @@ var Settings = []Setting{
 	{"sasl.server.callback.handler.class", "", "OAUTHBEARER validator by Kafka's class name: ...oauthbearer.OAuthBearerValidatorCallbackHandler (JWKS, needs sasl.oauthbearer.jwks.endpoint.url) or ...unsecured.OAuthBearerUnsecuredValidatorCallbackHandler (unset: by the URL); listener.name.<l>.oauthbearer.sasl.server.callback.handler.class"},
 	{"sasl.oauthbearer.jwks.endpoint.url", "", "OAUTHBEARER: validate signed JWTs with the keys at this file: or http(s):// URL (unset: Kafka's unsecured-JWS validator)"},
 	{"sasl.oauthbearer.jwks.endpoint.refresh.ms", "3600000", "OAUTHBEARER: how often the JWKS is fetched again (sooner when a token names an unknown key id)"},
+	{"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "100", "OAUTHBEARER: first wait before retrying a failed JWKS fetch (doubling)"},
+	{"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "10000", "OAUTHBEARER: longest wait between retries of a failed JWKS fetch"},
 	{"sasl.oauthbearer.expected.audience", "", "OAUTHBEARER JWKS validator: audiences, comma-separated, one of which the token's aud must hold (unset: not checked)"},
 	{"sasl.oauthbearer.expected.issuer", "", "OAUTHBEARER JWKS validator: the iss the token must carry (unset: not checked)"},
 	{"sasl.oauthbearer.clock.skew.seconds", "30", "OAUTHBEARER JWKS validator: clock skew allowed for exp, iat and nbf"},

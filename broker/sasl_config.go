@@ -29,6 +29,7 @@ var saslListenerSettingNames = []string{
 var saslMechanismSettingNames = []string{
 	"sasl.jaas.config", "sasl.server.callback.handler.class",
 	"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+	"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
 	"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
 	"sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name",
 }
@@ -102,6 +103,8 @@ type saslSettings struct {
 type oauthSettings struct {
 	JWKSURL        string
 	Refresh        time.Duration
+	RetryBackoff   time.Duration
+	RetryMax       time.Duration
 	Audience       []string
 	Issuer         string
 	ClockSkew      time.Duration
@@ -232,6 +235,14 @@ func parseSASLSettings(l string, props map[string]string, get func(string) strin
 			return nil, err
 		}
 		o.Refresh = time.Duration(min(n, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond
+		if n, err = msInt(m, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 1); err != nil {
+			return nil, err
+		}
+		o.RetryBackoff = time.Duration(min(n, 1<<31)) * time.Millisecond
+		if n, err = msInt(m, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 1); err != nil {
+			return nil, err
+		}
+		o.RetryMax = time.Duration(min(n, 1<<31)) * time.Millisecond
 		if n, err = msInt(m, "sasl.oauthbearer.clock.skew.seconds", 0); err != nil {
 			return nil, err
 		}

@@ -268,7 +268,7 @@ func (n *Node) oauthValidator(name string, s *saslSettings) (sasl.TokenValidator
 	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
 	defer cancel()
 	v, err := sasl.NewJWKS(ctx, sasl.JWKSConfig{
-		Fetch: fetch, Refresh: o.Refresh, Audience: o.Audience, Issuer: o.Issuer, ClockSkew: o.ClockSkew,
+		Fetch: fetch, Refresh: o.Refresh, RetryBackoff: o.RetryBackoff, RetryBackoffMax: o.RetryMax, Audience: o.Audience, Issuer: o.Issuer, ClockSkew: o.ClockSkew,
 		PrincipalClaim: o.PrincipalClaim, ScopeClaim: o.ScopeClaim,
 		Log: func(err error) { lg.Warn("broker: JWKS refresh failed; keeping the old keys", "err", err) },
 	})
