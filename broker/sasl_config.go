@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-io/strata/broker/sasl"
 )
 
@@ -309,4 +311,19 @@ func interBrokerSASLOf(s *saslSettings, mech string) (*interBrokerSASL, error) {
 		}
 	}
 	return &interBrokerSASL{Mechanism: mech, Options: j.Options}, nil
+}
+
+// The SASL settings' Kafka types, for DescribeConfigs (the table's
+// default is LONG).
+func init() {
+	for name, t := range map[string]kmsg.ConfigType{
+		"sasl.enabled.mechanisms": kmsg.ConfigTypeList, "sasl.mechanism.inter.broker.protocol": kmsg.ConfigTypeString,
+		"sasl.jaas.config": kmsg.ConfigTypePassword, "sasl.server.max.receive.size": kmsg.ConfigTypeInt,
+		"sasl.server.callback.handler.class": kmsg.ConfigTypeClass,
+		"sasl.oauthbearer.jwks.endpoint.url": kmsg.ConfigTypeString, "sasl.oauthbearer.expected.audience": kmsg.ConfigTypeList,
+		"sasl.oauthbearer.expected.issuer": kmsg.ConfigTypeString, "sasl.oauthbearer.clock.skew.seconds": kmsg.ConfigTypeInt,
+		"sasl.oauthbearer.sub.claim.name": kmsg.ConfigTypeString, "sasl.oauthbearer.scope.claim.name": kmsg.ConfigTypeString,
+	} {
+		brokerSettingTypes[name] = t
+	}
 }

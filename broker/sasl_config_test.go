@@ -134,12 +134,12 @@ func TestSASLJAASSensitive(t *testing.T) {
 		switch c.Name {
 		case "sasl.jaas.config":
 			seen++
-			if !c.IsSensitive || c.Value != nil {
-				t.Fatalf("sasl.jaas.config: sensitive %v value %v", c.IsSensitive, c.Value)
+			if !c.IsSensitive || c.Value != nil || c.ConfigType != kmsg.ConfigTypePassword {
+				t.Fatalf("sasl.jaas.config: sensitive %v value %v type %v", c.IsSensitive, c.Value, c.ConfigType)
 			}
 		case "sasl.enabled.mechanisms":
 			seen++
-			if c.Value == nil || *c.Value != "PLAIN,OAUTHBEARER" {
+			if c.Value == nil || *c.Value != "PLAIN,OAUTHBEARER" || c.ConfigType != kmsg.ConfigTypeList {
 				t.Fatalf("sasl.enabled.mechanisms %v", c.Value)
 			}
 		}
