@@ -12,11 +12,14 @@ package broker
 // is in progress closes the connection. On a listener without SASL the
 // answer is ILLEGAL_SASL_STATE, as Kafka's KafkaApis.
 //
-// Differences from Kafka: version 0 (whose tokens follow as raw frames
-// without SaslAuthenticate framing, KIP-152's predecessor) is not served:
-// ApiVersions advertises v1 only, and a v0 handshake is refused like any
-// unsupported version (the connection closes). Every client in use
-// (franz-go, librdkafka, kafka-go, the Java client) sends v1.
+// Version 0 (KIP-43, before SaslAuthenticate existed): after a successful
+// v0 handshake the exchange's tokens come as bare size-prefixed frames
+// without a Kafka header, answered the same way (sasl_conn.go's
+// dispatchRawToken); a failure closes the connection without an answer,
+// as Kafka. librdkafka needs v0 advertised to use SASL at all (it then
+// uses v1 and SaslAuthenticate). Re-authentication needs v1.
+//
+// Differences from Kafka: none known.
 
 import (
 	"context"
@@ -31,7 +34,7 @@ const (
 	saslAuthenticateKey = 36
 )
 
-func init() { registerMax(saslHandshakeKey, 1, 1, handleSaslHandshake) }
+func init() { registerMax(saslHandshakeKey, 0, 1, handleSaslHandshake) }
 
 func handleSaslHandshake(_ context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.SASLHandshakeRequest)
@@ -49,7 +52,7 @@ func handleSaslHandshake(_ context.Context, n *Node, r *request) (*frame, error)
 	switch {
 	case !ok:
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-	case s.authed.Load() && req.Mechanism != s.authMech:
+	case s.authed.Load() && (req.Mechanism != s.authMech || r.version == 0):
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 	}
 	if resp.ErrorCode != 0 {
@@ -60,5 +63,8 @@ func handleSaslHandshake(_ context.Context, n *Node, r *request) (*frame, error)
 		return f, nil
 	}
 	s.mech, s.sess = req.Mechanism, m.Start()
+	if r.version == 0 {
+		s.rawTokens.Store(true)
+	}
 	return encodeResponse(r, resp), nil
 }

@@ -20,14 +20,10 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/broker/sasl"
 )
 
 func init() { register(saslAuthenticateKey, 0, handleSaslAuthenticate) }
@@ -48,42 +44,14 @@ func handleSaslAuthenticate(_ context.Context, n *Node, r *request) (*frame, err
 		f.closeAfter = true
 		return f, nil
 	}
-	lis, mech := r.conn.listener, s.mech
-	out, done, err := s.sess.Step(req.SASLAuthBytes)
-	resp.SASLAuthBytes = out
-	if err == nil && done {
-		name := s.sess.Principal()
-		if s.authed.Load() && name != s.user {
-			err = errors.New("Cannot change principals during re-authentication from User:" + s.user + ": User:" + name)
-		} else {
-			now := time.Now()
-			life := sessionLifetime(s.lis.s.Reauth, s.sess.Expiry(), now)
-			if life > 0 {
-				s.expiry.Store(now.Add(life).UnixNano())
-			} else {
-				s.expiry.Store(0)
-			}
-			resp.SessionLifetimeMillis = int64(life / time.Millisecond)
-			p := Principal{Type: "User", Name: name}
-			r.conn.principal.Store(&p)
-			s.user, s.authMech = name, mech
-			s.mech, s.sess = "", nil
-			s.authed.Store(true)
-			n.metrics.saslSuccess.WithLabelValues(lis, mech).Inc()
-			return encodeResponse(r, resp), nil
-		}
-	}
+	out, life, err := r.conn.saslStep(req.SASLAuthBytes)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), sasl.ErrAuthentication.Error()+": ")
-		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(msg)
-		resp.SASLAuthBytes = nil
-		s.failed.Store(true)
-		s.sess = nil
-		n.metrics.saslFailure.WithLabelValues(lis, mech).Inc()
-		r.conn.logger.Info("broker: SASL authentication failed", "mechanism", mech, "principal", s.user, "error", msg)
+		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(err.Error())
 		f := encodeResponse(r, resp)
 		f.closeAfter = true
 		return f, nil
 	}
-	return encodeResponse(r, resp), nil // a challenge: the exchange goes on
+	resp.SASLAuthBytes = out
+	resp.SessionLifetimeMillis = int64(life / time.Millisecond)
+	return encodeResponse(r, resp), nil
 }

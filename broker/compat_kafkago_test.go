@@ -96,27 +96,70 @@ func TestKafkaGoACLConformance(t *testing.T) {
 		[]string{"TestClientCreateACLs", "TestClientDescribeACLs", "TestClientDeleteACLs"})
 }
 
+// TestKafkaGoSASLConformance runs kafka-go's SASL tests that need PLAIN
+// (sasl.TestSASL's PLAIN subtests: success, bad password, reusable),
+// TestWriter's SASL PLAIN subtest and TestUnsupportedSASLMechanism against a SASL_PLAINTEXT listener on
+// 127.0.0.1:9093, their hard-coded address, with compose's PLAIN user
+// adminplain/admin-secret. Its SCRAM subtests need SCRAM users.
+func TestKafkaGoSASLConformance(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KAFKAGO") != "1" {
+		t.Skip("set STRATA_TEST_KAFKAGO=1 (or CI=true) to run segmentio/kafka-go's SASL tests against a node on 127.0.0.1:9092 and :9093")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	sasl := map[string]string{
+		"listeners":                  "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:0",
+		"inter.broker.listener.name": "PLAINTEXT",
+		"sasl.enabled.mechanisms":    "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="adminplain" password="admin-secret" user_adminplain="admin-secret";`,
+	}
+	// One node each (its ports are free again once a subtest ends).
+	t.Run("sasl", func(t *testing.T) {
+		runKafkaGoIn(t, sasl, "sasl", "^TestSASL$/^PLAIN_",
+			[]string{"TestSASL/PLAIN_success", "TestSASL/PLAIN_failure", "TestSASL/PLAIN_is_reusable"})
+	})
+	t.Run("root", func(t *testing.T) {
+		runKafkaGoIn(t, sasl, ".", "^(TestUnsupportedSASLMechanism|TestWriter)$/^writing_a_message_with_SASL_Plain_authentication$",
+			[]string{"TestUnsupportedSASLMechanism", "TestWriter/writing_a_message_with_SASL_Plain_authentication"})
+	})
+}
+
 // runKafkaGo runs kafka-go's tests matching pattern against a node on
 // 127.0.0.1:9092 (extra over the compose settings) and insists on each of
 // want having passed.
 func runKafkaGo(t *testing.T, extra map[string]string, pattern string, want []string) {
 	t.Helper()
+	runKafkaGoIn(t, extra, ".", pattern, want)
+}
+
+// runKafkaGoIn is runKafkaGo for the tests of kafka-go's package pkg
+// (a directory of its module, "." the root).
+func runKafkaGoIn(t *testing.T, extra map[string]string, pkg, pattern string, want []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kafkaGoTimeout)
 	defer cancel()
 	dir := kafkaGoDir(t, ctx)
 
-	// kafka-go's tests dial localhost:9092: that port must be ours. Another
-	// test of the run may hold it for a while (a README walkthrough, a
-	// process test on the default port): wait for it, within bounds.
-	if err := testutil.Within(90*time.Second, func() error {
-		ln, err := net.Listen("tcp", "127.0.0.1:9092")
-		if err != nil {
-			return fmt.Errorf("127.0.0.1:9092 is not free for the node kafka-go's tests dial: %v", err)
+	// kafka-go's tests dial localhost:9092 (and its SASL tests 9093):
+	// those ports must be ours. Another test of the run may hold one for a
+	// while (a README walkthrough, a process test on the default port):
+	// wait for them, within bounds.
+	ports := []string{"127.0.0.1:9092"}
+	if strings.Contains(extra["listeners"], "127.0.0.1:9093") {
+		ports = append(ports, "127.0.0.1:9093")
+	}
+	for _, addr := range ports {
+		if err := testutil.Within(90*time.Second, func() error {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("%s is not free for the node kafka-go's tests dial: %v", addr, err)
+			}
+			ln.Close()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		ln.Close()
-		return nil
-	}); err != nil {
-		t.Fatal(err)
 	}
 	props := map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:0",
@@ -138,7 +181,7 @@ func runKafkaGo(t *testing.T, extra map[string]string, pattern string, want []st
 	startNode(t, t.TempDir(), props)
 
 	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "4m", "-run", pattern, "-v", ".")
-	cmd.Dir = dir
+	cmd.Dir = filepath.Join(dir, pkg)
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KAFKA_VERSION=3.7.0")
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()

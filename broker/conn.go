@@ -229,6 +229,21 @@ func (c *conn) readLoop() {
 			c.kill(fmt.Errorf("%w: %d bytes before SASL authentication > sasl.server.max.receive.size %d", ErrRequestTooLarge, size, limit))
 			return
 		}
+		if c.saslRawTokens() { // a v0 SASL exchange's bare token (sasl_conn.go)
+			if size < 0 {
+				c.kill(fmt.Errorf("%w: SASL token size %d", ErrMalformedRequest, size))
+				return
+			}
+			body, err := c.readBody(br, size)
+			if err == nil {
+				err = c.dispatchRawToken(body)
+			}
+			if err != nil {
+				c.kill(err)
+				return
+			}
+			continue
+		}
 		if size < minRequestBytes {
 			c.kill(fmt.Errorf("%w: size %d", ErrMalformedRequest, size))
 			return
@@ -323,7 +338,22 @@ func (c *conn) dispatch(b []byte) error {
 	if err := decodeBody(r.msg, rest); err != nil {
 		return fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, err)
 	}
+	var handled chan struct{}
+	if r.key == saslHandshakeKey && r.version == 0 && c.sasl != nil {
+		// What follows a v0 handshake is bare SASL tokens or Kafka
+		// frames, depending on its outcome: read on once it is handled.
+		handled = make(chan struct{})
+		defer func() {
+			select {
+			case <-handled:
+			case <-c.ctx.Done():
+			}
+		}()
+	}
 	return c.enqueue(r, func(ctx context.Context) (*frame, error) {
+		if handled != nil {
+			defer close(handled)
+		}
 		if err := c.saslGate(r); err != nil {
 			return nil, err
 		}

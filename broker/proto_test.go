@@ -107,6 +107,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			14: {0, kmsg.NewPtrSyncGroupRequest().MaxVersion()},
 			15: {0, kmsg.NewPtrDescribeGroupsRequest().MaxVersion()},
 			16: {0, kmsg.NewPtrListGroupsRequest().MaxVersion()},
+			17: {0, 1}, // SaslHandshake
 			18: {0, kmsg.NewPtrApiVersionsRequest().MaxVersion()},
 			19: {0, kmsg.NewPtrCreateTopicsRequest().MaxVersion()},
 			20: {0, kmsg.NewPtrDeleteTopicsRequest().MaxVersion()},
@@ -124,6 +125,7 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			32: {0, kmsg.NewPtrDescribeConfigsRequest().MaxVersion()},
 			33: {0, kmsg.NewPtrAlterConfigsRequest().MaxVersion()},
 			35: {0, kmsg.NewPtrDescribeLogDirsRequest().MaxVersion()},
+			36: {0, kmsg.NewPtrSASLAuthenticateRequest().MaxVersion()},
 			37: {0, kmsg.NewPtrCreatePartitionsRequest().MaxVersion()},
 			42: {0, kmsg.NewPtrDeleteGroupsRequest().MaxVersion()},
 			43: {0, kmsg.NewPtrElectLeadersRequest().MaxVersion()},

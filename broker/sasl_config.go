@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-io/strata/broker/sasl"
 )
 
@@ -27,8 +29,9 @@ var saslListenerSettingNames = []string{
 
 // saslMechanismSettingNames may be prefixed by listener.name.<l>.<mech>.
 var saslMechanismSettingNames = []string{
-	"sasl.jaas.config",
+	"sasl.jaas.config", "sasl.server.callback.handler.class",
 	"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+	"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
 	"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
 	"sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name",
 }
@@ -102,12 +105,21 @@ type saslSettings struct {
 type oauthSettings struct {
 	JWKSURL        string
 	Refresh        time.Duration
+	RetryBackoff   time.Duration
+	RetryMax       time.Duration
 	Audience       []string
 	Issuer         string
 	ClockSkew      time.Duration
 	PrincipalClaim string
 	ScopeClaim     string
 }
+
+// Kafka's OAUTHBEARER server callback handlers (its validators).
+const (
+	oauthValidatorHandler    = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+	oauthValidatorHandlerOld = "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler"
+	oauthUnsecuredHandler    = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
+)
 
 // scramMechanisms builds a SCRAM mechanism of the node for a listener;
 // nil until SCRAM's credentials exist (S17d wires it): enabling
@@ -225,10 +237,34 @@ func parseSASLSettings(l string, props map[string]string, get func(string) strin
 			return nil, err
 		}
 		o.Refresh = time.Duration(min(n, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond
+		if n, err = msInt(m, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 1); err != nil {
+			return nil, err
+		}
+		o.RetryBackoff = time.Duration(min(n, 1<<31)) * time.Millisecond
+		if n, err = msInt(m, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 1); err != nil {
+			return nil, err
+		}
+		o.RetryMax = time.Duration(min(n, 1<<31)) * time.Millisecond
 		if n, err = msInt(m, "sasl.oauthbearer.clock.skew.seconds", 0); err != nil {
 			return nil, err
 		}
 		o.ClockSkew = time.Duration(min(n, 1<<31)) * time.Second
+		// Kafka selects the validator by its callback handler class;
+		// Strata by the JWKS URL, and accepts Kafka's class names so a
+		// Kafka server.properties works as is.
+		switch h := val(m, "sasl.server.callback.handler.class"); h {
+		case "":
+		case oauthValidatorHandler, oauthValidatorHandlerOld:
+			if o.JWKSURL == "" {
+				return nil, bad("sasl.server.callback.handler.class", h, "the JWKS validator needs sasl.oauthbearer.jwks.endpoint.url")
+			}
+		case oauthUnsecuredHandler:
+			if o.JWKSURL != "" {
+				return nil, bad("sasl.server.callback.handler.class", h, "the unsecured validator is selected but sasl.oauthbearer.jwks.endpoint.url is set")
+			}
+		default:
+			return nil, bad("sasl.server.callback.handler.class", h, "a Java class: only Kafka's "+oauthValidatorHandler+" (JWKS) and "+oauthUnsecuredHandler+" are built in")
+		}
 		if u := o.JWKSURL; u != "" && !strings.HasPrefix(u, "file:") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			return nil, bad("sasl.oauthbearer.jwks.endpoint.url", u, "want a file:, http:// or https:// URL")
 		}
@@ -275,4 +311,19 @@ func interBrokerSASLOf(s *saslSettings, mech string) (*interBrokerSASL, error) {
 		}
 	}
 	return &interBrokerSASL{Mechanism: mech, Options: j.Options}, nil
+}
+
+// The SASL settings' Kafka types, for DescribeConfigs (the table's
+// default is LONG).
+func init() {
+	for name, t := range map[string]kmsg.ConfigType{
+		"sasl.enabled.mechanisms": kmsg.ConfigTypeList, "sasl.mechanism.inter.broker.protocol": kmsg.ConfigTypeString,
+		"sasl.jaas.config": kmsg.ConfigTypePassword, "sasl.server.max.receive.size": kmsg.ConfigTypeInt,
+		"sasl.server.callback.handler.class": kmsg.ConfigTypeClass,
+		"sasl.oauthbearer.jwks.endpoint.url": kmsg.ConfigTypeString, "sasl.oauthbearer.expected.audience": kmsg.ConfigTypeList,
+		"sasl.oauthbearer.expected.issuer": kmsg.ConfigTypeString, "sasl.oauthbearer.clock.skew.seconds": kmsg.ConfigTypeInt,
+		"sasl.oauthbearer.sub.claim.name": kmsg.ConfigTypeString, "sasl.oauthbearer.scope.claim.name": kmsg.ConfigTypeString,
+	} {
+		brokerSettingTypes[name] = t
+	}
 }

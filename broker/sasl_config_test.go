@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/sasl"
 )
 
 // TestSASLConfig covers the SASL settings' parsing and checks: Kafka's
@@ -78,6 +80,16 @@ func TestSASLConfig(t *testing.T) {
 		{"no mechanism", with("sasl.enabled.mechanisms", " "), "at least one mechanism", nil},
 		{"bad reauth", with("sasl.jaas.config", jaasUsers, "connections.max.reauth.ms", "-1"), "connections.max.reauth.ms", nil},
 		{"bad JWKS URL", with("sasl.enabled.mechanisms", "OAUTHBEARER", "sasl.oauthbearer.jwks.endpoint.url", "ftp://x/jwks"), "want a file:, http:// or https:// URL", nil},
+		{"Kafka's JWKS validator class", with("sasl.enabled.mechanisms", "OAUTHBEARER",
+			"listener.name.auth.oauthbearer.sasl.server.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+			"listener.name.auth.oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/jwks"), "", func(t *testing.T, c Config) {
+			if c.SASL["AUTH"].OAuth.JWKSURL != "https://idp.example/jwks" {
+				t.Fatalf("%+v", c.SASL["AUTH"].OAuth)
+			}
+		}},
+		{"JWKS validator class without a URL", with("sasl.enabled.mechanisms", "OAUTHBEARER",
+			"listener.name.auth.oauthbearer.sasl.server.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"), "needs sasl.oauthbearer.jwks.endpoint.url", nil},
+		{"a custom callback handler", with("sasl.enabled.mechanisms", "OAUTHBEARER", "sasl.server.callback.handler.class", "com.example.MyHandler"), "a Java class", nil},
 		{"SASL_SSL needs a key store", with("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,AUTH:SASL_SSL,CONTROLLER:PLAINTEXT", "sasl.jaas.config", jaasUsers), "only PEM key stores", nil},
 		{"unknown prefixed name", with("sasl.jaas.config", jaasUsers, "listener.name.auth.plain.sasl.jaas.konfig", "x"), "unknown setting", nil},
 	} {
@@ -122,17 +134,65 @@ func TestSASLJAASSensitive(t *testing.T) {
 		switch c.Name {
 		case "sasl.jaas.config":
 			seen++
-			if !c.IsSensitive || c.Value != nil {
-				t.Fatalf("sasl.jaas.config: sensitive %v value %v", c.IsSensitive, c.Value)
+			if !c.IsSensitive || c.Value != nil || c.ConfigType != kmsg.ConfigTypePassword {
+				t.Fatalf("sasl.jaas.config: sensitive %v value %v type %v", c.IsSensitive, c.Value, c.ConfigType)
 			}
 		case "sasl.enabled.mechanisms":
 			seen++
-			if c.Value == nil || *c.Value != "PLAIN,OAUTHBEARER" {
+			if c.Value == nil || *c.Value != "PLAIN,OAUTHBEARER" || c.ConfigType != kmsg.ConfigTypeList {
 				t.Fatalf("sasl.enabled.mechanisms %v", c.Value)
 			}
 		}
 	}
 	if seen != 2 {
 		t.Fatalf("configs %+v", resp.Resources[0].Configs)
+	}
+}
+
+// TestSASLInterBrokerOAuthToken: the inter-broker clients' OAUTHBEARER
+// token (Kafka's unsecured login: unsecuredLoginStringClaim_sub,
+// unsecuredLoginLifetimeSeconds) passes the listener's unsecured
+// validator as its sub, and expires when it says.
+func TestSASLInterBrokerOAuthToken(t *testing.T) {
+	c, err := ParseConfig(MergeProperties(map[string]string{
+		"listeners":                            "PLAINTEXT://127.0.0.1:0,AUTH://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":       "PLAINTEXT:PLAINTEXT,AUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":           "AUTH",
+		"sasl.enabled.mechanisms":              "OAUTHBEARER",
+		"sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+		"listener.name.auth.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required
+			unsecuredLoginStringClaim_sub="broker" unsecuredLoginLifetimeSeconds="60";`,
+	}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib := c.InterBrokerSASL
+	if ib == nil || ib.Mechanism != "OAUTHBEARER" {
+		t.Fatalf("%+v", ib)
+	}
+	v, err := sasl.NewUnsecured(c.SASL["AUTH"].JAAS["OAUTHBEARER"].Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tok, err := v.Validate(unsecuredLoginToken(ib.Options, now))
+	if err != nil || tok.Principal != "broker" || tok.Expiry.Unix() != now.Unix()+60 {
+		t.Fatalf("token: %+v %v", tok, err)
+	}
+	if _, err := v.Validate(unsecuredLoginToken(ib.Options, now.Add(-time.Hour))); err == nil {
+		t.Fatal("an hour-old token passed")
+	}
+	// A JWKS-validating inter-broker listener: brokers have no way to get a token.
+	_, err = ParseConfig(MergeProperties(map[string]string{
+		"listeners":                                       "PLAINTEXT://127.0.0.1:0,AUTH://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":                  "PLAINTEXT:PLAINTEXT,AUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":                      "AUTH",
+		"sasl.enabled.mechanisms":                         "OAUTHBEARER",
+		"sasl.mechanism.inter.broker.protocol":            "OAUTHBEARER",
+		"sasl.oauthbearer.jwks.endpoint.url":              "file:///nonexistent",
+		"listener.name.auth.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker";`,
+	}, nil, nil))
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "JWKS") {
+		t.Fatalf("JWKS inter-broker listener: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,9 +64,14 @@ type saslConn struct {
 	authMech string       // mechanism of the last successful exchange
 	user     string       // principal name it authenticated
 
-	authed atomic.Bool  // authenticated at least once
-	failed atomic.Bool  // an exchange failed: the connection is closing
-	expiry atomic.Int64 // session end, unix nanoseconds (0: none)
+	// rawTokens: a v0 SaslHandshake succeeded, so the exchange's tokens
+	// come as bare size-prefixed frames, without a Kafka header (KIP-43),
+	// until it ends. Set by the executor before the handshake's answer is
+	// written; read by the reader at each frame.
+	rawTokens atomic.Bool
+	authed    atomic.Bool  // authenticated at least once
+	failed    atomic.Bool  // an exchange failed: the connection is closing
+	expiry    atomic.Int64 // session end, unix nanoseconds (0: none)
 }
 
 var (
@@ -96,6 +102,77 @@ func (c *conn) saslGate(r *request) error {
 	}
 	return nil
 }
+
+// saslStep feeds the exchange in progress the client's next message. It
+// returns the mechanism's reply and, when the exchange succeeded, the
+// session lifetime (KIP-368; 0 for none) after setting the connection's
+// principal. An error is the failure's message for the client (the
+// exchange failed, counted and logged; the caller closes the connection).
+func (c *conn) saslStep(in []byte) (out []byte, life time.Duration, err error) {
+	s := c.sasl
+	mech := s.mech
+	out, done, err := s.sess.Step(in)
+	if err == nil && done {
+		name := s.sess.Principal()
+		if s.authed.Load() && name != s.user {
+			err = errors.New("Cannot change principals during re-authentication from User:" + s.user + ": User:" + name)
+		} else {
+			now := time.Now()
+			life = sessionLifetime(s.lis.s.Reauth, s.sess.Expiry(), now)
+			if life > 0 {
+				s.expiry.Store(now.Add(life).UnixNano())
+			} else {
+				s.expiry.Store(0)
+			}
+			p := Principal{Type: "User", Name: name}
+			c.principal.Store(&p)
+			s.user, s.authMech = name, mech
+			s.mech, s.sess = "", nil
+			s.rawTokens.Store(false)
+			s.authed.Store(true)
+			c.n.metrics.saslSuccess.WithLabelValues(c.listener, mech).Inc()
+			return out, life, nil
+		}
+	}
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), sasl.ErrAuthentication.Error()+": ")
+		s.failed.Store(true)
+		s.sess = nil
+		c.n.metrics.saslFailure.WithLabelValues(c.listener, mech).Inc()
+		c.logger.Info("broker: SASL authentication failed", "mechanism", mech, "principal", s.user, "error", msg)
+		return nil, 0, errors.New(msg)
+	}
+	return out, 0, nil // a challenge: the exchange goes on
+}
+
+// dispatchRawToken queues a bare token of a v0 exchange (rawTokens): the
+// mechanism's reply goes back as a bare size-prefixed frame; a failure
+// closes the connection without an answer, as Kafka does for v0.
+func (c *conn) dispatchRawToken(b []byte) error {
+	r := &request{conn: c, start: time.Now(), held: int64(len(b)), key: saslHandshakeKey}
+	handled := make(chan struct{})
+	defer func() { // the next frame is a token or a request depending on this one
+		select {
+		case <-handled:
+		case <-c.ctx.Done():
+		}
+	}()
+	return c.enqueue(r, func(context.Context) (*frame, error) {
+		defer close(handled)
+		if c.sasl.failed.Load() || c.sasl.sess == nil {
+			return nil, errSASLFailed
+		}
+		out, _, err := c.saslStep(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errSASLFailed, err)
+		}
+		buf := binary.BigEndian.AppendUint32(make([]byte, 0, sizeLen+len(out)), uint32(len(out)))
+		return &frame{buf: append(buf, out...)}, nil
+	})
+}
+
+// saslRawTokens reports whether the next frame is a bare v0 token.
+func (c *conn) saslRawTokens() bool { return c.sasl != nil && c.sasl.rawTokens.Load() }
 
 // saslReadDeadline bounds the wait for the next frame of an
 // unauthenticated connection by its authentication deadline.
@@ -191,7 +268,7 @@ func (n *Node) oauthValidator(name string, s *saslSettings) (sasl.TokenValidator
 	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
 	defer cancel()
 	v, err := sasl.NewJWKS(ctx, sasl.JWKSConfig{
-		Fetch: fetch, Refresh: o.Refresh, Audience: o.Audience, Issuer: o.Issuer, ClockSkew: o.ClockSkew,
+		Fetch: fetch, Refresh: o.Refresh, RetryBackoff: o.RetryBackoff, RetryBackoffMax: o.RetryMax, Audience: o.Audience, Issuer: o.Issuer, ClockSkew: o.ClockSkew,
 		PrincipalClaim: o.PrincipalClaim, ScopeClaim: o.ScopeClaim,
 		Log: func(err error) { lg.Warn("broker: JWKS refresh failed; keeping the old keys", "err", err) },
 	})

@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,7 +164,7 @@ func metadataReq() kmsg.Request {
 // sasl.server.max.receive.size, or silence past the authentication
 // timeout closes the connection; an unknown mechanism is
 // UNSUPPORTED_SASL_MECHANISM with the enabled list, then closes; a
-// SaslHandshake v0 (raw tokens) is refused.
+// SaslHandshake v0 exchange runs on bare tokens.
 func TestSASLBeforeAuthentication(t *testing.T) {
 	n := saslNode(t, map[string]string{"strata.sasl.authentication.timeout.ms": "1500", "sasl.server.max.receive.size": "4096"})
 	addr := n.Addrs()["SASL_PLAINTEXT"]
@@ -173,7 +177,7 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	for _, k := range avr.ApiKeys {
 		vers[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	if vers[17] != [2]int16{1, 1} || vers[36] != [2]int16{0, 2} {
+	if vers[17] != [2]int16{0, 1} || vers[36] != [2]int16{0, 2} {
 		t.Fatalf("advertised SaslHandshake %v, SaslAuthenticate %v", vers[17], vers[36])
 	}
 	rc.send(metadataReq())
@@ -215,12 +219,33 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	}
 	rc.expectClosed()
 
-	// SaslHandshake v0 is not served.
-	rc = dialRawAddr(t, addr)
-	hs.SetVersion(0)
-	hs.Mechanism = "PLAIN"
-	rc.send(hs)
-	rc.expectClosed()
+	// SaslHandshake v0: the tokens follow as bare size-prefixed frames.
+	for _, pass := range []string{"alice-secret", "wrong"} {
+		rc = dialRawAddr(t, addr)
+		hs.SetVersion(0)
+		hs.Mechanism = "PLAIN"
+		if r := rc.roundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+			t.Fatalf("v0 handshake: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		tok := []byte("\x00alice\x00" + pass)
+		if _, err := rc.nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...)); err != nil {
+			t.Fatal(err)
+		}
+		if pass != "alice-secret" {
+			rc.expectClosed() // a failed v0 exchange is closed without an answer, as Kafka
+			break
+		}
+		var reply [4]byte
+		if _, err := io.ReadFull(rc.nc, reply[:]); err != nil || binary.BigEndian.Uint32(reply[:]) != 0 {
+			t.Fatalf("v0 PLAIN reply %x %v, want an empty token", reply, err)
+		}
+		if r := rc.roundTrip(metadataReq()).(*kmsg.MetadataResponse); len(r.Brokers) != 1 {
+			t.Fatalf("metadata after a v0 exchange: %+v", r)
+		}
+		if p := connPrincipals(n, "SASL_PLAINTEXT"); !strings.Contains(p, "User:alice") {
+			t.Fatalf("principals %q", p)
+		}
+	}
 
 	// A wrong password: SASL_AUTHENTICATION_FAILED, then closed.
 	rc = dialRawAddr(t, addr)
@@ -320,36 +345,84 @@ func TestSASLRequestAuthorized(t *testing.T) {
 	}
 }
 
-// TestSASLInterBrokerPlain: three nodes whose inter-broker listener
-// INTERNAL is SASL_PLAINTEXT with PLAIN: the followers authenticate with
-// the jaas config's username/password (User:admin) and replicate.
-func TestSASLInterBrokerPlain(t *testing.T) {
-	extra := map[string]string{
-		"listener.security.protocol.map":                 "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"inter.broker.listener.name":                     "INTERNAL",
-		"sasl.mechanism.inter.broker.protocol":           "PLAIN",
-		"listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
-		"listener.name.internal.plain.sasl.jaas.config":  plainJAAS,
-	}
-	own := map[int32]map[string]string{1: {"listeners": "PLAINTEXT://127.0.0.2:0,INTERNAL://127.0.0.2:0,CONTROLLER://127.0.0.2:0"}}
-	for id := int32(2); id <= 3; id++ {
-		own[id] = map[string]string{"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.%d:0,INTERNAL://127.0.0.%d:0", id+1, id+1)}
-	}
-	cl3 := startClusterWith(t, 3, extra, own)
-	cl := cl3.client()
-	createReplicatedTopic(t, cl, "saslrepl", 2, 3, nil)
-	produceN(t, cl, "saslrepl", 0, 100)
-	for p := int32(0); p < 2; p++ {
-		if b := cl3.waitReplicasIdentical("saslrepl", p); len(b) == 0 {
-			t.Fatalf("partition %d: empty", p)
-		}
-	}
-	testutil.Eventually(t, testWait, func() bool {
-		for id := int32(1); id <= 3; id++ {
-			if strings.Contains(connPrincipals(cl3.node(id), "INTERNAL"), "User:admin") {
-				return true
+// TestSASLInterBroker: three nodes whose inter-broker listener INTERNAL
+// is SASL_PLAINTEXT: the followers authenticate with
+// sasl.mechanism.inter.broker.protocol, PLAIN with the jaas config's
+// username/password (User:admin) or OAUTHBEARER with Kafka's unsecured
+// login token (User:broker), and replicate.
+func TestSASLInterBroker(t *testing.T) {
+	for _, tc := range []struct{ mech, jaas, principal string }{
+		{"PLAIN", plainJAAS, "User:admin"},
+		{"OAUTHBEARER", `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker";`, "User:broker"},
+	} {
+		t.Run(tc.mech, func(t *testing.T) {
+			extra := map[string]string{
+				"listener.security.protocol.map":                                           "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+				"inter.broker.listener.name":                                               "INTERNAL",
+				"sasl.mechanism.inter.broker.protocol":                                     tc.mech,
+				"listener.name.internal.sasl.enabled.mechanisms":                           tc.mech,
+				"listener.name.internal." + strings.ToLower(tc.mech) + ".sasl.jaas.config": tc.jaas,
 			}
-		}
-		return false
-	}, "a connection on INTERNAL as User:admin")
+			own := map[int32]map[string]string{1: {"listeners": "PLAINTEXT://127.0.0.2:0,INTERNAL://127.0.0.2:0,CONTROLLER://127.0.0.2:0"}}
+			for id := int32(2); id <= 3; id++ {
+				own[id] = map[string]string{"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.%d:0,INTERNAL://127.0.0.%d:0", id+1, id+1)}
+			}
+			cl3 := startClusterWith(t, 3, extra, own)
+			cl := cl3.client()
+			createReplicatedTopic(t, cl, "saslrepl", 2, 3, nil)
+			produceN(t, cl, "saslrepl", 0, 100)
+			for p := int32(0); p < 2; p++ {
+				if b := cl3.waitReplicasIdentical("saslrepl", p); len(b) == 0 {
+					t.Fatalf("partition %d: empty", p)
+				}
+			}
+			testutil.Eventually(t, testWait, func() bool {
+				for id := int32(1); id <= 3; id++ {
+					if strings.Contains(connPrincipals(cl3.node(id), "INTERNAL"), tc.principal) {
+						return true
+					}
+				}
+				return false
+			}, "a connection on INTERNAL as %s", tc.principal)
+		})
+	}
+}
+
+// TestSASLKcat: kcat (librdkafka, a codec of its own) produces and
+// consumes over SASL_SSL with PLAIN; a wrong password gets nothing.
+func TestSASLKcat(t *testing.T) {
+	kcat := needClient(t, "kcat", "-V")
+	n := saslNode(t, nil)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, saslCAs[n].pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sec := func(pass string) []string {
+		return []string{"-b", n.Addrs()["SASL_SSL"], "-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + caFile,
+			"-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=" + pass}
+	}
+	createTopic(t, newAdmin(t, n), "kc-sasl", 1, nil)
+	var in strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	runClient(t, []byte(in.String()), kcat, append(sec("alice-secret"), "-P", "-t", "kc-sasl", "-K:", "-X", "acks=all")...)
+	out := runClient(t, nil, kcat, append(sec("alice-secret"), "-C", "-t", "kc-sasl", "-o", "beginning", "-c", "20", "-e", "-K:", "-f", "%k:%s\n")...)
+	if string(out) != in.String() {
+		t.Fatalf("kcat consumed over SASL_SSL:\n%s\nwant:\n%s", out, in.String())
+	}
+	if p := connPrincipals(n, "SASL_SSL"); strings.Contains(p, "ANONYMOUS") {
+		t.Fatalf("principals %q", p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, append(sec("wrong"), "-L", "-m", "5")...)
+	b, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("kcat with a wrong password listed metadata:\n%s", b)
+	}
+	if !strings.Contains(string(b), "Invalid username or password") {
+		t.Fatalf("kcat's error does not carry the broker's message:\n%s", b)
+	}
 }

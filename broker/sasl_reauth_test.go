@@ -30,7 +30,7 @@ func TestSASLReauthRaw(t *testing.T) {
 	start := time.Now()
 	expiry := start.Add(life)
 	for time.Since(start) < 5*life/2 {
-		if time.Until(expiry) < life/3 {
+		if time.Until(expiry) < life/2 {
 			if r := saslPlainRaw(t, rc, "alice", "alice-secret"); r.ErrorCode != 0 || r.SessionLifetimeMillis != life.Milliseconds() {
 				t.Fatalf("re-authenticate: %v lifetime %d", kerr.ErrorForCode(r.ErrorCode), r.SessionLifetimeMillis)
 			}

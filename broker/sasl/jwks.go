@@ -26,7 +26,8 @@ import (
 // validator's plus the expected audience and issuer. The key set is
 // fetched before the listener opens, again every refresh interval, and
 // sooner when a token names a key id the set lacks (at most once per
-// minRefetch); a failed fetch keeps the old set.
+// minRefetch); a failed fetch keeps the old set and is retried with
+// exponential backoff.
 
 // KeySet is a parsed JWKS: signature keys by key id ("" for a key with no
 // kid).
@@ -158,14 +159,17 @@ var errUnknownKey = errors.New("the token's key id is not in the JWKS")
 // JWKSConfig configures a JWKS validator, Kafka's sasl.oauthbearer.*.
 type JWKSConfig struct {
 	// Fetch returns the JWKS document (an HTTP GET or a file read).
-	Fetch          func(ctx context.Context) ([]byte, error)
-	Refresh        time.Duration // sasl.oauthbearer.jwks.endpoint.refresh.ms
-	Audience       []string      // sasl.oauthbearer.expected.audience
-	Issuer         string        // sasl.oauthbearer.expected.issuer
-	ClockSkew      time.Duration // sasl.oauthbearer.clock.skew.seconds
-	PrincipalClaim string        // sasl.oauthbearer.sub.claim.name
-	ScopeClaim     string        // sasl.oauthbearer.scope.claim.name
-	Now            func() time.Time
+	Fetch   func(ctx context.Context) ([]byte, error)
+	Refresh time.Duration // sasl.oauthbearer.jwks.endpoint.refresh.ms
+	// RetryBackoff and RetryBackoffMax space the retries of a failed
+	// refresh (sasl.oauthbearer.jwks.endpoint.retry.backoff.ms, .max.ms).
+	RetryBackoff, RetryBackoffMax time.Duration
+	Audience                      []string      // sasl.oauthbearer.expected.audience
+	Issuer                        string        // sasl.oauthbearer.expected.issuer
+	ClockSkew                     time.Duration // sasl.oauthbearer.clock.skew.seconds
+	PrincipalClaim                string        // sasl.oauthbearer.sub.claim.name
+	ScopeClaim                    string        // sasl.oauthbearer.scope.claim.name
+	Now                           func() time.Time
 	// Log, when set, hears of failed refreshes.
 	Log func(err error)
 }
@@ -227,21 +231,50 @@ func (v *JWKS) Run(ctx context.Context) {
 	if every <= 0 {
 		every = time.Hour
 	}
-	t := time.NewTicker(every)
+	t := time.NewTimer(every)
 	defer t.Stop()
+	backoff := time.Duration(0)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-v.kick:
+			t.Stop()
 		}
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if err := v.refresh(rctx); err != nil && v.cfg.Log != nil && ctx.Err() == nil {
-			v.cfg.Log(err)
-		}
+		err := v.refresh(rctx)
 		cancel()
+		next := every
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if v.cfg.Log != nil {
+				v.cfg.Log(err)
+			}
+			backoff = nextBackoff(backoff, v.cfg.RetryBackoff, v.cfg.RetryBackoffMax)
+			next = min(backoff, every)
+		} else {
+			backoff = 0
+		}
+		t.Reset(next)
 	}
+}
+
+// nextBackoff doubles prev from first up to limit (defaults 100ms and
+// 10s, Kafka's sasl.oauthbearer.jwks.endpoint.retry.backoff[.max].ms).
+func nextBackoff(prev, first, limit time.Duration) time.Duration {
+	if first <= 0 {
+		first = 100 * time.Millisecond
+	}
+	if limit <= 0 {
+		limit = 10 * time.Second
+	}
+	if prev <= 0 {
+		return min(first, limit)
+	}
+	return min(2*prev, limit)
 }
 
 func (v *JWKS) Validate(token string) (Token, error) {

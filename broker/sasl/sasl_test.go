@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,6 +291,37 @@ func TestOAuthJWKS(t *testing.T) {
 			t.Fatal("rotated key never accepted")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// A failing refresh keeps the old keys and is retried with backoff
+	// until it succeeds.
+	var calls atomic.Int64
+	failing := atomic.Bool{}
+	failing.Store(true)
+	v2, err := NewJWKS(context.Background(), JWKSConfig{
+		Fetch: func(context.Context) ([]byte, error) {
+			if calls.Add(1) > 1 && failing.Load() {
+				return nil, errors.New("idp down")
+			}
+			return doc, nil
+		},
+		Refresh: 20 * time.Millisecond, RetryBackoff: time.Millisecond, RetryBackoffMax: 5 * time.Millisecond,
+		Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go v2.Run(ctx)
+	for calls.Load() < 6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("refresh retried %d times", calls.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := v2.Validate(tok); err != nil {
+		t.Fatalf("keys lost while the refresh fails: %v", err)
+	}
+	if got := []time.Duration{nextBackoff(0, 0, 0), nextBackoff(100*time.Millisecond, 0, 0), nextBackoff(8*time.Second, 0, 0)}; got[0] != 100*time.Millisecond || got[1] != 200*time.Millisecond || got[2] != 10*time.Second {
+		t.Fatalf("backoffs %v", got)
 	}
 	if _, err := NewJWKS(context.Background(), JWKSConfig{Fetch: func(context.Context) ([]byte, error) { return []byte(`{"keys":[]}`), nil }}); err == nil {
 		t.Fatal("an empty key set was accepted")
