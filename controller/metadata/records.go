@@ -16,25 +16,27 @@ type RecordType uint8
 // Record types. Append new kinds at the end with the number typeEnd has,
 // and move typeEnd up by one.
 const (
-	TypeRegisterBroker           RecordType = 1  // [RegisterBrokerRecord]
-	TypeUnregisterBroker         RecordType = 2  // [UnregisterBrokerRecord]
-	TypeBrokerRegistrationChange RecordType = 3  // [BrokerRegistrationChangeRecord]
-	TypeTopic                    RecordType = 4  // [TopicRecord]
-	TypePartition                RecordType = 5  // [PartitionRecord]
-	TypePartitionChange          RecordType = 6  // [PartitionChangeRecord]
-	TypeConfig                   RecordType = 7  // [ConfigRecord]
-	TypeRemoveTopic              RecordType = 8  // [RemoveTopicRecord]
-	TypeRemoteSegment            RecordType = 9  // [RemoteSegmentRecord]
-	TypeNoOp                     RecordType = 10 // [NoOpRecord]
-	TypeFeatureLevel             RecordType = 11 // [FeatureLevelRecord]
-	TypeClusterID                RecordType = 12 // [ClusterIDRecord]
-	TypeAccessControlEntry       RecordType = 13 // [AccessControlEntryRecord]
-	TypeRemoveAccessControlEntry RecordType = 14 // [RemoveAccessControlEntryRecord]
+	TypeRegisterBroker            RecordType = 1  // [RegisterBrokerRecord]
+	TypeUnregisterBroker          RecordType = 2  // [UnregisterBrokerRecord]
+	TypeBrokerRegistrationChange  RecordType = 3  // [BrokerRegistrationChangeRecord]
+	TypeTopic                     RecordType = 4  // [TopicRecord]
+	TypePartition                 RecordType = 5  // [PartitionRecord]
+	TypePartitionChange           RecordType = 6  // [PartitionChangeRecord]
+	TypeConfig                    RecordType = 7  // [ConfigRecord]
+	TypeRemoveTopic               RecordType = 8  // [RemoveTopicRecord]
+	TypeRemoteSegment             RecordType = 9  // [RemoteSegmentRecord]
+	TypeNoOp                      RecordType = 10 // [NoOpRecord]
+	TypeFeatureLevel              RecordType = 11 // [FeatureLevelRecord]
+	TypeClusterID                 RecordType = 12 // [ClusterIDRecord]
+	TypeAccessControlEntry        RecordType = 13 // [AccessControlEntryRecord]
+	TypeRemoveAccessControlEntry  RecordType = 14 // [RemoveAccessControlEntryRecord]
+	TypeUserScramCredential       RecordType = 15 // [UserScramCredentialRecord]
+	TypeRemoveUserScramCredential RecordType = 16 // [RemoveUserScramCredentialRecord]
 
 	// typeEnd is one past the last record type. The codec's tests walk
 	// every type below it (a sample, a name, a decoder each) and check that
 	// typeEnd itself is unknown, so a new type cannot be left out of them.
-	typeEnd RecordType = 15
+	typeEnd RecordType = 17
 )
 
 // String returns the record type's name.
@@ -68,6 +70,10 @@ func (t RecordType) String() string {
 		return "AccessControlEntry"
 	case TypeRemoveAccessControlEntry:
 		return "RemoveAccessControlEntry"
+	case TypeUserScramCredential:
+		return "UserScramCredential"
+	case TypeRemoveUserScramCredential:
+		return "RemoveUserScramCredential"
 	}
 	return fmt.Sprintf("RecordType(%d)", uint8(t))
 }
@@ -329,20 +335,22 @@ type ClusterIDRecord struct {
 
 // Versions written by Encode. Decode accepts every version up to these.
 const (
-	versionRegisterBroker           = 0
-	versionUnregisterBroker         = 0
-	versionBrokerRegistrationChange = 0
-	versionTopic                    = 0
-	versionPartition                = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
-	versionPartitionChange          = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
-	versionConfig                   = 0
-	versionRemoveTopic              = 0
-	versionRemoteSegment            = 1 // 1: WriterLeaderEpoch
-	versionNoOp                     = 0
-	versionFeatureLevel             = 0
-	versionClusterID                = 0
-	versionAccessControlEntry       = 0
-	versionRemoveAccessControlEntry = 0
+	versionRegisterBroker            = 0
+	versionUnregisterBroker          = 0
+	versionBrokerRegistrationChange  = 0
+	versionTopic                     = 0
+	versionPartition                 = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
+	versionPartitionChange           = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
+	versionConfig                    = 0
+	versionRemoveTopic               = 0
+	versionRemoteSegment             = 1 // 1: WriterLeaderEpoch
+	versionNoOp                      = 0
+	versionFeatureLevel              = 0
+	versionClusterID                 = 0
+	versionAccessControlEntry        = 0
+	versionRemoveAccessControlEntry  = 0
+	versionUserScramCredential       = 0
+	versionRemoveUserScramCredential = 0
 )
 
 // FeatureReplication is the metadata feature a controller records (level
