@@ -137,6 +137,9 @@ type Node struct {
 	// txnVerifyHook, if set (tests), answers KIP-890 verification in place
 	// of verifyTxnPartitions (txn_produce.go).
 	txnVerifyHook atomic.Pointer[txnVerifyFunc]
+	// deltaHook, if set (tests), runs before each metadata delta is
+	// applied (it may hold the delta back).
+	deltaHook atomic.Pointer[func(controller.Delta)]
 
 	brokerEpoch atomic.Int64
 	fenced      atomic.Bool

@@ -810,6 +810,19 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 		for _, r := range res {
 			fmt.Fprintf(&out, "%s: %s\n", r.User, h.errLine(r.Err))
 		}
+	case "describe-scram":
+		// the users, space separated; none describes all
+		for _, d := range h.st.DescribeUserScramCredentials(strings.Fields(td.Input)) {
+			if d.Err != nil {
+				fmt.Fprintf(&out, "%s: %s\n", d.User, h.errLine(d.Err))
+				continue
+			}
+			fmt.Fprintf(&out, "%s:", d.User)
+			for _, c := range d.Creds {
+				fmt.Fprintf(&out, " %s/%d", c.Mechanism, c.Iterations)
+			}
+			out.WriteString("\n")
+		}
 	case "show":
 		return h.show()
 	default:

@@ -321,3 +321,49 @@ func ScramRecordFromPassword(name string, mech ScramMechanism, password string, 
 	}
 	return r, validateScramRecord(r)
 }
+
+// ScramUserDescription is one user of a DescribeUserScramCredentials
+// answer: its mechanisms and iterations, or an error.
+type ScramUserDescription struct {
+	User  string
+	Creds []ScramCredentialEntry // by mechanism
+	Err   error
+}
+
+// DescribeUserScramCredentials answers a DescribeUserScramCredentials as
+// Kafka's ScramImage.describe: no users (nil or empty) describes every user
+// with a credential; a user named twice gets DUPLICATE_RESOURCE, one
+// without credentials RESOURCE_NOT_FOUND. Users are sorted by name (Kafka
+// answers in hash-map order).
+func (s *State) DescribeUserScramCredentials(users []string) []ScramUserDescription {
+	byUser := map[string][]ScramCredentialEntry{}
+	for _, c := range s.ScramCredentials() {
+		byUser[c.Name] = append(byUser[c.Name], c)
+	}
+	dup := map[string]bool{}
+	if len(users) == 0 {
+		for u := range byUser {
+			dup[u] = false
+		}
+	} else {
+		for _, u := range users {
+			_, seen := dup[u]
+			dup[u] = seen
+		}
+	}
+	out := make([]ScramUserDescription, 0, len(dup))
+	for u, twice := range dup {
+		d := ScramUserDescription{User: u}
+		switch {
+		case twice:
+			d.Err = fmt.Errorf("%w: Cannot describe SCRAM credentials for the same user twice in a single request: %s", kerr.DuplicateResource, u)
+		case len(byUser[u]) == 0:
+			d.Err = fmt.Errorf("%w: Attempt to describe a user credential that does not exist: %s", kerr.ResourceNotFound, u)
+		default:
+			d.Creds = byUser[u]
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b ScramUserDescription) int { return cmp.Compare(a.User, b.User) })
+	return out
+}
