@@ -369,7 +369,7 @@ func rpcGoldens() []rpcGolden {
 			method:   16,
 			request:  `{"deletions":[{"Name":"bob","Mechanism":2}],"upsertions":[{"Name":"alice","Mechanism":1,"Iterations":4096,"Salt":"c2FsdA==","SaltedPassword":"AQID"}]}`,
 			response: `{"body":[{"user":"bob","err":{"code":91,"msg":"absent"}},{"user":"alice"}]}`,
-			want: []metadata.AlterScramResult{{User: "bob", Err: &RemoteError{Code: 91, Msg: "absent"}}, {User: "alice"}},
+			want:     []metadata.AlterScramResult{{User: "bob", Err: &RemoteError{Code: 91, Msg: "absent"}}, {User: "alice"}},
 		},
 	}
 }
