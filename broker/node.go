@@ -380,7 +380,13 @@ func (n *Node) startController(o Options) error {
 	if n.ctlTLS != nil {
 		ln = tls.NewListener(ln, n.ctlTLS.serverConfig())
 	}
+	bootstrap, err := readBootstrap(n.fs, n.cfg.MetadataLogDir) // bootstrap.go
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	n.ctl, err = controller.Open(controller.Options{
+		Bootstrap:     bootstrap,
 		Config:        n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
 		Listener:      ln,
 		Registry:      n.reg,
