@@ -52,7 +52,7 @@ func TestParseAddScram(t *testing.T) {
 		`SCRAM-SHA-256=[name=a,password=topsecret,salt=!!]`,
 		`SCRAM-SHA-256=[name=a,password=topsecret,saltedpassword="AAAA",salt="AAAA"]`,
 		`SCRAM-SHA-256=[name=a,saltedpassword="AAAA"]`,
-		`SCRAM-SHA-256=[name=a,salt="c2FsdA==",saltedpassword="AAAA"]`, // 3 bytes, not 32
+		`SCRAM-SHA-256=[name=a,salt="c2FsdA==",saltedpassword=""]`,
 		`SCRAM-SHA-256=[name=a,password="topsecret]`,
 		`SCRAM-SHA-256=[name=a,pasword=topsecret]`,
 		`SCRAM-SHA-256=[name=a,name=b,password=topsecret]`,

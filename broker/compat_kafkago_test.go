@@ -96,6 +96,26 @@ func TestKafkaGoACLConformance(t *testing.T) {
 		[]string{"TestClientCreateACLs", "TestClientDescribeACLs", "TestClientDeleteACLs"})
 }
 
+// TestKafkaGoScramConformance runs kafka-go's KIP-554 tests: an
+// AlterUserScramCredentials upsert (SHA-512, 15000 iterations, salt
+// "my-salt") described immediately after (read-your-writes), then deleted
+// and described as a per-user RESOURCE_NOT_FOUND. With the
+// StandardAuthorizer on, as kafka-go's compose file runs them (this
+// PLAINTEXT node makes User:ANONYMOUS a super user).
+func TestKafkaGoScramConformance(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KAFKAGO") != "1" {
+		t.Skip("set STRATA_TEST_KAFKAGO=1 (or CI=true) to run segmentio/kafka-go's tests against a node on 127.0.0.1:9092")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	runKafkaGo(t, map[string]string{
+		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":           "User:ANONYMOUS",
+	}, "^(TestAlterUserScramCredentials|TestDescribeUserScramCredentials)$",
+		[]string{"TestAlterUserScramCredentials", "TestDescribeUserScramCredentials"})
+}
+
 // runKafkaGo runs kafka-go's tests matching pattern against a node on
 // 127.0.0.1:9092 (extra over the compose settings) and insists on each of
 // want having passed.

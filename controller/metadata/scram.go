@@ -203,9 +203,9 @@ type AlterScramResult struct {
 //   - deleting a credential the image lacks is RESOURCE_NOT_FOUND;
 //   - an upsertion with iterations outside [4096, 16384] is
 //     UNACCEPTABLE_CREDENTIAL ("Too few iterations" / "Too many
-//     iterations"), as is one without a salt or salted password of the
-//     mechanism's size (Kafka's broker refused an empty salt; a salted
-//     password of another size cannot be Hi(password) of the mechanism).
+//     iterations"), as is one with an empty salt or salted password
+//     (Kafka's broker refused an empty salt, its HMAC an empty key; a
+//     salted password of any other length is taken, as Kafka takes it).
 //
 // There is one result per user, in the order users first appear
 // (deletions, then upsertions); Kafka answers in hash-map order. Every
@@ -294,8 +294,10 @@ func planScramUpsertion(u ScramUpsertion) (*UserScramCredentialRecord, error) {
 		return nil, fmt.Errorf("%w: Too many iterations", kerr.UnacceptableCredential)
 	case len(u.Salt) == 0:
 		return nil, fmt.Errorf("%w: Salt must not be empty", kerr.UnacceptableCredential)
-	case len(u.SaltedPassword) != u.Mechanism.keySize():
-		return nil, fmt.Errorf("%w: Salted password of %d bytes for %s", kerr.UnacceptableCredential, len(u.SaltedPassword), u.Mechanism)
+	case len(u.SaltedPassword) == 0:
+		// Kafka's HMAC key spec refuses an empty key; any other length
+		// is an HMAC key (kafka-go's test sends 18 bytes for SHA-512).
+		return nil, fmt.Errorf("%w: Salted password must not be empty", kerr.UnacceptableCredential)
 	}
 	c, err := sasl.ScramCredentialFromSalted(u.Mechanism.String(), u.SaltedPassword, u.Salt, int(u.Iterations))
 	if err != nil {
