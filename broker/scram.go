@@ -7,6 +7,9 @@ package broker
 // broker authenticates as soon as its answer has left.
 
 import (
+	"crypto/rand"
+	"sync"
+
 	"github.com/strata-io/strata/broker/sasl"
 	"github.com/strata-io/strata/controller/metadata"
 )
@@ -25,18 +28,25 @@ func (n *Node) scramCredentials() sasl.ScramCredentials {
 	})
 }
 
-// scramMechanisms returns the SCRAM mechanisms over the node's image, by
-// name, for the SASL framework to offer where sasl.enabled.mechanisms
-// lists them. Each has its own secret for unknown users' salts, so build
-// them once per node, not per connection.
-func (n *Node) scramMechanisms() (map[string]sasl.Mechanism, error) {
-	out := map[string]sasl.Mechanism{}
-	for _, name := range []string{sasl.ScramSHA256, sasl.ScramSHA512} {
-		m, err := sasl.NewScram(name, n.scramCredentials())
-		if err != nil {
-			return nil, err
-		}
-		out[name] = m
-	}
-	return out, nil
+// newScramMechanism is node n's SCRAM-SHA-256 or SCRAM-SHA-512 mechanism
+// over its image, the hook the SASL listeners (sasl_config.go's
+// scramMechanisms, S17c) call for each listener offering it; once both are
+// merged it is wired with
+//
+//	func init() { scramMechanisms = newScramMechanism }
+//
+// Unknown users' fake salts derive from one secret per process, so every
+// listener of the node answers an unknown user with the same salt (two
+// listeners with different ones would tell an unknown user from a known
+// one). Nodes of a cluster each have their own: a client comparing two
+// brokers could tell an unknown user, as it can from Kafka's immediate
+// failure of one.
+func newScramMechanism(n *Node, mechanism string) (sasl.Mechanism, error) {
+	return sasl.NewScram(mechanism, n.scramCredentials(), sasl.WithScramFakeSecret(scramFakeSecret()))
 }
+
+var scramFakeSecret = sync.OnceValue(func() []byte {
+	b := make([]byte, 32)
+	rand.Read(b) // crypto/rand: never fails
+	return b
+})

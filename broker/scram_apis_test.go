@@ -21,7 +21,7 @@ import (
 // and reports whether it authenticated as user.
 func scramLogin(t *testing.T, n *Node, mech, user, pass string) bool {
 	t.Helper()
-	ms, err := n.scramMechanisms()
+	m, err := newScramMechanism(n, mech)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func scramLogin(t *testing.T, n *Node, mech, user, pass string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss := ms[mech].Start()
+	ss := m.Start()
 	for i := 0; i < 2; i++ {
 		out, done, err := ss.Step(msg)
 		if err != nil {
