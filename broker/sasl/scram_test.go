@@ -277,3 +277,54 @@ func TestScramUnescape(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScramServer feeds two arbitrary client messages to a SCRAM-SHA-256
+// session whose only user is "user" (password "pencil"), with RFC 7677's
+// exchange as a seed. Invariants: Step never panics; every error wraps
+// ErrAuthentication; a failed session stays failed; an exchange succeeds
+// only for "user" and only with the proof of the right password (the
+// fuzzer cannot forge one: success requires the seed's exact messages).
+func FuzzScramServer(f *testing.F) {
+	f.Add([]byte("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"),
+		[]byte("c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="))
+	f.Add([]byte("n,a=user,n=user,r=x,ext=1"), []byte("c=bixhPXVzZXIs,r=x,p=AAAA"))
+	f.Add([]byte("p=tls-unique,,n=user,r=x"), []byte(""))
+	f.Add([]byte("n,,n=us=2Cer,r=x"), []byte("c=biws,r=x%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,e=1,p="))
+	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
+	cred, err := ScramCredentialFromPassword(ScramSHA256, "pencil", salt, 4096)
+	if err != nil {
+		f.Fatal(err)
+	}
+	creds := ScramCredentialsFunc(func(u, _ string) (ScramCredential, bool) { return cred, u == "user" })
+	m, err := NewScram(ScramSHA256, creds)
+	if err != nil {
+		f.Fatal(err)
+	}
+	m.(*scramMech).serverNonce = func() (string, error) { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", nil }
+	f.Fuzz(func(t *testing.T, first, final []byte) {
+		s := m.Start()
+		_, done, err := s.Step(first)
+		if done {
+			t.Fatal("done after client-first")
+		}
+		if err != nil {
+			if !errors.Is(err, ErrAuthentication) {
+				t.Fatalf("client-first error %v does not wrap ErrAuthentication", err)
+			}
+			if _, _, err := s.Step(final); err == nil {
+				t.Fatal("a failed session went on")
+			}
+			return
+		}
+		out, done, err := s.Step(final)
+		if err != nil {
+			if !errors.Is(err, ErrAuthentication) || done || s.Principal() != "" {
+				t.Fatalf("client-final: done %v err %v principal %q", done, err, s.Principal())
+			}
+			return
+		}
+		if !done || s.Principal() != "user" || !bytes.HasPrefix(out, []byte("v=")) {
+			t.Fatalf("success: done %v principal %q out %q", done, s.Principal(), out)
+		}
+	})
+}
