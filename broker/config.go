@@ -127,7 +127,20 @@ var Settings = []Setting{
 	{"controlled.shutdown.enable", "true", "on shutdown, first ask the controller to move this broker's leaderships and ISR memberships away (heartbeats with WantShutDown, at most broker.session.timeout.ms)"},
 	{"inter.broker.listener.name", "", "the registered listener followers fetch from and transaction markers go to (default: the listener named by security.inter.broker.protocol when that is set, else the first listener that is not the controller's)"},
 	{"security.inter.broker.protocol", "", "the inter-broker listener by protocol: the listener of that name (Kafka's default is PLAINTEXT; set at most one of this and inter.broker.listener.name)"},
-	{"listener.security.protocol.map", defaultProtocolMap, "listener name to security protocol, NAME:PROTOCOL,...; protocols PLAINTEXT and SSL (SASL_PLAINTEXT and SASL_SSL are refused: SASL is not built yet)"},
+	{"listener.security.protocol.map", defaultProtocolMap, "listener name to security protocol, NAME:PROTOCOL,...; protocols PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (the controller listener: PLAINTEXT or SSL)"},
+	{"sasl.enabled.mechanisms", "GSSAPI", "SASL mechanisms of SASL_* listeners, comma-separated: PLAIN, OAUTHBEARER (Kafka's default GSSAPI is refused); listener.name.<l>.sasl.enabled.mechanisms per listener"},
+	{"sasl.mechanism.inter.broker.protocol", "GSSAPI", "the mechanism brokers authenticate with when the inter-broker listener is SASL_* (credentials: that listener's jaas config username/password)"},
+	{"sasl.jaas.config", "", "JAAS login module of SASL listeners, Kafka's syntax (PlainLoginModule user_<name>=\"<password>\" are PLAIN's users); listener.name.<l>.<mechanism>.sasl.jaas.config per listener and mechanism; a password"},
+	{"sasl.server.max.receive.size", "524288", "largest request frame a SASL listener reads before the connection authenticates (a larger one closes it)"},
+	{"strata.sasl.authentication.timeout.ms", "10000", "a connection of a SASL listener that has not authenticated this long after it opened is closed"},
+	{"connections.max.reauth.ms", "0", "KIP-368: SASL sessions last at most this long (bounded by an OAUTHBEARER token's expiry); a connection used past it without re-authenticating is closed (0 = no limit)"},
+	{"sasl.oauthbearer.jwks.endpoint.url", "", "OAUTHBEARER: validate signed JWTs with the keys at this file: or http(s):// URL (unset: Kafka's unsecured-JWS validator)"},
+	{"sasl.oauthbearer.jwks.endpoint.refresh.ms", "3600000", "OAUTHBEARER: how often the JWKS is fetched again (sooner when a token names an unknown key id)"},
+	{"sasl.oauthbearer.expected.audience", "", "OAUTHBEARER JWKS validator: audiences, comma-separated, one of which the token's aud must hold (unset: not checked)"},
+	{"sasl.oauthbearer.expected.issuer", "", "OAUTHBEARER JWKS validator: the iss the token must carry (unset: not checked)"},
+	{"sasl.oauthbearer.clock.skew.seconds", "30", "OAUTHBEARER JWKS validator: clock skew allowed for exp, iat and nbf"},
+	{"sasl.oauthbearer.sub.claim.name", "sub", "OAUTHBEARER JWKS validator: the claim holding the principal"},
+	{"sasl.oauthbearer.scope.claim.name", "scope", "OAUTHBEARER JWKS validator: the claim holding the scope"},
 	{"ssl.keystore.type", "JKS", "key store format of SSL listeners: only PEM is supported (Kafka's default JKS is refused)"},
 	{"ssl.keystore.location", "", "PEM file holding the private key and its certificate chain"},
 	{"ssl.keystore.key", "", "the private key inline, PEM (with ssl.keystore.certificate.chain; instead of ssl.keystore.location)"},
@@ -186,6 +199,7 @@ var Settings = []Setting{
 // does for passwords.
 var sensitiveSettings = map[string]bool{
 	"remote.storage.s3.secret.key": true,
+	"sasl.jaas.config":             true,
 	"ssl.key.password":             true,
 	"ssl.keystore.key":             true,
 }
@@ -448,8 +462,13 @@ type Config struct {
 	ControllerProtocol string
 	// TLS holds each SSL listener's settings by listener name (the
 	// controller's too when it is SSL, on broker-only nodes as well).
-	TLS          map[string]*sslSettings
-	ReplicaFetch ReplicaFetchSettings
+	TLS map[string]*sslSettings
+	// SASL holds each SASL_* listener's settings by listener name.
+	SASL map[string]*saslSettings
+	// InterBrokerSASL is how the inter-broker clients authenticate, when
+	// the inter-broker listener is SASL_* (nil otherwise).
+	InterBrokerSASL *interBrokerSASL
+	ReplicaFetch    ReplicaFetchSettings
 
 	// Remote tier (remote.*; tiering.OpenStore, broker/tiering_store.go).
 	RemoteStorageEnable bool
@@ -908,14 +927,8 @@ func (c *Config) validate() error {
 	if len(c.ClientListeners()) == 0 {
 		return fmt.Errorf("%w: listeners has no client listener", ErrInvalidConfig)
 	}
-	for _, l := range c.Listeners {
-		switch l.Protocol {
-		case protoSASLPlaintext, protoSASLSSL:
-			return fmt.Errorf("%w: listener %s: security protocol %s: SASL is not built yet", ErrInvalidConfig, l.Name, l.Protocol)
-		}
-	}
 	if p := c.ControllerProtocol; p == protoSASLPlaintext || p == protoSASLSSL {
-		return fmt.Errorf("%w: controller listener %s: security protocol %s: SASL is not built yet", ErrInvalidConfig, c.ControllerListenerName, p)
+		return fmt.Errorf("%w: controller listener %s: security protocol %s: the controller listener speaks Strata's quorum RPC, not Kafka's protocol, so it has no SASL: use SSL (with ssl.client.auth=required for node certificates)", ErrInvalidConfig, c.ControllerListenerName, p)
 	}
 	if c.hasRole(controller.RoleController) {
 		found := false
@@ -1019,8 +1032,26 @@ func (c *Config) applyProtocols(pm map[string]string, props map[string]string, g
 	}
 	names := []string{}
 	for _, l := range c.Listeners {
-		if l.Protocol == protoSSL && l.Name != c.ControllerListenerName {
+		if l.Name == c.ControllerListenerName {
+			continue
+		}
+		if l.Protocol == protoSSL || l.Protocol == protoSASLSSL {
 			names = append(names, l.Name)
+		}
+		if l.Protocol == protoSASLPlaintext || l.Protocol == protoSASLSSL {
+			s, err := parseSASLSettings(l.Name, props, get)
+			if err != nil {
+				return err
+			}
+			if c.SASL == nil {
+				c.SASL = map[string]*saslSettings{}
+			}
+			c.SASL[l.Name] = s
+		}
+	}
+	if l, ok := c.interBrokerListener(); ok && c.SASL[l.Name] != nil {
+		if c.InterBrokerSASL, err = interBrokerSASLOf(c.SASL[l.Name], get("sasl.mechanism.inter.broker.protocol")); err != nil {
+			return err
 		}
 	}
 	if c.ControllerProtocol == protoSSL {

@@ -36,6 +36,9 @@ var KafkaIgnoredSettings = []string{
 	"controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",
 	"inter.broker.protocol.version",
 	"early.start.listeners", "initial.broker.registration.timeout.ms",
+	// a SASL controller listener is refused (its RPC is not Kafka's), so
+	// the mechanism it would use changes nothing
+	"sasl.mechanism.controller.protocol",
 	// transactions and producer ids (internals)
 	"transaction.state.log.load.buffer.size",
 	"transaction.partition.verification.enable", "producer.id.expiration.ms",
@@ -106,6 +109,9 @@ func ignoredSetting(name string) bool {
 func knownName(name string) bool {
 	if _, _, ok := listenerOverrideName(name); ok {
 		return true // listener.name.<l>.ssl.*
+	}
+	if saslOverrideName(name) {
+		return true // listener.name.<l>.[<mechanism>.]sasl.*
 	}
 	_, ok := lookupSetting(name)
 	return ok || ignoredSetting(name)

@@ -116,6 +116,9 @@ type conn struct {
 	// principal is who the connection speaks for: Anonymous until TLS or
 	// SASL authenticates it (issue 17); read by the authorizer.
 	principal atomic.Pointer[Principal]
+	// sasl is the SASL state of a SASL_* listener's connection (nil on
+	// other listeners; sasl_conn.go).
+	sasl *saslConn
 }
 
 // Principal returns who c speaks for (Anonymous when unauthenticated).
@@ -129,8 +132,13 @@ func (c *conn) Principal() Principal {
 func newConn(n *Node, nc net.Conn, listener string) *conn {
 	ctx, cancel := context.WithCancel(n.ctx)
 	readCtx, readCancel := context.WithCancel(ctx)
+	var sc *saslConn
+	if sl := n.saslLns[listener]; sl != nil {
+		sc = &saslConn{lis: sl, opened: time.Now()}
+	}
 	return &conn{
-		n: n, nc: nc, listener: listener,
+		sasl: sc,
+		n:    n, nc: nc, listener: listener,
 		logger: n.logger.With("remote", nc.RemoteAddr().String(), "listener", listener),
 		ctx:    ctx, cancel: cancel, readCtx: readCtx, readCancel: readCancel,
 		queue:  make(chan *slot, n.cfg.QueuedMaxRequests),
@@ -184,7 +192,8 @@ func (c *conn) readLoop() {
 		case <-c.ctx.Done():
 			return
 		}
-		c.nc.SetReadDeadline(time.Now().Add(idle))
+		deadline, preAuth := c.saslReadDeadline(time.Now().Add(idle))
+		c.nc.SetReadDeadline(deadline)
 		// Checked after setting the deadline: a shutdown that set its own
 		// (immediate) deadline before ours is seen here.
 		if c.stopRead.Load() {
@@ -194,6 +203,10 @@ func (c *conn) readLoop() {
 		if err != nil {
 			var ne net.Error
 			if got == 0 && errors.As(err, &ne) && ne.Timeout() && !c.stopRead.Load() {
+				if preAuth && !c.sasl.authed.Load() && !time.Now().Before(c.sasl.opened.Add(c.sasl.lis.s.AuthTimeout)) {
+					c.kill(fmt.Errorf("not SASL-authenticated within strata.sasl.authentication.timeout.ms (%v)", c.sasl.lis.s.AuthTimeout))
+					return
+				}
 				if c.pending.Load() > 0 {
 					<-c.tokens // not used: no frame was read
 					continue   // a long poll or a slow handler: not idle
@@ -210,6 +223,10 @@ func (c *conn) readLoop() {
 		// Enforce the limit before allocating anything for the body.
 		if size > c.n.cfg.SocketRequestMaxBytes {
 			c.kill(fmt.Errorf("%w: %d bytes > socket.request.max.bytes %d", ErrRequestTooLarge, size, c.n.cfg.SocketRequestMaxBytes))
+			return
+		}
+		if limit := c.saslFrameCap(); limit > 0 && size > limit {
+			c.kill(fmt.Errorf("%w: %d bytes before SASL authentication > sasl.server.max.receive.size %d", ErrRequestTooLarge, size, limit))
 			return
 		}
 		if size < minRequestBytes {
@@ -306,7 +323,12 @@ func (c *conn) dispatch(b []byte) error {
 	if err := decodeBody(r.msg, rest); err != nil {
 		return fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, err)
 	}
-	return c.enqueue(r, func(ctx context.Context) (*frame, error) { return a.fn(ctx, c.n, r) })
+	return c.enqueue(r, func(ctx context.Context) (*frame, error) {
+		if err := c.saslGate(r); err != nil {
+			return nil, err
+		}
+		return a.fn(ctx, c.n, r)
+	})
 }
 
 // enqueue takes the request's place in the connection's order; the
@@ -401,6 +423,9 @@ func (c *conn) writeLoop() {
 				if err := f.writeTo(c.nc); err != nil {
 					dead = true
 					c.kill(fmt.Errorf("broker: write response: %w", err))
+				} else if f.closeAfter {
+					dead = true
+					c.kill(errSASLFailed)
 				}
 			}
 			f.release()

@@ -23,6 +23,9 @@ type frame struct {
 	// the connection's order, and sends its frame instead; buf and
 	// splices are empty.
 	later *deferred
+	// closeAfter closes the connection once the frame is written (a
+	// failed SASL exchange's answer).
+	closeAfter bool
 }
 
 // deferred is a response completed after its handler returned: f or err

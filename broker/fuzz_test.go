@@ -105,8 +105,13 @@ type served struct {
 // Handlers still running after budget (a long poll the input asked for)
 // are cut by closing the connection.
 func serveBytes(n *Node, input []byte, budget time.Duration) served {
+	return serveBytesOn(n, "PLAINTEXT", input, budget)
+}
+
+// serveBytesOn is serveBytes on the named listener (its SASL state, if any).
+func serveBytesOn(n *Node, listener string, input []byte, budget time.Duration) served {
 	mc := newMemConn(input)
-	c := newConn(n, mc, "PLAINTEXT")
+	c := newConn(n, mc, listener)
 	finished := make(chan struct{})
 	go func() {
 		c.serve()

@@ -63,9 +63,7 @@ func TestListenerSecurityConfig(t *testing.T) {
 		{"unmapped listener", with(nil, "listeners", "EXTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0"), "no security protocol defined for listener EXTERNAL", nil},
 		{"explicit map must name the controller", with(nil, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT"), "no security protocol defined for listener CONTROLLER", nil},
 		{"unknown protocol", with(nil, "listener.security.protocol.map", "PLAINTEXT:TLS,CONTROLLER:PLAINTEXT"), "unknown security protocol", nil},
-		{"SASL refused", with(nil, "listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0"), "SASL is not built yet", nil},
-		{"SASL_PLAINTEXT under another name", with(nil, "listeners", "PLAINTEXT://127.0.0.1:0,AUTH://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-			"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,AUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"), "SASL is not built yet", nil},
+		{"SASL with Kafka's default GSSAPI refused", with(nil, "listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0"), "GSSAPI (Kerberos, Kafka's default) is not supported", nil},
 		{"controller over SSL", with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL", "listener.name.controller.ssl.client.auth", "required"), "", func(t *testing.T, c Config) {
 			if c.ControllerProtocol != "SSL" || c.TLS["CONTROLLER"] == nil || c.TLS["CONTROLLER"].ClientAuth == 0 || c.TLS["PLAINTEXT"] != nil {
 				t.Errorf("controller protocol %q tls %v", c.ControllerProtocol, c.TLS)
@@ -77,7 +75,7 @@ func TestListenerSecurityConfig(t *testing.T) {
 				t.Errorf("controller protocol %q tls %v", c.ControllerProtocol, c.TLS)
 			}
 		}},
-		{"SASL controller", with(nil, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"), "SASL is not built yet", nil},
+		{"SASL controller", with(nil, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"), "speaks Strata's quorum RPC", nil},
 		{"advertised name not a listener", with(nil, "advertised.listeners", "EXTERNAL://x:1"), "not in listeners", nil},
 		{"SSL without a keystore", with(nil, "listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.keystore.type", "PEM"), "needs a key store", nil},
 		{"JKS refused", with(nil, "listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.keystore.location", "/k.jks"), "only PEM", nil},

@@ -52,6 +52,9 @@ type metrics struct {
 	bytesIn         *prometheus.CounterVec   // topic
 	bytesOut        *prometheus.CounterVec   // topic
 	messagesIn      *prometheus.CounterVec   // topic
+	// SASL exchanges that succeeded and failed, by listener and
+	// mechanism (36_sasl_authenticate.go).
+	saslSuccess, saslFailure *prometheus.CounterVec
 
 	// ISR changes this broker made as leader (Kafka's IsrShrinksPerSec,
 	// IsrExpandsPerSec, FailedIsrUpdatesPerSec); the leader side counts
@@ -108,6 +111,10 @@ func newMetrics() *metrics {
 		bytesOut:   prometheus.NewCounterVec(opts("topic", "bytes_out_total", "Record-batch bytes sent by Fetch, by topic."), []string{"topic"}),
 		messagesIn: prometheus.NewCounterVec(opts("topic", "messages_in_total", "Records appended by Produce, by topic."), []string{"topic"}),
 		topics:     map[string]*topicMetrics{},
+		saslSuccess: prometheus.NewCounterVec(opts("sasl", "authentication_successes_total",
+			"SASL authentications (and re-authentications) that succeeded, by listener and mechanism."), []string{"listener", "mechanism"}),
+		saslFailure: prometheus.NewCounterVec(opts("sasl", "authentication_failures_total",
+			"SASL authentications that failed (SASL_AUTHENTICATION_FAILED; the connection closed), by listener and mechanism."), []string{"listener", "mechanism"}),
 		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "isr_shrinks_total",
 			Help: "ISR shrinks of partitions this broker leads, committed by the controller (Kafka's IsrShrinksPerSec)."}),
 		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "isr_expands_total",
@@ -141,7 +148,7 @@ func newMetrics() *metrics {
 func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) error {
 	for _, col := range []prometheus.Collector{m.requests, m.latency, m.connOpened, m.connClosed,
 		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, m.isrShrinks, m.isrExpands, m.isrUpdateFailures,
-		m.consumerFetchVec, m.preferredReplica, buildInfoGauge(), c} {
+		m.consumerFetchVec, m.preferredReplica, m.saslSuccess, m.saslFailure, buildInfoGauge(), c} {
 		if err := reg.Register(col); err != nil {
 			return err
 		}

@@ -87,9 +87,12 @@ type Node struct {
 	// tlsSrcs are the SSL listeners' key material by listener name;
 	// interTLS, the inter-broker listener's when it is SSL: the inter-broker
 	// clients (replica fetchers, marker sender, verification) dial with it.
-	tlsSrcs    map[string]*tlsSource
-	interTLS   *tlsSource
-	ctlTLS     *tlsSource // the controller listener's, when it is SSL
+	tlsSrcs  map[string]*tlsSource
+	interTLS *tlsSource
+	ctlTLS   *tlsSource // the controller listener's, when it is SSL
+	// saslLns are the SASL_* listeners' mechanisms by listener name
+	// (sasl_conn.go).
+	saslLns    map[string]*saslListener
 	advertised []metadata.Listener
 	ctlAddr    string
 
@@ -212,6 +215,9 @@ func Open(o Options) (_ *Node, err error) {
 		}
 	}()
 	if err := n.startMetrics(o); err != nil {
+		return nil, err
+	}
+	if err := n.openSASL(); err != nil {
 		return nil, err
 	}
 	if err := n.lockMetadataDir(); err != nil {

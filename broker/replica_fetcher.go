@@ -229,6 +229,7 @@ func (n *Node) startReplicaFetchers() error {
 			cl, err := kgo.NewClient(
 				kgo.SeedBrokers(addr),
 				kgo.Dialer(n.dialContext),
+				n.interBrokerSASL(),
 				kgo.ClientID(fmt.Sprintf("strata-replica-fetcher-%d-to-%d", n.cfg.NodeID, leader)),
 				// A fetch is held up to replica.fetch.wait.max.ms by the leader.
 				kgo.RequestTimeoutOverhead(10*time.Second+n.cfg.ReplicaFetch.MaxWait),

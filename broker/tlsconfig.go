@@ -550,7 +550,7 @@ func (n *Node) openTLS() error {
 	if n.cfg.ControllerProtocol == protoSSL {
 		n.ctlTLS = n.tlsSrcs[n.cfg.ControllerListenerName]
 	}
-	if l, ok := n.cfg.interBrokerListener(); ok && l.Protocol == protoSSL {
+	if l, ok := n.cfg.interBrokerListener(); ok && (l.Protocol == protoSSL || l.Protocol == protoSASLSSL) {
 		n.interTLS = n.tlsSrcs[l.Name]
 	}
 	return nil

@@ -271,6 +271,7 @@ func (s *markerSender) send(ctx context.Context, d *markerDest, ms []txncoord.Ma
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(addr),
 			kgo.Dialer(n.dialContext),
+			n.interBrokerSASL(),
 			kgo.ClientID(fmt.Sprintf("strata-txn-markers-%d-to-%d", n.cfg.NodeID, d.id)),
 			kgo.MaxVersions(versions),
 		)

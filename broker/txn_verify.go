@@ -178,6 +178,7 @@ func (tc *txnCoordinator) client(id int32) (*kgo.Client, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(addr),
 		kgo.Dialer(n.dialContext),
+		n.interBrokerSASL(),
 		kgo.ClientID(fmt.Sprintf("strata-txn-verify-%d-to-%d", n.cfg.NodeID, id)),
 	)
 	if err != nil {
