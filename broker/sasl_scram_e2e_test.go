@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-io/strata/controller/metadata"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestSASLScramOverTheWire: franz-go's SCRAM-SHA-256 and SCRAM-SHA-512
@@ -21,10 +25,6 @@ import (
 // once; a wrong password and an unknown user fail alike with
 // SASL_AUTHENTICATION_FAILED; the authenticated principal is the one the
 // authorizer sees (admin, a super user, creates a topic; alice cannot).
-//
-// It needs the SASL listeners of the SASL framework (S17c) with
-// newScramMechanism wired into it (scram.go): on a tree where SASL
-// listeners are still refused it skips, naming why.
 func TestSASLScramOverTheWire(t *testing.T) {
 	ca := newTestCA(t, "scram CA")
 	k, c := ca.issue(t, pkix.Name{CommonName: "broker"})
@@ -39,25 +39,7 @@ func TestSASLScramOverTheWire(t *testing.T) {
 		"authorizer.class.name":       "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users":                 "User:ANONYMOUS;User:admin",
 	}
-	base := map[string]string{
-		"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.quorum.voters": "1@127.0.0.1:0",
-		"log.dirs": t.TempDir(), "admin.listener": "127.0.0.1:0", "controller.quorum.election.timeout.ms": "300",
-	}
-	for k, v := range props {
-		base[k] = v
-	}
-	cfg, err := ParseConfig(MergeProperties(base, nil, nil))
-	if err != nil && (strings.Contains(err.Error(), "SASL is not built yet") || strings.Contains(err.Error(), "unknown setting sasl.enabled.mechanisms")) {
-		t.Skip("SASL listeners are refused on this tree (the SASL framework is not merged): " + err.Error())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Open(Options{Config: cfg, Logger: testLogger(), StartTimeout: testWait})
-	if err != nil {
-		t.Fatalf("open node: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := startNode(t, t.TempDir(), props)
 
 	ctx := testCtx(t)
 	adm := newAdmin(t, n) // PLAINTEXT: User:ANONYMOUS, a super user
@@ -124,4 +106,51 @@ func TestSASLScramOverTheWire(t *testing.T) {
 			t.Fatalf("%s: a wrong password and an unknown user fail differently: %q vs %q", l, msgs[0], msgs[2])
 		}
 	}
+}
+
+// TestSASLInterBrokerScramBootstrapped: the brokers of a 3-node cluster
+// replicate over a SASL_PLAINTEXT inter-broker listener with
+// SCRAM-SHA-512, authenticating as User:broker, a user that exists only
+// through the format-time bootstrap of the controller node (no API call
+// could have created it first: with the authorizer on, only super users
+// may, and the brokers' own principal is that user).
+func TestSASLInterBrokerScramBootstrapped(t *testing.T) {
+	boot := t.TempDir()
+	r, err := ParseAddScram(`SCRAM-SHA-512=[name=broker,password=broker-secret,iterations=4096]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FormatBootstrap(nil, Config{LogDir: boot, MetadataLogDir: boot}, []metadata.Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	extra := map[string]string{
+		"listener.security.protocol.map":                        "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":                            "INTERNAL",
+		"sasl.mechanism.inter.broker.protocol":                  "SCRAM-SHA-512",
+		"listener.name.internal.sasl.enabled.mechanisms":        "SCRAM-SHA-512",
+		"listener.name.internal.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
+		"authorizer.class.name":                                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":                                           "User:broker;User:ANONYMOUS",
+	}
+	own := map[int32]map[string]string{1: {"listeners": "PLAINTEXT://127.0.0.2:0,INTERNAL://127.0.0.2:0,CONTROLLER://127.0.0.2:0", "metadata.log.dir": boot}}
+	for id := int32(2); id <= 3; id++ {
+		own[id] = map[string]string{"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.%d:0,INTERNAL://127.0.0.%d:0", id+1, id+1)}
+	}
+	cl3 := startClusterWith(t, 3, extra, own)
+	cl := cl3.client()
+	createReplicatedTopic(t, cl, "scramrepl", 2, 3, nil)
+	produceN(t, cl, "scramrepl", 0, 100)
+	for p := int32(0); p < 2; p++ {
+		if b := cl3.waitReplicasIdentical("scramrepl", p); len(b) == 0 {
+			t.Fatalf("partition %d: empty", p)
+		}
+	}
+	testutil.Eventually(t, testWait, func() bool {
+		for id := int32(1); id <= 3; id++ {
+			if strings.Contains(connPrincipals(cl3.node(id), "INTERNAL"), "User:broker") {
+				return true
+			}
+		}
+		return false
+	}, "a connection on INTERNAL as User:broker")
 }

@@ -29,11 +29,8 @@ func (n *Node) scramCredentials() sasl.ScramCredentials {
 }
 
 // newScramMechanism is node n's SCRAM-SHA-256 or SCRAM-SHA-512 mechanism
-// over its image, the hook the SASL listeners (sasl_config.go's
-// scramMechanisms, S17c) call for each listener offering it; once both are
-// merged it is wired with
-//
-//	func init() { scramMechanisms = newScramMechanism }
+// over its image, the hook (sasl_config.go's scramMechanisms) the SASL
+// listeners call for each listener offering it.
 //
 // Unknown users' fake salts derive from one secret per process, so every
 // listener of the node answers an unknown user with the same salt (two
@@ -44,6 +41,8 @@ func (n *Node) scramCredentials() sasl.ScramCredentials {
 func newScramMechanism(n *Node, mechanism string) (sasl.Mechanism, error) {
 	return sasl.NewScram(mechanism, n.scramCredentials(), sasl.WithScramFakeSecret(scramFakeSecret()))
 }
+
+func init() { scramMechanisms = newScramMechanism }
 
 var scramFakeSecret = sync.OnceValue(func() []byte {
 	b := make([]byte, 32)
