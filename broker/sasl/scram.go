@@ -209,12 +209,18 @@ type scramSession struct {
 	serverFirst string
 }
 
-// scramFailure is the one error every failed SCRAM exchange returns: its text
-// is Kafka's and tells nothing of which part was wrong.
+// failure is the one error every failed SCRAM exchange returns: its text
+// is Kafka's (ScramSaslServer's) and tells nothing of which part was wrong.
 func (s *scramSession) failure() error {
 	s.state = scramFailed
-	return fmt.Errorf("%w during authentication due to invalid credentials with SASL mechanism %s", ErrAuthentication, s.m.name)
+	return scramAuthError("Authentication failed during authentication due to invalid credentials with SASL mechanism " + s.m.name)
 }
+
+// scramAuthError is an error with Kafka's text that wraps ErrAuthentication.
+type scramAuthError string
+
+func (e scramAuthError) Error() string { return string(e) }
+func (e scramAuthError) Unwrap() error { return ErrAuthentication }
 
 // malformed fails the exchange on a message that does not parse. The text
 // names the message, not the credential, so it reveals nothing about users.

@@ -156,6 +156,9 @@ func TestScramFranzGoClient(t *testing.T) {
 			if errPass.Error() != errUser.Error() {
 				t.Fatalf("the errors tell which part was wrong: %q vs %q", errPass, errUser)
 			}
+			if want := "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mech; errPass.Error() != want {
+				t.Fatalf("error text %q, want Kafka's %q", errPass, want)
+			}
 			// The unknown user's salt is stable (a fresh random one per
 			// attempt would give it away) and the iterations are plausible.
 			salt := func(sf string) string {
