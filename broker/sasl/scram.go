@@ -18,6 +18,9 @@ package sasl
 // (HMAC), so it cannot be told from a known user with a wrong password; the
 // exchange then fails at client-final with the same error.
 //
+// As Kafka, the client-final nonce need only end with the combined nonce
+// (librdkafka repeats its client nonce in front).
+//
 // Differences from Kafka: Kafka fails an unknown user already at
 // client-first; the RFC's e= server-error replies are not sent (Kafka does
 // not either: the failure is SASL_AUTHENTICATION_FAILED).
@@ -395,11 +398,13 @@ func (s *scramSession) clientFinalMessage(msg string) ([]byte, error) {
 	if err != nil {
 		return nil, s.malformed("client-final message")
 	}
-	// The channel binding must repeat the gs2 header and the nonce must be
-	// the combined one; both are checked without short-circuiting on the
-	// credential so that timing tells nothing.
+	// The channel binding must repeat the gs2 header and the nonce must end
+	// with the combined one (Kafka's ScramSaslServer checks endsWith:
+	// librdkafka sends its client nonce again in front of it); both are
+	// checked without short-circuiting on the credential so that timing
+	// tells nothing. The proof covers the nonce as sent.
 	okBind := string(cbind) == s.gs2Header
-	okNonce := attrs[1][2:] == s.nonce
+	okNonce := strings.HasSuffix(attrs[1][2:], s.nonce)
 
 	authMessage := s.clientFirst + "," + s.serverFirst + "," + withoutProof
 	h := s.m.h

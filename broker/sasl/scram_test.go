@@ -243,9 +243,36 @@ func TestScramMalformed(t *testing.T) {
 		t.Fatalf("good final: %q %v %v", out, done, err)
 	}
 
+	// librdkafka's client-final repeats its client nonce before the
+	// combined one; Kafka accepts it (endsWith), so does this server, with
+	// the proof over the nonce as sent.
+	lib := func() (Session, string) {
+		s := m.Start()
+		if _, _, err := s.Step([]byte("n,,n=user,r=CNONCE")); err != nil {
+			t.Fatal(err)
+		}
+		ss := s.(*scramSession)
+		salted, _ := ScramSaltedPassword(ScramSHA256, "pencil", []byte("salt"), 4096)
+		cred, _ := ScramCredentialFromSalted(ScramSHA256, salted, []byte("salt"), 4096)
+		without := "c=biws,r=CNONCECNONCESNONCE"
+		am := ss.clientFirst + "," + ss.serverFirst + "," + without
+		clientKey := hmacSum(m.(*scramMech).h, salted, []byte("Client Key"))
+		sig := hmacSum(m.(*scramMech).h, cred.StoredKey, []byte(am))
+		for i := range clientKey {
+			clientKey[i] ^= sig[i]
+		}
+		return s, without + ",p=" + base64.StdEncoding.EncodeToString(clientKey)
+	}
+	ls, lfinal := lib()
+	if out, done, err := ls.Step([]byte(lfinal)); err != nil || !done || !bytes.HasPrefix(out, []byte("v=")) {
+		t.Fatalf("librdkafka's final: %q %v %v", out, done, err)
+	}
+
 	mutations := map[string]func(string) string{
 		"no proof":       func(f string) string { return f[:strings.LastIndex(f, ",p=")] },
 		"other nonce":    func(f string) string { return strings.Replace(f, "SNONCE", "SNONCF", 1) },
+		"nonce cut":      func(f string) string { return strings.Replace(f, "CNONCESNONCE", "CNONCESNONC", 1) },
+		"nonce appended": func(f string) string { return strings.Replace(f, "CNONCESNONCE", "CNONCESNONCEX", 1) },
 		"cbind y":        func(f string) string { return strings.Replace(f, "c=biws", "c=eSws", 1) },
 		"cbind not b64":  func(f string) string { return strings.Replace(f, "c=biws", "c=!!", 1) },
 		"proof not b64":  func(f string) string { return f + "!" },
