@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -116,10 +117,53 @@ func TestKafkaGoScramConformance(t *testing.T) {
 		[]string{"TestAlterUserScramCredentials", "TestDescribeUserScramCredentials"})
 }
 
+// TestKafkaGoSASLConformance runs kafka-go's sasl.TestSASL: PLAIN,
+// SCRAM-SHA-256 and SCRAM-SHA-512 logins (valid, invalid, the mechanism
+// reused) to the leader of test-writer-0 through a SASL_PLAINTEXT listener
+// on 127.0.0.1:9093, with its compose file's users for Kafka 3.7
+// (adminplain; adminscram with both SCRAM credentials). The SCRAM users
+// come from the format-time bootstrap (bootstrap.records in
+// metadata.log.dir), as kafka-go's compose file provisions them before
+// the broker starts.
+func TestKafkaGoSASLConformance(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KAFKAGO") != "1" {
+		t.Skip("set STRATA_TEST_KAFKAGO=1 (or CI=true) to run segmentio/kafka-go's tests against a node on 127.0.0.1:9092")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	boot := t.TempDir()
+	var recs []metadata.Record
+	for _, spec := range []string{"SCRAM-SHA-256=[name=adminscram,password=admin-secret-256]", "SCRAM-SHA-512=[name=adminscram,password=admin-secret-512]"} {
+		r, err := ParseAddScram(spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if _, err := FormatBootstrap(nil, Config{LogDir: boot, MetadataLogDir: boot}, recs); err != nil {
+		t.Fatal(err)
+	}
+	runKafkaGoIn(t, "./sasl", map[string]string{
+		"listeners":               "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:0",
+		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="adminplain" password="admin-secret" user_adminplain="admin-secret";`,
+		"metadata.log.dir": boot,
+	}, "^TestSASL$", []string{"TestSASL/PLAIN_success", "TestSASL/SCRAM-SHA-256_success", "TestSASL/SCRAM-SHA-256_failure",
+		"TestSASL/SCRAM-SHA-512_success", "TestSASL/SCRAM-SHA-512_failure", "TestSASL/SCRAM-SHA-512_is_reusable"})
+}
+
 // runKafkaGo runs kafka-go's tests matching pattern against a node on
 // 127.0.0.1:9092 (extra over the compose settings) and insists on each of
 // want having passed.
 func runKafkaGo(t *testing.T, extra map[string]string, pattern string, want []string) {
+	t.Helper()
+	runKafkaGoIn(t, ".", extra, pattern, want)
+}
+
+// runKafkaGoIn is runKafkaGo for the tests of kafka-go's package pkg
+// ("." its root, "./sasl").
+func runKafkaGoIn(t *testing.T, pkg string, extra map[string]string, pattern string, want []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kafkaGoTimeout)
 	defer cancel()
@@ -157,7 +201,7 @@ func runKafkaGo(t *testing.T, extra map[string]string, pattern string, want []st
 	}
 	startNode(t, t.TempDir(), props)
 
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "4m", "-run", pattern, "-v", ".")
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "4m", "-run", pattern, "-v", pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KAFKA_VERSION=3.7.0")
 	cmd.WaitDelay = 10 * time.Second
