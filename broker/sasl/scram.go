@@ -6,10 +6,9 @@ package sasl
 //	client-first   n,[a=authzid],n=user,r=cnonce[,ext...]      -> server-first r=cnonce+snonce,s=salt,i=iter
 //	client-final   c=base64(gs2 header),r=cnonce+snonce,p=proof -> server-final v=ServerSignature
 //
-// Only the gs2 header "n,," (the client does not support channel binding)
-// and "n,a=<user>," are accepted; "y," (client supports it, thinks the
-// server does not) is accepted as RFC 5802 §6 allows when no channel binding
-// is offered, and "p=" (channel binding required) is refused, as Kafka does.
+// Only the gs2 headers "n,," (the client does not use channel binding) and
+// "n,a=<user>," are accepted, as Kafka's ScramMessages: "p=" (channel
+// binding required) and "y," are refused.
 // Extensions in client-first are ignored except tokenauth=true (Kafka's
 // delegation tokens), which is refused: Strata has no delegation tokens.
 //
@@ -313,7 +312,7 @@ func (s *scramSession) clientFirstMessage(msg string) ([]byte, error) {
 		return nil, s.malformed("client-first message")
 	}
 	switch {
-	case parts[0] == "n", parts[0] == "y":
+	case parts[0] == "n":
 	case strings.HasPrefix(parts[0], "p="):
 		s.state = scramFailed
 		return nil, fmt.Errorf("%w: SCRAM channel binding is not supported", ErrAuthentication)

@@ -201,6 +201,7 @@ func TestScramMalformed(t *testing.T) {
 		"n,,",
 		"p=tls-unique,,n=user,r=abc", // channel binding required: refused
 		"x,,n=user,r=abc",
+		"y,,n=user,r=abc", // Kafka takes only "n"
 		"n,b=x,n=user,r=abc",
 		"n,,r=abc,n=user",
 		"n,,n=,r=abc",
@@ -273,7 +274,7 @@ func TestScramMalformed(t *testing.T) {
 		"other nonce":    func(f string) string { return strings.Replace(f, "SNONCE", "SNONCF", 1) },
 		"nonce cut":      func(f string) string { return strings.Replace(f, "CNONCESNONCE", "CNONCESNONC", 1) },
 		"nonce appended": func(f string) string { return strings.Replace(f, "CNONCESNONCE", "CNONCESNONCEX", 1) },
-		"cbind y":        func(f string) string { return strings.Replace(f, "c=biws", "c=eSws", 1) },
+		"cbind y":        func(f string) string { return strings.Replace(f, "c=biws", "c=eSws", 1) }, // "y,," where the header was "n,,"
 		"cbind not b64":  func(f string) string { return strings.Replace(f, "c=biws", "c=!!", 1) },
 		"proof not b64":  func(f string) string { return f + "!" },
 		"proof flipped":  func(f string) string { i := strings.LastIndex(f, ",p=") + 3; return f[:i] + "A" + f[i+1:] },
