@@ -199,3 +199,28 @@ func TestScramAPIsAuthorization(t *testing.T) {
 		t.Fatalf("super user's describe: %v %+v", err, desc)
 	}
 }
+
+// TestScramAPIsOnACluster: an AlterUserScramCredentials answered by a
+// broker-only node (its controller RPC goes over the network, method 16)
+// authenticates on that broker at once and on every other broker soon
+// after; DescribeUserScramCredentials through a third broker sees it.
+func TestScramAPIsOnACluster(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	ctx := testCtx(t)
+	adm2 := newAdmin(t, c.node(2))
+	if res, err := adm2.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Password: "carol-secret", Iterations: 4096}}); err != nil || res["carol"].Err != nil {
+		t.Fatalf("alter through broker 2: %v %+v", err, res)
+	}
+	if !scramLogin(t, c.node(2), sasl.ScramSHA512, "carol", "carol-secret") {
+		t.Fatal("the credential does not authenticate on the broker that answered")
+	}
+	for _, id := range []int32{1, 3} {
+		eventually(t, "carol authenticates on another broker", func() bool {
+			return scramLogin(t, c.node(id), sasl.ScramSHA512, "carol", "carol-secret")
+		})
+	}
+	desc, err := newAdmin(t, c.node(3)).DescribeUserSCRAMs(ctx, "carol")
+	if err != nil || desc["carol"].Err != nil || len(desc["carol"].CredInfos) != 1 {
+		t.Fatalf("describe through broker 3: %v %+v", err, desc)
+	}
+}
