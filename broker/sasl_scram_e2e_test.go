@@ -154,3 +154,52 @@ func TestSASLInterBrokerScramBootstrapped(t *testing.T) {
 		return false
 	}, "a connection on INTERNAL as User:broker")
 }
+
+// TestSASLScramReauth (KIP-368 with SCRAM): with connections.max.reauth.ms
+// franz-go re-authenticates its SCRAM connections by itself and keeps
+// producing past two lifetimes; once the user's credential is deleted, the
+// next re-authentication fails and the client cannot produce any more.
+func TestSASLScramReauth(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{
+		"listeners":                  "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"inter.broker.listener.name": "PLAINTEXT",
+		"sasl.enabled.mechanisms":    "SCRAM-SHA-256",
+		"connections.max.reauth.ms":  "1000",
+	})
+	ctx := testCtx(t)
+	adm := newAdmin(t, n)
+	if res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Password: "alice-secret"}}); err != nil || res["alice"].Err != nil {
+		t.Fatalf("create alice: %v %+v", err, res)
+	}
+	createTopic(t, adm, "scram-reauth", 1, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addrs()["SASL_PLAINTEXT"]), kgo.DefaultProduceTopic("scram-reauth"),
+		kgo.SASL(kscram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kgo.RetryTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	produce := func() error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return cl.ProduceSync(pctx, kgo.StringRecord("r")).FirstErr()
+	}
+	start := time.Now()
+	for time.Since(start) < 2500*time.Millisecond {
+		if err := produce(); err != nil {
+			t.Fatalf("produce after %v: %v", time.Since(start), err)
+		}
+		time.Sleep(50 * time.Millisecond) // pacing the producer
+	}
+	opened := counterValue(t, n.metrics.connOpened.WithLabelValues("SASL_PLAINTEXT"))
+	auths := counterValue(t, n.metrics.saslSuccess.WithLabelValues("SASL_PLAINTEXT", "SCRAM-SHA-256"))
+	if auths < opened+2 {
+		t.Fatalf("%v SCRAM authentications on %v connections: no re-authentication", auths, opened)
+	}
+
+	if res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha256}}, nil); err != nil || res["alice"].Err != nil {
+		t.Fatalf("delete alice: %v %+v", err, res)
+	}
+	testutil.Eventually(t, testWait, func() bool {
+		return errors.Is(produce(), kerr.SaslAuthenticationFailed)
+	}, "produce fails with SASL_AUTHENTICATION_FAILED once alice's credential is gone")
+}
