@@ -11,7 +11,7 @@ import (
 	"github.com/strata-io/strata/broker/sasl"
 )
 
-func scramFixture(t *testing.T) *State {
+func scramFixture(t testing.TB) *State {
 	t.Helper()
 	st := snapshotFixture(t)
 	var ups []ScramUpsertion
