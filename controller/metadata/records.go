@@ -16,20 +16,21 @@ type RecordType uint8
 // Record types. Append new kinds at the end with the number typeEnd has,
 // and move typeEnd up by one.
 const (
-	TypeRegisterBroker            RecordType = 1  // [RegisterBrokerRecord]
-	TypeUnregisterBroker          RecordType = 2  // [UnregisterBrokerRecord]
-	TypeBrokerRegistrationChange  RecordType = 3  // [BrokerRegistrationChangeRecord]
-	TypeTopic                     RecordType = 4  // [TopicRecord]
-	TypePartition                 RecordType = 5  // [PartitionRecord]
-	TypePartitionChange           RecordType = 6  // [PartitionChangeRecord]
-	TypeConfig                    RecordType = 7  // [ConfigRecord]
-	TypeRemoveTopic               RecordType = 8  // [RemoveTopicRecord]
-	TypeRemoteSegment             RecordType = 9  // [RemoteSegmentRecord]
-	TypeNoOp                      RecordType = 10 // [NoOpRecord]
-	TypeFeatureLevel              RecordType = 11 // [FeatureLevelRecord]
-	TypeClusterID                 RecordType = 12 // [ClusterIDRecord]
-	TypeAccessControlEntry        RecordType = 13 // [AccessControlEntryRecord]
-	TypeRemoveAccessControlEntry  RecordType = 14 // [RemoveAccessControlEntryRecord]
+	TypeRegisterBroker           RecordType = 1  // [RegisterBrokerRecord]
+	TypeUnregisterBroker         RecordType = 2  // [UnregisterBrokerRecord]
+	TypeBrokerRegistrationChange RecordType = 3  // [BrokerRegistrationChangeRecord]
+	TypeTopic                    RecordType = 4  // [TopicRecord]
+	TypePartition                RecordType = 5  // [PartitionRecord]
+	TypePartitionChange          RecordType = 6  // [PartitionChangeRecord]
+	TypeConfig                   RecordType = 7  // [ConfigRecord]
+	TypeRemoveTopic              RecordType = 8  // [RemoveTopicRecord]
+	TypeRemoteSegment            RecordType = 9  // [RemoteSegmentRecord]
+	TypeNoOp                     RecordType = 10 // [NoOpRecord]
+	TypeFeatureLevel             RecordType = 11 // [FeatureLevelRecord]
+	TypeClusterID                RecordType = 12 // [ClusterIDRecord]
+	TypeAccessControlEntry       RecordType = 13 // [AccessControlEntryRecord]
+	TypeRemoveAccessControlEntry RecordType = 14 // [RemoveAccessControlEntryRecord]
+
 	TypeUserScramCredential       RecordType = 15 // [UserScramCredentialRecord]
 	TypeRemoveUserScramCredential RecordType = 16 // [RemoveUserScramCredentialRecord]
 
@@ -335,22 +336,20 @@ type ClusterIDRecord struct {
 
 // Versions written by Encode. Decode accepts every version up to these.
 const (
-	versionRegisterBroker            = 0
-	versionUnregisterBroker          = 0
-	versionBrokerRegistrationChange  = 0
-	versionTopic                     = 0
-	versionPartition                 = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
-	versionPartitionChange           = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
-	versionConfig                    = 0
-	versionRemoveTopic               = 0
-	versionRemoteSegment             = 1 // 1: WriterLeaderEpoch
-	versionNoOp                      = 0
-	versionFeatureLevel              = 0
-	versionClusterID                 = 0
-	versionAccessControlEntry        = 0
-	versionRemoveAccessControlEntry  = 0
-	versionUserScramCredential       = 0
-	versionRemoveUserScramCredential = 0
+	versionRegisterBroker           = 0
+	versionUnregisterBroker         = 0
+	versionBrokerRegistrationChange = 0
+	versionTopic                    = 0
+	versionPartition                = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
+	versionPartitionChange          = 2 // 1: ELR, LastKnownELR, LeaderRecoveryState; 2: AddingReplicas, RemovingReplicas
+	versionConfig                   = 0
+	versionRemoveTopic              = 0
+	versionRemoteSegment            = 1 // 1: WriterLeaderEpoch
+	versionNoOp                     = 0
+	versionFeatureLevel             = 0
+	versionClusterID                = 0
+	versionAccessControlEntry       = 0
+	versionRemoveAccessControlEntry = 0
 )
 
 // FeatureReplication is the metadata feature a controller records (level

@@ -84,6 +84,12 @@ type RemoveUserScramCredentialRecord struct {
 	Mechanism ScramMechanism
 }
 
+// Versions written by Encode (records.go has the others').
+const (
+	versionUserScramCredential       = 0
+	versionRemoveUserScramCredential = 0
+)
+
 // Type implements [Record].
 func (*UserScramCredentialRecord) Type() RecordType { return TypeUserScramCredential }
 
