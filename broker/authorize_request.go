@@ -75,7 +75,7 @@ func requestRefusal(az *authz.Authorizer, w who, req kmsg.Request) int16 {
 		return txn(r.TransactionalID)
 	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.UnregisterBrokerRequest:
 		return cluster(authz.OpAlter)
-	case *kmsg.ListPartitionReassignmentsRequest:
+	case *kmsg.ListPartitionReassignmentsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return cluster(authz.OpDescribe)
 	}
 	return 0

@@ -82,6 +82,8 @@ func TestRequestRefusal(t *testing.T) {
 		{"User:admin", kmsg.NewPtrAlterPartitionAssignmentsRequest(), ok},
 		{"User:admin", kmsg.NewPtrListPartitionReassignmentsRequest(), ok}, // ALTER implies DESCRIBE
 		{"User:alice", kmsg.NewPtrListPartitionReassignmentsRequest(), clusterEr},
+		{"User:admin", kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(), ok}, // ALTER implies DESCRIBE
+		{"User:alice", kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(), clusterEr},
 		{"User:alice", kmsg.NewPtrUnregisterBrokerRequest(), clusterEr},
 		{"User:alice", kmsg.NewPtrApiVersionsRequest(), ok}, // not a whole-request check
 	} {

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -96,31 +97,70 @@ func TestKafkaGoACLConformance(t *testing.T) {
 		[]string{"TestClientCreateACLs", "TestClientDescribeACLs", "TestClientDeleteACLs"})
 }
 
-// TestKafkaGoSASLConformance runs kafka-go's SASL tests that need PLAIN
-// (sasl.TestSASL's PLAIN subtests: success, bad password, reusable),
-// TestWriter's SASL PLAIN subtest and TestUnsupportedSASLMechanism against a SASL_PLAINTEXT listener on
-// 127.0.0.1:9093, their hard-coded address, with compose's PLAIN user
-// adminplain/admin-secret. Its SCRAM subtests need SCRAM users.
-func TestKafkaGoSASLConformance(t *testing.T) {
+// TestKafkaGoScramConformance runs kafka-go's KIP-554 tests: an
+// AlterUserScramCredentials upsert (SHA-512, 15000 iterations, salt
+// "my-salt") described immediately after (read-your-writes), then deleted
+// and described as a per-user RESOURCE_NOT_FOUND. With the
+// StandardAuthorizer on, as kafka-go's compose file runs them (this
+// PLAINTEXT node makes User:ANONYMOUS a super user).
+func TestKafkaGoScramConformance(t *testing.T) {
 	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KAFKAGO") != "1" {
-		t.Skip("set STRATA_TEST_KAFKAGO=1 (or CI=true) to run segmentio/kafka-go's SASL tests against a node on 127.0.0.1:9092 and :9093")
+		t.Skip("set STRATA_TEST_KAFKAGO=1 (or CI=true) to run segmentio/kafka-go's tests against a node on 127.0.0.1:9092")
 	}
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	sasl := map[string]string{
-		"listeners":                  "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:0",
-		"inter.broker.listener.name": "PLAINTEXT",
-		"sasl.enabled.mechanisms":    "PLAIN",
-		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="adminplain" password="admin-secret" user_adminplain="admin-secret";`,
+	runKafkaGo(t, map[string]string{
+		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":           "User:ANONYMOUS",
+	}, "^(TestAlterUserScramCredentials|TestDescribeUserScramCredentials)$",
+		[]string{"TestAlterUserScramCredentials", "TestDescribeUserScramCredentials"})
+}
+
+// TestKafkaGoSASLConformance runs kafka-go's sasl.TestSASL: PLAIN,
+// SCRAM-SHA-256 and SCRAM-SHA-512 logins (valid, invalid, the mechanism
+// reused) to the leader of test-writer-0 through a SASL_PLAINTEXT listener
+// on 127.0.0.1:9093, with its compose file's users for Kafka 3.7
+// (adminplain; adminscram with both SCRAM credentials). The SCRAM users
+// come from the format-time bootstrap (bootstrap.records in
+// metadata.log.dir), as kafka-go's compose file provisions them before
+// the broker starts.
+func TestKafkaGoSASLConformance(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KAFKAGO") != "1" {
+		t.Skip("set STRATA_TEST_KAFKAGO=1 (or CI=true) to run segmentio/kafka-go's tests against a node on 127.0.0.1:9092")
 	}
-	// One node each (its ports are free again once a subtest ends).
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	// Each subtest runs its own node (its ports are free again once a
+	// subtest ends), formatted afresh.
+	sasl := func(t *testing.T) map[string]string {
+		boot := t.TempDir()
+		var recs []metadata.Record
+		for _, spec := range []string{"SCRAM-SHA-256=[name=adminscram,password=admin-secret-256]", "SCRAM-SHA-512=[name=adminscram,password=admin-secret-512]"} {
+			r, err := ParseAddScram(spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, r)
+		}
+		if _, err := FormatBootstrap(nil, Config{LogDir: boot, MetadataLogDir: boot}, recs); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{
+			"listeners":               "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:0",
+			"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="adminplain" password="admin-secret" user_adminplain="admin-secret";`,
+			"metadata.log.dir": boot,
+		}
+	}
 	t.Run("sasl", func(t *testing.T) {
-		runKafkaGoIn(t, sasl, "sasl", "^TestSASL$/^PLAIN_",
-			[]string{"TestSASL/PLAIN_success", "TestSASL/PLAIN_failure", "TestSASL/PLAIN_is_reusable"})
+		runKafkaGoIn(t, "./sasl", sasl(t), "^TestSASL$", []string{"TestSASL/PLAIN_success", "TestSASL/SCRAM-SHA-256_success",
+			"TestSASL/SCRAM-SHA-256_failure", "TestSASL/SCRAM-SHA-512_success", "TestSASL/SCRAM-SHA-512_failure",
+			"TestSASL/SCRAM-SHA-512_is_reusable"})
 	})
 	t.Run("root", func(t *testing.T) {
-		runKafkaGoIn(t, sasl, ".", "^(TestUnsupportedSASLMechanism|TestWriter)$/^writing_a_message_with_SASL_Plain_authentication$",
+		runKafkaGoIn(t, ".", sasl(t), "^(TestUnsupportedSASLMechanism|TestWriter)$/^writing_a_message_with_SASL_Plain_authentication$",
 			[]string{"TestUnsupportedSASLMechanism", "TestWriter/writing_a_message_with_SASL_Plain_authentication"})
 	})
 }
@@ -130,12 +170,12 @@ func TestKafkaGoSASLConformance(t *testing.T) {
 // want having passed.
 func runKafkaGo(t *testing.T, extra map[string]string, pattern string, want []string) {
 	t.Helper()
-	runKafkaGoIn(t, extra, ".", pattern, want)
+	runKafkaGoIn(t, ".", extra, pattern, want)
 }
 
 // runKafkaGoIn is runKafkaGo for the tests of kafka-go's package pkg
-// (a directory of its module, "." the root).
-func runKafkaGoIn(t *testing.T, extra map[string]string, pkg, pattern string, want []string) {
+// ("." its root, "./sasl").
+func runKafkaGoIn(t *testing.T, pkg string, extra map[string]string, pattern string, want []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kafkaGoTimeout)
 	defer cancel()
@@ -180,8 +220,8 @@ func runKafkaGoIn(t *testing.T, extra map[string]string, pkg, pattern string, wa
 	}
 	startNode(t, t.TempDir(), props)
 
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "4m", "-run", pattern, "-v", ".")
-	cmd.Dir = filepath.Join(dir, pkg)
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "4m", "-run", pattern, "-v", pkg)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KAFKA_VERSION=3.7.0")
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()

@@ -140,6 +140,9 @@ type Node struct {
 	// txnVerifyHook, if set (tests), answers KIP-890 verification in place
 	// of verifyTxnPartitions (txn_produce.go).
 	txnVerifyHook atomic.Pointer[txnVerifyFunc]
+	// deltaHook, if set (tests), runs before each metadata delta is
+	// applied (it may hold the delta back).
+	deltaHook atomic.Pointer[func(controller.Delta)]
 
 	brokerEpoch atomic.Int64
 	fenced      atomic.Bool
@@ -383,7 +386,13 @@ func (n *Node) startController(o Options) error {
 	if n.ctlTLS != nil {
 		ln = tls.NewListener(ln, n.ctlTLS.serverConfig())
 	}
+	bootstrap, err := readBootstrap(n.fs, n.cfg.MetadataLogDir) // bootstrap.go
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	n.ctl, err = controller.Open(controller.Options{
+		Bootstrap:     bootstrap,
 		Config:        n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
 		Listener:      ln,
 		Registry:      n.reg,

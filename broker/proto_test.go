@@ -133,6 +133,8 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			45: {0, kmsg.NewPtrAlterPartitionAssignmentsRequest().MaxVersion()},
 			46: {0, kmsg.NewPtrListPartitionReassignmentsRequest().MaxVersion()},
 			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
+			50: {0, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest().MaxVersion()},
+			51: {0, kmsg.NewPtrAlterUserSCRAMCredentialsRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},
 			61: {0, 0},
 			64: {0, kmsg.NewPtrUnregisterBrokerRequest().MaxVersion()},

@@ -128,6 +128,9 @@ func (l *metadataLag) observe(now time.Time, applied, leader int64, timeout time
 }
 
 func (n *Node) applyDelta(d controller.Delta) {
+	if h := n.deltaHook.Load(); h != nil {
+		(*h)(d)
+	}
 	n.metaMu.Lock()
 	if d.Image != nil {
 		n.meta = d.Image

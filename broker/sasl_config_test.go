@@ -75,7 +75,11 @@ func TestSASLConfig(t *testing.T) {
 		{"jaas of another login module", with("listener.name.auth.plain.sasl.jaas.config", `org.apache.kafka.common.security.scram.ScramLoginModule required;`), "want org.apache.kafka.common.security.plain.PlainLoginModule", nil},
 		{"broker-wide jaas of another module is not PLAIN's", with("sasl.jaas.config", `org.apache.kafka.common.security.scram.ScramLoginModule required;`), "PLAIN needs its users", nil},
 		{"bad jaas does not echo secrets", with("sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required user_b="hunter2"`), "not terminated by ';'", func(t *testing.T, c Config) {}},
-		{"SCRAM not built here", with("sasl.enabled.mechanisms", "SCRAM-SHA-256"), "is not built yet", nil},
+		{"SCRAM needs no jaas users", with("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512"), "", func(t *testing.T, c Config) {
+			if s := c.SASL["AUTH"]; s == nil || strings.Join(s.Mechanisms, ",") != "SCRAM-SHA-256,SCRAM-SHA-512" {
+				t.Fatalf("%+v", s)
+			}
+		}},
 		{"unknown mechanism", with("sasl.enabled.mechanisms", "PLAIN,FOO", "sasl.jaas.config", jaasUsers), "unknown mechanism FOO", nil},
 		{"no mechanism", with("sasl.enabled.mechanisms", " "), "at least one mechanism", nil},
 		{"bad reauth", with("sasl.jaas.config", jaasUsers, "connections.max.reauth.ms", "-1"), "connections.max.reauth.ms", nil},

@@ -46,6 +46,13 @@ type Options struct {
 	// this controller records it (a fresh one when ""), so a cluster
 	// created before the id was a metadata record keeps its first node's.
 	ClusterID string
+	// Bootstrap are records the first leader of a new cluster commits
+	// with its cluster id (in the start-of-term entry, before any
+	// decision), as KRaft commits bootstrap.checkpoint: the SCRAM
+	// credentials of `strata format --add-scram`, so a cluster with an
+	// authorizer can get its first user without the API. Ignored once
+	// the image has a cluster id.
+	Bootstrap []metadata.Record
 	// RequestMemory bounds the bytes of RPC frames being read or handled
 	// on the CONTROLLER listener; the broker passes a budget of
 	// queued.max.request.bytes (apart from its Kafka listeners', so a
@@ -110,6 +117,8 @@ type Controller struct {
 	// clusterIDCandidate is the id this controller records as leader of
 	// an image without one: Options.ClusterID, or a fresh one.
 	clusterIDCandidate string
+	// bootstrap is Options.Bootstrap.
+	bootstrap []metadata.Record
 
 	// fwdMu guards fwd, the clients used to forward to the leader.
 	fwdMu sync.Mutex
@@ -157,6 +166,7 @@ func Open(o Options) (*Controller, error) {
 	}
 	c.rng = rand.New(rand.NewPCG(seed, seed+1))
 	c.clusterIDCandidate = o.ClusterID
+	c.bootstrap = o.Bootstrap
 	if c.clusterIDCandidate == "" {
 		c.clusterIDCandidate = newClusterID(c.rng)
 	}
@@ -631,7 +641,8 @@ func (c *Controller) decideBatch(batch []*decision) {
 // as) its first decision: the cluster id if the image has none yet
 // (metadata.State.PlanClusterID, the first leader of a new cluster, or of
 // an image from a version without the record), so every decision —
-// registrations first — sees it; and, on an image without the
+// registrations first — sees it, with Options.Bootstrap for a new
+// cluster; and, on an image without the
 // strata.replication.version feature (metadata.State.PlanReplicationFeature:
 // written before replication, when every replica was listed as in sync),
 // ISRs corrected to the leader alone and the feature recorded, so the
@@ -646,6 +657,11 @@ func (c *Controller) startOfTerm(st *metadata.State) []metadata.Record {
 		c.cfg.Logger.Warn("controller: meta.properties cluster id unusable, recording a fresh one", "err", err)
 		c.clusterIDCandidate = newClusterID(c.rng)
 		recs, _ = st.PlanClusterID(c.clusterIDCandidate)
+	}
+	if len(recs) > 0 && st.ClusterID() == "" && len(st.Brokers()) == 0 && len(st.Topics()) == 0 {
+		// A new cluster (not an image of a version without the cluster
+		// id record): its bootstrap records go in the same entry.
+		recs = append(recs, c.bootstrap...)
 	}
 	return append(recs, st.PlanReplicationFeature()...)
 }

@@ -848,3 +848,34 @@ func TestControllerRecordsItsMetaPropertiesClusterID(t *testing.T) {
 		t.Fatalf("cluster id %q, want the node's own %q (recorded with no request)", lead.ClusterID(), mine)
 	}
 }
+
+// TestControllerCommitsBootstrapRecordsOnce: the first leader of a new
+// cluster commits Options.Bootstrap (the format-time SCRAM credentials)
+// with its cluster id, before any decision; a later leader of the same
+// image does not again (a credential deleted since stays deleted).
+func TestControllerCommitsBootstrapRecordsOnce(t *testing.T) {
+	rec, err := metadata.ScramRecordFromPassword("alice", metadata.ScramSHA256, "alice-secret", []byte("salt"), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCtrlCluster(t, clusterOpts{n: 3, bootstrap: []metadata.Record{rec}})
+	lead := c.leader()
+	if !waitFor(testWait, func() bool { return lead.ClusterID() != "" }) {
+		t.Fatal("no cluster id recorded")
+	}
+	if _, ok := lead.State().ScramCredential("alice", metadata.ScramSHA256); !ok {
+		t.Fatal("the bootstrap credential is not in the image of the first term")
+	}
+	res, err := lead.AlterUserScramCredentials(ctx(t), AlterScramRequest{Deletions: []metadata.ScramDeletion{{Name: "alice", Mechanism: metadata.ScramSHA256}}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("delete alice: %v %+v", err, res)
+	}
+	c.stop(lead.ID())
+	next := c.leader()
+	if _, err := next.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "after", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err) // a decision of the next leader's term: its start-of-term records are in
+	}
+	if _, ok := next.State().ScramCredential("alice", metadata.ScramSHA256); ok {
+		t.Fatal("a later leader committed the bootstrap records again")
+	}
+}

@@ -228,6 +228,7 @@ type ctrlCluster struct {
 	// clusterID and incs are what each controller says in its Raft hello.
 	clusterID string
 	incs      map[int32]uuid.UUID
+	bootstrap []metadata.Record
 
 	mu    sync.Mutex // guards addrs
 	addrs map[int32]string
@@ -247,6 +248,8 @@ type clusterOpts struct {
 	// clusterID is every controller's Options.ClusterID (each also gets an
 	// incarnation of its own).
 	clusterID string
+	// bootstrap is every controller's Options.Bootstrap.
+	bootstrap []metadata.Record
 }
 
 // clusterIDOf is voter id's Options.ClusterID: its own from clusterIDs,
@@ -261,7 +264,7 @@ func (c *ctrlCluster) clusterIDOf(id int32) string {
 func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 	t.Helper()
 	c := &ctrlCluster{
-		t: t, disk: o.disk, tune: o.tune, clusterIDs: o.clusterIDs, clusterID: o.clusterID, incs: map[int32]uuid.UUID{},
+		t: t, disk: o.disk, tune: o.tune, clusterIDs: o.clusterIDs, clusterID: o.clusterID, incs: map[int32]uuid.UUID{}, bootstrap: o.bootstrap,
 		dirs: map[int32]string{}, mem: map[int32]*MemoryStorage{},
 		ctrls: map[int32]*Controller{}, addrs: map[int32]string{}, regs: map[int32]*prometheus.Registry{},
 	}
@@ -340,6 +343,7 @@ func (c *ctrlCluster) startWith(id int32, ln net.Listener) {
 		Listener:    ln,
 		Seed:        uint64(id),
 		ClusterID:   c.clusterIDOf(id),
+		Bootstrap:   c.bootstrap,
 		Incarnation: c.incs[id],
 		Resolve: func(id int32) string {
 			c.mu.Lock()

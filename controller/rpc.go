@@ -49,6 +49,7 @@ const (
 	methodUnregisterBroker            byte = 13 // [Service.UnregisterBroker]
 	methodCreateACLs                  byte = 14 // [Service.CreateACLs]
 	methodDeleteACLs                  byte = 15 // [Service.DeleteACLs]
+	methodAlterUserScramCredentials   byte = 16 // [Service.AlterUserScramCredentials]
 )
 
 // Service is the API brokers use, implemented in-process by [*Controller]
@@ -70,6 +71,7 @@ type Service interface {
 	UnregisterBroker(ctx context.Context, brokerID int32) error
 	CreateACLs(ctx context.Context, acls []authz.ACL) ([]metadata.CreateACLResult, error)
 	DeleteACLs(ctx context.Context, filters []authz.Filter) ([]metadata.DeleteACLsResult, error)
+	AlterUserScramCredentials(ctx context.Context, req AlterScramRequest) ([]metadata.AlterScramResult, error)
 	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
 }
 
@@ -475,4 +477,32 @@ func (c *Controller) DeleteACLs(ctx context.Context, filters []authz.Filter) ([]
 // DeleteACLs implements [Service].
 func (c *Client) DeleteACLs(ctx context.Context, filters []authz.Filter) ([]metadata.DeleteACLsResult, error) {
 	return rpcDeleteACLs.remote(ctx, c, filters)
+}
+
+// AlterScramRequest is an AlterUserScramCredentials (KIP-554): the
+// upsertions carry the client's salted password, from which the planner
+// derives the stored keys; the records never carry it.
+type AlterScramRequest struct {
+	Deletions  []metadata.ScramDeletion  `json:"deletions,omitempty"`
+	Upsertions []metadata.ScramUpsertion `json:"upsertions,omitempty"`
+}
+
+var rpcAlterUserScramCredentials = register(&rpc[AlterScramRequest, []metadata.AlterScramResult, []alterScramResultW]{
+	method: methodAlterUserScramCredentials, name: "AlterUserScramCredentials",
+	plan: func(_ *Controller, st *metadata.State, req AlterScramRequest) ([]metadata.Record, []metadata.AlterScramResult, error) {
+		recs, res := st.PlanAlterUserScramCredentials(req.Deletions, req.Upsertions)
+		return recs, res, nil
+	},
+	toWire: alterScramToW, fromWire: alterScramFromW,
+})
+
+// AlterUserScramCredentials deletes and upserts SCRAM credentials (Kafka's
+// AlterUserScramCredentials); one result per user.
+func (c *Controller) AlterUserScramCredentials(ctx context.Context, req AlterScramRequest) ([]metadata.AlterScramResult, error) {
+	return rpcAlterUserScramCredentials.local(ctx, c, req, false)
+}
+
+// AlterUserScramCredentials implements [Service].
+func (c *Client) AlterUserScramCredentials(ctx context.Context, req AlterScramRequest) ([]metadata.AlterScramResult, error) {
+	return rpcAlterUserScramCredentials.remote(ctx, c, req)
 }

@@ -35,6 +35,7 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"ListPartitionReassignments":  12,
 		"CreateACLs":                  14,
 		"DeleteACLs":                  15,
+		"AlterUserScramCredentials":   16,
 	}
 	got := map[string]byte{
 		"RegisterBroker":              methodRegisterBroker,
@@ -51,6 +52,7 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"ListPartitionReassignments":  methodListPartitionReassignments,
 		"CreateACLs":                  methodCreateACLs,
 		"DeleteACLs":                  methodDeleteACLs,
+		"AlterUserScramCredentials":   methodAlterUserScramCredentials,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("method numbers changed:\n got %v\nwant %v", got, want)
@@ -357,6 +359,18 @@ func rpcGoldens() []rpcGolden {
 				{Deleted: []metadata.ACLEntry{{ID: goldenID, ACL: authz.ACL{ResourceType: authz.ResTopic, ResourceName: "t", PatternType: authz.PatLiteral, Principal: "User:a", Host: "*", Operation: authz.OpRead, Permission: authz.PermAllow}}}},
 				{Err: &RemoteError{Code: 42, Msg: "unknown resource type 0 in filter"}}},
 		},
+		{
+			name: "AlterUserScramCredentials",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				return cl.AlterUserScramCredentials(ctx, AlterScramRequest{
+					Deletions:  []metadata.ScramDeletion{{Name: "bob", Mechanism: metadata.ScramSHA512}},
+					Upsertions: []metadata.ScramUpsertion{{Name: "alice", Mechanism: metadata.ScramSHA256, Iterations: 4096, Salt: []byte("salt"), SaltedPassword: []byte{1, 2, 3}}}})
+			},
+			method:   16,
+			request:  `{"deletions":[{"Name":"bob","Mechanism":2}],"upsertions":[{"Name":"alice","Mechanism":1,"Iterations":4096,"Salt":"c2FsdA==","SaltedPassword":"AQID"}]}`,
+			response: `{"body":[{"user":"bob","err":{"code":91,"msg":"absent"}},{"user":"alice"}]}`,
+			want:     []metadata.AlterScramResult{{User: "bob", Err: &RemoteError{Code: 91, Msg: "absent"}}, {User: "alice"}},
+		},
 	}
 }
 
@@ -455,6 +469,8 @@ func TestRPCServerGoldenAnswers(t *testing.T) {
 		{4, 0, `{"names":["nope"],"ids":["00000000-0000-0000-0000-000000000000"]}`,
 			`{"body":[{"name":"nope","topic_id":"00000000-0000-0000-0000-000000000000","err":{"code":3,"msg":"UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition.: topic \"nope\""}},{"name":"","topic_id":"00000000-0000-0000-0000-000000000000","err":{"code":42,"msg":"INVALID_REQUEST: This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.: nil topic id"}}]}`},
 		{4, flagForwarded, `{"names":[]}`, `{"body":[]}`},
+		{16, 0, `{"deletions":[{"Name":"nobody","Mechanism":1}],"upsertions":[{"Name":"alice","Mechanism":1,"Iterations":100,"Salt":"c2FsdA==","SaltedPassword":"AQID"}]}`,
+			`{"body":[{"user":"nobody","err":{"code":91,"msg":"RESOURCE_NOT_FOUND: A request illegally referred to a resource that does not exist.: Attempt to delete a user credential that does not exist"}},{"user":"alice","err":{"code":93,"msg":"UNACCEPTABLE_CREDENTIAL: Requested credential would not meet criteria for acceptability.: Too few iterations"}}]}`},
 		{14, 0, `[{"ResourceType":1,"ResourceName":"t","PatternType":3,"Principal":"User:a","Host":"*","Operation":3,"Permission":3}]`,
 			`{"body":[{"err":{"code":42,"msg":"INVALID_REQUEST: This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.: invalid resourceType 1"}}]}`},
 		{200, 0, `{}`, `{"err":{"code":-1,"msg":"controller: protocol error: unknown method 200"}}`},

@@ -285,3 +285,24 @@ func deleteACLsFromW(rs []deleteACLsResultW) []metadata.DeleteACLsResult {
 	}
 	return out
 }
+
+type alterScramResultW struct {
+	User string   `json:"user"`
+	Err  *wireErr `json:"err,omitempty"`
+}
+
+func alterScramToW(rs []metadata.AlterScramResult) []alterScramResultW {
+	out := make([]alterScramResultW, len(rs))
+	for i, r := range rs {
+		out[i] = alterScramResultW{r.User, toWireErr(r.Err)}
+	}
+	return out
+}
+
+func alterScramFromW(rs []alterScramResultW) []metadata.AlterScramResult {
+	out := make([]metadata.AlterScramResult, len(rs))
+	for i, r := range rs {
+		out[i] = metadata.AlterScramResult{User: r.User, Err: fromWireErr(r.Err)}
+	}
+	return out
+}

@@ -63,6 +63,10 @@ func (s *State) Apply(offset int64, r Record) error {
 		err = s.applyACL(r)
 	case *RemoveAccessControlEntryRecord:
 		err = s.applyRemoveACL(r)
+	case *UserScramCredentialRecord:
+		err = s.applyScram(r)
+	case *RemoveUserScramCredentialRecord:
+		err = s.applyRemoveScram(r)
 	case *FeatureLevelRecord:
 		if r.Level < 0 {
 			err = inconsistent("feature %q level %d", r.Name, r.Level)

@@ -182,6 +182,11 @@ func AppendRecord(b []byte, r Record) []byte {
 		e.u8(uint8(r.Permission))
 	case *RemoveAccessControlEntryRecord:
 		e.uuid(r.ID)
+	case *UserScramCredentialRecord:
+		encodeScram(&e, r)
+	case *RemoveUserScramCredentialRecord:
+		e.str(r.Name)
+		e.u8(uint8(r.Mechanism))
 	default:
 		panic(fmt.Sprintf("metadata: Encode of foreign record type %T", r))
 	}
@@ -353,6 +358,16 @@ func Decode(b []byte) (Record, error) {
 			break
 		}
 		r = &RemoveAccessControlEntryRecord{ID: d.uuid()}
+	case TypeUserScramCredential:
+		if v > versionUserScramCredential {
+			break
+		}
+		r = decodeScram(&d)
+	case TypeRemoveUserScramCredential:
+		if v > versionRemoveUserScramCredential {
+			break
+		}
+		r = &RemoveUserScramCredentialRecord{Name: d.str(), Mechanism: ScramMechanism(d.u8())}
 	}
 	if r == nil {
 		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownRecord, uint8(t), v)
@@ -383,6 +398,29 @@ func decodeACL(d *decoder) *AccessControlEntryRecord {
 	return x
 }
 
+// encodeScram writes a UserScramCredentialRecord's fields (also the scram
+// section of a snapshot):
+//
+//	name str | mechanism u8 | salt str | storedKey str | serverKey str | iterations i32
+func encodeScram(e *encoder, r *UserScramCredentialRecord) {
+	e.str(r.Name)
+	e.u8(uint8(r.Mechanism))
+	e.str(string(r.Salt))
+	e.str(string(r.StoredKey))
+	e.str(string(r.ServerKey))
+	e.i32(r.Iterations)
+}
+
+// decodeScram reads what encodeScram wrote.
+func decodeScram(d *decoder) *UserScramCredentialRecord {
+	x := &UserScramCredentialRecord{Name: d.str(), Mechanism: ScramMechanism(d.u8())}
+	x.Salt = []byte(d.str())
+	x.StoredKey = []byte(d.str())
+	x.ServerKey = []byte(d.str())
+	x.Iterations = d.i32()
+	return x
+}
+
 // checkEnums rejects enum values no version of the encoder writes.
 func checkEnums(r Record) error {
 	switch r := r.(type) {
@@ -405,6 +443,13 @@ func checkEnums(r Record) error {
 	case *AccessControlEntryRecord:
 		// Planners write only bindings authz.ValidateACL accepts.
 		return authz.ValidateACL(r.ACL)
+	case *UserScramCredentialRecord:
+		// Planners write only credentials Apply accepts.
+		return validateScramRecord(r)
+	case *RemoveUserScramCredentialRecord:
+		if r.Mechanism.keySize() == 0 {
+			return fmt.Errorf("scram mechanism %d", r.Mechanism)
+		}
 	}
 	return nil
 }

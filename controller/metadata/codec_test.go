@@ -62,6 +62,11 @@ func sampleRecords() []Record {
 		&AccessControlEntryRecord{ID: id, ACL: authz.ACL{ResourceType: authz.ResCluster, ResourceName: "kafka-cluster", PatternType: authz.PatLiteral,
 			Principal: "User:*", Host: "*", Operation: authz.OpAll, Permission: authz.PermAllow}},
 		&RemoveAccessControlEntryRecord{ID: seg},
+		&UserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA256, Salt: []byte("salt"), StoredKey: bytes.Repeat([]byte{1}, 32),
+			ServerKey: bytes.Repeat([]byte{2}, 32), Iterations: 4096},
+		&UserScramCredentialRecord{Name: "we,ird=name", Mechanism: ScramSHA512, Salt: []byte{0}, StoredKey: bytes.Repeat([]byte{0xff}, 64),
+			ServerKey: make([]byte, 64), Iterations: 16384},
+		&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA512},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/broker/authz"
+	"github.com/strata-io/strata/broker/sasl"
 )
 
 // harness drives a State through datadriven scripts: each planning command
@@ -144,6 +145,11 @@ func (h *harness) format(r Record) string {
 		return fmt.Sprintf("AccessControlEntry %s %s", h.name(r.ID), r.ACL)
 	case *RemoveAccessControlEntryRecord:
 		return "RemoveAccessControlEntry " + h.name(r.ID)
+	case *UserScramCredentialRecord:
+		return fmt.Sprintf("UserScramCredential %s %s iterations=%d salt=%q stored=%x.. server=%x..", r.Name, r.Mechanism,
+			r.Iterations, r.Salt, r.StoredKey[:4], r.ServerKey[:4])
+	case *RemoveUserScramCredentialRecord:
+		return fmt.Sprintf("RemoveUserScramCredential %s %s", r.Name, r.Mechanism)
 	}
 	return fmt.Sprintf("%T", r)
 }
@@ -246,6 +252,9 @@ func (h *harness) show() string {
 	}
 	for _, e := range s.ACLs() {
 		fmt.Fprintf(&b, "acl %s %s\n", h.name(e.ID), e.ACL)
+	}
+	for _, c := range s.ScramCredentials() {
+		fmt.Fprintf(&b, "scram %s %s iterations=%d\n", c.Name, c.Mechanism, c.Iterations)
 	}
 	// What the image knows of removed topics with remote data left.
 	var removed []uuid.UUID
@@ -748,6 +757,71 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			for _, e := range r.Deleted {
 				fmt.Fprintf(&out, "  deleted %s %s\n", h.name(e.ID), e.ACL)
 			}
+		}
+	case "alter-scram":
+		// one alteration a line:
+		//   delete <user> <mechanism>
+		//   upsert <user> <mechanism> iterations=N salt=S password=P | salted-len=N
+		var dels []ScramDeletion
+		var ups []ScramUpsertion
+		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 {
+				td.Fatalf(t, "bad line %q", line)
+			}
+			name := f[1]
+			if name == `""` {
+				name = ""
+			}
+			mech := ScramMechanismByName(f[2])
+			if f[2] == "SCRAM-SHA-1" {
+				mech = 3
+			}
+			switch f[0] {
+			case "delete":
+				dels = append(dels, ScramDeletion{Name: name, Mechanism: mech})
+			case "upsert":
+				u := ScramUpsertion{Name: name, Mechanism: mech}
+				kv := map[string]string{}
+				for _, a := range f[3:] {
+					k, v, _ := strings.Cut(a, "=")
+					kv[k] = v
+				}
+				it, _ := strconv.Atoi(kv["iterations"])
+				u.Iterations = int32(it)
+				u.Salt = []byte(kv["salt"])
+				if n, ok := kv["salted-len"]; ok {
+					l, _ := strconv.Atoi(n)
+					u.SaltedPassword = make([]byte, l)
+				} else if mech.keySize() > 0 && it > 0 {
+					salted, err := sasl.ScramSaltedPassword(mech.String(), kv["password"], u.Salt, it)
+					if err != nil {
+						td.Fatalf(t, "%v", err)
+					}
+					u.SaltedPassword = salted
+				}
+				ups = append(ups, u)
+			default:
+				td.Fatalf(t, "bad line %q", line)
+			}
+		}
+		recs, res := h.st.PlanAlterUserScramCredentials(dels, ups)
+		h.apply(t, &out, recs)
+		for _, r := range res {
+			fmt.Fprintf(&out, "%s: %s\n", r.User, h.errLine(r.Err))
+		}
+	case "describe-scram":
+		// the users, space separated; none describes all
+		for _, d := range h.st.DescribeUserScramCredentials(strings.Fields(td.Input)) {
+			if d.Err != nil {
+				fmt.Fprintf(&out, "%s: %s\n", d.User, h.errLine(d.Err))
+				continue
+			}
+			fmt.Fprintf(&out, "%s:", d.User)
+			for _, c := range d.Creds {
+				fmt.Fprintf(&out, " %s/%d", c.Mechanism, c.Iterations)
+			}
+			out.WriteString("\n")
 		}
 	case "show":
 		return h.show()

@@ -31,10 +31,13 @@ const (
 	TypeAccessControlEntry       RecordType = 13 // [AccessControlEntryRecord]
 	TypeRemoveAccessControlEntry RecordType = 14 // [RemoveAccessControlEntryRecord]
 
+	TypeUserScramCredential       RecordType = 15 // [UserScramCredentialRecord]
+	TypeRemoveUserScramCredential RecordType = 16 // [RemoveUserScramCredentialRecord]
+
 	// typeEnd is one past the last record type. The codec's tests walk
 	// every type below it (a sample, a name, a decoder each) and check that
 	// typeEnd itself is unknown, so a new type cannot be left out of them.
-	typeEnd RecordType = 15
+	typeEnd RecordType = 17
 )
 
 // String returns the record type's name.
@@ -68,6 +71,10 @@ func (t RecordType) String() string {
 		return "AccessControlEntry"
 	case TypeRemoveAccessControlEntry:
 		return "RemoveAccessControlEntry"
+	case TypeUserScramCredential:
+		return "UserScramCredential"
+	case TypeRemoveUserScramCredential:
+		return "RemoveUserScramCredential"
 	}
 	return fmt.Sprintf("RecordType(%d)", uint8(t))
 }

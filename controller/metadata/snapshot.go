@@ -7,7 +7,7 @@ package metadata
 //	| "SMDI" 4B | uint8   | uint32 BE, body  |                        |
 //	+-----------+---------+------------------+------------------------+
 //
-// body (version 5), in the primitive forms of codec.go, every collection in
+// body (version 6), in the primitive forms of codec.go, every collection in
 // sorted order so that equal images give byte-identical snapshots:
 //
 //	offset i64 | maxBrokerEpoch i64 | clusterID str ("" if none)
@@ -35,6 +35,8 @@ package metadata
 //	acls:      count | (id uuid, resourceType u8, resourceName str,
 //	                    patternType u8, principal str, host str,
 //	                    operation u8, permission u8)...        by id
+//	scram:     count | (name str, mechanism u8, salt str, storedKey str,
+//	                    serverKey str, iterations i32)...     by (name, mechanism)
 //
 // Format migration: a change bumps the version byte and Unmarshal keeps
 // reading older versions; Marshal writes only the newest.
@@ -50,8 +52,11 @@ package metadata
 //	version 4  adds each partition's addingReplicas and removingReplicas
 //	           (KIP-455). Older images restore with no reassignment.
 //	version 5  adds the acls section. Older images restore without ACLs.
+//	version 6  adds the scram section. Older images restore without SCRAM
+//	           credentials.
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -69,7 +74,7 @@ var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
 
 const (
 	snapshotMagic   = "SMDI"
-	snapshotVersion = 5
+	snapshotVersion = 6
 	snapshotHeader  = len(snapshotMagic) + 1 + 4
 )
 
@@ -198,6 +203,12 @@ func (s *State) Marshal() ([]byte, error) {
 		e.str(a.Host)
 		e.u8(uint8(a.Operation))
 		e.u8(uint8(a.Permission))
+	}
+	creds := s.ScramCredentials()
+	e.count(len(creds))
+	for _, c := range creds {
+		encodeScram(&e, &UserScramCredentialRecord{Name: c.Name, Mechanism: c.Mechanism, Salt: c.Salt,
+			StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int32(c.Iterations)})
 	}
 	putCRC(e.b)
 	return e.b, nil
@@ -352,6 +363,23 @@ func decodeSnapshot(d *decoder, version uint8) (*State, error) {
 			}
 			prev = r.ID
 			if err := s.applyACL(r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if version >= 6 {
+		var prev scramKey
+		for n := d.count(8); n > 0 && d.err == nil; n-- {
+			r := decodeScram(d)
+			if d.err != nil {
+				break
+			}
+			k := scramKey{r.Name, r.Mechanism}
+			if len(s.scram) > 0 && cmp.Or(cmp.Compare(prev.name, k.name), cmp.Compare(prev.mech, k.mech)) >= 0 {
+				return nil, fmt.Errorf("scram credential %q %s out of order", r.Name, r.Mechanism)
+			}
+			prev = k
+			if err := s.applyScram(r); err != nil {
 				return nil, err
 			}
 		}

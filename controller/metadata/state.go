@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-io/strata/broker/authz"
+	"github.com/strata-io/strata/broker/sasl"
 )
 
 // ErrInconsistentRecord is returned by [State.Apply] for a record that
@@ -140,6 +141,9 @@ type State struct {
 	removedNames map[uuid.UUID]string
 	// acls are the ACL bindings by ID ([AccessControlEntryRecord]).
 	acls map[uuid.UUID]authz.ACL
+	// scram are the SCRAM credentials by user and mechanism
+	// ([UserScramCredentialRecord]).
+	scram map[scramKey]sasl.ScramCredential
 	// clusterID is the quorum's cluster id ([ClusterIDRecord]); "" until
 	// recorded.
 	clusterID string
@@ -177,6 +181,7 @@ func NewState() *State {
 		remoteTopics: map[uuid.UUID]int{},
 		removedNames: map[uuid.UUID]string{},
 		acls:         map[uuid.UUID]authz.ACL{},
+		scram:        map[scramKey]sasl.ScramCredential{},
 	}
 }
 
@@ -259,6 +264,9 @@ func (s *State) Clone() *State {
 	}
 	for id, a := range s.acls {
 		c.acls[id] = a
+	}
+	for k, v := range s.scram {
+		c.scram[k] = v // the slices are never changed in place
 	}
 	return c
 }

@@ -311,6 +311,8 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add(b)
 	fixture, _ := snapshotFixture(f).Marshal() // has a removed section
 	f.Add(fixture)
+	scram, _ := scramFixture(f).Marshal() // has a scram section
+	f.Add(scram)
 	if v0, err := os.ReadFile("testdata/snapshot/v0.snap"); err == nil {
 		f.Add(v0)
 	}
