@@ -267,7 +267,7 @@ func Open(o Options) (_ *Node, err error) {
 			addrs[i] = v.Addr
 		}
 		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr(), Dial: n.controllerDial(),
-			WatchTimeout: n.cfg.QuorumRequestTimeout, Logger: n.logger})
+			WatchTimeout: n.cfg.QuorumRequestTimeout, ClusterID: n.helloClusterID(), Logger: n.logger})
 	}
 
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
@@ -682,6 +682,24 @@ func (n *Node) previousBrokerEpoch() int64 {
 		return e
 	}
 	return n.store.CleanShutdownBrokerEpoch()
+}
+
+// helloClusterID is what this node's controller client says its cluster
+// is (controller.ClientOptions.ClusterID): the quorum's once registered,
+// before that meta.properties' id if the quorum confirmed it once (an id
+// this node made up itself, before ids were the quorum's, is not sent: the
+// quorum must not refuse the node for it).
+func (n *Node) helloClusterID() func() string {
+	var confirmed string
+	if n.props.confirmed {
+		confirmed = n.props.clusterID
+	}
+	return func() string {
+		if id := n.ClusterID(); id != "" {
+			return id
+		}
+		return confirmed
+	}
 }
 
 // adoptClusterID takes the quorum's cluster id from a registration's
