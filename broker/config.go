@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -1031,11 +1032,41 @@ func (c *Config) applyProtocols(pm map[string]string, props map[string]string, g
 		if err != nil {
 			return err
 		}
+		if name == c.ControllerListenerName && c.hasRole(controller.RoleController) {
+			if err := controllerListenerTLS(s, get("super.users")); err != nil {
+				return err
+			}
+		}
 		if c.TLS == nil {
 			c.TLS = map[string]*sslSettings{}
 		}
 		c.TLS[name] = s
 	}
+	return nil
+}
+
+// controllerListenerTLS locks an SSL CONTROLLER listener down to the
+// cluster's nodes: client certificates are required whatever
+// ssl.client.auth says (the listener serves Raft and the metadata RPCs,
+// never a client), so a truststore is needed to verify them; and when
+// super.users is set, the certificate's principal (after
+// ssl.principal.mapping.rules) must be one of them. super.users is where
+// a Kafka operator already names the brokers' own principals (Kafka needs
+// them there for inter-broker traffic under an authorizer), so the same
+// line says who the nodes are, with no second list to keep in step.
+// Without super.users every certificate the truststore verifies is taken
+// for a node (the node warns at start).
+func controllerListenerTLS(s *sslSettings, superUsers string) error {
+	s.ClientAuth = tls.RequireAndVerifyClientCert
+	if s.TruststoreFile == "" && s.TruststoreCert == "" {
+		return fmt.Errorf("%w: listener %s: the CONTROLLER listener verifies the nodes' client certificates: set ssl.truststore.location or ssl.truststore.certificates (listener.name.%s.ssl.truststore.* for it alone)",
+			ErrInvalidConfig, s.Listener, strings.ToLower(s.Listener))
+	}
+	su, err := authz.ParseSuperUsers(superUsers)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	s.Nodes = su
 	return nil
 }
 

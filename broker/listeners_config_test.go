@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"strings"
 	"testing"
@@ -66,11 +67,20 @@ func TestListenerSecurityConfig(t *testing.T) {
 		{"SASL refused", with(nil, "listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0"), "SASL is not built yet", nil},
 		{"SASL_PLAINTEXT under another name", with(nil, "listeners", "PLAINTEXT://127.0.0.1:0,AUTH://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 			"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,AUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"), "SASL is not built yet", nil},
-		{"controller over SSL", with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL", "listener.name.controller.ssl.client.auth", "required"), "", func(t *testing.T, c Config) {
+		{"controller over SSL", with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL", "listener.name.controller.ssl.client.auth", "required",
+			"ssl.truststore.type", "PEM", "ssl.truststore.location", "/ca.pem"), "", func(t *testing.T, c Config) {
 			if c.ControllerProtocol != "SSL" || c.TLS["CONTROLLER"] == nil || c.TLS["CONTROLLER"].ClientAuth == 0 || c.TLS["PLAINTEXT"] != nil {
 				t.Errorf("controller protocol %q tls %v", c.ControllerProtocol, c.TLS)
 			}
 		}},
+		{"controller over SSL: client certificates forced, nodes from super.users", with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+			"ssl.client.auth", "none", "ssl.truststore.type", "PEM", "ssl.truststore.location", "/ca.pem", "super.users", "User:CN=node;User:admin"), "", func(t *testing.T, c Config) {
+			s := c.TLS["CONTROLLER"]
+			if s.ClientAuth != tls.RequireAndVerifyClientCert || strings.Join(s.Nodes, ";") != "User:CN=node;User:admin" {
+				t.Errorf("client auth %v nodes %q", s.ClientAuth, s.Nodes)
+			}
+		}},
+		{"controller over SSL without a truststore", with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"), "verifies the nodes' client certificates", nil},
 		{"broker-only node dials an SSL controller", with(ssl, "process.roles", "broker", "listeners", "PLAINTEXT://127.0.0.1:0",
 			"controller.quorum.voters", "1@127.0.0.1:9093", "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"), "", func(t *testing.T, c Config) {
 			if c.ControllerProtocol != "SSL" || c.TLS["CONTROLLER"] == nil {

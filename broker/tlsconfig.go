@@ -22,8 +22,10 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -83,6 +85,10 @@ type sslSettings struct {
 	CipherSuites   []uint16 // nil: Go's defaults
 	Mapper         principalMapper
 	VerifyHostname bool // ssl.endpoint.identification.algorithm=https
+	// Nodes, on the CONTROLLER listener, are the principals
+	// (Type:Name, from super.users) a client certificate must map to;
+	// empty: any the truststore verifies (see controllerListenerTLS).
+	Nodes []string
 }
 
 // parseSSLSettings reads listener l's ssl.* settings from props; get
@@ -196,6 +202,9 @@ type tlsSource struct {
 	mu    sync.Mutex
 	stamp string
 	cur   *tlsMaterial
+
+	refused    atomic.Int64 // peers verifyNode refused
+	refusedLog atomic.Int64 // unix nanos of the last refusal logged
 }
 
 func newTLSSource(s *sslSettings, logger *slog.Logger) (*tlsSource, error) {
@@ -283,7 +292,31 @@ func (ts *tlsSource) load() (*tlsMaterial, error) {
 		MaxVersion:   s.MaxVersion,
 		CipherSuites: s.CipherSuites,
 	}
+	if len(s.Nodes) > 0 {
+		m.server.VerifyConnection = ts.verifyNode
+	}
 	return m, nil
+}
+
+// verifyNode refuses, during the handshake (before any frame is read),
+// a CONTROLLER listener peer whose certificate does not map to one of the
+// cluster's nodes.
+func (ts *tlsSource) verifyNode(cs tls.ConnectionState) error {
+	p, err := ts.principalOf(cs)
+	if err == nil {
+		for _, n := range ts.s.Nodes {
+			if n == p.String() {
+				return nil
+			}
+		}
+		err = fmt.Errorf("principal %s is not a node of this cluster (not in super.users)", p)
+	}
+	ts.refused.Add(1)
+	now := time.Now().UnixNano()
+	if last := ts.refusedLog.Load(); now-last >= int64(time.Second) && ts.refusedLog.CompareAndSwap(last, now) {
+		ts.logger.Warn("broker: refused a connection to the CONTROLLER listener", "listener", ts.s.Listener, "err", err)
+	}
+	return err
 }
 
 // serverConfig is the listener's tls.Config: each handshake takes the
@@ -549,6 +582,10 @@ func (n *Node) openTLS() error {
 	}
 	if n.cfg.ControllerProtocol == protoSSL {
 		n.ctlTLS = n.tlsSrcs[n.cfg.ControllerListenerName]
+		if n.cfg.hasRole(controller.RoleController) && len(n.ctlTLS.s.Nodes) == 0 {
+			n.logger.Warn("broker: super.users is empty: the CONTROLLER listener takes any certificate its truststore verifies for a node; name the nodes' principals in super.users",
+				"listener", n.cfg.ControllerListenerName)
+		}
 	}
 	if l, ok := n.cfg.interBrokerListener(); ok && l.Protocol == protoSSL {
 		n.interTLS = n.tlsSrcs[l.Name]
