@@ -39,6 +39,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -147,11 +148,17 @@ var brokerSettingTypes = map[string]kmsg.ConfigType{
 }
 
 func brokerSettingType(name string) kmsg.ConfigType {
+	if sensitiveSettings[name] {
+		return kmsg.ConfigTypePassword
+	}
 	if t, ok := brokerSettingTypes[name]; ok {
 		return t
 	}
 	if d, ok := brokerOnlyConfigDefs[name]; ok {
 		return d.typ
+	}
+	if strings.HasPrefix(name, "ssl.") || strings.HasPrefix(name, "admin.") {
+		return kmsg.ConfigTypeString // locations, PEM, names, lists
 	}
 	return kmsg.ConfigTypeLong // the rest of the table: *.ms, *.bytes, counts
 }

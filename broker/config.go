@@ -48,6 +48,10 @@ var Settings = []Setting{
 	{"log.dir", "", "data directory when log.dirs is unset (Kafka's single-directory form; log.dirs wins)"},
 	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener host:port serving /metrics, /healthz, /readyz, /debug/pprof/ (port 0 = any; empty = none)"},
+	{"admin.listener.security.protocol", "PLAINTEXT", "admin HTTP listener protocol: PLAINTEXT (http) or SSL (https, with the ssl.* settings, each overridden by listener.name.admin.ssl.*; ssl.client.auth=required|requested lets a client certificate authenticate)"},
+	{"admin.auth.token", "", "bearer token (Authorization: Bearer <token>) the admin listener requires on every path but admin.auth.public.paths; a password: never logged nor shown (use a config provider, ${file:...}, to keep it out of the properties file)"},
+	{"admin.auth.token.file", "", "file holding the admin bearer token (instead of admin.auth.token)"},
+	{"admin.auth.public.paths", "/healthz,/readyz,/metrics", "admin paths served without authentication when admin.auth.token or an admin client certificate is required (a path ending in / covers everything under it; empty: none)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
 	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1 (at most the registered, unfenced brokers)"},
 	{"auto.create.topics.enable", "true", "create a topic when Metadata asks for one that does not exist"},
@@ -189,6 +193,7 @@ var sensitiveSettings = map[string]bool{
 	"remote.storage.s3.secret.key": true,
 	"ssl.key.password":             true,
 	"ssl.keystore.key":             true,
+	"admin.auth.token":             true,
 }
 
 // defaultProtocolMap is Kafka's listener.security.protocol.map default.
@@ -349,6 +354,12 @@ type Config struct {
 	LogDirMinFreeBytes       int64
 	MetadataLogDir           string
 	AdminListener            string
+	// AdminTLS is the admin listener's TLS (admin.listener.security.protocol=SSL), nil for http.
+	AdminTLS *sslSettings
+	// AdminToken is admin.auth.token (or admin.auth.token.file's content).
+	AdminToken string
+	// AdminPublicPaths are admin.auth.public.paths.
+	AdminPublicPaths []string
 	NumPartitions            int32
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
@@ -648,6 +659,9 @@ func ParseConfig(props map[string]string) (Config, error) {
 		if _, port, err := net.SplitHostPort(c.AdminListener); err != nil || port == "" {
 			bad("admin.listener", c.AdminListener, "want host:port")
 		}
+	}
+	if err := c.parseAdminSecurity(props, get); err != nil && firstErr == nil {
+		firstErr = err
 	}
 	c.NumPartitions = int32(i64("num.partitions", 1))
 	c.DefaultReplicationFactor = rf("default.replication.factor")
@@ -1041,6 +1055,46 @@ func (c *Config) applyProtocols(pm map[string]string, props map[string]string, g
 			c.TLS = map[string]*sslSettings{}
 		}
 		c.TLS[name] = s
+	}
+	return nil
+}
+
+// parseAdminSecurity reads the admin listener's TLS and authentication
+// settings (admin.go says what they do).
+func (c *Config) parseAdminSecurity(props map[string]string, get func(string) string) error {
+	switch p := strings.ToUpper(get("admin.listener.security.protocol")); p {
+	case protoPlaintext:
+	case protoSSL:
+		s, err := parseSSLSettings("ADMIN", props, get)
+		if err != nil {
+			return err
+		}
+		c.AdminTLS = s
+	default:
+		return fmt.Errorf("%w: admin.listener.security.protocol=%q: want PLAINTEXT or SSL", ErrInvalidConfig, p)
+	}
+	c.AdminToken = get("admin.auth.token")
+	if f := get("admin.auth.token.file"); f != "" {
+		if c.AdminToken != "" {
+			return fmt.Errorf("%w: admin.auth.token.file: set admin.auth.token or admin.auth.token.file, not both", ErrInvalidConfig)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("%w: admin.auth.token.file: %v", ErrInvalidConfig, err)
+		}
+		if c.AdminToken = strings.TrimSpace(string(b)); c.AdminToken == "" {
+			return fmt.Errorf("%w: admin.auth.token.file: %s is empty", ErrInvalidConfig, f)
+		}
+	}
+	c.AdminPublicPaths = nil
+	for _, p := range strings.Split(get("admin.auth.public.paths"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("%w: admin.auth.public.paths: %q is not a path (want /healthz,...)", ErrInvalidConfig, p)
+		}
+		c.AdminPublicPaths = append(c.AdminPublicPaths, p)
 	}
 	return nil
 }

@@ -90,6 +90,7 @@ type Node struct {
 	tlsSrcs    map[string]*tlsSource
 	interTLS   *tlsSource
 	ctlTLS     *tlsSource // the controller listener's, when it is SSL
+	adminTLS   *tlsSource // the admin listener's, when it is SSL
 	advertised []metadata.Listener
 	ctlAddr    string
 
