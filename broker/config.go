@@ -354,12 +354,6 @@ type Config struct {
 	LogDirMinFreeBytes       int64
 	MetadataLogDir           string
 	AdminListener            string
-	// AdminTLS is the admin listener's TLS (admin.listener.security.protocol=SSL), nil for http.
-	AdminTLS *sslSettings
-	// AdminToken is admin.auth.token (or admin.auth.token.file's content).
-	AdminToken string
-	// AdminPublicPaths are admin.auth.public.paths.
-	AdminPublicPaths []string
 	NumPartitions            int32
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
@@ -479,6 +473,13 @@ type Config struct {
 	// Ignored lists the Kafka settings that were set but that Strata
 	// does not implement ([KafkaIgnoredSettings]); they are warned about.
 	Ignored []string
+
+	// AdminTLS is the admin listener's TLS (admin.listener.security.protocol=SSL), nil for http.
+	AdminTLS *sslSettings
+	// AdminToken is admin.auth.token (or admin.auth.token.file's content).
+	AdminToken string
+	// AdminPublicPaths are admin.auth.public.paths.
+	AdminPublicPaths []string
 }
 
 // TieringSettings are the upload pool's and the remote reader's settings
