@@ -240,3 +240,48 @@ func TestProcControllerListenerRefusesStrangers(t *testing.T) {
 		t.Fatalf("/readyz %d: %s", resp.StatusCode, body)
 	}
 }
+
+// TestProcTierRestoreNeedsTheAdminToken: a `strata serve` node whose admin
+// listener speaks https with admin.auth.token.file refuses `strata tier
+// restore` without the token (exit 1, the 401 explained) and serves it
+// with $STRATA_ADMIN_TOKEN (the restore itself then fails as it should:
+// the bucket holds no such topic) or --admin-token-file; the https trust
+// comes from --command-config.
+func TestProcTierRestoreNeedsTheAdminToken(t *testing.T) {
+	pki := newTestPKI(t)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "admin.token")
+	if err := os.WriteFile(tokenFile, []byte("tier-token-123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcOn(t, t.TempDir(), 1, "127.0.0.1:0",
+		"admin.listener.security.protocol=SSL", "listener.name.admin.ssl.keystore.type=PEM",
+		"listener.name.admin.ssl.keystore.location="+pki.keystore("node"), "admin.auth.token.file="+tokenFile)
+	admin := "https://" + p.listenerAddr(t, "ADMIN")
+	cc := filepath.Join(dir, "client.properties")
+	if err := os.WriteFile(cc, []byte("security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location="+pki.caPath+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRATA_ADMIN_TOKEN", "")
+	code, _, errOut := tierRun("restore", "--admin", admin, "--command-config", cc, "--topic", "nosuch")
+	if code != 1 || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "STRATA_ADMIN_TOKEN") {
+		t.Fatalf("restore without the token: exit %d, stderr %q; want 1 and the 401 explained", code, errOut)
+	}
+	t.Setenv("STRATA_ADMIN_TOKEN", "wrong")
+	if code, _, errOut := tierRun("restore", "--admin", admin, "--command-config", cc, "--topic", "nosuch"); code != 1 || !strings.Contains(errOut, "authentication required") {
+		t.Fatalf("restore with a wrong token: exit %d, stderr %q", code, errOut)
+	}
+	t.Setenv("STRATA_ADMIN_TOKEN", "tier-token-123")
+	code, _, errOut = tierRun("restore", "--admin", admin, "--command-config", cc, "--topic", "nosuch")
+	if code != 1 || strings.Contains(errOut, "401") || strings.Contains(errOut, "authentication") || !strings.Contains(errOut, "nosuch") {
+		t.Fatalf("restore with the token: exit %d, stderr %q; want the restore's own error about nosuch", code, errOut)
+	}
+	t.Setenv("STRATA_ADMIN_TOKEN", "")
+	if code, _, errOut := tierRun("restore", "--admin", admin, "--command-config", cc, "--admin-token-file", tokenFile, "--topic", "nosuch"); code != 1 || strings.Contains(errOut, "401") {
+		t.Fatalf("restore with --admin-token-file: exit %d, stderr %q", code, errOut)
+	}
+	// Without the trust store the https listener's certificate is not trusted.
+	if code, _, errOut := tierRun("restore", "--admin", admin, "--topic", "nosuch"); code != 1 || !strings.Contains(errOut, "certificate") {
+		t.Fatalf("restore without the CA: exit %d, stderr %q", code, errOut)
+	}
+}
