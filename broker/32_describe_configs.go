@@ -148,7 +148,7 @@ var brokerSettingTypes = map[string]kmsg.ConfigType{
 }
 
 func brokerSettingType(name string) kmsg.ConfigType {
-	if sensitiveSettings[name] {
+	if isSensitiveSetting(name) {
 		return kmsg.ConfigTypePassword
 	}
 	if t, ok := brokerSettingTypes[name]; ok {
@@ -306,7 +306,7 @@ func (n *Node) describeResource(st *metadata.State, req *kmsg.DescribeConfigsReq
 				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
 			}
 		}
-		if sensitiveSettings[name] { // a secret: say it is set, never what it is
+		if isSensitiveSetting(name) { // a secret: say it is set, never what it is
 			c.Value, c.IsSensitive = nil, true
 			for i := range c.ConfigSynonyms {
 				c.ConfigSynonyms[i].Value = nil

@@ -182,6 +182,7 @@ var Settings = []Setting{
 	{"remote.log.cache.chunk.bytes", "4194304", "size of one ranged read and cache entry of the remote tier"},
 	{"remote.log.index.cache.bytes", "67108864", "memory bound of the cache of remote segments' offset and time indexes"},
 	{"remote.fetch.max.wait.ms", "500", "how long a fetch waits for remote-tier data before answering without it (the read goes on and warms the cache)"},
+	{"config.providers", "", "config provider aliases, e.g. file,dir,env; each with config.providers.<alias>.class = org.apache.kafka.common.config.provider.FileConfigProvider (${alias:/path/file.properties:key}), DirectoryConfigProvider (${alias:/dir:file}, the file's content) or EnvVarConfigProvider (${alias:VARIABLE}), and .param.allowed.paths / .param.allowlist.pattern; references are resolved in every setting's value before it is read"},
 	{"strata.log.level", "info", "debug, info, warn or error"},
 	{"strata.log.format", "text", "text or json"},
 }
@@ -194,6 +195,32 @@ var sensitiveSettings = map[string]bool{
 	"ssl.key.password":             true,
 	"ssl.keystore.key":             true,
 	"admin.auth.token":             true,
+}
+
+// isSensitiveSetting reports whether name's value is a secret: one of
+// sensitiveSettings, a listener override of one
+// (listener.name.<l>.ssl.key.password), or by its name a password, a JAAS
+// configuration (credentials: sasl.jaas.config and
+// listener.name.<l>.<mechanism>.sasl.jaas.config) or a secret key.
+func isSensitiveSetting(name string) bool {
+	if sensitiveSettings[name] {
+		return true
+	}
+	if s, _, ok := listenerOverrideName(name); ok && sensitiveSettings[s] {
+		return true
+	}
+	n := strings.ToLower(name)
+	return strings.HasSuffix(n, "password") || strings.HasSuffix(n, "sasl.jaas.config") || strings.HasSuffix(n, ".secret.key") ||
+		strings.HasSuffix(n, ".token")
+}
+
+// shownValue is v as an error message may show it: quoted, or [hidden]
+// for a secret.
+func shownValue(name, v string) string {
+	if isSensitiveSetting(name) {
+		return "[hidden]"
+	}
+	return strconv.Quote(v)
 }
 
 // defaultProtocolMap is Kafka's listener.security.protocol.map default.
@@ -546,6 +573,10 @@ func (c *Config) hasRole(r controller.Role) bool {
 // ParseConfig parses and validates merged properties (see
 // [MergeProperties]). Errors wrap [ErrInvalidConfig] and name the setting.
 func ParseConfig(props map[string]string) (Config, error) {
+	props, perr := resolveConfigProviders(props, os.LookupEnv)
+	if perr != nil {
+		return Config{}, perr
+	}
 	c := Config{Props: make(map[string]string, len(props))}
 	for k, v := range props {
 		c.Props[k] = v
@@ -553,7 +584,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	var firstErr error
 	bad := func(name, v string, why string) {
 		if firstErr == nil {
-			firstErr = fmt.Errorf("%w: %s=%q: %s", ErrInvalidConfig, name, v, why)
+			firstErr = fmt.Errorf("%w: %s=%s: %s", ErrInvalidConfig, name, shownValue(name, v), why)
 		}
 	}
 	get := func(name string) string {

@@ -110,6 +110,9 @@ func knownName(name string) bool {
 	if _, _, ok := listenerOverrideName(name); ok {
 		return true // listener.name.<l>.ssl.*
 	}
+	if isConfigProviderName(name) {
+		return true // config.providers.<alias>.class, .param.*
+	}
 	_, ok := lookupSetting(name)
 	return ok || ignoredSetting(name)
 }

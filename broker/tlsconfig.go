@@ -101,7 +101,7 @@ func parseSSLSettings(l string, props map[string]string, get func(string) string
 		return get(name)
 	}
 	bad := func(name, why string) error {
-		return fmt.Errorf("%w: listener %s: %s=%q: %s", ErrInvalidConfig, l, name, val(name), why)
+		return fmt.Errorf("%w: listener %s: %s=%s: %s", ErrInvalidConfig, l, name, shownValue(name, val(name)), why)
 	}
 	s := &sslSettings{Listener: l, KeystoreFile: val("ssl.keystore.location"), KeystoreKey: val("ssl.keystore.key"),
 		KeystoreChain: val("ssl.keystore.certificate.chain"), KeyPassword: val("ssl.key.password"),
