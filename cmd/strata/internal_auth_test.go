@@ -285,3 +285,53 @@ func TestProcTierRestoreNeedsTheAdminToken(t *testing.T) {
 		t.Fatalf("restore without the CA: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestProcSecretsFromProvidersNeverLogged: `strata serve` with its admin
+// token and S3-style secret behind config providers (a properties file
+// and an environment variable) at debug level serves with the resolved
+// token, and neither secret appears in its output; a bad inline key is
+// reported without the key.
+func TestProcSecretsFromProvidersNeverLogged(t *testing.T) {
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets.properties")
+	if err := os.WriteFile(secrets, []byte("admin.token=provided-admin-token-42\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRATA_TEST_SECRET_KEY", "provided-secret-key-43")
+	p := startProcOn(t, t.TempDir(), 1, "127.0.0.1:0",
+		"strata.log.level=debug",
+		"config.providers=file,env",
+		"config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider",
+		"config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+		"admin.auth.token=${file:"+secrets+":admin.token}",
+		"remote.storage.s3.secret.key=${env:STRATA_TEST_SECRET_KEY}",
+		"remote.storage.s3.access.key=AKID")
+	admin := "http://" + p.listenerAddr(t, "ADMIN")
+	req, _ := http.NewRequest("GET", admin+"/debug/pprof/", nil)
+	req.Header.Set("Authorization", "Bearer provided-admin-token-42")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the provided token: %s", resp.Status)
+	}
+	if resp, err := http.Get(admin + "/debug/pprof/"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %v %v", resp, err)
+	}
+	p.stop(t)
+	for _, f := range []string{p.out, p.err} {
+		b, _ := os.ReadFile(f)
+		for _, secret := range []string{"provided-admin-token-42", "provided-secret-key-43"} {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds the secret %s", f, secret)
+			}
+		}
+	}
+	code, out := serveOnce(t, nil, "--set", "listeners=SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "--set", "ssl.keystore.type=PEM",
+		"--set", "ssl.keystore.key=-----BEGIN PRIVATE KEY-----\nINLINEKEYBYTES\n-----END PRIVATE KEY-----", "--set", "log.dirs="+t.TempDir())
+	if code == 0 || strings.Contains(out, "INLINEKEYBYTES") || !strings.Contains(out, "ssl.keystore.key") {
+		t.Fatalf("a bad inline key: exit %d, output %q", code, out)
+	}
+}
