@@ -377,6 +377,9 @@ func (n *Node) startController(o Options) error {
 	}
 	if n.ctlTLS != nil {
 		ln = tls.NewListener(ln, n.ctlTLS.serverConfig())
+	} else if n.cfg.Authorizer != nil {
+		n.logger.Warn("broker: the authorizer is on but the CONTROLLER listener is PLAINTEXT: whoever reaches it can change metadata; map it to SSL with client certificates",
+			"listener", n.cfg.ControllerListenerName)
 	}
 	n.ctl, err = controller.Open(controller.Options{
 		Config:        n.cfg.controllerConfig(ln.Addr().String(), voters, n.logger),
