@@ -472,7 +472,7 @@ func TestTLSKcat(t *testing.T) {
 }
 
 // TestTLSControllerListener: the CONTROLLER listener over SSL with client
-// certificates required. The broker-only nodes' quorum clients dial it
+// certificates required and super.users naming the nodes. The broker-only nodes' quorum clients dial it
 // with TLS and the brokers' certificate: they register, take replicas and
 // replicate; a connection without TLS gets nothing from it.
 func TestTLSControllerListener(t *testing.T) {
@@ -486,6 +486,9 @@ func TestTLSControllerListener(t *testing.T) {
 		"ssl.truststore.type":                      "PEM",
 		"ssl.truststore.certificates":              string(ca.pem),
 		"listener.name.controller.ssl.client.auth": "required",
+		// The nodes' principal: only its certificates pass the CONTROLLER
+		// listener's handshake (Raft between voters, the brokers' clients).
+		"super.users": "User:CN=node",
 	}
 	cl3 := startClusterWith(t, 3, extra, nil)
 	for id := int32(1); id <= 3; id++ {
