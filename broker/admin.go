@@ -118,6 +118,10 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 			return fmt.Errorf("broker: admin.listener: listen %s: %w", n.cfg.AdminListener, err)
 		}
 	}
+	if err := n.reg.Register(n.metrics.adminRefused); err != nil {
+		ln.Close()
+		return fmt.Errorf("broker: register metrics: %w", err)
+	}
 	if n.cfg.AdminTLS != nil {
 		ts, err := newTLSSource(n.cfg.AdminTLS, n.logger)
 		if err != nil {

@@ -110,11 +110,8 @@ func knownName(name string) bool {
 	if _, _, ok := listenerOverrideName(name); ok {
 		return true // listener.name.<l>.ssl.*
 	}
-	if isConfigProviderName(name) {
-		return true // config.providers.<alias>.class, .param.*
-	}
 	_, ok := lookupSetting(name)
-	return ok || ignoredSetting(name)
+	return ok || ignoredSetting(name) || isConfigProviderName(name) // config.providers.<alias>.class, .param.*
 }
 
 // closest returns the candidate nearest name by edit distance, or "" when

@@ -145,7 +145,7 @@ func newMetrics() *metrics {
 // caller shares): that is not an error.
 func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) error {
 	for _, col := range []prometheus.Collector{m.requests, m.latency, m.connOpened, m.connClosed,
-		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, m.isrShrinks, m.isrExpands, m.isrUpdateFailures, m.adminRefused,
+		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, m.isrShrinks, m.isrExpands, m.isrUpdateFailures,
 		m.consumerFetchVec, m.preferredReplica, buildInfoGauge(), c} {
 		if err := reg.Register(col); err != nil {
 			return err

@@ -90,7 +90,6 @@ type Node struct {
 	tlsSrcs    map[string]*tlsSource
 	interTLS   *tlsSource
 	ctlTLS     *tlsSource // the controller listener's, when it is SSL
-	adminTLS   *tlsSource // the admin listener's, when it is SSL
 	advertised []metadata.Listener
 	ctlAddr    string
 
@@ -147,6 +146,8 @@ type Node struct {
 	gatherer prometheus.Gatherer   // what /metrics serves
 	health   nodeHealth            // what /readyz judges
 	admin    *adminServer          // nil when admin.listener is empty
+	// adminTLS is the admin listener's key material, when it is SSL.
+	adminTLS *tlsSource
 
 	metaLock  io.Closer      // metadata.log.dir's .lock when it is not one of log.dirs
 	loops     sync.WaitGroup // accept loops, metadata follower, heartbeats
