@@ -23,9 +23,9 @@ package broker
 // time) or a verified client certificate whose principal is in
 // super.users (any verified one when super.users is empty), else 401.
 // Without any of these, GETs are open and the mutating endpoints (POST
-// /v1/tier/restore, anything not GET or HEAD) are served only on a
-// loopback-bound listener (403 otherwise): a local operator keeps working,
-// a remote stranger cannot restore topics.
+// /v1/tier/restore, anything not GET or HEAD) are served only to a client
+// connecting from a loopback address (403 otherwise): a local operator
+// keeps working, a remote stranger cannot restore topics.
 //
 // It is bound first thing in Open, before storage loads, so a node that is
 // recovering a large data directory already answers /healthz (200) and
@@ -154,7 +154,7 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	a := &adminServer{
 		srv: &http.Server{
-			Handler:           n.adminAuth(mux, isLoopback(ln.Addr())),
+			Handler:           n.adminAuth(mux),
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          errLog,
 		},
@@ -173,12 +173,12 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 
 // adminAuth enforces the admin listener's authentication (see the top of
 // this file) in front of next.
-func (n *Node) adminAuth(next http.Handler, loopback bool) http.Handler {
+func (n *Node) adminAuth(next http.Handler) http.Handler {
 	required := n.cfg.AdminToken != "" || n.cfg.AdminTLS != nil && n.cfg.AdminTLS.ClientAuth != tls.NoClientCert
 	superUsers, _ := authz.ParseSuperUsers(n.cfg.Props["super.users"])
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !required {
-			if r.Method != http.MethodGet && r.Method != http.MethodHead && !loopback {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead && !fromLoopback(r) {
 				n.metrics.adminRefused.Inc()
 				writeJSONError(w, http.StatusForbidden, errors.New("this admin endpoint changes the cluster: set admin.auth.token (or require client certificates) to serve it on a listener that is not loopback"))
 				return
@@ -226,10 +226,12 @@ func (n *Node) adminAuthenticated(r *http.Request, superUsers []string) bool {
 	return len(superUsers) == 0 || slices.Contains(superUsers, p.String())
 }
 
-// isLoopback reports whether a is a loopback address.
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
+// fromLoopback reports whether r came from a loopback address (a local
+// operator, or `docker exec` into the node's network namespace).
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }
 
 func (n *Node) serveReadyz(w http.ResponseWriter, _ *http.Request) {

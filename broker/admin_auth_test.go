@@ -73,22 +73,26 @@ func TestAdminTokenGuardsEverythingButPublicPaths(t *testing.T) {
 }
 
 // TestAdminMutatingNeedsAuthOffLoopback: without any admin
-// authentication, GETs are served and a POST is served on a loopback
-// listener only (403 elsewhere).
+// authentication, GETs are served to anyone and a POST only to a client
+// on a loopback address (403 from elsewhere).
 func TestAdminMutatingNeedsAuthOffLoopback(t *testing.T) {
 	n := &Node{cfg: testConfig(t, t.TempDir(), nil), metrics: newMetrics()}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) })
 	for _, tc := range []struct {
-		loopback bool
-		method   string
-		want     int
+		remote string
+		method string
+		want   int
 	}{
-		{true, "POST", 200}, {true, "GET", 200}, {false, "GET", 200}, {false, "HEAD", 200}, {false, "POST", 403}, {false, "DELETE", 403},
+		{"127.0.0.1:5000", "POST", 200}, {"[::1]:5000", "POST", 200}, {"127.0.0.1:5000", "GET", 200},
+		{"10.1.2.3:5000", "GET", 200}, {"10.1.2.3:5000", "HEAD", 200}, {"10.1.2.3:5000", "POST", 403},
+		{"[2001:db8::1]:5000", "DELETE", 403}, {"garbage", "POST", 403},
 	} {
 		rec := httptest.NewRecorder()
-		n.adminAuth(ok, tc.loopback).ServeHTTP(rec, httptest.NewRequest(tc.method, "/v1/tier/restore?topic=t", nil))
+		req := httptest.NewRequest(tc.method, "/v1/tier/restore?topic=t", nil)
+		req.RemoteAddr = tc.remote
+		n.adminAuth(ok).ServeHTTP(rec, req)
 		if rec.Code != tc.want {
-			t.Errorf("loopback=%v %s: %d, want %d", tc.loopback, tc.method, rec.Code, tc.want)
+			t.Errorf("from %s %s: %d, want %d", tc.remote, tc.method, rec.Code, tc.want)
 		}
 	}
 }
