@@ -111,11 +111,19 @@ func TestCluster3FranzGoSuiteTLS(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// STRATA_TEST_KGO_TLS_ALL=1 runs the whole suite over TLS instead, as
+	// TestCluster3FranzGoSuite runs it in plaintext: too long for CI's
+	// budget on two cores (measured in the issue 17 round: see the report),
+	// so it is opt-in.
 	tests := []string{"TestGroupETL", "TestClient_Produce", "TestIssue434", "TestTxnEtl"}
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "4m", "-run", "^("+strings.Join(tests, "|")+")$", ".")
+	args, records := []string{"-timeout", "4m", "-run", "^(" + strings.Join(tests, "|") + ")$"}, "2000"
+	if os.Getenv("STRATA_TEST_KGO_TLS_ALL") == "1" {
+		tests, args, records = kgoMustPass, []string{"-timeout", "7m"}, "5000"
+	}
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"test", "-count=1", "-v"}, args...), ".")...)
 	cmd.Dir = filepath.Join(src, "pkg", "kgo")
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+strings.Join(c.addrs(), ","),
-		"KGO_TEST_TLS=ca:"+caPath, "KGO_TEST_RF=3", "KGO_TEST_RECORDS=2000", "KGO_LOG_LEVEL=none")
+		"KGO_TEST_TLS=ca:"+caPath, "KGO_TEST_RF=3", "KGO_TEST_RECORDS="+records, "KGO_LOG_LEVEL=none")
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
