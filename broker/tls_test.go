@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -737,5 +739,49 @@ func TestTLSControllerListenerOnlyNodes(t *testing.T) {
 	}
 	if got := n.ctlTLS.refused.Load(); got < 2 {
 		t.Fatalf("refused %d connections, want at least 2", got)
+	}
+}
+
+// TestInterBrokerAPIsNeedANodeCertificate: with the authorizer on and
+// super.users naming the nodes' certificate principal, the broker-to-broker
+// APIs (a follower Fetch, WriteTxnMarkers) sent over mTLS with another
+// principal's certificate of the same CA are refused with Kafka's errors
+// (CLUSTER_ACTION missing), and with a node's certificate are not.
+func TestInterBrokerAPIsNeedANodeCertificate(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	n := sslNode(t, ca, authzOn(map[string]string{"ssl.client.auth": "required", "super.users": "User:CN=node"}))
+	cases := map[string]authzCase{}
+	for _, tc := range authzCases(t, n) {
+		if tc.name == "Fetch follower" || tc.name == "WriteTxnMarkers" {
+			cases[tc.name] = tc
+		}
+	}
+	if len(cases) != 2 {
+		t.Fatalf("cases %v", cases)
+	}
+	dial := func(cn string) *rawConn {
+		k, c := ca.issue(t, pkix.Name{CommonName: cn})
+		tc, err := tls.DialWithDialer(&net.Dialer{Timeout: testWait}, "tcp", n.Addrs()["SSL"], clientTLS(t, ca, k, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tc.Close() })
+		tc.SetDeadline(time.Now().Add(testWait))
+		return &rawConn{t: t, nc: tc}
+	}
+	for _, who := range []struct {
+		cn      string
+		refused bool
+	}{{"stranger", true}, {"node", false}} {
+		c := dial(who.cn)
+		for name, tc := range cases {
+			tc.req.SetVersion(apis[tc.req.Key()].max)
+			var codes []int16
+			errorCodes(reflect.ValueOf(c.roundTrip(tc.req)), &codes)
+			refused := slices.Contains(codes, tc.want)
+			if refused != who.refused {
+				t.Errorf("%s as CN=%s: codes %v, refused with %d: %v, want %v", name, who.cn, codes, tc.want, refused, who.refused)
+			}
+		}
 	}
 }
