@@ -17,6 +17,7 @@
 //	ssl.keystore.type        PEM
 //	ssl.keystore.location    PEM file of the client key and certificate chain
 //	ssl.keystore.key, ssl.keystore.certificate.chain  the same, inline
+//	ssl.key.password         password of an encrypted (PKCS#8) key
 //	ssl.endpoint.identification.algorithm  https (default: check the host) or empty
 //	sasl.mechanism           PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
 //	sasl.jaas.config         PlainLoginModule / ScramLoginModule required
@@ -49,6 +50,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/strata-io/strata/internal/pemkey"
 	"github.com/strata-io/strata/internal/props"
 )
 
@@ -219,14 +221,13 @@ func tlsConfig(get func(string) string, explicitNoHostCheck bool) (*tls.Config, 
 		return nil, errors.New("ssl.keystore.key and ssl.keystore.certificate.chain go together")
 	}
 	if len(keyPEM) > 0 {
-		if get("ssl.key.password") != "" {
-			return nil, errors.New("ssl.key.password: an encrypted client key is not supported; decrypt it (openssl pkcs8 -in key.pem -out plain.pem) and keep the file private")
-		}
-		cert, err := tls.X509KeyPair(chainPEM, keyPEM)
+		cert, err := pemkey.LoadKeyPair(keyPEM, chainPEM, get("ssl.key.password"))
 		if err != nil {
-			return nil, errors.New("the key store's key and certificate do not load (want PEM: a PRIVATE KEY and its CERTIFICATE chain)")
+			return nil, fmt.Errorf("the key store does not load: %v", err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
+	} else if get("ssl.key.password") != "" {
+		return nil, errors.New("ssl.key.password is set but there is no key store (ssl.keystore.location)")
 	}
 	switch a := strings.ToLower(get("ssl.endpoint.identification.algorithm")); {
 	case a == "https" || !explicitNoHostCheck:

@@ -74,7 +74,8 @@ func TestParseRefusesAndNeverQuotesSecrets(t *testing.T) {
 			"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="hunter2";`}, "does not go with"},
 		{map[string]string{"security.protocol": "SSL", "ssl.truststore.type": "JKS"}, "only PEM"},
 		{map[string]string{"security.protocol": "SSL", "ssl.keystore.key": "-----BEGIN PRIVATE KEY-----hunter2"}, "go together"},
-		{map[string]string{"security.protocol": "SSL", "ssl.keystore.key": "hunter2", "ssl.keystore.certificate.chain": "x"}, "do not load"},
+		{map[string]string{"security.protocol": "SSL", "ssl.keystore.key": "hunter2", "ssl.keystore.certificate.chain": "x"}, "does not load"},
+		{map[string]string{"security.protocol": "SSL", "ssl.key.password": "hunter2"}, "no key store"},
 		{map[string]string{"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "dns"}, "want https or empty"},
 	} {
 		_, err := Parse(tc.props)
@@ -226,5 +227,28 @@ func TestSASLAgainstKfake(t *testing.T) {
 	c, err := Load("", []string{EnvCommandConfig + "=" + path})
 	if err != nil || c.Source != path || ping(t, plainAddrs, c.KgoOpts()) != nil {
 		t.Fatalf("$%s: %+v %v", EnvCommandConfig, c, err)
+	}
+}
+
+// TestEncryptedClientKey: ssl.key.password decrypts an encrypted PKCS#8
+// client key (the broker's openssl-made test key, password s3cret); a
+// wrong one is an error that does not show it.
+func TestEncryptedClientKey(t *testing.T) {
+	key, err := os.ReadFile("../../broker/testdata/tls/aes256-sha256.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := os.ReadFile("../../broker/testdata/tls/cert.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := map[string]string{"security.protocol": "SSL", "ssl.keystore.key": string(key), "ssl.keystore.certificate.chain": string(chain), "ssl.key.password": "s3cret"}
+	c, err := Parse(p)
+	if err != nil || len(c.TLS.Certificates) != 1 {
+		t.Fatalf("encrypted key: %v", err)
+	}
+	p["ssl.key.password"] = "not-the-password"
+	if _, err := Parse(p); err == nil || !strings.Contains(err.Error(), "wrong ssl.key.password") || strings.Contains(err.Error(), "not-the-password") {
+		t.Fatalf("wrong password: %v", err)
 	}
 }
