@@ -39,6 +39,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -147,11 +148,17 @@ var brokerSettingTypes = map[string]kmsg.ConfigType{
 }
 
 func brokerSettingType(name string) kmsg.ConfigType {
+	if isSensitiveSetting(name) {
+		return kmsg.ConfigTypePassword
+	}
 	if t, ok := brokerSettingTypes[name]; ok {
 		return t
 	}
 	if d, ok := brokerOnlyConfigDefs[name]; ok {
 		return d.typ
+	}
+	if strings.HasPrefix(name, "ssl.") || strings.HasPrefix(name, "admin.") {
+		return kmsg.ConfigTypeString // locations, PEM, names, lists
 	}
 	return kmsg.ConfigTypeLong // the rest of the table: *.ms, *.bytes, counts
 }
@@ -299,7 +306,7 @@ func (n *Node) describeResource(st *metadata.State, req *kmsg.DescribeConfigsReq
 				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
 			}
 		}
-		if sensitiveSettings[name] { // a secret: say it is set, never what it is
+		if isSensitiveSetting(name) { // a secret: say it is set, never what it is
 			c.Value, c.IsSensitive = nil, true
 			for i := range c.ConfigSynonyms {
 				c.ConfigSynonyms[i].Value = nil

@@ -13,6 +13,20 @@ package broker
 //	               is not ready before Open returns, nor once Close starts.
 //	/debug/pprof/  net/http/pprof: index, profiles, cmdline, symbol, trace.
 //
+// Security (admin.listener.security.protocol, admin.auth.*): over SSL the
+// listener speaks https with the ssl.* settings (listener.name.admin.ssl.*
+// overriding them). Authentication is required once admin.auth.token (or
+// admin.auth.token.file) is set or the listener asks for client
+// certificates (ssl.client.auth requested|required): then every path but
+// admin.auth.public.paths (default /healthz, /readyz, /metrics: probes and
+// scrapers) needs "Authorization: Bearer <token>" (compared in constant
+// time) or a verified client certificate whose principal is in
+// super.users (any verified one when super.users is empty), else 401.
+// Without any of these, GETs are open and the mutating endpoints (POST
+// /v1/tier/restore, anything not GET or HEAD) are served only to a client
+// connecting from a loopback address (403 otherwise): a local operator
+// keeps working, a remote stranger cannot restore topics.
+//
 // It is bound first thing in Open, before storage loads, so a node that is
 // recovering a large data directory already answers /healthz (200) and
 // /readyz (503: storage loading) — what an orchestrator's probes expect.
@@ -20,18 +34,23 @@ package broker
 
 import (
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/strata-io/strata/broker/authz"
 )
 
 // adminShutdownTimeout bounds how long Close waits for admin requests in
@@ -99,6 +118,19 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 			return fmt.Errorf("broker: admin.listener: listen %s: %w", n.cfg.AdminListener, err)
 		}
 	}
+	if err := n.reg.Register(n.metrics.adminRefused); err != nil {
+		ln.Close()
+		return fmt.Errorf("broker: register metrics: %w", err)
+	}
+	if n.cfg.AdminTLS != nil {
+		ts, err := newTLSSource(n.cfg.AdminTLS, n.logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		n.adminTLS = ts
+		ln = tls.NewListener(ln, ts.serverConfig())
+	}
 	errLog := slog.NewLogLogger(n.logger.Handler(), slog.LevelWarn)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
@@ -122,7 +154,7 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	a := &adminServer{
 		srv: &http.Server{
-			Handler:           mux,
+			Handler:           n.adminAuth(mux),
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          errLog,
 		},
@@ -137,6 +169,69 @@ func (n *Node) startAdmin(ln net.Listener, gatherer prometheus.Gatherer) error {
 	}()
 	n.admin = a
 	return nil
+}
+
+// adminAuth enforces the admin listener's authentication (see the top of
+// this file) in front of next.
+func (n *Node) adminAuth(next http.Handler) http.Handler {
+	required := n.cfg.AdminToken != "" || n.cfg.AdminTLS != nil && n.cfg.AdminTLS.ClientAuth != tls.NoClientCert
+	superUsers, _ := authz.ParseSuperUsers(n.cfg.Props["super.users"])
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !required {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead && !fromLoopback(r) {
+				n.metrics.adminRefused.Inc()
+				writeJSONError(w, http.StatusForbidden, errors.New("this admin endpoint changes the cluster: set admin.auth.token (or require client certificates) to serve it on a listener that is not loopback"))
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if n.adminPublic(r.URL.Path) || n.adminAuthenticated(r, superUsers) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n.metrics.adminRefused.Inc()
+		w.Header().Set("WWW-Authenticate", `Bearer realm="strata admin"`)
+		writeJSONError(w, http.StatusUnauthorized, errors.New("authentication required: Authorization: Bearer <admin.auth.token>, or a trusted client certificate"))
+	})
+}
+
+// adminPublic reports whether path is one of admin.auth.public.paths (an
+// entry ending in / covers the paths under it).
+func (n *Node) adminPublic(path string) bool {
+	for _, p := range n.cfg.AdminPublicPaths {
+		if path == p || strings.HasSuffix(p, "/") && strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// adminAuthenticated reports whether r carries the admin token or came
+// over TLS with a verified client certificate of an allowed principal.
+func (n *Node) adminAuthenticated(r *http.Request, superUsers []string) bool {
+	if tok := n.cfg.AdminToken; tok != "" {
+		if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok &&
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(tok)) == 1 {
+			return true
+		}
+	}
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || n.adminTLS == nil {
+		return false
+	}
+	p, err := n.adminTLS.principalOf(*r.TLS)
+	if err != nil {
+		return false
+	}
+	return len(superUsers) == 0 || slices.Contains(superUsers, p.String())
+}
+
+// fromLoopback reports whether r came from a loopback address (a local
+// operator, or `docker exec` into the node's network namespace).
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }
 
 func (n *Node) serveReadyz(w http.ResponseWriter, _ *http.Request) {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,10 @@ var Settings = []Setting{
 	{"log.dir", "", "data directory when log.dirs is unset (Kafka's single-directory form; log.dirs wins)"},
 	{"metadata.log.dir", "", "directory holding the metadata Raft log __cluster_metadata-0 (default: the first log dir, as in Kafka)"},
 	{"admin.listener", "127.0.0.1:9644", "admin HTTP listener host:port serving /metrics, /healthz, /readyz, /debug/pprof/ (port 0 = any; empty = none)"},
+	{"admin.listener.security.protocol", "PLAINTEXT", "admin HTTP listener protocol: PLAINTEXT (http) or SSL (https, with the ssl.* settings, each overridden by listener.name.admin.ssl.*; ssl.client.auth=required|requested lets a client certificate authenticate)"},
+	{"admin.auth.token", "", "bearer token (Authorization: Bearer <token>) the admin listener requires on every path but admin.auth.public.paths; a password: never logged nor shown (use a config provider, ${file:...}, to keep it out of the properties file)"},
+	{"admin.auth.token.file", "", "file holding the admin bearer token (instead of admin.auth.token)"},
+	{"admin.auth.public.paths", "/healthz,/readyz,/metrics", "admin paths served without authentication when admin.auth.token or an admin client certificate is required (a path ending in / covers everything under it; empty: none)"},
 	{"num.partitions", "1", "partitions of an auto-created topic or a CreateTopics asking for -1"},
 	{"default.replication.factor", "1", "replication factor of an auto-created topic or a CreateTopics asking for -1 (at most the registered, unfenced brokers)"},
 	{"auto.create.topics.enable", "true", "create a topic when Metadata asks for one that does not exist"},
@@ -59,7 +64,7 @@ var Settings = []Setting{
 	{"max.request.partition.size.limit", "2000", "most partitions one DescribeTopicPartitions response holds (the request's ResponsePartitionLimit is capped by it)"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"authorizer.class.name", "", "the authorizer: empty for none (every request allowed, ACL APIs answer SECURITY_DISABLED), or org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log)"},
-	{"super.users", "", "principals allowed everything by the authorizer, User:a;User:b (give the brokers' own principal here when inter-broker listeners authenticate)"},
+	{"super.users", "", "principals allowed everything by the authorizer, User:a;User:b (give the brokers' own principal here when inter-broker listeners authenticate); an SSL CONTROLLER listener takes only certificates of these principals"},
 	{"allow.everyone.if.no.acl.found", "false", "authorizer: allow an operation on a resource no ACL names"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
 	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
@@ -152,7 +157,7 @@ var Settings = []Setting{
 	{"ssl.truststore.type", "JKS", "trust store format: only PEM is supported"},
 	{"ssl.truststore.location", "", "PEM file of the CA certificates client (and, inter-broker, peer) certificates are checked against (default: the system's roots)"},
 	{"ssl.truststore.certificates", "", "the trust store's CA certificates inline, PEM"},
-	{"ssl.client.auth", "none", "client certificates on SSL listeners: none, requested (checked when given) or required"},
+	{"ssl.client.auth", "none", "client certificates on SSL listeners: none, requested (checked when given) or required (always required on an SSL CONTROLLER listener)"},
 	{"ssl.enabled.protocols", "TLSv1.2,TLSv1.3", "TLS versions accepted: TLSv1.2, TLSv1.3"},
 	{"ssl.cipher.suites", "", "TLS 1.2 cipher suites by IANA name, comma-separated (default: Go's secure ones; TLS 1.3's are always on)"},
 	{"ssl.principal.mapping.rules", "DEFAULT", "maps a client certificate's subject DN to the principal name: RULE:pattern/replacement/[LU],...,DEFAULT (the whole DN)"},
@@ -193,6 +198,7 @@ var Settings = []Setting{
 	{"remote.log.cache.chunk.bytes", "4194304", "size of one ranged read and cache entry of the remote tier"},
 	{"remote.log.index.cache.bytes", "67108864", "memory bound of the cache of remote segments' offset and time indexes"},
 	{"remote.fetch.max.wait.ms", "500", "how long a fetch waits for remote-tier data before answering without it (the read goes on and warms the cache)"},
+	{"config.providers", "", "config provider aliases, e.g. file,dir,env; each with config.providers.<alias>.class = org.apache.kafka.common.config.provider.FileConfigProvider (${alias:/path/file.properties:key}), DirectoryConfigProvider (${alias:/dir:file}, the file's content) or EnvVarConfigProvider (${alias:VARIABLE}), and .param.allowed.paths / .param.allowlist.pattern; references are resolved in every setting's value before it is read"},
 	{"strata.log.level", "info", "debug, info, warn or error"},
 	{"strata.log.format", "text", "text or json"},
 }
@@ -205,6 +211,33 @@ var sensitiveSettings = map[string]bool{
 	"sasl.jaas.config":             true,
 	"ssl.key.password":             true,
 	"ssl.keystore.key":             true,
+	"admin.auth.token":             true,
+}
+
+// isSensitiveSetting reports whether name's value is a secret: one of
+// sensitiveSettings, a listener override of one
+// (listener.name.<l>.ssl.key.password), or by its name a password, a JAAS
+// configuration (credentials: sasl.jaas.config and
+// listener.name.<l>.<mechanism>.sasl.jaas.config) or a secret key.
+func isSensitiveSetting(name string) bool {
+	if sensitiveSettings[name] {
+		return true
+	}
+	if s, _, ok := listenerOverrideName(name); ok && sensitiveSettings[s] {
+		return true
+	}
+	n := strings.ToLower(name)
+	return strings.HasSuffix(n, "password") || strings.HasSuffix(n, "sasl.jaas.config") || strings.HasSuffix(n, ".secret.key") ||
+		strings.HasSuffix(n, ".token")
+}
+
+// shownValue is v as an error message may show it: quoted, or [hidden]
+// for a secret.
+func shownValue(name, v string) string {
+	if isSensitiveSetting(name) {
+		return "[hidden]"
+	}
+	return strconv.Quote(v)
 }
 
 // defaultProtocolMap is Kafka's listener.security.protocol.map default.
@@ -489,6 +522,13 @@ type Config struct {
 	// Ignored lists the Kafka settings that were set but that Strata
 	// does not implement ([KafkaIgnoredSettings]); they are warned about.
 	Ignored []string
+
+	// AdminTLS is the admin listener's TLS (admin.listener.security.protocol=SSL), nil for http.
+	AdminTLS *sslSettings
+	// AdminToken is admin.auth.token (or admin.auth.token.file's content).
+	AdminToken string
+	// AdminPublicPaths are admin.auth.public.paths.
+	AdminPublicPaths []string
 }
 
 // TieringSettings are the upload pool's and the remote reader's settings
@@ -555,6 +595,10 @@ func (c *Config) hasRole(r controller.Role) bool {
 // ParseConfig parses and validates merged properties (see
 // [MergeProperties]). Errors wrap [ErrInvalidConfig] and name the setting.
 func ParseConfig(props map[string]string) (Config, error) {
+	props, perr := resolveConfigProviders(props, os.LookupEnv)
+	if perr != nil {
+		return Config{}, perr
+	}
 	c := Config{Props: make(map[string]string, len(props))}
 	for k, v := range props {
 		c.Props[k] = v
@@ -562,7 +606,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	var firstErr error
 	bad := func(name, v string, why string) {
 		if firstErr == nil {
-			firstErr = fmt.Errorf("%w: %s=%q: %s", ErrInvalidConfig, name, v, why)
+			firstErr = fmt.Errorf("%w: %s=%s: %s", ErrInvalidConfig, name, shownValue(name, v), why)
 		}
 	}
 	get := func(name string) string {
@@ -669,6 +713,9 @@ func ParseConfig(props map[string]string) (Config, error) {
 		if _, port, err := net.SplitHostPort(c.AdminListener); err != nil || port == "" {
 			bad("admin.listener", c.AdminListener, "want host:port")
 		}
+	}
+	if err := c.parseAdminSecurity(props, get); err != nil && firstErr == nil {
+		firstErr = err
 	}
 	c.NumPartitions = int32(i64("num.partitions", 1))
 	c.DefaultReplicationFactor = rf("default.replication.factor")
@@ -1065,11 +1112,81 @@ func (c *Config) applyProtocols(pm map[string]string, props map[string]string, g
 		if err != nil {
 			return err
 		}
+		if name == c.ControllerListenerName && c.hasRole(controller.RoleController) {
+			if err := controllerListenerTLS(s, get("super.users")); err != nil {
+				return err
+			}
+		}
 		if c.TLS == nil {
 			c.TLS = map[string]*sslSettings{}
 		}
 		c.TLS[name] = s
 	}
+	return nil
+}
+
+// parseAdminSecurity reads the admin listener's TLS and authentication
+// settings (admin.go says what they do).
+func (c *Config) parseAdminSecurity(props map[string]string, get func(string) string) error {
+	switch p := strings.ToUpper(get("admin.listener.security.protocol")); p {
+	case protoPlaintext:
+	case protoSSL:
+		s, err := parseSSLSettings("ADMIN", props, get)
+		if err != nil {
+			return err
+		}
+		c.AdminTLS = s
+	default:
+		return fmt.Errorf("%w: admin.listener.security.protocol=%q: want PLAINTEXT or SSL", ErrInvalidConfig, p)
+	}
+	c.AdminToken = get("admin.auth.token")
+	if f := get("admin.auth.token.file"); f != "" {
+		if c.AdminToken != "" {
+			return fmt.Errorf("%w: admin.auth.token.file: set admin.auth.token or admin.auth.token.file, not both", ErrInvalidConfig)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("%w: admin.auth.token.file: %v", ErrInvalidConfig, err)
+		}
+		if c.AdminToken = strings.TrimSpace(string(b)); c.AdminToken == "" {
+			return fmt.Errorf("%w: admin.auth.token.file: %s is empty", ErrInvalidConfig, f)
+		}
+	}
+	c.AdminPublicPaths = nil
+	for _, p := range strings.Split(get("admin.auth.public.paths"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("%w: admin.auth.public.paths: %q is not a path (want /healthz,...)", ErrInvalidConfig, p)
+		}
+		c.AdminPublicPaths = append(c.AdminPublicPaths, p)
+	}
+	return nil
+}
+
+// controllerListenerTLS locks an SSL CONTROLLER listener down to the
+// cluster's nodes: client certificates are required whatever
+// ssl.client.auth says (the listener serves Raft and the metadata RPCs,
+// never a client), so a truststore is needed to verify them; and when
+// super.users is set, the certificate's principal (after
+// ssl.principal.mapping.rules) must be one of them. super.users is where
+// a Kafka operator already names the brokers' own principals (Kafka needs
+// them there for inter-broker traffic under an authorizer), so the same
+// line says who the nodes are, with no second list to keep in step.
+// Without super.users every certificate the truststore verifies is taken
+// for a node (the node warns at start).
+func controllerListenerTLS(s *sslSettings, superUsers string) error {
+	s.ClientAuth = tls.RequireAndVerifyClientCert
+	if s.TruststoreFile == "" && s.TruststoreCert == "" {
+		return fmt.Errorf("%w: listener %s: the CONTROLLER listener verifies the nodes' client certificates: set ssl.truststore.location or ssl.truststore.certificates (listener.name.%s.ssl.truststore.* for it alone)",
+			ErrInvalidConfig, s.Listener, strings.ToLower(s.Listener))
+	}
+	su, err := authz.ParseSuperUsers(superUsers)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	s.Nodes = su
 	return nil
 }
 

@@ -83,12 +83,15 @@ var KafkaIgnoredSettings = []string{
 var kafkaRenamed = map[string]string{"broker.id": "node.id"}
 
 // clientEnvVars are STRATA_* variables that are not settings: the CLI's
-// own (STRATA_BROKERS, STRATA_ADMIN) and the test suite's (STRATA_TEST_*).
+// own (STRATA_BROKERS, STRATA_ADMIN, STRATA_ADMIN_TOKEN[_FILE],
+// STRATA_COMMAND_CONFIG and the client security STRATA_CLIENT_*) and the
+// test suite's (STRATA_TEST_*).
 // `strata serve` does not refuse them.
-var clientEnvVars = map[string]bool{"STRATA_BROKERS": true, "STRATA_ADMIN": true}
+var clientEnvVars = map[string]bool{"STRATA_BROKERS": true, "STRATA_ADMIN": true, "STRATA_ADMIN_TOKEN": true,
+	"STRATA_ADMIN_TOKEN_FILE": true, "STRATA_COMMAND_CONFIG": true}
 
 func isClientEnvVar(name string) bool {
-	return clientEnvVars[name] || strings.HasPrefix(name, "STRATA_TEST_")
+	return clientEnvVars[name] || strings.HasPrefix(name, "STRATA_TEST_") || strings.HasPrefix(name, "STRATA_CLIENT_")
 }
 
 // ignoredSetting reports whether name is a Kafka setting Strata accepts
@@ -114,7 +117,7 @@ func knownName(name string) bool {
 		return true // listener.name.<l>.[<mechanism>.]sasl.*
 	}
 	_, ok := lookupSetting(name)
-	return ok || ignoredSetting(name)
+	return ok || ignoredSetting(name) || isConfigProviderName(name) // config.providers.<alias>.class, .param.*
 }
 
 // closest returns the candidate nearest name by edit distance, or "" when

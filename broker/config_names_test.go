@@ -53,8 +53,9 @@ func TestLoadConfigRefusesUnknownNames(t *testing.T) {
 	}
 
 	c, err := LoadConfig(ConfigSources{
-		File:  map[string]string{"num.network.threads": "3", "socket.send.buffer.bytes": "102400", "zookeeper.connect": "x:2181"},
-		Env:   []string{"STRATA_NUM_IO_THREADS=8", "STRATA_BROKERS=127.0.0.1:9092", "STRATA_ADMIN=127.0.0.1:9644", "STRATA_TEST_MINIO=/bin/minio", "OTHER=1"},
+		File: map[string]string{"num.network.threads": "3", "socket.send.buffer.bytes": "102400", "zookeeper.connect": "x:2181"},
+		Env: []string{"STRATA_NUM_IO_THREADS=8", "STRATA_BROKERS=127.0.0.1:9092", "STRATA_ADMIN=127.0.0.1:9644", "STRATA_TEST_MINIO=/bin/minio", "OTHER=1",
+			"STRATA_COMMAND_CONFIG=/c.properties", "STRATA_CLIENT_SASL_JAAS_CONFIG=x", "STRATA_ADMIN_TOKEN=t"},
 		Flags: map[string]string{"log.dirs": t.TempDir()},
 	})
 	if err != nil {

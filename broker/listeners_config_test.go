@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 // security.inter.broker.protocol and the SSL settings' checks.
 func TestListenerSecurityConfig(t *testing.T) {
 	ks := "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----"
-	ssl := map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": "/k.pem"}
+	ssl := map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": "/k.pem", "ssl.truststore.type": "PEM", "ssl.truststore.location": "/ca.pem"}
 	with := func(base map[string]string, kv ...string) map[string]string {
 		out := map[string]string{}
 		for k, v := range base {
@@ -95,6 +96,15 @@ func TestListenerSecurityConfig(t *testing.T) {
 		}},
 		{"unknown cipher suite", with(ssl, "listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.cipher.suites", "TLS_RSA_WITH_NOTHING"), "unknown cipher suite", nil},
 		{"bad mapping rule", with(ssl, "listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.principal.mapping.rules", "RULE:x"), "invalid rule", nil},
+		{"controller over SSL: client certificates forced, nodes from super.users", with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+			"ssl.client.auth", "none", "ssl.truststore.type", "PEM", "ssl.truststore.location", "/ca.pem", "super.users", "User:CN=node;User:admin"), "", func(t *testing.T, c Config) {
+			s := c.TLS["CONTROLLER"]
+			if s.ClientAuth != tls.RequireAndVerifyClientCert || strings.Join(s.Nodes, ";") != "User:CN=node;User:admin" {
+				t.Errorf("client auth %v nodes %q", s.ClientAuth, s.Nodes)
+			}
+		}},
+		{"controller over SSL without a truststore", with(map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": "/k.pem"},
+			"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"), "verifies the nodes' client certificates", nil},
 		{"override of an unknown ssl name", with(nil, "listener.name.ssl.ssl.keystore.nope", "x"), "unknown setting", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,6 +66,9 @@ type metrics struct {
 	consumerFetchBytes [2]prometheus.Counter // [0] leader, [1] follower
 	preferredReplica   prometheus.Counter
 	consumerFetchVec   *prometheus.CounterVec
+	// adminRefused counts admin HTTP requests refused as unauthenticated
+	// (401) or mutating without authentication off loopback (403).
+	adminRefused prometheus.Counter
 
 	// byKey holds the pre-resolved children of each registered API,
 	// indexed by API key; read without a lock after newMetrics.
@@ -121,6 +124,8 @@ func newMetrics() *metrics {
 			Help: "ISR expansions of partitions this broker leads, committed by the controller (Kafka's IsrExpandsPerSec)."}),
 		isrUpdateFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "isr_update_failures_total",
 			Help: "AlterPartition requests of this broker that the controller refused or that failed (Kafka's FailedIsrUpdatesPerSec)."}),
+		adminRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "admin", Name: "refused_requests_total",
+			Help: "Admin HTTP requests refused: unauthenticated (401), or changing the cluster without authentication configured off loopback (403)."}),
 	}
 	m.consumerFetchVec = prometheus.NewCounterVec(opts("broker", "consumer_fetch_bytes_total",
 		"Record-batch bytes sent to consumers, by the role this broker held for the partition (leader, or follower: KIP-392 fetch from the closest replica)."), []string{"replica"})

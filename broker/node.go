@@ -152,6 +152,8 @@ type Node struct {
 	gatherer prometheus.Gatherer   // what /metrics serves
 	health   nodeHealth            // what /readyz judges
 	admin    *adminServer          // nil when admin.listener is empty
+	// adminTLS is the admin listener's key material, when it is SSL.
+	adminTLS *tlsSource
 
 	metaLock  io.Closer      // metadata.log.dir's .lock when it is not one of log.dirs
 	loops     sync.WaitGroup // accept loops, metadata follower, heartbeats
@@ -276,7 +278,7 @@ func Open(o Options) (_ *Node, err error) {
 			addrs[i] = v.Addr
 		}
 		n.svc = controller.NewClient(controller.ClientOptions{Addrs: addrs, LocalAddr: n.localAddr(), Dial: n.controllerDial(),
-			WatchTimeout: n.cfg.QuorumRequestTimeout, Logger: n.logger})
+			WatchTimeout: n.cfg.QuorumRequestTimeout, ClusterID: n.helloClusterID(), Logger: n.logger})
 	}
 
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
@@ -385,6 +387,9 @@ func (n *Node) startController(o Options) error {
 	}
 	if n.ctlTLS != nil {
 		ln = tls.NewListener(ln, n.ctlTLS.serverConfig())
+	} else if n.cfg.Authorizer != nil {
+		n.logger.Warn("broker: the authorizer is on but the CONTROLLER listener is PLAINTEXT: whoever reaches it can change metadata; map it to SSL with client certificates",
+			"listener", n.cfg.ControllerListenerName)
 	}
 	bootstrap, err := readBootstrap(n.fs, n.cfg.MetadataLogDir) // bootstrap.go
 	if err != nil {
@@ -697,6 +702,24 @@ func (n *Node) previousBrokerEpoch() int64 {
 		return e
 	}
 	return n.store.CleanShutdownBrokerEpoch()
+}
+
+// helloClusterID is what this node's controller client says its cluster
+// is (controller.ClientOptions.ClusterID): the quorum's once registered,
+// before that meta.properties' id if the quorum confirmed it once (an id
+// this node made up itself, before ids were the quorum's, is not sent: the
+// quorum must not refuse the node for it).
+func (n *Node) helloClusterID() func() string {
+	var confirmed string
+	if n.props.confirmed {
+		confirmed = n.props.clusterID
+	}
+	return func() string {
+		if id := n.ClusterID(); id != "" {
+			return id
+		}
+		return confirmed
+	}
 }
 
 // adoptClusterID takes the quorum's cluster id from a registration's

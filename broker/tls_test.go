@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-io/strata/controller"
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/loadgen"
 )
@@ -470,7 +474,7 @@ func TestTLSKcat(t *testing.T) {
 }
 
 // TestTLSControllerListener: the CONTROLLER listener over SSL with client
-// certificates required. The broker-only nodes' quorum clients dial it
+// certificates required and super.users naming the nodes. The broker-only nodes' quorum clients dial it
 // with TLS and the brokers' certificate: they register, take replicas and
 // replicate; a connection without TLS gets nothing from it.
 func TestTLSControllerListener(t *testing.T) {
@@ -484,6 +488,9 @@ func TestTLSControllerListener(t *testing.T) {
 		"ssl.truststore.type":                      "PEM",
 		"ssl.truststore.certificates":              string(ca.pem),
 		"listener.name.controller.ssl.client.auth": "required",
+		// The nodes' principal: only its certificates pass the CONTROLLER
+		// listener's handshake (Raft between voters, the brokers' clients).
+		"super.users": "User:CN=node",
 	}
 	cl3 := startClusterWith(t, 3, extra, nil)
 	for id := int32(1); id <= 3; id++ {
@@ -660,5 +667,121 @@ func TestTLSLoadgen(t *testing.T) {
 	}
 	if code := (loadgen.CLI{}).Main([]string{"verify", "--brokers", n.Addrs()["SSL"], "--tls-cert", caFile, "--quiet"}, &stdout, &stderr); code != 2 {
 		t.Fatalf("verify --tls-cert without --tls-key: exit %d, want 2", code)
+	}
+}
+
+// TestTLSControllerListenerOnlyNodes: an SSL CONTROLLER listener requires
+// a client certificate whatever ssl.client.auth says, and with super.users
+// set takes only certificates whose principal is one of them: a
+// certificate of the cluster's own CA for another principal is refused at
+// the handshake and its RPC changes nothing; a node's is served.
+func TestTLSControllerListenerOnlyNodes(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	nk, nc := ca.issue(t, pkix.Name{CommonName: "node"})
+	n := startNode(t, t.TempDir(), map[string]string{
+		"listeners":                      "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+		"ssl.keystore.type":              "PEM",
+		"ssl.keystore.key":               string(nk),
+		"ssl.keystore.certificate.chain": string(nc),
+		"ssl.truststore.type":            "PEM",
+		"ssl.truststore.certificates":    string(ca.pem),
+		"ssl.client.auth":                "none", // forced to required on the CONTROLLER listener
+		"super.users":                    "User:CN=node;User:CN=admin",
+	})
+	addr := n.Addrs()["CONTROLLER"]
+	rpc := func(keyPEM, certPEM []byte, topic string) error {
+		cfg := clientTLS(t, ca, keyPEM, certPEM)
+		cl := controller.NewClient(controller.ClientOptions{Addrs: []string{addr}, Dial: func(ctx context.Context, network, a string) (net.Conn, error) {
+			d := tls.Dialer{Config: cfg}
+			return d.DialContext(ctx, network, a)
+		}})
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		res, err := cl.CreateTopics(ctx, metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: topic, NumPartitions: 1, ReplicationFactor: 1}}})
+		if err == nil && res[0].Err != nil {
+			err = res[0].Err
+		}
+		return err
+	}
+	sk, sc := ca.issue(t, pkix.Name{CommonName: "stranger"})
+	for _, tc := range []struct {
+		name       string
+		key, cert  []byte
+		topic      string
+		wantServed bool
+	}{
+		{"no certificate", nil, nil, "nocert", false},
+		{"a certificate of the cluster CA, not a node's", sk, sc, "stranger", false},
+		{"a node's certificate", nk, nc, "node", true},
+	} {
+		err := rpc(tc.key, tc.cert, tc.topic)
+		if (err == nil) != tc.wantServed {
+			t.Errorf("%s: CreateTopics: %v, want served=%v", tc.name, err, tc.wantServed)
+		}
+		_, exists := n.ctl.State().TopicByName(tc.topic)
+		if !tc.wantServed && exists {
+			t.Errorf("%s: created topic %s", tc.name, tc.topic)
+		}
+	}
+	// The refusal is the handshake's: a raw TLS client with the
+	// stranger's certificate reads an alert, never a frame.
+	tc, err := tls.Dial("tcp", addr, clientTLS(t, ca, sk, sc))
+	if err == nil {
+		tc.SetDeadline(time.Now().Add(testWait))
+		var b [16]byte
+		_, err = tc.Read(b[:]) // TLS 1.3: the server's verdict follows the client's Finished
+		tc.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "bad certificate") {
+		t.Fatalf("a stranger's certificate: %v, want a bad certificate alert", err)
+	}
+	if got := n.ctlTLS.refused.Load(); got < 2 {
+		t.Fatalf("refused %d connections, want at least 2", got)
+	}
+}
+
+// TestInterBrokerAPIsNeedANodeCertificate: with the authorizer on and
+// super.users naming the nodes' certificate principal, the broker-to-broker
+// APIs (a follower Fetch, WriteTxnMarkers) sent over mTLS with another
+// principal's certificate of the same CA are refused with Kafka's errors
+// (CLUSTER_ACTION missing), and with a node's certificate are not.
+func TestInterBrokerAPIsNeedANodeCertificate(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	n := sslNode(t, ca, authzOn(map[string]string{"ssl.client.auth": "required", "super.users": "User:CN=node"}))
+	cases := map[string]authzCase{}
+	for _, tc := range authzCases(t, n) {
+		if tc.name == "Fetch follower" || tc.name == "WriteTxnMarkers" {
+			cases[tc.name] = tc
+		}
+	}
+	if len(cases) != 2 {
+		t.Fatalf("cases %v", cases)
+	}
+	dial := func(cn string) *rawConn {
+		k, c := ca.issue(t, pkix.Name{CommonName: cn})
+		tc, err := tls.DialWithDialer(&net.Dialer{Timeout: testWait}, "tcp", n.Addrs()["SSL"], clientTLS(t, ca, k, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tc.Close() })
+		tc.SetDeadline(time.Now().Add(testWait))
+		return &rawConn{t: t, nc: tc}
+	}
+	for _, who := range []struct {
+		cn      string
+		refused bool
+	}{{"stranger", true}, {"node", false}} {
+		c := dial(who.cn)
+		for name, tc := range cases {
+			tc.req.SetVersion(apis[tc.req.Key()].max)
+			var codes []int16
+			errorCodes(reflect.ValueOf(c.roundTrip(tc.req)), &codes)
+			refused := slices.Contains(codes, tc.want)
+			if refused != who.refused {
+				t.Errorf("%s as CN=%s: codes %v, refused with %d: %v, want %v", name, who.cn, codes, tc.want, refused, who.refused)
+			}
+		}
 	}
 }

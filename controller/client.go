@@ -42,6 +42,11 @@ type ClientOptions struct {
 	// silently (a partition, a lost NAT or firewall entry, a peer gone
 	// without a reset) is noticed within WatchTimeout instead of never.
 	WatchTimeout time.Duration
+	// ClusterID, if set, returns the cluster id this client's node
+	// belongs to ("" while it does not know), sent in the hello of every
+	// new connection: a controller of another cluster answers
+	// INCONSISTENT_CLUSTER_ID (not retried) instead of serving it.
+	ClusterID func() string
 	// Logger, nil means slog.Default().
 	Logger *slog.Logger
 
@@ -154,7 +159,11 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 	// Say what this connection is before any request, so a request larger
 	// than maxFirstFrame is accepted; buffered, it leaves with the first
 	// request.
-	if err := writeFrame(cc.bw, kindClientHello); err != nil {
+	var clusterID string
+	if c.o.ClusterID != nil {
+		clusterID = c.o.ClusterID()
+	}
+	if err := writeFrame(cc.bw, kindClientHello, appendClientHello(nil, clusterID)); err != nil {
 		conn.Close()
 		return nil, err
 	}

@@ -3,11 +3,15 @@ package controller
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"regexp"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/netfault"
@@ -197,5 +201,52 @@ func TestHeartbeatAnswersTheLeadersMetadataOffset(t *testing.T) {
 		if last == 0 || hb.MetadataOffset != last {
 			t.Errorf("%s: heartbeat answered metadata offset %d, the last delta is at %d", name, hb.MetadataOffset, last)
 		}
+	}
+}
+
+// TestClientOfAnotherClusterRefused: an RPC client whose hello names
+// another cluster gets INCONSISTENT_CLUSTER_ID (not retried) for any
+// request, and the request changes nothing; one naming this cluster, or
+// none (a node that does not know its cluster yet), is served.
+func TestClientOfAnotherClusterRefused(t *testing.T) {
+	c := newCtrlCluster(t, clusterOpts{n: 1, clusterID: "cluster-ours"})
+	ctl := c.leader()
+	if !waitFor(testWait, func() bool { return ctl.ClusterID() == "cluster-ours" }) {
+		t.Fatalf("cluster id %q, want cluster-ours", ctl.ClusterID())
+	}
+	registerBrokers(t, ctl, 1, 0)
+	before := ctl.State().Offset()
+
+	other := NewClient(ClientOptions{Addrs: []string{ctl.Addr()}, ClusterID: func() string { return "cluster-theirs" }})
+	defer other.Close()
+	cctx, cancel := context.WithTimeout(ctx(t), testWait)
+	defer cancel()
+	_, err := other.CreateTopics(cctx, metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "stranger", NumPartitions: 1, ReplicationFactor: 1}}})
+	if !errors.Is(err, kerr.InconsistentClusterID) {
+		t.Fatalf("CreateTopics from another cluster: %v, want INCONSISTENT_CLUSTER_ID", err)
+	}
+	if cctx.Err() != nil {
+		t.Fatal("the refusal was retried until the deadline")
+	}
+	_, err = other.RegisterBroker(ctx(t), metadata.RegisterBrokerRequest{BrokerID: 7, IncarnationID: uuid.New()})
+	if !errors.Is(err, kerr.InconsistentClusterID) {
+		t.Fatalf("RegisterBroker from another cluster: %v, want INCONSISTENT_CLUSTER_ID", err)
+	}
+	if _, ok := ctl.State().TopicByName("stranger"); ok {
+		t.Fatal("a client of another cluster created a topic")
+	}
+	if _, ok := ctl.State().Broker(7); ok {
+		t.Fatal("a client of another cluster registered a broker")
+	}
+	if after := ctl.State().Offset(); after != before {
+		t.Fatalf("metadata offset moved from %d to %d", before, after)
+	}
+
+	for _, id := range []string{"cluster-ours", ""} {
+		cl := NewClient(ClientOptions{Addrs: []string{ctl.Addr()}, ClusterID: func() string { return id }})
+		if r, err := cl.CreateTopics(ctx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "ours" + id, NumPartitions: 1, ReplicationFactor: 1}}}); err != nil || r[0].Err != nil {
+			t.Fatalf("hello %q: %v %v", id, err, r)
+		}
+		cl.Close()
 	}
 }

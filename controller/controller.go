@@ -684,7 +684,7 @@ func (c *Controller) forwarder(addr string) *Client {
 	defer c.fwdMu.Unlock()
 	cl := c.fwd[addr]
 	if cl == nil {
-		cl = NewClient(ClientOptions{Addrs: []string{addr}, LocalAddr: c.localAddr, Dial: c.dial, forwarding: true})
+		cl = NewClient(ClientOptions{Addrs: []string{addr}, LocalAddr: c.localAddr, Dial: c.dial, ClusterID: c.ClusterID, forwarding: true})
 		if c.fwd != nil {
 			c.fwd[addr] = cl
 		}

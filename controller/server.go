@@ -10,6 +10,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // server is the CONTROLLER listener's accept loop. Each connection gets a
@@ -97,7 +99,15 @@ func (s *server) handle(conn net.Conn) {
 		}
 		return
 	case kindClientHello:
+		theirs, err := decodeClientHello(payload)
+		if err != nil {
+			return
+		}
 		if kind, payload, err = fr.next(maxFrame); err != nil || kind != kindRequest {
+			return
+		}
+		if ours := s.c.ClusterID(); ours != "" && theirs != "" && theirs != ours {
+			s.refuseClient(conn, theirs, ours)
 			return
 		}
 	case kindRequest:
@@ -129,6 +139,21 @@ func (s *server) handle(conn net.Conn) {
 		if err != nil || kind != kindRequest {
 			return
 		}
+	}
+}
+
+// refuseClient answers the first request of a client of another cluster
+// with INCONSISTENT_CLUSTER_ID (what Kafka's controller answers a broker
+// registering with another cluster's id), without looking at it.
+func (s *server) refuseClient(conn net.Conn, theirs, ours string) {
+	s.c.metrics.refusedClients.Inc()
+	s.c.cfg.Logger.Warn("controller: refused a client of another cluster", "remote", conn.RemoteAddr().String(), "cluster.id", theirs, "ours", ours)
+	err := fmt.Errorf("%w: the client belongs to cluster %s, this controller to %s", kerr.InconsistentClusterID, theirs, ours)
+	b, _ := json.Marshal(response{Err: toWireErr(err)})
+	conn.SetWriteDeadline(time.Now().Add(s.c.cfg.FrameReadTimeout))
+	bw := bufio.NewWriter(conn)
+	if writeFrame(bw, kindResponse, b) == nil {
+		bw.Flush()
 	}
 }
 

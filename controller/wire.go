@@ -36,8 +36,13 @@ import (
 //	               cluster, or claiming a connected voter's id with
 //	               another incarnation is refused (the connection closed)
 //	               before any message reaches Raft.
-//	kindClientHello payload reserved (empty; credentials come with
-//	               authentication); kindRequest frames follow.
+//	kindClientHello payload = the client's clientHello (below; empty from
+//	               a client that knows no cluster id, or of a version
+//	               before it); kindRequest frames follow. A hello naming
+//	               another cluster than the controller's (both known)
+//	               gets INCONSISTENT_CLUSTER_ID as the answer to its first
+//	               request, and the connection closes: no request from a
+//	               node of another cluster reaches the planner.
 //	kindRequest    payload = method u8 | flags u8 | JSON request; the
 //	               server answers each with one kindResponse (JSON
 //	               envelope: error or body), in order. The watch method
@@ -64,6 +69,13 @@ import (
 //	|                 |            | unknown)               | = unknown)     |
 //	+-----------------+------------+------------------------+----------------+
 //
+// clientHello, version 1 (an empty payload: no cluster id):
+//
+//	+------------+--------------------------------------------+
+//	| version u8 | cluster id (uvarint length, UTF-8; "" =    |
+//	| (= 1)      | unknown)                                   |
+//	+------------+--------------------------------------------+
+//
 // Format migration: version 1 is implicit (a hello of only the node id
 // still decodes, with no cluster id and no incarnation). A new request field
 // is added to the JSON bodies (unknown fields are ignored); a new method
@@ -85,8 +97,37 @@ const (
 	// request from a client that sends no hello.
 	maxFirstFrame = 4 << 10
 
-	raftHelloVersion = 2
+	raftHelloVersion   = 2
+	clientHelloVersion = 1
 )
+
+// appendClientHello appends a client hello naming clusterID (nothing
+// when "": the empty hello of clients before it).
+func appendClientHello(b []byte, clusterID string) []byte {
+	if clusterID == "" {
+		return b
+	}
+	b = append(b, clientHelloVersion)
+	b = binary.AppendUvarint(b, uint64(len(clusterID)))
+	return append(b, clusterID...)
+}
+
+// decodeClientHello returns the cluster id a client hello names ("" for
+// an empty one). Bytes after the fields it knows are ignored.
+func decodeClientHello(b []byte) (string, error) {
+	if len(b) == 0 {
+		return "", nil
+	}
+	if b[0] < clientHelloVersion {
+		return "", fmt.Errorf("%w: client hello: version %d", ErrProtocol, b[0])
+	}
+	b = b[1:]
+	l, n := binary.Uvarint(b)
+	if n <= 0 || l > uint64(len(b)-n) {
+		return "", fmt.Errorf("%w: client hello: bad cluster id", ErrProtocol)
+	}
+	return string(b[n : n+int(l)]), nil
+}
 
 // raftHello is what a peer says it is when it opens a Raft stream.
 type raftHello struct {

@@ -141,3 +141,19 @@ func TestClientMovesOnFromAStoppingController(t *testing.T) {
 		t.Fatalf("call on a closed client: %v, want ErrStopped", err)
 	}
 }
+
+// FuzzClientHello: a client hello decodes to the cluster id it was made
+// with; any other payload decodes to some id or an error, never a panic.
+func FuzzClientHello(f *testing.F) {
+	f.Add([]byte{}, "")
+	f.Add(appendClientHello(nil, "MkU3OEVBNTcwNTJENDM2Qg"), "x")
+	f.Add([]byte{1, 200}, "")
+	f.Add([]byte{0, 1, 'a'}, "")
+	f.Fuzz(func(t *testing.T, b []byte, id string) {
+		decodeClientHello(b)
+		got, err := decodeClientHello(appendClientHello(nil, id))
+		if err != nil || got != id {
+			t.Fatalf("round trip of %q: %q %v", id, got, err)
+		}
+	})
+}

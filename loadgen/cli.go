@@ -15,6 +15,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/strata-io/strata/internal/clientsec"
 )
 
 // CLI is `strata loadgen`: the binary registers it and hands in what
@@ -144,6 +148,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 		tlsCA      = fs.String("tls-ca", "", "connect with TLS (an SSL listener), trusting the CA certificates of this PEM file")
 		tlsCert    = fs.String("tls-cert", "", "connect with TLS, presenting this PEM client certificate (with --tls-key)")
 		tlsKey     = fs.String("tls-key", "", "the PEM private key of --tls-cert")
+		cmdConfig  = fs.String("command-config", "", "Kafka client properties file: security.protocol, ssl.*, sasl.mechanism, sasl.jaas.config (default $STRATA_COMMAND_CONFIG; each property overridden by $STRATA_CLIENT_<NAME>)")
 		w          Workload
 		recordSize string
 		idem       bool
@@ -269,7 +274,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 		}
 	}
 	o := Options{Brokers: bs, Workload: base, MetricsURL: *metricsURL, PricePut: *pricePut, PriceGet: *priceGet, Keep: *keep}
-	if o.TLS, err = clientTLS(*tlsCA, *tlsCert, *tlsKey); err != nil {
+	if o.TLS, o.SASL, err = clientSecurity(*cmdConfig, *tlsCA, *tlsCert, *tlsKey); err != nil {
 		return err
 	}
 	if !*quiet {
@@ -436,6 +441,7 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 		tlsCA      = fs.String("tls-ca", "", "connect with TLS (an SSL listener), trusting the CA certificates of this PEM file")
 		tlsCert    = fs.String("tls-cert", "", "connect with TLS, presenting this PEM client certificate (with --tls-key)")
 		tlsKey     = fs.String("tls-key", "", "the PEM private key of --tls-cert")
+		cmdConfig  = fs.String("command-config", "", "Kafka client properties file: security.protocol, ssl.*, sasl.mechanism, sasl.jaas.config (default $STRATA_COMMAND_CONFIG; each property overridden by $STRATA_CLIENT_<NAME>)")
 	)
 	fs.StringVar(&o.Topic, "topic", "", "topic to create (default verify-<unix ns>; an existing topic is refused)")
 	fs.Var(cfgs, "topic-config", "topic config name=value set at creation (repeatable), e.g. min.insync.replicas=2")
@@ -465,7 +471,7 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(cfgs) > 0 {
 		o.TopicConfigs = cfgs
 	}
-	if o.TLS, err = clientTLS(*tlsCA, *tlsCert, *tlsKey); err != nil {
+	if o.TLS, o.SASL, err = clientSecurity(*cmdConfig, *tlsCA, *tlsCert, *tlsKey); err != nil {
 		fmt.Fprintf(stderr, "strata loadgen verify: %v\n", err)
 		return 2
 	}
@@ -504,6 +510,24 @@ func (c CLI) verify(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 1
 	}
 	return 0
+}
+
+// clientSecurity is the clients' TLS and SASL: --command-config (or
+// $STRATA_COMMAND_CONFIG and $STRATA_CLIENT_*, internal/clientsec), or the
+// --tls-* flags; not both.
+func clientSecurity(commandConfig, caFile, certFile, keyFile string) (*tls.Config, sasl.Mechanism, error) {
+	sec, err := clientsec.Load(commandConfig, os.Environ())
+	if err != nil {
+		return nil, nil, err
+	}
+	if caFile != "" || certFile != "" || keyFile != "" {
+		if sec.Protocol != "PLAINTEXT" {
+			return nil, nil, errors.New("give --command-config (security.protocol " + sec.Protocol + ") or --tls-*, not both")
+		}
+		tc, err := clientTLS(caFile, certFile, keyFile)
+		return tc, nil, err
+	}
+	return sec.TLS, sec.Mechanism, nil
 }
 
 // clientTLS is the clients' TLS configuration of --tls-ca, --tls-cert and

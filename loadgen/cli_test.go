@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 const cannedMetrics = `# HELP strata_objstore_requests_total Object-store requests by operation and result.
@@ -235,5 +237,42 @@ func TestCLIDefaultsLikeTheRest(t *testing.T) {
 	_, _, stderr = runCLI(t, "compare", "--help")
 	if !strings.Contains(stderr, "usage: strata loadgen compare a.json b.json") || !strings.Contains(stderr, "ratio") {
 		t.Errorf("compare --help does not say what compare does:\n%s", stderr)
+	}
+}
+
+// TestCLIRunOverSASLAgainstKfake: --command-config's SASL (SCRAM-SHA-256,
+// credentials in sasl.jaas.config) authenticates every client of a run
+// against a kfake cluster that requires SASL; without it the run cannot
+// reach the cluster; it and --tls-* are exclusive.
+func TestCLIRunOverSASLAgainstKfake(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "lg", "lg-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	cc := filepath.Join(t.TempDir(), "client.properties")
+	if err := os.WriteFile(cc, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="lg" password="lg-secret";`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := runCLI(t, "e2e-latency", "--brokers", addr, "--command-config", cc, "--rate", "200", "--duration", "1s", "--warmup", "0s",
+		"--partitions", "1", "--topic", "sasl", "--quiet", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	res, err := ReadResult(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Produce.Records < 150 || res.Consume.Records < 150 {
+		t.Fatalf("produced %d consumed %d over SASL", res.Produce.Records, res.Consume.Records)
+	}
+	if code, _, stderr := runCLI(t, "e2e-latency", "--brokers", addr, "--rate", "10", "--duration", "1s", "--warmup", "0s", "--quiet"); code == 0 {
+		t.Fatalf("a run without SASL against a SASL cluster exited 0: %s", stderr)
+	}
+	if code, _, stderr := runCLI(t, "e2e-latency", "--brokers", addr, "--command-config", cc, "--tls-ca", cc, "--quiet"); code == 0 || !strings.Contains(stderr, "not both") {
+		t.Fatalf("--command-config with --tls-ca: exit %d %s", code, stderr)
 	}
 }

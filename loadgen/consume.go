@@ -82,7 +82,7 @@ func (r *runner) startConsumers(ctx, stop context.Context, from string) error {
 				// and the drain ends.
 				opts = append(opts, kgo.KeepControlRecords())
 			}
-			cl, err := kgo.NewClient(append(append(opts, seedOpts(r.o.Brokers, r.o.TLS)...),
+			cl, err := kgo.NewClient(append(append(opts, seedOpts(r.o.Brokers, r.o.security())...),
 				kgo.ConsumerGroup(gr.id),
 				kgo.ConsumeTopics(r.topics...),
 				kgo.ConsumeResetOffset(reset),

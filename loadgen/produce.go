@@ -18,7 +18,7 @@ import (
 // producerOpts are the kgo options of a workload's producer client.
 func (r *runner) producerOpts() []kgo.Opt {
 	w := r.w
-	opts := append(seedOpts(r.o.Brokers, r.o.TLS),
+	opts := append(seedOpts(r.o.Brokers, r.o.security()),
 		kgo.ProducerLinger(dur(w.Linger)),
 		kgo.ProducerBatchMaxBytes(int32(size(w.BatchBytes))),
 		kgo.MaxBufferedRecords(max(w.Window, DefaultWindow)),

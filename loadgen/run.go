@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Options is one run: the workload and where and how to report.
@@ -34,24 +35,31 @@ type Options struct {
 	// Clock is the schedule's and the latencies' time source (nil: the
 	// system clock).
 	Clock Clock
+	// SASL, when set, authenticates every client (--command-config's
+	// sasl.mechanism and sasl.jaas.config).
+	SASL sasl.Mechanism
 }
 
-// seedOpts are the seed brokers and, when tc is set, TLS, before opts.
-func seedOpts(brokers []string, tc *tls.Config, opts ...kgo.Opt) []kgo.Opt {
-	out := []kgo.Opt{kgo.SeedBrokers(brokers...)}
-	if tc != nil {
-		out = append(out, kgo.DialTLSConfig(tc))
-	}
+// seedOpts are the seed brokers and the security options sec, before opts.
+func seedOpts(brokers []string, sec []kgo.Opt, opts ...kgo.Opt) []kgo.Opt {
+	out := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, sec...)
 	return append(out, opts...)
 }
 
-// tlsOpts is kgo.DialTLSConfig(tc) when tc is set, else nothing.
-func tlsOpts(tc *tls.Config) []kgo.Opt {
-	if tc == nil {
-		return nil
+// securityOpts are the client options of TLS (when tc is set) and SASL
+// (when m is set).
+func securityOpts(tc *tls.Config, m sasl.Mechanism) []kgo.Opt {
+	var out []kgo.Opt
+	if tc != nil {
+		out = append(out, kgo.DialTLSConfig(tc))
 	}
-	return []kgo.Opt{kgo.DialTLSConfig(tc)}
+	if m != nil {
+		out = append(out, kgo.SASL(m))
+	}
+	return out
 }
+
+func (o Options) security() []kgo.Opt { return securityOpts(o.TLS, o.SASL) }
 
 // ErrUnreachable is returned by [Run] when no seed broker answers.
 var ErrUnreachable = errors.New("loadgen: brokers unreachable")
@@ -85,7 +93,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Environment: localEnvironment()}
 	r.res = res
 
-	admCl, err := kgo.NewClient(seedOpts(o.Brokers, o.TLS, kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))...)
+	admCl, err := kgo.NewClient(seedOpts(o.Brokers, o.security(), kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))...)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/strata-io/strata/internal/deliverycheck"
 )
@@ -47,6 +48,8 @@ type VerifyOptions struct {
 	// TLS, when set, is every client's TLS (an SSL listener: --tls-ca,
 	// --tls-cert, --tls-key); nil: PLAINTEXT.
 	TLS *tls.Config `json:"-"`
+	// SASL, when set, authenticates every client (--command-config).
+	SASL sasl.Mechanism `json:"-"`
 }
 
 // VerifyResult is what a verify run observed and concluded (--out writes
@@ -147,7 +150,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 		o.Topic = fmt.Sprintf("verify-%d", time.Now().UnixNano())
 	}
 	res := &VerifyResult{Version: ResultVersion, Target: "kafka-compatible", Brokers: o.Brokers, Topic: o.Topic, Options: o}
-	admCl, err := kgo.NewClient(seedOpts(o.Brokers, o.TLS, kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))...)
+	admCl, err := kgo.NewClient(seedOpts(o.Brokers, o.security(), kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(connectTimeout))...)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
@@ -225,7 +228,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
-				_ = deliverycheck.Consume(rctx, o.Brokers, id, o.Topic, name, rc, tlsOpts(o.TLS)...)
+				_ = deliverycheck.Consume(rctx, o.Brokers, id, o.Topic, name, rc, o.security()...)
 			}()
 		}
 		readerNames = append(readerNames, names)
@@ -236,7 +239,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			_ = deliverycheck.ConsumePartitions(rctx, o.Brokers, o.Topic, name, rc, tlsOpts(o.TLS)...)
+			_ = deliverycheck.ConsumePartitions(rctx, o.Brokers, o.Topic, name, rc, o.security()...)
 		}()
 	}
 
@@ -244,7 +247,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyResult, error) {
 	// Every client first: a failure must not leave a load running.
 	var cls []*kgo.Client
 	for range o.Producers {
-		cl, err := kgo.NewClient(seedOpts(o.Brokers, o.TLS, kgo.RequiredAcks(kgo.AllISRAcks()),
+		cl, err := kgo.NewClient(seedOpts(o.Brokers, o.security(), kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerBatchCompression(codecs[o.Compression]), kgo.RecordDeliveryTimeout(30*time.Second),
 			kgo.ProducerLinger(0),
 			// Every partition gets records from the first seconds on (the
@@ -308,7 +311,7 @@ produce:
 	readers.Wait()
 
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-	err = deliverycheck.FinalRead(fctx, admCl, o.Topic, rc, tlsOpts(o.TLS)...)
+	err = deliverycheck.FinalRead(fctx, admCl, o.Topic, rc, o.security()...)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: verify: %w", err)
@@ -435,3 +438,5 @@ func WriteVerifySummary(w io.Writer, r *VerifyResult) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+func (o VerifyOptions) security() []kgo.Opt { return securityOpts(o.TLS, o.SASL) }

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/strata-io/strata/broker"
 	"io"
 	"net/http"
 	"net/url"
@@ -22,6 +21,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/strata-io/strata/broker"
+	"github.com/strata-io/strata/internal/clientsec"
 )
 
 func init() {
@@ -54,6 +56,14 @@ flags:
   --brokers h:p,...     find the admin listeners through the cluster instead: each
                         broker's admin.listener (status asks every broker and merges
                         what they lead; the other commands ask the lowest id)
+  --command-config FILE Kafka client properties (default $STRATA_COMMAND_CONFIG): the
+                        security of --brokers' Kafka connections, and for an https
+                        admin listener (https://host:port, or found through --brokers
+                        when its admin.listener.security.protocol is SSL) the trust
+                        store and client certificate (ssl.truststore.*, ssl.keystore.*)
+  --admin-token-file F  file holding the admin listener's bearer token (admin.auth.token;
+                        default $STRATA_ADMIN_TOKEN_FILE, or the token itself in
+                        $STRATA_ADMIN_TOKEN; never on the command line)
   --format table|json   output format (default table)
   --timeout d           request timeout (default 30s status and list, 10m verify,
                         5m restore, 30m restore --all)
@@ -85,6 +95,8 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 	all := fs.Bool("all", false, "restore every topic the metadata lost")
 	format := fs.String("format", "table", "table or json")
 	timeout := fs.Duration("timeout", 0, "request timeout")
+	commandConfig := fs.String("command-config", "", "Kafka client properties file")
+	tokenFile := fs.String("admin-token-file", "", "file holding the admin bearer token")
 	var cfgs multiFlag
 	fs.Var(&cfgs, "config", "topic config name=value for a topic restore creates (repeatable)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -138,6 +150,18 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		q.Add("config", c)
 	}
+	sec, err := clientsec.Load(*commandConfig, os.Environ())
+	if err != nil {
+		fmt.Fprintf(stderr, "strata tier %s: %v\n", sub, err)
+		return 2
+	}
+	token, err := adminToken(*tokenFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "strata tier %s: %v\n", sub, err)
+		return 2
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: sec.HTTPTransportTLS()}}
+	defer hc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 
@@ -148,7 +172,7 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 	case *admin != "":
 		admins = []string{*admin}
 	case *brokers != "":
-		as, err := findAdminListeners(ctx, *brokers)
+		as, err := findAdminListeners(ctx, *brokers, sec)
 		if err != nil {
 			fmt.Fprintf(stderr, "strata tier %s: %v\n", sub, err)
 			return 1
@@ -157,7 +181,7 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 	case os.Getenv("STRATA_ADMIN") != "":
 		admins = []string{os.Getenv("STRATA_ADMIN")}
 	case os.Getenv("STRATA_BROKERS") != "":
-		as, err := findAdminListeners(ctx, os.Getenv("STRATA_BROKERS"))
+		as, err := findAdminListeners(ctx, os.Getenv("STRATA_BROKERS"), sec)
 		if err != nil {
 			fmt.Fprintf(stderr, "strata tier %s: $STRATA_BROKERS: %v\n", sub, err)
 			return 1
@@ -179,7 +203,7 @@ func tierCmd(args []string, stdout, stderr io.Writer) int {
 		if !strings.Contains(base, "://") {
 			base = "http://" + base
 		}
-		body, err := adminCall(ctx, method, base+path+"?"+q.Encode())
+		body, err := adminCall(ctx, hc, token, method, base+path+"?"+q.Encode())
 		if err != nil {
 			fmt.Fprintf(stderr, "strata tier %s: %v\n", sub, err)
 			return 1
@@ -216,14 +240,37 @@ func envOr(name, def string) string {
 	return def
 }
 
+// adminToken is the admin bearer token: the file's content (the flag,
+// else $STRATA_ADMIN_TOKEN_FILE), else $STRATA_ADMIN_TOKEN, else none.
+func adminToken(file string) (string, error) {
+	if file == "" {
+		file = os.Getenv("STRATA_ADMIN_TOKEN_FILE")
+	}
+	if file == "" {
+		return strings.TrimSpace(os.Getenv("STRATA_ADMIN_TOKEN")), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("admin token: %v", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("admin token: %s is empty", file)
+	}
+	return tok, nil
+}
+
 // adminCall does one admin HTTP request and returns the body of a 200; any
 // other answer becomes one error line (the endpoint's {"error": ...}).
-func adminCall(ctx context.Context, method, u string) ([]byte, error) {
+func adminCall(ctx context.Context, hc *http.Client, token, method, u string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -240,10 +287,14 @@ func adminCall(ctx context.Context, method, u string) ([]byte, error) {
 		var e struct {
 			Error string `json:"error"`
 		}
+		msg := fmt.Sprintf("%s %s: %s", method, req.URL.Path, resp.Status)
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return nil, errors.New(e.Error)
+			msg = e.Error
 		}
-		return nil, fmt.Errorf("%s %s: %s", method, req.URL.Path, resp.Status)
+		if resp.StatusCode == http.StatusUnauthorized && token == "" {
+			msg += " (401: give the admin listener's token in $STRATA_ADMIN_TOKEN or --admin-token-file, or a client certificate in --command-config)"
+		}
+		return nil, errors.New(msg)
 	}
 	return body, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/clientsec"
 )
 
 // findAdminListeners finds the brokers' admin listeners through the
@@ -20,7 +22,7 @@ import (
 // is sorted by broker id. A broker with no admin listener, or one on port
 // 0 (any port: its bound address is not in the config), is an error
 // naming the broker and saying to use --admin.
-func findAdminListeners(ctx context.Context, seeds string) ([]string, error) {
+func findAdminListeners(ctx context.Context, seeds string, sec *clientsec.Config) ([]string, error) {
 	var addrs []string
 	for _, s := range strings.Split(seeds, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -30,7 +32,8 @@ func findAdminListeners(ctx context.Context, seeds string) ([]string, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("no brokers in %q", seeds)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("strata-cli"), kgo.DialTimeout(5*time.Second), kgo.RetryTimeout(10*time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.ClientID("strata-cli"), kgo.DialTimeout(5 * time.Second),
+		kgo.RetryTimeout(10 * time.Second)}, sec.KgoOpts()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bad --brokers %q: %v", seeds, err)
 	}
@@ -51,11 +54,14 @@ func findAdminListeners(ctx context.Context, seeds string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("broker %d (%s:%d): describe its configs: %v", b.NodeID, b.Host, b.Port, err)
 		}
-		v := ""
+		v, scheme := "", "http://"
 		for _, rc := range rcs {
 			for _, c := range rc.Configs {
 				if c.Key == "admin.listener" && c.Value != nil {
 					v = *c.Value
+				}
+				if c.Key == "admin.listener.security.protocol" && c.Value != nil && strings.EqualFold(*c.Value, "SSL") {
+					scheme = "https://"
 				}
 			}
 		}
@@ -71,7 +77,7 @@ func findAdminListeners(ctx context.Context, seeds string) ([]string, error) {
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			host = b.Host
 		}
-		out = append(out, net.JoinHostPort(host, port))
+		out = append(out, scheme+net.JoinHostPort(host, port))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("brokers %s: the cluster lists no broker", strings.Join(addrs, ","))

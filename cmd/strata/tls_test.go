@@ -66,13 +66,12 @@ func writeTestPKI(t *testing.T, dir string) (caPath, keystorePath string) {
 	return caPath, keystorePath
 }
 
-// TestCluster3FranzGoSuiteTLS runs part of franz-go's own kgo suite
+// TestCluster3FranzGoSuiteTLS runs franz-go's own kgo suite
 // (KGO_TEST_TLS=ca:...) against three `strata serve` processes whose only
 // client listener speaks SSL (listener.security.protocol.map
 // PLAINTEXT:SSL, Kafka-legal: a listener's name is not its protocol), so
-// the replica fetchers and marker senders between them use TLS too. The
-// subset covers produce, consume, groups and transactions; the whole suite
-// over PLAINTEXT is TestCluster3FranzGoSuite.
+// the replica fetchers and marker senders between them use TLS too; the
+// same suite over PLAINTEXT (with a chaos run) is TestCluster3FranzGoSuite.
 func TestCluster3FranzGoSuiteTLS(t *testing.T) {
 	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KGO") != "1" {
 		t.Skip("set STRATA_TEST_KGO=1 (or CI=true) to run franz-go's kgo integration tests against three nodes over TLS")
@@ -111,11 +110,18 @@ func TestCluster3FranzGoSuiteTLS(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tests := []string{"TestGroupETL", "TestClient_Produce", "TestIssue434", "TestTxnEtl"}
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "4m", "-run", "^("+strings.Join(tests, "|")+")$", ".")
+	// The whole suite, as TestCluster3FranzGoSuite runs it in plaintext
+	// (measured: 550 tests and subtests in 1m30s, against 1m08s for the
+	// four tests that ran here before), but TestIssue769: it sets its own
+	// Dialer, which franz-go refuses beside the DialTLSConfig KGO_TEST_TLS
+	// adds (the client is nil, the test panics): a harness conflict, not
+	// the broker's.
+	tests := slices.DeleteFunc(slices.Clone(kgoMustPass), func(s string) bool { return s == "TestIssue769" })
+	args, records := []string{"-timeout", "5m", "-skip", "^TestIssue769$"}, "2000"
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"test", "-count=1", "-v"}, args...), ".")...)
 	cmd.Dir = filepath.Join(src, "pkg", "kgo")
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+strings.Join(c.addrs(), ","),
-		"KGO_TEST_TLS=ca:"+caPath, "KGO_TEST_RF=3", "KGO_TEST_RECORDS=2000", "KGO_LOG_LEVEL=none")
+		"KGO_TEST_TLS=ca:"+caPath, "KGO_TEST_RF=3", "KGO_TEST_RECORDS="+records, "KGO_LOG_LEVEL=none")
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
 	out, err := cmd.CombinedOutput()

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/internal/clientsec"
 )
 
 // Exit codes of [Run].
@@ -141,6 +143,9 @@ type env struct {
 	brokers []string
 	format  string
 	timeout time.Duration
+	// sec is the clients' security: --command-config, $STRATA_COMMAND_CONFIG
+	// and the STRATA_CLIENT_* variables (internal/clientsec).
+	sec *clientsec.Config
 
 	cl  *kgo.Client
 	adm *kadm.Client
@@ -151,6 +156,8 @@ type globalFlags struct {
 	brokers string
 	format  string
 	timeout time.Duration
+
+	commandConfig string
 }
 
 func addGlobalFlags(fs *flag.FlagSet, g *globalFlags, withFormat bool, formatDefault, formatHelp string) {
@@ -163,6 +170,7 @@ func addGlobalFlags(fs *flag.FlagSet, g *globalFlags, withFormat bool, formatDef
 		fs.StringVar(&g.format, "format", formatDefault, formatHelp)
 	}
 	fs.DurationVar(&g.timeout, "timeout", 10*time.Second, "bound on connecting and on each operation")
+	fs.StringVar(&g.commandConfig, "command-config", "", "Kafka client properties file: security.protocol, ssl.truststore.*, ssl.keystore.*, sasl.mechanism, sasl.jaas.config (default $"+clientsec.EnvCommandConfig+"; each property overridden by $"+clientsec.EnvPrefix+"<NAME>)")
 }
 
 func (e *env) runAction(name string, a *action, args []string) int {
@@ -209,6 +217,12 @@ func (e *env) runAction(name string, a *action, args []string) int {
 			return ExitUsage
 		}
 		e.format, e.timeout = g.format, g.timeout
+		sec, err := clientsec.Load(g.commandConfig, os.Environ())
+		if err != nil {
+			fmt.Fprintf(e.stderr, "strata: %s: %v\n", name, err)
+			return ExitUsage
+		}
+		e.sec = sec
 	}
 	defer e.close()
 	err = run(e, pos)

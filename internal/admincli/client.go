@@ -23,7 +23,8 @@ func (e *env) connect(ctx context.Context, extra ...kgo.Opt) error {
 		kgo.DialTimeout(e.timeout),
 		kgo.RetryTimeout(e.timeout),
 		kgo.RequestTimeoutOverhead(e.timeout),
-	}, extra...)
+	}, e.sec.KgoOpts()...)
+	opts = append(opts, extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("bad --brokers %q: %v", strings.Join(e.brokers, ","), err)

@@ -207,6 +207,7 @@ func defineConsume(fs *flag.FlagSet) runFunc {
 			kgo.DialTimeout(e.timeout),
 			kgo.RetryTimeout(e.timeout),
 		}
+		opts = append(opts, e.sec.KgoOpts()...)
 		if *group == "" {
 			opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
 		} else {
