@@ -105,20 +105,6 @@ func (p *testPKI) clientConfig(keystore string) *tls.Config {
 	return cfg
 }
 
-// listenerAddr is the address p's address line gives listener name.
-func (p *proc) listenerAddr(t *testing.T, name string) string {
-	t.Helper()
-	b, _ := os.ReadFile(p.out)
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	for _, f := range strings.Fields(string(line)) {
-		if v, ok := strings.CutPrefix(f, name+"="); ok {
-			return v
-		}
-	}
-	t.Fatalf("no %s in the address line %q", name, line)
-	return ""
-}
-
 // metricSum is the sum of the samples of metric on a node's admin
 // listener.
 func metricSum(t *testing.T, admin, metric string) float64 {
