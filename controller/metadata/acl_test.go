@@ -52,7 +52,7 @@ func TestSnapshotACLs(t *testing.T) {
 	// Version 4: the same image without the acls section.
 	plain := snapshotFixture(t)
 	v5 := marshal(t, plain)
-	v4 := append([]byte(nil), v5[:len(v5)-1]...) // drop the empty acls count
+	v4 := append([]byte(nil), v5[:len(v5)-2]...) // drop the empty acls and quotas counts
 	v4[len(snapshotMagic)] = 4
 	putCRC(v4)
 	old, err := Unmarshal(v4)
@@ -66,7 +66,7 @@ func TestSnapshotACLs(t *testing.T) {
 	// Out of order and invalid entries are corruption.
 	entries := st.ACLs()
 	section := func(es []ACLEntry) []byte {
-		e := encoder{b: append([]byte(nil), v5[:len(v5)-1]...)}
+		e := encoder{b: append([]byte(nil), v5[:len(v5)-2]...)}
 		e.count(len(es))
 		for _, a := range es {
 			e.uuid(a.ID)
@@ -78,6 +78,7 @@ func TestSnapshotACLs(t *testing.T) {
 			e.u8(uint8(a.Operation))
 			e.u8(uint8(a.Permission))
 		}
+		e.count(0) // quotas
 		putCRC(e.b)
 		return e.b
 	}

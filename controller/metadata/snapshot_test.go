@@ -275,15 +275,16 @@ func withRemovedSection(t *testing.T, st *State, entries []struct {
 	t.Helper()
 	saved := st.removedNames
 	st.removedNames = map[uuid.UUID]string{}
-	b := marshal(t, st) // ends with an empty removed and an empty acls section: two zero count bytes
+	b := marshal(t, st) // ends with empty removed, acls and quotas sections: three zero count bytes
 	st.removedNames = saved
-	e := encoder{b: b[:len(b)-2]}
+	e := encoder{b: b[:len(b)-3]}
 	e.count(len(entries))
 	for _, en := range entries {
 		e.uuid(en.id)
 		e.str(en.name)
 	}
 	e.count(0) // acls
+	e.count(0) // quotas
 	putCRC(e.b)
 	return e.b
 }

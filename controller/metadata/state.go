@@ -140,6 +140,9 @@ type State struct {
 	removedNames map[uuid.UUID]string
 	// acls are the ACL bindings by ID ([AccessControlEntryRecord]).
 	acls map[uuid.UUID]authz.ACL
+	// quotas are the client quotas by entity, then key
+	// ([ClientQuotaRecord]); an entity without values is absent.
+	quotas map[QuotaEntity]map[string]float64
 	// clusterID is the quorum's cluster id ([ClusterIDRecord]); "" until
 	// recorded.
 	clusterID string
@@ -177,6 +180,7 @@ func NewState() *State {
 		remoteTopics: map[uuid.UUID]int{},
 		removedNames: map[uuid.UUID]string{},
 		acls:         map[uuid.UUID]authz.ACL{},
+		quotas:       map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -259,6 +263,13 @@ func (s *State) Clone() *State {
 	}
 	for id, a := range s.acls {
 		c.acls[id] = a
+	}
+	for e, vals := range s.quotas {
+		m := make(map[string]float64, len(vals))
+		for k, v := range vals {
+			m[k] = v
+		}
+		c.quotas[e] = m
 	}
 	return c
 }
