@@ -439,7 +439,7 @@ func (e *encoder) i32(v int32)      { e.b = binary.AppendVarint(e.b, int64(v)) }
 func (e *encoder) i64(v int64)      { e.b = binary.AppendVarint(e.b, v) }
 func (e *encoder) count(n int)      { e.b = binary.AppendUvarint(e.b, uint64(n)) }
 func (e *encoder) uuid(u uuid.UUID) { e.b = append(e.b, u[:]...) }
-func (e *encoder) f64(v float64) { e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(v)) }
+func (e *encoder) f64(v float64)    { e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(v)) }
 func (e *encoder) str(s string) {
 	e.count(len(s))
 	e.b = append(e.b, s...)

@@ -299,7 +299,7 @@ func checkQuotaRecord(r *ClientQuotaRecord) error {
 
 // ClientQuotaEntry is one entity of the image with its values.
 type ClientQuotaEntry struct {
-	Entity QuotaEntity         `json:"entity"`
+	Entity QuotaEntity        `json:"entity"`
 	Values map[string]float64 `json:"values"`
 }
 
