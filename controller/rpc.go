@@ -49,6 +49,8 @@ const (
 	methodUnregisterBroker            byte = 13 // [Service.UnregisterBroker]
 	methodCreateACLs                  byte = 14 // [Service.CreateACLs]
 	methodDeleteACLs                  byte = 15 // [Service.DeleteACLs]
+	// 16 is reserved (AlterUserScramCredentials, issue 17).
+	methodAlterClientQuotas byte = 17 // [Service.AlterClientQuotas]
 )
 
 // Service is the API brokers use, implemented in-process by [*Controller]
@@ -70,6 +72,7 @@ type Service interface {
 	UnregisterBroker(ctx context.Context, brokerID int32) error
 	CreateACLs(ctx context.Context, acls []authz.ACL) ([]metadata.CreateACLResult, error)
 	DeleteACLs(ctx context.Context, filters []authz.Filter) ([]metadata.DeleteACLsResult, error)
+	AlterClientQuotas(ctx context.Context, req AlterClientQuotasRequest) ([]error, error)
 	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
 }
 
@@ -475,4 +478,32 @@ func (c *Controller) DeleteACLs(ctx context.Context, filters []authz.Filter) ([]
 // DeleteACLs implements [Service].
 func (c *Client) DeleteACLs(ctx context.Context, filters []authz.Filter) ([]metadata.DeleteACLsResult, error) {
 	return rpcDeleteACLs.remote(ctx, c, filters)
+}
+
+// AlterClientQuotasRequest is an AlterClientQuotas: its entries and
+// validate_only.
+type AlterClientQuotasRequest struct {
+	Entries      []metadata.QuotaAlteration `json:"entries"`
+	ValidateOnly bool                       `json:"validate_only,omitempty"`
+}
+
+var rpcAlterClientQuotas = register(&rpc[AlterClientQuotasRequest, []error, []errResultW]{
+	method: methodAlterClientQuotas, name: "AlterClientQuotas",
+	plan: func(_ *Controller, st *metadata.State, req AlterClientQuotasRequest) ([]metadata.Record, []error, error) {
+		recs, res := st.PlanAlterClientQuotas(req.Entries, req.ValidateOnly)
+		return recs, res, nil
+	},
+	toWire: errsToW, fromWire: errsFromW,
+})
+
+// AlterClientQuotas sets and removes client quotas (Kafka's
+// AlterClientQuotas); one error per entry (INVALID_REQUEST), nil for an
+// entry applied (or, validate-only, valid).
+func (c *Controller) AlterClientQuotas(ctx context.Context, req AlterClientQuotasRequest) ([]error, error) {
+	return rpcAlterClientQuotas.local(ctx, c, req, false)
+}
+
+// AlterClientQuotas implements [Service].
+func (c *Client) AlterClientQuotas(ctx context.Context, req AlterClientQuotasRequest) ([]error, error) {
+	return rpcAlterClientQuotas.remote(ctx, c, req)
 }

@@ -35,6 +35,7 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"ListPartitionReassignments":  12,
 		"CreateACLs":                  14,
 		"DeleteACLs":                  15,
+		"AlterClientQuotas":           17,
 	}
 	got := map[string]byte{
 		"RegisterBroker":              methodRegisterBroker,
@@ -51,6 +52,7 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"ListPartitionReassignments":  methodListPartitionReassignments,
 		"CreateACLs":                  methodCreateACLs,
 		"DeleteACLs":                  methodDeleteACLs,
+		"AlterClientQuotas":           methodAlterClientQuotas,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("method numbers changed:\n got %v\nwant %v", got, want)
@@ -357,6 +359,20 @@ func rpcGoldens() []rpcGolden {
 				{Deleted: []metadata.ACLEntry{{ID: goldenID, ACL: authz.ACL{ResourceType: authz.ResTopic, ResourceName: "t", PatternType: authz.PatLiteral, Principal: "User:a", Host: "*", Operation: authz.OpRead, Permission: authz.PermAllow}}}},
 				{Err: &RemoteError{Code: 42, Msg: "unknown resource type 0 in filter"}}},
 		},
+		{
+			name: "AlterClientQuotas",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				user := "alice"
+				return cl.AlterClientQuotas(ctx, AlterClientQuotasRequest{Entries: []metadata.QuotaAlteration{
+					{Entity: []metadata.QuotaEntityPart{{Type: "user", Name: &user}, {Type: "client-id"}},
+						Ops: []metadata.QuotaOp{{Key: "producer_byte_rate", Value: 1024}, {Key: "request_percentage", Remove: true}}},
+					{}}, ValidateOnly: true})
+			},
+			method:   17,
+			request:  `{"entries":[{"Entity":[{"Type":"user","Name":"alice"},{"Type":"client-id","Name":null}],"Ops":[{"Key":"producer_byte_rate","Value":1024,"Remove":false},{"Key":"request_percentage","Value":0,"Remove":true}]},{"Entity":null,"Ops":null}],"validate_only":true}`,
+			response: `{"body":[{},{"err":{"code":42,"msg":"Invalid empty client quota entity"}}]}`,
+			want:     []error{nil, &RemoteError{Code: 42, Msg: "Invalid empty client quota entity"}},
+		},
 	}
 }
 
@@ -457,6 +473,8 @@ func TestRPCServerGoldenAnswers(t *testing.T) {
 		{4, flagForwarded, `{"names":[]}`, `{"body":[]}`},
 		{14, 0, `[{"ResourceType":1,"ResourceName":"t","PatternType":3,"Principal":"User:a","Host":"*","Operation":3,"Permission":3}]`,
 			`{"body":[{"err":{"code":42,"msg":"INVALID_REQUEST: This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.: invalid resourceType 1"}}]}`},
+		{17, 0, `{"entries":[{"Entity":null,"Ops":null}]}`,
+			`{"body":[{"err":{"code":42,"msg":"INVALID_REQUEST: This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.: Invalid empty client quota entity"}}]}`},
 		{200, 0, `{}`, `{"err":{"code":-1,"msg":"controller: protocol error: unknown method 200"}}`},
 		{1, 0, `{`, `{"err":{"code":-1,"msg":"controller: protocol error: unexpected end of JSON input"}}`},
 		{2, 0, `{"BrokerID":999,"BrokerEpoch":1}`,

@@ -285,3 +285,19 @@ func deleteACLsFromW(rs []deleteACLsResultW) []metadata.DeleteACLsResult {
 	}
 	return out
 }
+
+func errsToW(errs []error) []errResultW {
+	out := make([]errResultW, len(errs))
+	for i, err := range errs {
+		out[i] = errResultW{toWireErr(err)}
+	}
+	return out
+}
+
+func errsFromW(rs []errResultW) []error {
+	out := make([]error, len(rs))
+	for i, r := range rs {
+		out[i] = fromWireErr(r.Err)
+	}
+	return out
+}
