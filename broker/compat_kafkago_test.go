@@ -96,6 +96,19 @@ func TestKafkaGoACLConformance(t *testing.T) {
 		[]string{"TestClientCreateACLs", "TestClientDescribeACLs", "TestClientDeleteACLs"})
 }
 
+// TestKafkaGoQuotaConformance runs kafka-go's client quota test
+// (AlterClientQuotas then DescribeClientQuotas of client-id my-client-id,
+// both answering throttle 0).
+func TestKafkaGoQuotaConformance(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KAFKAGO") != "1" {
+		t.Skip("set STRATA_TEST_KAFKAGO=1 (or CI=true) to run segmentio/kafka-go's tests against a node on 127.0.0.1:9092")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	runKafkaGo(t, nil, "^TestClientAlterClientQuotas$", []string{"TestClientAlterClientQuotas"})
+}
+
 // runKafkaGo runs kafka-go's tests matching pattern against a node on
 // 127.0.0.1:9092 (extra over the compose settings) and insists on each of
 // want having passed.
