@@ -69,7 +69,7 @@ var KafkaIgnoredSettings = []string{
 	// metrics, quotas and ZooKeeper
 	"metric.reporters", "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms",
 	"kafka.metrics.reporters", "kafka.metrics.polling.interval.secs", "auto.include.jmx.reporter",
-	"quota.window.num", "quota.window.size.seconds", "replication.quota.window.num",
+	"replication.quota.window.num",
 	"replication.quota.window.size.seconds", "reserved.broker.max.id", "broker.id.generation.enable",
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms",
 	"zookeeper.set.acl", "zookeeper.metadata.migration.enable",

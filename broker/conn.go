@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -46,7 +47,16 @@ type request struct {
 	conn          *conn
 	start         time.Time // when its frame was read: request_duration_seconds
 	held          int64     // its frame's bytes in the node's request budget, given back once handled
+	size          int       // its frame's bytes (producer_byte_rate counts them)
 	respCode      int16     // the response's top-level error code, set by encodeResponse
+	// Quotas (quotas.go): the largest throttle decided for the request,
+	// when its handler began, how long it waited (a long poll, acks=-1;
+	// not counted as handler time) and whether it is exempt from
+	// request_percentage (a follower's fetch).
+	throttle  time.Duration
+	execStart time.Time
+	waited    time.Duration
+	exempt    bool
 }
 
 // slot is one request's place in the connection's order. The executor
@@ -116,6 +126,42 @@ type conn struct {
 	// principal is who the connection speaks for: Anonymous until TLS or
 	// SASL authenticates it (issue 17); read by the authorizer.
 	principal atomic.Pointer[Principal]
+	// mutedUntil is when a quota throttle ends (unix nanoseconds; KIP-219):
+	// until then the reader reads no frame and the executor runs no
+	// request.
+	mutedUntil atomic.Int64
+}
+
+// mute keeps c muted until at least until.
+func (c *conn) mute(until time.Time) {
+	u := until.UnixNano()
+	for {
+		cur := c.mutedUntil.Load()
+		if u <= cur || c.mutedUntil.CompareAndSwap(cur, u) {
+			return
+		}
+	}
+}
+
+// waitMuted returns once c is not muted, or stop or c's context ends
+// (false).
+func (c *conn) waitMuted(stop <-chan struct{}) bool {
+	for {
+		left := time.Until(time.Unix(0, c.mutedUntil.Load()))
+		if left <= 0 {
+			return true
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return false
+		case <-c.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
 }
 
 // Principal returns who c speaks for (Anonymous when unauthenticated).
@@ -182,6 +228,9 @@ func (c *conn) readLoop() {
 		case <-c.stopc:
 			return
 		case <-c.ctx.Done():
+			return
+		}
+		if !c.waitMuted(c.stopc) {
 			return
 		}
 		c.nc.SetReadDeadline(time.Now().Add(idle))
@@ -267,7 +316,7 @@ func (c *conn) release(r *request) {
 // dispatch decodes one frame and runs its handler. An error closes the
 // connection.
 func (c *conn) dispatch(b []byte) error {
-	r := &request{conn: c, start: time.Now(), held: int64(len(b))}
+	r := &request{conn: c, start: time.Now(), held: int64(len(b)), size: len(b)}
 	r.key = int16(binary.BigEndian.Uint16(b[0:]))
 	r.version = int16(binary.BigEndian.Uint16(b[2:]))
 	r.correlationID = int32(binary.BigEndian.Uint32(b[4:]))
@@ -336,6 +385,9 @@ func (c *conn) execLoop() {
 	defer c.handlers.Done()
 	failed := false
 	for s := range c.exec {
+		if !failed {
+			c.waitMuted(nil) // a quota throttle: nothing runs until it passes
+		}
 		if failed || c.ctx.Err() != nil {
 			s.err = errConnFailed
 			if !failed {
@@ -362,6 +414,7 @@ func (c *conn) runSlot(s *slot) (failed bool) {
 		}
 		failed = s.err != nil
 	}()
+	r.execStart = time.Now()
 	s.f, s.err = s.run(c.ctx)
 	return false
 }
@@ -460,11 +513,26 @@ func responseHeaderFlexible(r *request) bool {
 	return r.key != apiVersionsKey && r.msg != nil && r.msg.IsFlexible()
 }
 
+// throttleMillis is a response's throttle_time_ms (0 without the field).
+func throttleMillis(resp kmsg.Response) int32 {
+	if t, ok := resp.(kmsg.ThrottleResponse); ok {
+		ms, _ := t.Throttle()
+		return ms
+	}
+	return 0
+}
+
 // encodeResponse builds the frame of a kmsg response to r.
 func encodeResponse(r *request, resp kmsg.Response) *frame {
 	resp.SetVersion(r.version)
 	if r.conn != nil {
 		r.respCode = r.conn.n.metrics.responseErrorCode(r.key, resp)
+		r.conn.n.recordRequestQuota(r)
+		if tr, ok := resp.(kmsg.SetThrottleResponse); ok && r.throttle > 0 {
+			if ms := int32(min(r.throttle.Milliseconds(), math.MaxInt32)); ms > throttleMillis(resp) {
+				tr.SetThrottle(ms)
+			}
+		}
 	}
 	buf := make([]byte, sizeLen, 256)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(r.correlationID))

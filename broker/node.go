@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/broker/authz"
+	"github.com/strata-io/strata/broker/quota"
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/netbuf"
@@ -157,6 +158,10 @@ type Node struct {
 	// authorizer.class.name; replaced under metaMu with the image
 	// (authorize.go), so a handler woken by metaNotify sees its ACLs.
 	authz atomic.Pointer[authz.Authorizer]
+	// quotas are the client quotas' rates; quotaTab the image's quotas,
+	// replaced under metaMu with the image (quotas.go).
+	quotas   *quota.Manager
+	quotaTab atomic.Pointer[quotaTable]
 }
 
 type tpKey struct {
@@ -193,6 +198,8 @@ func Open(o Options) (_ *Node, err error) {
 		leaderQuota:   newReplicationQuota(), followerQuota: newReplicationQuota(),
 	}
 	n.refreshAuthorizer(controller.Delta{Image: n.meta})
+	n.quotas = quota.NewManager(quota.Config{Samples: cfg.QuotaWindowNum, Window: cfg.QuotaWindowSize})
+	n.refreshQuotas(controller.Delta{Image: n.meta})
 	n.fs = o.FS
 	if n.fs == nil {
 		n.fs = vfs.Default
