@@ -195,3 +195,49 @@ func (h throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ 
 		h.n.Add(1)
 	}
 }
+
+// TestQuotaRequestPercentage: request_percentage counts handler time: a
+// client sending Metadata requests back to back against a 1 % quota (10 ms
+// of handler time a second) is soon answered with throttle_time_ms, at
+// most one window (1 s), and muted; its requests per second fall far below
+// those of a client without the quota.
+func TestQuotaRequestPercentage(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"quota.window.num": "2"})
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "r", 4, nil)
+	setQuota(t, adm, "client-id=test", "request_percentage", 1)
+
+	run := func(c *rawConn, d time.Duration) (requests int, maxThrottle int32) {
+		deadline := time.Now().Add(d)
+		for time.Now().Before(deadline) {
+			req := kmsg.NewPtrMetadataRequest()
+			req.SetVersion(9)
+			resp := c.roundTrip(req).(*kmsg.MetadataResponse)
+			requests++
+			maxThrottle = max(maxThrottle, resp.ThrottleMillis)
+		}
+		return requests, maxThrottle
+	}
+	c := dialRaw(t, n)
+	throttledReqs, maxThrottle := run(c, 2*time.Second)
+	if maxThrottle <= 0 || maxThrottle > 1000 {
+		t.Fatalf("largest throttle_time_ms %d after %d requests, want in (0, 1000]", maxThrottle, throttledReqs)
+	}
+	if got := counterValue(t, n.metrics.quotaThrottled.WithLabelValues("request")); got == 0 {
+		t.Error("no throttle counted for type=request")
+	}
+	// The same requests under another client id: no quota.
+	free := dialRawAs(t, n, "free")
+	freeReqs, freeThrottle := run(free, 2*time.Second)
+	t.Logf("1%% request quota: %d requests in 2 s (largest throttle %d ms); without: %d (throttle %d)", throttledReqs, maxThrottle, freeReqs, freeThrottle)
+	if freeThrottle != 0 || freeReqs < 3*throttledReqs {
+		t.Errorf("client without the quota: %d requests (throttle %d) against %d with it", freeReqs, freeThrottle, throttledReqs)
+	}
+}
+
+// dialRawAs is dialRaw with another client id in the request header.
+func dialRawAs(t *testing.T, n *Node, clientID string) *rawConn {
+	c := dialRaw(t, n)
+	c.clientID = clientID
+	return c
+}
