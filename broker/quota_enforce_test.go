@@ -241,3 +241,53 @@ func dialRawAs(t *testing.T, n *Node, clientID string) *rawConn {
 	c.clientID = clientID
 	return c
 }
+
+// TestQuotaFetchByteRateHeld: a consumer with a 1 MiB/s consumer_byte_rate
+// (user default, client-id) reading a backlog is held within 10 % of it
+// over 10 s and sees throttle_time_ms > 0; 5 windows of 1 s. A throttled
+// fetch answers empty and its bytes do not count, as in Kafka, so the
+// consumer falls short of its quota by about one fetch over the window:
+// fetches of 128 KiB a partition keep that small.
+func TestQuotaFetchByteRateHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 s")
+	}
+	const quotaBytes, dur = 1 << 20, 10 * time.Second
+	n := startNode(t, t.TempDir(), map[string]string{"quota.window.num": "5"})
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "backlog", 1, nil)
+	setQuota(t, adm, "user=<default>,client-id=slowc", "consumer_byte_rate", quotaBytes)
+
+	// A backlog of 16 MiB of incompressible records.
+	p := newClient(t, n, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	value := make([]byte, 16<<10)
+	for range 1024 {
+		rand.Read(value)
+		p.Produce(testCtx(t), &kgo.Record{Topic: "backlog", Value: append([]byte(nil), value...)}, nil)
+	}
+	if err := p.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	var throttles atomic.Int64
+	c := newClient(t, n, kgo.ClientID("slowc"), kgo.WithHooks(throttleHook{&throttles}),
+		kgo.ConsumeTopics("backlog"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxPartitionBytes(128<<10))
+	ctx, cancel := context.WithTimeout(context.Background(), dur)
+	defer cancel()
+	var got int64
+	for ctx.Err() == nil {
+		fs := c.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { got += int64(len(r.Value)) })
+	}
+	rate := float64(got) / dur.Seconds()
+	t.Logf("consumer held at %.0f B/s (%.3f of the quota), %d throttled responses", rate, rate/quotaBytes, throttles.Load())
+	if rate < 0.9*quotaBytes || rate > 1.1*quotaBytes {
+		t.Errorf("consumer held at %.0f B/s, want within 10%% of %d", rate, quotaBytes)
+	}
+	if throttles.Load() == 0 {
+		t.Error("consumer never saw throttle_time_ms > 0")
+	}
+	if got := counterValue(t, n.metrics.quotaThrottled.WithLabelValues("fetch")); got == 0 {
+		t.Error("no throttle counted for type=fetch")
+	}
+}
