@@ -25,8 +25,7 @@ var KafkaIgnoredSettings = []string{
 	// threads and sockets
 	"num.network.threads", "num.io.threads", "background.threads",
 	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "socket.listen.backlog.size",
-	"queued.max.request.bytes", "max.connections", "max.connections.per.ip",
-	"max.connections.per.ip.overrides", "max.connection.creation.rate",
+	"queued.max.request.bytes", "max.connection.creation.rate",
 	"connection.failed.authentication.delay.ms", "request.timeout.ms",
 	"fetch.max.bytes", "fetch.purgatory.purge.interval.requests",
 	"producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",

@@ -161,6 +161,9 @@ type Node struct {
 	// quotas are the client quotas' rates; quotaTab the image's quotas,
 	// replaced under metaMu with the image (quotas.go).
 	quotas   *quota.Manager
+	// connCounts are the client connections by address, against
+	// max.connections and max.connections.per.ip (conn_quotas.go).
+	connCounts *connCounts
 	quotaTab atomic.Pointer[quotaTable]
 }
 
@@ -198,6 +201,7 @@ func Open(o Options) (_ *Node, err error) {
 		leaderQuota:   newReplicationQuota(), followerQuota: newReplicationQuota(),
 	}
 	n.refreshAuthorizer(controller.Delta{Image: n.meta})
+	n.connCounts = newConnCounts(cfg.ConnLimits)
 	n.quotas = quota.NewManager(quota.Config{Samples: cfg.QuotaWindowNum, Window: cfg.QuotaWindowSize})
 	n.refreshQuotas(controller.Delta{Image: n.meta})
 	n.fs = o.FS
@@ -597,7 +601,11 @@ func leadsAny(st *metadata.State, id int32) bool {
 
 func (n *Node) acceptLoop(ln net.Listener, name string) {
 	opened, closed := n.metrics.connOpened.WithLabelValues(name), n.metrics.connClosed.WithLabelValues(name)
+	counted := n.countedListener(name) // conn_quotas.go
 	for {
+		if counted && !n.connCounts.waitSlot(n.ctx.Done()) {
+			return // max.connections: accept nothing until a connection closes
+		}
 		nc, err := ln.Accept()
 		if err != nil {
 			if n.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
@@ -606,6 +614,12 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 				continue
 			}
 			return
+		}
+		ip := remoteIP(nc)
+		if !n.connCounts.open(ip, counted) {
+			n.logger.Info("broker: connection refused: max.connections.per.ip", "remote", ip, "listener", name)
+			nc.Close()
+			continue
 		}
 		ts := n.tlsSrcs[name]
 		if ts != nil {
@@ -616,6 +630,7 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 		if n.ctx.Err() != nil {
 			n.connMu.Unlock()
 			nc.Close()
+			n.connCounts.close(ip, counted)
 			return
 		}
 		n.conns[c] = struct{}{}
@@ -635,6 +650,7 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 			n.connMu.Lock()
 			delete(n.conns, c)
 			n.connMu.Unlock()
+			n.connCounts.close(ip, counted)
 			closed.Inc()
 		}()
 	}
