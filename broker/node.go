@@ -160,11 +160,11 @@ type Node struct {
 	authz atomic.Pointer[authz.Authorizer]
 	// quotas are the client quotas' rates; quotaTab the image's quotas,
 	// replaced under metaMu with the image (quotas.go).
-	quotas   *quota.Manager
+	quotas *quota.Manager
 	// connCounts are the client connections by address, against
 	// max.connections and max.connections.per.ip (conn_quotas.go).
 	connCounts *connCounts
-	quotaTab atomic.Pointer[quotaTable]
+	quotaTab   atomic.Pointer[quotaTable]
 }
 
 type tpKey struct {
