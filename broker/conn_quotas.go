@@ -15,9 +15,13 @@ package broker
 // The CONTROLLER listener is the controller's and not counted. The
 // decisions are connLimits' pure methods; connCounts holds the counts.
 //
+//   - connection_creation_rate of an ip entity (KIP-612; the address's own,
+//     else the default ip entity's): a new connection over the rate is not
+//     counted, not served, and closed once its throttle has passed.
+//
 // Differences from Kafka: no listener.name.<l>.max.connections, no
-// max.connection.creation.rate nor connection_creation_rate quotas; an
-// override's host name is resolved once, at start.
+// broker-wide max.connection.creation.rate; an override's host name is
+// resolved once, at start.
 
 import (
 	"fmt"
@@ -26,6 +30,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/strata-io/strata/broker/quota"
+	"github.com/strata-io/strata/controller/metadata"
 )
 
 // connLimits are the configured limits.
@@ -173,4 +181,21 @@ func (n *Node) countedListener(name string) bool {
 	}
 	ib, ok := n.cfg.interBrokerListener()
 	return !ok || ib.Name != name
+}
+
+// connectionThrottled applies the connection_creation_rate of ip to a new
+// connection: over it, nc is closed after the throttle and true returned.
+func (n *Node) connectionThrottled(nc net.Conn, ip string) bool {
+	t := n.quotaTab.Load()
+	if t == nil || !t.has[metadata.QuotaConnectionCreationRate] {
+		return false
+	}
+	d := n.quotas.RecordConnection(t.lookup, ip, time.Now())
+	if d.Throttle <= 0 {
+		return false
+	}
+	n.metrics.quotaThrottle(quota.Connection, d.Throttle)
+	n.logger.Debug("broker: connection throttled: connection_creation_rate", "remote", ip, "throttle", d.Throttle)
+	time.AfterFunc(d.Throttle, func() { nc.Close() })
+	return true
 }

@@ -98,3 +98,44 @@ func TestMaxConnections(t *testing.T) {
 		t.Fatalf("held connection not served once a slot freed: %v", err)
 	}
 }
+
+// TestConnectionCreationRate (KIP-612): with connection_creation_rate 2
+// for 127.0.0.1 (2 windows of 1 s) two new connections are served, a
+// third at once is not, and is closed after its throttle (500 ms).
+func TestConnectionCreationRate(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"quota.window.num": "2"})
+	setQuota(t, newAdmin(t, n), "ip=127.0.0.1", "connection_creation_rate", 2)
+	// The admin client's connection(s) counted too: wait for the window
+	// to be free again.
+	eventually(t, "a connection served", func() bool {
+		c := dialRaw(t, n)
+		defer c.nc.Close()
+		return answers(c, time.Second)
+	})
+	start := time.Now()
+	var served, refused int
+	var closedAfter time.Duration
+	for range 4 {
+		c := dialRaw(t, n)
+		if answers(c, 300*time.Millisecond) {
+			served++
+			continue
+		}
+		refused++
+		c.nc.SetReadDeadline(time.Now().Add(testWait))
+		if _, _, err := c.readFrame(); err == nil {
+			t.Fatal("a throttled connection was answered")
+		}
+		closedAfter = time.Since(start)
+		break
+	}
+	if refused != 1 || served > 2 {
+		t.Fatalf("%d connections served before one was refused", served)
+	}
+	if closedAfter > 2*time.Second {
+		t.Errorf("throttled connection closed after %v, want about its throttle", closedAfter)
+	}
+	if got := counterValue(t, n.metrics.quotaThrottled.WithLabelValues("connection")); got == 0 {
+		t.Error("no throttle counted for type=connection")
+	}
+}

@@ -616,6 +616,9 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 			return
 		}
 		ip := remoteIP(nc)
+		if counted && n.connectionThrottled(nc, ip) {
+			continue // connection_creation_rate: closed once the throttle passes
+		}
 		if !n.connCounts.open(ip, counted) {
 			n.logger.Info("broker: connection refused: max.connections.per.ip", "remote", ip, "listener", name)
 			nc.Close()

@@ -133,6 +133,7 @@ const (
 	Produce Kind = iota // producer_byte_rate: request bytes
 	Fetch               // consumer_byte_rate: response bytes
 	Request             // request_percentage: handler time, percent of one thread
+	Connection          // connection_creation_rate of an ip entity: new connections
 )
 
 // Key is the quota key of the kind.
@@ -142,6 +143,8 @@ func (k Kind) Key() string {
 		return metadata.QuotaProducerByteRate
 	case Fetch:
 		return metadata.QuotaConsumerByteRate
+	case Connection:
+		return metadata.QuotaConnectionCreationRate
 	}
 	return metadata.QuotaRequestPercentage
 }
@@ -152,6 +155,8 @@ func (k Kind) String() string {
 		return "produce"
 	case Fetch:
 		return "fetch"
+	case Connection:
+		return "connection"
 	}
 	return "request"
 }
@@ -164,6 +169,7 @@ type Lookup func(e metadata.QuotaEntity, key string) (float64, bool)
 type Sensor struct {
 	User, ClientID string
 	ByUser, ByID   bool
+	IP             string // connection_creation_rate: the address
 }
 
 // Resolve returns the quota of key that applies to user and clientID and
@@ -212,6 +218,15 @@ func Resolve(look Lookup, key, user, clientID string) (bound float64, s Sensor, 
 		}
 	}
 	return 0, Sensor{}, false
+}
+
+// ResolveIP returns the connection_creation_rate of ip: its own ip
+// entity's, else the default ip entity's (Kafka's ConnectionQuotas).
+func ResolveIP(look Lookup, ip string) (float64, bool) {
+	if v, ok := look(metadata.QuotaEntity{IP: metadata.NamedQuota(ip)}, metadata.QuotaConnectionCreationRate); ok {
+		return v, true
+	}
+	return look(metadata.QuotaEntity{IP: metadata.DefaultQuota()}, metadata.QuotaConnectionCreationRate)
 }
 
 type sensorKey struct {
@@ -276,6 +291,37 @@ func (m *Manager) Record(kind Kind, look Lookup, user, clientID string, value fl
 		t = min(t, maxThrottle)
 	}
 	d.Throttle = t
+	return d
+}
+
+// RecordConnection counts a new connection from ip against its
+// connection_creation_rate at now (Kafka's
+// recordIpConnectionMaybeThrottle): over the quota, the connection is not
+// counted and the throttle says how long until the address may connect
+// again (the caller closes the connection after it).
+func (m *Manager) RecordConnection(look Lookup, ip string, now time.Time) Decision {
+	bound, ok := ResolveIP(look, ip)
+	if !ok {
+		return Decision{}
+	}
+	nowMs := now.UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(nowMs)
+	k := sensorKey{Connection, Sensor{IP: ip}}
+	r := m.rates[k]
+	if r == nil {
+		r = &rateState{}
+		m.rates[k] = r
+	}
+	r.lastMs = nowMs
+	r.Record(m.cfg, 1, nowMs)
+	measured := r.Measure(m.cfg, nowMs)
+	d := Decision{Bound: bound, Measured: measured, Applies: true}
+	if t := ThrottleMs(measured, bound, r.WindowSize(m.cfg, nowMs)); t > 0 {
+		r.Record(m.cfg, -1, nowMs)
+		d.Throttle = time.Duration(t) * time.Millisecond
+	}
 	return d
 }
 

@@ -201,3 +201,40 @@ func TestManagerCapAndUnrecord(t *testing.T) {
 		t.Errorf("max value in window %v, want 10 windows of 1000", got)
 	}
 }
+
+// TestRecordConnection: an address's own connection_creation_rate wins
+// over the default ip entity's; a connection over the rate is throttled
+// and not counted, so the address may connect again once the throttle
+// has passed.
+func TestRecordConnection(t *testing.T) {
+	m := NewManager(Config{Samples: 2, Window: time.Second})
+	tb := map[metadata.QuotaEntity]float64{
+		{IP: metadata.NamedQuota("10.0.0.1")}: 2,
+		{IP: metadata.DefaultQuota()}:         100,
+	}
+	look := func(e metadata.QuotaEntity, key string) (float64, bool) {
+		v, ok := tb[e]
+		return v, ok && key == metadata.QuotaConnectionCreationRate
+	}
+	now := time.Unix(1000, 0)
+	for i := range 2 {
+		if d := m.RecordConnection(look, "10.0.0.1", now); d.Throttle != 0 || !d.Applies {
+			t.Fatalf("connection %d: %+v", i, d)
+		}
+	}
+	d := m.RecordConnection(look, "10.0.0.1", now)
+	if d.Throttle != 500*time.Millisecond {
+		t.Fatalf("third connection in a 1 s window against 2/s: %+v, want a 500 ms throttle", d)
+	}
+	if d := m.RecordConnection(look, "10.0.0.1", now.Add(500*time.Millisecond)); d.Throttle != 0 {
+		t.Fatalf("after the throttle: %+v (the refused connection must not count)", d)
+	}
+	for range 50 {
+		if d := m.RecordConnection(look, "10.0.0.2", now); d.Throttle != 0 || d.Bound != 100 {
+			t.Fatalf("default ip entity: %+v", d)
+		}
+	}
+	if d := m.RecordConnection(func(metadata.QuotaEntity, string) (float64, bool) { return 0, false }, "10.0.0.3", now); d != (Decision{}) {
+		t.Fatalf("no ip quota: %+v", d)
+	}
+}
