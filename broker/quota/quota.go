@@ -130,10 +130,10 @@ func ThrottleMs(measured, bound float64, windowMs int64) int64 {
 type Kind int
 
 const (
-	Produce Kind = iota // producer_byte_rate: request bytes
-	Fetch               // consumer_byte_rate: response bytes
-	Request             // request_percentage: handler time, percent of one thread
-	Connection          // connection_creation_rate of an ip entity: new connections
+	Produce    Kind = iota // producer_byte_rate: request bytes
+	Fetch                  // consumer_byte_rate: response bytes
+	Request                // request_percentage: handler time, percent of one thread
+	Connection             // connection_creation_rate of an ip entity: new connections
 )
 
 // Key is the quota key of the kind.
