@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -289,5 +290,60 @@ func TestQuotaFetchByteRateHeld(t *testing.T) {
 	}
 	if got := counterValue(t, n.metrics.quotaThrottled.WithLabelValues("fetch")); got == 0 {
 		t.Error("no throttle counted for type=fetch")
+	}
+}
+
+func rawCreateTopic(version int16, name string, partitions int32) *kmsg.CreateTopicsRequest {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(version)
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// TestQuotaControllerMutationRate (KIP-599): 1 partition/s over 2 windows
+// is a bucket of 2 tokens. A CreateTopics of 5 partitions on the full
+// bucket passes (taking it to -3); then, strict (CreateTopics v6+,
+// CreatePartitions v3+), mutations are THROTTLING_QUOTA_EXCEEDED with a
+// throttle, and nothing is created; a CreateTopics v5 (permissive) is
+// created, throttled.
+func TestQuotaControllerMutationRate(t *testing.T) {
+	n := startNode(t, t.TempDir(), map[string]string{"quota.window.num": "2"})
+	adm := newAdmin(t, n)
+	setQuota(t, adm, "client-id=test", "controller_mutation_rate", 1)
+
+	first := dialRaw(t, n).roundTrip(rawCreateTopic(7, "m1", 5)).(*kmsg.CreateTopicsResponse)
+	if first.Topics[0].ErrorCode != 0 || first.ThrottleMillis != 0 {
+		t.Fatalf("first CreateTopics: error %d throttle %d, want created unthrottled", first.Topics[0].ErrorCode, first.ThrottleMillis)
+	}
+	strict := dialRaw(t, n).roundTrip(rawCreateTopic(7, "m2", 1)).(*kmsg.CreateTopicsResponse)
+	if strict.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || strict.ThrottleMillis <= 0 {
+		t.Fatalf("strict CreateTopics below zero: error %d throttle %d, want THROTTLING_QUOTA_EXCEEDED with a throttle", strict.Topics[0].ErrorCode, strict.ThrottleMillis)
+	}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.SetVersion(3)
+	cp.TimeoutMillis = 10000
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = "m1", 6
+	cp.Topics = append(cp.Topics, cpt)
+	cpr := dialRaw(t, n).roundTrip(cp).(*kmsg.CreatePartitionsResponse)
+	if cpr.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code {
+		t.Fatalf("strict CreatePartitions below zero: error %d", cpr.Topics[0].ErrorCode)
+	}
+	permissive := dialRaw(t, n).roundTrip(rawCreateTopic(5, "m3", 1)).(*kmsg.CreateTopicsResponse)
+	if permissive.Topics[0].ErrorCode != 0 || permissive.ThrottleMillis <= 0 {
+		t.Fatalf("permissive CreateTopics v5: error %d throttle %d, want created and throttled", permissive.Topics[0].ErrorCode, permissive.ThrottleMillis)
+	}
+	topics, err := adm.ListTopics(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !topics.Has("m1") || topics.Has("m2") || !topics.Has("m3") || len(topics["m1"].Partitions) != 5 {
+		t.Fatalf("topics after the quota: %v", topics.Names())
+	}
+	if got := counterValue(t, n.metrics.quotaThrottled.WithLabelValues("controller_mutation")); got < 2 {
+		t.Errorf("%v throttles counted for type=controller_mutation, want 2", got)
 	}
 }

@@ -11,6 +11,11 @@ package broker
 //     (its size is capped at what the quota allows in a window, Kafka's
 //     getMaxValueInQuotaWindow); a throttled fetch takes the bytes back and
 //     answers empty, as Kafka does. A follower's fetch is exempt.
+//   - controller_mutation_rate (KIP-599) takes the partitions a
+//     CreateTopics or CreatePartitions would create from a token bucket:
+//     CreateTopics v6+ and CreatePartitions v3+ are strict (a topic met
+//     with the bucket below zero is THROTTLING_QUOTA_EXCEEDED), older
+//     versions permissive (always created, the response throttled).
 //   - request_percentage records every request's handler time (waits of a
 //     long poll or of acks=-1 excluded) as a percentage of one thread,
 //     capped at one window of throttle, as Kafka's ClientRequestQuotaManager.
@@ -28,6 +33,8 @@ package broker
 import (
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/broker/quota"
 	"github.com/strata-io/strata/controller"
@@ -156,4 +163,56 @@ func (n *Node) recordRequestQuota(r *request) {
 	}
 	// Kafka: nanos * 100 / 1e9, a percentage of one thread over a second.
 	n.recordQuota(r, quota.Request, float64(busy.Nanoseconds())*100/float64(time.Second))
+}
+
+// mutationQuota is one request's controller_mutation_rate (KIP-599): nil
+// where no entity sets the key.
+type mutationQuota struct {
+	n        *Node
+	r        *request
+	t        *quotaTable
+	strict   bool
+	throttle time.Duration
+}
+
+// mutationQuota returns r's controller_mutation_rate, strict for the
+// versions that know THROTTLING_QUOTA_EXCEEDED.
+func (n *Node) mutationQuota(r *request, strict bool) *mutationQuota {
+	t := n.quotaTab.Load()
+	if t == nil || !t.has[metadata.QuotaControllerMutationRate] || r.conn == nil {
+		return nil
+	}
+	return &mutationQuota{n: n, r: r, t: t, strict: strict}
+}
+
+// take takes permits (partitions created or deleted); a strict quota below
+// zero refuses with THROTTLING_QUOTA_EXCEEDED, taking nothing.
+func (q *mutationQuota) take(permits int64) error {
+	if q == nil || permits <= 0 {
+		return nil
+	}
+	ok, th := q.n.quotas.RecordMutation(q.t.lookup, q.r.quotaUser(), q.r.clientID, float64(permits), q.strict, time.Now())
+	q.throttle = max(q.throttle, th)
+	if !ok {
+		return kerr.ThrottlingQuotaExceeded
+	}
+	return nil
+}
+
+// giveBack returns permits take took for a mutation that did not happen.
+func (q *mutationQuota) giveBack(permits int64) {
+	if q != nil && permits > 0 {
+		q.n.quotas.UnrecordMutation(q.t.lookup, q.r.quotaUser(), q.r.clientID, float64(permits), time.Now())
+	}
+}
+
+// done throttles the request by what the quota decided: its response's
+// throttle_time_ms, and the connection muted.
+func (q *mutationQuota) done() {
+	if q != nil && q.throttle > 0 {
+		maxThrottle := time.Duration(q.n.quotas.Config().Samples) * q.n.quotas.Config().Window
+		d := min(q.throttle, maxThrottle)
+		q.r.throttleFor(d)
+		q.n.metrics.quotaThrottle(quota.Mutation, d)
+	}
 }

@@ -134,6 +134,7 @@ const (
 	Fetch                  // consumer_byte_rate: response bytes
 	Request                // request_percentage: handler time, percent of one thread
 	Connection             // connection_creation_rate of an ip entity: new connections
+	Mutation               // controller_mutation_rate: partitions created or deleted (a token bucket)
 )
 
 // Key is the quota key of the kind.
@@ -145,6 +146,8 @@ func (k Kind) Key() string {
 		return metadata.QuotaConsumerByteRate
 	case Connection:
 		return metadata.QuotaConnectionCreationRate
+	case Mutation:
+		return metadata.QuotaControllerMutationRate
 	}
 	return metadata.QuotaRequestPercentage
 }
@@ -157,6 +160,8 @@ func (k Kind) String() string {
 		return "fetch"
 	case Connection:
 		return "connection"
+	case Mutation:
+		return "controller_mutation"
 	}
 	return "request"
 }
@@ -239,18 +244,59 @@ type rateState struct {
 	lastMs int64
 }
 
+// Bucket is Kafka's TokenBucket (KIP-599): tokens refill at the quota per
+// second up to a burst of the quota over Samples windows; a record takes
+// its value (the tokens may go negative); the quota is exceeded while they
+// are below zero. A new bucket is full.
+type Bucket struct {
+	tokens  float64
+	lastMs  int64
+	started bool
+}
+
+func (b *Bucket) refill(c Config, quota float64, nowMs int64) {
+	burst := quota * float64(c.Samples) * c.Window.Seconds()
+	if !b.started {
+		b.tokens, b.started = burst, true
+	} else if nowMs > b.lastMs {
+		b.tokens = min(burst, b.tokens+quota*float64(nowMs-b.lastMs)/1000)
+	}
+	b.lastMs = max(b.lastMs, nowMs)
+}
+
+// Tokens are the bucket's tokens at nowMs.
+func (b *Bucket) Tokens(c Config, quota float64, nowMs int64) float64 {
+	b.refill(c, quota, nowMs)
+	return b.tokens
+}
+
+// Record takes v tokens at nowMs.
+func (b *Bucket) Record(c Config, quota, v float64, nowMs int64) {
+	b.refill(c, quota, nowMs)
+	b.tokens -= v
+}
+
+// bucketThrottle is how long until a bucket at tokens is back at zero.
+func bucketThrottle(tokens, quota float64) time.Duration {
+	if tokens >= 0 || quota <= 0 {
+		return 0
+	}
+	return time.Duration(math.Round(-tokens/quota*1000)) * time.Millisecond
+}
+
 // Manager holds the rates of every sensor. Safe for concurrent use.
 type Manager struct {
 	cfg Config
 
 	mu      sync.Mutex
 	rates   map[sensorKey]*rateState
+	buckets map[sensorKey]*Bucket
 	sweepMs int64
 }
 
 // NewManager returns a manager sampling with cfg.
 func NewManager(cfg Config) *Manager {
-	return &Manager{cfg: cfg, rates: map[sensorKey]*rateState{}}
+	return &Manager{cfg: cfg, rates: map[sensorKey]*rateState{}, buckets: map[sensorKey]*Bucket{}}
 }
 
 // Config returns the manager's sampling.
@@ -323,6 +369,51 @@ func (m *Manager) RecordConnection(look Lookup, ip string, now time.Time) Decisi
 		d.Throttle = time.Duration(t) * time.Millisecond
 	}
 	return d
+}
+
+// RecordMutation takes permits (partitions to create or delete) from the
+// controller_mutation_rate bucket of (user, clientID) at now, as Kafka's
+// ControllerMutationQuota: strict (CreateTopics v6+, CreatePartitions v3+,
+// DeleteTopics v5+) refuses the mutation, taking nothing, while the bucket
+// is below zero, and says how long until it is not; permissive (older
+// versions) always takes them and says how long the bucket needs to come
+// back to zero. ok is true where no quota applies.
+func (m *Manager) RecordMutation(look Lookup, user, clientID string, permits float64, strict bool, now time.Time) (ok bool, throttle time.Duration) {
+	bound, s, found := Resolve(look, metadata.QuotaControllerMutationRate, user, clientID)
+	if !found {
+		return true, 0
+	}
+	nowMs := now.UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := sensorKey{Mutation, s}
+	b := m.buckets[k]
+	if b == nil {
+		b = &Bucket{}
+		m.buckets[k] = b
+	}
+	if t := b.Tokens(m.cfg, bound, nowMs); strict && t < 0 {
+		return false, bucketThrottle(t, bound)
+	}
+	b.Record(m.cfg, bound, permits, nowMs)
+	if strict {
+		return true, 0
+	}
+	return true, bucketThrottle(b.tokens, bound)
+}
+
+// UnrecordMutation gives back permits RecordMutation took (a mutation the
+// controller then refused).
+func (m *Manager) UnrecordMutation(look Lookup, user, clientID string, permits float64, now time.Time) {
+	bound, s, found := Resolve(look, metadata.QuotaControllerMutationRate, user, clientID)
+	if !found {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.buckets[sensorKey{Mutation, s}]; b != nil {
+		b.Record(m.cfg, bound, -permits, now.UnixMilli())
+	}
 }
 
 // Unrecord takes back a value Record added (Kafka's unrecordQuotaSensor: a

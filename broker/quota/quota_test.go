@@ -238,3 +238,35 @@ func TestRecordConnection(t *testing.T) {
 		t.Fatalf("no ip quota: %+v", d)
 	}
 }
+
+// TestRecordMutation: Kafka's token bucket for controller_mutation_rate,
+// 5 partitions/s with 11 windows: a burst of 55 tokens; strict refuses
+// only once the bucket is below zero (the mutation that takes it there
+// passes), with the time it needs to refill to zero; permissive always
+// passes and reports that time; tokens refill at the quota.
+func TestRecordMutation(t *testing.T) {
+	m := NewManager(DefaultConfig())
+	tb := map[metadata.QuotaEntity]float64{{User: metadata.NamedQuota("u")}: 5}
+	look := func(e metadata.QuotaEntity, key string) (float64, bool) {
+		v, ok := tb[e]
+		return v, ok && key == metadata.QuotaControllerMutationRate
+	}
+	now := time.Unix(1000, 0)
+	if ok, th := m.RecordMutation(look, "u", "c", 100, true, now); !ok || th != 0 {
+		t.Fatalf("first mutation on a full bucket: %v %v", ok, th)
+	}
+	// 55 - 100 = -45 tokens: 9 s to refill to zero.
+	if ok, th := m.RecordMutation(look, "u", "c", 1, true, now); ok || th != 9*time.Second {
+		t.Fatalf("strict below zero: %v %v, want refused with 9s", ok, th)
+	}
+	if ok, th := m.RecordMutation(look, "u", "c", 5, false, now); !ok || th != 10*time.Second {
+		t.Fatalf("permissive: %v %v, want taken with 10s (-50 tokens)", ok, th)
+	}
+	m.UnrecordMutation(look, "u", "c", 5, now)
+	if ok, _ := m.RecordMutation(look, "u", "c", 1, true, now.Add(9*time.Second)); !ok {
+		t.Fatal("strict after refilling to zero refused")
+	}
+	if ok, th := m.RecordMutation(look, "v", "c", 1e6, true, now); !ok || th != 0 {
+		t.Fatalf("no quota: %v %v", ok, th)
+	}
+}
