@@ -306,9 +306,9 @@ func rawCreateTopic(version int16, name string, partitions int32) *kmsg.CreateTo
 // TestQuotaControllerMutationRate (KIP-599): 1 partition/s over 2 windows
 // is a bucket of 2 tokens. A CreateTopics of 5 partitions on the full
 // bucket passes (taking it to -3); then, strict (CreateTopics v6+,
-// CreatePartitions v3+), mutations are THROTTLING_QUOTA_EXCEEDED with a
-// throttle, and nothing is created; a CreateTopics v5 (permissive) is
-// created, throttled.
+// CreatePartitions v3+, DeleteTopics v5+), mutations are
+// THROTTLING_QUOTA_EXCEEDED with a throttle, and nothing changes; a
+// CreateTopics v5 (permissive) is created, throttled.
 func TestQuotaControllerMutationRate(t *testing.T) {
 	n := startNode(t, t.TempDir(), map[string]string{"quota.window.num": "2"})
 	adm := newAdmin(t, n)
@@ -336,6 +336,16 @@ func TestQuotaControllerMutationRate(t *testing.T) {
 	if permissive.Topics[0].ErrorCode != 0 || permissive.ThrottleMillis <= 0 {
 		t.Fatalf("permissive CreateTopics v5: error %d throttle %d, want created and throttled", permissive.Topics[0].ErrorCode, permissive.ThrottleMillis)
 	}
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.SetVersion(6)
+	dt.TimeoutMillis = 10000
+	dtt := kmsg.NewDeleteTopicsRequestTopic()
+	dtt.Topic = kmsg.StringPtr("m3")
+	dt.Topics = append(dt.Topics, dtt)
+	dtr := dialRaw(t, n).roundTrip(dt).(*kmsg.DeleteTopicsResponse)
+	if dtr.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || dtr.ThrottleMillis <= 0 {
+		t.Fatalf("strict DeleteTopics below zero: error %d throttle %d", dtr.Topics[0].ErrorCode, dtr.ThrottleMillis)
+	}
 	topics, err := adm.ListTopics(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +353,7 @@ func TestQuotaControllerMutationRate(t *testing.T) {
 	if !topics.Has("m1") || topics.Has("m2") || !topics.Has("m3") || len(topics["m1"].Partitions) != 5 {
 		t.Fatalf("topics after the quota: %v", topics.Names())
 	}
-	if got := counterValue(t, n.metrics.quotaThrottled.WithLabelValues("controller_mutation")); got < 2 {
-		t.Errorf("%v throttles counted for type=controller_mutation, want 2", got)
+	if got := counterValue(t, n.metrics.quotaThrottled.WithLabelValues("controller_mutation")); got < 3 {
+		t.Errorf("%v throttles counted for type=controller_mutation, want at least 3", got)
 	}
 }

@@ -12,10 +12,11 @@ package broker
 //     getMaxValueInQuotaWindow); a throttled fetch takes the bytes back and
 //     answers empty, as Kafka does. A follower's fetch is exempt.
 //   - controller_mutation_rate (KIP-599) takes the partitions a
-//     CreateTopics or CreatePartitions would create from a token bucket:
-//     CreateTopics v6+ and CreatePartitions v3+ are strict (a topic met
-//     with the bucket below zero is THROTTLING_QUOTA_EXCEEDED), older
-//     versions permissive (always created, the response throttled).
+//     CreateTopics, CreatePartitions or DeleteTopics would create or
+//     delete from a token bucket: CreateTopics v6+, CreatePartitions v3+
+//     and DeleteTopics v5+ are strict (a topic met with the bucket below
+//     zero is THROTTLING_QUOTA_EXCEEDED), older versions permissive
+//     (always done, the response throttled).
 //   - request_percentage records every request's handler time (waits of a
 //     long poll or of acks=-1 excluded) as a percentage of one thread,
 //     capped at one window of throttle, as Kafka's ClientRequestQuotaManager.
