@@ -123,45 +123,13 @@ type conn struct {
 	readCancel context.CancelFunc
 	// held is the budget taken by frames read and not yet handled.
 	held atomic.Int64
+	// mutedUntil is when a quota throttle ends (unix nanoseconds; KIP-219):
+	// until then the reader reads no frame and the executor runs no
+	// request (quotas.go).
+	mutedUntil atomic.Int64
 	// principal is who the connection speaks for: Anonymous until TLS or
 	// SASL authenticates it (issue 17); read by the authorizer.
 	principal atomic.Pointer[Principal]
-	// mutedUntil is when a quota throttle ends (unix nanoseconds; KIP-219):
-	// until then the reader reads no frame and the executor runs no
-	// request.
-	mutedUntil atomic.Int64
-}
-
-// mute keeps c muted until at least until.
-func (c *conn) mute(until time.Time) {
-	u := until.UnixNano()
-	for {
-		cur := c.mutedUntil.Load()
-		if u <= cur || c.mutedUntil.CompareAndSwap(cur, u) {
-			return
-		}
-	}
-}
-
-// waitMuted returns once c is not muted, or stop or c's context ends
-// (false).
-func (c *conn) waitMuted(stop <-chan struct{}) bool {
-	for {
-		left := time.Until(time.Unix(0, c.mutedUntil.Load()))
-		if left <= 0 {
-			return true
-		}
-		t := time.NewTimer(left)
-		select {
-		case <-t.C:
-		case <-stop:
-			t.Stop()
-			return false
-		case <-c.ctx.Done():
-			t.Stop()
-			return false
-		}
-	}
 }
 
 // Principal returns who c speaks for (Anonymous when unauthenticated).
@@ -223,14 +191,14 @@ func (c *conn) readLoop() {
 	var sizeBuf [sizeLen]byte
 	idle := c.n.cfg.ConnectionsMaxIdle
 	for {
+		if !c.waitMuted(c.stopc) { // a quota throttle (quotas.go)
+			return
+		}
 		select {
 		case c.tokens <- struct{}{}:
 		case <-c.stopc:
 			return
 		case <-c.ctx.Done():
-			return
-		}
-		if !c.waitMuted(c.stopc) {
 			return
 		}
 		c.nc.SetReadDeadline(time.Now().Add(idle))

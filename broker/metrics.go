@@ -150,7 +150,13 @@ func newMetrics() *metrics {
 func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) error {
 	for _, col := range []prometheus.Collector{m.requests, m.latency, m.connOpened, m.connClosed,
 		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, m.isrShrinks, m.isrExpands, m.isrUpdateFailures,
-		m.consumerFetchVec, m.preferredReplica, m.quotaThrottled, m.quotaThrottleSeconds, buildInfoGauge(), c} {
+		m.consumerFetchVec, m.preferredReplica, buildInfoGauge(), c} {
+		if err := reg.Register(col); err != nil {
+			return err
+		}
+	}
+	// Client quotas (quotas.go).
+	for _, col := range []prometheus.Collector{m.quotaThrottled, m.quotaThrottleSeconds} {
 		if err := reg.Register(col); err != nil {
 			return err
 		}

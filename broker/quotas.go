@@ -217,3 +217,35 @@ func (q *mutationQuota) done() {
 		q.n.metrics.quotaThrottle(quota.Mutation, d)
 	}
 }
+
+// mute keeps c muted until at least until.
+func (c *conn) mute(until time.Time) {
+	u := until.UnixNano()
+	for {
+		cur := c.mutedUntil.Load()
+		if u <= cur || c.mutedUntil.CompareAndSwap(cur, u) {
+			return
+		}
+	}
+}
+
+// waitMuted returns once c is not muted, or stop or c's context ends
+// (false).
+func (c *conn) waitMuted(stop <-chan struct{}) bool {
+	for {
+		left := time.Until(time.Unix(0, c.mutedUntil.Load()))
+		if left <= 0 {
+			return true
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return false
+		case <-c.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+}
