@@ -76,6 +76,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/authz"
+	"github.com/strata-io/strata/broker/quota"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/storage"
 )
@@ -164,6 +165,9 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 			return nil, err
 		}
 	}
+	// producer_byte_rate (quotas.go): the request's bytes; a throttle is
+	// in the response and mutes the connection (acks=0: only mutes).
+	n.recordQuota(r, quota.Produce, float64(r.size))
 	if req.Acks == 0 {
 		if failed > 0 {
 			return nil, fmt.Errorf("broker: acks=0 produce failed for %d partitions", failed)
@@ -194,6 +198,7 @@ func (n *Node) deferProduce(ctx context.Context, r *request, req *kmsg.ProduceRe
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
 	go func() {
 		defer close(d.done)
+		waitStart := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		go func() {
@@ -223,6 +228,7 @@ func (n *Node) deferProduce(ctx context.Context, r *request, req *kmsg.ProduceRe
 				}
 			}
 		}
+		r.waited += time.Since(waitStart) // not handler time (request_percentage)
 		d.f = encodeResponse(r, resp)
 	}()
 	return &frame{later: d}

@@ -92,6 +92,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/authz"
+	"github.com/strata-io/strata/broker/quota"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/checkpoint"
 )
@@ -227,6 +228,13 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 		}
 	}
 
+	// Quotas (quotas.go): a follower is exempt; a consumer reads at most
+	// what its consumer_byte_rate allows in a window.
+	r.exempt = replica >= 0
+	if mb := n.fetchQuotaMaxBytes(r); replica < 0 && mb >= 0 && int64(req.MaxBytes) > mb {
+		req.MaxBytes = int32(max(mb, 1))
+	}
+
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := time.Now().Add(wait)
 	var w *waiter
@@ -271,12 +279,38 @@ func handleFetch(ctx context.Context, n *Node, r *request) (*frame, error) {
 		} else {
 			timer.Reset(left)
 		}
+		waitStart := time.Now()
 		select {
 		case <-w.c:
 		case <-timer.C:
 		case <-ctx.Done():
 		case <-n.stopping:
 			stopping = true // shutdown: answer with what there is now
+		}
+		r.waited += time.Since(waitStart)
+	}
+
+	// consumer_byte_rate (quotas.go): a throttled fetch takes its bytes
+	// back and answers empty, with the throttle, as Kafka's.
+	if replica < 0 {
+		var size int64
+		for i := range parts {
+			if parts[i].hasView {
+				size += parts[i].view.Size
+			}
+		}
+		if n.recordQuota(r, quota.Fetch, float64(size)) > 0 {
+			n.unrecordQuota(r, quota.Fetch, float64(size))
+			for i := range parts {
+				if parts[i].hasView {
+					parts[i].view.Release()
+					parts[i].hasView = false
+				}
+			}
+			if kind == fetchIncremental {
+				resp.SessionID = sess.id
+			}
+			return encodeResponse(r, resp), nil
 		}
 	}
 

@@ -107,6 +107,12 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 	}
 	// The open-file budget (fdbudget.go): a topic whose partitions would
 	// not fit is refused here and never reaches the controller.
+	// controller_mutation_rate (quotas.go): each topic's partitions.
+	mq := n.mutationQuota(r, r.version >= 6)
+	if req.ValidateOnly {
+		mq = nil
+	}
+	taken := map[string]int64{}
 	admitted := creq.Topics[:0]
 	for _, ct := range creq.Topics {
 		parts := int64(ct.NumPartitions)
@@ -115,8 +121,17 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 		} else if parts == -1 {
 			parts = int64(n.cfg.NumPartitions)
 		}
+		if err := mq.take(parts); err != nil {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = ct.Name, errCode(err), kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			refused = append(refused, rt)
+			continue
+		}
+		taken[ct.Name] = parts
 		release, err := n.reservePartitions(n.onThisNode(parts, ct.ReplicationFactor, ct.Assignments))
 		if err != nil {
+			mq.giveBack(parts)
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.ErrorCode, rt.ErrorMessage = ct.Name, errCode(err), kmsg.StringPtr(err.Error())
 			rt.NumPartitions, rt.ReplicationFactor = -1, -1
@@ -129,12 +144,16 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 	creq.Topics = admitted
 	resp.Topics = refused
 	if len(creq.Topics) == 0 {
+		mq.done()
 		return encodeResponse(r, resp), nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	results, err := n.svc.CreateTopics(cctx, creq)
 	if err != nil {
+		for _, t := range creq.Topics {
+			mq.giveBack(taken[t.Name])
+		}
 		for _, t := range creq.Topics {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.ErrorCode = t.Name, errCode(err)
@@ -145,12 +164,15 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 			rt.NumPartitions, rt.ReplicationFactor = -1, -1
 			resp.Topics = append(resp.Topics, rt)
 		}
+		mq.done()
 		return encodeResponse(r, resp), nil
 	}
 	var created []string
 	for _, res := range results {
 		if res.Err == nil && !req.ValidateOnly {
 			created = append(created, res.Name)
+		} else if res.Err != nil {
+			mq.giveBack(taken[res.Name])
 		}
 	}
 	n.waitTopics(cctx, created)
@@ -178,6 +200,7 @@ func handleCreateTopics(ctx context.Context, n *Node, r *request) (*frame, error
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	mq.done()
 	return encodeResponse(r, resp), nil
 }
 

@@ -75,10 +75,67 @@ func handleDeleteTopics(ctx context.Context, n *Node, r *request) (*frame, error
 			return encodeResponse(r, resp), nil
 		}
 	}
+	// controller_mutation_rate (quotas.go): each topic's partitions, strict
+	// from v5; a topic refused is THROTTLING_QUOTA_EXCEEDED and never
+	// reaches the controller.
+	mq := n.mutationQuota(r, r.version >= 5)
+	takenByName, takenByID := map[string]int64{}, map[uuid.UUID]int64{}
+	if mq != nil {
+		partitions := func(name string, id uuid.UUID) int64 {
+			var p int64
+			n.view(func(st *metadata.State) {
+				if t, ok := st.TopicByName(name); ok && name != "" {
+					p = int64(t.NumPartitions)
+				} else if t, ok := st.TopicByID(id); ok && name == "" {
+					p = int64(t.NumPartitions)
+				}
+			})
+			return p
+		}
+		throttled := func(rt kmsg.DeleteTopicsResponseTopic) {
+			rt.ErrorCode, rt.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
+			resp.Topics = append(resp.Topics, rt)
+		}
+		keptNames, keptIDs := names[:0:0], ids[:0:0]
+		for _, name := range names {
+			p := partitions(name, uuid.Nil)
+			if err := mq.take(p); err != nil {
+				rt := kmsg.NewDeleteTopicsResponseTopic()
+				rt.Topic = kmsg.StringPtr(name)
+				throttled(rt)
+				continue
+			}
+			takenByName[name] = p
+			keptNames = append(keptNames, name)
+		}
+		for _, id := range ids {
+			p := partitions("", id)
+			if err := mq.take(p); err != nil {
+				rt := kmsg.NewDeleteTopicsResponseTopic()
+				rt.TopicID = id
+				throttled(rt)
+				continue
+			}
+			takenByID[id] = p
+			keptIDs = append(keptIDs, id)
+		}
+		names, ids = keptNames, keptIDs
+		if len(names) == 0 && len(ids) == 0 {
+			mq.done()
+			return encodeResponse(r, resp), nil
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	results, err := n.svc.DeleteTopics(cctx, names, ids)
 	if err != nil {
+		for _, p := range takenByName {
+			mq.giveBack(p)
+		}
+		for _, p := range takenByID {
+			mq.giveBack(p)
+		}
+		mq.done()
 		for _, name := range names {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
 			rt.Topic, rt.ErrorCode, rt.ErrorMessage = kmsg.StringPtr(name), errCode(err), kmsg.StringPtr(err.Error())
@@ -99,6 +156,11 @@ func handleDeleteTopics(ctx context.Context, n *Node, r *request) (*frame, error
 		}
 		rt.TopicID = res.TopicID
 		if res.Err != nil {
+			if p, ok := takenByName[res.Name]; ok {
+				mq.giveBack(p)
+			} else {
+				mq.giveBack(takenByID[res.TopicID])
+			}
 			rt.ErrorCode = metadata.ErrorCode(res.Err)
 			rt.ErrorMessage = kmsg.StringPtr(res.Err.Error())
 		} else {
@@ -114,5 +176,6 @@ func handleDeleteTopics(ctx context.Context, n *Node, r *request) (*frame, error
 		}
 		return true
 	})
+	mq.done()
 	return encodeResponse(r, resp), nil
 }

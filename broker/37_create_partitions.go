@@ -77,17 +77,29 @@ func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, e
 	}
 	// The open-file budget (fdbudget.go): growth that would not fit on
 	// this broker is refused here and never reaches the controller.
+	// controller_mutation_rate (quotas.go): the partitions added.
+	mq := n.mutationQuota(r, r.version >= 3)
+	if req.ValidateOnly {
+		mq = nil
+	}
+	taken := make([]int64, len(req.Topics))
 	for i, t := range req.Topics {
 		cur, ok := current[t.Topic]
 		if refused[i] != nil || !ok || t.Count <= cur {
 			continue
 		}
+		if err := mq.take(int64(t.Count - cur)); err != nil {
+			refused[i] = err
+			continue
+		}
+		taken[i] = int64(t.Count - cur)
 		var assignments [][]int32
 		for _, a := range t.Assignment {
 			assignments = append(assignments, a.Replicas)
 		}
 		release, err := n.reservePartitions(n.onThisNode(int64(t.Count-cur), rfs[t.Topic], assignments))
 		if err != nil {
+			mq.giveBack(taken[i])
 			refused[i] = err
 			continue
 		}
@@ -117,6 +129,7 @@ func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, e
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if len(mreq.Topics) == 0 {
+		mq.done()
 		return encodeResponse(r, resp), nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout(req.TimeoutMillis))
@@ -127,14 +140,17 @@ func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, e
 	}
 	if err != nil {
 		for _, i := range sent {
+			mq.giveBack(taken[i])
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(err), kmsg.StringPtr(err.Error())
 		}
+		mq.done()
 		return encodeResponse(r, resp), nil
 	}
 	grown := map[string]int32{}
 	for j, res := range results {
 		rt := &resp.Topics[sent[j]]
 		if res.Err != nil {
+			mq.giveBack(taken[sent[j]])
 			rt.ErrorCode, rt.ErrorMessage = metadata.ErrorCode(res.Err), kmsg.StringPtr(res.Err.Error())
 		} else if !req.ValidateOnly {
 			grown[res.Name] = mreq.Topics[j].Count
@@ -151,5 +167,6 @@ func handleCreatePartitions(ctx context.Context, n *Node, r *request) (*frame, e
 			return true
 		})
 	}
+	mq.done()
 	return encodeResponse(r, resp), nil
 }

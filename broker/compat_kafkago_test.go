@@ -78,6 +78,19 @@ func TestKafkaGoConformance(t *testing.T) {
 	runKafkaGo(t, nil, kafkaGoTests, []string{"TestConn/test_delete_topics", "TestConn/test_delete_topics_with_an_invalid_topic", "TestReaderReadCompactedMessage"})
 }
 
+// TestKafkaGoQuotaConformance runs kafka-go's client quota test
+// (AlterClientQuotas then DescribeClientQuotas of client-id my-client-id,
+// both answering throttle 0).
+func TestKafkaGoQuotaConformance(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KAFKAGO") != "1" {
+		t.Skip("set STRATA_TEST_KAFKAGO=1 (or CI=true) to run segmentio/kafka-go's tests against a node on 127.0.0.1:9092")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	runKafkaGo(t, nil, "^TestClientAlterClientQuotas$", []string{"TestClientAlterClientQuotas"})
+}
+
 // TestKafkaGoACLConformance runs kafka-go's ACL tests (CreateAcls,
 // DescribeAcls, DeleteAcls round trips) against a node with the
 // StandardAuthorizer on: without one the ACL APIs answer

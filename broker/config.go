@@ -66,6 +66,11 @@ var Settings = []Setting{
 	{"authorizer.class.name", "", "the authorizer: empty for none (every request allowed, ACL APIs answer SECURITY_DISABLED), or org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log)"},
 	{"super.users", "", "principals allowed everything by the authorizer, User:a;User:b (give the brokers' own principal here when inter-broker listeners authenticate); an SSL CONTROLLER listener takes only certificates of these principals"},
 	{"allow.everyone.if.no.acl.found", "false", "authorizer: allow an operation on a resource no ACL names"},
+	{"max.connections", "2147483647", "client connections this broker keeps open; at the bound its listeners stop accepting until one closes (the inter-broker listener is exempt when there are other listeners)"},
+	{"max.connections.per.ip", "2147483647", "connections one client address may hold; a new one beyond is closed at once"},
+	{"max.connections.per.ip.overrides", "", "per-address exceptions to max.connections.per.ip, host:count,... (a host name is resolved at start)"},
+	{"quota.window.num", "11", "windows a client quota's rate is sampled over (Kafka's sampled rate; the newest may be partial)"},
+	{"quota.window.size.seconds", "1", "length of one client quota sampling window, seconds"},
 	{"log.segment.bytes", "1073741824", "segment.bytes of topics that do not set it"},
 	{"log.roll.ms", "604800000", "segment.ms of topics that do not set it"},
 	{"log.roll.hours", "168", "log.roll.ms in hours, used when log.roll.ms is unset (as in Kafka)"},
@@ -406,6 +411,9 @@ type Config struct {
 	QueuedMaxRequests        int
 	QueuedMaxRequestBytes    int64         // -1: unbounded
 	RequestReadTimeout       time.Duration // strata.socket.request.read.timeout.ms
+	ConnLimits               connLimits    // max.connections, max.connections.per.ip(.overrides)
+	QuotaWindowNum           int           // quota.window.num
+	QuotaWindowSize          time.Duration // quota.window.size.seconds
 	FetchSessionCacheSlots   int
 	MaxRequestPartitions     int32 // max.request.partition.size.limit
 	ShutdownTimeout          time.Duration
@@ -732,6 +740,19 @@ func ParseConfig(props map[string]string) (Config, error) {
 		bad("queued.max.request.bytes", get("queued.max.request.bytes"), "below socket.request.max.bytes")
 	}
 	c.RequestReadTimeout = ms("strata.socket.request.read.timeout.ms", 1)
+	c.ConnLimits.Max = int(min(i64("max.connections", 0), maxConnDefault))
+	c.ConnLimits.PerIP = int(min(i64("max.connections.per.ip", 0), maxConnDefault))
+	if ov, err := parseConnOverrides(get("max.connections.per.ip.overrides"), net.LookupHost); err != nil {
+		bad("max.connections.per.ip.overrides", get("max.connections.per.ip.overrides"), err.Error())
+	} else {
+		c.ConnLimits.Overrides = ov
+	}
+	if c.ConnLimits.PerIP == 0 && len(c.ConnLimits.Overrides) == 0 {
+		// As Kafka: 0 refuses every address, so it needs overrides.
+		bad("max.connections.per.ip", "0", "0 needs max.connections.per.ip.overrides")
+	}
+	c.QuotaWindowNum = int(min(i64("quota.window.num", 2), 1<<10))
+	c.QuotaWindowSize = time.Duration(min(i64("quota.window.size.seconds", 1), 1<<20)) * time.Second
 	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
 	c.MaxRequestPartitions = int32(min(i64("max.request.partition.size.limit", 1), 1<<31-1))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)

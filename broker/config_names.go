@@ -25,8 +25,7 @@ var KafkaIgnoredSettings = []string{
 	// threads and sockets
 	"num.network.threads", "num.io.threads", "background.threads",
 	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "socket.listen.backlog.size",
-	"queued.max.request.bytes", "max.connections", "max.connections.per.ip",
-	"max.connections.per.ip.overrides", "max.connection.creation.rate",
+	"queued.max.request.bytes", "max.connection.creation.rate",
 	"connection.failed.authentication.delay.ms", "request.timeout.ms",
 	"fetch.max.bytes", "fetch.purgatory.purge.interval.requests",
 	"producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",
@@ -72,7 +71,7 @@ var KafkaIgnoredSettings = []string{
 	// metrics, quotas and ZooKeeper
 	"metric.reporters", "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms",
 	"kafka.metrics.reporters", "kafka.metrics.polling.interval.secs", "auto.include.jmx.reporter",
-	"quota.window.num", "quota.window.size.seconds", "replication.quota.window.num",
+	"replication.quota.window.num",
 	"replication.quota.window.size.seconds", "reserved.broker.max.id", "broker.id.generation.enable",
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms",
 	"zookeeper.set.acl", "zookeeper.metadata.migration.enable",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -46,7 +47,16 @@ type request struct {
 	conn          *conn
 	start         time.Time // when its frame was read: request_duration_seconds
 	held          int64     // its frame's bytes in the node's request budget, given back once handled
+	size          int       // its frame's bytes (producer_byte_rate counts them)
 	respCode      int16     // the response's top-level error code, set by encodeResponse
+	// Quotas (quotas.go): the largest throttle decided for the request,
+	// when its handler began, how long it waited (a long poll, acks=-1;
+	// not counted as handler time) and whether it is exempt from
+	// request_percentage (a follower's fetch).
+	throttle  time.Duration
+	execStart time.Time
+	waited    time.Duration
+	exempt    bool
 }
 
 // slot is one request's place in the connection's order. The executor
@@ -113,6 +123,10 @@ type conn struct {
 	readCancel context.CancelFunc
 	// held is the budget taken by frames read and not yet handled.
 	held atomic.Int64
+	// mutedUntil is when a quota throttle ends (unix nanoseconds; KIP-219):
+	// until then the reader reads no frame and the executor runs no
+	// request (quotas.go).
+	mutedUntil atomic.Int64
 	// principal is who the connection speaks for: Anonymous until TLS or
 	// SASL authenticates it (issue 17); read by the authorizer.
 	principal atomic.Pointer[Principal]
@@ -185,6 +199,9 @@ func (c *conn) readLoop() {
 	var sizeBuf [sizeLen]byte
 	idle := c.n.cfg.ConnectionsMaxIdle
 	for {
+		if !c.waitMuted(c.stopc) { // a quota throttle (quotas.go)
+			return
+		}
 		select {
 		case c.tokens <- struct{}{}:
 		case <-c.stopc:
@@ -299,7 +316,7 @@ func (c *conn) release(r *request) {
 // dispatch decodes one frame and runs its handler. An error closes the
 // connection.
 func (c *conn) dispatch(b []byte) error {
-	r := &request{conn: c, start: time.Now(), held: int64(len(b))}
+	r := &request{conn: c, start: time.Now(), held: int64(len(b)), size: len(b)}
 	r.key = int16(binary.BigEndian.Uint16(b[0:]))
 	r.version = int16(binary.BigEndian.Uint16(b[2:]))
 	r.correlationID = int32(binary.BigEndian.Uint32(b[4:]))
@@ -388,6 +405,9 @@ func (c *conn) execLoop() {
 	defer c.handlers.Done()
 	failed := false
 	for s := range c.exec {
+		if !failed {
+			c.waitMuted(nil) // a quota throttle: nothing runs until it passes
+		}
 		if failed || c.ctx.Err() != nil {
 			s.err = errConnFailed
 			if !failed {
@@ -414,6 +434,7 @@ func (c *conn) runSlot(s *slot) (failed bool) {
 		}
 		failed = s.err != nil
 	}()
+	r.execStart = time.Now()
 	s.f, s.err = s.run(c.ctx)
 	return false
 }
@@ -515,11 +536,26 @@ func responseHeaderFlexible(r *request) bool {
 	return r.key != apiVersionsKey && r.msg != nil && r.msg.IsFlexible()
 }
 
+// throttleMillis is a response's throttle_time_ms (0 without the field).
+func throttleMillis(resp kmsg.Response) int32 {
+	if t, ok := resp.(kmsg.ThrottleResponse); ok {
+		ms, _ := t.Throttle()
+		return ms
+	}
+	return 0
+}
+
 // encodeResponse builds the frame of a kmsg response to r.
 func encodeResponse(r *request, resp kmsg.Response) *frame {
 	resp.SetVersion(r.version)
 	if r.conn != nil {
 		r.respCode = r.conn.n.metrics.responseErrorCode(r.key, resp)
+		r.conn.n.recordRequestQuota(r)
+		if tr, ok := resp.(kmsg.SetThrottleResponse); ok && r.throttle > 0 {
+			if ms := int32(min(r.throttle.Milliseconds(), math.MaxInt32)); ms > throttleMillis(resp) {
+				tr.SetThrottle(ms)
+			}
+		}
 	}
 	buf := make([]byte, sizeLen, 256)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(r.correlationID))

@@ -126,9 +126,10 @@ func createTopic(t testing.TB, adm *kadm.Client, name string, partitions int32, 
 
 // rawConn is a hand-driven client connection for protocol-level tests.
 type rawConn struct {
-	t    testing.TB
-	nc   net.Conn
-	corr int32
+	t        testing.TB
+	nc       net.Conn
+	corr     int32
+	clientID string // "" sends "test"
 }
 
 func dialRaw(t testing.TB, n *Node) *rawConn {
@@ -144,12 +145,17 @@ func dialRaw(t testing.TB, n *Node) *rawConn {
 
 // frameRequest encodes req (at its set version) with correlation id corr.
 func frameRequest(req kmsg.Request, corr int32) []byte {
+	return frameRequestAs(req, corr, "test")
+}
+
+// frameRequestAs is frameRequest with a client id.
+func frameRequestAs(req kmsg.Request, corr int32, clientID string) []byte {
 	b := make([]byte, 4, 128)
 	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
 	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
 	b = binary.BigEndian.AppendUint32(b, uint32(corr))
-	b = binary.BigEndian.AppendUint16(b, 4)
-	b = append(b, "test"...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
+	b = append(b, clientID...)
 	if req.IsFlexible() {
 		b = append(b, 0)
 	}
@@ -162,7 +168,11 @@ func frameRequest(req kmsg.Request, corr int32) []byte {
 func (c *rawConn) send(req kmsg.Request) int32 {
 	c.t.Helper()
 	c.corr++
-	if _, err := c.nc.Write(frameRequest(req, c.corr)); err != nil {
+	id := c.clientID
+	if id == "" {
+		id = "test"
+	}
+	if _, err := c.nc.Write(frameRequestAs(req, c.corr, id)); err != nil {
 		c.t.Fatal(err)
 	}
 	return c.corr

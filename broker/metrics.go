@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/quota"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/buildinfo"
 	"github.com/strata-io/strata/storage"
@@ -60,6 +61,10 @@ type metrics struct {
 	// IsrExpandsPerSec, FailedIsrUpdatesPerSec); the leader side counts
 	// them through isrShrink, isrExpand and isrUpdateFailed.
 	isrShrinks, isrExpands, isrUpdateFailures prometheus.Counter
+	// quotaThrottled and quotaThrottleSeconds count client quota throttles
+	// by quota type (produce, fetch, request): responses throttled and
+	// their throttle time (Kafka's throttle-time sensors).
+	quotaThrottled, quotaThrottleSeconds *prometheus.CounterVec
 	// consumerFetchBytes are record bytes sent to consumers by this
 	// broker as the partitions' leader and as a follower (KIP-392);
 	// preferredReplica counts partitions a leader sent to another replica.
@@ -131,6 +136,10 @@ func newMetrics() *metrics {
 		"Record-batch bytes sent to consumers, by the role this broker held for the partition (leader, or follower: KIP-392 fetch from the closest replica)."), []string{"replica"})
 	m.consumerFetchBytes[0] = m.consumerFetchVec.WithLabelValues("leader")
 	m.consumerFetchBytes[1] = m.consumerFetchVec.WithLabelValues("follower")
+	m.quotaThrottled = prometheus.NewCounterVec(opts("broker", "quota_throttled_responses_total",
+		"Responses a client quota throttled (throttle_time_ms > 0, the connection muted), by quota type: produce, fetch, request."), []string{"type"})
+	m.quotaThrottleSeconds = prometheus.NewCounterVec(opts("broker", "quota_throttle_seconds_total",
+		"Throttle time client quotas imposed, by quota type: produce, fetch, request."), []string{"type"})
 	m.preferredReplica = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "broker", Name: "preferred_read_replica_total",
 		Help: "Fetch partitions this broker, leading them, answered with another replica to read from (KIP-392 PreferredReadReplica)."})
 	for _, a := range supportedAPIs() {
@@ -154,6 +163,12 @@ func (m *metrics) register(reg prometheus.Registerer, c prometheus.Collector) er
 	for _, col := range []prometheus.Collector{m.requests, m.latency, m.connOpened, m.connClosed,
 		m.partitionErrors, m.bytesIn, m.bytesOut, m.messagesIn, m.isrShrinks, m.isrExpands, m.isrUpdateFailures,
 		m.consumerFetchVec, m.preferredReplica, m.saslSuccess, m.saslFailure, buildInfoGauge(), c} {
+		if err := reg.Register(col); err != nil {
+			return err
+		}
+	}
+	// Client quotas (quotas.go).
+	for _, col := range []prometheus.Collector{m.quotaThrottled, m.quotaThrottleSeconds} {
 		if err := reg.Register(col); err != nil {
 			return err
 		}
@@ -191,6 +206,12 @@ func errorName(code int16) string {
 		return e.Message
 	}
 	return strconv.Itoa(int(code))
+}
+
+// quotaThrottle counts one throttled response of a quota type.
+func (m *metrics) quotaThrottle(kind quota.Kind, d time.Duration) {
+	m.quotaThrottled.WithLabelValues(kind.String()).Inc()
+	m.quotaThrottleSeconds.WithLabelValues(kind.String()).Add(d.Seconds())
 }
 
 // observeRequest records one finished request: its top-level error code

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/broker/authz"
+	"github.com/strata-io/strata/broker/quota"
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/netbuf"
@@ -165,6 +166,13 @@ type Node struct {
 	// authorizer.class.name; replaced under metaMu with the image
 	// (authorize.go), so a handler woken by metaNotify sees its ACLs.
 	authz atomic.Pointer[authz.Authorizer]
+	// quotas are the client quotas' rates; quotaTab the image's quotas,
+	// replaced under metaMu with the image (quotas.go).
+	quotas *quota.Manager
+	// connCounts are the client connections by address, against
+	// max.connections and max.connections.per.ip (conn_quotas.go).
+	connCounts *connCounts
+	quotaTab   atomic.Pointer[quotaTable]
 }
 
 type tpKey struct {
@@ -201,6 +209,9 @@ func Open(o Options) (_ *Node, err error) {
 		leaderQuota:   newReplicationQuota(), followerQuota: newReplicationQuota(),
 	}
 	n.refreshAuthorizer(controller.Delta{Image: n.meta})
+	n.connCounts = newConnCounts(cfg.ConnLimits)
+	n.quotas = quota.NewManager(quota.Config{Samples: cfg.QuotaWindowNum, Window: cfg.QuotaWindowSize})
+	n.refreshQuotas(controller.Delta{Image: n.meta})
 	n.fs = o.FS
 	if n.fs == nil {
 		n.fs = vfs.Default
@@ -610,7 +621,11 @@ func leadsAny(st *metadata.State, id int32) bool {
 
 func (n *Node) acceptLoop(ln net.Listener, name string) {
 	opened, closed := n.metrics.connOpened.WithLabelValues(name), n.metrics.connClosed.WithLabelValues(name)
+	counted := n.countedListener(name) // conn_quotas.go
 	for {
+		if counted && !n.connCounts.waitSlot(n.ctx.Done()) {
+			return // max.connections: accept nothing until a connection closes
+		}
 		nc, err := ln.Accept()
 		if err != nil {
 			if n.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
@@ -619,6 +634,15 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 				continue
 			}
 			return
+		}
+		ip := remoteIP(nc)
+		if counted && n.connectionThrottled(nc, ip) {
+			continue // connection_creation_rate: closed once the throttle passes
+		}
+		if !n.connCounts.open(ip, counted) {
+			n.logger.Info("broker: connection refused: max.connections.per.ip", "remote", ip, "listener", name)
+			nc.Close()
+			continue
 		}
 		ts := n.tlsSrcs[name]
 		if ts != nil {
@@ -629,6 +653,7 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 		if n.ctx.Err() != nil {
 			n.connMu.Unlock()
 			nc.Close()
+			n.connCounts.close(ip, counted)
 			return
 		}
 		n.conns[c] = struct{}{}
@@ -648,6 +673,7 @@ func (n *Node) acceptLoop(ln net.Listener, name string) {
 			n.connMu.Lock()
 			delete(n.conns, c)
 			n.connMu.Unlock()
+			n.connCounts.close(ip, counted)
 			closed.Inc()
 		}()
 	}

@@ -133,6 +133,8 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			45: {0, kmsg.NewPtrAlterPartitionAssignmentsRequest().MaxVersion()},
 			46: {0, kmsg.NewPtrListPartitionReassignmentsRequest().MaxVersion()},
 			47: {0, kmsg.NewPtrOffsetDeleteRequest().MaxVersion()},
+			48: {0, kmsg.NewPtrDescribeClientQuotasRequest().MaxVersion()},
+			49: {0, kmsg.NewPtrAlterClientQuotasRequest().MaxVersion()},
 			50: {0, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest().MaxVersion()},
 			51: {0, kmsg.NewPtrAlterUserSCRAMCredentialsRequest().MaxVersion()},
 			60: {0, kmsg.NewPtrDescribeClusterRequest().MaxVersion()},

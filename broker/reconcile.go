@@ -140,6 +140,7 @@ func (n *Node) applyDelta(d controller.Delta) {
 		}
 	}
 	n.refreshAuthorizer(d)
+	n.refreshQuotas(d)
 	n.metaMu.Unlock()
 	n.reconcile()
 	n.tier.applied(d) // replica_tier.go: remote-uploaded offsets of every replica

@@ -50,6 +50,7 @@ const (
 	methodCreateACLs                  byte = 14 // [Service.CreateACLs]
 	methodDeleteACLs                  byte = 15 // [Service.DeleteACLs]
 	methodAlterUserScramCredentials   byte = 16 // [Service.AlterUserScramCredentials]
+	methodAlterClientQuotas           byte = 17 // [Service.AlterClientQuotas]
 )
 
 // Service is the API brokers use, implemented in-process by [*Controller]
@@ -72,6 +73,7 @@ type Service interface {
 	CreateACLs(ctx context.Context, acls []authz.ACL) ([]metadata.CreateACLResult, error)
 	DeleteACLs(ctx context.Context, filters []authz.Filter) ([]metadata.DeleteACLsResult, error)
 	AlterUserScramCredentials(ctx context.Context, req AlterScramRequest) ([]metadata.AlterScramResult, error)
+	AlterClientQuotas(ctx context.Context, req AlterClientQuotasRequest) ([]error, error)
 	Watch(ctx context.Context, fromOffset int64) (Watcher, error)
 }
 
@@ -505,4 +507,32 @@ func (c *Controller) AlterUserScramCredentials(ctx context.Context, req AlterScr
 // AlterUserScramCredentials implements [Service].
 func (c *Client) AlterUserScramCredentials(ctx context.Context, req AlterScramRequest) ([]metadata.AlterScramResult, error) {
 	return rpcAlterUserScramCredentials.remote(ctx, c, req)
+}
+
+// AlterClientQuotasRequest is an AlterClientQuotas: its entries and
+// validate_only.
+type AlterClientQuotasRequest struct {
+	Entries      []metadata.QuotaAlteration `json:"entries"`
+	ValidateOnly bool                       `json:"validate_only,omitempty"`
+}
+
+var rpcAlterClientQuotas = register(&rpc[AlterClientQuotasRequest, []error, []errResultW]{
+	method: methodAlterClientQuotas, name: "AlterClientQuotas",
+	plan: func(_ *Controller, st *metadata.State, req AlterClientQuotasRequest) ([]metadata.Record, []error, error) {
+		recs, res := st.PlanAlterClientQuotas(req.Entries, req.ValidateOnly)
+		return recs, res, nil
+	},
+	toWire: errsToW, fromWire: errsFromW,
+})
+
+// AlterClientQuotas sets and removes client quotas (Kafka's
+// AlterClientQuotas); one error per entry (INVALID_REQUEST), nil for an
+// entry applied (or, validate-only, valid).
+func (c *Controller) AlterClientQuotas(ctx context.Context, req AlterClientQuotasRequest) ([]error, error) {
+	return rpcAlterClientQuotas.local(ctx, c, req, false)
+}
+
+// AlterClientQuotas implements [Service].
+func (c *Client) AlterClientQuotas(ctx context.Context, req AlterClientQuotasRequest) ([]error, error) {
+	return rpcAlterClientQuotas.remote(ctx, c, req)
 }

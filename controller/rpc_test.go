@@ -36,6 +36,7 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"CreateACLs":                  14,
 		"DeleteACLs":                  15,
 		"AlterUserScramCredentials":   16,
+		"AlterClientQuotas":           17,
 	}
 	got := map[string]byte{
 		"RegisterBroker":              methodRegisterBroker,
@@ -53,6 +54,7 @@ func TestRPCMethodNumbersArePinned(t *testing.T) {
 		"CreateACLs":                  methodCreateACLs,
 		"DeleteACLs":                  methodDeleteACLs,
 		"AlterUserScramCredentials":   methodAlterUserScramCredentials,
+		"AlterClientQuotas":           methodAlterClientQuotas,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("method numbers changed:\n got %v\nwant %v", got, want)
@@ -371,6 +373,20 @@ func rpcGoldens() []rpcGolden {
 			response: `{"body":[{"user":"bob","err":{"code":91,"msg":"absent"}},{"user":"alice"}]}`,
 			want:     []metadata.AlterScramResult{{User: "bob", Err: &RemoteError{Code: 91, Msg: "absent"}}, {User: "alice"}},
 		},
+		{
+			name: "AlterClientQuotas",
+			call: func(ctx context.Context, cl *Client) (any, error) {
+				user := "alice"
+				return cl.AlterClientQuotas(ctx, AlterClientQuotasRequest{Entries: []metadata.QuotaAlteration{
+					{Entity: []metadata.QuotaEntityPart{{Type: "user", Name: &user}, {Type: "client-id"}},
+						Ops: []metadata.QuotaOp{{Key: "producer_byte_rate", Value: 1024}, {Key: "request_percentage", Remove: true}}},
+					{}}, ValidateOnly: true})
+			},
+			method:   17,
+			request:  `{"entries":[{"Entity":[{"Type":"user","Name":"alice"},{"Type":"client-id","Name":null}],"Ops":[{"Key":"producer_byte_rate","Value":1024,"Remove":false},{"Key":"request_percentage","Value":0,"Remove":true}]},{"Entity":null,"Ops":null}],"validate_only":true}`,
+			response: `{"body":[{},{"err":{"code":42,"msg":"Invalid empty client quota entity"}}]}`,
+			want:     []error{nil, &RemoteError{Code: 42, Msg: "Invalid empty client quota entity"}},
+		},
 	}
 }
 
@@ -473,6 +489,8 @@ func TestRPCServerGoldenAnswers(t *testing.T) {
 			`{"body":[{"user":"nobody","err":{"code":91,"msg":"RESOURCE_NOT_FOUND: A request illegally referred to a resource that does not exist.: Attempt to delete a user credential that does not exist"}},{"user":"alice","err":{"code":93,"msg":"UNACCEPTABLE_CREDENTIAL: Requested credential would not meet criteria for acceptability.: Too few iterations"}}]}`},
 		{14, 0, `[{"ResourceType":1,"ResourceName":"t","PatternType":3,"Principal":"User:a","Host":"*","Operation":3,"Permission":3}]`,
 			`{"body":[{"err":{"code":42,"msg":"INVALID_REQUEST: This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.: invalid resourceType 1"}}]}`},
+		{17, 0, `{"entries":[{"Entity":null,"Ops":null}]}`,
+			`{"body":[{"err":{"code":42,"msg":"INVALID_REQUEST: This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.: Invalid empty client quota entity"}}]}`},
 		{200, 0, `{}`, `{"err":{"code":-1,"msg":"controller: protocol error: unknown method 200"}}`},
 		{1, 0, `{`, `{"err":{"code":-1,"msg":"controller: protocol error: unexpected end of JSON input"}}`},
 		{2, 0, `{"BrokerID":999,"BrokerEpoch":1}`,

@@ -299,10 +299,26 @@ func alterScramToW(rs []metadata.AlterScramResult) []alterScramResultW {
 	return out
 }
 
+func errsToW(errs []error) []errResultW {
+	out := make([]errResultW, len(errs))
+	for i, err := range errs {
+		out[i] = errResultW{toWireErr(err)}
+	}
+	return out
+}
+
 func alterScramFromW(rs []alterScramResultW) []metadata.AlterScramResult {
 	out := make([]metadata.AlterScramResult, len(rs))
 	for i, r := range rs {
 		out[i] = metadata.AlterScramResult{User: r.User, Err: fromWireErr(r.Err)}
+	}
+	return out
+}
+
+func errsFromW(rs []errResultW) []error {
+	out := make([]error, len(rs))
+	for i, r := range rs {
+		out[i] = fromWireErr(r.Err)
 	}
 	return out
 }

@@ -51,22 +51,22 @@ func TestSnapshotACLs(t *testing.T) {
 
 	// Version 4: the same image without the acls section.
 	plain := snapshotFixture(t)
-	v6 := marshal(t, plain)
-	v4 := append([]byte(nil), v6[:len(v6)-2]...) // drop the empty acls and scram counts
+	v7 := marshal(t, plain)
+	v4 := append([]byte(nil), v7[:len(v7)-3]...) // drop the empty acls, scram and quotas counts
 	v4[len(snapshotMagic)] = 4
 	putCRC(v4)
 	old, err := Unmarshal(v4)
 	if err != nil {
 		t.Fatalf("version 4 image: %v", err)
 	}
-	if len(old.ACLs()) != 0 || !bytes.Equal(marshal(t, old), v6) {
+	if len(old.ACLs()) != 0 || !bytes.Equal(marshal(t, old), v7) {
 		t.Fatal("version 4 image does not restore as the same image without ACLs")
 	}
 
 	// Out of order and invalid entries are corruption.
 	entries := st.ACLs()
 	section := func(es []ACLEntry) []byte {
-		e := encoder{b: append([]byte(nil), v6[:len(v6)-2]...)}
+		e := encoder{b: append([]byte(nil), v7[:len(v7)-3]...)}
 		e.count(len(es))
 		for _, a := range es {
 			e.uuid(a.ID)
@@ -79,6 +79,7 @@ func TestSnapshotACLs(t *testing.T) {
 			e.u8(uint8(a.Permission))
 		}
 		e.count(0) // scram
+		e.count(0) // quotas
 		putCRC(e.b)
 		return e.b
 	}

@@ -67,6 +67,8 @@ func (s *State) Apply(offset int64, r Record) error {
 		err = s.applyScram(r)
 	case *RemoveUserScramCredentialRecord:
 		err = s.applyRemoveScram(r)
+	case *ClientQuotaRecord:
+		err = s.applyClientQuota(r)
 	case *FeatureLevelRecord:
 		if r.Level < 0 {
 			err = inconsistent("feature %q level %d", r.Name, r.Level)

@@ -16,6 +16,7 @@ package metadata
 //	bool                  one byte, 0 or 1
 //	uuid                  16 raw bytes
 //	string                length | bytes (UTF-8 not checked)
+//	float64               8 bytes, IEEE 754 bits big endian
 //	*T                    one presence byte (0 absent, 1 present) | T
 //	[]T                   count | T...   ([]int32 nil vs empty: see below)
 //
@@ -187,6 +188,11 @@ func AppendRecord(b []byte, r Record) []byte {
 	case *RemoveUserScramCredentialRecord:
 		e.str(r.Name)
 		e.u8(uint8(r.Mechanism))
+	case *ClientQuotaRecord:
+		encodeQuotaEntity(&e, r.Entity)
+		e.str(r.Key)
+		e.f64(r.Value)
+		e.bool(r.Remove)
 	default:
 		panic(fmt.Sprintf("metadata: Encode of foreign record type %T", r))
 	}
@@ -368,6 +374,11 @@ func Decode(b []byte) (Record, error) {
 			break
 		}
 		r = &RemoveUserScramCredentialRecord{Name: d.str(), Mechanism: ScramMechanism(d.u8())}
+	case TypeClientQuota:
+		if v > versionClientQuota {
+			break
+		}
+		r = decodeClientQuota(&d)
 	}
 	if r == nil {
 		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownRecord, uint8(t), v)
@@ -450,6 +461,8 @@ func checkEnums(r Record) error {
 		if r.Mechanism.keySize() == 0 {
 			return fmt.Errorf("scram mechanism %d", r.Mechanism)
 		}
+	case *ClientQuotaRecord:
+		return checkQuotaRecord(r)
 	}
 	return nil
 }
@@ -471,6 +484,7 @@ func (e *encoder) i32(v int32)      { e.b = binary.AppendVarint(e.b, int64(v)) }
 func (e *encoder) i64(v int64)      { e.b = binary.AppendVarint(e.b, v) }
 func (e *encoder) count(n int)      { e.b = binary.AppendUvarint(e.b, uint64(n)) }
 func (e *encoder) uuid(u uuid.UUID) { e.b = append(e.b, u[:]...) }
+func (e *encoder) f64(v float64)    { e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(v)) }
 func (e *encoder) str(s string) {
 	e.count(len(s))
 	e.b = append(e.b, s...)
@@ -551,6 +565,16 @@ func (d *decoder) uvarint() uint64 {
 }
 
 func (d *decoder) i64() int64 { return d.varint() }
+
+func (d *decoder) f64() float64 {
+	if len(d.b) < 8 {
+		d.fail("short float64")
+		return 0
+	}
+	v := math.Float64frombits(binary.BigEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	return v
+}
 
 func (d *decoder) i32() int32 {
 	v := d.varint()

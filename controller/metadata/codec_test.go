@@ -67,6 +67,9 @@ func sampleRecords() []Record {
 		&UserScramCredentialRecord{Name: "we,ird=name", Mechanism: ScramSHA512, Salt: []byte{0}, StoredKey: bytes.Repeat([]byte{0xff}, 64),
 			ServerKey: make([]byte, 64), Iterations: 16384},
 		&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA512},
+		&ClientQuotaRecord{Entity: QuotaEntity{User: NamedQuota("alice"), ClientID: DefaultQuota()}, Key: QuotaProducerByteRate, Value: 1048576},
+		&ClientQuotaRecord{Entity: QuotaEntity{IP: NamedQuota("10.0.0.1")}, Key: QuotaConnectionCreationRate, Remove: true},
+		&ClientQuotaRecord{Entity: QuotaEntity{ClientID: NamedQuota("c")}, Key: QuotaRequestPercentage, Value: 12.5},
 	}
 }
 

@@ -150,6 +150,11 @@ func (h *harness) format(r Record) string {
 			r.Iterations, r.Salt, r.StoredKey[:4], r.ServerKey[:4])
 	case *RemoveUserScramCredentialRecord:
 		return fmt.Sprintf("RemoveUserScramCredential %s %s", r.Name, r.Mechanism)
+	case *ClientQuotaRecord:
+		if r.Remove {
+			return fmt.Sprintf("ClientQuota %s %s removed", r.Entity, r.Key)
+		}
+		return fmt.Sprintf("ClientQuota %s %s=%v", r.Entity, r.Key, r.Value)
 	}
 	return fmt.Sprintf("%T", r)
 }
@@ -255,6 +260,9 @@ func (h *harness) show() string {
 	}
 	for _, c := range s.ScramCredentials() {
 		fmt.Fprintf(&b, "scram %s %s iterations=%d\n", c.Name, c.Mechanism, c.Iterations)
+	}
+	for _, q := range s.ClientQuotas() {
+		fmt.Fprintf(&b, "quota %s %s\n", q.Entity, quotaValues(q.Values))
 	}
 	// What the image knows of removed topics with remote data left.
 	var removed []uuid.UUID
@@ -823,6 +831,69 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 			}
 			out.WriteString("\n")
 		}
+	case "alter-quotas":
+		// one entry a line: entity ops...; entity type=name,... (name
+		// <default> for the default, "-" for an empty entity), ops
+		// key=value or key=- (remove)
+		var alts []QuotaAlteration
+		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+			f := strings.Fields(line)
+			a := QuotaAlteration{Entity: parseQuotaParts(t, td, f[0])}
+			for _, op := range f[1:] {
+				k, v, _ := strings.Cut(op, "=")
+				if v == "-" {
+					a.Ops = append(a.Ops, QuotaOp{Key: k, Remove: true})
+					continue
+				}
+				x, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					td.Fatalf(t, "%v", err)
+				}
+				a.Ops = append(a.Ops, QuotaOp{Key: k, Value: x})
+			}
+			alts = append(alts, a)
+		}
+		recs, res := h.st.PlanAlterClientQuotas(alts, td.HasArg("validate-only"))
+		h.apply(t, &out, recs)
+		for i, err := range res {
+			fmt.Fprintf(&out, "%d: %s\n", i, h.errLine(err))
+		}
+	case "describe-quotas":
+		// one filter a line: components type:exact:name, type:default,
+		// type:any or type:<match type number>[:name]; "-" for none
+		for i, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+			var comps []QuotaFilterComponent
+			for _, c := range strings.Fields(line) {
+				if c == "-" {
+					continue
+				}
+				parts := strings.SplitN(c, ":", 3)
+				fc := QuotaFilterComponent{EntityType: parts[0]}
+				switch parts[1] {
+				case "exact":
+					fc.MatchType = QuotaMatchExact
+				case "default":
+					fc.MatchType = QuotaMatchDefault
+				case "any":
+					fc.MatchType = QuotaMatchAny
+				default:
+					n, _ := strconv.Atoi(parts[1])
+					fc.MatchType = int8(n)
+				}
+				if len(parts) == 3 {
+					fc.Match = &parts[2]
+				}
+				comps = append(comps, fc)
+			}
+			found, err := h.st.DescribeClientQuotas(comps, td.HasArg("strict"))
+			if err != nil {
+				fmt.Fprintf(&out, "%d: %s\n", i, h.errLine(err))
+				continue
+			}
+			for _, q := range found {
+				fmt.Fprintf(&out, "%d: %s %s\n", i, q.Entity, quotaValues(q.Values))
+			}
+		}
 	case "show":
 		return h.show()
 	default:
@@ -880,4 +951,33 @@ func (h *harness) checkSnapshot(t testing.TB) {
 	if !slices.Equal(b, b2) || !slices.Equal(b, b3) {
 		t.Fatalf("snapshot round trip or clone differs")
 	}
+}
+
+// parseQuotaParts reads an entity as the quota scripts write it:
+// type=name,... with <default> for a null name, "-" for none.
+func parseQuotaParts(t testing.TB, td *datadriven.TestData, s string) []QuotaEntityPart {
+	if s == "-" {
+		return nil
+	}
+	var parts []QuotaEntityPart
+	for _, p := range strings.Split(s, ",") {
+		typ, name, ok := strings.Cut(p, "=")
+		if !ok {
+			td.Fatalf(t, "entity part %q", p)
+		}
+		part := QuotaEntityPart{Type: typ}
+		if name != "<default>" {
+			part.Name = &name
+		}
+		parts = append(parts, part)
+	}
+	return parts
+}
+
+func quotaValues(vals map[string]float64) string {
+	var parts []string
+	for _, k := range sortedKeys(vals) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, vals[k]))
+	}
+	return strings.Join(parts, " ")
 }

@@ -16,28 +16,28 @@ type RecordType uint8
 // Record types. Append new kinds at the end with the number typeEnd has,
 // and move typeEnd up by one.
 const (
-	TypeRegisterBroker           RecordType = 1  // [RegisterBrokerRecord]
-	TypeUnregisterBroker         RecordType = 2  // [UnregisterBrokerRecord]
-	TypeBrokerRegistrationChange RecordType = 3  // [BrokerRegistrationChangeRecord]
-	TypeTopic                    RecordType = 4  // [TopicRecord]
-	TypePartition                RecordType = 5  // [PartitionRecord]
-	TypePartitionChange          RecordType = 6  // [PartitionChangeRecord]
-	TypeConfig                   RecordType = 7  // [ConfigRecord]
-	TypeRemoveTopic              RecordType = 8  // [RemoveTopicRecord]
-	TypeRemoteSegment            RecordType = 9  // [RemoteSegmentRecord]
-	TypeNoOp                     RecordType = 10 // [NoOpRecord]
-	TypeFeatureLevel             RecordType = 11 // [FeatureLevelRecord]
-	TypeClusterID                RecordType = 12 // [ClusterIDRecord]
-	TypeAccessControlEntry       RecordType = 13 // [AccessControlEntryRecord]
-	TypeRemoveAccessControlEntry RecordType = 14 // [RemoveAccessControlEntryRecord]
-
+	TypeRegisterBroker            RecordType = 1  // [RegisterBrokerRecord]
+	TypeUnregisterBroker          RecordType = 2  // [UnregisterBrokerRecord]
+	TypeBrokerRegistrationChange  RecordType = 3  // [BrokerRegistrationChangeRecord]
+	TypeTopic                     RecordType = 4  // [TopicRecord]
+	TypePartition                 RecordType = 5  // [PartitionRecord]
+	TypePartitionChange           RecordType = 6  // [PartitionChangeRecord]
+	TypeConfig                    RecordType = 7  // [ConfigRecord]
+	TypeRemoveTopic               RecordType = 8  // [RemoveTopicRecord]
+	TypeRemoteSegment             RecordType = 9  // [RemoteSegmentRecord]
+	TypeNoOp                      RecordType = 10 // [NoOpRecord]
+	TypeFeatureLevel              RecordType = 11 // [FeatureLevelRecord]
+	TypeClusterID                 RecordType = 12 // [ClusterIDRecord]
+	TypeAccessControlEntry        RecordType = 13 // [AccessControlEntryRecord]
+	TypeRemoveAccessControlEntry  RecordType = 14 // [RemoveAccessControlEntryRecord]
 	TypeUserScramCredential       RecordType = 15 // [UserScramCredentialRecord]
 	TypeRemoveUserScramCredential RecordType = 16 // [RemoveUserScramCredentialRecord]
+	TypeClientQuota               RecordType = 17 // [ClientQuotaRecord]
 
 	// typeEnd is one past the last record type. The codec's tests walk
 	// every type below it (a sample, a name, a decoder each) and check that
 	// typeEnd itself is unknown, so a new type cannot be left out of them.
-	typeEnd RecordType = 17
+	typeEnd RecordType = 18
 )
 
 // String returns the record type's name.
@@ -75,6 +75,8 @@ func (t RecordType) String() string {
 		return "UserScramCredential"
 	case TypeRemoveUserScramCredential:
 		return "RemoveUserScramCredential"
+	case TypeClientQuota:
+		return "ClientQuota"
 	}
 	return fmt.Sprintf("RecordType(%d)", uint8(t))
 }
@@ -350,6 +352,7 @@ const (
 	versionClusterID                = 0
 	versionAccessControlEntry       = 0
 	versionRemoveAccessControlEntry = 0
+	versionClientQuota              = 0
 )
 
 // FeatureReplication is the metadata feature a controller records (level

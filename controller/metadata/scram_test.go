@@ -114,26 +114,27 @@ func TestSnapshotScram(t *testing.T) {
 
 	// Version 5: the same image without the scram section.
 	plain := snapshotFixture(t)
-	v6 := marshal(t, plain)
-	v5 := append([]byte(nil), v6[:len(v6)-1]...) // drop the empty scram count
+	v7 := marshal(t, plain)
+	v5 := append([]byte(nil), v7[:len(v7)-2]...) // drop the empty scram and quotas counts
 	v5[len(snapshotMagic)] = 5
 	putCRC(v5)
 	old, err := Unmarshal(v5)
 	if err != nil {
 		t.Fatalf("version 5 image: %v", err)
 	}
-	if len(old.ScramCredentials()) != 0 || !bytes.Equal(marshal(t, old), v6) {
+	if len(old.ScramCredentials()) != 0 || !bytes.Equal(marshal(t, old), v7) {
 		t.Fatal("version 5 image does not restore as the same image without credentials")
 	}
 
 	entries := st.ScramCredentials()
 	section := func(es []ScramCredentialEntry) []byte {
-		e := encoder{b: append([]byte(nil), v6[:len(v6)-1]...)}
+		e := encoder{b: append([]byte(nil), v7[:len(v7)-2]...)}
 		e.count(len(es))
 		for _, c := range es {
 			encodeScram(&e, &UserScramCredentialRecord{Name: c.Name, Mechanism: c.Mechanism, Salt: c.Salt,
 				StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int32(c.Iterations)})
 		}
+		e.count(0) // quotas
 		putCRC(e.b)
 		return e.b
 	}

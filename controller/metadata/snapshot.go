@@ -7,7 +7,7 @@ package metadata
 //	| "SMDI" 4B | uint8   | uint32 BE, body  |                        |
 //	+-----------+---------+------------------+------------------------+
 //
-// body (version 6), in the primitive forms of codec.go, every collection in
+// body (version 7), in the primitive forms of codec.go, every collection in
 // sorted order so that equal images give byte-identical snapshots:
 //
 //	offset i64 | maxBrokerEpoch i64 | clusterID str ("" if none)
@@ -37,6 +37,9 @@ package metadata
 //	                    operation u8, permission u8)...        by id
 //	scram:     count | (name str, mechanism u8, salt str, storedKey str,
 //	                    serverKey str, iterations i32)...     by (name, mechanism)
+//	quotas:    count | (entity, count | (key str, value f64)...)...
+//	           entity: count | (type str, default bool, name str)...
+//	           entities in ClientQuotas order, keys sorted
 //
 // Format migration: a change bumps the version byte and Unmarshal keeps
 // reading older versions; Marshal writes only the newest.
@@ -54,6 +57,8 @@ package metadata
 //	version 5  adds the acls section. Older images restore without ACLs.
 //	version 6  adds the scram section. Older images restore without SCRAM
 //	           credentials.
+//	version 7  adds the quotas section. Older images restore without
+//	           client quotas.
 
 import (
 	"cmp"
@@ -74,7 +79,7 @@ var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
 
 const (
 	snapshotMagic   = "SMDI"
-	snapshotVersion = 6
+	snapshotVersion = 7
 	snapshotHeader  = len(snapshotMagic) + 1 + 4
 )
 
@@ -209,6 +214,16 @@ func (s *State) Marshal() ([]byte, error) {
 	for _, c := range creds {
 		encodeScram(&e, &UserScramCredentialRecord{Name: c.Name, Mechanism: c.Mechanism, Salt: c.Salt,
 			StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int32(c.Iterations)})
+	}
+	quotas := s.ClientQuotas()
+	e.count(len(quotas))
+	for _, q := range quotas {
+		encodeQuotaEntity(&e, q.Entity)
+		e.count(len(q.Values))
+		for _, k := range sortedKeys(q.Values) {
+			e.str(k)
+			e.f64(q.Values[k])
+		}
 	}
 	putCRC(e.b)
 	return e.b, nil
@@ -384,6 +399,11 @@ func decodeSnapshot(d *decoder, version uint8) (*State, error) {
 			}
 		}
 	}
+	if version >= 7 {
+		if err := s.restoreQuotas(d); err != nil {
+			return nil, err
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))
 	}
@@ -439,6 +459,42 @@ func (s *State) restoreRemovedNames(d *decoder) error {
 			return fmt.Errorf("removed topic %s is live or has no remote segments", id)
 		}
 		s.removedNames[id] = name
+	}
+	return nil
+}
+
+// restoreQuotas reads the quotas section (version 7): entities in
+// ClientQuotas order, each with at least one key, keys ascending, every
+// value one ClientQuotaRecord could have set.
+func (s *State) restoreQuotas(d *decoder) error {
+	var prev QuotaEntity
+	for n := d.count(3); n > 0 && d.err == nil; n-- {
+		e := decodeQuotaEntity(d)
+		if d.err != nil {
+			break
+		}
+		if len(s.quotas) > 0 && compareQuotaEntity(prev, e) >= 0 {
+			return fmt.Errorf("quota entity %s out of order", e)
+		}
+		prev = e
+		keys := d.count(9)
+		if d.err == nil && keys == 0 {
+			return fmt.Errorf("quota entity %s without values", e)
+		}
+		last := ""
+		for i := 0; i < keys && d.err == nil; i++ {
+			k, v := d.str(), d.f64()
+			if d.err != nil {
+				break
+			}
+			if i > 0 && k <= last {
+				return fmt.Errorf("quota %s of %s out of order", k, e)
+			}
+			last = k
+			if err := s.applyClientQuota(&ClientQuotaRecord{Entity: e, Key: k, Value: v}); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

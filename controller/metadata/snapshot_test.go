@@ -275,9 +275,9 @@ func withRemovedSection(t *testing.T, st *State, entries []struct {
 	t.Helper()
 	saved := st.removedNames
 	st.removedNames = map[uuid.UUID]string{}
-	b := marshal(t, st) // ends with empty removed, acls and scram sections: three zero count bytes
+	b := marshal(t, st) // ends with empty removed, acls, scram and quotas sections: four zero count bytes
 	st.removedNames = saved
-	e := encoder{b: b[:len(b)-3]}
+	e := encoder{b: b[:len(b)-4]}
 	e.count(len(entries))
 	for _, en := range entries {
 		e.uuid(en.id)
@@ -285,6 +285,7 @@ func withRemovedSection(t *testing.T, st *State, entries []struct {
 	}
 	e.count(0) // acls
 	e.count(0) // scram
+	e.count(0) // quotas
 	putCRC(e.b)
 	return e.b
 }

@@ -144,6 +144,9 @@ type State struct {
 	// scram are the SCRAM credentials by user and mechanism
 	// ([UserScramCredentialRecord]).
 	scram map[scramKey]sasl.ScramCredential
+	// quotas are the client quotas by entity, then key
+	// ([ClientQuotaRecord]); an entity without values is absent.
+	quotas map[QuotaEntity]map[string]float64
 	// clusterID is the quorum's cluster id ([ClusterIDRecord]); "" until
 	// recorded.
 	clusterID string
@@ -182,6 +185,7 @@ func NewState() *State {
 		removedNames: map[uuid.UUID]string{},
 		acls:         map[uuid.UUID]authz.ACL{},
 		scram:        map[scramKey]sasl.ScramCredential{},
+		quotas:       map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -267,6 +271,13 @@ func (s *State) Clone() *State {
 	}
 	for k, v := range s.scram {
 		c.scram[k] = v // the slices are never changed in place
+	}
+	for e, vals := range s.quotas {
+		m := make(map[string]float64, len(vals))
+		for k, v := range vals {
+			m[k] = v
+		}
+		c.quotas[e] = m
 	}
 	return c
 }

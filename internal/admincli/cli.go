@@ -33,7 +33,7 @@ const (
 const DefaultBrokers = "127.0.0.1:9092"
 
 // Commands lists the subcommands [Run] accepts, in the order usage shows.
-var Commands = []string{"topic", "group", "cluster", "txn", "acl", "user", "produce", "consume", "completion"}
+var Commands = []string{"topic", "group", "cluster", "txn", "acl", "user", "quota", "produce", "consume", "completion"}
 
 // Summary returns a subcommand's one-line description ("" if unknown).
 func Summary(cmd string) string {
@@ -128,6 +128,7 @@ func commandTable() map[string]command {
 		"txn":        {summary: "list, describe, find hanging and abort transactions (Kafka's kafka-transactions.sh)", actions: txnActions()},
 		"acl":        {summary: "create, list and delete ACL bindings (Kafka's kafka-acls.sh)", actions: aclActions()},
 		"user":       {summary: "create, list and delete SCRAM users (Kafka's kafka-configs.sh --entity-type users)", actions: userActions()},
+		"quota":      {summary: "set and describe client quotas (Kafka's kafka-configs.sh --entity-type users/clients/ips)", actions: quotaActions()},
 		"produce":    {summary: "produce records read from stdin (one per line, or JSON lines)", single: produceAction()},
 		"consume":    {summary: "consume records and print them (text, format string or JSON lines)", single: consumeAction()},
 		"completion": {summary: "print a shell completion script (bash, zsh or fish)", single: completionAction()},
