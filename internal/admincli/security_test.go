@@ -143,3 +143,63 @@ func TestCommandConfigTLSAgainstAnSSLListener(t *testing.T) {
 		t.Fatalf("topic list in plaintext against an SSL listener: %v", r)
 	}
 }
+
+// TestCommandConfigSASLAgainstASASLListener: the CLI's SASL client against
+// Strata's own SASL_PLAINTEXT listener with the authorizer on. An operator
+// (PLAIN, a super user) creates a SCRAM user and grants it WRITE on one
+// topic; that user's produce there succeeds with SCRAM-SHA-256 from a
+// --command-config file, its produce to another topic is refused with
+// TOPIC_AUTHORIZATION_FAILED, and a wrong password fails authentication
+// without a record written.
+func TestCommandConfigSASLAgainstASASLListener(t *testing.T) {
+	n := openClusterNode(t, map[string]string{
+		"listeners":                "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"controller.quorum.voters": "1@127.0.0.1:0",
+		"sasl.enabled.mechanisms":  "PLAIN,SCRAM-SHA-256",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_ops="ops-secret";`,
+		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":           "User:ops;User:ANONYMOUS",
+	})
+	saslAddr := n.Addrs()["SASL_PLAINTEXT"]
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ops := write("ops.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="ops" password="ops-secret";`+"\n")
+	alice := write("alice.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";`+"\n")
+	wrong := write("wrong.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="not-hers";`+"\n")
+	pw := write("pw", "alice-secret\n")
+
+	for _, args := range [][]string{
+		{"topic", "create", "granted", "--command-config", ops},
+		{"topic", "create", "other", "--command-config", ops},
+		{"user", "create", "alice", "--password-file", pw, "--command-config", ops},
+		{"acl", "create", "--principal", "User:alice", "--operation", "write,describe", "--topic", "granted", "--command-config", ops},
+	} {
+		if r := cliAt(t, saslAddr, "", args[0], args[1:]...); r.code != ExitOK {
+			t.Fatalf("%q as ops over SASL PLAIN: %+v", args, r)
+		}
+	}
+	if r := cliAt(t, saslAddr, "a\nb\n", "produce", "granted", "--command-config", alice); r.code != ExitOK {
+		t.Fatalf("alice produces to granted over SCRAM: %+v", r)
+	}
+	if r := cliAt(t, saslAddr, "x\n", "produce", "other", "--command-config", alice, "--timeout", "5s"); r.code == ExitOK ||
+		!strings.Contains(r.stderr, "TOPIC_AUTHORIZATION_FAILED") {
+		t.Fatalf("alice produces to other without WRITE: %+v", r)
+	}
+	if r := cliAt(t, saslAddr, "y\n", "produce", "granted", "--command-config", wrong, "--timeout", "5s"); r.code == ExitOK ||
+		!strings.Contains(strings.ToLower(r.stderr), "authentication") {
+		t.Fatalf("a wrong SCRAM password: %+v", r)
+	}
+	if r := cliAt(t, n.Addrs()["PLAINTEXT"], "", "consume", "granted", "-c", "2", "--timeout", "10s"); r.code != ExitOK ||
+		len(lines(r.stdout)) != 2 || strings.Contains(r.stdout, "y") {
+		t.Fatalf("consume granted: %+v (want a and b only)", r)
+	}
+}
