@@ -20,6 +20,7 @@ import (
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/internal/props"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/tiering"
 	"github.com/strata-io/strata/tiering/objstore"
 )
@@ -1165,7 +1166,7 @@ func (c *Config) parseAdminSecurity(props map[string]string, get func(string) st
 		if c.AdminToken != "" {
 			return fmt.Errorf("%w: admin.auth.token.file: set admin.auth.token or admin.auth.token.file, not both", ErrInvalidConfig)
 		}
-		b, err := os.ReadFile(f)
+		b, err := vfs.ReadFile(vfs.Default, f, maxProvidedFile)
 		if err != nil {
 			return fmt.Errorf("%w: admin.auth.token.file: %v", ErrInvalidConfig, err)
 		}

@@ -157,8 +157,8 @@ func TestCommandConfigSASLAgainstASASLListener(t *testing.T) {
 		"controller.quorum.voters": "1@127.0.0.1:0",
 		"sasl.enabled.mechanisms":  "PLAIN,SCRAM-SHA-256",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_ops="ops-secret";`,
-		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-		"super.users":           "User:ops;User:ANONYMOUS",
+		"authorizer.class.name":                               "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":                                         "User:ops;User:ANONYMOUS",
 	})
 	saslAddr := n.Addrs()["SASL_PLAINTEXT"]
 	dir := t.TempDir()
