@@ -7,6 +7,7 @@ package dashboards
 
 import (
 	"context"
+	cryptorand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/strata-io/strata/broker"
 	"github.com/strata-io/strata/internal/testutil"
@@ -88,6 +90,7 @@ func TestDashboardsAndAlertsAgainstPrometheus(t *testing.T) {
 	n := startTieredNode(t)
 	prom := startPrometheus(t, bin, n.AdminAddr(), scrapeInterval)
 	runLoad(ctx, t, n)
+	runSecurityLoad(ctx, t, n)
 	loaded := time.Now()
 
 	// Wait until the uploader has caught up with the load (a healthy node:
@@ -241,16 +244,18 @@ func startTieredNode(t *testing.T) *broker.Node {
 	t.Helper()
 	dir := t.TempDir()
 	props := map[string]string{
-		"listeners":                             "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-		"controller.quorum.voters":              "1@127.0.0.1:0",
-		"log.dirs":                              dir + "/data",
-		"admin.listener":                        "127.0.0.1:0",
-		"controller.quorum.election.timeout.ms": "300",
-		"group.initial.rebalance.delay.ms":      "0",
-		"offsets.topic.num.partitions":          "3",
-		"remote.log.storage.system.enable":      "true",
-		"remote.storage.backend":                "fs",
-		"remote.storage.fs.path":                dir + "/objects",
+		"listeners":               "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"sasl.enabled.mechanisms": "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_dash="dash-secret";`,
+		"controller.quorum.voters":                            "1@127.0.0.1:0",
+		"log.dirs":                                            dir + "/data",
+		"admin.listener":                                      "127.0.0.1:0",
+		"controller.quorum.election.timeout.ms":               "300",
+		"group.initial.rebalance.delay.ms":                    "0",
+		"offsets.topic.num.partitions":                        "3",
+		"remote.log.storage.system.enable":                    "true",
+		"remote.storage.backend":                              "fs",
+		"remote.storage.fs.path":                              dir + "/objects",
 	}
 	cfg, err := broker.ParseConfig(broker.MergeProperties(props, nil, nil))
 	if err != nil {
@@ -448,4 +453,53 @@ func truncate(rs []json.RawMessage) string {
 		b.WriteByte(' ')
 	}
 	return b.String()
+}
+
+// runSecurityLoad gives the security panels series: one SASL PLAIN login
+// that succeeds and one that fails, and a produce over a client-id quota
+// of 1 KiB/s, which the broker answers throttled.
+func runSecurityLoad(ctx context.Context, t *testing.T, n *broker.Node) {
+	t.Helper()
+	saslAddr := n.Addrs()["SASL_PLAINTEXT"]
+	for _, pass := range []string{"dash-secret", "wrong"} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(saslAddr), kgo.RequestRetries(0),
+			kgo.SASL(plain.Auth{User: "dash", Pass: pass}.AsMechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+		err = cl.Ping(pctx)
+		pcancel()
+		cl.Close()
+		if (err == nil) != (pass == "dash-secret") {
+			t.Fatalf("SASL PLAIN with password %q: %v", pass, err)
+		}
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()), kgo.ClientID("dash-throttled"), kgo.DefaultProduceTopic(tieredTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	name := "dash-throttled"
+	alts := []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1024}},
+	}}
+	res, err := kadm.NewClient(cl).AlterClientQuotas(ctx, alts)
+	if err != nil {
+		t.Fatalf("alter client quotas: %v", err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("alter client quotas: %v (%s)", r.Err, r.ErrMessage)
+		}
+	}
+	// Incompressible: the quota counts request bytes, and a client
+	// compresses its batches.
+	big := make([]byte, 12<<10) // under the tiered topic's 16 KiB segments
+	cryptorand.Read(big)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: big}).FirstErr(); err != nil {
+		t.Fatalf("produce over the quota: %v", err)
+	}
 }
