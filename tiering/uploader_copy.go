@@ -143,7 +143,10 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	rs := RemoteSegment{Partition: lp.Partition, SegmentID: id, BaseOffset: base, EndOffset: end}
 	var putBytes int64
 	for _, f := range files {
-		var body io.ReadSeeker
+		var body interface {
+			io.ReadSeeker
+			io.ReaderAt
+		}
 		switch {
 		case f.data != nil:
 			body = bytes.NewReader(f.data)
@@ -470,11 +473,32 @@ const throttleChunk = 64 << 10
 // throttledReader paces reads of an upload body through the uploader's
 // token bucket (budget.go's, as remote reads use: one second of burst,
 // then remote.log.manager.copy.max.bytes.per.second); it stays seekable so
-// a retried Put can rewind it.
+// a retried Put can rewind it, and a ReaderAt so the S3 store reads its
+// multipart parts in place (a plain reader costs it one part buffer per
+// concurrent part: a GiB with 256 MiB parts).
 type throttledReader struct {
 	ctx context.Context
-	r   io.ReadSeeker
-	b   *tokenBucket
+	r   interface {
+		io.ReadSeeker
+		io.ReaderAt
+	}
+	b *tokenBucket
+}
+
+func (t *throttledReader) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		q := p[n:min(len(p), n+throttleChunk)]
+		if err := t.b.wait(t.ctx, int64(len(q))); err != nil {
+			return n, err
+		}
+		m, err := t.r.ReadAt(q, off+int64(n))
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func (t *throttledReader) Read(p []byte) (int, error) {
