@@ -510,10 +510,25 @@ func TestTieredFollowerRebuildsFromTheTier(t *testing.T) {
 	c.waitRemoteEnd(topic, 0, uploaded-1)
 	// Every segment went up with the producer state at its end, including
 	// those rolled before the first upload finished.
-	for k, size := range fsBucket(objects)(t, "") {
-		if strings.HasSuffix(k, "."+tiering.ExtSnapshot) && size == 0 {
-			t.Errorf("%s is empty: the idempotent producer's state is missing", k)
+	bucket, err := objstore.NewFSStore(objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed := 0
+	for k := range fsBucket(objects)(t, "") {
+		info, err := tiering.ParseSegmentKey(k)
+		if err != nil || info.Ext != tiering.ExtMeta {
+			continue
 		}
+		packed++
+		rs := tiering.RemoteSegment{Partition: tiering.Partition{Topic: info.Topic, TopicID: info.TopicID, Index: info.Partition},
+			SegmentID: info.SegmentID, BaseOffset: info.BaseOffset}
+		if snap, err := tiering.ReadSegmentFile(testCtx(t), bucket, info.Prefix, rs, tiering.ExtSnapshot); err != nil || len(snap) == 0 {
+			t.Errorf("%s: snapshot %d bytes, %v: the idempotent producer's state is missing", k, len(snap), err)
+		}
+	}
+	if packed == 0 {
+		t.Errorf("no packed segment in the bucket")
 	}
 	lp := c.node(2).partition(topic, 0)
 	testutil.Eventually(t, testWait, func() bool { return lp.log.LocalLogStartOffset() > 0 }, "the leader's local retention")

@@ -70,18 +70,22 @@ func oneGiBSegments(t *testing.T, n int) ([]objstore.Call, float64) {
 // The archive's write requests per 1 GiB segment: with 16 MiB parts and a
 // 32 MiB threshold (the defaults before issue 20) the .log alone took 66
 // requests; with the defaults now (256 MiB parts from 512 MiB) it takes
-// create + 4 parts + complete. The whole segment costs at most 10.
+// create + 4 parts + complete, and its other files are one packed .meta
+// object, not five: the whole segment costs at most 10.
 func TestArchiveWriteRequestsPerGiB(t *testing.T) {
 	const segs = 3
 	calls, scale := oneGiBSegments(t, segs)
 	before := costOf(calls, scale, 32<<20, 16<<20)
 	now := costOf(calls, scale, 0, 0)
-	t.Logf("per 1 GiB segment: 16 MiB parts: %d writes (.log %d); defaults: %d writes (.log %d); lists %d over %d segments",
+	t.Logf("per 1 GiB segment: 16 MiB parts (packed): %d writes (.log %d); defaults: %d writes (.log %d); lists %d over %d segments",
 		before.writes/segs, before.logWrites/segs, now.writes/segs, now.logWrites/segs, now.lists, segs)
 	if before.logWrites != segs*66 {
 		t.Fatalf("with 16 MiB parts the .log writes = %d, want %d", before.logWrites, segs*66)
 	}
 	if now.logWrites != segs*6 {
 		t.Fatalf(".log writes with the defaults = %d, want %d", now.logWrites, segs*6)
+	}
+	if now.writes > segs*10 {
+		t.Fatalf("write requests = %d for %d segments: over 10 per GiB", now.writes, segs)
 	}
 }

@@ -73,7 +73,12 @@
 //
 // # Keys and manifest
 //
-// A segment's six objects are its .log, .index and .timeindex exactly as
+// A segment archived since issue 20 is two objects: its .log exactly as
+// on local disk and its .meta (pack.go), one object holding what were,
+// before, five separate objects, which readers still read for segments
+// archived then (ReadSegmentFile falls back to them):
+//
+// A segment's six objects were its .log, .index and .timeindex exactly as
 // on local disk, the producer snapshot at its end (.snapshot, empty when
 // there is none), its leader-epoch entries (.epochs, Kafka's
 // leader-epoch-checkpoint text restricted to the segment: see

@@ -45,13 +45,22 @@ import (
 //	  "updatedAt": 1764417600123          unix ms
 //	}
 //
-// Format migration: version 1 is the only version. A reader refuses any
-// other (ErrCorruptManifest) and any field it does not know, so a new
-// field means a new version, and readers of version N learn N+1 before
-// writers start writing it.
+// Format migration: a reader refuses a version it does not know
+// (ErrCorruptManifest) and any field it does not know, so a new field
+// means a new version, and readers of version N learn N+1 before writers
+// start writing it.
+//
+//   - version 1: segments of six objects (SegmentExts).
+//   - version 2 (issue 20): files may record "meta", the size of the
+//     segment's packed metadata object (pack.go); such a segment has
+//     only its .log and .meta. Version 1 manifests are still read, and
+//     rewritten as version 2 at their next change.
 
-// ManifestVersion is the manifest format this code reads and writes.
-const ManifestVersion = 1
+// ManifestVersion is the manifest format this code writes.
+const ManifestVersion = 2
+
+// minManifestVersion is the oldest manifest format this code reads.
+const minManifestVersion = 1
 
 // maxManifestBytes bounds what Load reads: a larger object is refused as
 // corrupt rather than read into memory (about 2 million segments' worth).
@@ -123,6 +132,10 @@ type FileSizes struct {
 	Snapshot  int64 `json:"snapshot"`
 	Epochs    int64 `json:"epochs"`
 	TxnIndex  int64 `json:"txnindex,omitempty"` // 0 also for a segment uploaded without one
+	// Meta is the size of the packed .meta object (version 2); 0 for a
+	// segment of separate objects. The sizes above are then those of its
+	// sections.
+	Meta int64 `json:"meta,omitempty"`
 }
 
 // Size returns the size of the object with extension ext, and false for
@@ -141,6 +154,8 @@ func (f FileSizes) Size(ext string) (int64, bool) {
 		return f.Epochs, true
 	case ExtTxnIndex:
 		return f.TxnIndex, true
+	case ExtMeta:
+		return f.Meta, true
 	}
 	return 0, false
 }
@@ -186,7 +201,7 @@ func (m *Manifest) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidManifest}, args...)...)
 	}
-	if m.Version != ManifestVersion {
+	if m.Version < minManifestVersion || m.Version > ManifestVersion {
 		return bad("version %d", m.Version)
 	}
 	if !validTopicName(m.Topic) {
@@ -231,8 +246,11 @@ func (m *Manifest) Validate() error {
 			return bad("segment %s: state %q", s.SegmentID, s.State)
 		}
 		f := s.Files
-		if s.SizeBytes < 0 || f.Log < 0 || f.Index < 0 || f.TimeIndex < 0 || f.Snapshot < 0 || f.Epochs < 0 || f.TxnIndex < 0 {
+		if s.SizeBytes < 0 || f.Log < 0 || f.Index < 0 || f.TimeIndex < 0 || f.Snapshot < 0 || f.Epochs < 0 || f.TxnIndex < 0 || f.Meta < 0 {
 			return bad("segment %s: negative size", s.SegmentID)
+		}
+		if f.Meta > 0 && m.Version < 2 {
+			return bad("segment %s: a packed .meta in a version %d manifest", s.SegmentID, m.Version)
 		}
 		if s.SizeBytes != f.Log {
 			return bad("segment %s: sizeBytes %d but log file %d", s.SegmentID, s.SizeBytes, f.Log)
@@ -322,7 +340,7 @@ func (m *Manifest) Encode() ([]byte, error) {
 
 // DecodeManifest parses and validates a manifest. It refuses, with an
 // error wrapping [ErrCorruptManifest], anything but a single JSON object
-// of version [ManifestVersion] with only known fields that passes
+// of a version from 1 to [ManifestVersion] with only known fields that passes
 // [Manifest.Validate]. Empty lists decode as nil.
 func DecodeManifest(data []byte) (Manifest, error) {
 	var probe struct {
@@ -334,7 +352,7 @@ func DecodeManifest(data []byte) (Manifest, error) {
 	if probe.Version == nil {
 		return Manifest{}, fmt.Errorf("%w: no version", ErrCorruptManifest)
 	}
-	if *probe.Version != ManifestVersion {
+	if *probe.Version < minManifestVersion || *probe.Version > ManifestVersion {
 		return Manifest{}, fmt.Errorf("%w: unsupported version %d", ErrCorruptManifest, *probe.Version)
 	}
 	var m Manifest
@@ -508,6 +526,7 @@ func (s *ManifestStore) Update(ctx context.Context, key string, fn func(*Manifes
 			return m, nil
 		}
 		m.UpdatedAt = s.now().UnixMilli()
+		m.Version = ManifestVersion // an older manifest is upgraded at its first change
 		if err := m.Validate(); err != nil {
 			return Manifest{}, fmt.Errorf("tiering: update manifest %s: %w", key, err)
 		}

@@ -443,3 +443,19 @@ func spans(segs []metadata.RemoteSegmentInfo) []string {
 	}
 	return out
 }
+
+// getSegmentFile returns one file of an uploaded segment: its .log
+// object, or a section of its packed .meta (ReadSegmentFile).
+func getSegmentFile(t testing.TB, store objstore.ObjectStore, rs RemoteSegment, ext string) []byte {
+	t.Helper()
+	if ext == ExtLog {
+		return getObject(t, store, rs.Key("strata", ext))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := ReadSegmentFile(ctx, store, "strata", rs, ext)
+	if err != nil {
+		t.Fatalf("segment %d .%s: %v", rs.BaseOffset, ext, err)
+	}
+	return b
+}
