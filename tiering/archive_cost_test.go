@@ -44,7 +44,7 @@ func costOf(calls []objstore.Call, scale float64, threshold, partSize int64) arc
 }
 
 func isManifestObject(key string) bool {
-	return strings.HasSuffix(key, "/"+ManifestName)
+	return strings.HasSuffix(key, "/"+ManifestName) || strings.Contains(key, "/"+manifestChunkDir+"/")
 }
 
 // oneGiBSegments uploads n equal sealed segments through an uploader over
@@ -87,5 +87,71 @@ func TestArchiveWriteRequestsPerGiB(t *testing.T) {
 	}
 	if now.writes > segs*10 {
 		t.Fatalf("write requests = %d for %d segments: over 10 per GiB", now.writes, segs)
+	}
+}
+
+// The manifest change that archives a partition's 10,000th segment costs
+// what the first did: one small PUT (version 1 rewrote the whole
+// manifest, megabytes by then); compaction adds one base PUT and a DELETE
+// per chunk every CompactAfter changes.
+func TestManifestChangeCostIndependentOfHistory(t *testing.T) {
+	ctx := testCtx(t)
+	mem := objstore.NewMemStore()
+	ms := NewManifestStore(mem)
+	key := ManifestKey("strata", "orders.v2_eu-west", testTopicID, 3)
+	writes := func() (int, int64) {
+		n, b := 0, int64(0)
+		for _, c := range mem.Calls() {
+			if c.Op == objstore.OpPut || c.Op == objstore.OpDelete {
+				n++
+				b += c.Bytes
+			}
+		}
+		mem.ResetCalls()
+		return n, b
+	}
+	if _, err := ms.Update(ctx, key, addSegment(testSegment(0, 99))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms.Update(ctx, key, addSegment(testSegment(100, 199))); err != nil {
+		t.Fatal(err)
+	}
+	mem.ResetCalls()
+	if _, err := ms.Update(ctx, key, addSegment(testSegment(200, 299))); err != nil {
+		t.Fatal(err)
+	}
+	firstN, firstB := writes()
+	// Segments 4 to 9,999 in one change, then the 10,000th on its own.
+	if _, err := ms.Update(ctx, key, func(m *Manifest) error {
+		for i := int64(3); i < 9_999; i++ {
+			if m.Find(segUUID(100*i)) < 0 {
+				m.Segments = append(m.Segments, testSegment(100*i, 100*i+99))
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mem.ResetCalls()
+	m, err := ms.Update(ctx, key, addSegment(testSegment(999_900, 999_999)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastN, lastB := writes()
+	whole, _ := m.Encode()
+	t.Logf("manifest change for segment 3: %d writes, %d bytes; for segment 10,000: %d writes, %d bytes (a whole version 1 rewrite: %d bytes)",
+		firstN, firstB, lastN, lastB, len(whole))
+	if len(m.Segments) != 10_000 || lastN != firstN || lastN != 1 || lastB > 2*firstB {
+		t.Fatalf("segment 10,000: %d writes, %d bytes; segment 3: %d writes, %d bytes", lastN, lastB, firstN, firstB)
+	}
+	if ok, err := ms.Compact(ctx, key); !ok || err != nil {
+		t.Fatalf("Compact = %v, %v", ok, err)
+	}
+	cN, cB := writes()
+	t.Logf("compacting %d chunks: %d writes (base PUT and DELETEs), %d bytes; every %d changes: %.2f writes per segment",
+		cN-1, cN, cB, DefaultManifestCompactAfter, float64(1+DefaultManifestCompactAfter)/DefaultManifestCompactAfter)
+	got, _, err := NewManifestStore(mem).Load(ctx, key)
+	if err != nil || len(got.Segments) != 10_000 {
+		t.Fatalf("reloaded: %d segments, %v", len(got.Segments), err)
 	}
 }

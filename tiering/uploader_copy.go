@@ -239,6 +239,7 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	}
 	// Only now may local retention delete the segment (invariant 3).
 	lp.Log.SetRemoteUploadedOffset(end + 1)
+	u.compactManifest(ctx, key)
 	u.metrics.uploadedBytes.Add(float64(putBytes))
 	u.metrics.uploadedSegments.Inc()
 	u.metrics.copySeconds.Observe(time.Since(begin).Seconds())
@@ -261,6 +262,19 @@ func readLocalFile(f localFile) ([]byte, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return nil, err
+}
+
+// compactManifest folds the manifest's chunks into its base once
+// CompactAfter of them piled up (manifest_chunks.go), after the change
+// that made it due is committed: never on the way of a copy. Best effort:
+// a failure leaves chunks, which readers apply, for the next time.
+func (u *Uploader) compactManifest(ctx context.Context, key string) {
+	if !u.ms.CompactionDue(key) {
+		return
+	}
+	if _, err := u.ms.Compact(ctx, key); err != nil && ctx.Err() == nil {
+		u.log.Warn("manifest compaction", "manifest", key, "err", err)
+	}
 }
 
 // stillCopying returns errSuperseded unless segment id of lp is

@@ -92,6 +92,9 @@ func (u *Uploader) dropFromManifest(ctx context.Context, p Partition, segs []met
 		}
 		return err
 	})
+	if err == nil {
+		u.compactManifest(ctx, key)
+	}
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -458,4 +459,24 @@ func getSegmentFile(t testing.TB, store objstore.ObjectStore, rs RemoteSegment, 
 		t.Fatalf("segment %d .%s: %v", rs.BaseOffset, ext, err)
 	}
 	return b
+}
+
+// withoutChunks drops manifest chunk keys (manifest.d/...) from keys:
+// how many a manifest has depends on when it was last compacted.
+func withoutChunks(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if !strings.Contains(k, "/"+manifestChunkDir+"/") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func objectKeys(objs []objstore.ObjectInfo) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.Key
+	}
+	return out
 }
