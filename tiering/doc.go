@@ -90,7 +90,9 @@
 // uploader a copy bound of min(HW, LSO): nothing at or past an open
 // transaction is ever uploaded. The partition's manifest.json lists its
 // segments, so a partition can be rebuilt from the bucket alone
-// (restore.go).
+// (restore.go). Since version 2 a change is a small chunk object
+// (manifest.d/<seq>.json) beside manifest.json, folded into it every 64
+// (manifest_chunks.go), so a change costs the same whatever the history.
 //
 //	key := tiering.SegmentKey(prefix, "orders", topicID, 3, 123456, segID, tiering.ExtLog)
 //	// prefix/orders-<topicID>/3/00000000000000123456-<segID>.log

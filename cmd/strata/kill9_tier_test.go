@@ -105,7 +105,7 @@ func tierTotals(t *testing.T, admin, topic string) (segs, lag int) {
 func countObjects(t *testing.T, root, topic string) int {
 	n := 0
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.Contains(filepath.ToSlash(path), "/"+topic+"-") && !strings.HasSuffix(path, "manifest.json") && !strings.Contains(d.Name(), ".tmp") {
+		if err == nil && !d.IsDir() && strings.Contains(filepath.ToSlash(path), "/"+topic+"-") && !strings.HasSuffix(path, "manifest.json") && !strings.Contains(filepath.ToSlash(path), "/manifest.d/") && !strings.Contains(d.Name(), ".tmp") {
 			n++
 		}
 		return nil
