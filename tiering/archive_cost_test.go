@@ -1,9 +1,13 @@
 package tiering
 
 import (
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/strata-io/strata/internal/miniotest"
+	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/tiering/objstore"
 )
 
@@ -153,5 +157,64 @@ func TestManifestChangeCostIndependentOfHistory(t *testing.T) {
 	got, _, err := NewManifestStore(mem).Load(ctx, key)
 	if err != nil || len(got.Segments) != 10_000 {
 		t.Fatalf("reloaded: %d segments, %v", len(got.Segments), err)
+	}
+}
+
+// s3WriteCounter counts the write requests (anything but GET and HEAD)
+// that reach the S3 server.
+type s3WriteCounter struct {
+	rt     http.RoundTripper
+	writes atomic.Int64
+}
+
+func (c *s3WriteCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		c.writes.Add(1)
+	}
+	return c.rt.RoundTrip(r)
+}
+
+// On a real S3 server (MinIO) archiving a segment costs what the model
+// says: its .log's multipart requests, one .meta PUT, one manifest PUT
+// (the base for the first segment, a chunk after).
+func TestArchiveWriteRequestsOnMinIO(t *testing.T) {
+	srv := miniotest.Start(t)
+	t.Setenv("AWS_CA_BUNDLE", "") // a plain *http.Client: no CA bundle to add; MinIO is plain HTTP here
+	wc := &s3WriteCounter{rt: http.DefaultTransport}
+	const part, threshold = 5 << 20, 10 << 20
+	s3, err := objstore.NewS3Store(testCtx(t), objstore.S3Options{
+		Endpoint: srv.Endpoint, Bucket: srv.Bucket, PathStyle: true, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
+		MultipartThreshold: threshold, PartSize: part, HTTPClient: &http.Client{Transport: wc},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, meta, tp := ordersPart(t)
+	ts := int64(testTs)
+	for range 2 {
+		for range 15 { // 15 batches of 900 kB: a 13.5 MB .log, 3 parts
+			if _, err := tp.Log.Append(testBatch(10, 90_000, ts), storage.AppendOptions{LeaderEpoch: tp.epoch.Load(), AssignOffsets: true}); err != nil {
+				t.Fatal(err)
+			}
+			ts += 10
+		}
+		if err := tp.Log.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := newTestUploader(t, s3, meta, nil)
+	u.Lead(tp.LeaderPartition)
+	waitFor(t, u, "two segments uploaded", func() bool { return len(meta.finished(p.TopicID, 0)) == 2 })
+	settle(t, u)
+	want := 0
+	for _, s := range tp.Log.Segments()[:2] {
+		want += objstore.S3PutRequests(s.Size, threshold, part) + 2
+	}
+	if got := int(wc.writes.Load()); got != want || want != 14 {
+		t.Fatalf("%d write requests on the wire for 2 segments, want %d (14)", got, want)
+	}
+	_, mans, err := FindTopicManifests(testCtx(t), s3, "strata", p.Topic)
+	if err != nil || len(mans) != 1 || len(mans[0].Segments) != 2 {
+		t.Fatalf("restore from MinIO: %+v, %v", mans, err)
 	}
 }
