@@ -188,6 +188,8 @@ var Settings = []Setting{
 	{"remote.storage.s3.path.style", "false", "path-style addressing <endpoint>/<bucket>/<key>; MinIO and most S3-compatible stores need true"},
 	{"remote.storage.s3.access.key", "", "S3 access key (empty with secret.key empty: the AWS default credential chain)"},
 	{"remote.storage.s3.secret.key", "", "S3 secret key (empty with access.key empty: the AWS default credential chain)"},
+	{"remote.storage.s3.multipart.threshold.bytes", "536870912", "objects of this size or more go up to S3 in parts, smaller ones in one PUT (at most 5 GiB)"},
+	{"remote.storage.s3.multipart.part.size.bytes", "268435456", "size of one multipart part (5 MiB to 5 GiB): a 1 GiB segment is create + 4 parts + complete"},
 	{"remote.storage.request.timeout.ms", "30000", "deadline of one object-store request attempt (a Get's until its body is read); a timed-out attempt is retried"},
 	{"remote.storage.retry.max.attempts", "5", "attempts per object-store call, the first included, on transient errors"},
 	{"remote.storage.retry.backoff.ms", "100", "delay before the second attempt; doubles per attempt, with jitter"},
@@ -925,6 +927,9 @@ func ParseConfig(props map[string]string) (Config, error) {
 			PathStyle: boolean("remote.storage.s3.path.style"),
 			AccessKey: get("remote.storage.s3.access.key"),
 			SecretKey: get("remote.storage.s3.secret.key"),
+
+			MultipartThreshold: i64("remote.storage.s3.multipart.threshold.bytes", 1),
+			PartSize:           i64("remote.storage.s3.multipart.part.size.bytes", 5<<20),
 		},
 		RequestTimeout: ms("remote.storage.request.timeout.ms", 1),
 		Retry: objstore.RetryPolicy{
@@ -932,6 +937,11 @@ func ParseConfig(props map[string]string) (Config, error) {
 			BaseDelay:   ms("remote.storage.retry.backoff.ms", 1),
 			MaxDelay:    ms("remote.storage.retry.backoff.max.ms", 1),
 		},
+	}
+	for _, name := range []string{"remote.storage.s3.multipart.threshold.bytes", "remote.storage.s3.multipart.part.size.bytes"} {
+		if n, err := strconv.ParseInt(get(name), 10, 64); err == nil && n > objstore.MaxS3PutSize {
+			bad(name, get(name), "above S3's 5 GiB")
+		}
 	}
 	if c.RemoteStore.FSPath == "" {
 		c.RemoteStore.FSPath = filepath.Join(c.LogDir, "objects")

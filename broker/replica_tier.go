@@ -28,7 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -191,16 +190,12 @@ func (n *Node) rebuildFromTierAt(ctx context.Context, p *partition, leaderLogSta
 	return next, nil
 }
 
-// fetchSnapshot reads a remote segment's .snapshot object (empty: the
-// segment was uploaded without one). The store times and retries each
-// request; ctx bounds the whole.
+// fetchSnapshot reads a remote segment's producer snapshot, from its
+// packed .meta object or its own .snapshot object (empty: the segment
+// was uploaded without one). The store times and retries each request;
+// ctx bounds the whole.
 func (t *tier) fetchSnapshot(ctx context.Context, seg tiering.RemoteSegment) ([]byte, error) {
-	rc, err := t.n.remote.Get(ctx, seg.Key("", tiering.ExtSnapshot), 0, -1)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(rc)
+	return tiering.ReadSegmentFile(ctx, t.n.remote, "", seg, tiering.ExtSnapshot)
 }
 
 // rebuildEpochs is the leader-epoch history of a replica rebuilt from the

@@ -510,10 +510,14 @@ func TestTieredFollowerRebuildsFromTheTier(t *testing.T) {
 	c.waitRemoteEnd(topic, 0, uploaded-1)
 	// Every segment went up with the producer state at its end, including
 	// those rolled before the first upload finished.
-	for k, size := range fsBucket(objects)(t, "") {
-		if strings.HasSuffix(k, "."+tiering.ExtSnapshot) && size == 0 {
-			t.Errorf("%s is empty: the idempotent producer's state is missing", k)
+	snaps := tierSegmentFiles(t, objects, tiering.ExtSnapshot)
+	for k, snap := range snaps {
+		if len(snap) == 0 {
+			t.Errorf("%s: empty snapshot: the idempotent producer's state is missing", k)
 		}
+	}
+	if len(snaps) == 0 {
+		t.Errorf("no packed segment in the bucket")
 	}
 	lp := c.node(2).partition(topic, 0)
 	testutil.Eventually(t, testWait, func() bool { return lp.log.LocalLogStartOffset() > 0 }, "the leader's local retention")
@@ -814,4 +818,29 @@ func TestTieredLeaderOnALostDiskRestartsAfterTheTier(t *testing.T) {
 	consumeTier(t, c.client(), topic, first)
 	produceTier(t, cl, topic, first, second)
 	consumeTier(t, c.client(), topic, second)
+}
+
+// tierSegmentFiles returns file ext (a section of the packed .meta) of
+// every segment in the fs bucket at root, by .meta key.
+func tierSegmentFiles(t *testing.T, root, ext string) map[string][]byte {
+	t.Helper()
+	bucket, err := objstore.NewFSStore(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for k := range fsBucket(root)(t, "") {
+		info, err := tiering.ParseSegmentKey(k)
+		if err != nil || info.Ext != tiering.ExtMeta {
+			continue
+		}
+		rs := tiering.RemoteSegment{Partition: tiering.Partition{Topic: info.Topic, TopicID: info.TopicID, Index: info.Partition},
+			SegmentID: info.SegmentID, BaseOffset: info.BaseOffset}
+		b, err := tiering.ReadSegmentFile(testCtx(t), bucket, info.Prefix, rs, ext)
+		if err != nil {
+			t.Fatalf("%s: .%s: %v", k, ext, err)
+		}
+		out[k] = b
+	}
+	return out
 }

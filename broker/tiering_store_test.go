@@ -48,6 +48,8 @@ func TestParseConfigRemoteStorageSettings(t *testing.T) {
 		"remote.storage.s3.path.style":      "true",
 		"remote.storage.s3.access.key":      "AK",
 		"remote.storage.retry.max.attempts": "3",
+
+		"remote.storage.s3.multipart.part.size.bytes": "134217728",
 	}, "STRATA_REMOTE_STORAGE_S3_BUCKET=from-env", "STRATA_REMOTE_STORAGE_S3_SECRET_KEY=SK")
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +58,9 @@ func TestParseConfigRemoteStorageSettings(t *testing.T) {
 	if c.RemoteStore.Backend != "s3" || s3.Bucket != "from-env" || s3.Endpoint != "http://127.0.0.1:9000" || s3.Region != "eu-west-1" ||
 		s3.Prefix != "prod" || !s3.PathStyle || s3.AccessKey != "AK" || s3.SecretKey != "SK" || c.RemoteStore.Retry.MaxAttempts != 3 {
 		t.Fatalf("s3 settings: %+v", c.RemoteStore)
+	}
+	if s3.PartSize != 128<<20 || s3.MultipartThreshold != objstore.DefaultS3MultipartThreshold {
+		t.Fatalf("multipart settings: part %d threshold %d", s3.PartSize, s3.MultipartThreshold)
 	}
 
 	for _, tc := range []struct {
@@ -69,6 +74,8 @@ func TestParseConfigRemoteStorageSettings(t *testing.T) {
 		{map[string]string{"remote.storage.request.timeout.ms": "0"}, "remote.storage.request.timeout.ms"},
 		{map[string]string{"remote.storage.retry.max.attempts": "0"}, "remote.storage.retry.max.attempts"},
 		{map[string]string{"remote.storage.retry.backoff.ms": "6000"}, "backoff.max.ms"},
+		{map[string]string{"remote.storage.s3.multipart.part.size.bytes": "1048576"}, "remote.storage.s3.multipart.part.size.bytes"},
+		{map[string]string{"remote.storage.s3.multipart.threshold.bytes": "6442450944"}, "5 GiB"},
 	} {
 		if _, err := parse(tc.props); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want ErrInvalidConfig mentioning %q", tc.props, err, tc.want)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage/producer"
+	"github.com/strata-io/strata/tiering"
 )
 
 // TestTxnTieringStopsAtLSOAndServesRemoteAborted: with a transaction open
@@ -84,8 +84,8 @@ func TestTxnTieringStopsAtLSOAndServesRemoteAborted(t *testing.T) {
 		return nil
 	}, "the aborted transaction tiered")
 	txnIndexes := 0
-	for key, size := range fsBucket(filepath.Join(dir, "objects"))(t, "") {
-		if strings.HasSuffix(key, ".txnindex") && size > 0 {
+	for _, b := range tierSegmentFiles(t, filepath.Join(dir, "objects"), tiering.ExtTxnIndex) {
+		if len(b) > 0 {
 			txnIndexes++
 		}
 	}

@@ -150,7 +150,8 @@ type VerifyProblem struct {
 }
 
 // VerifyPartition checks that every COPY_FINISHED segment of segs (the
-// controller's records of partition p) has its objects (SegmentExts) under the
+// controller's records of partition p) has its objects (SegmentExts, or
+// PackedSegmentExts for a segment with a .meta) under the
 // bucket, with the .log object of the recorded SizeBytes and the other
 // objects of the sizes p's manifest records (when it lists the segment).
 // One List of the partition's prefix and one manifest Get; it returns the
@@ -182,7 +183,11 @@ func VerifyPartition(ctx context.Context, store objstore.ObjectStore, prefix str
 		if i := man.Find(s.SegmentID); i >= 0 {
 			files = &man.Segments[i].Files
 		}
-		for _, ext := range SegmentExts {
+		exts := SegmentExts
+		if _, packed := sizes[rs.Key(prefix, ExtMeta)]; packed || (files != nil && files.Meta > 0) {
+			exts = PackedSegmentExts
+		}
+		for _, ext := range exts {
 			key := rs.Key(prefix, ext)
 			got, ok := sizes[key]
 			want := int64(-1)

@@ -73,7 +73,12 @@
 //
 // # Keys and manifest
 //
-// A segment's six objects are its .log, .index and .timeindex exactly as
+// A segment archived since issue 20 is two objects: its .log exactly as
+// on local disk and its .meta (pack.go), one object holding what were,
+// before, five separate objects, which readers still read for segments
+// archived then (ReadSegmentFile falls back to them):
+//
+// A segment's six objects were its .log, .index and .timeindex exactly as
 // on local disk, the producer snapshot at its end (.snapshot, empty when
 // there is none), its leader-epoch entries (.epochs, Kafka's
 // leader-epoch-checkpoint text restricted to the segment: see
@@ -85,7 +90,9 @@
 // uploader a copy bound of min(HW, LSO): nothing at or past an open
 // transaction is ever uploaded. The partition's manifest.json lists its
 // segments, so a partition can be rebuilt from the bucket alone
-// (restore.go).
+// (restore.go). Since version 2 a change is a small chunk object
+// (manifest.d/<seq>.json) beside manifest.json, folded into it every 64
+// (manifest_chunks.go), so a change costs the same whatever the history.
 //
 //	key := tiering.SegmentKey(prefix, "orders", topicID, 3, 123456, segID, tiering.ExtLog)
 //	// prefix/orders-<topicID>/3/00000000000000123456-<segID>.log

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,13 +46,22 @@ import (
 //	  "updatedAt": 1764417600123          unix ms
 //	}
 //
-// Format migration: version 1 is the only version. A reader refuses any
-// other (ErrCorruptManifest) and any field it does not know, so a new
-// field means a new version, and readers of version N learn N+1 before
-// writers start writing it.
+// Format migration: a reader refuses a version it does not know
+// (ErrCorruptManifest) and any field it does not know, so a new field
+// means a new version, and readers of version N learn N+1 before writers
+// start writing it.
+//
+//   - version 1: segments of six objects (SegmentExts).
+//   - version 2 (issue 20): files may record "meta", the size of the
+//     segment's packed metadata object (pack.go); such a segment has
+//     only its .log and .meta. Version 1 manifests are still read, and
+//     rewritten as version 2 at their next change.
 
-// ManifestVersion is the manifest format this code reads and writes.
-const ManifestVersion = 1
+// ManifestVersion is the manifest format this code writes.
+const ManifestVersion = 2
+
+// minManifestVersion is the oldest manifest format this code reads.
+const minManifestVersion = 1
 
 // maxManifestBytes bounds what Load reads: a larger object is refused as
 // corrupt rather than read into memory (about 2 million segments' worth).
@@ -123,6 +133,10 @@ type FileSizes struct {
 	Snapshot  int64 `json:"snapshot"`
 	Epochs    int64 `json:"epochs"`
 	TxnIndex  int64 `json:"txnindex,omitempty"` // 0 also for a segment uploaded without one
+	// Meta is the size of the packed .meta object (version 2); 0 for a
+	// segment of separate objects. The sizes above are then those of its
+	// sections.
+	Meta int64 `json:"meta,omitempty"`
 }
 
 // Size returns the size of the object with extension ext, and false for
@@ -141,6 +155,8 @@ func (f FileSizes) Size(ext string) (int64, bool) {
 		return f.Epochs, true
 	case ExtTxnIndex:
 		return f.TxnIndex, true
+	case ExtMeta:
+		return f.Meta, true
 	}
 	return 0, false
 }
@@ -169,6 +185,10 @@ type Manifest struct {
 	// Configs are the topic's own configs (Kafka names) at the last
 	// write: `strata tier restore` recreates the topic with them.
 	Configs map[string]string `json:"configs,omitempty"`
+	// ChunkSeq (version 2) is the last manifest chunk folded into this
+	// base (manifest_chunks.go); in a manifest Load returns, the last
+	// chunk applied. 0: none.
+	ChunkSeq int64 `json:"chunkSeq,omitempty"`
 }
 
 // Validate checks the manifest's invariants: a known version, a legal
@@ -186,7 +206,7 @@ func (m *Manifest) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidManifest}, args...)...)
 	}
-	if m.Version != ManifestVersion {
+	if m.Version < minManifestVersion || m.Version > ManifestVersion {
 		return bad("version %d", m.Version)
 	}
 	if !validTopicName(m.Topic) {
@@ -200,6 +220,9 @@ func (m *Manifest) Validate() error {
 	}
 	if m.LogStartOffset < 0 {
 		return bad("log start offset %d", m.LogStartOffset)
+	}
+	if m.ChunkSeq < 0 || (m.ChunkSeq > 0 && m.Version < 2) {
+		return bad("chunk seq %d in a version %d manifest", m.ChunkSeq, m.Version)
 	}
 	for k := range m.Configs {
 		if k == "" {
@@ -231,8 +254,11 @@ func (m *Manifest) Validate() error {
 			return bad("segment %s: state %q", s.SegmentID, s.State)
 		}
 		f := s.Files
-		if s.SizeBytes < 0 || f.Log < 0 || f.Index < 0 || f.TimeIndex < 0 || f.Snapshot < 0 || f.Epochs < 0 || f.TxnIndex < 0 {
+		if s.SizeBytes < 0 || f.Log < 0 || f.Index < 0 || f.TimeIndex < 0 || f.Snapshot < 0 || f.Epochs < 0 || f.TxnIndex < 0 || f.Meta < 0 {
 			return bad("segment %s: negative size", s.SegmentID)
+		}
+		if f.Meta > 0 && m.Version < 2 {
+			return bad("segment %s: a packed .meta in a version %d manifest", s.SegmentID, m.Version)
 		}
 		if s.SizeBytes != f.Log {
 			return bad("segment %s: sizeBytes %d but log file %d", s.SegmentID, s.SizeBytes, f.Log)
@@ -322,7 +348,7 @@ func (m *Manifest) Encode() ([]byte, error) {
 
 // DecodeManifest parses and validates a manifest. It refuses, with an
 // error wrapping [ErrCorruptManifest], anything but a single JSON object
-// of version [ManifestVersion] with only known fields that passes
+// of a version from 1 to [ManifestVersion] with only known fields that passes
 // [Manifest.Validate]. Empty lists decode as nil.
 func DecodeManifest(data []byte) (Manifest, error) {
 	var probe struct {
@@ -334,7 +360,7 @@ func DecodeManifest(data []byte) (Manifest, error) {
 	if probe.Version == nil {
 		return Manifest{}, fmt.Errorf("%w: no version", ErrCorruptManifest)
 	}
-	if *probe.Version != ManifestVersion {
+	if *probe.Version < minManifestVersion || *probe.Version > ManifestVersion {
 		return Manifest{}, fmt.Errorf("%w: unsupported version %d", ErrCorruptManifest, *probe.Version)
 	}
 	var m Manifest
@@ -366,9 +392,18 @@ func DecodeManifest(data []byte) (Manifest, error) {
 // ManifestStore reads and writes partition manifests in an object store
 // with optimistic concurrency: every write is conditional on the ETag it
 // read (or on absence), and a lost race re-reads and re-applies. Safe for
-// concurrent use; it holds no state but its options.
+// concurrent use. Since version 2 a change is a chunk (manifest_chunks.go);
+// the store remembers the last state it read or wrote of each manifest,
+// so a change costs no read of the history.
 type ManifestStore struct {
 	store objstore.ObjectStore
+
+	mu    sync.Mutex
+	cache map[string]manifestState // guarded by mu: the last state read or written per key
+
+	// CompactAfter is how many chunks past the base make CompactionDue
+	// true; 0 means DefaultManifestCompactAfter.
+	CompactAfter int
 
 	// MaxAttempts bounds Update's read-modify-write rounds; 0 means 10.
 	MaxAttempts int
@@ -385,7 +420,8 @@ func NewManifestStore(store objstore.ObjectStore) *ManifestStore {
 	return &ManifestStore{store: store}
 }
 
-// Load reads the manifest at key and the ETag of the object it came from.
+// Load reads the manifest at key (its base, then its chunks applied in
+// order) and the ETag of the base object.
 // A missing manifest is an error wrapping objstore.ErrNotFound; one that
 // does not decode wraps [ErrCorruptManifest].
 //
@@ -395,6 +431,18 @@ func NewManifestStore(store objstore.ObjectStore) *ManifestStore {
 // single-part upload, which manifests are), the body is also checked
 // against it and re-read on a mismatch.
 func (s *ManifestStore) Load(ctx context.Context, key string) (Manifest, string, error) {
+	st, err := s.loadState(ctx, key)
+	if err != nil {
+		s.forget(key)
+		return Manifest{}, "", err
+	}
+	s.remember(key, st)
+	return st.m, st.etag, nil
+}
+
+// loadBase reads the base object at key (manifest.json) alone: Load
+// before chunks.
+func (s *ManifestStore) loadBase(ctx context.Context, key string) (Manifest, string, error) {
 	const reads = 3
 	for range reads {
 		info, err := s.store.Head(ctx, key)
@@ -450,19 +498,24 @@ func isMD5(etag string) bool {
 	return err == nil
 }
 
-// Update applies fn to the manifest at key and writes the result back
-// conditionally, returning what it wrote (or found, if fn changed
+// Update applies fn to the manifest at key and writes the change back
+// conditionally, returning the result (or what it found, if fn changed
 // nothing). fn gets the current manifest, or a zero one of version
 // [ManifestVersion] when none exists (fn then fills in topic, id and
 // partition). fn may run several times (once per round) and must be
 // idempotent: applied to a manifest that already has its change, it
 // changes nothing. An error from fn ends Update with that error.
 //
-// Each round: Load (ETag E, or absent) → fn → if the canonical encoding
-// is unchanged, return without writing → stamp UpdatedAt, Validate → Put
-// IfMatch E (CreateOnly if absent). A failed precondition starts another
-// round after a jittered backoff; after MaxAttempts rounds the error
-// wraps [ErrManifestContention]. Any other error is returned at once.
+// Each round: the state (remembered from this store's last read or write
+// of key, else Load; a fresh Load after a lost race) → fn → nothing
+// changed: return without writing → stamp UpdatedAt, Validate → write:
+// the base create-only when there is none; the whole base IfMatch when
+// it is version 1 (upgraded); otherwise the next chunk create-only, then
+// a HEAD of the base (a compaction in between makes the round start
+// again from a fresh Load, see manifest_chunks.go). A failed
+// precondition starts another round after a jittered backoff; after
+// MaxAttempts rounds the error wraps [ErrManifestContention]. Any other
+// error is returned at once.
 //
 // A lost PUT acknowledgement is safe: the retried Put (by a retrying
 // store, or the caller's next Update) fails its precondition, the next
@@ -477,61 +530,121 @@ func (s *ManifestStore) Update(ctx context.Context, key string, fn func(*Manifes
 		base = 5 * time.Millisecond
 	}
 	var lastErr error
+	fresh := false
 	for round := range attempts {
-		if round > 0 {
+		if round > 0 && !fresh {
 			if err := sleepJitter(ctx, base, round); err != nil {
 				return Manifest{}, fmt.Errorf("tiering: update manifest %s: %w (last: %w)", key, err, lastErr)
 			}
 		}
-		m, etag, err := s.Load(ctx, key)
-		exists := err == nil
-		switch {
-		case errors.Is(err, objstore.ErrNotFound):
-			m = Manifest{Version: ManifestVersion}
-		case err != nil:
-			return Manifest{}, err
-		}
-		var before []byte
-		if exists {
-			if before, err = m.Encode(); err != nil {
+		st, exists := manifestState{}, false
+		if c, ok := s.cached(key); ok && round == 0 {
+			st, exists = c, true
+		} else {
+			var err error
+			st, err = s.loadState(ctx, key)
+			switch {
+			case err == nil:
+				exists = true
+			case errors.Is(err, objstore.ErrNotFound):
+			default:
+				s.forget(key)
 				return Manifest{}, err
 			}
+		}
+		fresh = false
+		m := Manifest{Version: ManifestVersion}
+		if exists {
+			m = cloneManifest(st.m)
 		}
 		if err := fn(&m); err != nil {
 			return Manifest{}, err
 		}
-		after, err := m.Encode()
-		if err != nil {
-			return Manifest{}, err
-		}
-		if exists && bytes.Equal(before, after) {
-			return m, nil
+		var chunk manifestChunk
+		if exists {
+			var changed bool
+			if chunk, changed = diffManifest(&st.m, &m); !changed {
+				s.remember(key, st)
+				return m, nil
+			}
 		}
 		m.UpdatedAt = s.now().UnixMilli()
+		m.Version = ManifestVersion // an older manifest is upgraded at its first change
 		if err := m.Validate(); err != nil {
 			return Manifest{}, fmt.Errorf("tiering: update manifest %s: %w", key, err)
 		}
 		if err := checkManifestKey(key, &m); err != nil {
 			return Manifest{}, fmt.Errorf("tiering: update manifest: %w", err)
 		}
-		data, err := m.Encode()
-		if err != nil {
-			return Manifest{}, err
+		var err error
+		if !exists || st.baseVersion < 2 {
+			err = s.putBase(ctx, key, &m, exists, st.etag)
+		} else {
+			chunk.Seq, chunk.UpdatedAt = st.next, m.UpdatedAt
+			m.ChunkSeq = st.next
+			err = s.putChunk(ctx, key, &chunk, st)
+			if errors.Is(err, errChunkGap) {
+				// Written, but a compaction may have folded another chunk
+				// of that seq: read again and re-apply (fn's change found
+				// in, nothing more is written).
+				lastErr, fresh = err, true
+				s.forget(key)
+				continue
+			}
+			if err == nil {
+				st.m, st.next = m, st.next+1
+				s.remember(key, st)
+			}
 		}
-		opts := objstore.PutOptions{Mode: objstore.CreateOnly}
-		if exists {
-			opts = objstore.PutOptions{Mode: objstore.IfMatch, ETag: etag}
-		}
-		_, err = s.store.Put(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
 		if err == nil {
 			return m, nil
 		}
+		s.forget(key)
 		if !errors.Is(err, objstore.ErrPreconditionFailed) {
 			return Manifest{}, fmt.Errorf("tiering: update manifest %s: %w", key, err)
 		}
 		lastErr = err
 	}
 	return Manifest{}, fmt.Errorf("%w: %s: %d rounds lost: %w", ErrManifestContention, key, attempts, lastErr)
+}
+
+// putBase writes m whole as the base at key: create-only, or IfMatch etag.
+func (s *ManifestStore) putBase(ctx context.Context, key string, m *Manifest, exists bool, etag string) error {
+	m.ChunkSeq = 0
+	data, err := m.Encode()
+	if err != nil {
+		return err
+	}
+	opts := objstore.PutOptions{Mode: objstore.CreateOnly}
+	if exists {
+		opts = objstore.PutOptions{Mode: objstore.IfMatch, ETag: etag}
+	}
+	info, err := s.store.Put(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+	if err != nil {
+		return err
+	}
+	s.remember(key, manifestState{m: *m, etag: info.ETag, baseVersion: m.Version, next: 1})
+	return nil
+}
+
+// putChunk writes chunk c create-only, then checks the base is still the
+// one st read (errChunkGap if not).
+func (s *ManifestStore) putChunk(ctx context.Context, key string, c *manifestChunk, st manifestState) error {
+	data, err := encodeChunk(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.Put(ctx, manifestChunkKey(key, c.Seq), bytes.NewReader(data), int64(len(data)), objstore.PutOptions{Mode: objstore.CreateOnly}); err != nil {
+		return err
+	}
+	info, err := s.store.Head(ctx, key)
+	if err != nil {
+		return err
+	}
+	if info.ETag != st.etag {
+		return fmt.Errorf("%w: base of %s rewritten", errChunkGap, key)
+	}
+	return nil
 }
 
 // checkManifestKey returns an error wrapping [ErrInvalidManifest] unless

@@ -45,7 +45,8 @@ func TestManifestValidateAcceptsWellFormed(t *testing.T) {
 func TestManifestValidateRejectsBrokenInvariants(t *testing.T) {
 	cases := map[string]func(m *Manifest){
 		"version 0":          func(m *Manifest) { m.Version = 0 },
-		"version 2":          func(m *Manifest) { m.Version = 2 },
+		"version 3":          func(m *Manifest) { m.Version = 3 },
+		"meta in version 1":  func(m *Manifest) { m.Version = 1; m.Segments[0].Files.Meta = 100 },
 		"empty topic":        func(m *Manifest) { m.Topic = "" },
 		"illegal topic":      func(m *Manifest) { m.Topic = "a/b" },
 		"nil topic id":       func(m *Manifest) { m.TopicID = uuid.Nil },
@@ -135,6 +136,7 @@ func TestManifestEncodeMatchesGoldenAndRoundTrips(t *testing.T) {
 	m := testManifest(0, 100)
 	m.Segments[1].State = StateCopyStarted
 	m.Segments[1].LeaderEpochs = append(m.Segments[1].LeaderEpochs, EpochEntry{Epoch: 4, StartOffset: 150})
+	m.Segments[1].Files.Meta = 300 // packed (version 2)
 	data, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +145,7 @@ func TestManifestEncodeMatchesGoldenAndRoundTrips(t *testing.T) {
 	if !bytes.Equal(data, again) {
 		t.Fatal("two encodings differ")
 	}
-	golden := filepath.Join("testdata", "manifest-v1.json")
+	golden := filepath.Join("testdata", "manifest-v2.json")
 	if rewrite() {
 		if err := os.WriteFile(golden, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -162,6 +164,45 @@ func TestManifestEncodeMatchesGoldenAndRoundTrips(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, m) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
+	}
+}
+
+// A version 1 manifest, as brokers before issue 20 wrote it, still
+// decodes, and is rewritten as the current version at its first change.
+func TestManifestVersion1StillRead(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "manifest-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := DecodeManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 1 || len(m.Segments) != 2 || m.Segments[0].Files.Meta != 0 {
+		t.Fatalf("v1 manifest decoded as %+v", m)
+	}
+	ctx := testCtx(t)
+	store := objstore.NewMemStore()
+	key := ManifestKey("strata", m.Topic, m.TopicID, m.Partition)
+	if _, err := store.Put(ctx, key, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ms := NewManifestStore(store)
+	got, _, err := ms.Load(ctx, key)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("Load = %+v, %v", got, err)
+	}
+	seg := testSegment(200, 299)
+	seg.Files.Meta = 300
+	up, err := ms.Update(ctx, key, addSegment(seg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.Version != ManifestVersion || len(up.Segments) != 3 {
+		t.Fatalf("updated v1 manifest: %+v", up)
+	}
+	if got, _, err := ms.Load(ctx, key); err != nil || got.Version != ManifestVersion || len(got.Segments) != 3 {
+		t.Fatalf("reloaded: %+v, %v", got, err)
 	}
 }
 
@@ -202,7 +243,8 @@ func TestDecodeManifestRefusesUnknownVersionsAndGarbage(t *testing.T) {
 		"null":          "null",
 		"no version":    strings.Replace(s, `"version": 1,`, "", 1),
 		"version 0":     strings.Replace(s, `"version": 1,`, `"version": 0,`, 1),
-		"version 2":     strings.Replace(s, `"version": 1,`, `"version": 2,`, 1),
+		"version 3":     strings.Replace(s, `"version": 1,`, `"version": 3,`, 1),
+		"meta in v1":    strings.Replace(s, `"epochs": 24`, `"epochs": 24, "meta": 300`, 1),
 		"version str":   strings.Replace(s, `"version": 1,`, `"version": "1",`, 1),
 		"unknown field": strings.Replace(s, `"version": 1,`, `"version": 1, "extra": true,`, 1),
 		"trailing data": s + "{}",
@@ -290,15 +332,19 @@ func TestManifestStoreUpdateCreatesThenWritesConditionally(t *testing.T) {
 	if _, err := ms.Update(ctx, key, addSegment(testSegment(100, 199))); err != nil {
 		t.Fatal(err)
 	}
+	// The base create-only, then the change as chunk 1, create-only too.
 	var modes []objstore.PutMode
+	var keys []string
 	var etags []string
 	for _, c := range mem.Calls() {
 		if c.Op == objstore.OpPut {
 			modes = append(modes, c.Mode)
+			keys = append(keys, c.Key)
 		}
 	}
-	if !reflect.DeepEqual(modes, []objstore.PutMode{objstore.CreateOnly, objstore.IfMatch}) {
-		t.Fatalf("put modes %v, want [CreateOnly IfMatch]", modes)
+	if !reflect.DeepEqual(modes, []objstore.PutMode{objstore.CreateOnly, objstore.CreateOnly}) ||
+		!reflect.DeepEqual(keys, []string{key, manifestChunkKey(key, 1)}) {
+		t.Fatalf("puts %v %v, want the base then chunk 1, create-only", modes, keys)
 	}
 	got, etag, err := ms.Load(ctx, key)
 	if err != nil {
@@ -526,8 +572,13 @@ func TestManifestStoreLoadRereadsWhenRewrittenBetweenHeadAndGet(t *testing.T) {
 	racer := &headHook{ObjectStore: mem}
 	racer.hook = func() {
 		racer.hook = nil
-		if _, err := NewManifestStore(mem).Update(ctx, key, addSegment(testSegment(100, 199))); err != nil {
+		// A change and a compaction: the base itself is rewritten.
+		other := NewManifestStore(mem)
+		if _, err := other.Update(ctx, key, addSegment(testSegment(100, 199))); err != nil {
 			t.Error(err)
+		}
+		if ok, err := other.Compact(ctx, key); !ok || err != nil {
+			t.Errorf("Compact = %v, %v", ok, err)
 		}
 	}
 	m, etag, err := NewManifestStore(racer).Load(ctx, key)
@@ -624,8 +675,13 @@ func TestManifestStoreOnFSStoreConcurrentUpdatersLoseNoUpdate(t *testing.T) {
 		t.Fatalf("%d segments (ETag %q), want %d", len(m.Segments), etag, writers*each)
 	}
 	objs, err := fs.List(ctx, PartitionPrefix("strata", "orders.v2_eu-west", testTopicID, 3))
-	if err != nil || len(objs) != 1 || objs[0].Key != key {
-		t.Fatalf("partition listing %+v, %v; want only the manifest", objs, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if _, chunk := parseChunkSeq(manifestChunkPrefix(key), o.Key); o.Key != key && !chunk {
+			t.Fatalf("partition listing has %s: want only the manifest and its chunks", o.Key)
+		}
 	}
 }
 

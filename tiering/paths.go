@@ -39,13 +39,37 @@ const (
 	ExtSnapshot  = "snapshot"  // producer-state snapshot at the segment's end
 	ExtEpochs    = "epochs"    // leader-epoch entries covering the segment
 	ExtTxnIndex  = "txnindex"  // aborted-transaction index (storage/txnindex.go), empty when none
+	// ExtMeta is the packed metadata object (pack.go): the five files
+	// above but the .log in one object, a segment's only other object
+	// since issue 20.
+	ExtMeta = "meta"
 )
 
-// SegmentExts lists every segment extension, in upload order. A segment
-// uploaded before transactions (issue 16) has no .txnindex object: its
-// manifest entry records size 0, and a missing zero-size .txnindex is
-// no problem for verification and restore (txnIndexOptional).
+// SegmentExts lists the extensions of a segment archived before packing
+// (issue 20), in upload order. A segment uploaded before transactions
+// (issue 16) has no .txnindex object: its manifest entry records size 0,
+// and a missing zero-size .txnindex is no problem for verification and
+// restore (txnIndexOptional).
 var SegmentExts = []string{ExtLog, ExtIndex, ExtTimeIndex, ExtSnapshot, ExtEpochs, ExtTxnIndex}
+
+// PackedSegmentExts lists the objects of a segment archived packed: its
+// .log and its .meta.
+var PackedSegmentExts = []string{ExtLog, ExtMeta}
+
+// allSegmentExts is every extension a segment object may have, in either
+// layout: what deleting a segment removes (deleting a missing key is no
+// error), what ParseSegmentKey accepts.
+var allSegmentExts = append(append([]string(nil), SegmentExts...), ExtMeta)
+
+// segmentObjects returns the extensions of the objects a segment whose
+// manifest entry has these file sizes must have: packed when the entry
+// records a .meta.
+func segmentObjects(f FileSizes) []string {
+	if f.Meta > 0 {
+		return PackedSegmentExts
+	}
+	return SegmentExts
+}
 
 // txnIndexOptional reports whether a missing object of extension ext,
 // recorded with size want, is expected: a .txnindex of size 0 (none, or a
@@ -113,7 +137,7 @@ func ManifestKey(prefix, topic string, topicID uuid.UUID, partition int32) strin
 // SegmentKey returns the key of one file of a remote segment. topic must
 // be a legal Kafka topic name (letters, digits, '.', '_', '-'; the broker
 // refuses any other at creation), partition and baseOffset must not be
-// negative, and ext must be one of [SegmentExts]; for such arguments the
+// negative, and ext must be one of [SegmentExts] or [ExtMeta]; for such arguments the
 // key passes objstore.CheckKey and [ParseSegmentKey] returns them back.
 func SegmentKey(prefix, topic string, topicID uuid.UUID, partition int32, baseOffset int64, segmentID uuid.UUID, ext string) string {
 	var b strings.Builder
@@ -237,7 +261,7 @@ func ParseSegmentKey(key string) (SegmentKeyInfo, error) {
 }
 
 func validExt(ext string) bool {
-	for _, e := range SegmentExts {
+	for _, e := range allSegmentExts {
 		if ext == e {
 			return true
 		}

@@ -269,6 +269,7 @@ func (r *Reader) Forget(seg RemoteSegment) {
 	r.idx.remove(seg.Key(r.prefix, ExtIndex))
 	r.idx.remove(seg.Key(r.prefix, ExtTimeIndex))
 	r.idx.remove(seg.Key(r.prefix, ExtTxnIndex))
+	r.idx.remove(seg.Key(r.prefix, ExtMeta))
 	r.cache.forget(logKey)
 	r.smu.Lock()
 	delete(r.segs, logKey)

@@ -6,9 +6,11 @@ package tiering
 // writing a fetched one).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"sync"
 	"time"
@@ -258,7 +260,7 @@ func (r *Reader) index(ctx context.Context, seg RemoteSegment, ext string, fg bo
 		}
 		r.fmu.Unlock()
 		if !joined {
-			f.data, f.err = r.fetchIndex(ctx, &f.ticket, key, ext, fg)
+			f.data, f.err = r.fetchIndex(ctx, &f.ticket, seg, key, ext, fg)
 			if f.err == nil {
 				r.idx.put(key, f.data)
 			}
@@ -279,9 +281,17 @@ func (r *Reader) index(ctx context.Context, seg RemoteSegment, ext string, fg bo
 	}
 }
 
-func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, key, ext string, fg bool) ([]byte, error) {
+func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, seg RemoteSegment, key, ext string, fg bool) ([]byte, error) {
 	var data []byte
 	err := r.withBudget(ctx, t, fg, 0, func() error {
+		b, packed, err := r.fetchPacked(ctx, seg, ext)
+		if err != nil {
+			return err
+		}
+		if packed {
+			data = b
+			return nil
+		}
 		rc, err := r.store.Get(ctx, key, 0, -1)
 		if errors.Is(err, objstore.ErrNotFound) {
 			if ext == ExtTxnIndex {
@@ -324,6 +334,62 @@ func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, key, ext string,
 		data = []byte{}
 	}
 	return data, nil
+}
+
+// fetchPacked reads section ext of seg's packed .meta object: the
+// directory (one ranged GET of its head, kept in the index cache, an
+// empty entry when the segment has no .meta: archived before packing),
+// then the section (one ranged GET). packed is false for a segment
+// without a .meta, whose separate objects the caller reads. A corrupt
+// object or section is no error, as a malformed index is not: the
+// section reads as empty and the scan starts at the segment's start.
+func (r *Reader) fetchPacked(ctx context.Context, seg RemoteSegment, ext string) (data []byte, packed bool, err error) {
+	mkey := seg.Key(r.prefix, ExtMeta)
+	head, cached := r.idx.get(mkey)
+	if !cached {
+		head, err = getRange(ctx, r.store, mkey, 0, packHeadRead)
+		switch {
+		case errors.Is(err, objstore.ErrNotFound):
+			head = []byte{}
+			r.idx.put(mkey, head)
+		case err != nil:
+			return nil, false, fmt.Errorf("tiering: reader: get %s: %w", mkey, err)
+		}
+	}
+	if len(head) == 0 {
+		return nil, false, nil
+	}
+	d, err := decodePackDir(head, 1<<62)
+	if err != nil {
+		// Not cached: a torn read is not the object.
+		r.log.Warn("tiering: remote segment metadata object malformed, scanning from the segment start", "object", mkey, "err", err)
+		return []byte{}, true, nil
+	}
+	if !cached {
+		// Only the directory stays cached; a section the head holds
+		// whole is served from it now.
+		r.idx.put(mkey, head[:d.dirLen()])
+		if sec, ok := d.find(ext); ok && sec.off+sec.length <= int64(len(head)) {
+			b := head[sec.off : sec.off+sec.length]
+			if crc32.Checksum(b, castagnoli) != sec.crc {
+				r.log.Warn("tiering: remote segment metadata section malformed, scanning from the segment start", "object", mkey, "section", ext)
+				return []byte{}, true, nil
+			}
+			return bytes.Clone(b), true, nil
+		}
+	}
+	b, _, err := readPackSection(ctx, r.store, mkey, d, ext)
+	switch {
+	case errors.Is(err, ErrCorruptPack):
+		r.log.Warn("tiering: remote segment metadata section malformed, scanning from the segment start", "object", mkey, "section", ext, "err", err)
+		return []byte{}, true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("tiering: reader: get %s: %w", mkey, err)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, true, nil
 }
 
 // readFileAt reads len(p) bytes of the file at path from off. Through vfs

@@ -33,6 +33,8 @@ type rdLog struct {
 	log    *storage.Log
 	segs   []RemoteSegment
 	idBase int64 // segment ids are segUUID(idBase + index)
+	// oldLayout uploads segments as archived before packing (issue 20).
+	oldLayout bool
 }
 
 // rdBatch builds a v2 batch of n records with values of valueSize bytes
@@ -131,8 +133,10 @@ func (l *rdLog) fillFixed(nsegs int, segBytes int64, valueSize int) {
 	}
 }
 
-// upload puts every sealed segment's .log, .index and .timeindex into
-// store under their keys, and records the RemoteSegments.
+// upload puts every sealed segment's .log and a packed .meta of its
+// .index and .timeindex (with oldLayout, the .log, .index and .timeindex
+// objects of a segment archived before packing) into store under their
+// keys, and records the RemoteSegments.
 func (l *rdLog) upload(store objstore.ObjectStore, prefix string) []RemoteSegment {
 	l.tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -147,11 +151,18 @@ func (l *rdLog) upload(store objstore.ObjectStore, prefix string) []RemoteSegmen
 			SegmentID: segUUID(l.idBase + 1000 + int64(i)), BaseOffset: s.BaseOffset, EndOffset: s.NextOffset - 1,
 			MaxTimestamp: s.MaxTimestamp, SizeBytes: s.Size,
 		}
+		objs := map[string][]byte{}
 		for ext, path := range map[string]string{ExtLog: s.LogPath, ExtIndex: s.IndexPath, ExtTimeIndex: s.TimeIndexPath} {
 			data, err := os.ReadFile(path)
 			if err != nil {
 				l.tb.Fatal(err)
 			}
+			objs[ext] = data
+		}
+		if !l.oldLayout {
+			objs = map[string][]byte{ExtLog: objs[ExtLog], ExtMeta: encodePack(objs)}
+		}
+		for ext, data := range objs {
 			if _, err := store.Put(ctx, seg.Key(prefix, ext), bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
 				l.tb.Fatal(err)
 			}

@@ -63,12 +63,19 @@ func TestReaderReadMatchesLocalLogByteForByte(t *testing.T) {
 }
 
 // OffsetForTimestamp over the remote segments in order gives what the
-// local log gives, for timestamps before, across and after the data.
+// local log gives, for timestamps before, across and after the data;
+// from packed segments and from segments archived before packing.
 func TestReaderOffsetForTimestampMatchesLocalLog(t *testing.T) {
+	t.Run("packed", func(t *testing.T) { testReaderOffsetForTimestamp(t, false) })
+	t.Run("old-layout", func(t *testing.T) { testReaderOffsetForTimestamp(t, true) })
+}
+
+func testReaderOffsetForTimestamp(t *testing.T, oldLayout bool) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	l := rdNewLog(t)
 	l.fillRandom(rng, 3, 300<<10)
 	store := objstore.NewMemStore()
+	l.oldLayout = oldLayout
 	segs := l.upload(store, "p")
 	r := rdReader(t, store, func(c *ReaderConfig) { c.ChunkBytes = 32 << 10 })
 	ctx := rdCtx(t, 60*time.Second)
@@ -285,8 +292,8 @@ func TestReaderConcurrentReadersOfColdChunkShareOneGet(t *testing.T) {
 	if g := rdGetsOf(mem, seg.Key("p", ExtLog)); g != 1 {
 		t.Fatalf("%d GETs of the .log for %d concurrent readers, want 1", g, n)
 	}
-	if g := rdGetsOf(mem, seg.Key("p", ExtIndex)); g != 1 {
-		t.Fatalf("%d GETs of the .index, want 1", g)
+	if g := rdGetsOf(mem, seg.Key("p", ExtMeta)); g != 1 {
+		t.Fatalf("%d GETs of the .meta, want 1", g)
 	}
 }
 
@@ -512,7 +519,8 @@ func TestReaderStoreErrorIsRetriable(t *testing.T) {
 	off := seg.BaseOffset + 10
 	want, _, _ := l.localRead(off, 5000, seg)
 	for _, rule := range []objstore.Rule{
-		{Op: objstore.OpGet, Key: "p/*/*/*.index", Nth: 1, Err: objstore.ErrInjected},
+		{Op: objstore.OpGet, Key: "p/*/*/*.meta", Nth: 1, Err: objstore.ErrInjected},
+		{Op: objstore.OpGet, Key: "p/*/*/*.meta", Nth: 1, FailReadAfter: 10},
 		{Op: objstore.OpGet, Key: "p/*/*/*.log", Nth: 1, Err: objstore.ErrInjected},
 		{Op: objstore.OpGet, Key: "p/*/*/*.log", Nth: 1, FailReadAfter: 100},
 	} {

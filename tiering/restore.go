@@ -174,7 +174,7 @@ func FindTopicManifests(ctx context.Context, store objstore.ObjectStore, prefix,
 // checkObjects returns why segment s of m is not restorable from a
 // listing (key → size), or "".
 func checkObjects(m *Manifest, prefix string, s *Segment, sizes map[string]int64) string {
-	for _, ext := range SegmentExts {
+	for _, ext := range segmentObjects(s.Files) {
 		want, _ := s.Files.Size(ext)
 		got, ok := sizes[m.SegmentKey(prefix, s, ext)]
 		if !ok && txnIndexOptional(ext, want) {

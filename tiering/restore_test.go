@@ -126,8 +126,8 @@ func TestFindTopicManifestsNeverRestoresAHole(t *testing.T) {
 		t.Fatal(err)
 	}
 	p0, p1 := mans[0], mans[1]
-	// Partition 0: the third segment's .index is gone → keep 2, drop 2.
-	if err := store.Delete(testCtx(t), p0.SegmentKey("strata", &p0.Segments[2], ExtIndex)); err != nil {
+	// Partition 0: the third segment's .meta is gone → keep 2, drop 2.
+	if err := store.Delete(testCtx(t), p0.SegmentKey("strata", &p0.Segments[2], ExtMeta)); err != nil {
 		t.Fatal(err)
 	}
 	// Partition 1: the first segment's .log has the wrong size → start at
@@ -160,3 +160,42 @@ func TestFindTopicManifestsNeverRestoresAHole(t *testing.T) {
 }
 
 func bytesReader(s string) *bytes.Reader { return bytes.NewReader([]byte(s)) }
+
+// A bucket written before issue 20 (a version 1 manifest, six objects per
+// segment, no .txnindex) restores; a missing .index is still noticed.
+func TestFindTopicManifestsReadsTheOldLayout(t *testing.T) {
+	ctx := testCtx(t)
+	store := objstore.NewMemStore()
+	m := testManifest(0, 100)
+	m.Version = 1
+	data, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(key string, n int64) {
+		t.Helper()
+		if _, err := store.Put(ctx, key, bytes.NewReader(make([]byte, n)), n, objstore.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.Put(ctx, ManifestKey("strata", m.Topic, m.TopicID, m.Partition), bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Segments {
+		for _, ext := range SegmentExts[:5] {
+			n, _ := m.Segments[i].Files.Size(ext)
+			put(m.SegmentKey("strata", &m.Segments[i], ext), n)
+		}
+	}
+	_, mans, err := FindTopicManifests(ctx, store, "strata", m.Topic)
+	if err != nil || len(mans) != 1 || len(mans[0].Segments) != 2 {
+		t.Fatalf("FindTopicManifests = %+v, %v", mans, err)
+	}
+	if err := store.Delete(ctx, m.SegmentKey("strata", &m.Segments[1], ExtIndex)); err != nil {
+		t.Fatal(err)
+	}
+	var miss *MissingSegmentsError
+	if _, mans, err = FindTopicManifests(ctx, store, "strata", m.Topic); !errors.As(err, &miss) || len(mans[0].Segments) != 1 || miss.Missing[0].Why != "no .index object" {
+		t.Fatalf("with a .index gone: %+v, %v", mans, err)
+	}
+}

@@ -74,8 +74,9 @@ func (u *Uploader) copyNext(ctx context.Context, lp LeaderPartition, a Action, e
 	}
 }
 
-// localFile is one object of a segment to upload: read from r (nil for
-// an absent producer snapshot: a zero-byte object) or data, and its size.
+// localFile is one object of a segment to upload, or one section of its
+// packed .meta: read from r (nil for an absent producer snapshot: empty)
+// or data, and its size.
 type localFile struct {
 	ext  string
 	r    io.ReaderAt
@@ -90,10 +91,10 @@ type localFile struct {
 //     them readable until the copy ends (a segment the log no longer holds,
 //     now below the log start, is errSegmentVanished);
 //  2. commit COPY_STARTED with the full description;
-//  3. put .log, .index, .timeindex, .snapshot (the producer state at the
-//     segment's end: the next segment's snapshot), .epochs, .txnindex (the
-//     aborted transactions whose markers the segment holds; empty when
-//     none), create-only;
+//  3. put .log and .meta, create-only: the packed object (pack.go) of
+//     .index, .timeindex, .snapshot (the producer state at the segment's
+//     end: the next segment's snapshot), .epochs, .txnindex (the aborted
+//     transactions whose markers the segment holds; empty when none);
 //  4. add the segment to the manifest as COPY_FINISHED, unless the
 //     segment is no longer COPY_STARTED in the image (errSuperseded: a
 //     newer leader took it for an orphan; the manifest is its now) or
@@ -118,16 +119,25 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 		return err
 	}
 	defer sealed.Release()
-	files := []localFile{
-		{ext: ExtLog, r: sealed.Log.R, size: sealed.Log.Size},
+	epochs := segmentEpochs(lp.Log.LeaderEpochs().Entries(), base, end)
+	sections := map[string][]byte{ExtEpochs: encodeEpochs(epochs)}
+	for _, f := range []localFile{
 		{ext: ExtIndex, r: sealed.Index.R, size: sealed.Index.Size},
 		{ext: ExtTimeIndex, r: sealed.TimeIndex.R, size: sealed.TimeIndex.Size},
 		{ext: ExtSnapshot, r: sealed.Snapshot.R, size: sealed.Snapshot.Size},
+		{ext: ExtTxnIndex, r: sealed.TxnIndex.R, size: sealed.TxnIndex.Size},
+	} {
+		b, err := readLocalFile(f)
+		if err != nil {
+			return fmt.Errorf("tiering: copy %s/%d [%d, %d]: read .%s: %w", lp.Topic, lp.Index, base, end, f.ext, err)
+		}
+		sections[f.ext] = b
 	}
-	epochs := segmentEpochs(lp.Log.LeaderEpochs().Entries(), base, end)
-	epochsData := encodeEpochs(epochs)
-	files = append(files, localFile{ext: ExtEpochs, size: int64(len(epochsData)), data: epochsData},
-		localFile{ext: ExtTxnIndex, r: sealed.TxnIndex.R, size: sealed.TxnIndex.Size})
+	packed := encodePack(sections)
+	files := []localFile{
+		{ext: ExtLog, r: sealed.Log.R, size: sealed.Log.Size},
+		{ext: ExtMeta, size: int64(len(packed)), data: packed},
+	}
 
 	id := uuid.New()
 	u.setInflight(id, true)
@@ -143,7 +153,10 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	rs := RemoteSegment{Partition: lp.Partition, SegmentID: id, BaseOffset: base, EndOffset: end}
 	var putBytes int64
 	for _, f := range files {
-		var body io.ReadSeeker
+		var body interface {
+			io.ReadSeeker
+			io.ReaderAt
+		}
 		switch {
 		case f.data != nil:
 			body = bytes.NewReader(f.data)
@@ -165,7 +178,11 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	seg := Segment{
 		SegmentID: id, BaseOffset: base, EndOffset: end, MaxTimestamp: info.MaxTimestamp,
 		SizeBytes: files[0].size, LeaderEpochs: toManifestEpochs(epochs), State: StateCopyFinished,
-		Files: FileSizes{Log: files[0].size, Index: files[1].size, TimeIndex: files[2].size, Snapshot: files[3].size, Epochs: files[4].size, TxnIndex: files[5].size},
+		Files: FileSizes{
+			Log: files[0].size, Index: int64(len(sections[ExtIndex])), TimeIndex: int64(len(sections[ExtTimeIndex])),
+			Snapshot: int64(len(sections[ExtSnapshot])), Epochs: int64(len(sections[ExtEpochs])),
+			TxnIndex: int64(len(sections[ExtTxnIndex])), Meta: files[1].size,
+		},
 	}
 	live := map[uuid.UUID]bool{id: true}
 	for _, s := range u.cfg.Meta.RemoteSegments(lp.TopicID, lp.Index) {
@@ -222,11 +239,42 @@ func (u *Uploader) copySegment(ctx context.Context, lp LeaderPartition, info sto
 	}
 	// Only now may local retention delete the segment (invariant 3).
 	lp.Log.SetRemoteUploadedOffset(end + 1)
+	u.compactManifest(ctx, key)
 	u.metrics.uploadedBytes.Add(float64(putBytes))
 	u.metrics.uploadedSegments.Inc()
 	u.metrics.copySeconds.Observe(time.Since(begin).Seconds())
 	u.log.Debug("segment uploaded", "topic", lp.Topic, "partition", lp.Index, "base", base, "end", end, "segment", id, "bytes", putBytes)
 	return nil
+}
+
+// readLocalFile reads a small local file (an index, the snapshot, the
+// transaction index) whole, for the packed object.
+func readLocalFile(f localFile) ([]byte, error) {
+	if f.r == nil || f.size == 0 {
+		return []byte{}, nil
+	}
+	b := make([]byte, f.size)
+	n, err := f.r.ReadAt(b, 0)
+	if n == len(b) {
+		return b, nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, err
+}
+
+// compactManifest folds the manifest's chunks into its base once
+// CompactAfter of them piled up (manifest_chunks.go), after the change
+// that made it due is committed: never on the way of a copy. Best effort:
+// a failure leaves chunks, which readers apply, for the next time.
+func (u *Uploader) compactManifest(ctx context.Context, key string) {
+	if !u.ms.CompactionDue(key) {
+		return
+	}
+	if _, err := u.ms.Compact(ctx, key); err != nil && ctx.Err() == nil {
+		u.log.Warn("manifest compaction", "manifest", key, "err", err)
+	}
 }
 
 // stillCopying returns errSuperseded unless segment id of lp is
@@ -470,11 +518,32 @@ const throttleChunk = 64 << 10
 // throttledReader paces reads of an upload body through the uploader's
 // token bucket (budget.go's, as remote reads use: one second of burst,
 // then remote.log.manager.copy.max.bytes.per.second); it stays seekable so
-// a retried Put can rewind it.
+// a retried Put can rewind it, and a ReaderAt so the S3 store reads its
+// multipart parts in place (a plain reader costs it one part buffer per
+// concurrent part: a GiB with 256 MiB parts).
 type throttledReader struct {
 	ctx context.Context
-	r   io.ReadSeeker
-	b   *tokenBucket
+	r   interface {
+		io.ReadSeeker
+		io.ReaderAt
+	}
+	b *tokenBucket
+}
+
+func (t *throttledReader) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		q := p[n:min(len(p), n+throttleChunk)]
+		if err := t.b.wait(t.ctx, int64(len(q))); err != nil {
+			return n, err
+		}
+		m, err := t.r.ReadAt(q, off+int64(n))
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func (t *throttledReader) Read(p []byte) (int, error) {

@@ -47,7 +47,7 @@ func (u *Uploader) startDelete(ctx context.Context, segs []metadata.RemoteSegmen
 func (u *Uploader) deleteObjects(ctx context.Context, topic string, segs []metadata.RemoteSegmentInfo) error {
 	for _, s := range segs {
 		rs := FromInfo(topic, s)
-		for _, ext := range SegmentExts {
+		for _, ext := range allSegmentExts {
 			key := rs.Key(u.cfg.Prefix, ext)
 			if err := u.retry(ctx, "delete "+key, func() error { return u.cfg.Store.Delete(ctx, key) }); err != nil {
 				return err
@@ -92,6 +92,9 @@ func (u *Uploader) dropFromManifest(ctx context.Context, p Partition, segs []met
 		}
 		return err
 	})
+	if err == nil {
+		u.compactManifest(ctx, key)
+	}
 	return err
 }
 

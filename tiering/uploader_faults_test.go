@@ -106,11 +106,11 @@ func TestUploaderUnderFaultsUploadsEverythingExactlyOnce(t *testing.T) {
 	faults.Clear()
 	named := map[string]bool{ManifestKey("strata", p.Topic, p.TopicID, 0): true}
 	for _, s := range meta.finished(p.TopicID, 0) {
-		for _, ext := range SegmentExts {
+		for _, ext := range PackedSegmentExts {
 			named[FromInfo(p.Topic, s).Key("strata", ext)] = true
 		}
 	}
-	for _, k := range mem.Keys() {
+	for _, k := range withoutChunks(mem.Keys()) {
 		if !named[k] {
 			t.Errorf("object %s is named by no segment", k)
 		}
@@ -132,9 +132,9 @@ func TestUploaderLostAckWithWrongObjectRestartsUnderNewID(t *testing.T) {
 	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 2)
 	mem := objstore.NewMemStore()
-	// The first .index put answers precondition-failed while a 1-byte
+	// The first .meta put answers precondition-failed while a 1-byte
 	// object sits under its key: not what we put.
-	faults := objstore.WithFaults(&squatter{MemStore: mem}, objstore.Rule{Op: objstore.OpPut, Key: "strata/*/0/*.index", Nth: 1, Err: objstore.ErrPreconditionFailed})
+	faults := objstore.WithFaults(&squatter{MemStore: mem}, objstore.Rule{Op: objstore.OpPut, Key: "strata/*/0/*.meta", Nth: 1, Err: objstore.ErrPreconditionFailed})
 	u := newTestUploader(t, faults, meta, nil)
 	u.Lead(tp.LeaderPartition)
 	waitFor(t, u, "uploaded", func() bool { return tp.Log.RemoteUploadedOffset() == 20 })
@@ -156,13 +156,13 @@ func TestUploaderLostAckWithWrongObjectRestartsUnderNewID(t *testing.T) {
 	}
 }
 
-// squatter is a MemStore whose .index keys already hold one byte when a
+// squatter is a MemStore whose .meta keys already hold one byte when a
 // create-only put fails: what a foreign object under our key looks like.
 type squatter struct{ *objstore.MemStore }
 
 func (s *squatter) Head(ctx context.Context, key string) (objstore.ObjectInfo, error) {
 	info, err := s.MemStore.Head(ctx, key)
-	if errors.Is(err, objstore.ErrNotFound) && strings.HasSuffix(key, ".index") {
+	if errors.Is(err, objstore.ErrNotFound) && strings.HasSuffix(key, ".meta") {
 		return objstore.ObjectInfo{Key: key, Size: 1}, nil
 	}
 	return info, err
@@ -177,12 +177,12 @@ func TestUploaderCrashMidCopyLeavesOrphanDeletedAfterGrace(t *testing.T) {
 	tp.appendSegments(t, testTs, 2, 2)
 	clock := newFakeNow(testTs + 1_000_000)
 	mem := objstore.NewMemStore()
-	faults := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpPut, Key: "strata/*/0/*.timeindex", Latency: time.Hour})
+	faults := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpPut, Key: "strata/*/0/*.meta", Latency: time.Hour})
 	u1 := newTestUploader(t, faults, meta, clock.Now)
 	u1.Lead(tp.LeaderPartition)
 	waitFor(t, nil, "copy started and .log put", func() bool {
 		segs := meta.RemoteSegments(p.TopicID, 0)
-		return len(segs) == 1 && len(mem.Keys()) == 2 // .log, .index
+		return len(segs) == 1 && len(mem.Keys()) == 1 // .log
 	})
 	orphan := meta.RemoteSegments(p.TopicID, 0)[0]
 	start := time.Now()

@@ -186,7 +186,7 @@ func TestUploaderStaleZombieIsFencedBeforeTheManifest(t *testing.T) {
 	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 2, 2)
 	mem := objstore.NewMemStore()
-	gate := &gatedStore{ObjectStore: mem, suffix: "." + ExtTimeIndex, open: make(chan struct{}), reached: make(chan struct{})}
+	gate := &gatedStore{ObjectStore: mem, suffix: "." + ExtMeta, open: make(chan struct{}), reached: make(chan struct{})}
 	tp.epoch.Store(meta.moveLeader(t, p.TopicID, 0, 2))
 	view := &staleMeta{testMeta: meta}
 	old := newTestUploader(t, gate, view, nil, func(c *UploaderConfig) { c.BrokerID = 2 })

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -440,6 +441,42 @@ func spans(segs []metadata.RemoteSegmentInfo) []string {
 	out := make([]string, len(segs))
 	for i, s := range segs {
 		out[i] = fmt.Sprintf("[%d,%d]%s", s.BaseOffset, s.EndOffset, s.State)
+	}
+	return out
+}
+
+// getSegmentFile returns one file of an uploaded segment: its .log
+// object, or a section of its packed .meta (ReadSegmentFile).
+func getSegmentFile(t testing.TB, store objstore.ObjectStore, rs RemoteSegment, ext string) []byte {
+	t.Helper()
+	if ext == ExtLog {
+		return getObject(t, store, rs.Key("strata", ext))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := ReadSegmentFile(ctx, store, "strata", rs, ext)
+	if err != nil {
+		t.Fatalf("segment %d .%s: %v", rs.BaseOffset, ext, err)
+	}
+	return b
+}
+
+// withoutChunks drops manifest chunk keys (manifest.d/...) from keys:
+// how many a manifest has depends on when it was last compacted.
+func withoutChunks(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if !strings.Contains(k, "/"+manifestChunkDir+"/") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func objectKeys(objs []objstore.ObjectInfo) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.Key
 	}
 	return out
 }

@@ -51,7 +51,7 @@ func TestUploaderZombieLeaderCopyLeavesTheNewLeadersManifestAlone(t *testing.T) 
 	p, meta, tp := ordersPart(t)
 	tp.appendSegments(t, testTs, 2, 2)
 	mem := objstore.NewMemStore()
-	gate := &gatedStore{ObjectStore: mem, suffix: "." + ExtTimeIndex, open: make(chan struct{}), reached: make(chan struct{})}
+	gate := &gatedStore{ObjectStore: mem, suffix: "." + ExtMeta, open: make(chan struct{}), reached: make(chan struct{})}
 	tp.epoch.Store(meta.moveLeader(t, p.TopicID, 0, 2))
 	old := newTestUploader(t, gate, meta, nil, func(c *UploaderConfig) { c.BrokerID = 2 })
 	old.Lead(tp.LeaderPartition)

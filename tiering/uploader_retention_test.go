@@ -37,7 +37,7 @@ func TestUploaderRemoteRetentionByTimeAndBytes(t *testing.T) {
 	gone := func(segs ...metadata.RemoteSegmentInfo) {
 		t.Helper()
 		for _, s := range segs {
-			for _, ext := range SegmentExts {
+			for _, ext := range allSegmentExts {
 				if _, err := store.Head(testCtx(t), FromInfo(p.Topic, s).Key("strata", ext)); !errors.Is(err, objstore.ErrNotFound) {
 					t.Fatalf("object .%s of deleted [%d,%d]: %v", ext, s.BaseOffset, s.EndOffset, err)
 				}
@@ -158,8 +158,8 @@ func TestUploaderJanitorDeletesDeletedTopics(t *testing.T) {
 	}
 	for _, name := range []string{"kept", "lost"} {
 		objs, _ := store.List(testCtx(t), TopicPrefix("strata", name, ids[name]))
-		if len(objs) != 2*(2*len(SegmentExts)+1) {
-			t.Fatalf("topic %s has %d objects left, want %d", name, len(objs), 2*(2*len(SegmentExts)+1))
+		if n := len(withoutChunks(objectKeys(objs))); n != 2*(2*len(PackedSegmentExts)+1) {
+			t.Fatalf("topic %s has %d objects left, want %d", name, n, 2*(2*len(PackedSegmentExts)+1))
 		}
 		if len(meta.finished(ids[name], 0)) != 2 {
 			t.Fatalf("topic %s lost remote segments", name)
@@ -252,8 +252,8 @@ func TestUploaderNewLeaderSegmentationOverlap(t *testing.T) {
 	if err != nil || len(m.Segments) != 1 || m.Segments[0].EndOffset != 119 {
 		t.Fatalf("manifest %+v, %v", m, err)
 	}
-	if n := len(store.Keys()); n != len(SegmentExts)+1 {
-		t.Fatalf("%d objects left, want one segment's %d and the manifest", n, len(SegmentExts))
+	if n := len(withoutChunks(store.Keys())); n != len(PackedSegmentExts)+1 {
+		t.Fatalf("%d objects left, want one segment's %d and the manifest", n, len(PackedSegmentExts))
 	}
 }
 
@@ -286,7 +286,7 @@ func TestUploaderResumesInterruptedRemoteDeletion(t *testing.T) {
 	u2 := newTestUploader(t, mem, meta, nil)
 	u2.Lead(tp.LeaderPartition)
 	waitFor(t, u2, "deletion resumed", func() bool { return len(meta.RemoteSegments(p.TopicID, 0)) == 2 })
-	for _, ext := range SegmentExts {
+	for _, ext := range allSegmentExts {
 		if _, err := mem.Head(testCtx(t), FromInfo(p.Topic, victim).Key("strata", ext)); !errors.Is(err, objstore.ErrNotFound) {
 			t.Fatalf(".%s of the deleted segment: %v", ext, err)
 		}

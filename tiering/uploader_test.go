@@ -82,24 +82,24 @@ func TestUploaderUploadsSealedCommittedSegments(t *testing.T) {
 		// The log keeps only its latest producer snapshots; an older
 		// segment's end snapshot is gone and goes up as a zero-byte object.
 		for ext, w := range want {
-			if got := getObject(t, store, rs.Key("strata", ext)); !bytes.Equal(got, w) {
+			if got := getSegmentFile(t, store, rs, ext); !bytes.Equal(got, w) {
 				t.Fatalf("segment %d .%s: %d bytes differ from the local %d", i, ext, len(got), len(w))
 			}
 			if sz, _ := ms.Files.Size(ext); sz != int64(len(w)) {
 				t.Fatalf("manifest .%s size %d, want %d", ext, sz, len(w))
 			}
 		}
-		eps, err := DecodeEpochs(getObject(t, store, rs.Key("strata", ExtEpochs)))
+		eps, err := DecodeEpochs(getSegmentFile(t, store, rs, ExtEpochs))
 		if err != nil || !slices.Equal(eps, ms.LeaderEpochs) {
 			t.Fatalf(".epochs = %v, %v; want %v", eps, err, ms.LeaderEpochs)
 		}
-		for _, ext := range SegmentExts {
+		for _, ext := range PackedSegmentExts {
 			keys = append(keys, rs.Key("strata", ext))
 		}
 	}
 	keys = append(keys, ManifestKey("strata", p.Topic, p.TopicID, 0))
 	slices.Sort(keys)
-	if got := store.Keys(); !slices.Equal(got, keys) {
+	if got := withoutChunks(store.Keys()); !slices.Equal(got, keys) {
 		t.Fatalf("bucket keys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(keys, "\n"))
 	}
 	for _, c := range store.Calls() {
@@ -118,7 +118,7 @@ func TestUploaderUploadsSealedCommittedSegments(t *testing.T) {
 	withSnap := 0
 	for i, s := range meta.finished(p.TopicID, 0)[2:] {
 		want := readLocal(t, tp.fs, local[i+3].SnapshotPath)
-		got := getObject(t, store, FromInfo(p.Topic, s).Key("strata", ExtSnapshot))
+		got := getSegmentFile(t, store, FromInfo(p.Topic, s), ExtSnapshot)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("segment [%d,%d] snapshot object %q, want %q", s.BaseOffset, s.EndOffset, got, want)
 		}
@@ -210,7 +210,7 @@ func TestUploaderOSFilesIntoFSStore(t *testing.T) {
 	for i, s := range meta.finished(p.TopicID, 0) {
 		rs := FromInfo(p.Topic, s)
 		for ext, path := range map[string]string{ExtLog: local[i].LogPath, ExtIndex: local[i].IndexPath, ExtTimeIndex: local[i].TimeIndexPath} {
-			if !bytes.Equal(getObject(t, store, rs.Key("strata", ext)), readLocal(t, tp.fs, path)) {
+			if !bytes.Equal(getSegmentFile(t, store, rs, ext), readLocal(t, tp.fs, path)) {
 				t.Fatalf("segment %d .%s differs from %s", i, ext, path)
 			}
 		}

@@ -54,12 +54,12 @@ func TestKill9TieredKeepsEveryRecordAndLeavesNoOrphans(t *testing.T) {
 	}
 	// Everything sealed goes up; orphans of the kills are deleted after
 	// the grace; then every object in the bucket belongs to a segment the
-	// node counts, len(tiering.SegmentExts) objects each.
+	// node counts, len(tiering.PackedSegmentExts) objects each.
 	admin := adminAddr(t, p)
 	if err := testutil.Within(procWait, func() error {
 		segs, lag := tierTotals(t, admin, topic)
 		objs := countObjects(t, objects, topic)
-		if lag == 0 && segs > 0 && objs == len(tiering.SegmentExts)*segs {
+		if lag == 0 && segs > 0 && objs == len(tiering.PackedSegmentExts)*segs {
 			t.Logf("%d remote segments, %d objects, no orphans", segs, objs)
 			return nil
 		}
@@ -105,7 +105,7 @@ func tierTotals(t *testing.T, admin, topic string) (segs, lag int) {
 func countObjects(t *testing.T, root, topic string) int {
 	n := 0
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.Contains(filepath.ToSlash(path), "/"+topic+"-") && !strings.HasSuffix(path, "manifest.json") && !strings.Contains(d.Name(), ".tmp") {
+		if err == nil && !d.IsDir() && strings.Contains(filepath.ToSlash(path), "/"+topic+"-") && !strings.HasSuffix(path, "manifest.json") && !strings.Contains(filepath.ToSlash(path), "/manifest.d/") && !strings.Contains(d.Name(), ".tmp") {
 			n++
 		}
 		return nil

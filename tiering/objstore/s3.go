@@ -18,8 +18,12 @@ package objstore
 //     flight comes from TLS on real endpoints; the data itself carries a
 //     CRC32C per record batch that readers check. S3Options.Checksums
 //     turns the SDK's checksums back on where that is wanted.
-//   - Multipart: objects of MultipartThreshold bytes or more (32 MiB by
-//     default) go up in PartSize parts (16 MiB), PartConcurrency at a time.
+//   - Multipart: objects of MultipartThreshold bytes or more (512 MiB by
+//     default) go up in PartSize parts (256 MiB), PartConcurrency at a time;
+//     smaller ones in one PUT. Every request is billed alike whatever its
+//     size, so the defaults keep a 1 GiB segment's .log to 6 requests
+//     (create, 4 parts, complete) where 16 MiB parts took 66; S3 allows
+//     single PUTs and parts up to 5 GiB. [S3PutRequests] counts them.
 //     A reader that is also an io.ReaderAt and io.Seeker (an *os.File) is
 //     read in place, part by part, without copying; any other reader is
 //     copied into at most PartConcurrency part buffers. CreateOnly and
@@ -65,14 +69,46 @@ import (
 // Defaults for S3Options.
 const (
 	DefaultS3Region             = "us-east-1"
-	DefaultS3MultipartThreshold = 32 << 20
-	DefaultS3PartSize           = 16 << 20
+	DefaultS3MultipartThreshold = 512 << 20
+	DefaultS3PartSize           = 256 << 20
 	DefaultS3PartConcurrency    = 4
 	// minS3PartSize is S3's smallest part (all but the last).
 	minS3PartSize = 5 << 20
 	// maxS3Parts is S3's largest part count.
 	maxS3Parts = 10000
+	// MaxS3PutSize is S3's largest single PUT and largest part.
+	MaxS3PutSize = 5 << 30
 )
+
+// s3PartLayout returns the part size and count putMultipart uses for an
+// object of size bytes: partSize, grown when more than 10,000 parts would
+// be needed.
+func s3PartLayout(size, partSize int64) (int64, int) {
+	if n := (size + partSize - 1) / partSize; n > maxS3Parts {
+		partSize = (size + maxS3Parts - 1) / maxS3Parts
+	}
+	return partSize, int((size + partSize - 1) / partSize)
+}
+
+// S3PutRequests returns how many write requests an S3Store with this
+// threshold and part size (0: the defaults) sends for one successful Put
+// of size bytes: one PutObject below the threshold, else
+// CreateMultipartUpload, one UploadPart per part and
+// CompleteMultipartUpload (the Head a create-only multipart Put sends
+// first is a read). Tests count requests over fake stores with it.
+func S3PutRequests(size, threshold, partSize int64) int {
+	if threshold <= 0 {
+		threshold = DefaultS3MultipartThreshold
+	}
+	if partSize <= 0 {
+		partSize = DefaultS3PartSize
+	}
+	if size < threshold || size == 0 {
+		return 1
+	}
+	_, n := s3PartLayout(size, partSize)
+	return n + 2
+}
 
 // ErrS3Config is returned by NewS3Store for unusable options.
 var ErrS3Config = errors.New("objstore: bad s3 configuration")
@@ -98,9 +134,9 @@ type S3Options struct {
 	// identity, container and instance roles).
 	AccessKey, SecretKey string
 	// MultipartThreshold is the size from which Put uploads in parts;
-	// defaults to DefaultS3MultipartThreshold.
+	// defaults to DefaultS3MultipartThreshold; at most 5 GiB.
 	MultipartThreshold int64
-	// PartSize defaults to DefaultS3PartSize; at least 5 MiB, and grown
+	// PartSize defaults to DefaultS3PartSize; 5 MiB to 5 GiB, and grown
 	// when an object would need more than 10,000 parts.
 	PartSize int64
 	// PartConcurrency is how many parts of one object upload at once;
@@ -151,8 +187,11 @@ func NewS3Store(ctx context.Context, opts S3Options) (*S3Store, error) {
 	if opts.PartSize <= 0 {
 		opts.PartSize = DefaultS3PartSize
 	}
-	if opts.PartSize < minS3PartSize {
-		return nil, fmt.Errorf("%w: part size %d below S3's minimum %d", ErrS3Config, opts.PartSize, minS3PartSize)
+	if opts.PartSize < minS3PartSize || opts.PartSize > MaxS3PutSize {
+		return nil, fmt.Errorf("%w: part size %d outside S3's [%d, %d]", ErrS3Config, opts.PartSize, minS3PartSize, int64(MaxS3PutSize))
+	}
+	if opts.MultipartThreshold > MaxS3PutSize {
+		return nil, fmt.Errorf("%w: multipart threshold %d above S3's largest single PUT %d", ErrS3Config, opts.MultipartThreshold, int64(MaxS3PutSize))
 	}
 	if opts.PartConcurrency <= 0 {
 		opts.PartConcurrency = DefaultS3PartConcurrency
@@ -299,11 +338,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, r io.Reader, siz
 			return ObjectInfo{}, err
 		}
 	}
-	partSize := s.partSize
-	if n := (size + partSize - 1) / partSize; n > maxS3Parts {
-		partSize = (size + maxS3Parts - 1) / maxS3Parts
-	}
-	nparts := int((size + partSize - 1) / partSize)
+	partSize, nparts := s3PartLayout(size, s.partSize)
 
 	createIn := &s3.CreateMultipartUploadInput{
 		Bucket: aws.String(s.bucket),

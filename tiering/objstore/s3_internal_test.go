@@ -257,6 +257,8 @@ func TestS3StoreRefusesBadKeysAndOptions(t *testing.T) {
 		{},
 		{Bucket: "b", AccessKey: "only-one"},
 		{Bucket: "b", PartSize: 1 << 20},
+		{Bucket: "b", PartSize: 6 << 30},
+		{Bucket: "b", MultipartThreshold: 6 << 30},
 	} {
 		if _, err := NewS3Store(ctx, o); !errors.Is(err, ErrS3Config) {
 			t.Errorf("NewS3Store(%+v): %v, want ErrS3Config", o, err)
