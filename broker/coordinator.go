@@ -59,6 +59,7 @@ type groupCoordinator struct {
 	n       *Node
 	store   *group.Store
 	members *group.Coordinator
+	cgs     *consumerGroups // KIP-848 consumer groups (consumer_groups.go)
 
 	mu     sync.Mutex                     // guards states, loads
 	states map[int32]group.PartitionState // __consumer_offsets partition → state (absent: NotOwned)
@@ -90,6 +91,7 @@ func newGroupCoordinator(n *Node) *groupCoordinator {
 		MinSessionTimeout:     n.cfg.GroupMinSessionTimeout, MaxSessionTimeout: n.cfg.GroupMaxSessionTimeout,
 		MaxSize: n.cfg.GroupMaxSize,
 	})
+	gc.cgs = newConsumerGroups(gc, n.consumerGroupConfig())
 	gc.commits = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "group",
 		Name: "offset_commits_total", Help: "offsets committed (one per partition of a successful OffsetCommit)"})
 	gc.commitFails = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "group",
@@ -111,6 +113,7 @@ func (gc *groupCoordinator) close() {
 	}
 	gc.mu.Unlock()
 	gc.members.Close()
+	gc.cgs.close()
 }
 
 // append is the store's [group.AppendFunc]: the leader append path of the
@@ -220,6 +223,7 @@ func (gc *groupCoordinator) offsetsPartitionChanged(index int32, p *partition) {
 		delete(gc.states, index)
 		gc.mu.Unlock()
 		gc.members.SetPartitionState(index, group.NotOwned)
+		gc.cgs.unload(index)
 		gc.store.Unload(index)
 		return
 	}
@@ -249,8 +253,15 @@ func (gc *groupCoordinator) load(ctx context.Context, index int32, p *partition)
 			// Membership first: a group is Loaded in both halves before any
 			// request is routed to it.
 			l.Finish(gc.members.LoadGroup)
+			consumerGroups := map[string]bool{}
+			for _, id := range gc.cgs.load(index, l.ConsumerRecords()) {
+				consumerGroups[id] = true
+				gc.members.RemoveEmptyGroup(id) // an Empty classic group a consumer group took over
+			}
 			for _, g := range gc.store.GroupsOf(index) {
-				gc.members.EnsureGroup(index, g) // offsets only: an Empty group, as Kafka lists it
+				if !consumerGroups[g] {
+					gc.members.EnsureGroup(index, g) // offsets only: an Empty group, as Kafka lists it
+				}
 			}
 			gc.members.SetPartitionState(index, group.Loaded)
 			gc.states[index] = group.Loaded

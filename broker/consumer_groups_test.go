@@ -1,0 +1,273 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
+)
+
+// consumerGroupSettings are the group test settings with short KIP-848
+// timers.
+var consumerGroupSettings = withSettings(map[string]string{
+	"group.consumer.session.timeout.ms":    "3000",
+	"group.consumer.heartbeat.interval.ms": "100",
+})
+
+// consumer848 is a franz-go consumer of group on topics using the KIP-848
+// protocol (kgo.ServerSideBalancer).
+func consumer848(t *testing.T, n *Node, groupID string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	return newClient(t, n, append([]kgo.Opt{kgo.ConsumerGroup(groupID), kgo.ConsumeTopics("t"),
+		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100 * time.Millisecond)}, opts...)...)
+}
+
+// describe848 is one ConsumerGroupDescribe of groupID through cl.
+func describe848(t *testing.T, cl *kgo.Client, groupID string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{groupID}
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Groups) != 1 {
+		t.Fatalf("describe: %d groups", len(resp.Groups))
+	}
+	return resp.Groups[0]
+}
+
+// stableWith waits until groupID is Stable with the given number of
+// partitions per member (sorted), and returns the description.
+func stableWith(t *testing.T, cl *kgo.Client, groupID string, shares ...int) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	var d kmsg.ConsumerGroupDescribeResponseGroup
+	testutil.Eventually(t, testWait, func() error {
+		d = describe848(t, cl, groupID)
+		if d.ErrorCode != 0 {
+			return kerr.ErrorForCode(d.ErrorCode)
+		}
+		var got []int
+		for _, m := range d.Members {
+			n := 0
+			for _, tp := range m.Assignment.TopicPartitions {
+				n += len(tp.Partitions)
+			}
+			got = append(got, n)
+		}
+		slices.Sort(got)
+		if d.State != "Stable" || !slices.Equal(got, shares) {
+			return fmt.Errorf("state %s, shares %v, want Stable %v", d.State, got, shares)
+		}
+		return nil
+	}, "group %s stable", groupID)
+	return d
+}
+
+func produce848(t *testing.T, n *Node, from, to int) {
+	t.Helper()
+	prod := newClient(t, n, kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := from; i < to; i++ {
+		if err := prod.ProduceSync(testCtx(t), &kgo.Record{Value: []byte(strconv.Itoa(i)), Partition: int32(i % 4)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// poller polls a client in the background, recording each record's value
+// and partition.
+type poller struct {
+	mu    sync.Mutex
+	seen  map[string]int // value -> times
+	parts map[int32]bool
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+func startPoller(cl *kgo.Client) *poller {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &poller{seen: map[string]int{}, parts: map[int32]bool{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			p.mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) {
+				p.seen[string(r.Value)]++
+				p.parts[r.Partition] = true
+			})
+			p.mu.Unlock()
+			_ = cl.CommitUncommittedOffsets(ctx)
+		}
+	}()
+	return p
+}
+
+func (p *poller) halt() {
+	p.stop()
+	<-p.done
+}
+
+func (p *poller) snapshot() (map[string]int, map[int32]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ps := map[string]int{}, map[int32]bool{}
+	for k, v := range p.seen {
+		s[k] = v
+	}
+	for k := range p.parts {
+		ps[k] = true
+	}
+	return s, ps
+}
+
+// TestConsumerGroup848FranzGo drives franz-go's KIP-848 consumer against
+// one node: a member joins and consumes everything, a second joins and
+// the partitions split without a record read twice, a member leaves and
+// the other takes everything back, and a coordinator restart reloads the
+// group (epochs, members, assignments) so that its member heartbeats on
+// at the same epoch, without a rebalance.
+func TestConsumerGroup848FranzGo(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, consumerGroupSettings)
+	createTopic(t, newAdmin(t, n), "t", 4, nil)
+	produce848(t, n, 0, 40)
+
+	cl1 := consumer848(t, n, "g")
+	p1 := startPoller(cl1)
+	admin := newClient(t, n)
+	testutil.Eventually(t, testWait, func() error {
+		if s, _ := p1.snapshot(); len(s) != 40 {
+			return fmt.Errorf("%d of 40 records", len(s))
+		}
+		return nil
+	}, "the first member to read everything")
+	d := stableWith(t, admin, "g", 4)
+	if d.Epoch < 1 || d.AssignmentEpoch != d.Epoch || d.Members[0].MemberEpoch != d.Epoch {
+		t.Fatalf("epochs after one join: group %d, assignment %d, member %d", d.Epoch, d.AssignmentEpoch, d.Members[0].MemberEpoch)
+	}
+
+	// A second member: two partitions each, then 40 more records read
+	// once, each partition by one member.
+	cl2 := consumer848(t, n, "g")
+	p2 := startPoller(cl2)
+	stableWith(t, admin, "g", 2, 2)
+	produce848(t, n, 40, 80)
+	testutil.Eventually(t, testWait, func() error {
+		s1, _ := p1.snapshot()
+		s2, _ := p2.snapshot()
+		total := map[string]int{}
+		for _, s := range []map[string]int{s1, s2} {
+			for v, c := range s {
+				total[v] += c
+			}
+		}
+		if len(total) != 80 {
+			return fmt.Errorf("%d of 80 records", len(total))
+		}
+		for v, c := range total {
+			if c != 1 {
+				return fmt.Errorf("record %s read %d times", v, c)
+			}
+		}
+		return nil
+	}, "both members to read the second 40 records once")
+	_, parts1 := p1.snapshot()
+	_, parts2 := p2.snapshot()
+	if len(parts2) != 2 {
+		t.Fatalf("second member read partitions %v, want two (first %v; %+v)", parts2, parts1, describe848(t, admin, "g"))
+	}
+
+	// The second member leaves: the first takes its partitions back.
+	p2.halt()
+	cl2.Close()
+	stableWith(t, admin, "g", 4)
+	produce848(t, n, 80, 100)
+	testutil.Eventually(t, testWait, func() error {
+		s1, _ := p1.snapshot()
+		for i := 80; i < 100; i++ {
+			if s1[strconv.Itoa(i)] != 1 {
+				return fmt.Errorf("record %d read %d times by the remaining member", i, s1[strconv.Itoa(i)])
+			}
+		}
+		return nil
+	}, "the remaining member to read the last 20 records")
+	_ = parts1
+
+	// A coordinator restart: the group comes back from __consumer_offsets
+	// as it was.
+	p1.halt()
+	before := stableWith(t, admin, "g", 4)
+	member := before.Members[0]
+	n.Close()
+	n2 := startNode(t, dir, consumerGroupSettings)
+	admin2 := newClient(t, n2)
+	waitLoaded(t, n2, "g")
+	after := describe848(t, admin2, "g")
+	if after.ErrorCode != 0 || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch ||
+		len(after.Members) != 1 || after.Members[0].MemberID != member.MemberID || after.Members[0].MemberEpoch != member.MemberEpoch {
+		t.Fatalf("after restart: %+v\nbefore: %+v", after, before)
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", member.MemberID, member.MemberEpoch, -1
+	resp, err := hb.RequestWith(testCtx(t), admin2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 || resp.MemberEpoch != member.MemberEpoch {
+		t.Fatalf("heartbeat after restart: error %d, epoch %d (want %d)", resp.ErrorCode, resp.MemberEpoch, member.MemberEpoch)
+	}
+	if again := describe848(t, admin2, "g"); again.Epoch != before.Epoch {
+		t.Fatalf("group epoch %d after the restart's first heartbeat, want %d (a rebalance)", again.Epoch, before.Epoch)
+	}
+	// Its committed offsets are there, and the member's epoch is checked.
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fg := kmsg.NewOffsetFetchRequestGroup()
+	fg.Group, fg.MemberID, fg.MemberEpoch = "g", kmsg.StringPtr(member.MemberID), member.MemberEpoch+5
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{fg}
+	fresp, err := fetch.RequestWith(testCtx(t), admin2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fresp.Groups) != 1 || fresp.Groups[0].ErrorCode != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("offset fetch at a wrong member epoch: %+v", fresp.Groups)
+	}
+}
+
+// TestConsumerGroupProtocolOnlyWhenConfigured: without consumer in
+// group.coordinator.rebalance.protocols, keys 68 and 69 are not
+// advertised (franz-go then runs the classic protocol) and a heartbeat
+// sent anyway is refused.
+func TestConsumerGroupProtocolOnlyWhenConfigured(t *testing.T) {
+	n := startNode(t, t.TempDir(), withSettings(map[string]string{"group.coordinator.rebalance.protocols": "classic"}))
+	cl := newClient(t, n)
+	vresp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range vresp.ApiKeys {
+		if k.ApiKey == 68 || k.ApiKey == 69 {
+			t.Fatalf("key %d advertised with the consumer protocol off", k.ApiKey)
+		}
+	}
+	c := dialRaw(t, n)
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.SetVersion(1)
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis, hb.SubscribedTopicNames = "g", "m", 1000, []string{"t"}
+	if resp := c.roundTrip(hb).(*kmsg.ConsumerGroupHeartbeatResponse); resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("heartbeat with the consumer protocol off: error %d", resp.ErrorCode)
+	}
+	if _, err := ParseConfig(MergeProperties(map[string]string{"group.coordinator.rebalance.protocols": "classic,share"}, nil, nil)); err == nil {
+		t.Fatal("an unknown protocol was accepted")
+	}
+}
