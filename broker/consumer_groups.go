@@ -26,6 +26,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -449,4 +450,122 @@ func (cs *consumerGroups) validateFetch(id string, member *string, epoch int32) 
 func (n *Node) groupIsConsumer(id string) bool {
 	known, _ := n.groups.cgs.exists(id)
 	return known
+}
+
+// deleteGroup deletes the consumer group id (DeleteGroups): only an empty
+// one (else NON_EMPTY_GROUP), by appending its remaining records'
+// tombstones (target metadata, group epoch) and then those of its
+// offsets. handled is false when id is not a consumer group here.
+func (cs *consumerGroups) deleteGroup(ctx context.Context, id string) (handled bool, code int16) {
+	return cs.dropEmpty(ctx, id, true)
+}
+
+// dropEmpty removes the consumer group id if it has no members, writing
+// its tombstones; withOffsets also deletes its committed offsets (a
+// DeleteGroups; a classic JoinGroup taking the id over keeps them).
+func (cs *consumerGroups) dropEmpty(ctx context.Context, id string, withOffsets bool) (handled bool, code int16) {
+	cg := cs.lookup(id)
+	if cg == nil {
+		return false, 0
+	}
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	if cg.gone {
+		return false, 0
+	}
+	if len(cg.g.Members) > 0 {
+		return true, kerr.NonEmptyGroup.Code
+	}
+	recs := []consumer.Record{
+		&consumer.TargetMetadataRecord{Group: id, Deleted: true},
+		&consumer.GroupMetadataRecord{Group: id, Deleted: true},
+	}
+	if err := cs.persistLocked(ctx, cg, recs); err != nil {
+		return true, group.StoreErrorCode(err)
+	}
+	cg.gone = true
+	if cg.timer != nil {
+		cg.timer.Stop()
+	}
+	cs.mu.Lock()
+	if cs.groups[id] == cg {
+		delete(cs.groups, id)
+	}
+	cs.mu.Unlock()
+	if !withOffsets {
+		return true, 0
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cs.gc.n.cfg.OffsetsCommitTimeout+5*time.Second)
+	defer cancel()
+	if err := cs.gc.store.DeleteGroup(sctx, cg.partition, id); err != nil {
+		return true, group.StoreErrorCode(err)
+	}
+	return true, 0
+}
+
+// deleteGroups is DeleteGroups over both kinds of groups: consumer groups
+// here, the rest by the classic coordinator, answered in request order.
+func (n *Node) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	classic := *req
+	classic.Groups = nil
+	mine := map[string]int16{}
+	for _, id := range req.Groups {
+		if _, done := mine[id]; done {
+			continue
+		}
+		if _, err := n.groups.partitionOf(id); err == nil {
+			if handled, code := n.groups.cgs.deleteGroup(ctx, id); handled {
+				mine[id] = code
+				continue
+			}
+		}
+		classic.Groups = append(classic.Groups, id)
+	}
+	resp := n.groups.members.DeleteGroups(ctx, &classic)
+	if len(mine) == 0 {
+		return resp
+	}
+	byName := map[string]kmsg.DeleteGroupsResponseGroup{}
+	for _, g := range resp.Groups {
+		byName[g.Group] = g
+	}
+	out := *resp
+	out.Groups = nil
+	seen := map[string]bool{}
+	for _, id := range req.Groups {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if code, ok := mine[id]; ok {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = id, code
+			out.Groups = append(out.Groups, rg)
+		} else if g, ok := byName[id]; ok {
+			out.Groups = append(out.Groups, g)
+		}
+	}
+	return &out
+}
+
+// listConsumerGroups adds the consumer groups to a ListGroups answer
+// (v5+ TypesFilter, v4+ StatesFilter, as Kafka: case-insensitive), sorted
+// by name with the classic ones.
+func (n *Node) listConsumerGroups(req *kmsg.ListGroupsRequest, resp *kmsg.ListGroupsResponse) {
+	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, "consumer") }) {
+		return
+	}
+	added := false
+	for id, st := range n.groups.cgs.list() {
+		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, string(st)) }) {
+			continue
+		}
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = id, "consumer", string(st), "consumer"
+		resp.Groups = append(resp.Groups, g)
+		added = true
+	}
+	if added {
+		slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
+	}
 }

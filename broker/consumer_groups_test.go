@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/group"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -270,4 +271,171 @@ func TestConsumerGroupProtocolOnlyWhenConfigured(t *testing.T) {
 	if _, err := ParseConfig(MergeProperties(map[string]string{"group.coordinator.rebalance.protocols": "classic,share"}, nil, nil)); err == nil {
 		t.Fatal("an unknown protocol was accepted")
 	}
+}
+
+// join848 joins member to groupID (subscribed to t) with a raw
+// heartbeat and returns the response.
+func join848(t *testing.T, c *rawConn, groupID, member string) *kmsg.ConsumerGroupHeartbeatResponse {
+	t.Helper()
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.SetVersion(1)
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = groupID, member, 0, 5000
+	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return c.roundTrip(hb).(*kmsg.ConsumerGroupHeartbeatResponse)
+}
+
+// TestConsumerGroupAdminAndOffsets: the member epoch guards OffsetCommit
+// (v9+: STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; v8 UNSUPPORTED_VERSION) and
+// OffsetFetch; ListGroups v5 types and states filters; DescribeGroups v6
+// says a consumer group is no classic one; the one namespace of group
+// ids (a heartbeat for a classic group with members: GROUP_ID_NOT_FOUND;
+// a JoinGroup for a consumer group with members:
+// INCONSISTENT_GROUP_PROTOCOL); DeleteGroups refuses a non-empty consumer
+// group and deletes an empty one with its offsets, for good (a restart
+// does not bring it back).
+func TestConsumerGroupAdminAndOffsets(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, consumerGroupSettings)
+	createTopic(t, newAdmin(t, n), "t", 2, nil)
+	c := dialRaw(t, n)
+	if fc := findCoordinator(t, c, "g"); fc.ErrorCode != 0 {
+		t.Fatalf("find coordinator: %d", fc.ErrorCode)
+	}
+	waitLoaded(t, n, "g")
+	jr := join848(t, c, "g", "m1")
+	if jr.ErrorCode != 0 || jr.MemberEpoch < 1 {
+		t.Fatalf("join: error %d epoch %d", jr.ErrorCode, jr.MemberEpoch)
+	}
+	epoch := jr.MemberEpoch
+
+	commit := func(version int16, member string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(version)
+		req.Group, req.MemberID, req.Generation = "g", member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 7
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+		resp := c.roundTrip(req).(*kmsg.OffsetCommitResponse)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		version int16
+		member  string
+		epoch   int32
+		want    *kerr.Error
+	}{
+		{9, "m1", epoch + 1, kerr.StaleMemberEpoch},
+		{9, "nobody", epoch, kerr.UnknownMemberID},
+		{8, "m1", epoch, kerr.UnsupportedVersion},
+		{9, "", -1, kerr.UnknownMemberID}, // an admin commit while the group has members
+		{9, "m1", epoch, nil},
+	} {
+		if got := commit(tc.version, tc.member, tc.epoch); got != errCodeOf(tc.want) {
+			t.Errorf("commit v%d member %q epoch %d: error %d, want %v", tc.version, tc.member, tc.epoch, got, tc.want)
+		}
+	}
+	fetch := func(member *string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(9)
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group, g.MemberID, g.MemberEpoch = "g", member, epoch
+		req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+		return c.roundTrip(req).(*kmsg.OffsetFetchResponse).Groups[0].ErrorCode
+	}
+	if got := fetch(kmsg.StringPtr("m1"), epoch); got != 0 {
+		t.Errorf("fetch at the member's epoch: %d", got)
+	}
+	if got := fetch(kmsg.StringPtr("nobody"), epoch); got != kerr.UnknownMemberID.Code {
+		t.Errorf("fetch of an unknown member: %d", got)
+	}
+	if got := fetch(nil, -1); got != 0 {
+		t.Errorf("admin fetch: %d", got)
+	}
+
+	// A classic group with a member, for the namespace checks.
+	classic := joinConsumer(t, n, "classic", "t")
+	if classic.ErrorCode != 0 {
+		t.Fatalf("classic join: %d", classic.ErrorCode)
+	}
+	if r := join848(t, c, "classic", "m9"); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("heartbeat for a classic group: error %d, want GROUP_ID_NOT_FOUND", r.ErrorCode)
+	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.SetVersion(5)
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 3000, 3000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	if r := c.roundTrip(jg).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Errorf("JoinGroup for a consumer group: error %d, want INCONSISTENT_GROUP_PROTOCOL", r.ErrorCode)
+	}
+
+	list := func(types, states []string) map[string]string {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.SetVersion(5)
+		req.TypesFilter, req.StatesFilter = types, states
+		out := map[string]string{}
+		for _, g := range c.roundTrip(req).(*kmsg.ListGroupsResponse).Groups {
+			out[g.Group] = g.GroupType + "/" + g.ProtocolType + "/" + g.GroupState
+		}
+		return out
+	}
+	if got := list(nil, nil); got["g"] != "consumer/consumer/Stable" || got["classic"] == "" {
+		t.Errorf("ListGroups: %v", got)
+	}
+	if got := list([]string{"Consumer"}, nil); len(got) != 1 || got["g"] == "" {
+		t.Errorf("ListGroups types consumer: %v", got)
+	}
+	if got := list([]string{"classic"}, nil); got["g"] != "" || got["classic"] == "" {
+		t.Errorf("ListGroups types classic: %v", got)
+	}
+	if got := list(nil, []string{"empty"}); got["g"] != "" {
+		t.Errorf("ListGroups states empty: %v", got)
+	}
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.SetVersion(6)
+	dg.Groups = []string{"g"}
+	if d := c.roundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; d.ErrorCode != kerr.GroupIDNotFound.Code ||
+		d.ErrorMessage == nil || *d.ErrorMessage != "Group g is not a classic group." {
+		t.Errorf("DescribeGroups v6 of a consumer group: %d %v", d.ErrorCode, d.ErrorMessage)
+	}
+
+	del := func() int16 {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{"g"}
+		return c.roundTrip(req).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode
+	}
+	if got := del(); got != kerr.NonEmptyGroup.Code {
+		t.Errorf("delete of a group with a member: %d", got)
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.SetVersion(1)
+	leave.Group, leave.MemberID, leave.MemberEpoch = "g", "m1", -1
+	if r := c.roundTrip(leave).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("leave: %d epoch %d", r.ErrorCode, r.MemberEpoch)
+	}
+	if got := list(nil, []string{"Empty"}); got["g"] != "consumer/consumer/Empty" {
+		t.Errorf("ListGroups after the leave: %v", got)
+	}
+	if got := del(); got != 0 {
+		t.Fatalf("delete of the empty group: %d", got)
+	}
+	if _, ok := n.groups.store.Fetch("g", group.TopicPartition{Topic: "t", Partition: 0}); ok {
+		t.Error("the deleted group's offset is still there")
+	}
+	n.Close()
+	n2 := startNode(t, dir, consumerGroupSettings)
+	waitLoaded(t, n2, "g")
+	if n2.groupIsConsumer("g") {
+		t.Error("the deleted consumer group came back after a restart")
+	}
+}
+
+func errCodeOf(e *kerr.Error) int16 {
+	if e == nil {
+		return 0
+	}
+	return e.Code
 }
