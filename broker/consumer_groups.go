@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -49,6 +50,8 @@ type consumerGroups struct {
 	img    consumer.TopicImage // cached topic image, of metadata offset imgOffset
 	imgOff int64
 	closed bool
+
+	kick atomic.Bool // a metadataChanged pass is queued
 }
 
 // consumerGroup is one group. mu serialises every call into g and the
@@ -283,6 +286,19 @@ func (cs *consumerGroups) expire(id string, cg *consumerGroup) {
 		}
 	}
 	cs.armLocked(id, cg)
+}
+
+// imageChanged queues a metadataChanged pass off the caller's goroutine
+// (reconcile calls it after each metadata view it applied); passes
+// requested while one is queued fold into it.
+func (cs *consumerGroups) imageChanged() {
+	if !cs.kick.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		cs.kick.Store(false)
+		cs.metadataChanged()
+	}()
 }
 
 // metadataChanged tells every group of the new topic image (topics

@@ -439,3 +439,37 @@ func errCodeOf(e *kerr.Error) int16 {
 	}
 	return e.Code
 }
+
+// TestConsumerGroupEpochBumpsOnTopicChange: growing a subscribed topic
+// bumps the group epoch from the metadata image alone (no heartbeat
+// needed), and the member's next heartbeat gets the new partitions.
+func TestConsumerGroupEpochBumpsOnTopicChange(t *testing.T) {
+	n := startNode(t, t.TempDir(), consumerGroupSettings)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 2, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	jr := join848(t, c, "g", "m1")
+	if jr.ErrorCode != 0 || jr.Assignment == nil || len(jr.Assignment.Topics) != 1 || len(jr.Assignment.Topics[0].Partitions) != 2 {
+		t.Fatalf("join: %+v", jr)
+	}
+	before := describe848(t, newClient(t, n), "g").Epoch
+	if _, err := adm.CreatePartitions(testCtx(t), 4, "t"); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, n)
+	testutil.Eventually(t, testWait, func() error {
+		if d := describe848(t, cl, "g"); d.Epoch <= before {
+			return fmt.Errorf("group epoch %d, was %d", d.Epoch, before)
+		}
+		return nil
+	}, "the group epoch to move with the partition count")
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.SetVersion(1)
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "m1", jr.MemberEpoch, -1
+	r := c.roundTrip(hb).(*kmsg.ConsumerGroupHeartbeatResponse)
+	if r.ErrorCode != 0 || r.Assignment == nil || len(r.Assignment.Topics) != 1 || len(r.Assignment.Topics[0].Partitions) != 6 { // 2 + the 4 added
+		t.Fatalf("heartbeat after the growth: %+v %+v", r, r.Assignment)
+	}
+}
