@@ -473,3 +473,32 @@ func TestConsumerGroupEpochBumpsOnTopicChange(t *testing.T) {
 		t.Fatalf("heartbeat after the growth: %+v %+v", r, r.Assignment)
 	}
 }
+
+// TestConsumerGroupFailedAppendChangesNothing: a heartbeat whose records
+// cannot be appended is answered with the append's error
+// (NOT_ENOUGH_REPLICAS → COORDINATOR_NOT_AVAILABLE) and leaves the group
+// as the log has it: the member that could not join is not in it, and it
+// joins at the next epoch once appends work again.
+func TestConsumerGroupFailedAppendChangesNothing(t *testing.T) {
+	n := startNode(t, t.TempDir(), consumerGroupSettings)
+	createTopic(t, newAdmin(t, n), "t", 2, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	if r := join848(t, c, "g", "m1"); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("join m1: %d epoch %d", r.ErrorCode, r.MemberEpoch)
+	}
+	fail := func(int32) error { return kerr.NotEnoughReplicas }
+	n.groups.appendHook.Store(&fail)
+	if r := join848(t, c, "g", "m2"); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("join m2 with appends failing: error %d", r.ErrorCode)
+	}
+	d := describe848(t, newClient(t, n), "g")
+	if len(d.Members) != 1 || d.Members[0].MemberID != "m1" || d.Epoch != 1 {
+		t.Fatalf("after a failed join: epoch %d, members %+v", d.Epoch, d.Members)
+	}
+	n.groups.appendHook.Store(nil)
+	if r := join848(t, c, "g", "m2"); r.ErrorCode != 0 || r.MemberEpoch != 2 {
+		t.Fatalf("join m2 once appends work: error %d epoch %d", r.ErrorCode, r.MemberEpoch)
+	}
+}

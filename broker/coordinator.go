@@ -74,6 +74,10 @@ type groupCoordinator struct {
 	// of Node.verifyTxnPartitions.
 	verifyHook atomic.Pointer[func(txnID string, producerID int64, epoch int16, tps map[string][]int32) map[string]map[int32]int16]
 
+	// appendHook, if set (tests), runs before each append to a
+	// __consumer_offsets partition; an error fails the append.
+	appendHook atomic.Pointer[func(partition int32) error]
+
 	// expiryPasses counts completed offset expiry passes (run), so a test
 	// can wait for the expiry to have had its chance.
 	expiryPasses atomic.Uint64
@@ -128,6 +132,11 @@ func (gc *groupCoordinator) close() {
 func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byte, appended func(int64)) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if h := gc.appendHook.Load(); h != nil {
+		if err := (*h)(partition); err != nil {
+			return err
+		}
 	}
 	p := gc.n.partition(offsetsTopic, partition)
 	if p == nil || !p.leader.Load() {
