@@ -502,3 +502,46 @@ func TestConsumerGroupFailedAppendChangesNothing(t *testing.T) {
 		t.Fatalf("join m2 once appends work: error %d epoch %d", r.ErrorCode, r.MemberEpoch)
 	}
 }
+
+// TestConsumerGroupSessionTimeoutFences: a member that stops
+// heartbeating is fenced by the group's timer once
+// group.consumer.session.timeout.ms passes (no request needed), and its
+// partitions go to the member still heartbeating.
+func TestConsumerGroupSessionTimeoutFences(t *testing.T) {
+	n := startNode(t, t.TempDir(), withSettings(map[string]string{
+		"group.consumer.session.timeout.ms":    "600",
+		"group.consumer.heartbeat.interval.ms": "100",
+	}))
+	createTopic(t, newAdmin(t, n), "t", 2, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	if r := join848(t, c, "g", "quiet"); r.ErrorCode != 0 {
+		t.Fatalf("join quiet: %d", r.ErrorCode)
+	}
+	r := join848(t, c, "g", "busy")
+	if r.ErrorCode != 0 {
+		t.Fatalf("join busy: %d", r.ErrorCode)
+	}
+	cl := newClient(t, n)
+	epoch := r.MemberEpoch
+	testutil.Eventually(t, testWait, func() error {
+		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		hb.SetVersion(1)
+		hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "busy", epoch, -1
+		hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		r := c.roundTrip(hb).(*kmsg.ConsumerGroupHeartbeatResponse)
+		if r.ErrorCode != 0 {
+			return kerr.ErrorForCode(r.ErrorCode)
+		}
+		epoch = r.MemberEpoch
+		d := describe848(t, cl, "g")
+		if len(d.Members) != 1 || d.Members[0].MemberID != "busy" || d.State != "Stable" {
+			return fmt.Errorf("state %s, %d members", d.State, len(d.Members))
+		}
+		if n := len(d.Members[0].Assignment.TopicPartitions); n != 1 || len(d.Members[0].Assignment.TopicPartitions[0].Partitions) != 2 {
+			return fmt.Errorf("busy holds %+v", d.Members[0].Assignment)
+		}
+		return nil
+	}, "the quiet member to be fenced and busy to hold both partitions")
+}
