@@ -166,7 +166,12 @@ func (cs *consumerGroups) heartbeat(ctx context.Context, req *kmsg.ConsumerGroup
 			continue // replaced by a reload: use the new one
 		}
 		res := cg.g.Heartbeat(nowMs(), req, c, cs.image())
-		if err := cs.persistLocked(ctx, cg, res.Records); err != nil {
+		err := cs.persistLocked(ctx, cg, res.Records)
+		if len(cg.hist) == 0 && len(cg.g.Members) == 0 {
+			// A group created for a join that failed: the log never had it.
+			cs.forgetLocked(req.Group, cg)
+		}
+		if err != nil {
 			cg.mu.Unlock()
 			return fail(kerr.ErrorForCode(group.StoreErrorCode(err)).(*kerr.Error), "")
 		}
@@ -249,6 +254,35 @@ func compactRecords(recs []consumer.Record) []consumer.Record {
 		out = append(out, recs[i])
 	}
 	return out
+}
+
+// forgetLocked (cg.mu held) removes the group from memory.
+func (cs *consumerGroups) forgetLocked(id string, cg *consumerGroup) {
+	cg.gone = true
+	if cg.timer != nil {
+		cg.timer.Stop()
+	}
+	cs.mu.Lock()
+	if cs.groups[id] == cg {
+		delete(cs.groups, id)
+	}
+	cs.mu.Unlock()
+}
+
+// subscribed returns the topics the members of consumer group id
+// subscribe to by name, and all true when one subscribes by regex (any
+// topic may be in use); known false when id is not a consumer group here.
+func (cs *consumerGroups) subscribed(id string) (topics map[string]bool, all, known bool) {
+	known = cs.with(id, func(g *consumer.Group) {
+		topics = map[string]bool{}
+		for _, m := range g.Members {
+			all = all || m.SubscribedTopicRegex != ""
+			for _, t := range m.SubscribedTopicNames {
+				topics[t] = true
+			}
+		}
+	})
+	return topics, all, known
 }
 
 // armLocked (cg.mu held) sets the group's timer to its next deadline.
@@ -499,15 +533,7 @@ func (cs *consumerGroups) dropEmpty(ctx context.Context, id string, withOffsets 
 	if err := cs.persistLocked(ctx, cg, recs); err != nil {
 		return true, group.StoreErrorCode(err)
 	}
-	cg.gone = true
-	if cg.timer != nil {
-		cg.timer.Stop()
-	}
-	cs.mu.Lock()
-	if cs.groups[id] == cg {
-		delete(cs.groups, id)
-	}
-	cs.mu.Unlock()
+	cs.forgetLocked(id, cg)
 	if !withOffsets {
 		return true, 0
 	}

@@ -497,6 +497,17 @@ func TestConsumerGroupFailedAppendChangesNothing(t *testing.T) {
 	if len(d.Members) != 1 || d.Members[0].MemberID != "m1" || d.Epoch != 1 {
 		t.Fatalf("after a failed join: epoch %d, members %+v", d.Epoch, d.Members)
 	}
+	// The first join of a new group failing leaves no group behind (the
+	// log never had one), and neither does an invalid one.
+	if r := join848(t, c, "fresh", "m1"); r.ErrorCode != kerr.CoordinatorNotAvailable.Code || n.groupIsConsumer("fresh") {
+		t.Fatalf("first join of a new group with appends failing: error %d, group kept %v", r.ErrorCode, n.groupIsConsumer("fresh"))
+	}
+	bad := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	bad.SetVersion(1)
+	bad.Group, bad.MemberID, bad.MemberEpoch = "fresh2", "m1", 0 // a join without its fields
+	if r := c.roundTrip(bad).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != kerr.InvalidRequest.Code || n.groupIsConsumer("fresh2") {
+		t.Fatalf("invalid join of a new group: error %d, group kept %v", r.ErrorCode, n.groupIsConsumer("fresh2"))
+	}
 	n.groups.appendHook.Store(nil)
 	if r := join848(t, c, "g", "m2"); r.ErrorCode != 0 || r.MemberEpoch != 2 {
 		t.Fatalf("join m2 once appends work: error %d epoch %d", r.ErrorCode, r.MemberEpoch)
@@ -544,4 +555,63 @@ func TestConsumerGroupSessionTimeoutFences(t *testing.T) {
 		}
 		return nil
 	}, "the quiet member to be fenced and busy to hold both partitions")
+}
+
+// TestConsumerGroupOffsetsExpiry: in a KIP-848 group with a member, the
+// offset of a topic no member subscribes to expires (KIP-496) and that of
+// a subscribed topic stays; once the member left, the rest expires too
+// and the empty group goes with it.
+func TestConsumerGroupOffsetsExpiry(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), consumerGroupSettings)
+	cfg.OffsetsRetention = 200 * time.Millisecond
+	cfg.OffsetsRetentionCheckInterval = 30 * time.Millisecond
+	n, err := Open(Options{Config: cfg, Logger: testLogger(), StartTimeout: testWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 1, nil)
+	createTopic(t, adm, "u", 1, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "s")
+	waitLoaded(t, n, "s")
+	jr := join848(t, c, "s", "m1")
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %d", jr.ErrorCode)
+	}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(9)
+	commit.Group, commit.Generation, commit.MemberID = "s", jr.MemberEpoch, "m1"
+	for _, tn := range []string{"t", "u"} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = tn
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{kmsg.NewOffsetCommitRequestTopicPartition()}
+		commit.Topics = append(commit.Topics, rt)
+	}
+	for _, rt := range c.roundTrip(commit).(*kmsg.OffsetCommitResponse).Topics {
+		if rt.Partitions[0].ErrorCode != 0 {
+			t.Fatalf("commit %s: %d", rt.Topic, rt.Partitions[0].ErrorCode)
+		}
+	}
+	testutil.Eventually(t, testWait, func() bool {
+		_, ok := n.groups.store.Fetch("s", group.TopicPartition{Topic: "u", Partition: 0})
+		return !ok
+	}, "the offset of an unsubscribed topic to expire")
+	more := uint64(3*cfg.OffsetsRetention/cfg.OffsetsRetentionCheckInterval) + 1
+	passes := n.groups.expiryPasses.Load() + more
+	testutil.Eventually(t, testWait, func() bool { return n.groups.expiryPasses.Load() >= passes }, "%d more offset expiry passes", more-1)
+	if _, ok := n.groups.store.Fetch("s", group.TopicPartition{Topic: "t", Partition: 0}); !ok {
+		t.Fatal("offset of a subscribed topic expired in a group with a member")
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.SetVersion(1)
+	leave.Group, leave.MemberID, leave.MemberEpoch = "s", "m1", -1
+	if r := c.roundTrip(leave).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("leave: %d", r.ErrorCode)
+	}
+	testutil.Eventually(t, testWait, func() bool {
+		_, ok := n.groups.store.Fetch("s", group.TopicPartition{Topic: "t", Partition: 0})
+		return !ok && !n.groupIsConsumer("s")
+	}, "the empty group's offsets to expire, and the group with them")
 }

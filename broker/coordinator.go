@@ -427,6 +427,9 @@ func (gc *groupCoordinator) expireOffsets(ctx context.Context) int {
 		if st, ok := gc.members.GroupState(g.Group); ok && st != "Empty" {
 			continue
 		}
+		if handled, code := gc.cgs.dropEmpty(ctx, g.Group, false); handled && code != 0 {
+			continue // a consumer group with members (or its tombstones failed)
+		}
 		gc.members.RemoveEmptyGroup(g.Group)
 		if err := gc.store.DeleteGroup(ctx, g.Partition, g.Group); err != nil && ctx.Err() == nil {
 			gc.n.logger.Warn("broker: remove expired group", "group", g.Group, "err", err)
@@ -466,6 +469,9 @@ func (gc *groupCoordinator) expirable(ctx context.Context) func(groupID, topic s
 // a group without members, all (unknown) when the group is not a consumer
 // group or a subscription does not decode (ConsumerMemberMetadata).
 func (gc *groupCoordinator) topicsInUse(ctx context.Context, groupID string) (topics map[string]bool, all bool, err error) {
+	if topics, all, known := gc.cgs.subscribed(groupID); known {
+		return topics, all, nil // a KIP-848 consumer group: its members' subscriptions
+	}
 	st, known := gc.members.GroupState(groupID)
 	if !known || st == "Empty" || st == "Dead" {
 		return nil, false, nil
