@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -614,4 +615,26 @@ func TestConsumerGroupOffsetsExpiry(t *testing.T) {
 		_, ok := n.groups.store.Fetch("s", group.TopicPartition{Topic: "t", Partition: 0})
 		return !ok && !n.groupIsConsumer("s")
 	}, "the empty group's offsets to expire, and the group with them")
+}
+
+// TestConsumerGroupHeartbeatNeedsTopicDescribe: with READ on the group
+// but no DESCRIBE on a subscribed topic, a heartbeat is refused with
+// TOPIC_AUTHORIZATION_FAILED (Kafka 4's check) and joins nothing; with
+// it, the member joins.
+func TestConsumerGroupHeartbeatNeedsTopicDescribe(t *testing.T) {
+	n := startNode(t, t.TempDir(), authzOn(consumerGroupSettings))
+	if res, err := n.svc.CreateTopics(testCtx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	grantDirect(t, n, "GROUP:LITERAL:g ALLOW User:ANONYMOUS@* READ")
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	if r := join848(t, c, "g", "m1"); r.ErrorCode != kerr.TopicAuthorizationFailed.Code || n.groupIsConsumer("g") {
+		t.Fatalf("join without DESCRIBE on the topic: error %d, group made %v", r.ErrorCode, n.groupIsConsumer("g"))
+	}
+	grantDirect(t, n, "TOPIC:LITERAL:t ALLOW User:ANONYMOUS@* DESCRIBE")
+	if r := join848(t, c, "g", "m1"); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("join with DESCRIBE on the topic: error %d epoch %d", r.ErrorCode, r.MemberEpoch)
+	}
 }
