@@ -411,6 +411,14 @@ func TestConsumerGroupAdminAndOffsets(t *testing.T) {
 	if got := del(); got != kerr.NonEmptyGroup.Code {
 		t.Errorf("delete of a group with a member: %d", got)
 	}
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "g"
+	odt := kmsg.NewOffsetDeleteRequestTopic()
+	odt.Topic, odt.Partitions = "t", []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{odt}
+	if r := c.roundTrip(od).(*kmsg.OffsetDeleteResponse); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code {
+		t.Errorf("OffsetDelete of a subscribed topic: %d / %d", r.ErrorCode, r.Topics[0].Partitions[0].ErrorCode)
+	}
 	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	leave.SetVersion(1)
 	leave.Group, leave.MemberID, leave.MemberEpoch = "g", "m1", -1
