@@ -646,3 +646,36 @@ func TestConsumerGroupHeartbeatNeedsTopicDescribe(t *testing.T) {
 		t.Fatalf("join with DESCRIBE on the topic: error %d epoch %d", r.ErrorCode, r.MemberEpoch)
 	}
 }
+
+// TestConsumerGroupRequestsDuringLoad: while the group's partition loads,
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
+// COORDINATOR_LOAD_IN_PROGRESS (the client retries), as the classic path.
+func TestConsumerGroupRequestsDuringLoad(t *testing.T) {
+	n := startNode(t, t.TempDir(), consumerGroupSettings)
+	createTopic(t, newAdmin(t, n), "t", 1, nil)
+	release := make(chan struct{})
+	hook := func(int32) {
+		select {
+		case <-release:
+		case <-time.After(testWait):
+		}
+	}
+	n.groups.loadHook.Store(&hook)
+	c := dialRaw(t, n)
+	if r := findCoordinator(t, c, "g"); r.ErrorCode != 0 {
+		t.Fatalf("find coordinator: %d", r.ErrorCode)
+	}
+	if r := join848(t, c, "g", "m1"); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("heartbeat while loading: %d", r.ErrorCode)
+	}
+	d := kmsg.NewPtrConsumerGroupDescribeRequest()
+	d.Groups = []string{"g"}
+	if r := c.roundTrip(d).(*kmsg.ConsumerGroupDescribeResponse); r.Groups[0].ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("describe while loading: %d", r.Groups[0].ErrorCode)
+	}
+	close(release)
+	waitLoaded(t, n, "g")
+	if r := join848(t, c, "g", "m1"); r.ErrorCode != 0 {
+		t.Fatalf("heartbeat after the load: %d", r.ErrorCode)
+	}
+}
