@@ -103,6 +103,10 @@ var Settings = []Setting{
 	{"group.coordinator.rebalance.protocols", "classic,consumer", "group protocols offered: classic (JoinGroup/SyncGroup) and consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed)"},
 	{"group.consumer.session.timeout.ms", "45000", "session timeout of KIP-848 consumer group members"},
 	{"group.consumer.heartbeat.interval.ms", "5000", "heartbeat interval the coordinator gives KIP-848 consumer group members"},
+	{"group.consumer.min.session.timeout.ms", "45000", "smallest group.consumer.session.timeout.ms allowed"},
+	{"group.consumer.max.session.timeout.ms", "60000", "largest group.consumer.session.timeout.ms allowed"},
+	{"group.consumer.min.heartbeat.interval.ms", "5000", "smallest group.consumer.heartbeat.interval.ms allowed"},
+	{"group.consumer.max.heartbeat.interval.ms", "15000", "largest group.consumer.heartbeat.interval.ms allowed"},
 	{"group.consumer.max.size", "2147483647", "most members one KIP-848 consumer group may have"},
 	{"group.consumer.assignors", "uniform,range", "server-side assignors of KIP-848 consumer groups, the first the default"},
 	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
@@ -721,6 +725,19 @@ func ParseConfig(props map[string]string) (Config, error) {
 	}
 	c.GroupConsumerSessionTimeout = ms("group.consumer.session.timeout.ms", 1)
 	c.GroupConsumerHeartbeatInterval = ms("group.consumer.heartbeat.interval.ms", 1)
+	inBounds := func(name string, v time.Duration, minName, maxName string) {
+		lo, hi := ms(minName, 1), ms(maxName, 1)
+		switch {
+		case lo > hi:
+			bad(minName, get(minName), "above "+maxName)
+		case v < lo:
+			bad(name, get(name), "below "+minName+" ("+get(minName)+")")
+		case v > hi:
+			bad(name, get(name), "above "+maxName+" ("+get(maxName)+")")
+		}
+	}
+	inBounds("group.consumer.session.timeout.ms", c.GroupConsumerSessionTimeout, "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms")
+	inBounds("group.consumer.heartbeat.interval.ms", c.GroupConsumerHeartbeatInterval, "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms")
 	if c.GroupConsumerHeartbeatInterval >= c.GroupConsumerSessionTimeout {
 		bad("group.consumer.heartbeat.interval.ms", get("group.consumer.heartbeat.interval.ms"), "must be below group.consumer.session.timeout.ms")
 	}

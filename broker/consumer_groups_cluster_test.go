@@ -21,9 +21,11 @@ import (
 // produced afterwards exactly once.
 func TestConsumerGroup848CoordinatorFailover(t *testing.T) {
 	settings := map[string]string{
-		"offsets.commit.timeout.ms":            "5000",
-		"group.consumer.session.timeout.ms":    "6000",
-		"group.consumer.heartbeat.interval.ms": "100",
+		"offsets.commit.timeout.ms":                "5000",
+		"group.consumer.session.timeout.ms":        "6000",
+		"group.consumer.min.session.timeout.ms":    "100",
+		"group.consumer.min.heartbeat.interval.ms": "50",
+		"group.consumer.heartbeat.interval.ms":     "100",
 	}
 	for k, v := range replicatedGroupSettings {
 		if _, ok := settings[k]; !ok {

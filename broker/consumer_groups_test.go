@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,8 +22,10 @@ import (
 // consumerGroupSettings are the group test settings with short KIP-848
 // timers.
 var consumerGroupSettings = withSettings(map[string]string{
-	"group.consumer.session.timeout.ms":    "3000",
-	"group.consumer.heartbeat.interval.ms": "100",
+	"group.consumer.session.timeout.ms":        "3000",
+	"group.consumer.min.session.timeout.ms":    "100",
+	"group.consumer.min.heartbeat.interval.ms": "50",
+	"group.consumer.heartbeat.interval.ms":     "100",
 })
 
 // consumer848 is a franz-go consumer of group on topics using the KIP-848
@@ -529,8 +532,10 @@ func TestConsumerGroupFailedAppendChangesNothing(t *testing.T) {
 // partitions go to the member still heartbeating.
 func TestConsumerGroupSessionTimeoutFences(t *testing.T) {
 	n := startNode(t, t.TempDir(), withSettings(map[string]string{
-		"group.consumer.session.timeout.ms":    "600",
-		"group.consumer.heartbeat.interval.ms": "100",
+		"group.consumer.session.timeout.ms":        "600",
+		"group.consumer.min.session.timeout.ms":    "100",
+		"group.consumer.min.heartbeat.interval.ms": "50",
+		"group.consumer.heartbeat.interval.ms":     "100",
 	}))
 	createTopic(t, newAdmin(t, n), "t", 2, nil)
 	c := dialRaw(t, n)
@@ -677,5 +682,32 @@ func TestConsumerGroupRequestsDuringLoad(t *testing.T) {
 	waitLoaded(t, n, "g")
 	if r := join848(t, c, "g", "m1"); r.ErrorCode != 0 {
 		t.Fatalf("heartbeat after the load: %d", r.ErrorCode)
+	}
+}
+
+// TestConsumerGroupTimeoutBounds: group.consumer.session.timeout.ms and
+// group.consumer.heartbeat.interval.ms must lie within their min/max
+// settings (Kafka's defaults 45-60 s and 5-15 s), and the interval below
+// the timeout.
+func TestConsumerGroupTimeoutBounds(t *testing.T) {
+	for _, tc := range []struct {
+		props map[string]string
+		want  string // "" valid
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"group.consumer.session.timeout.ms": "30000"}, "below group.consumer.min.session.timeout.ms"},
+		{map[string]string{"group.consumer.session.timeout.ms": "70000"}, "above group.consumer.max.session.timeout.ms"},
+		{map[string]string{"group.consumer.heartbeat.interval.ms": "20000"}, "above group.consumer.max.heartbeat.interval.ms"},
+		{map[string]string{"group.consumer.min.session.timeout.ms": "1000", "group.consumer.session.timeout.ms": "1000", "group.consumer.heartbeat.interval.ms": "5000"}, "below group.consumer.session.timeout.ms"},
+		{map[string]string{"group.consumer.assignors": "sticky"}, "assignors are uniform and range"},
+		{map[string]string{"group.consumer.assignors": "range,uniform"}, ""},
+	} {
+		_, err := ParseConfig(MergeProperties(tc.props, nil, nil))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.props, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: error %v, want %q", tc.props, err, tc.want)
+		}
 	}
 }

@@ -30,7 +30,7 @@ func TestGroup848FranzGoOneNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	src := kgoSource(t, ctx)
-	n := startNode(t, t.TempDir(), withSettings(map[string]string{"group.consumer.heartbeat.interval.ms": "500"}))
+	n := startNode(t, t.TempDir(), withSettings(map[string]string{"group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500"}))
 	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "4m",
 		"-run", "^(TestGroupETL|TestGroupSimple)$", ".")
 	cmd.Dir = filepath.Join(src, "pkg", "kgo")
