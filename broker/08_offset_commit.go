@@ -56,6 +56,12 @@ func handleOffsetCommit(ctx context.Context, n *Node, r *request) (*frame, error
 		reqErr = kerr.InvalidGroupID
 	case err != nil:
 		reqErr = err
+	case n.groupIsConsumer(req.Group):
+		// A KIP-848 group: the member epoch (v9+ GenerationIdOrMemberEpoch).
+		var handled bool
+		if handled, reqErr = n.groups.cgs.validateCommit(req.Group, req.MemberID, req.Generation, false, r.version); !handled {
+			reqErr = n.groups.members.ValidateCommit(req.Group, req.Generation, req.MemberID, req.InstanceID)
+		}
 	case r.version >= 1:
 		reqErr = n.groups.members.ValidateCommit(req.Group, req.Generation, req.MemberID, req.InstanceID)
 	default:

@@ -17,8 +17,10 @@ package broker
 // retries); without it the committed offset is answered. With topics null
 // only partitions with a committed offset are listed, as Kafka does.
 //
-// Differences from Kafka: v9's MemberID/MemberEpoch (KIP-848 consumer
-// groups) are not checked (only classic groups exist here); v10 by topic
+// v9+ MemberID/MemberEpoch are checked against a KIP-848 consumer group
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; consumer.Group.ValidateOffsetFetch).
+//
+// Differences from Kafka: v10 by topic
 // id answers the ids of topics that still exist and skips committed
 // topics that were deleted.
 
@@ -58,7 +60,14 @@ func handleOffsetFetch(_ context.Context, n *Node, r *request) (*frame, error) {
 					topics = append(topics, offsetFetchTopic{name: t.Topic, id: t.TopicID, parts: t.Partitions})
 				}
 			}
-			fetched, err := n.fetchOffsetsAuthorized(r, g.Group, topics, r.version >= 10, req.RequireStable)
+			var fetched []fetchedTopic
+			var err error
+			if r.version >= 9 && r.allowed(n.authorizer(), authz.OpDescribe, authz.ResGroup, g.Group) {
+				err = n.groups.cgs.validateFetch(g.Group, g.MemberID, g.MemberEpoch) // KIP-848 groups only
+			}
+			if err == nil {
+				fetched, err = n.fetchOffsetsAuthorized(r, g.Group, topics, r.version >= 10, req.RequireStable)
+			}
 			rg.ErrorCode = errCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()

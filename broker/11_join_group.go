@@ -14,6 +14,10 @@ package broker
 // rebalance timeout: the session timeout is used. v5+ static members
 // (KIP-345) rejoining within their session keep their assignment.
 //
+// A group id held by a KIP-848 consumer group with members answers
+// INCONSISTENT_GROUP_PROTOCOL; an empty consumer group is dropped (its
+// offsets kept) and the classic group takes the id.
+//
 // Differences from Kafka: v9 SkipAssignment is always false (it is for
 // KIP-848 consumer-protocol groups, which do not exist here); the reason
 // (v8+) is only logged in leaves. Protocol ties are broken by name rather
@@ -23,6 +27,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
@@ -32,6 +37,22 @@ func init() { register(11, 0, handleJoinGroup) }
 
 func handleJoinGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.JoinGroupRequest)
+	// A KIP-848 consumer group of that id (consumer_groups.go): with
+	// members it takes no classic member (no online migration here); an
+	// empty one gives the id up, its offsets kept.
+	if known, members := n.groups.cgs.exists(req.Group); known {
+		code := int16(0)
+		if members {
+			code = kerr.InconsistentGroupProtocol.Code
+		} else if _, code = n.groups.cgs.dropEmpty(ctx, req.Group, false); code == 0 {
+			code = -1
+		}
+		if code > 0 {
+			resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+			resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
+			return encodeResponse(r, resp), nil
+		}
+	}
 	resp := n.groups.members.JoinGroup(group.WithClient(ctx, r.clientID, clientHost(r)), req)
 	return encodeResponse(r, resp), nil
 }

@@ -26,11 +26,27 @@ func init() { register(15, 0, handleDescribeGroups) }
 
 func handleDescribeGroups(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeGroupsRequest)
+	resp, err := handleDescribeClassicGroups(ctx, n, r, req)
+	if err != nil {
+		return nil, err
+	}
+	// A KIP-848 group is no classic group: Dead (unknown) to v0-v5, and
+	// v6+'s GROUP_ID_NOT_FOUND says so, as Kafka.
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if g.ErrorCode == kerr.GroupIDNotFound.Code && n.groupIsConsumer(g.Group) {
+			g.ErrorMessage = kmsg.StringPtr("Group " + g.Group + " is not a classic group.")
+		}
+	}
+	return encodeResponse(r, resp), nil
+}
+
+func handleDescribeClassicGroups(ctx context.Context, n *Node, r *request, req *kmsg.DescribeGroupsRequest) (*kmsg.DescribeGroupsResponse, error) {
 	// Kafka's check (authorize.go): DESCRIBE on each group; a refused one
 	// answers GROUP_AUTHORIZATION_FAILED and is not looked up.
 	az := n.authorizer()
 	if az == nil {
-		return encodeResponse(r, n.groups.members.DescribeGroups(ctx, req)), nil
+		return n.groups.members.DescribeGroups(ctx, req), nil
 	}
 	allowed := *req
 	allowed.Groups = nil
@@ -55,5 +71,5 @@ func handleDescribeGroups(ctx context.Context, n *Node, r *request) (*frame, err
 		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
 		resp.Groups = append(resp.Groups, rg)
 	}
-	return encodeResponse(r, &resp), nil
+	return &resp, nil
 }

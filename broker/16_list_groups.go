@@ -5,7 +5,8 @@ package broker
 // Behaviour: group.Coordinator.ListGroups: the groups of the
 // __consumer_offsets partitions this broker has loaded, sorted by name;
 // v4+ StatesFilter (case-insensitive Kafka state names), v5+ TypesFilter
-// and GroupType (every group here is "classic"). While a partition loads
+// and GroupType ("classic", or "consumer" for KIP-848 groups, protocol
+// type "consumer"). While a partition loads
 // the answer carries COORDINATOR_LOAD_IN_PROGRESS with the groups loaded.
 //
 // Differences from Kafka: none known (a single broker answers for the
@@ -24,6 +25,7 @@ func init() { register(16, 0, handleListGroups) }
 func handleListGroups(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.ListGroupsRequest)
 	resp := n.groups.members.ListGroups(ctx, req)
+	n.listConsumerGroups(req, resp) // consumer_groups.go: KIP-848 groups
 	// Kafka's check (authorize.go): DESCRIBE on the cluster lists every
 	// group, else only those the principal may DESCRIBE.
 	if az := n.authorizer(); az != nil && !r.allowedCluster(az, authz.OpDescribe) {

@@ -40,9 +40,12 @@ const (
 
 func init() { register(apiVersionsKey, 0, handleAPIVersions) }
 
-func handleAPIVersions(_ context.Context, _ *Node, r *request) (*frame, error) {
+func handleAPIVersions(_ context.Context, n *Node, r *request) (*frame, error) {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	for _, a := range supportedAPIs() {
+		if (a.key == consumerGroupHeartbeatKey || a.key == consumerGroupDescribeKey) && !n.cfg.GroupConsumerProtocol {
+			continue // group.coordinator.rebalance.protocols without consumer
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
 		if a.key == produceKey {

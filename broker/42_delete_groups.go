@@ -6,6 +6,8 @@ package broker
 // deleted (NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND if unknown); its
 // group metadata and committed offsets are tombstoned in
 // __consumer_offsets before the answer. Duplicate names are answered once.
+// A KIP-848 consumer group is deleted the same way, with the tombstones of
+// its records 3 and 6 (consumer_groups.go).
 //
 // Differences from Kafka: none known.
 
@@ -26,7 +28,7 @@ func handleDeleteGroups(ctx context.Context, n *Node, r *request) (*frame, error
 	// answers GROUP_AUTHORIZATION_FAILED and is not deleted.
 	az := n.authorizer()
 	if az == nil {
-		return encodeResponse(r, n.groups.members.DeleteGroups(ctx, req)), nil
+		return encodeResponse(r, n.deleteGroups(ctx, req)), nil
 	}
 	allowed := *req
 	allowed.Groups = nil
@@ -35,7 +37,7 @@ func handleDeleteGroups(ctx context.Context, n *Node, r *request) (*frame, error
 			allowed.Groups = append(allowed.Groups, g)
 		}
 	}
-	deleted := n.groups.members.DeleteGroups(ctx, &allowed)
+	deleted := n.deleteGroups(ctx, &allowed)
 	byName := map[string]kmsg.DeleteGroupsResponseGroup{}
 	for _, g := range deleted.Groups {
 		byName[g.Group] = g

@@ -93,6 +93,7 @@ func handleOffsetDelete(ctx context.Context, n *Node, r *request) (*frame, error
 // GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP as OffsetDelete answers them.
 func (n *Node) groupSubscriptions(ctx context.Context, groupID string) (map[string]bool, error) {
 	st, known := n.groups.members.GroupState(groupID)
+	known = known || n.groupIsConsumer(groupID) // KIP-848 groups: topicsInUse has their subscriptions
 	hasOffsets := len(n.groups.store.FetchAll(groupID)) > 0
 	if !known && !hasOffsets || st == "Dead" {
 		return nil, kerr.GroupIDNotFound

@@ -184,6 +184,11 @@ func authzCases(t *testing.T, n *Node) []authzCase {
 	syncG.Group = "g"
 	leave := kmsg.NewPtrLeaveGroupRequest()
 	leave.Group = "g"
+	cgHB := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cgHB.Group, cgHB.MemberID, cgHB.RebalanceTimeoutMillis, cgHB.SubscribedTopicNames = "g", "m", 10000, []string{"t"}
+	cgHB.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	cgDesc := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgDesc.Groups = []string{"g"}
 	descGroups := kmsg.NewPtrDescribeGroupsRequest()
 	descGroups.Groups = []string{"g"}
 	delGroups := kmsg.NewPtrDeleteGroupsRequest()
@@ -343,5 +348,7 @@ func authzCases(t *testing.T, n *Node) []authzCase {
 		{"CreateAcls", createACLs, -1, clusterErr},
 		{"DescribeAcls", kmsg.NewPtrDescribeACLsRequest(), -1, clusterErr},
 		{"DeleteAcls", deleteACLs, -1, clusterErr},
+		{"ConsumerGroupHeartbeat", cgHB, -1, groupErr},
+		{"ConsumerGroupDescribe", cgDesc, -1, groupErr},
 	}
 }

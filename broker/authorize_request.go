@@ -58,6 +58,8 @@ func requestRefusal(az *authz.Authorizer, w who, req kmsg.Request) int16 {
 		return group(r.Group)
 	case *kmsg.LeaveGroupRequest:
 		return group(r.Group)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return group(r.Group)
 	case *kmsg.InitProducerIDRequest:
 		if r.TransactionalID != nil {
 			return txn(*r.TransactionalID)

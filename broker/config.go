@@ -111,6 +111,15 @@ var Settings = []Setting{
 	{"group.min.session.timeout.ms", "6000", "smallest session.timeout.ms a member may ask for"},
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
 	{"group.max.size", "2147483647", "most members one group may have"},
+	{"group.coordinator.rebalance.protocols", "classic,consumer", "group protocols offered: classic (JoinGroup/SyncGroup) and consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed)"},
+	{"group.consumer.session.timeout.ms", "45000", "session timeout of KIP-848 consumer group members"},
+	{"group.consumer.heartbeat.interval.ms", "5000", "heartbeat interval the coordinator gives KIP-848 consumer group members"},
+	{"group.consumer.min.session.timeout.ms", "45000", "smallest group.consumer.session.timeout.ms allowed"},
+	{"group.consumer.max.session.timeout.ms", "60000", "largest group.consumer.session.timeout.ms allowed"},
+	{"group.consumer.min.heartbeat.interval.ms", "5000", "smallest group.consumer.heartbeat.interval.ms allowed"},
+	{"group.consumer.max.heartbeat.interval.ms", "15000", "largest group.consumer.heartbeat.interval.ms allowed"},
+	{"group.consumer.max.size", "2147483647", "most members one KIP-848 consumer group may have"},
+	{"group.consumer.assignors", "uniform,range", "server-side assignors of KIP-848 consumer groups, the first the default"},
 	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
 	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets (1, as Kafka's shipped server.properties sets it; 3 on a 3-node cluster)"},
 	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets"},
@@ -430,6 +439,13 @@ type Config struct {
 	GroupMinSessionTimeout     time.Duration
 	GroupMaxSessionTimeout     time.Duration
 	GroupMaxSize               int
+
+	// KIP-848 consumer groups (group.consumer.*, consumer_groups.go).
+	GroupConsumerProtocol          bool // "consumer" in group.coordinator.rebalance.protocols
+	GroupConsumerSessionTimeout    time.Duration
+	GroupConsumerHeartbeatInterval time.Duration
+	GroupConsumerMaxSize           int
+	GroupConsumerAssignors         []string
 
 	// Committed offsets (offsets.*, coordinator.go).
 	OffsetsTopicPartitions        int32
@@ -772,6 +788,50 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.GroupMinSessionTimeout = ms("group.min.session.timeout.ms", 0)
 	c.GroupMaxSessionTimeout = ms("group.max.session.timeout.ms", 0)
 	c.GroupMaxSize = int(min(i64("group.max.size", 1), 1<<31-1))
+	for _, p := range strings.Split(get("group.coordinator.rebalance.protocols"), ",") {
+		switch p = strings.ToLower(strings.TrimSpace(p)); p {
+		case "classic":
+		case "consumer":
+			c.GroupConsumerProtocol = true
+		default:
+			bad("group.coordinator.rebalance.protocols", get("group.coordinator.rebalance.protocols"), "protocols are classic and consumer")
+		}
+	}
+	c.GroupConsumerSessionTimeout = ms("group.consumer.session.timeout.ms", 1)
+	c.GroupConsumerHeartbeatInterval = ms("group.consumer.heartbeat.interval.ms", 1)
+	inBounds := func(name string, v time.Duration, minName, maxName string) {
+		lo, hi := ms(minName, 1), ms(maxName, 1)
+		switch {
+		case lo > hi:
+			bad(minName, get(minName), "above "+maxName)
+		case v < lo:
+			bad(name, get(name), "below "+minName+" ("+get(minName)+")")
+		case v > hi:
+			bad(name, get(name), "above "+maxName+" ("+get(maxName)+")")
+		}
+	}
+	inBounds("group.consumer.session.timeout.ms", c.GroupConsumerSessionTimeout, "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms")
+	inBounds("group.consumer.heartbeat.interval.ms", c.GroupConsumerHeartbeatInterval, "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms")
+	if c.GroupConsumerHeartbeatInterval >= c.GroupConsumerSessionTimeout {
+		bad("group.consumer.heartbeat.interval.ms", get("group.consumer.heartbeat.interval.ms"), "must be below group.consumer.session.timeout.ms")
+	}
+	c.GroupConsumerMaxSize = int(min(i64("group.consumer.max.size", 1), 1<<31-1))
+	c.GroupConsumerAssignors = nil
+	for _, a := range strings.Split(get("group.consumer.assignors"), ",") {
+		switch a = strings.ToLower(strings.TrimSpace(a)); a {
+		case "uniform", "range":
+			c.GroupConsumerAssignors = append(c.GroupConsumerAssignors, a)
+		case "org.apache.kafka.coordinator.group.assignor.uniformassignor":
+			c.GroupConsumerAssignors = append(c.GroupConsumerAssignors, "uniform")
+		case "org.apache.kafka.coordinator.group.assignor.rangeassignor":
+			c.GroupConsumerAssignors = append(c.GroupConsumerAssignors, "range")
+		default:
+			bad("group.consumer.assignors", get("group.consumer.assignors"), "assignors are uniform and range")
+		}
+	}
+	if len(c.GroupConsumerAssignors) == 0 {
+		bad("group.consumer.assignors", get("group.consumer.assignors"), "at least one assignor")
+	}
 	c.OffsetsTopicPartitions = int32(min(i64("offsets.topic.num.partitions", 1), 1<<20))
 	c.OffsetsTopicReplicationFactor = rf("offsets.topic.replication.factor")
 	c.OffsetsTopicSegmentBytes = i64("offsets.topic.segment.bytes", 14)

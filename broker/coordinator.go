@@ -59,6 +59,7 @@ type groupCoordinator struct {
 	n       *Node
 	store   *group.Store
 	members *group.Coordinator
+	cgs     *consumerGroups // KIP-848 consumer groups (consumer_groups.go)
 
 	mu     sync.Mutex                     // guards states, loads
 	states map[int32]group.PartitionState // __consumer_offsets partition → state (absent: NotOwned)
@@ -72,6 +73,10 @@ type groupCoordinator struct {
 	// reachable), answers TxnOffsetCommit's KIP-890 verification instead
 	// of Node.verifyTxnPartitions.
 	verifyHook atomic.Pointer[func(txnID string, producerID int64, epoch int16, tps map[string][]int32) map[string]map[int32]int16]
+
+	// appendHook, if set (tests), runs before each append to a
+	// __consumer_offsets partition; an error fails the append.
+	appendHook atomic.Pointer[func(partition int32) error]
 
 	// expiryPasses counts completed offset expiry passes (run), so a test
 	// can wait for the expiry to have had its chance.
@@ -90,6 +95,7 @@ func newGroupCoordinator(n *Node) *groupCoordinator {
 		MinSessionTimeout:     n.cfg.GroupMinSessionTimeout, MaxSessionTimeout: n.cfg.GroupMaxSessionTimeout,
 		MaxSize: n.cfg.GroupMaxSize,
 	})
+	gc.cgs = newConsumerGroups(gc, n.consumerGroupConfig())
 	gc.commits = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "group",
 		Name: "offset_commits_total", Help: "offsets committed (one per partition of a successful OffsetCommit)"})
 	gc.commitFails = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "group",
@@ -111,6 +117,7 @@ func (gc *groupCoordinator) close() {
 	}
 	gc.mu.Unlock()
 	gc.members.Close()
+	gc.cgs.close()
 }
 
 // append is the store's [group.AppendFunc]: the leader append path of the
@@ -125,6 +132,11 @@ func (gc *groupCoordinator) close() {
 func (gc *groupCoordinator) append(ctx context.Context, partition int32, b []byte, appended func(int64)) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if h := gc.appendHook.Load(); h != nil {
+		if err := (*h)(partition); err != nil {
+			return err
+		}
 	}
 	p := gc.n.partition(offsetsTopic, partition)
 	if p == nil || !p.leader.Load() {
@@ -220,6 +232,7 @@ func (gc *groupCoordinator) offsetsPartitionChanged(index int32, p *partition) {
 		delete(gc.states, index)
 		gc.mu.Unlock()
 		gc.members.SetPartitionState(index, group.NotOwned)
+		gc.cgs.unload(index)
 		gc.store.Unload(index)
 		return
 	}
@@ -249,8 +262,15 @@ func (gc *groupCoordinator) load(ctx context.Context, index int32, p *partition)
 			// Membership first: a group is Loaded in both halves before any
 			// request is routed to it.
 			l.Finish(gc.members.LoadGroup)
+			consumerGroups := map[string]bool{}
+			for _, id := range gc.cgs.load(index, l.ConsumerRecords()) {
+				consumerGroups[id] = true
+				gc.members.RemoveEmptyGroup(id) // an Empty classic group a consumer group took over
+			}
 			for _, g := range gc.store.GroupsOf(index) {
-				gc.members.EnsureGroup(index, g) // offsets only: an Empty group, as Kafka lists it
+				if !consumerGroups[g] {
+					gc.members.EnsureGroup(index, g) // offsets only: an Empty group, as Kafka lists it
+				}
 			}
 			gc.members.SetPartitionState(index, group.Loaded)
 			gc.states[index] = group.Loaded
@@ -407,6 +427,9 @@ func (gc *groupCoordinator) expireOffsets(ctx context.Context) int {
 		if st, ok := gc.members.GroupState(g.Group); ok && st != "Empty" {
 			continue
 		}
+		if handled, code := gc.cgs.dropEmpty(ctx, g.Group, false); handled && code != 0 {
+			continue // a consumer group with members (or its tombstones failed)
+		}
 		gc.members.RemoveEmptyGroup(g.Group)
 		if err := gc.store.DeleteGroup(ctx, g.Partition, g.Group); err != nil && ctx.Err() == nil {
 			gc.n.logger.Warn("broker: remove expired group", "group", g.Group, "err", err)
@@ -446,6 +469,9 @@ func (gc *groupCoordinator) expirable(ctx context.Context) func(groupID, topic s
 // a group without members, all (unknown) when the group is not a consumer
 // group or a subscription does not decode (ConsumerMemberMetadata).
 func (gc *groupCoordinator) topicsInUse(ctx context.Context, groupID string) (topics map[string]bool, all bool, err error) {
+	if topics, all, known := gc.cgs.subscribed(groupID); known {
+		return topics, all, nil // a KIP-848 consumer group: its members' subscriptions
+	}
 	st, known := gc.members.GroupState(groupID)
 	if !known || st == "Empty" || st == "Dead" {
 		return nil, false, nil

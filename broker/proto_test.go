@@ -142,6 +142,8 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			64: {0, kmsg.NewPtrUnregisterBrokerRequest().MaxVersion()},
 			65: {0, kmsg.NewPtrDescribeTransactionsRequest().MaxVersion()},
 			66: {0, 1}, // ListTransactions v2 (the id pattern filter) is not built
+			68: {0, 1}, // KIP-848, group.coordinator.rebalance.protocols lists consumer by default
+			69: {0, 1},
 			75: {0, 0},
 		}
 		if len(got) != len(want) {

@@ -250,6 +250,7 @@ func (n *Node) reconcile() {
 	for _, k := range gone {
 		n.dropPartition(k, true)
 	}
+	n.groups.cgs.imageChanged() // KIP-848 groups: topics created, deleted, grown
 }
 
 func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition, error) {

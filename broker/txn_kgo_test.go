@@ -54,9 +54,11 @@ func TestTxnFranzGoEtlOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("franz-go TestTxnEtl: %v\n%s", err, out[max(0, len(out)-16<<10):])
 	}
-	// The classic-group subtests must have run (the KIP-848 ones skip
-	// themselves: the consumer group protocol is not built).
-	for _, want := range []string{"TestTxnEtl", "TestTxnEtl/range", "TestTxnEtl/cooperative-sticky", "TestTxnEtl/cooperative-sticky/static"} {
+	// Every subtest must have run: classic groups and, since the node
+	// advertises ConsumerGroupHeartbeat, the KIP-848 ones (TxnOffsetCommit
+	// checked against the member epoch).
+	for _, want := range []string{"TestTxnEtl", "TestTxnEtl/range", "TestTxnEtl/cooperative-sticky", "TestTxnEtl/cooperative-sticky/static",
+		"TestTxnEtl/range/848", "TestTxnEtl/sticky/848", "TestTxnEtl/sticky/848/static"} {
 		if !slices.Contains(pass, want) {
 			t.Errorf("%s did not pass", want)
 		}

@@ -454,3 +454,7 @@ func (c *Coordinator) storeAsyncLocked(g *group) {
 		c.store(g, func() bool { return g.generation == gen && g.state == Empty }, nil)
 	}()
 }
+
+// StoreErrorCode is the error code a client is told when a write of its
+// group's records failed with err (the mapping of a group metadata store).
+func StoreErrorCode(err error) int16 { return storeErrorCode(err) }

@@ -9,10 +9,12 @@ package group
 // COORDINATOR_LOAD_IN_PROGRESS), so a half-replayed state is never served.
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/broker/group/consumer"
 	"github.com/strata-io/strata/internal/batch"
 )
 
@@ -47,6 +49,9 @@ type Loader struct {
 	// Records counts the records replayed; Skipped those of unknown key
 	// versions.
 	Records, Skipped int
+	// consumer holds the KIP-848 consumer group records (key versions
+	// 3-8) in log order, for consumer.Replay.
+	consumer []consumer.Record
 }
 
 // NewLoader starts the load of partition into store. It first forgets
@@ -89,6 +94,11 @@ func (l *Loader) Batch(b []byte) error {
 		return nil
 	}
 	txn := h.Transactional() && h.HasProducerID()
+	if !txn {
+		if err := l.consumerRecords(b); err != nil {
+			return err
+		}
+	}
 	return DecodeBatch(b, func(at int64, e Entry) error {
 		l.Records++
 		if txn && e.IsOffset {
@@ -132,3 +142,33 @@ func (l *Loader) Finish(fn func(partition int32, g GroupSnapshot)) {
 		fn(l.partition, *g)
 	}
 }
+
+// consumerRecords keeps the consumer group records (key versions 3-8) of
+// one non-control batch; the other versions are DecodeBatch's.
+func (l *Loader) consumerRecords(b []byte) error {
+	return batch.Records(b, func(r batch.Record) error {
+		if r.KeyNull || len(r.Key) < 2 {
+			return nil
+		}
+		if v := int16(binary.BigEndian.Uint16(r.Key)); v < consumer.TypeGroupMetadata || v > consumer.TypeCurrentAssignment {
+			return nil
+		}
+		var val []byte
+		if !r.ValueNull {
+			val = r.Value
+		}
+		rec, ok, err := consumer.DecodeRecord(r.Key, val)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrBadRecord, err)
+		}
+		if ok {
+			l.Records++
+			l.consumer = append(l.consumer, rec)
+		}
+		return nil
+	})
+}
+
+// ConsumerRecords returns the consumer group records (key versions 3-8)
+// replayed so far, in log order: the input of consumer.Replay.
+func (l *Loader) ConsumerRecords() []consumer.Record { return l.consumer }

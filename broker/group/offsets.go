@@ -597,3 +597,11 @@ func sortedTPs(m map[TopicPartition]rec) []TopicPartition {
 	})
 	return out
 }
+
+// AppendRecords appends recs (already encoded, say a consumer group's
+// records 3-8) to partition's log as one batch, in the order of the
+// partition's other writes, and returns once the batch is appended (as
+// durable as a commit), or the append's error.
+func (s *Store) AppendRecords(ctx context.Context, partition int32, recs []KV) error {
+	return s.writeRecords(ctx, partition, recs, func(int64) {})
+}

@@ -135,10 +135,10 @@ type Entry struct {
 	Snapshot  GroupSnapshot // when !IsOffset && !Deleted
 }
 
-// DecodeRecord decodes one record (value nil: tombstone). Keys of unknown
-// versions (Kafka 3.x+ records for the new consumer protocol, versions 3+)
-// return ok false and no error: a loader skips them, as Kafka's old
-// coordinator would not write them. The entry copies every byte it keeps.
+// DecodeRecord decodes one record (value nil: tombstone). Keys of other
+// versions (3+: KIP-848 consumer group records, which the Loader hands to
+// broker/group/consumer, and share or streams groups) return ok false and
+// no error. The entry copies every byte it keeps.
 func DecodeRecord(key, value []byte) (e Entry, ok bool, err error) {
 	if len(key) < 2 {
 		return e, false, fmt.Errorf("%w: key of %d bytes", ErrBadRecord, len(key))

@@ -348,9 +348,18 @@ var kgoMustPass = []string{
 	"TestIssue337", "TestDirectPartitionPurge", "TestConsumeMaxDecompressBatchBytes", "TestIssue769",
 	"TestPauseIssueOct2023", "TestUnknownGroupOffsetFetchPinned",
 	// Transactions (issue 16): its classic-group subtests (range,
-	// cooperative-sticky, static); the KIP-848 ones skip themselves.
+	// cooperative-sticky, static).
 	"TestTxnEtl", "TestTxnEtl/range", "TestTxnEtl/cooperative-sticky", "TestTxnEtl/cooperative-sticky/static",
+	// KIP-848 consumer groups (issue 18): ConsumerGroupHeartbeat is
+	// advertised, so these run instead of skipping.
+	"TestGroupETL/range/848", "TestGroupETL/sticky/848", "TestGroupETL/sticky/848/static", "TestGroupSimple/848",
+	"TestTxnEtl/range/848", "TestTxnEtl/sticky/848", "TestTxnEtl/sticky/848/static",
 }
+
+// kgoSkip are franz-go tests left out on purpose: Test848RegexBrokerResolves
+// expects a KIP-848 regex subscription to match an internal topic, which
+// Strata refuses (broker/group/consumer/DESIGN.md).
+const kgoSkip = "^Test848RegexBrokerResolves$"
 
 // franzGoDir downloads the franz-go module go.mod requires through the
 // module proxy and returns a writable copy of its source.
@@ -430,7 +439,7 @@ func TestCluster3FranzGoSuite(t *testing.T) {
 		}
 		return out
 	}
-	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m")
+	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m", "-skip", kgoSkip)
 	pass, _ := passed(out)
 	for _, name := range kgoMustPass {
 		if !slices.Contains(pass, name) {

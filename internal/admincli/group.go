@@ -28,6 +28,7 @@ type groupListed struct {
 	State        string `json:"state"`
 	ProtocolType string `json:"protocol_type"`
 	Coordinator  int32  `json:"coordinator"`
+	Type         string `json:"type"` // classic, or consumer (KIP-848); empty from brokers before ListGroups v5
 }
 
 func defineGroupList(fs *flag.FlagSet) runFunc {
@@ -46,12 +47,12 @@ func defineGroupList(fs *flag.FlagSet) runFunc {
 		}
 		out := []groupListed{}
 		for _, g := range groups.Sorted() {
-			out = append(out, groupListed{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Coordinator: g.Coordinator})
+			out = append(out, groupListed{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Coordinator: g.Coordinator, Type: g.GroupType})
 		}
 		return e.emit(out, func(w io.Writer) {
-			row(w, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR")
+			row(w, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR", "TYPE")
 			for _, g := range out {
-				row(w, g.Group, dash(g.State), dash(g.ProtocolType), g.Coordinator)
+				row(w, g.Group, dash(g.State), dash(g.ProtocolType), g.Coordinator, dash(g.Type))
 			}
 		})
 	}
@@ -105,6 +106,9 @@ func defineGroupDescribe(fs *flag.FlagSet) runFunc {
 		}
 		defer cancel()
 		what := fmt.Sprintf("describe group %q", name)
+		if done, err := describeConsumerGroup(ctx, e, name); done {
+			return err // a KIP-848 consumer group (group_consumer.go)
+		}
 		lags, err := e.adm.Lag(ctx, name)
 		if err != nil {
 			return fail(what, err, "")

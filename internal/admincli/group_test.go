@@ -84,7 +84,7 @@ func TestGroupDescribeShowsLag(t *testing.T) {
 	}
 
 	r = mustOK(t, "", "group", "list")
-	if !tableRow(r.stdout, "glag-g", "Empty", "consumer", "1") {
+	if !tableRow(r.stdout, "glag-g", "Empty", "consumer", "1", "classic") {
 		t.Errorf("group list: %s", r.stdout)
 	}
 	r = mustOK(t, "", "group", "list", "--format", "json")
@@ -227,4 +227,67 @@ func TestGroupResetOffsets(t *testing.T) {
 	}
 	wantFail(t, cli(t, "", "group", "delete", g), ExitFail, "GROUP_ID_NOT_FOUND")
 	wantFail(t, cli(t, "", "group", "delete"), ExitUsage, "name the groups")
+}
+
+// TestGroupDescribeConsumerGroup: a KIP-848 group (franz-go with
+// kgo.ServerSideBalancer) is described with its group and assignment
+// epochs, the assignor, each member's epoch, state and current vs target
+// partitions, and its committed offsets and lag; group list shows its type.
+func TestGroupDescribeConsumerGroup(t *testing.T) {
+	createTopic(t, "g848", 2)
+	produceN(t, "g848", 0, 5)
+	produceN(t, "g848", 1, 3)
+	cl := newClient(t, kgo.ConsumerGroup("g848-g"), kgo.ConsumeTopics("g848"), kgo.ServerSideBalancer(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	got := 0
+	for got < 8 {
+		fs := cl.PollFetches(testCtx(t))
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, "g848", 1, 2) // lag 2 on partition 1
+
+	var d consumerGroupDescribed
+	deadline := time.Now().Add(testWait)
+	for {
+		r := mustOK(t, "", "group", "describe", "g848-g", "--format", "json")
+		d = consumerGroupDescribed{}
+		if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		if d.State == "Stable" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // poll until the group settles (bounded above)
+	}
+	if d.Type != "consumer" || d.State != "Stable" || d.Epoch < 1 || d.AssignmentEpoch != d.Epoch || d.Assignor != "uniform" ||
+		len(d.Members) != 1 || len(d.Offsets) != 2 || d.TotalLag != 2 {
+		t.Fatalf("describe %+v", d)
+	}
+	m := d.Members[0]
+	if m.Epoch != d.Epoch || m.State != "STABLE" || len(m.Assigned) != 1 || int32s(m.Assigned[0].Partitions) != "0,1" ||
+		!samePartitions(m.Assigned, m.Target) || strings.Join(m.Subscribed, ",") != "g848" {
+		t.Fatalf("member %+v", m)
+	}
+	for _, o := range d.Offsets {
+		if o.MemberID != m.MemberID || o.Lag != map[int32]int64{0: 0, 1: 2}[o.Partition] {
+			t.Errorf("offsets row %+v", o)
+		}
+	}
+	r := mustOK(t, "", "group", "describe", "g848-g")
+	if !tableRow(r.stdout, "g848-g", "consumer", "Stable", itoa(int64(d.Epoch)), itoa(int64(d.Epoch)), "uniform", "1", "2") {
+		t.Errorf("describe header: %s", r.stdout)
+	}
+	if !tableRow(r.stdout, m.MemberID, m.ClientID, m.Host, itoa(int64(m.Epoch)), "STABLE", "g848[0,1]", "g848[0,1]") {
+		t.Errorf("describe member row: %s", r.stdout)
+	}
+	r = mustOK(t, "", "group", "list")
+	if !tableRow(r.stdout, "g848-g", "Stable", "consumer", "1", "consumer") {
+		t.Errorf("group list: %s", r.stdout)
+	}
 }

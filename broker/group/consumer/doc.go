@@ -15,8 +15,8 @@
 // that may need it. Each call returns the records to persist, in order;
 // the caller appends them to the group's __consumer_offsets partition and
 // answers the client only once they are durable (as Kafka's coordinator
-// runtime does). Nothing here is wired to the network yet: key 68 is not
-// advertised by ApiVersions until a handler drives this package end to end.
+// runtime does). The broker's shell is broker/consumer_groups.go (with the
+// handlers 68_consumer_group_heartbeat.go and 69_consumer_group_describe.go).
 //
 // Usage (the future handler, abridged):
 //
