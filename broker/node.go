@@ -398,7 +398,7 @@ func (n *Node) startController(o Options) error {
 	}
 	if n.ctlTLS != nil {
 		ln = tls.NewListener(ln, n.ctlTLS.serverConfig())
-	} else if n.cfg.Authorizer != nil {
+	} else if n.cfg.Authorizer != nil && n.cfg.ControllerSASL == nil {
 		n.logger.Warn("broker: the authorizer is on but the CONTROLLER listener is PLAINTEXT: whoever reaches it can change metadata; map it to SSL with client certificates",
 			"listener", n.cfg.ControllerListenerName)
 	}
@@ -417,6 +417,7 @@ func (n *Node) startController(o Options) error {
 		Incarnation:   n.incarnation,
 		LocalAddr:     n.localAddr(),
 		Dial:          n.controllerDial(),
+		SASL:          n.controllerSASL(),
 	})
 	if err != nil {
 		ln.Close()
