@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-io/strata/controller"
+	"github.com/strata-io/strata/controller/metadata"
+)
+
+// TestProcControllerListenerSASL: three `strata serve` nodes whose
+// CONTROLLER listener is SASL_PLAINTEXT with PLAIN (the nodes' own
+// credentials and users in its jaas config, super.users naming the nodes'
+// principal) form their quorum, register as brokers and create a topic
+// replicated on all three; a quorum client with a wrong password, a user
+// of the jaas config that is not a node, and one without SASL are refused
+// (counted in strata_controller_sasl_authentication_failures_total) and
+// create nothing.
+func TestProcControllerListenerSASL(t *testing.T) {
+	c := startProcCluster(t, 3,
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+		"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+		"sasl.mechanism.controller.protocol=PLAIN",
+		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" password="ctl-secret" user_ctl="ctl-secret" user_op="op-secret";`,
+		"super.users=User:ctl")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.procs[0].addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), procWait)
+	defer cancel()
+	var brokers []int32
+	for ctx.Err() == nil {
+		m, err := adm.Metadata(ctx)
+		if err == nil && len(m.Brokers) == 3 {
+			brokers = m.Brokers.NodeIDs()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(brokers) != 3 {
+		t.Fatalf("brokers %v, want three registered over SASL", brokers)
+	}
+	res, err := adm.CreateTopic(ctx, 1, 3, nil, "over-sasl")
+	if err != nil || res.Err != nil {
+		t.Fatalf("CreateTopic: %v %v", err, res.Err)
+	}
+
+	ctlAddr := c.procs[0].listenerAddr(t, "CONTROLLER")
+	admin := c.procs[0].listenerAddr(t, "ADMIN")
+	for _, tc := range []struct {
+		name string
+		dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	}{
+		{"wrong-password", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "wrong-pw-77"))},
+		{"not-a-node", controller.SASLDialer(nil, nil, controller.PlainSASLClient("op", "op-secret"))},
+		{"no-sasl", nil},
+	} {
+		before := metricSum(t, admin, "strata_controller_sasl_authentication_failures_total")
+		if tc.dial != nil {
+			if conn, err := tc.dial(ctx, "tcp", ctlAddr); !errors.Is(err, controller.ErrSASLFailed) {
+				if conn != nil {
+					conn.Close()
+				}
+				t.Fatalf("%s: dial %v, want ErrSASLFailed", tc.name, err)
+			}
+		}
+		qc := controller.NewClient(controller.ClientOptions{Addrs: []string{ctlAddr}, Dial: tc.dial})
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		_, err := qc.CreateTopics(cctx, metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: tc.name, NumPartitions: 1, ReplicationFactor: 1}}})
+		ccancel()
+		qc.Close()
+		if err == nil {
+			t.Fatalf("%s: CreateTopics on the CONTROLLER listener succeeded", tc.name)
+		}
+		if got := metricSum(t, admin, "strata_controller_sasl_authentication_failures_total"); got <= before {
+			t.Fatalf("%s: strata_controller_sasl_authentication_failures_total %v, was %v", tc.name, got, before)
+		}
+	}
+	// Nothing changed: every node sees the one topic, on all three.
+	for _, p := range c.procs {
+		pc, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := kadm.NewClient(pc).Metadata(ctx)
+		pc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := m.Topics.Names(); len(names) != 1 || names[0] != "over-sasl" {
+			t.Fatalf("node at %s: topics %v, want [over-sasl]", p.addr, names)
+		}
+		if reps := m.Topics["over-sasl"].Partitions[0].Replicas; len(reps) != 3 {
+			t.Fatalf("replicas %v, want 3", reps)
+		}
+	}
+	// The refusals are logged, the passwords never.
+	var logs []byte
+	for _, p := range c.procs {
+		for _, f := range []string{p.out, p.err} {
+			b, _ := os.ReadFile(f)
+			logs = append(logs, b...)
+		}
+	}
+	if !bytes.Contains(logs, []byte("controller: refused a connection: SASL")) {
+		t.Fatal("no refusal logged")
+	}
+	for _, secret := range []string{"ctl-secret", "op-secret", "wrong-pw-77"} {
+		if bytes.Contains(logs, []byte(secret)) {
+			t.Fatalf("a node logged the password %q", secret)
+		}
+	}
+}
