@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"errors"
 	"net"
 	"os"
@@ -17,20 +19,59 @@ import (
 )
 
 // TestProcControllerListenerSASL: three `strata serve` nodes whose
-// CONTROLLER listener is SASL_PLAINTEXT with PLAIN (the nodes' own
-// credentials and users in its jaas config, super.users naming the nodes'
-// principal) form their quorum, register as brokers and create a topic
-// replicated on all three; a quorum client with a wrong password, a user
-// of the jaas config that is not a node, and one without SASL are refused
-// (counted in strata_controller_sasl_authentication_failures_total) and
-// create nothing.
+// CONTROLLER listener is SASL_PLAINTEXT, with PLAIN (the nodes' own
+// credentials and users in its jaas config) or OAUTHBEARER (Kafka's
+// unsecured tokens), super.users naming the nodes' principal, form their
+// quorum, register as brokers and create a topic replicated on all three;
+// quorum clients with a wrong credential, a principal that is not a node,
+// or no SASL are refused (counted in
+// strata_controller_sasl_authentication_failures_total, logged without
+// secrets) and create nothing.
 func TestProcControllerListenerSASL(t *testing.T) {
-	c := startProcCluster(t, 3,
-		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-		"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
-		"sasl.mechanism.controller.protocol=PLAIN",
-		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" password="ctl-secret" user_ctl="ctl-secret" user_op="op-secret";`,
-		"super.users=User:ctl")
+	token := func(sub string, exp time.Duration) func() (string, error) {
+		return func() (string, error) {
+			enc := base64.RawURLEncoding.EncodeToString
+			claims := fmt.Sprintf(`{"sub":%q,"iat":%d,"exp":%d}`, sub, time.Now().Add(-2*time.Hour).Unix(), time.Now().Add(exp).Unix())
+			return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + ".", nil
+		}
+	}
+	for _, mc := range []struct {
+		mech     string
+		settings []string
+		refused  []saslRefusal
+	}{
+		{"PLAIN", []string{
+			"listener.name.controller.sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.controller.protocol=PLAIN",
+			`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" password="ctl-secret" user_ctl="ctl-secret" user_op="op-secret";`,
+		}, []saslRefusal{
+			{"wrong-password", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "wrong-pw-77"))},
+			{"not-a-node", controller.SASLDialer(nil, nil, controller.PlainSASLClient("op", "op-secret"))},
+			{"no-sasl", nil},
+		}},
+		{"OAUTHBEARER", []string{
+			"listener.name.controller.sasl.enabled.mechanisms=OAUTHBEARER", "sasl.mechanism.controller.protocol=OAUTHBEARER",
+			`listener.name.controller.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="ctl";`,
+		}, []saslRefusal{
+			{"expired-token", controller.SASLDialer(nil, nil, controller.OAuthBearerSASLClient(token("ctl", -time.Hour)))},
+			{"not-a-node", controller.SASLDialer(nil, nil, controller.OAuthBearerSASLClient(token("op", time.Hour)))},
+			{"plain-instead", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "ctl-secret"))},
+			{"no-sasl", nil},
+		}},
+	} {
+		t.Run(mc.mech, func(t *testing.T) {
+			procControllerSASL(t, append([]string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT", "super.users=User:ctl"}, mc.settings...), mc.refused)
+		})
+	}
+}
+
+// saslRefusal is a quorum client the CONTROLLER listener must refuse.
+type saslRefusal struct {
+	name string
+	dial func(ctx context.Context, network, addr string) (net.Conn, error) // nil: no SASL
+}
+
+func procControllerSASL(t *testing.T, settings []string, refusals []saslRefusal) {
+	c := startProcCluster(t, 3, settings...)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.procs[0].addr))
 	if err != nil {
 		t.Fatal(err)
@@ -58,14 +99,7 @@ func TestProcControllerListenerSASL(t *testing.T) {
 
 	ctlAddr := c.procs[0].listenerAddr(t, "CONTROLLER")
 	admin := c.procs[0].listenerAddr(t, "ADMIN")
-	for _, tc := range []struct {
-		name string
-		dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	}{
-		{"wrong-password", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "wrong-pw-77"))},
-		{"not-a-node", controller.SASLDialer(nil, nil, controller.PlainSASLClient("op", "op-secret"))},
-		{"no-sasl", nil},
-	} {
+	for _, tc := range refusals {
 		before := metricSum(t, admin, "strata_controller_sasl_authentication_failures_total")
 		if tc.dial != nil {
 			if conn, err := tc.dial(ctx, "tcp", ctlAddr); !errors.Is(err, controller.ErrSASLFailed) {
