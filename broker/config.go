@@ -65,7 +65,7 @@ var Settings = []Setting{
 	{"max.request.partition.size.limit", "2000", "most partitions one DescribeTopicPartitions response holds (the request's ResponsePartitionLimit is capped by it)"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"authorizer.class.name", "", "the authorizer: empty for none (every request allowed, ACL APIs answer SECURITY_DISABLED), or org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log)"},
-	{"super.users", "", "principals allowed everything by the authorizer, User:a;User:b (give the brokers' own principal here when inter-broker listeners authenticate); an SSL CONTROLLER listener takes only certificates of these principals"},
+	{"super.users", "", "principals allowed everything by the authorizer, User:a;User:b (give the brokers' own principal here when inter-broker listeners authenticate); an SSL CONTROLLER listener takes only certificates of these principals, a SASL one only these users"},
 	{"allow.everyone.if.no.acl.found", "false", "authorizer: allow an operation on a resource no ACL names"},
 	{"max.connections", "2147483647", "client connections this broker keeps open; at the bound its listeners stop accepting until one closes (the inter-broker listener is exempt when there are other listeners)"},
 	{"max.connections.per.ip", "2147483647", "connections one client address may hold; a new one beyond is closed at once"},
