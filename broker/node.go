@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -708,6 +709,12 @@ func (n *Node) register(ctx context.Context) error {
 		}
 		if metadata.ErrorCode(err) == kerr.InconsistentClusterID.Code {
 			return fmt.Errorf("broker: the controller refused this node: %w", err)
+		}
+		if errors.Is(err, controller.ErrSASLFailed) {
+			// Retrying cannot help: the credentials are this node's
+			// configuration (the controller listener's jaas config).
+			return fmt.Errorf("broker: the controller listener refused this node's SASL credentials (sasl.mechanism.controller.protocol, listener.name.%s.<mechanism>.sasl.jaas.config): %w",
+				strings.ToLower(n.cfg.ControllerListenerName), err)
 		}
 		n.logger.Debug("broker: registration failed, retrying", "err", err)
 		select {

@@ -39,6 +39,9 @@ func TestProcControllerListenerSASL(t *testing.T) {
 		mech     string
 		settings []string
 		refused  []saslRefusal
+		// wrong, if set, replaces the jaas config for a broker-only node
+		// that must exit refused.
+		wrong string
 	}{
 		{"PLAIN", []string{
 			"listener.name.controller.sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.controller.protocol=PLAIN",
@@ -47,7 +50,7 @@ func TestProcControllerListenerSASL(t *testing.T) {
 			{"wrong-password", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "wrong-pw-77"))},
 			{"not-a-node", controller.SASLDialer(nil, nil, controller.PlainSASLClient("op", "op-secret"))},
 			{"no-sasl", nil},
-		}},
+		}, `listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" password="wrong-pw-77" user_ctl="ctl-secret";`},
 		{"OAUTHBEARER", []string{
 			"listener.name.controller.sasl.enabled.mechanisms=OAUTHBEARER", "sasl.mechanism.controller.protocol=OAUTHBEARER",
 			`listener.name.controller.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="ctl";`,
@@ -56,10 +59,10 @@ func TestProcControllerListenerSASL(t *testing.T) {
 			{"not-a-node", controller.SASLDialer(nil, nil, controller.OAuthBearerSASLClient(token("op", time.Hour)))},
 			{"plain-instead", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "ctl-secret"))},
 			{"no-sasl", nil},
-		}},
+		}, ""},
 	} {
 		t.Run(mc.mech, func(t *testing.T) {
-			procControllerSASL(t, append([]string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT", "super.users=User:ctl"}, mc.settings...), mc.refused)
+			procControllerSASL(t, append([]string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT", "super.users=User:ctl"}, mc.settings...), mc.refused, mc.wrong)
 		})
 	}
 }
@@ -70,7 +73,7 @@ type saslRefusal struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error) // nil: no SASL
 }
 
-func procControllerSASL(t *testing.T, settings []string, refusals []saslRefusal) {
+func procControllerSASL(t *testing.T, settings []string, refusals []saslRefusal, wrong string) {
 	c := startProcCluster(t, 3, settings...)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.procs[0].addr))
 	if err != nil {
@@ -121,6 +124,24 @@ func procControllerSASL(t *testing.T, settings []string, refusals []saslRefusal)
 			t.Fatalf("%s: strata_controller_sasl_authentication_failures_total %v, was %v", tc.name, got, before)
 		}
 	}
+	// A broker-only node with a wrong password exits, saying why.
+	var wrongNode *proc
+	if wrong != "" {
+		ws := append([]string{"node.id=4", "process.roles=broker", "listeners=PLAINTEXT://127.0.0.1:0",
+			"controller.quorum.voters=" + c.voters, "admin.listener=", "log.dirs=" + t.TempDir()}, settings...)
+		wrongNode = launchProc(t, 4, append(ws, wrong)...)
+		select {
+		case <-wrongNode.done:
+		case <-time.After(procWait):
+			t.Fatalf("the node with a wrong password still runs after %v", procWait)
+		}
+		if wrongNode.cmd.ProcessState.Success() {
+			t.Fatal("the node with a wrong password exited 0")
+		}
+		if errOut, _ := os.ReadFile(wrongNode.err); !bytes.Contains(errOut, []byte("refused this node's SASL credentials")) {
+			t.Fatalf("the node with a wrong password did not say why:\n%s", errOut)
+		}
+	}
 	// Nothing changed: every node sees the one topic, on all three.
 	for _, p := range c.procs {
 		pc, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
@@ -132,6 +153,9 @@ func procControllerSASL(t *testing.T, settings []string, refusals []saslRefusal)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if ids := m.Brokers.NodeIDs(); len(ids) != 3 {
+			t.Fatalf("node at %s: brokers %v, want the three nodes", p.addr, ids)
+		}
 		if names := m.Topics.Names(); len(names) != 1 || names[0] != "over-sasl" {
 			t.Fatalf("node at %s: topics %v, want [over-sasl]", p.addr, names)
 		}
@@ -141,7 +165,10 @@ func procControllerSASL(t *testing.T, settings []string, refusals []saslRefusal)
 	}
 	// The refusals are logged, the passwords never.
 	var logs []byte
-	for _, p := range c.procs {
+	for _, p := range append(c.procs, wrongNode) {
+		if p == nil {
+			continue
+		}
 		for _, f := range []string{p.out, p.err} {
 			b, _ := os.ReadFile(f)
 			logs = append(logs, b...)
