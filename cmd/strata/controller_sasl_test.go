@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -35,6 +36,15 @@ func TestProcControllerListenerSASL(t *testing.T) {
 			return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + ".", nil
 		}
 	}
+	pki := newTestPKI(t)
+	tlsDial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := tls.Dialer{Config: pki.clientConfig("")}
+		return d.DialContext(ctx, network, addr)
+	}
+	plainSettings := []string{
+		"listener.name.controller.sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.controller.protocol=PLAIN",
+		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" password="ctl-secret" user_ctl="ctl-secret" user_op="op-secret";`,
+	}
 	for _, mc := range []struct {
 		mech     string
 		settings []string
@@ -43,26 +53,31 @@ func TestProcControllerListenerSASL(t *testing.T) {
 		// that must exit refused.
 		wrong string
 	}{
-		{"PLAIN", []string{
-			"listener.name.controller.sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.controller.protocol=PLAIN",
-			`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" password="ctl-secret" user_ctl="ctl-secret" user_op="op-secret";`,
-		}, []saslRefusal{
-			{"wrong-password", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "wrong-pw-77"))},
-			{"not-a-node", controller.SASLDialer(nil, nil, controller.PlainSASLClient("op", "op-secret"))},
-			{"no-sasl", nil},
+		{"PLAIN", append([]string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}, plainSettings...), []saslRefusal{
+			{"wrong-password", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "wrong-pw-77")), false},
+			{"not-a-node", controller.SASLDialer(nil, nil, controller.PlainSASLClient("op", "op-secret")), false},
+			{"no-sasl", nil, true},
 		}, `listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" password="wrong-pw-77" user_ctl="ctl-secret";`},
-		{"OAUTHBEARER", []string{
+		{"OAUTHBEARER", []string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
 			"listener.name.controller.sasl.enabled.mechanisms=OAUTHBEARER", "sasl.mechanism.controller.protocol=OAUTHBEARER",
 			`listener.name.controller.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="ctl";`,
 		}, []saslRefusal{
-			{"expired-token", controller.SASLDialer(nil, nil, controller.OAuthBearerSASLClient(token("ctl", -time.Hour)))},
-			{"not-a-node", controller.SASLDialer(nil, nil, controller.OAuthBearerSASLClient(token("op", time.Hour)))},
-			{"plain-instead", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "ctl-secret"))},
-			{"no-sasl", nil},
+			{"expired-token", controller.SASLDialer(nil, nil, controller.OAuthBearerSASLClient(token("ctl", -time.Hour))), false},
+			{"not-a-node", controller.SASLDialer(nil, nil, controller.OAuthBearerSASLClient(token("op", time.Hour))), false},
+			{"plain-instead", controller.SASLDialer(nil, nil, controller.PlainSASLClient("ctl", "ctl-secret")), false},
+			{"no-sasl", nil, true},
+		}, ""},
+		{"SASL_SSL-PLAIN", append([]string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
+			"listener.name.controller.ssl.keystore.type=PEM", "listener.name.controller.ssl.keystore.location=" + pki.keystore("node"),
+			"listener.name.controller.ssl.truststore.type=PEM", "listener.name.controller.ssl.truststore.location=" + pki.caPath},
+			plainSettings...), []saslRefusal{
+			{"wrong-password", controller.SASLDialer(tlsDial, nil, controller.PlainSASLClient("ctl", "wrong-pw-77")), false},
+			{"not-a-node", controller.SASLDialer(tlsDial, nil, controller.PlainSASLClient("op", "op-secret")), false},
+			{"no-sasl", tlsDial, true},
 		}, ""},
 	} {
 		t.Run(mc.mech, func(t *testing.T) {
-			procControllerSASL(t, append([]string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT", "super.users=User:ctl"}, mc.settings...), mc.refused, mc.wrong)
+			procControllerSASL(t, append([]string{"super.users=User:ctl"}, mc.settings...), mc.refused, mc.wrong)
 		})
 	}
 }
@@ -70,7 +85,9 @@ func TestProcControllerListenerSASL(t *testing.T) {
 // saslRefusal is a quorum client the CONTROLLER listener must refuse.
 type saslRefusal struct {
 	name string
-	dial func(ctx context.Context, network, addr string) (net.Conn, error) // nil: no SASL
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// noSASL: dial does not authenticate (nil: plain TCP).
+	noSASL bool
 }
 
 func procControllerSASL(t *testing.T, settings []string, refusals []saslRefusal, wrong string) {
@@ -104,7 +121,7 @@ func procControllerSASL(t *testing.T, settings []string, refusals []saslRefusal,
 	admin := c.procs[0].listenerAddr(t, "ADMIN")
 	for _, tc := range refusals {
 		before := metricSum(t, admin, "strata_controller_sasl_authentication_failures_total")
-		if tc.dial != nil {
+		if !tc.noSASL {
 			if conn, err := tc.dial(ctx, "tcp", ctlAddr); !errors.Is(err, controller.ErrSASLFailed) {
 				if conn != nil {
 					conn.Close()
