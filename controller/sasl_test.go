@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/strata-io/strata/broker/sasl"
 	"github.com/strata-io/strata/controller/metadata"
+	itestutil "github.com/strata-io/strata/internal/testutil"
 )
 
 // saslCluster is three voters whose CONTROLLER listeners take SASL PLAIN
@@ -152,3 +154,48 @@ func saslFailures(c *Controller) float64 {
 	c.metrics.saslFailures.Write(&m)
 	return m.GetCounter().GetValue()
 }
+
+// TestSASLMalformedExchangeRefused: a first SASL frame whose mechanism
+// name overruns it, and an exchange that never ends (more than
+// maxSASLSteps continues), close the connection and are counted.
+func TestSASLMalformedExchangeRefused(t *testing.T) {
+	srv := &SASLServer{Mechanisms: map[string]sasl.Mechanism{"LOOP": loopMechanism{}}}
+	c := newCtrlCluster(t, clusterOpts{n: 1, tcp: true, sasl: srv, dial: SASLDialer(nil, nil, SASLClient{Mechanism: "LOOP", Next: func([]byte) ([]byte, error) { return nil, nil }})})
+	lead := c.leader()
+	before := saslFailures(lead)
+	conn, err := net.DialTimeout("tcp", lead.Addr(), testWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	bw := bufio.NewWriter(conn)
+	if writeFrame(bw, kindSASL, []byte{200, 'P'}) != nil || bw.Flush() != nil {
+		t.Fatal("write")
+	}
+	if err := itestutil.ClosedWithin(conn, testWait); err != nil {
+		t.Fatalf("overrunning mechanism name: %v", err)
+	}
+	conn2, err := net.DialTimeout("tcp", lead.Addr(), testWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	if err := AuthenticateSASL(ctx(t), conn2, SASLClient{Mechanism: "LOOP", Next: func([]byte) ([]byte, error) { return []byte("again"), nil }}, testWait); err == nil {
+		t.Fatal("an endless exchange authenticated")
+	}
+	if got := saslFailures(lead); got < before+2 {
+		t.Fatalf("sasl_authentication_failures_total %v, was %v", got, before)
+	}
+}
+
+// loopMechanism continues forever.
+type loopMechanism struct{}
+
+func (loopMechanism) Name() string        { return "LOOP" }
+func (loopMechanism) Start() sasl.Session { return loopSession{} }
+
+type loopSession struct{}
+
+func (loopSession) Step([]byte) ([]byte, bool, error) { return []byte("more"), false, nil }
+func (loopSession) Principal() string                 { return "" }
+func (loopSession) Expiry() time.Time                 { return time.Time{} }
