@@ -65,7 +65,7 @@ var Settings = []Setting{
 	{"max.request.partition.size.limit", "2000", "most partitions one DescribeTopicPartitions response holds (the request's ResponsePartitionLimit is capped by it)"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"authorizer.class.name", "", "the authorizer: empty for none (every request allowed, ACL APIs answer SECURITY_DISABLED), or org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log)"},
-	{"super.users", "", "principals allowed everything by the authorizer, User:a;User:b (give the brokers' own principal here when inter-broker listeners authenticate); an SSL CONTROLLER listener takes only certificates of these principals"},
+	{"super.users", "", "principals allowed everything by the authorizer, User:a;User:b (give the brokers' own principal here when inter-broker listeners authenticate); an SSL CONTROLLER listener takes only certificates of these principals, a SASL one only these users"},
 	{"allow.everyone.if.no.acl.found", "false", "authorizer: allow an operation on a resource no ACL names"},
 	{"max.connections", "2147483647", "client connections this broker keeps open; at the bound its listeners stop accepting until one closes (the inter-broker listener is exempt when there are other listeners)"},
 	{"max.connections.per.ip", "2147483647", "connections one client address may hold; a new one beyond is closed at once"},
@@ -147,8 +147,9 @@ var Settings = []Setting{
 	{"controlled.shutdown.enable", "true", "on shutdown, first ask the controller to move this broker's leaderships and ISR memberships away (heartbeats with WantShutDown, at most broker.session.timeout.ms)"},
 	{"inter.broker.listener.name", "", "the registered listener followers fetch from and transaction markers go to (default: the listener named by security.inter.broker.protocol when that is set, else the first listener that is not the controller's)"},
 	{"security.inter.broker.protocol", "", "the inter-broker listener by protocol: the listener of that name (Kafka's default is PLAINTEXT; set at most one of this and inter.broker.listener.name)"},
-	{"listener.security.protocol.map", defaultProtocolMap, "listener name to security protocol, NAME:PROTOCOL,...; protocols PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (the controller listener: PLAINTEXT or SSL)"},
+	{"listener.security.protocol.map", defaultProtocolMap, "listener name to security protocol, NAME:PROTOCOL,...; protocols PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (the controller listener too: SASL there with PLAIN or OAUTHBEARER, see sasl.mechanism.controller.protocol)"},
 	{"sasl.enabled.mechanisms", "GSSAPI", "SASL mechanisms of SASL_* listeners, comma-separated: PLAIN, OAUTHBEARER (Kafka's default GSSAPI is refused); listener.name.<l>.sasl.enabled.mechanisms per listener"},
+	{"sasl.mechanism.controller.protocol", "GSSAPI", "the mechanism nodes authenticate with to a SASL_* controller listener: PLAIN or OAUTHBEARER (Kafka's default GSSAPI is refused, and SCRAM cannot work there: its credentials live in the metadata the quorum serves); credentials: the controller listener's jaas config username/password (OAUTHBEARER: unsecuredLoginStringClaim_sub)"},
 	{"sasl.mechanism.inter.broker.protocol", "GSSAPI", "the mechanism brokers authenticate with when the inter-broker listener is SASL_* (credentials: that listener's jaas config username/password)"},
 	{"sasl.jaas.config", "", "JAAS login module of SASL listeners, Kafka's syntax (PlainLoginModule user_<name>=\"<password>\" are PLAIN's users); listener.name.<l>.<mechanism>.sasl.jaas.config per listener and mechanism; a password"},
 	{"sasl.server.max.receive.size", "524288", "largest request frame a SASL listener reads before the connection authenticates (a larger one closes it)"},
@@ -520,8 +521,8 @@ type Config struct {
 	// replica_fetcher.go). InterBrokerListenerName "" means the first
 	// registered listener that is not the controller's.
 	InterBrokerListenerName string
-	// ControllerProtocol is the controller listener's security protocol
-	// (PLAINTEXT or SSL), from listener.security.protocol.map.
+	// ControllerProtocol is the controller listener's security protocol,
+	// from listener.security.protocol.map.
 	ControllerProtocol string
 	// TLS holds each SSL listener's settings by listener name (the
 	// controller's too when it is SSL, on broker-only nodes as well).
@@ -531,6 +532,13 @@ type Config struct {
 	// InterBrokerSASL is how the inter-broker clients authenticate, when
 	// the inter-broker listener is SASL_* (nil otherwise).
 	InterBrokerSASL *interBrokerSASL
+	// ControllerSASL is how this node's connections to a SASL_*
+	// controller listener authenticate (nil otherwise); the listener's
+	// own settings are in SASL on a controller.
+	ControllerSASL *interBrokerSASL
+	// ControllerNodes are super.users: the principals a SASL controller
+	// listener lets in (empty: any that authenticates).
+	ControllerNodes []string
 	ReplicaFetch    ReplicaFetchSettings
 
 	// Remote tier (remote.*; tiering.OpenStore, broker/tiering_store.go).
@@ -1069,9 +1077,6 @@ func (c *Config) validate() error {
 	if len(c.ClientListeners()) == 0 {
 		return fmt.Errorf("%w: listeners has no client listener", ErrInvalidConfig)
 	}
-	if p := c.ControllerProtocol; p == protoSASLPlaintext || p == protoSASLSSL {
-		return fmt.Errorf("%w: controller listener %s: security protocol %s: the controller listener speaks Strata's quorum RPC, not Kafka's protocol, so it has no SASL: use SSL (with ssl.client.auth=required for node certificates)", ErrInvalidConfig, c.ControllerListenerName, p)
-	}
 	if c.hasRole(controller.RoleController) {
 		found := false
 		for _, l := range c.Listeners {
@@ -1196,7 +1201,23 @@ func (c *Config) applyProtocols(pm map[string]string, props map[string]string, g
 			return err
 		}
 	}
-	if c.ControllerProtocol == protoSSL {
+	if p := c.ControllerProtocol; p == protoSASLPlaintext || p == protoSASLSSL {
+		s, cl, err := controllerSASLOf(c.ControllerListenerName, props, get) // sasl_config.go
+		if err != nil {
+			return err
+		}
+		if c.hasRole(controller.RoleController) {
+			if c.SASL == nil {
+				c.SASL = map[string]*saslSettings{}
+			}
+			c.SASL[c.ControllerListenerName] = s
+		}
+		c.ControllerSASL = cl
+		if c.ControllerNodes, err = authz.ParseSuperUsers(get("super.users")); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+	}
+	if c.ControllerProtocol == protoSSL || c.ControllerProtocol == protoSASLSSL {
 		names = append(names, c.ControllerListenerName)
 	}
 	for _, name := range names {
@@ -1204,7 +1225,7 @@ func (c *Config) applyProtocols(pm map[string]string, props map[string]string, g
 		if err != nil {
 			return err
 		}
-		if name == c.ControllerListenerName && c.hasRole(controller.RoleController) {
+		if name == c.ControllerListenerName && c.ControllerProtocol == protoSSL && c.hasRole(controller.RoleController) {
 			if err := controllerListenerTLS(s, get("super.users")); err != nil {
 				return err
 			}

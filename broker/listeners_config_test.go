@@ -22,6 +22,9 @@ func TestListenerSecurityConfig(t *testing.T) {
 		}
 		return out
 	}
+	ctlSASLOnly := []string{"listener.name.controller.sasl.enabled.mechanisms", "PLAIN", "sasl.mechanism.controller.protocol", "PLAIN",
+		"listener.name.controller.plain.sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" password="pw" user_ctl="pw";`}
+	ctlSASL := with(nil, append([]string{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}, ctlSASLOnly...)...)
 	for _, tc := range []struct {
 		name    string
 		props   map[string]string
@@ -76,7 +79,34 @@ func TestListenerSecurityConfig(t *testing.T) {
 				t.Errorf("controller protocol %q tls %v", c.ControllerProtocol, c.TLS)
 			}
 		}},
-		{"SASL controller", with(nil, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"), "speaks Strata's quorum RPC", nil},
+		{"SASL controller: PLAIN, nodes' credentials from its jaas config", with(ctlSASL, "super.users", "User:ctl"), "", func(t *testing.T, c Config) {
+			s := c.SASL["CONTROLLER"]
+			if c.ControllerProtocol != "SASL_PLAINTEXT" || s == nil || strings.Join(s.Mechanisms, ",") != "PLAIN" || s.JAAS["PLAIN"].PlainUsers()["ctl"] != "pw" {
+				t.Errorf("controller protocol %q sasl %+v", c.ControllerProtocol, s)
+			}
+			if cs := c.ControllerSASL; cs == nil || cs.Mechanism != "PLAIN" || cs.Options["username"] != "ctl" || cs.Options["password"] != "pw" {
+				t.Errorf("controller client %+v", cs)
+			}
+			if strings.Join(c.ControllerNodes, ";") != "User:ctl" || c.TLS["CONTROLLER"] != nil {
+				t.Errorf("nodes %q tls %v", c.ControllerNodes, c.TLS)
+			}
+		}},
+		{"SASL controller with Kafka's default GSSAPI client mechanism", with(ctlSASL, "sasl.mechanism.controller.protocol", "GSSAPI"), "set sasl.mechanism.controller.protocol to PLAIN or OAUTHBEARER", nil},
+		{"SASL controller: client mechanism not enabled", with(ctlSASL, "sasl.mechanism.controller.protocol", "OAUTHBEARER"), "is not enabled on the controller listener", nil},
+		{"SASL controller: SCRAM refused", with(ctlSASL, "listener.name.controller.sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256"), "SCRAM cannot authenticate the controller listener", nil},
+		{"SASL controller: SCRAM client refused", with(ctlSASL, "sasl.mechanism.controller.protocol", "SCRAM-SHA-512"), "SCRAM cannot authenticate the controller listener", nil},
+		{"SASL controller: no own credentials", with(ctlSASL, "listener.name.controller.plain.sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required user_ctl="pw";`), "needs username and password", nil},
+		{"SASL_SSL controller: TLS without forced client certificates", with(with(ssl, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"), ctlSASLOnly...), "", func(t *testing.T, c Config) {
+			if c.TLS["CONTROLLER"] == nil || c.TLS["CONTROLLER"].ClientAuth != 0 || c.SASL["CONTROLLER"] == nil || c.ControllerSASL == nil {
+				t.Errorf("tls %v sasl %v client %v", c.TLS, c.SASL, c.ControllerSASL)
+			}
+		}},
+		{"broker-only node dials a SASL controller", with(ctlSASL, "process.roles", "broker", "listeners", "PLAINTEXT://127.0.0.1:0",
+			"controller.quorum.voters", "1@127.0.0.1:9093"), "", func(t *testing.T, c Config) {
+			if c.ControllerSASL == nil || c.SASL["CONTROLLER"] != nil {
+				t.Errorf("client %v sasl %v", c.ControllerSASL, c.SASL)
+			}
+		}},
 		{"advertised name not a listener", with(nil, "advertised.listeners", "EXTERNAL://x:1"), "not in listeners", nil},
 		{"SSL without a keystore", with(nil, "listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.keystore.type", "PEM"), "needs a key store", nil},
 		{"JKS refused", with(nil, "listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "ssl.keystore.location", "/k.jks"), "only PEM", nil},

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -398,7 +399,7 @@ func (n *Node) startController(o Options) error {
 	}
 	if n.ctlTLS != nil {
 		ln = tls.NewListener(ln, n.ctlTLS.serverConfig())
-	} else if n.cfg.Authorizer != nil {
+	} else if n.cfg.Authorizer != nil && n.cfg.ControllerSASL == nil {
 		n.logger.Warn("broker: the authorizer is on but the CONTROLLER listener is PLAINTEXT: whoever reaches it can change metadata; map it to SSL with client certificates",
 			"listener", n.cfg.ControllerListenerName)
 	}
@@ -417,6 +418,7 @@ func (n *Node) startController(o Options) error {
 		Incarnation:   n.incarnation,
 		LocalAddr:     n.localAddr(),
 		Dial:          n.controllerDial(),
+		SASL:          n.controllerSASL(),
 	})
 	if err != nil {
 		ln.Close()
@@ -707,6 +709,12 @@ func (n *Node) register(ctx context.Context) error {
 		}
 		if metadata.ErrorCode(err) == kerr.InconsistentClusterID.Code {
 			return fmt.Errorf("broker: the controller refused this node: %w", err)
+		}
+		if errors.Is(err, controller.ErrSASLFailed) {
+			// Retrying cannot help: the credentials are this node's
+			// configuration (the controller listener's jaas config).
+			return fmt.Errorf("broker: the controller listener refused this node's SASL credentials (sasl.mechanism.controller.protocol, listener.name.%s.<mechanism>.sasl.jaas.config): %w",
+				strings.ToLower(n.cfg.ControllerListenerName), err)
 		}
 		n.logger.Debug("broker: registration failed, retrying", "err", err)
 		select {

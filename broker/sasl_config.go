@@ -285,32 +285,82 @@ type interBrokerSASL struct {
 // interBrokerSASLOf checks sasl.mechanism.inter.broker.protocol against
 // the inter-broker listener's settings and returns what its clients send.
 func interBrokerSASLOf(s *saslSettings, mech string) (*interBrokerSASL, error) {
+	return clientSASLOf(s, mech, "sasl.mechanism.inter.broker.protocol", "the inter-broker listener", "brokers")
+}
+
+// clientSASLOf checks setting (the mechanism mech this node's own clients
+// of listener s use, what being its name in messages) and returns what
+// they send; who names the clients.
+func clientSASLOf(s *saslSettings, mech, setting, what, who string) (*interBrokerSASL, error) {
 	mech = strings.ToUpper(strings.TrimSpace(mech))
 	enabled := false
 	for _, m := range s.Mechanisms {
 		enabled = enabled || m == mech
 	}
 	if !enabled {
-		return nil, fmt.Errorf("%w: sasl.mechanism.inter.broker.protocol=%q is not enabled on the inter-broker listener %s (sasl.enabled.mechanisms %s)", ErrInvalidConfig, mech, s.Listener, strings.Join(s.Mechanisms, ","))
+		return nil, fmt.Errorf("%w: %s=%q is not enabled on %s %s (sasl.enabled.mechanisms %s)", ErrInvalidConfig, setting, mech, what, s.Listener, strings.Join(s.Mechanisms, ","))
 	}
 	j, ok := s.JAAS[mech]
 	if !ok {
-		return nil, fmt.Errorf("%w: the inter-broker listener %s has no %s sasl.jaas.config: brokers need their own credentials in it", ErrInvalidConfig, s.Listener, mech)
+		return nil, fmt.Errorf("%w: %s %s has no %s sasl.jaas.config: %s need their own credentials in it", ErrInvalidConfig, what, s.Listener, mech, who)
 	}
 	switch mech {
 	case mechPlain, mechScram256, mechScram512:
 		if j.Options["username"] == "" || j.Options["password"] == "" {
-			return nil, fmt.Errorf("%w: the inter-broker listener %s: %s sasl.jaas.config needs username and password options (the brokers' own credentials)", ErrInvalidConfig, s.Listener, mech)
+			return nil, fmt.Errorf("%w: %s %s: %s sasl.jaas.config needs username and password options (the %s' own credentials)", ErrInvalidConfig, what, s.Listener, mech, who)
 		}
 	case mechOAuthBearer:
 		if s.OAuth != nil && s.OAuth.JWKSURL != "" {
-			return nil, fmt.Errorf("%w: the inter-broker listener %s validates OAUTHBEARER tokens with a JWKS: brokers cannot obtain such tokens (use PLAIN or SCRAM between brokers)", ErrInvalidConfig, s.Listener)
+			alt := "PLAIN"
+			if who == "brokers" {
+				alt = "PLAIN or SCRAM between brokers"
+			}
+			return nil, fmt.Errorf("%w: %s %s validates OAUTHBEARER tokens with a JWKS: %s cannot obtain such tokens (use %s)", ErrInvalidConfig, what, s.Listener, who, alt)
 		}
 		if j.Options["unsecuredLoginStringClaim_sub"] == "" {
-			return nil, fmt.Errorf("%w: the inter-broker listener %s: OAUTHBEARER sasl.jaas.config needs unsecuredLoginStringClaim_sub (the brokers' principal)", ErrInvalidConfig, s.Listener)
+			return nil, fmt.Errorf("%w: %s %s: OAUTHBEARER sasl.jaas.config needs unsecuredLoginStringClaim_sub (the %s' principal)", ErrInvalidConfig, what, s.Listener, who)
 		}
 	}
 	return &interBrokerSASL{Mechanism: mech, Options: j.Options}, nil
+}
+
+// controllerSASLOf reads a SASL_* controller listener's settings and how
+// this node's connections to it authenticate
+// (sasl.mechanism.controller.protocol, the listener's jaas config). SCRAM
+// cannot be offered there: its credentials live in the metadata the
+// quorum serves, so a node could not authenticate to form the quorum that
+// holds them (Kafka documents the same limit).
+func controllerSASLOf(l string, props map[string]string, get func(string) string) (*saslSettings, *interBrokerSASL, error) {
+	noScram := func(what string) error {
+		return fmt.Errorf("%w: controller listener %s: %s: SCRAM cannot authenticate the controller listener, its credentials live in the metadata the quorum serves (as in Kafka): use PLAIN or OAUTHBEARER", ErrInvalidConfig, l, what)
+	}
+	// parseSASLSettings takes SCRAM when it is built: check first.
+	lower := strings.ToLower(l)
+	enabled, ok := props["listener.name."+lower+".sasl.enabled.mechanisms"]
+	if !ok {
+		enabled = get("sasl.enabled.mechanisms")
+	}
+	for _, m := range strings.Split(enabled, ",") {
+		if m = strings.ToUpper(strings.TrimSpace(m)); m == mechScram256 || m == mechScram512 {
+			return nil, nil, noScram("sasl.enabled.mechanisms " + m)
+		}
+	}
+	s, err := parseSASLSettings(l, props, get)
+	if err != nil {
+		return nil, nil, err
+	}
+	mech := strings.ToUpper(strings.TrimSpace(get("sasl.mechanism.controller.protocol")))
+	switch mech {
+	case mechScram256, mechScram512:
+		return nil, nil, noScram("sasl.mechanism.controller.protocol " + mech)
+	case mechGSSAPI:
+		return nil, nil, fmt.Errorf("%w: controller listener %s is %s: set sasl.mechanism.controller.protocol to PLAIN or OAUTHBEARER (Kafka's default GSSAPI is not supported)", ErrInvalidConfig, l, strings.Join(s.Mechanisms, ","))
+	}
+	cl, err := clientSASLOf(s, mech, "sasl.mechanism.controller.protocol", "the controller listener", "nodes")
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, cl, nil
 }
 
 // The SASL settings' Kafka types, for DescribeConfigs (the table's
@@ -318,7 +368,8 @@ func interBrokerSASLOf(s *saslSettings, mech string) (*interBrokerSASL, error) {
 func init() {
 	for name, t := range map[string]kmsg.ConfigType{
 		"sasl.enabled.mechanisms": kmsg.ConfigTypeList, "sasl.mechanism.inter.broker.protocol": kmsg.ConfigTypeString,
-		"sasl.jaas.config": kmsg.ConfigTypePassword, "sasl.server.max.receive.size": kmsg.ConfigTypeInt,
+		"sasl.mechanism.controller.protocol": kmsg.ConfigTypeString,
+		"sasl.jaas.config":                   kmsg.ConfigTypePassword, "sasl.server.max.receive.size": kmsg.ConfigTypeInt,
 		"sasl.server.callback.handler.class": kmsg.ConfigTypeClass,
 		"sasl.oauthbearer.jwks.endpoint.url": kmsg.ConfigTypeString, "sasl.oauthbearer.expected.audience": kmsg.ConfigTypeList,
 		"sasl.oauthbearer.expected.issuer": kmsg.ConfigTypeString, "sasl.oauthbearer.clock.skew.seconds": kmsg.ConfigTypeInt,

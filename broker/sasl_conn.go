@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-io/strata/broker/sasl"
+	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -246,6 +247,21 @@ func (n *Node) openSASL() error {
 		n.saslLns[name] = sl
 	}
 	return nil
+}
+
+// controllerSASL is what a SASL_* controller listener accepts: its
+// mechanisms (built by openSASL like any SASL listener's) and the nodes'
+// principals, super.users (nil: the listener is not SASL).
+func (n *Node) controllerSASL() *controller.SASLServer {
+	sl := n.saslLns[n.cfg.ControllerListenerName]
+	if sl == nil {
+		return nil
+	}
+	if len(n.cfg.ControllerNodes) == 0 {
+		n.logger.Warn("broker: super.users is empty: the SASL CONTROLLER listener lets in any user its jaas config knows; name the nodes' principals in super.users",
+			"listener", n.cfg.ControllerListenerName)
+	}
+	return &controller.SASLServer{Mechanisms: sl.mechs, Nodes: n.cfg.ControllerNodes}
 }
 
 // oauthValidator is listener name's OAUTHBEARER validator: JWKS when

@@ -416,9 +416,9 @@ func (n *Node) openTLS() error {
 		}
 		n.tlsSrcs[name] = ts
 	}
-	if n.cfg.ControllerProtocol == protoSSL {
+	if p := n.cfg.ControllerProtocol; p == protoSSL || p == protoSASLSSL {
 		n.ctlTLS = n.tlsSrcs[n.cfg.ControllerListenerName]
-		if n.cfg.hasRole(controller.RoleController) && len(n.ctlTLS.s.Nodes) == 0 {
+		if p == protoSSL && n.cfg.hasRole(controller.RoleController) && len(n.ctlTLS.s.Nodes) == 0 {
 			n.logger.Warn("broker: super.users is empty: the CONTROLLER listener takes any certificate its truststore verifies for a node; name the nodes' principals in super.users",
 				"listener", n.cfg.ControllerListenerName)
 		}
@@ -469,11 +469,25 @@ func (c *conn) authenticateTLS(ts *tlsSource) bool {
 // controller listener (the quorum client, the Raft transport, forwarding):
 // TLS with the controller listener's material when it is SSL, from this
 // node's own address; nil (the controller's plain dialer) otherwise.
+//
+// On a SASL_* controller listener every connection then authenticates
+// with sasl.mechanism.controller.protocol (controller.SASLDialer).
 func (n *Node) controllerDial() func(ctx context.Context, network, addr string) (net.Conn, error) {
-	if n.ctlTLS == nil {
-		return nil
+	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	if n.ctlTLS != nil {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return n.ctlTLS.dial(ctx, &net.Dialer{LocalAddr: n.localAddr()}, network, addr)
+		}
 	}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return n.ctlTLS.dial(ctx, &net.Dialer{LocalAddr: n.localAddr()}, network, addr)
+	if cs := n.cfg.ControllerSASL; cs != nil {
+		var cl controller.SASLClient
+		switch cs.Mechanism {
+		case mechPlain:
+			cl = controller.PlainSASLClient(cs.Options["username"], cs.Options["password"])
+		case mechOAuthBearer:
+			cl = controller.OAuthBearerSASLClient(func() (string, error) { return unsecuredLoginToken(cs.Options, time.Now()), nil })
+		}
+		return controller.SASLDialer(dial, n.localAddr(), cl)
 	}
+	return dial
 }

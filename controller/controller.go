@@ -72,6 +72,10 @@ type Options struct {
 	// Dial, if set, opens the Raft transport's and the forwarding
 	// clients' connections (see [ClientOptions]).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// SASL, if set, makes every connection to the listener authenticate
+	// first (sasl.go); the node's own dialers (Dial) must then do so too
+	// (see [SASLDialer]).
+	SASL *SASLServer
 }
 
 // DefaultRequestMemory is the request budget of a Controller whose
@@ -99,6 +103,7 @@ type Controller struct {
 	resolve   func(id int32) string
 	localAddr net.Addr                                                          // Options.LocalAddr: forwarding clients dial from it
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error) // Options.Dial
+	sasl      *SASLServer                                                       // Options.SASL
 	live      *liveness
 	// liveWake wakes the liveness loop when leadership changes, so a new
 	// leader's broker sessions start as soon as it is ready.
@@ -205,6 +210,7 @@ func Open(o Options) (*Controller, error) {
 	}
 	c.localAddr = o.LocalAddr
 	c.dial = o.Dial
+	c.sasl = o.SASL
 	var tcp *TCPTransport
 	c.transport = o.Transport
 	if c.transport == nil {

@@ -229,6 +229,8 @@ type ctrlCluster struct {
 	clusterID string
 	incs      map[int32]uuid.UUID
 	bootstrap []metadata.Record
+	sasl      *SASLServer
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu    sync.Mutex // guards addrs
 	addrs map[int32]string
@@ -250,6 +252,9 @@ type clusterOpts struct {
 	clusterID string
 	// bootstrap is every controller's Options.Bootstrap.
 	bootstrap []metadata.Record
+	// sasl and dial are every controller's Options.SASL and Options.Dial.
+	sasl *SASLServer
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // clusterIDOf is voter id's Options.ClusterID: its own from clusterIDs,
@@ -264,7 +269,7 @@ func (c *ctrlCluster) clusterIDOf(id int32) string {
 func newCtrlCluster(t testing.TB, o clusterOpts) *ctrlCluster {
 	t.Helper()
 	c := &ctrlCluster{
-		t: t, disk: o.disk, tune: o.tune, clusterIDs: o.clusterIDs, clusterID: o.clusterID, incs: map[int32]uuid.UUID{}, bootstrap: o.bootstrap,
+		t: t, disk: o.disk, tune: o.tune, clusterIDs: o.clusterIDs, clusterID: o.clusterID, incs: map[int32]uuid.UUID{}, bootstrap: o.bootstrap, sasl: o.sasl, dial: o.dial,
 		dirs: map[int32]string{}, mem: map[int32]*MemoryStorage{},
 		ctrls: map[int32]*Controller{}, addrs: map[int32]string{}, regs: map[int32]*prometheus.Registry{},
 	}
@@ -345,6 +350,8 @@ func (c *ctrlCluster) startWith(id int32, ln net.Listener) {
 		ClusterID:   c.clusterIDOf(id),
 		Bootstrap:   c.bootstrap,
 		Incarnation: c.incs[id],
+		SASL:        c.sasl,
+		Dial:        c.dial,
 		Resolve: func(id int32) string {
 			c.mu.Lock()
 			defer c.mu.Unlock()

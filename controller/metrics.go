@@ -32,6 +32,9 @@ type metrics struct {
 	// refusedClients counts RPC connections refused on the CONTROLLER
 	// listener because their hello named another cluster.
 	refusedClients prometheus.Counter
+	// saslFailures counts connections a SASL CONTROLLER listener refused
+	// before their first frame of Strata's protocol.
+	saslFailures prometheus.Counter
 }
 
 // newMetrics builds the metrics; the gauge functions read status and
@@ -62,6 +65,8 @@ func newMetrics(nodeID int32, status func() Status, imbalance func() int) *metri
 			Name: "unclean_leader_elections_total", Help: "Partition leaders elected uncleanly (unclean.leader.election.enable, or the last known ELR member after an unclean shutdown): the partition may have lost acknowledged records and is RECOVERING.", ConstLabels: labels}),
 		refusedClients: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "strata", Subsystem: "controller",
 			Name: "refused_clients_total", Help: "RPC connections on the CONTROLLER listener refused because the client named another cluster id (a node of another cluster, or a data directory moved between clusters).", ConstLabels: labels}),
+		saslFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "strata", Subsystem: "controller",
+			Name: "sasl_authentication_failures_total", Help: "Connections a SASL CONTROLLER listener closed before they authenticated: a wrong credential, an unknown mechanism, a principal not in super.users, or a frame of the quorum protocol sent first.", ConstLabels: labels}),
 	}
 	m.imbalance = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "strata", Subsystem: "controller",
 		Name: "preferred_replica_imbalance_partitions", Help: "Partitions whose leader is not their preferred replica (the first of their replicas), offline ones included, from the metadata image; reported by the active controller, 0 elsewhere (Kafka's PreferredReplicaImbalanceCount). auto.leader.rebalance.enable or ElectLeaders PREFERRED brings it down.",
@@ -82,7 +87,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range []prometheus.Collector{m.term, m.leader, m.commit, m.applied, m.snapshotBytes,
-		m.snapshotTime, m.snapshotAge, m.proposals, m.leaderChanges, m.uncleanElections, m.imbalance, m.refusedClients} {
+		m.snapshotTime, m.snapshotAge, m.proposals, m.leaderChanges, m.uncleanElections, m.imbalance, m.refusedClients, m.saslFailures} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

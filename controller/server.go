@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,6 +31,8 @@ type server struct {
 	wg     sync.WaitGroup
 	ctx    context.Context // cancelled by closeConns: ends watches
 	cancel context.CancelFunc
+
+	saslLog atomic.Int64 // unix nanos of the last SASL refusal logged
 }
 
 func newServer(c *Controller, tcp *TCPTransport) *server {
@@ -84,6 +87,9 @@ func (s *server) handle(conn net.Conn) {
 	br := bufio.NewReaderSize(conn, maxFirstFrame)
 	fr := &frameReader{conn: conn, br: br, budget: s.c.reqMem, ctx: s.ctx, timeout: s.c.cfg.FrameReadTimeout}
 	defer fr.release()
+	if s.c.sasl != nil && !s.authenticate(conn, fr) { // sasl.go
+		return
+	}
 	conn.SetReadDeadline(time.Now().Add(s.c.cfg.FrameReadTimeout))
 	kind, payload, err := fr.next(maxFirstFrame)
 	if err != nil {

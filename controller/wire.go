@@ -55,6 +55,9 @@ import (
 //	               A kindRequest may come first (clients before
 //	               kindClientHello) if it fits in maxFirstFrame.
 //
+// On a SASL listener (Options.SASL) kindSASL frames come before all of
+// these, both ways, until the exchange succeeds (sasl.go).
+//
 // After the first frame, frames are up to maxFrame bytes; each RPC
 // payload's bytes are taken from the listener's request budget
 // (Options.RequestMemory) before it is read (a voter's Raft frames are
