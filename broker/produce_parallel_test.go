@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestProduceParallelOrder: many idempotent producers write to many
+// partitions at once, in flushes of random sizes, so every request
+// carries batches for several partitions that the broker appends in
+// parallel (appendParallel). Read back, every partition has dense
+// offsets, and each producer's records in it are there exactly once and
+// in the order produced.
+func TestProduceParallelOrder(t *testing.T) {
+	const (
+		producers = 6
+		parts     = 12
+		perProd   = 1500
+	)
+	n := startNode(t, t.TempDir(), nil)
+	createTopic(t, newAdmin(t, n), "par", parts, nil)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	errc := make(chan error, producers)
+	for p := range producers {
+		cl := newClient(t, n, kgo.DefaultProduceTopic("par"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(p), 7))
+			for seq := 0; seq < perProd; {
+				burst := 1 + rng.IntN(200) // random batch sizes per partition
+				for i := 0; i < burst && seq < perProd; i, seq = i+1, seq+1 {
+					r := &kgo.Record{
+						Partition: int32(rng.IntN(parts)),
+						Value:     fmt.Appendf(nil, "%d-%d-%s", p, seq, strings.Repeat("x", rng.IntN(300))),
+					}
+					cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+						if err != nil {
+							select {
+							case errc <- err:
+							default:
+							}
+						}
+					})
+				}
+				if rng.IntN(3) == 0 {
+					if err := cl.Flush(ctx); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}
+			if err := cl.Flush(ctx); err != nil {
+				errc <- err
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		t.Fatal(err)
+	default:
+	}
+	checkProducedOrder(t, n, "par", parts, producers, perProd)
+}
+
+// checkProducedOrder reads every partition of topic from its start and
+// checks dense offsets and, per producer ("<producer>-<seq>-..." values),
+// strictly increasing sequences with all perProd of them present once.
+func checkProducedOrder(t *testing.T, n *Node, topic string, parts, producers, perProd int) {
+	t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	var total int64
+	for p := range parts {
+		offsets[int32(p)] = kgo.NewOffset().AtStart()
+		total += n.partition(topic, int32(p)).log.LogEndOffset()
+	}
+	if total != int64(producers*perProd) {
+		t.Fatalf("%d records in the logs, want %d", total, producers*perProd)
+	}
+	cl := newClient(t, n, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	ctx := testCtx(t)
+	next := make([]int64, parts)            // the next offset expected per partition
+	last := make([][]int, parts)            // per partition, per producer: the last sequence seen
+	seen := make([]map[int]bool, producers) // per producer: sequences seen anywhere
+	for p := range parts {
+		last[p] = make([]int, producers)
+		for i := range last[p] {
+			last[p][i] = -1
+		}
+	}
+	for i := range seen {
+		seen[i] = map[int]bool{}
+	}
+	var got int64
+	for got < total {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d records: %v", got, total, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatal(err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			if r.Offset != next[r.Partition] {
+				t.Fatalf("partition %d: offset %d, want %d (dense)", r.Partition, r.Offset, next[r.Partition])
+			}
+			next[r.Partition]++
+			f := strings.SplitN(string(r.Value), "-", 3)
+			prod, _ := strconv.Atoi(f[0])
+			seq, _ := strconv.Atoi(f[1])
+			if seq <= last[r.Partition][prod] {
+				t.Fatalf("partition %d offset %d: producer %d sequence %d after %d", r.Partition, r.Offset, prod, seq, last[r.Partition][prod])
+			}
+			last[r.Partition][prod] = seq
+			if seen[prod][seq] {
+				t.Fatalf("producer %d record %d twice", prod, seq)
+			}
+			seen[prod][seq] = true
+		})
+	}
+	for p, s := range seen {
+		if len(s) != perProd {
+			t.Fatalf("producer %d: %d records read, want %d", p, len(s), perProd)
+		}
+	}
+}
+
+// TestAppendParallelSamePartition: a request naming one partition twice
+// appends its two batches in request order, on one goroutine, while other
+// partitions run in parallel; every job runs once.
+func TestAppendParallelSamePartition(t *testing.T) {
+	n := &Node{}
+	var jobs []produceJob
+	for i := range 40 {
+		jobs = append(jobs, produceJob{topic: "t", tp: kmsg.ProduceRequestTopicPartition{Partition: int32(i % 4)}, at: [2]int{0, i}})
+	}
+	var mu sync.Mutex
+	order := map[int32][]int{}
+	busy := map[int32]bool{}
+	ran := 0
+	n.appendParallel(jobs, func(j *produceJob) {
+		mu.Lock()
+		if busy[j.tp.Partition] {
+			t.Errorf("partition %d: two jobs at once", j.tp.Partition)
+		}
+		busy[j.tp.Partition] = true
+		ran++
+		order[j.tp.Partition] = append(order[j.tp.Partition], j.at[1])
+		mu.Unlock()
+		runtime.Gosched()
+		mu.Lock()
+		busy[j.tp.Partition] = false
+		mu.Unlock()
+	})
+	if ran != len(jobs) {
+		t.Fatalf("%d jobs ran, want %d", ran, len(jobs))
+	}
+	for p, o := range order {
+		for k := 1; k < len(o); k++ {
+			if o[k] < o[k-1] {
+				t.Fatalf("partition %d: jobs in order %v", p, o)
+			}
+		}
+	}
+	// A panic in a job is raised on the caller's goroutine.
+	defer func() {
+		if recover() == nil {
+			t.Fatal("panic in a job not re-raised")
+		}
+	}()
+	n.appendParallel(jobs, func(j *produceJob) {
+		if j.at[1] == 7 {
+			panic("boom")
+		}
+	})
+}
