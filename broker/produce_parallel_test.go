@@ -7,10 +7,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
+	"github.com/strata-io/strata/storage/vfs/errfs"
 )
 
 // TestProduceParallelOrder: many idempotent producers write to many
@@ -225,5 +232,107 @@ func TestProduceFrameRecycled(t *testing.T) {
 	t.Logf("%d bytes allocated per %d-byte request", per, len(frame))
 	if per > int64(len(frame))/4 {
 		t.Fatalf("%d bytes allocated per %d-byte produce request, want < a quarter of it", per, len(frame))
+	}
+}
+
+// TestProduceCrashBetweenPartitionsLeavesPrefix: a request for four
+// partitions whose append to one of them is torn (errfs: half the bytes
+// written, then EIO) while the others append in parallel, then a power
+// loss (MemFS.CrashClone, keeping none, half or all of the unsynced
+// writes): after restart every partition holds a prefix of what was sent
+// to it, whole batches with dense offsets, and the torn partition's batch
+// is not there.
+func TestProduceCrashBetweenPartitionsLeavesPrefix(t *testing.T) {
+	const parts, batchRecs = 4, 10
+	for _, keep := range []int{0, 50, 100} {
+		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+			mem := vfs.NewMem()
+			var torn atomic.Bool
+			inj := errfs.InjectorFunc(func(c errfs.Call) *errfs.Fault {
+				if torn.Load() && c.Op == errfs.OpWriteAt && strings.Contains(c.Path, "crash-2/") && strings.HasSuffix(c.Path, ".log") {
+					torn.Store(false)
+					return &errfs.Fault{Short: -1, ShortSet: true, Err: syscall.EIO}
+				}
+				return nil
+			})
+			dir := t.TempDir() // the logs on mem, the rest (metadata, caches) on the OS
+			n := startNodeOn(t, errfs.Wrap(mem, inj), dir, nil)
+			createTopic(t, newAdmin(t, n), "crash", parts, nil)
+			c := dialRaw(t, n)
+			send := func(round int) *kmsg.ProduceResponse {
+				req := kmsg.NewPtrProduceRequest()
+				req.SetVersion(9)
+				req.Acks, req.TimeoutMillis = 1, 5000
+				rt := kmsg.NewProduceRequestTopic()
+				rt.Topic = "crash"
+				for p := range parts {
+					tp := kmsg.NewProduceRequestTopicPartition()
+					tp.Partition = int32(p)
+					tp.Records = recordBatch(int64(round), vals(fmt.Sprintf("r%d-p%d", round, p), batchRecs)...)
+					rt.Partitions = append(rt.Partitions, tp)
+				}
+				req.Topics = append(req.Topics, rt)
+				return c.roundTrip(req).(*kmsg.ProduceResponse)
+			}
+			for round := range 3 {
+				for _, tp := range send(round).Topics[0].Partitions {
+					if tp.ErrorCode != 0 {
+						t.Fatalf("round %d partition %d: error %d", round, tp.Partition, tp.ErrorCode)
+					}
+				}
+			}
+			torn.Store(true)
+			resp := send(3)
+			if torn.Load() {
+				t.Fatal("the torn write never happened")
+			}
+			for _, tp := range resp.Topics[0].Partitions {
+				if (tp.Partition == 2) != (tp.ErrorCode != 0) {
+					t.Fatalf("torn round: partition %d error %d", tp.Partition, tp.ErrorCode)
+				}
+			}
+			clone := mem.CrashClone(keep, rand.New(rand.NewPCG(uint64(keep), 1)))
+			n.Close()
+			n = startNodeOn(t, clone, dir, nil)
+			cl := newClient(t, n)
+			for p := range parts {
+				var l *storage.Log
+				testutil.Eventually(t, testWait, func() bool {
+					pp := n.partition("crash", int32(p))
+					if pp != nil {
+						l = pp.log
+					}
+					return pp != nil
+				}, "partition open")
+				leo := l.LogEndOffset()
+				maxRounds := int64(4)
+				if p == 2 {
+					maxRounds = 3
+				}
+				if leo%batchRecs != 0 || leo > maxRounds*batchRecs || (keep == 100 && leo != maxRounds*batchRecs) {
+					t.Fatalf("partition %d ends at %d: not a prefix of whole batches (keeping %d%% of unsynced writes)", p, leo, keep)
+				}
+				if leo == 0 {
+					continue
+				}
+				cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{"crash": {int32(p): kgo.NewOffset().AtStart()}})
+				var got int64
+				ctx := testCtx(t)
+				for got < leo {
+					fs := cl.PollFetches(ctx)
+					if ctx.Err() != nil {
+						t.Fatalf("partition %d: read %d of %d", p, got, leo)
+					}
+					fs.EachRecord(func(r *kgo.Record) {
+						want := fmt.Sprintf("r%d-p%d-%d", got/batchRecs, p, got%batchRecs)
+						if r.Partition != int32(p) || r.Offset != got || string(r.Value) != want {
+							t.Fatalf("partition %d offset %d: %q at %d, want %q", r.Partition, got, r.Value, r.Offset, want)
+						}
+						got++
+					})
+				}
+				cl.RemoveConsumePartitions(map[string][]int32{"crash": {int32(p)}})
+			}
+		})
 	}
 }
