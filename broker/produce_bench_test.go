@@ -10,6 +10,15 @@ package broker
 //
 // MB/s counts the request bytes; B/op and allocs/op include both ends of
 // the connection (the client side here allocates only the response reads).
+// B/op after the frame pool still shows the pool's warm-up: the reader
+// runs ahead of the appends by up to the request budget, so a short run
+// reads most frames into new buffers (TestProduceFrameRecycled measures
+// the steady state).
+//
+// Issue 20, 2-core shared machine, medians of 3 interleaved runs of 200
+// requests, MB/s before (serial appends, unpooled frames) -> after:
+// 6 partitions acks=1 522 -> 1556 (2.98x), acks=-1 529 -> 1201 (2.27x);
+// 24 partitions acks=1 732 -> 703 (0.96x), acks=-1 725 -> 766 (1.06x).
 
 import (
 	"bytes"
