@@ -50,7 +50,9 @@ package broker
 // as invalid before any producer check, as in Kafka.
 //
 // The requests of one connection run one at a time in arrival order
-// (conn.go), so pipelined produces (max.in.flight > 1) append in order.
+// (conn.go), so pipelined produces (max.in.flight > 1) append in order;
+// the partitions of one request append in parallel (appendParallel), and
+// the connection's reader reads and decodes the next requests meanwhile.
 //
 // acks=0 gets no response; as in Kafka, an acks=0 request with any failed
 // partition closes the connection, which is how the client learns of it.
@@ -69,6 +71,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,15 +112,22 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 		}
 		plan = n.planTxnProduce(ctx, req, names, r.version)
 	}
-	for _, t := range req.Topics {
+	// Three passes: the checks that need no log, in request order; the
+	// appends, partitions in parallel (appendParallel); the answers, in
+	// request order again.
+	var jobs []produceJob
+	errs := make(map[[2]int]error)
+	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		name, exists, topicErr := n.resolveTopic(r.version >= 13, t.Topic, t.TopicID)
 		if authName := cmp.Or(name, t.Topic); authName != "" && !r.allowed(az, authz.OpWrite, authz.ResTopic, authName) {
 			topicErr = kerr.TopicAuthorizationFailed
 		}
-		for _, tp := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		for pi, tp := range t.Partitions {
+			rp := &rt.Partitions[pi]
+			rp.Default()
 			rp.Partition = tp.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			var err error
@@ -129,36 +141,56 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 			case plan.errs[txnProduceKey{name, tp.Partition}] != nil:
 				err = plan.errs[txnProduceKey{name, tp.Partition}]
 			default:
-				var wait *produceWait
-				txn := &txnAppend{guard: plan.guards[txnProduceKey{name, tp.Partition}], version: r.version}
-				wait, err = n.producePartition(name, exists, tp, req.Acks, nowMs, txn, &rp)
-				if wait != nil {
-					wait.topic, wait.part = len(resp.Topics), len(rt.Partitions)
-					waits = append(waits, *wait)
-				}
+				jobs = append(jobs, produceJob{
+					topic: name, exists: exists, tp: tp, at: [2]int{ti, pi},
+					txn: &txnAppend{guard: plan.guards[txnProduceKey{name, tp.Partition}], version: r.version},
+				})
 			}
 			if err != nil {
-				failed++
-				rp.ErrorCode = errCode(err)
-				r.metrics().partitionError("Produce", rp.ErrorCode)
-				if r.version >= 8 {
-					rp.ErrorMessage = kmsg.StringPtr(err.Error())
-					var ire *storage.InvalidRecordsError
-					if errors.As(err, &ire) {
-						// KIP-467: Kafka's message, and each invalid
-						// record's index in the batch.
-						rp.ErrorMessage = kmsg.StringPtr(ire.Error())
-						for _, re := range ire.Records {
-							er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-							er.RelativeOffset, er.ErrorMessage = re.Index, kmsg.StringPtr(re.Message)
-							rp.ErrorRecords = append(rp.ErrorRecords, er)
-						}
+				errs[[2]int{ti, pi}] = err
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	n.appendParallel(jobs, func(j *produceJob) {
+		rp := &resp.Topics[j.at[0]].Partitions[j.at[1]]
+		j.wait, j.err = n.producePartition(j.topic, j.exists, j.tp, req.Acks, nowMs, j.txn, rp)
+	})
+	for i := range jobs {
+		j := &jobs[i]
+		if j.err != nil {
+			errs[j.at] = j.err
+		}
+		if j.wait != nil {
+			j.wait.topic, j.wait.part = j.at[0], j.at[1]
+			waits = append(waits, *j.wait)
+		}
+	}
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			err := errs[[2]int{ti, pi}]
+			if err == nil {
+				continue
+			}
+			rp := &resp.Topics[ti].Partitions[pi]
+			failed++
+			rp.ErrorCode = errCode(err)
+			r.metrics().partitionError("Produce", rp.ErrorCode)
+			if r.version >= 8 {
+				rp.ErrorMessage = kmsg.StringPtr(err.Error())
+				var ire *storage.InvalidRecordsError
+				if errors.As(err, &ire) {
+					// KIP-467: Kafka's message, and each invalid
+					// record's index in the batch.
+					rp.ErrorMessage = kmsg.StringPtr(ire.Error())
+					for _, re := range ire.Records {
+						er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+						er.RelativeOffset, er.ErrorMessage = re.Index, kmsg.StringPtr(re.Message)
+						rp.ErrorRecords = append(rp.ErrorRecords, er)
 					}
 				}
 			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
 	if h := n.produceHook.Load(); h != nil {
 		if err := (*h)(req); err != nil {
@@ -178,6 +210,85 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 		return n.deferProduce(ctx, r, req, resp, waits), nil
 	}
 	return encodeResponse(r, resp), nil
+}
+
+// produceJob is one partition's append of a request: where its answer
+// goes (at: topic and partition index in the request), and its outcome.
+type produceJob struct {
+	topic  string
+	exists bool
+	tp     kmsg.ProduceRequestTopicPartition
+	txn    *txnAppend
+	at     [2]int
+	wait   *produceWait
+	err    error
+}
+
+// appendParallel runs fn for every job, the jobs of different partitions
+// in parallel on at most GOMAXPROCS goroutines, and returns when all are
+// done. Jobs of the same partition (a request naming one twice) run one
+// after the other in request order, on one goroutine. A partition's appends
+// from successive requests stay in order: a connection's next request
+// runs only after this returns (conn.go's executor), and requests of
+// different connections meet at the partition's append lock as before.
+// A panic in fn is re-raised here, on the handler's goroutine, where the
+// connection's executor recovers it.
+func (n *Node) appendParallel(jobs []produceJob, fn func(*produceJob)) {
+	if len(jobs) <= 1 {
+		for i := range jobs {
+			fn(&jobs[i])
+		}
+		return
+	}
+	// Group by partition; a group is the unit of parallelism.
+	idx := make(map[tpKey]int, len(jobs))
+	groups := make([][]int, 0, len(jobs))
+	for i := range jobs {
+		k := tpKey{jobs[i].topic, jobs[i].tp.Partition}
+		g, ok := idx[k]
+		if !ok {
+			g = len(groups)
+			idx[k] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(groups))
+	if workers <= 1 {
+		for i := range jobs {
+			fn(&jobs[i])
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var panicked atomic.Pointer[any]
+	work := func() {
+		defer wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				panicked.CompareAndSwap(nil, &p)
+			}
+		}()
+		for {
+			g := int(next.Add(1) - 1)
+			if g >= len(groups) {
+				return
+			}
+			for _, i := range groups[g] {
+				fn(&jobs[i])
+			}
+		}
+	}
+	wg.Add(workers)
+	for range workers - 1 {
+		go work()
+	}
+	work() // the handler's goroutine is one of the workers
+	wg.Wait()
+	if p := panicked.Load(); p != nil {
+		panic(*p)
+	}
 }
 
 // produceWait is an acks=-1 partition whose batch the HW does not cover

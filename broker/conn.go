@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/netbuf"
 )
 
 // Request framing, as read by conn.readLoop (all integers big endian):
@@ -48,6 +50,7 @@ type request struct {
 	start         time.Time // when its frame was read: request_duration_seconds
 	held          int64     // its frame's bytes in the node's request budget, given back once handled
 	size          int       // its frame's bytes (producer_byte_rate counts them)
+	pooled        []byte    // a Produce frame's buffer, recycled (netbuf.PutFrame) once handled
 	respCode      int16     // the response's top-level error code, set by encodeResponse
 	// Quotas (quotas.go): the largest throttle decided for the request,
 	// when its handler began, how long it waited (a long poll, acks=-1;
@@ -293,7 +296,7 @@ func (c *conn) readBody(br *bufio.Reader, size int32) ([]byte, error) {
 	if c.stopRead.Load() { // as in readLoop: a shutdown's deadline may predate ours
 		return nil, net.ErrClosed
 	}
-	body, err := c.n.reqMem.ReadFrame(br, int(size))
+	body, err := c.n.reqMem.ReadFramePooled(br, int(size))
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -311,6 +314,10 @@ func (c *conn) release(r *request) {
 		c.n.reqMem.Release(r.held)
 		r.held = 0
 	}
+	if r != nil && r.pooled != nil {
+		netbuf.PutFrame(r.pooled)
+		r.pooled = nil
+	}
 }
 
 // dispatch decodes one frame and runs its handler. An error closes the
@@ -320,6 +327,14 @@ func (c *conn) dispatch(b []byte) error {
 	r.key = int16(binary.BigEndian.Uint16(b[0:]))
 	r.version = int16(binary.BigEndian.Uint16(b[2:]))
 	r.correlationID = int32(binary.BigEndian.Uint32(b[4:]))
+	if r.key == 0 {
+		// Only a Produce frame's buffer is recycled: nothing keeps its
+		// bytes past the handler (storage copies the records to the
+		// segment file), while other requests' byte fields, which kmsg
+		// decodes as views of the frame, may outlive it (a group
+		// member's metadata, for one).
+		r.pooled = b
+	}
 	a := apis[r.key]
 	if a == nil {
 		return fmt.Errorf("%w: %d", ErrUnknownAPI, r.key)

@@ -5,6 +5,9 @@
 // [Budget.ReadFrame], which grows a frame's buffer as its bytes arrive
 // instead of allocating what the size prefix claims, and counts the
 // buffers it holds ([Budget.Reading]) so tests assert exact figures.
+// [Budget.ReadFramePooled] is the same read into recycled power-of-two
+// buffers, given back with [PutFrame] by a caller that knows nothing
+// keeps a view of the frame (the broker does so for Produce requests).
 //
 // It owns no sockets, deadlines or framing formats: the broker's Kafka
 // listener and the controller's CONTROLLER listener read their own size
