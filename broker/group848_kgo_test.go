@@ -17,9 +17,9 @@ import (
 // in-process node, which advertises ConsumerGroupHeartbeat v1, so the 848
 // subtests run instead of skipping. As TestTxnFranzGoEtlOneNode, franz-go's
 // source comes from the module proxy; it runs when CI=true or
-// STRATA_TEST_KGO=1. Test848RegexBrokerResolves is left out: it expects a
-// regex to match an internal topic, which Strata's core refuses on
-// purpose (broker/group/consumer/DESIGN.md).
+// STRATA_TEST_KGO=1. Test848RegexBrokerResolves runs too: its regex names
+// __consumer_offsets as a literal alternative, which picks an internal
+// topic (a pattern that merely matches one does not).
 func TestGroup848FranzGoOneNode(t *testing.T) {
 	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KGO") != "1" {
 		t.Skip("set STRATA_TEST_KGO=1 (or CI=true) to run franz-go's KIP-848 group tests against a node")
@@ -32,7 +32,7 @@ func TestGroup848FranzGoOneNode(t *testing.T) {
 	src := kgoSource(t, ctx)
 	n := startNode(t, t.TempDir(), withSettings(map[string]string{"group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500"}))
 	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "4m",
-		"-run", "^(TestGroupETL|TestGroupSimple)$", ".")
+		"-run", "^(TestGroupETL|TestGroupSimple|Test848RegexBrokerResolves)$", ".")
 	cmd.Dir = filepath.Join(src, "pkg", "kgo")
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+n.Addr(), "KGO_TEST_RF=1",
 		"KGO_TEST_RECORDS=20000", "KGO_LOG_LEVEL=none")
@@ -54,7 +54,7 @@ func TestGroup848FranzGoOneNode(t *testing.T) {
 		t.Fatalf("franz-go group tests: %v\n%s", err, out[max(0, len(out)-16<<10):])
 	}
 	for _, want := range []string{"TestGroupETL/range/848", "TestGroupETL/sticky/848", "TestGroupETL/sticky/848/static",
-		"TestGroupSimple/848", "TestGroupETL/range", "TestGroupETL/cooperative-sticky"} {
+		"TestGroupSimple/848", "TestGroupETL/range", "TestGroupETL/cooperative-sticky", "Test848RegexBrokerResolves"} {
 		if !slices.Contains(pass, want) {
 			t.Errorf("%s did not pass", want)
 		}

@@ -356,10 +356,6 @@ var kgoMustPass = []string{
 	"TestTxnEtl/range/848", "TestTxnEtl/sticky/848", "TestTxnEtl/sticky/848/static",
 }
 
-// kgoSkip are franz-go tests left out on purpose: Test848RegexBrokerResolves
-// expects a KIP-848 regex subscription to match an internal topic, which
-// Strata refuses (broker/group/consumer/DESIGN.md).
-const kgoSkip = "^Test848RegexBrokerResolves$"
 
 // franzGoDir downloads the franz-go module go.mod requires through the
 // module proxy and returns a writable copy of its source.
@@ -439,7 +435,7 @@ func TestCluster3FranzGoSuite(t *testing.T) {
 		}
 		return out
 	}
-	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m", "-skip", kgoSkip)
+	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m")
 	pass, _ := passed(out)
 	for _, name := range kgoMustPass {
 		if !slices.Contains(pass, name) {

@@ -650,8 +650,9 @@ func (g *Group) currentAssignmentRecord(m *Member) *CurrentAssignmentRecord {
 }
 
 // subscribedTopics returns the topics member m subscribes to that exist:
-// its names, and the topics its regex matches on the whole name, internal
-// topics excepted (a regex never picks __consumer_offsets; a name does).
+// its names, and the topics its regex matches on the whole name. An
+// internal topic is picked by a regex only where the regex spells its
+// name out ([namesLiterally]): `__.*` never picks __consumer_offsets.
 func (g *Group) subscribedTopics(m *Member, img TopicImage) []Topic {
 	var out []Topic
 	seen := map[string]bool{}
@@ -664,7 +665,7 @@ func (g *Group) subscribedTopics(m *Member, img TopicImage) []Topic {
 	if m.SubscribedTopicRegex != "" {
 		if re, err := g.compile(m.SubscribedTopicRegex); err == nil {
 			for name, t := range img {
-				if !seen[name] && !t.Internal && re.MatchString(name) {
+				if !seen[name] && re.MatchString(name) && (!t.Internal || namesLiterally(m.SubscribedTopicRegex, name)) {
 					seen[name] = true
 					out = append(out, t)
 				}
@@ -716,17 +717,19 @@ func (g *Group) metadataHash(img TopicImage) int64 {
 	}
 	if len(g.subRegex) > 0 {
 		var res []*regexp.Regexp
+		var exprs []string
 		for expr := range g.subRegex {
 			if re, err := g.compile(expr); err == nil {
 				res = append(res, re)
+				exprs = append(exprs, expr)
 			}
 		}
 		for name, t := range img {
-			if t.Internal || g.subNames[name] > 0 {
-				continue // internal, or already counted by name
+			if g.subNames[name] > 0 {
+				continue // already counted by name
 			}
-			for _, re := range res {
-				if re.MatchString(name) {
+			for i, re := range res {
+				if re.MatchString(name) && (!t.Internal || namesLiterally(exprs[i], name)) {
 					add(t)
 					break
 				}
@@ -856,4 +859,15 @@ func (g *Group) Loaded(now int64) {
 			g.rebalance[id] = rebalanceTimer{epoch: m.Epoch, at: now + int64(max(m.RebalanceTimeoutMs, 0))}
 		}
 	}
+}
+
+// namesLiterally reports whether regular expression expr spells topic
+// name out: the name, or its regexp.QuoteMeta form, appears verbatim in
+// the expression (`orders|__consumer_offsets`; franz-go's
+// `.*(?:(?:orders)|(?:__consumer_offsets)).*` for ConsumeTopics under
+// ConsumeRegex). An internal topic is subscribed to by a regex only this
+// way, and only if the regex also matches its whole name: `__.*` or
+// `.*offsets` never pick __consumer_offsets.
+func namesLiterally(expr, name string) bool {
+	return strings.Contains(expr, name) || strings.Contains(expr, regexp.QuoteMeta(name))
 }
