@@ -4,7 +4,10 @@ package broker
 //
 // Behaviour: TOPIC resources list every topic config the controller
 // accepts (metadata.TopicConfigNames), BROKER resources every setting of
-// [Settings] plus the dynamic broker configs the controller accepts. Each
+// [Settings] plus the dynamic broker configs the controller accepts, GROUP
+// resources (any group id, existing or not, as Kafka) the group configs
+// (metadata.GroupConfigNames): the group's own value (GROUP_CONFIG), else
+// the broker's group.consumer.* setting it overrides. Each
 // value is resolved as Kafka resolves it, highest precedence first:
 //
 //	topic config   DYNAMIC_TOPIC_CONFIG          the topic's own (metadata ConfigRecord)
@@ -357,8 +360,29 @@ func (n *Node) describeResource(st *metadata.State, req *kmsg.DescribeConfigsReq
 			chain = append(chain, n.staticChain(name, def)...)
 			add(name, chain, !dynamicBrokerConfigs[name], brokerSettingType(name), brokerConfigDoc(name))
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if rr.ResourceName == "" {
+			return fail(kerr.InvalidRequest, "Group name must not be empty")
+		}
+		own := st.Config(metadata.ResourceGroup, rr.ResourceName)
+		for _, name := range metadata.GroupConfigNames() {
+			var chain []configValue
+			if v, ok := own[name]; ok {
+				chain = append(chain, configValue{name, v, kmsg.ConfigSourceGroupConfig})
+			}
+			broker := groupConfigBrokerSetting[name]
+			chain = append(chain, n.staticChain(broker, "")...)
+			add(name, chain, false, kmsg.ConfigTypeInt, "the group's own "+broker+" ("+brokerConfigDoc(broker)+")")
+		}
 	default:
 		return fail(kerr.InvalidRequest, fmt.Sprintf("unsupported resource type %s", rr.ResourceType))
 	}
 	return res
+}
+
+// groupConfigBrokerSetting is the broker setting a group config overrides
+// (its default, and its synonym in DescribeConfigs).
+var groupConfigBrokerSetting = map[string]string{
+	metadata.ConfigConsumerSessionTimeoutMs:    "group.consumer.session.timeout.ms",
+	metadata.ConfigConsumerHeartbeatIntervalMs: "group.consumer.heartbeat.interval.ms",
 }

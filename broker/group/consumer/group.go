@@ -167,6 +167,21 @@ func NewGroup(id string, cfg Config) *Group {
 	}
 }
 
+// SetTimeouts sets the group's session timeout and heartbeat interval (a
+// group's own consumer.session.timeout.ms / consumer.heartbeat.interval.ms,
+// KIP-848's group configs, else the broker's settings: the caller passes
+// the effective values); values <= 0 keep the current ones. A changed
+// session timeout applies from each member's next heartbeat, a changed
+// interval to the next response, as in Kafka.
+func (g *Group) SetTimeouts(sessionTimeoutMs, heartbeatIntervalMs int32) {
+	if sessionTimeoutMs > 0 {
+		g.cfg.SessionTimeoutMs = sessionTimeoutMs
+	}
+	if heartbeatIntervalMs > 0 {
+		g.cfg.HeartbeatIntervalMs = heartbeatIntervalMs
+	}
+}
+
 // State is the group's state.
 func (g *Group) State() GroupState {
 	switch {
