@@ -74,10 +74,17 @@ type Member struct {
 	State                MemberState
 	Assigned             Assignment
 	PendingRevocation    Assignment
+
+	// Classic is set for a member speaking the classic protocol
+	// (JoinGroup/SyncGroup/Heartbeat) inside this consumer group, after
+	// an online upgrade ([FromClassic]); nil for a consumer-protocol
+	// member.
+	Classic *ClassicMetadata
 }
 
 func (m *Member) clone() *Member {
 	n := *m
+	n.Classic = m.Classic.clone()
 	n.SubscribedTopicNames = slices.Clone(m.SubscribedTopicNames)
 	n.Assigned = m.Assigned.Clone()
 	n.PendingRevocation = m.PendingRevocation.Clone()
@@ -92,7 +99,7 @@ func (m *Member) sameMetadata(o *Member) bool {
 	return m.InstanceID == o.InstanceID && m.RackID == o.RackID && m.ClientID == o.ClientID &&
 		m.ClientHost == o.ClientHost && slices.Equal(m.SubscribedTopicNames, o.SubscribedTopicNames) &&
 		m.SubscribedTopicRegex == o.SubscribedTopicRegex && m.RebalanceTimeoutMs == o.RebalanceTimeoutMs &&
-		m.ServerAssignor == o.ServerAssignor
+		m.ServerAssignor == o.ServerAssignor && m.Classic.equal(o.Classic)
 }
 
 func (m *Member) sameSubscription(o *Member) bool {
@@ -654,6 +661,7 @@ func (g *Group) metadataRecord(m *Member) *MemberMetadataRecord {
 		ClientID: m.ClientID, ClientHost: m.ClientHost,
 		SubscribedTopicNames: slices.Clone(m.SubscribedTopicNames), SubscribedTopicRegex: m.SubscribedTopicRegex,
 		RebalanceTimeoutMs: m.RebalanceTimeoutMs, ServerAssignor: m.ServerAssignor,
+		Classic: m.Classic.clone(),
 	}
 }
 
