@@ -2,7 +2,11 @@ package consumer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // MigrationPolicy is group.consumer.migration.policy (KIP-848's online
@@ -74,4 +78,143 @@ func CanUpgrade(p MigrationPolicy, protocolType string, members, maxSize int) (o
 		return false, fmt.Sprintf("its %d members exceed group.consumer.max.size (%d)", members, maxSize)
 	}
 	return true, ""
+}
+
+// CanDowngrade decides, as Kafka's validateOnlineDowngradeWithFencedMember,
+// whether g becomes a classic group once member leaving is gone (it left
+// or was fenced): every other member speaks the classic protocol, at least
+// one remains, the policy allows downgrades and the remaining members fit
+// group.max.size (classicMaxSize, 0 unbounded).
+func CanDowngrade(p MigrationPolicy, g *Group, leaving string, classicMaxSize int) (ok bool, reason string) {
+	for id, m := range g.Members {
+		if id != leaving && m.Classic == nil {
+			return false, "member " + id + " speaks the consumer protocol"
+		}
+	}
+	remaining := len(g.Members)
+	if _, ok := g.Members[leaving]; ok {
+		remaining--
+	}
+	switch {
+	case remaining <= 0:
+		return false, "the group is empty"
+	case !p.DowngradeEnabled():
+		return false, "online downgrade is disabled (group.consumer.migration.policy=" + p.String() + ")"
+	case classicMaxSize > 0 && remaining > classicMaxSize:
+		return false, fmt.Sprintf("its %d members exceed group.max.size (%d)", remaining, classicMaxSize)
+	}
+	return true, ""
+}
+
+// ClassicMember is one member of a classic group as an online upgrade
+// converts it: its JoinGroup (protocols, timeouts, ids) and its current
+// assignment from SyncGroup (ConsumerProtocol assignment bytes; empty while
+// the group had not synced).
+type ClassicMember struct {
+	ID, InstanceID       string
+	ClientID, ClientHost string
+	SessionTimeoutMs     int32
+	RebalanceTimeoutMs   int32
+	Protocols            []ClassicProtocol
+	Assignment           []byte
+}
+
+// FromClassic converts a classic group (generation, its chosen protocol
+// and its members) into a consumer group, as Kafka's
+// ConsumerGroup.fromClassicGroup: the group epoch and target epoch are the
+// generation; each member keeps its id, its subscription (the topics and
+// rack of its ConsumerProtocol metadata for the chosen protocol), its
+// current assignment (topics unknown to img dropped) as its target and
+// assigned partitions, and is Stable at the generation, with its classic
+// metadata. It returns the group and the records that create it, in
+// Kafka's order (createConsumerGroupRecords: member metadata, group epoch,
+// target members, target epoch, current assignments); the group is what
+// [Replay] of those records gives. Undecodable metadata or assignments, a
+// member without the chosen protocol, or a partition assigned twice are
+// errors (the caller keeps the classic group).
+func FromClassic(id string, cfg Config, generation int32, protocol string, members []ClassicMember, img TopicImage) (*Group, []Record, error) {
+	byID := map[string]uuid.UUID{}
+	for name, t := range img {
+		byID[name] = t.ID
+	}
+	type converted struct {
+		meta     *MemberMetadataRecord
+		assigned Assignment
+	}
+	sorted := slices.Clone(members)
+	slices.SortFunc(sorted, func(a, b ClassicMember) int { return strings.Compare(a.ID, b.ID) })
+	var conv []converted
+	owned := map[tp]string{}
+	for _, cm := range sorted {
+		i := slices.IndexFunc(cm.Protocols, func(p ClassicProtocol) bool { return p.Name == protocol })
+		if i < 0 {
+			return nil, nil, fmt.Errorf("consumer: member %s does not support protocol %q", cm.ID, protocol)
+		}
+		var sub kmsg.ConsumerMemberMetadata
+		if err := sub.ReadFrom(cm.Protocols[i].Metadata); err != nil {
+			return nil, nil, fmt.Errorf("consumer: member %s subscription: %v", cm.ID, err)
+		}
+		assigned := Assignment{}
+		if len(cm.Assignment) > 0 {
+			var as kmsg.ConsumerMemberAssignment
+			if err := as.ReadFrom(cm.Assignment); err != nil {
+				return nil, nil, fmt.Errorf("consumer: member %s assignment: %v", cm.ID, err)
+			}
+			for _, t := range as.Topics {
+				tid, ok := byID[t.Topic]
+				if !ok {
+					continue
+				}
+				for _, p := range t.Partitions {
+					k := tp{tid, p}
+					if o, dup := owned[k]; dup && o != cm.ID {
+						return nil, nil, fmt.Errorf("consumer: %s-%d assigned to both %s and %s", t.Topic, p, o, cm.ID)
+					}
+					owned[k] = cm.ID
+					if !slices.Contains(assigned[tid], p) {
+						assigned[tid] = append(assigned[tid], p)
+					}
+				}
+			}
+			for t := range assigned {
+				slices.Sort(assigned[t])
+			}
+		}
+		topics := slices.Clone(sub.Topics)
+		slices.Sort(topics)
+		topics = slices.Compact(topics)
+		rack := ""
+		if sub.Rack != nil {
+			rack = *sub.Rack
+		}
+		conv = append(conv, converted{meta: &MemberMetadataRecord{
+			Group: id, MemberID: cm.ID, InstanceID: cm.InstanceID, RackID: rack,
+			ClientID: cm.ClientID, ClientHost: cm.ClientHost, SubscribedTopicNames: topics,
+			RebalanceTimeoutMs: cm.RebalanceTimeoutMs,
+			Classic:            (&ClassicMetadata{SessionTimeoutMs: cm.SessionTimeoutMs, Protocols: cm.Protocols}).clone(),
+		}, assigned: assigned})
+	}
+	var recs []Record
+	for _, c := range conv {
+		recs = append(recs, c.meta)
+	}
+	epoch := &GroupMetadataRecord{Group: id, Epoch: generation}
+	recs = append(recs, epoch)
+	for _, c := range conv {
+		recs = append(recs, &TargetMemberRecord{Group: id, MemberID: c.meta.MemberID, Partitions: c.assigned.Clone()})
+	}
+	recs = append(recs, &TargetMetadataRecord{Group: id, AssignmentEpoch: generation})
+	for _, c := range conv {
+		recs = append(recs, &CurrentAssignmentRecord{Group: id, MemberID: c.meta.MemberID, MemberEpoch: generation,
+			PreviousMemberEpoch: generation, State: Stable, Assigned: c.assigned.Clone(), PendingRevocation: Assignment{}})
+	}
+	g := NewGroup(id, cfg)
+	for _, r := range recs {
+		g.Apply(r)
+	}
+	// The hash of the subscribed topics as they are: a metadata change
+	// after the conversion bumps the epoch, the conversion itself not.
+	epoch.MetadataHash = g.metadataHash(img)
+	g.MetadataHash = epoch.MetadataHash
+	return g, recs, nil
 }

@@ -1,8 +1,13 @@
 package consumer
 
 import (
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestMigrationPolicy(t *testing.T) {
@@ -50,5 +55,147 @@ func TestCanUpgrade(t *testing.T) {
 		if ok != tc.want || !strings.Contains(reason, tc.reasonContain) || (ok && reason != "") {
 			t.Errorf("%s %q %d/%d: %v %q, want %v containing %q", tc.policy, tc.protocolType, tc.members, tc.max, ok, reason, tc.want, tc.reasonContain)
 		}
+	}
+}
+
+func classicSubscription(rack string, topics ...string) []byte {
+	m := kmsg.NewConsumerMemberMetadata()
+	m.Version = 3
+	m.Topics = topics
+	if rack != "" {
+		m.Rack = &rack
+	}
+	return m.AppendTo(nil)
+}
+
+func classicAssignment(parts map[string][]int32) []byte {
+	a := kmsg.NewConsumerMemberAssignment()
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		t := kmsg.NewConsumerMemberAssignmentTopic()
+		t.Topic, t.Partitions = name, parts[name]
+		a.Topics = append(a.Topics, t)
+	}
+	return a.AppendTo(nil)
+}
+
+// TestFromClassic converts a synced classic group: epochs are the
+// generation, members keep ids, subscriptions, racks and assignments
+// (targets too) and their classic metadata, Stable; the records replay
+// (through their bytes) to the same group; a consumer-protocol member then
+// joins the converted group as any other and gets a share of the target.
+func TestFromClassic(t *testing.T) {
+	img := TopicImage{}
+	for name, n := range map[string]int32{"a": 4, "b": 2} {
+		img[name] = Topic{ID: topicID(name), Name: name, Partitions: n}
+	}
+	range1 := ClassicProtocol{Name: "range", Metadata: classicSubscription("r1", "b", "a")}
+	members := []ClassicMember{{
+		ID: "m2", ClientID: "c2", ClientHost: "/127.0.0.1", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 30000,
+		Protocols:  []ClassicProtocol{{Name: "cooperative-sticky", Metadata: classicSubscription("", "a", "b")}, {Name: "range", Metadata: classicSubscription("", "a", "b")}},
+		Assignment: classicAssignment(map[string][]int32{"a": {3, 2}, "b": {1}, "gone": {0}}),
+	}, {
+		ID: "m1", InstanceID: "i1", ClientID: "c1", ClientHost: "/127.0.0.1", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 60000,
+		Protocols:  []ClassicProtocol{range1},
+		Assignment: classicAssignment(map[string][]int32{"a": {0, 1}, "b": {0}}),
+	}}
+	g, recs, err := FromClassic("g", DefaultConfig(), 7, "range", members, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Epoch != 7 || g.TargetEpoch != 7 || g.State() != StateStable || g.MetadataHash == 0 {
+		t.Fatalf("epoch %d target %d state %s hash %d", g.Epoch, g.TargetEpoch, g.State(), g.MetadataHash)
+	}
+	a, b := topicID("a"), topicID("b")
+	want := map[string]Assignment{"m1": {a: {0, 1}, b: {0}}, "m2": {a: {2, 3}, b: {1}}}
+	for id, as := range want {
+		m := g.Members[id]
+		if m == nil || !reflect.DeepEqual(m.Assigned, as) || !reflect.DeepEqual(g.Target[id], as) || m.Epoch != 7 || m.State != Stable {
+			t.Fatalf("member %s: %+v, target %v; want %v at 7, Stable", id, m, g.Target[id], as)
+		}
+		if m.Classic == nil || !slices.Equal(m.SubscribedTopicNames, []string{"a", "b"}) {
+			t.Fatalf("member %s: classic %+v, topics %v", id, m.Classic, m.SubscribedTopicNames)
+		}
+	}
+	if m1 := g.Members["m1"]; m1.RackID != "r1" || m1.InstanceID != "i1" || m1.Classic.SessionTimeoutMs != 45000 || !reflect.DeepEqual(m1.Classic.Protocols, []ClassicProtocol{range1}) {
+		t.Fatalf("m1: %+v %+v", m1, m1.Classic)
+	}
+	var types []int16
+	var decoded []Record
+	for _, r := range recs {
+		types = append(types, r.Type())
+		k, v := EncodeRecord(r)
+		d, ok, err := DecodeRecord(k, v)
+		if err != nil || !ok {
+			t.Fatalf("decode %T: %v", r, err)
+		}
+		decoded = append(decoded, d)
+	}
+	if !slices.Equal(types, []int16{5, 5, 3, 7, 7, 6, 8, 8}) {
+		t.Fatalf("record types %v, want Kafka's creation order", types)
+	}
+	if r := Replay(DefaultConfig(), decoded)["g"]; !reflect.DeepEqual(r, g) {
+		t.Fatalf("replay differs:\n got %+v\nwant %+v", r, g)
+	}
+
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "new", JoinEpoch, 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{"a", "b"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	res := g.Heartbeat(1, hb, Client{ID: "c3"}, img)
+	if res.Response.ErrorCode != 0 || res.Response.MemberEpoch != 8 || g.Epoch != 8 {
+		t.Fatalf("848 join: code %d epoch %d, group epoch %d", res.Response.ErrorCode, res.Response.MemberEpoch, g.Epoch)
+	}
+	if len(g.Target["new"]) == 0 {
+		t.Fatalf("the joining member has no target: %v", g.Target)
+	}
+}
+
+func TestFromClassicRefuses(t *testing.T) {
+	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 2}}
+	sub := []ClassicProtocol{{Name: "range", Metadata: classicSubscription("", "a")}}
+	for _, tc := range []struct {
+		name    string
+		members []ClassicMember
+		want    string
+	}{
+		{"protocol", []ClassicMember{{ID: "m1", Protocols: []ClassicProtocol{{Name: "roundrobin", Metadata: classicSubscription("", "a")}}}}, "does not support"},
+		{"metadata", []ClassicMember{{ID: "m1", Protocols: []ClassicProtocol{{Name: "range", Metadata: []byte{0}}}}}, "subscription"},
+		{"assignment", []ClassicMember{{ID: "m1", Protocols: sub, Assignment: []byte{0, 3, 9}}}, "assignment"},
+		{"twice", []ClassicMember{
+			{ID: "m1", Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {0}})},
+			{ID: "m2", Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {0, 1}})},
+		}, "assigned to both"},
+	} {
+		if _, _, err := FromClassic("g", DefaultConfig(), 3, "range", tc.members, img); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestCanDowngrade(t *testing.T) {
+	g := NewGroup("g", DefaultConfig())
+	classic := &ClassicMetadata{SessionTimeoutMs: 45000}
+	g.Members = map[string]*Member{"k": {ID: "k"}, "c1": {ID: "c1", Classic: classic}, "c2": {ID: "c2", Classic: classic}}
+	for _, tc := range []struct {
+		policy  MigrationPolicy
+		leaving string
+		max     int
+		want    bool
+		reason  string
+	}{
+		{MigrationBidirectional, "k", 0, true, ""},
+		{MigrationDowngrade, "k", 2, true, ""},
+		{MigrationBidirectional, "k", 1, false, "group.max.size (1)"},
+		{MigrationUpgrade, "k", 0, false, "disabled"},
+		{MigrationBidirectional, "c1", 0, false, "consumer protocol"},
+	} {
+		ok, reason := CanDowngrade(tc.policy, g, tc.leaving, tc.max)
+		if ok != tc.want || !strings.Contains(reason, tc.reason) {
+			t.Errorf("%s leaving %s max %d: %v %q, want %v %q", tc.policy, tc.leaving, tc.max, ok, reason, tc.want, tc.reason)
+		}
+	}
+	only := NewGroup("g", DefaultConfig())
+	only.Members = map[string]*Member{"k": {ID: "k"}}
+	if ok, reason := CanDowngrade(MigrationBidirectional, only, "k", 0); ok || !strings.Contains(reason, "empty") {
+		t.Errorf("last member leaving: %v %q", ok, reason)
 	}
 }
