@@ -7,7 +7,8 @@ package broker
 // [Settings] plus the dynamic broker configs the controller accepts, GROUP
 // resources (any group id, existing or not, as Kafka) the group configs
 // (metadata.GroupConfigNames): the group's own value (GROUP_CONFIG), else
-// the broker's group.consumer.* setting it overrides. Each
+// the value of the broker's group.consumer.* setting it overrides, as
+// DEFAULT_CONFIG (Kafka's createGroupConfigEntry). Each
 // value is resolved as Kafka resolves it, highest precedence first:
 //
 //	topic config   DYNAMIC_TOPIC_CONFIG          the topic's own (metadata ConfigRecord)
@@ -366,13 +367,19 @@ func (n *Node) describeResource(st *metadata.State, req *kmsg.DescribeConfigsReq
 		}
 		own := st.Config(metadata.ResourceGroup, rr.ResourceName)
 		for _, name := range metadata.GroupConfigNames() {
-			var chain []configValue
-			if v, ok := own[name]; ok {
-				chain = append(chain, configValue{name, v, kmsg.ConfigSourceGroupConfig})
-			}
+			// As Kafka's createGroupConfigEntry: the group's value
+			// (GROUP_CONFIG), else the broker's setting as DEFAULT_CONFIG;
+			// no further synonyms.
 			broker := groupConfigBrokerSetting[name]
-			chain = append(chain, n.staticChain(broker, "")...)
-			add(name, chain, false, kmsg.ConfigTypeInt, "the group's own "+broker+" ("+brokerConfigDoc(broker)+")")
+			v, ok := own[name]
+			src := kmsg.ConfigSourceGroupConfig
+			if !ok {
+				if chain := n.staticChain(broker, ""); len(chain) > 0 {
+					v = chain[0].value
+				}
+				src = kmsg.ConfigSourceDefaultConfig
+			}
+			add(name, []configValue{{name, v, src}}, false, kmsg.ConfigTypeInt, "the group's own "+broker+" ("+brokerConfigDoc(broker)+")")
 		}
 	default:
 		return fail(kerr.InvalidRequest, fmt.Sprintf("unsupported resource type %s", rr.ResourceType))

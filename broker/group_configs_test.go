@@ -57,7 +57,7 @@ func describeGroupConfigs(t *testing.T, c *rawConn, groupID string) map[string]k
 // IncrementalAlterConfigs are validated against this broker's
 // group.consumer.{min,max}.* bounds (not Kafka's defaults: 600 ms is below
 // the default minimum of 45 s), shown by DescribeConfigs (GROUP_CONFIG,
-// else the broker's setting), returned to the group's members as their
+// else the broker's setting as DEFAULT_CONFIG, as Kafka), returned to the group's members as their
 // heartbeat interval, and fence a silent member after the group's session
 // timeout rather than the broker's (10 s here).
 func TestConsumerGroupPerGroupConfigs(t *testing.T) {
@@ -92,7 +92,7 @@ func TestConsumerGroupPerGroupConfigs(t *testing.T) {
 		}
 	}
 	other := describeGroupConfigs(t, c, "other")["consumer.session.timeout.ms"]
-	if other.Value == nil || *other.Value != "10000" || other.Source != kmsg.ConfigSourceStaticBrokerConfig {
+	if other.Value == nil || *other.Value != "10000" || other.Source != kmsg.ConfigSourceDefaultConfig {
 		t.Errorf("group other session timeout: %+v, want the broker's 10000", other)
 	}
 
