@@ -50,7 +50,7 @@ type AlterConfigsRequest struct {
 	// [DefaultGroupConfigBounds]. The broker that takes the request sends
 	// its own group.consumer.* settings: the bounds are broker settings,
 	// which a separate controller does not have.
-	GroupBounds *GroupConfigBounds
+	GroupBounds *GroupConfigBounds `json:",omitempty"`
 }
 
 // AlterConfigsResult is the outcome for one resource, in request order.
