@@ -23,6 +23,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,7 +81,7 @@ type alterResult struct {
 // A resource whose refused[i] is non-nil is answered with it and not sent.
 func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsRequest, refused []error) []alterResult {
 	out := make([]alterResult, len(mreq.Resources))
-	if mreq.GroupBounds == nil {
+	if mreq.GroupBounds == nil && slices.ContainsFunc(mreq.Resources, func(r metadata.AlterConfigResource) bool { return r.Type == metadata.ResourceGroup }) {
 		b := n.groupConfigBounds()
 		mreq.GroupBounds = &b
 	}
