@@ -148,7 +148,11 @@ type Group struct {
 	// Timers, not persisted (re-armed by [Group.Loaded]).
 	session   map[string]int64
 	rebalance map[string]rebalanceTimer
-	regexes   map[string]*regexp.Regexp
+	// joinBy is, per classic member told to rejoin (REBALANCE_IN_PROGRESS
+	// on its Heartbeat), when it is fenced unless it rejoined (Kafka's
+	// consumer group join timeout: its rebalance timeout).
+	joinBy  map[string]int64
+	regexes map[string]*regexp.Regexp
 	// Subscription counts over Members (derived): how many members name
 	// each topic, and use each regex. They make the metadata hash cost
 	// the number of subscribed topics, not of members.
@@ -169,7 +173,7 @@ func NewGroup(id string, cfg Config) *Group {
 	return &Group{
 		ID: id, cfg: cfg,
 		Target: map[string]Assignment{}, Members: map[string]*Member{},
-		owners: map[tp]int32{}, session: map[string]int64{}, rebalance: map[string]rebalanceTimer{},
+		owners: map[tp]int32{}, session: map[string]int64{}, rebalance: map[string]rebalanceTimer{}, joinBy: map[string]int64{},
 		regexes: map[string]*regexp.Regexp{}, subNames: map[string]int{}, subRegex: map[string]int{},
 	}
 }
@@ -187,6 +191,15 @@ func (g *Group) SetTimeouts(sessionTimeoutMs, heartbeatIntervalMs int32) {
 	if heartbeatIntervalMs > 0 {
 		g.cfg.HeartbeatIntervalMs = heartbeatIntervalMs
 	}
+}
+
+// sessionTimeout is m's session timeout: its own (JoinGroup's) for a
+// classic member, else the group's.
+func (g *Group) sessionTimeout(m *Member) int32 {
+	if m.Classic != nil && m.Classic.SessionTimeoutMs > 0 {
+		return m.Classic.SessionTimeoutMs
+	}
+	return g.cfg.SessionTimeoutMs
 }
 
 // State is the group's state.
@@ -419,6 +432,7 @@ func (g *Group) uninstall(m *Member) {
 	delete(g.Members, m.ID)
 	delete(g.session, m.ID)
 	delete(g.rebalance, m.ID)
+	delete(g.joinBy, m.ID)
 }
 
 func (g *Group) dropOwners(m *Member) {
@@ -841,18 +855,28 @@ func (g *Group) NextDeadline() (int64, bool) {
 			at, ok = t.at, true
 		}
 	}
+	for _, d := range g.joinBy {
+		if !ok || d < at {
+			at, ok = d, true
+		}
+	}
 	return at, ok
 }
 
-// Expire fences every member whose session timed out by now, and every
+// Expire fences every member whose session timed out by now, every
 // member still holding partitions to revoke when its rebalance timeout
-// ran out (Kafka's session and rebalance timeouts), in member id order.
+// ran out, and every classic member told to rejoin that did not within
+// its rebalance timeout (Kafka's session, rebalance and join timeouts),
+// in member id order.
 func (g *Group) Expire(now int64, img TopicImage) []Record {
 	var recs []Record
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
 		m := g.Members[id]
 		expired := false
 		if d, ok := g.session[id]; ok && d <= now {
+			expired = true
+		}
+		if d, ok := g.joinBy[id]; ok && d <= now {
 			expired = true
 		}
 		if t, ok := g.rebalance[id]; ok && t.at <= now {
@@ -874,7 +898,7 @@ func (g *Group) Expire(now int64, img TopicImage) []Record {
 // session from now, members still revoking a full rebalance timeout.
 func (g *Group) Loaded(now int64) {
 	for id, m := range g.Members {
-		g.session[id] = now + int64(g.cfg.SessionTimeoutMs)
+		g.session[id] = now + int64(g.sessionTimeout(m))
 		if m.State == UnrevokedPartitions {
 			g.rebalance[id] = rebalanceTimer{epoch: m.Epoch, at: now + int64(max(m.RebalanceTimeoutMs, 0))}
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -129,7 +130,8 @@ type ClassicMember struct {
 // metadata. It returns the group and the records that create it, in
 // Kafka's order (createConsumerGroupRecords: member metadata, group epoch,
 // target members, target epoch, current assignments); the group is what
-// [Replay] of those records gives. Undecodable metadata or assignments, a
+// [Replay] of those records gives, without timers: call [Group.Loaded]
+// (each classic member's session is its own timeout). Undecodable metadata or assignments, a
 // member without the chosen protocol, or a partition assigned twice are
 // errors (the caller keeps the classic group).
 func FromClassic(id string, cfg Config, generation int32, protocol string, members []ClassicMember, img TopicImage) (*Group, []Record, error) {
@@ -217,4 +219,62 @@ func FromClassic(id string, cfg Config, generation int32, protocol string, membe
 	epoch.MetadataHash = g.metadataHash(img)
 	g.MetadataHash = epoch.MetadataHash
 	return g, recs, nil
+}
+
+// ClassicHeartbeat answers a classic Heartbeat (API 12) of a classic member
+// of this consumer group, as Kafka's classicGroupHeartbeatToConsumerGroup:
+// the member must exist (by instance id for a static member, which must
+// then be this member id: FENCED_INSTANCE_ID), speak the classic protocol
+// (UNKNOWN_MEMBER_ID otherwise) and send its member epoch as the
+// generation (ILLEGAL_GENERATION). Its session is renewed with its own
+// session timeout. It is told to rejoin (REBALANCE_IN_PROGRESS, with a join
+// deadline of its rebalance timeout unless one runs) when the group epoch
+// moved past its epoch, when it has partitions to revoke, or when the
+// partitions it waits for are all released. Nothing is written.
+func (g *Group) ClassicHeartbeat(now int64, memberID, instanceID string, generation int32) (*kerr.Error, string) {
+	var m *Member
+	if instanceID == "" {
+		m = g.Members[memberID]
+		if m == nil {
+			return kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", memberID, g.ID)
+		}
+	} else {
+		m = g.byInstance(instanceID)
+		if m == nil {
+			return kerr.UnknownMemberID, fmt.Sprintf("Member with instance id %s is not a member of group %s.", instanceID, g.ID)
+		}
+		if m.ID != memberID {
+			return kerr.FencedInstanceID, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, m.ID)
+		}
+	}
+	if m.Classic == nil {
+		return kerr.UnknownMemberID, fmt.Sprintf("Member %s does not use the classic protocol.", m.ID)
+	}
+	if generation != m.Epoch {
+		return kerr.IllegalGeneration, fmt.Sprintf("The request generation id %d is not equal to the member epoch %d of member %s.", generation, m.Epoch, m.ID)
+	}
+	g.session[m.ID] = now + int64(g.sessionTimeout(m))
+	if m.Epoch < g.Epoch || m.State == UnrevokedPartitions || (m.State == UnreleasedPartitions && !g.waitingOnUnreleased(m)) {
+		if _, ok := g.joinBy[m.ID]; !ok {
+			g.joinBy[m.ID] = now + int64(max(m.RebalanceTimeoutMs, 0))
+		}
+		return kerr.RebalanceInProgress, ""
+	}
+	return nil, ""
+}
+
+// waitingOnUnreleased reports whether a partition of m's target that m
+// does not hold yet is still held by another member.
+func (g *Group) waitingOnUnreleased(m *Member) bool {
+	for t, ps := range g.Target[m.ID] {
+		for _, p := range ps {
+			if slices.Contains(m.Assigned[t], p) {
+				continue
+			}
+			if _, held := g.owners[tp{t, p}]; held {
+				return true
+			}
+		}
+	}
+	return false
 }

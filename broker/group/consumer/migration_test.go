@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -197,5 +198,64 @@ func TestCanDowngrade(t *testing.T) {
 	only.Members = map[string]*Member{"k": {ID: "k"}}
 	if ok, reason := CanDowngrade(MigrationBidirectional, only, "k", 0); ok || !strings.Contains(reason, "empty") {
 		t.Errorf("last member leaving: %v %q", ok, reason)
+	}
+}
+
+// TestClassicHeartbeat: classic members of a converted group heartbeat
+// with their epoch as the generation; Stable at the group epoch they are
+// fine, once a consumer-protocol member joined (the epoch moved) they are
+// told to rejoin, and one that does not rejoin within its rebalance
+// timeout is fenced although its heartbeats keep its session alive.
+func TestClassicHeartbeat(t *testing.T) {
+	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 4}}
+	sub := []ClassicProtocol{{Name: "range", Metadata: classicSubscription("", "a")}}
+	g, _, err := FromClassic("g", DefaultConfig(), 7, "range", []ClassicMember{
+		{ID: "m1", InstanceID: "i1", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 60000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {0, 1}})},
+		{ID: "m2", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 30000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {2, 3}})},
+	}, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Loaded(0)
+	if at, ok := g.NextDeadline(); !ok || at != 10000 {
+		t.Fatalf("deadline %d %v, want m2's own 10 s session", at, ok)
+	}
+	check := func(now int64, member, instance string, gen int32, want *kerr.Error) {
+		t.Helper()
+		if got, msg := g.ClassicHeartbeat(now, member, instance, gen); got != want {
+			t.Fatalf("heartbeat %s/%q gen %d: %v (%s), want %v", member, instance, gen, got, msg, want)
+		}
+	}
+	check(5000, "m2", "", 7, nil)
+	if recs := g.Expire(10000, img); len(recs) != 0 {
+		t.Fatalf("m2 fenced although its heartbeat renewed its session")
+	}
+	check(5000, "m1", "i1", 7, nil)
+	check(5000, "m1", "i1", 6, kerr.IllegalGeneration)
+	check(5000, "x", "i1", 7, kerr.FencedInstanceID)
+	check(5000, "x", "", 7, kerr.UnknownMemberID)
+
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "new", JoinEpoch, 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{"a"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := g.Heartbeat(6000, hb, Client{ID: "c"}, img); r.Response.ErrorCode != 0 || g.Epoch != 8 {
+		t.Fatalf("848 join: %d, epoch %d", r.Response.ErrorCode, g.Epoch)
+	}
+	check(6000, "new", "", 8, kerr.UnknownMemberID) // not a classic member
+	check(7000, "m1", "i1", 7, kerr.RebalanceInProgress)
+	check(7000, "m2", "", 7, kerr.RebalanceInProgress)
+	// m1 keeps heartbeating (its session runs to 95 s) but never rejoins:
+	// fenced at 7 s + its 60 s rebalance timeout.
+	check(50000, "m1", "i1", 7, kerr.RebalanceInProgress)
+	if _, ok := g.Members["m1"]; !ok {
+		t.Fatal("m1 gone early")
+	}
+	g.Expire(67000-1, img)
+	if _, ok := g.Members["m1"]; !ok {
+		t.Fatal("m1 fenced before its join deadline")
+	}
+	g.Expire(67000, img)
+	if _, ok := g.Members["m1"]; ok {
+		t.Fatal("m1 not fenced at its join deadline")
 	}
 }
