@@ -278,3 +278,52 @@ func (g *Group) waitingOnUnreleased(m *Member) bool {
 	}
 	return false
 }
+
+// ClassicLeave answers a classic LeaveGroup (API 13) of this consumer
+// group, as Kafka's classicGroupLeaveToConsumerGroup: each listed member
+// (by member id, or by instance id, where a member id other than "" must
+// match: FENCED_INSTANCE_ID) must be a classic member (UNKNOWN_MEMBER_ID
+// otherwise) and is removed; the group epoch is bumped once if anyone
+// left. It returns the per-member answers in request order and the
+// records (the leavers' tombstones, then the new epoch).
+func (g *Group) ClassicLeave(members []kmsg.LeaveGroupRequestMember, img TopicImage) ([]kmsg.LeaveGroupResponseMember, []Record) {
+	var out []kmsg.LeaveGroupResponseMember
+	var recs []Record
+	for _, lm := range members {
+		r := kmsg.NewLeaveGroupResponseMember()
+		r.MemberID, r.InstanceID = lm.MemberID, lm.InstanceID
+		var m *Member
+		var err *kerr.Error
+		switch {
+		case lm.InstanceID == nil:
+			if m = g.Members[lm.MemberID]; m == nil {
+				err = kerr.UnknownMemberID
+			}
+		default:
+			if m = g.byInstance(*lm.InstanceID); m == nil {
+				err = kerr.UnknownMemberID
+			} else if lm.MemberID != "" && lm.MemberID != m.ID {
+				err = kerr.FencedInstanceID
+			}
+		}
+		if err == nil && m.Classic == nil {
+			err = kerr.UnknownMemberID
+		}
+		if err != nil {
+			r.ErrorCode = err.Code
+			out = append(out, r)
+			continue
+		}
+		r.MemberID = m.ID
+		recs = append(recs, g.removeRecords(m)...)
+		g.uninstall(m)
+		delete(g.Target, m.ID)
+		out = append(out, r)
+	}
+	if len(recs) > 0 {
+		g.MetadataHash = g.metadataHash(img)
+		g.Epoch++
+		recs = append(recs, &GroupMetadataRecord{Group: g.ID, Epoch: g.Epoch, MetadataHash: g.MetadataHash})
+	}
+	return out, recs
+}

@@ -259,3 +259,59 @@ func TestClassicHeartbeat(t *testing.T) {
 		t.Fatal("m1 not fenced at its join deadline")
 	}
 }
+
+// TestClassicLeave: a LeaveGroup batch on a converted group removes its
+// classic members (by member id, or by instance id with an empty member
+// id), refuses a consumer-protocol member, an unknown one and a fenced
+// static identity, bumps the epoch once, and its records replay to the
+// same members.
+func TestClassicLeave(t *testing.T) {
+	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 4}}
+	sub := []ClassicProtocol{{Name: "range", Metadata: classicSubscription("", "a")}}
+	g, log, err := FromClassic("g", DefaultConfig(), 7, "range", []ClassicMember{
+		{ID: "m1", InstanceID: "i1", SessionTimeoutMs: 45000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {0, 1}})},
+		{ID: "m2", SessionTimeoutMs: 45000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {2, 3}})},
+	}, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "new", JoinEpoch, 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{"a"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	r := g.Heartbeat(1, hb, Client{ID: "c"}, img)
+	log = append(log, r.Records...)
+	if g.Epoch != 8 {
+		t.Fatalf("epoch %d after the 848 join", g.Epoch)
+	}
+	leave := func(member string, instance *string) kmsg.LeaveGroupRequestMember {
+		m := kmsg.NewLeaveGroupRequestMember()
+		m.MemberID, m.InstanceID = member, instance
+		return m
+	}
+	i1 := "i1"
+	resp, recs := g.ClassicLeave([]kmsg.LeaveGroupRequestMember{
+		leave("m2", nil), leave("bad", &i1), leave("", &i1), leave("new", nil), leave("zz", nil),
+	}, img)
+	log = append(log, recs...)
+	var codes []int16
+	for _, m := range resp {
+		codes = append(codes, m.ErrorCode)
+	}
+	u := kerr.UnknownMemberID.Code
+	if !slices.Equal(codes, []int16{0, kerr.FencedInstanceID.Code, 0, u, u}) || resp[2].MemberID != "m1" {
+		t.Fatalf("answers %v (third member id %q)", codes, resp[2].MemberID)
+	}
+	if g.Epoch != 9 || len(g.Members) != 1 || g.Members["new"] == nil || len(g.Target) != 1 {
+		t.Fatalf("epoch %d, members %v, target %v", g.Epoch, slices.Sorted(maps.Keys(g.Members)), g.Target)
+	}
+	if n := len(recs); n == 0 || recs[n-1].Type() != TypeGroupMetadata || slices.IndexFunc(recs[:n-1], func(r Record) bool { return r.Type() == TypeGroupMetadata }) >= 0 {
+		t.Fatalf("want one epoch record, last: %v", recs)
+	}
+	re := Replay(DefaultConfig(), log)["g"]
+	if re.Epoch != g.Epoch || !reflect.DeepEqual(re.Members, g.Members) || !reflect.DeepEqual(re.Target, g.Target) {
+		t.Fatalf("replay: epoch %d members %+v target %v", re.Epoch, re.Members, re.Target)
+	}
+	if resp, recs := g.ClassicLeave([]kmsg.LeaveGroupRequestMember{leave("zz", nil)}, img); len(recs) != 0 || resp[0].ErrorCode != u || g.Epoch != 9 {
+		t.Fatalf("a refused leave wrote %d records, epoch %d", len(recs), g.Epoch)
+	}
+}
