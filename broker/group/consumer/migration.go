@@ -232,26 +232,9 @@ func FromClassic(id string, cfg Config, generation int32, protocol string, membe
 // moved past its epoch, when it has partitions to revoke, or when the
 // partitions it waits for are all released. Nothing is written.
 func (g *Group) ClassicHeartbeat(now int64, memberID, instanceID string, generation int32) (*kerr.Error, string) {
-	var m *Member
-	if instanceID == "" {
-		m = g.Members[memberID]
-		if m == nil {
-			return kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", memberID, g.ID)
-		}
-	} else {
-		m = g.byInstance(instanceID)
-		if m == nil {
-			return kerr.UnknownMemberID, fmt.Sprintf("Member with instance id %s is not a member of group %s.", instanceID, g.ID)
-		}
-		if m.ID != memberID {
-			return kerr.FencedInstanceID, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, m.ID)
-		}
-	}
-	if m.Classic == nil {
-		return kerr.UnknownMemberID, fmt.Sprintf("Member %s does not use the classic protocol.", m.ID)
-	}
-	if generation != m.Epoch {
-		return kerr.IllegalGeneration, fmt.Sprintf("The request generation id %d is not equal to the member epoch %d of member %s.", generation, m.Epoch, m.ID)
+	m, e, msg := g.classicMember(memberID, instanceID, generation)
+	if e != nil {
+		return e, msg
 	}
 	g.session[m.ID] = now + int64(g.sessionTimeout(m))
 	if m.Epoch < g.Epoch || m.State == UnrevokedPartitions || (m.State == UnreleasedPartitions && !g.waitingOnUnreleased(m)) {
@@ -326,4 +309,96 @@ func (g *Group) ClassicLeave(members []kmsg.LeaveGroupRequestMember, img TopicIm
 		recs = append(recs, &GroupMetadataRecord{Group: g.ID, Epoch: g.Epoch, MetadataHash: g.MetadataHash})
 	}
 	return out, recs
+}
+
+// classicMember finds the classic member a classic request names, as
+// Kafka's validateConsumerGroupMember, throwIfMemberDoesNotUseClassicProtocol
+// and throwIfGenerationIdUnmatched.
+func (g *Group) classicMember(memberID, instanceID string, generation int32) (*Member, *kerr.Error, string) {
+	var m *Member
+	if instanceID == "" {
+		m = g.Members[memberID]
+		if m == nil {
+			return nil, kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", memberID, g.ID)
+		}
+	} else {
+		m = g.byInstance(instanceID)
+		if m == nil {
+			return nil, kerr.UnknownMemberID, fmt.Sprintf("Member with instance id %s is not a member of group %s.", instanceID, g.ID)
+		}
+		if m.ID != memberID {
+			return nil, kerr.FencedInstanceID, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, m.ID)
+		}
+	}
+	if m.Classic == nil {
+		return nil, kerr.UnknownMemberID, fmt.Sprintf("Member %s does not use the classic protocol.", m.ID)
+	}
+	if generation != m.Epoch {
+		return nil, kerr.IllegalGeneration, fmt.Sprintf("The request generation id %d is not equal to the member epoch %d of member %s.", generation, m.Epoch, m.ID)
+	}
+	return m, nil, ""
+}
+
+// ClassicSync answers a classic SyncGroup (API 14) of a classic member of
+// this consumer group, as Kafka's classicGroupSyncToConsumerGroup: the
+// member checks of [Group.ClassicHeartbeat], the protocol type (consumer)
+// and name (the member's first protocol) when given
+// (INCONSISTENT_GROUP_PROTOCOL), and REBALANCE_IN_PROGRESS (with a join
+// deadline) when the group epoch moved past the member's and it is not
+// revoking. Otherwise its session is renewed and it gets its assigned
+// partitions as a ConsumerProtocol assignment, in the version of its
+// subscription (topics not in img left out). The leader's assignments in
+// the request are ignored: the coordinator assigns. Nothing is written.
+func (g *Group) ClassicSync(now int64, req *kmsg.SyncGroupRequest, img TopicImage) *kmsg.SyncGroupResponse {
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	fail := func(e *kerr.Error) *kmsg.SyncGroupResponse { // SyncGroup has no error message
+		resp.ErrorCode = e.Code
+		return resp
+	}
+	instance := ""
+	if req.InstanceID != nil {
+		instance = *req.InstanceID
+	}
+	m, e, _ := g.classicMember(req.MemberID, instance, req.Generation)
+	if e != nil {
+		return fail(e)
+	}
+	first := ClassicProtocol{}
+	if len(m.Classic.Protocols) > 0 {
+		first = m.Classic.Protocols[0]
+	}
+	if req.ProtocolType != nil && *req.ProtocolType != "consumer" {
+		return fail(kerr.InconsistentGroupProtocol)
+	}
+	if req.Protocol != nil && *req.Protocol != first.Name {
+		return fail(kerr.InconsistentGroupProtocol)
+	}
+	if g.Epoch > m.Epoch && m.State != UnrevokedPartitions {
+		if _, ok := g.joinBy[m.ID]; !ok {
+			g.joinBy[m.ID] = now + int64(max(m.RebalanceTimeoutMs, 0))
+		}
+		return fail(kerr.RebalanceInProgress)
+	}
+	g.session[m.ID] = now + int64(g.sessionTimeout(m))
+	names := map[uuid.UUID]string{}
+	for name, t := range img {
+		names[t.ID] = name
+	}
+	as := kmsg.NewConsumerMemberAssignment()
+	if len(first.Metadata) >= 2 {
+		as.Version = min(int16(first.Metadata[0])<<8|int16(first.Metadata[1]), 3)
+	}
+	for _, t := range m.Assigned.topicIDs() {
+		name, ok := names[t]
+		if !ok {
+			continue
+		}
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic, at.Partitions = name, slices.Clone(m.Assigned[t])
+		as.Topics = append(as.Topics, at)
+	}
+	slices.SortFunc(as.Topics, func(a, b kmsg.ConsumerMemberAssignmentTopic) int { return strings.Compare(a.Topic, b.Topic) })
+	resp.ProtocolType, resp.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(first.Name)
+	resp.MemberAssignment = as.AppendTo(nil)
+	return resp
 }

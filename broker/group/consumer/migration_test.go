@@ -315,3 +315,56 @@ func TestClassicLeave(t *testing.T) {
 		t.Fatalf("a refused leave wrote %d records, epoch %d", len(recs), g.Epoch)
 	}
 }
+
+// TestClassicSync: a classic member of a converted group syncs to its
+// assigned partitions (ConsumerProtocol bytes in its subscription's
+// version); a wrong protocol, a wrong generation, and a moved group epoch
+// are refused as Kafka refuses them.
+func TestClassicSync(t *testing.T) {
+	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 4}}
+	sub := []ClassicProtocol{{Name: "range", Metadata: classicSubscription("", "a")}}
+	g, _, err := FromClassic("g", DefaultConfig(), 7, "range", []ClassicMember{
+		{ID: "m1", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 30000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {0, 1}})},
+		{ID: "m2", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 30000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {2, 3}})},
+	}, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync := func(member string, gen int32, ptype, proto string) *kmsg.SyncGroupResponse {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.SetVersion(5)
+		req.Group, req.MemberID, req.Generation = "g", member, gen
+		req.ProtocolType, req.Protocol = &ptype, &proto
+		return g.ClassicSync(1, req, img)
+	}
+	r := sync("m1", 7, "consumer", "range")
+	if r.ErrorCode != 0 || r.Protocol == nil || *r.Protocol != "range" {
+		t.Fatalf("sync: %+v", r)
+	}
+	var as kmsg.ConsumerMemberAssignment
+	if err := as.ReadFrom(r.MemberAssignment); err != nil || as.Version != 3 || len(as.Topics) != 1 || as.Topics[0].Topic != "a" || !slices.Equal(as.Topics[0].Partitions, []int32{0, 1}) {
+		t.Fatalf("assignment %+v (%v)", as, err)
+	}
+	for _, tc := range []struct {
+		member      string
+		gen         int32
+		ptype, name string
+		want        *kerr.Error
+	}{
+		{"m1", 7, "connect", "range", kerr.InconsistentGroupProtocol},
+		{"m1", 7, "consumer", "roundrobin", kerr.InconsistentGroupProtocol},
+		{"m1", 6, "consumer", "range", kerr.IllegalGeneration},
+		{"zz", 7, "consumer", "range", kerr.UnknownMemberID},
+	} {
+		if r := sync(tc.member, tc.gen, tc.ptype, tc.name); r.ErrorCode != tc.want.Code {
+			t.Errorf("%+v: code %d", tc, r.ErrorCode)
+		}
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "new", JoinEpoch, 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{"a"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	g.Heartbeat(2, hb, Client{ID: "c"}, img)
+	if r := sync("m2", 7, "consumer", "range"); r.ErrorCode != kerr.RebalanceInProgress.Code {
+		t.Fatalf("sync after the epoch moved: %d", r.ErrorCode)
+	}
+}
