@@ -249,7 +249,7 @@ func (g *Group) Heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 		if req.MemberEpoch == LeaveEpoch || req.MemberEpoch == StaticLeaveEpoch {
 			recs, herr = g.leave(now, req, resp, img)
 		} else {
-			recs, herr = g.heartbeat(now, req, c, resp, img)
+			recs, herr = g.heartbeat(now, req, c, resp, img, nil)
 		}
 	}
 	if herr != nil {
@@ -453,7 +453,10 @@ func (g *Group) ownerEpoch(t uuid.UUID, p int32) int32 {
 }
 
 // heartbeat handles joins (epoch 0) and regular heartbeats.
-func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c Client, resp *kmsg.ConsumerGroupHeartbeatResponse, img TopicImage) ([]Record, *hbError) {
+//
+// classic, when not nil, is a classic member's JoinGroup ([Group.ClassicJoin])
+// expressed as this heartbeat: the member keeps that classic metadata.
+func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c Client, resp *kmsg.ConsumerGroupHeartbeatResponse, img TopicImage, classic *ClassicMetadata) ([]Record, *hbError) {
 	join := req.MemberEpoch == JoinEpoch
 	memberID := req.MemberID
 	var (
@@ -530,6 +533,9 @@ func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 	if req.ServerAssignor != nil {
 		n.ServerAssignor = *req.ServerAssignor
 	}
+	if classic != nil {
+		n.Classic = classic.clone()
+	}
 
 	var recs []Record
 	persisted := old // what the log says about this member id
@@ -584,7 +590,7 @@ func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 		recs = append(recs, g.currentAssignmentRecord(r))
 	}
 
-	g.session[r.ID] = now + int64(g.cfg.SessionTimeoutMs)
+	g.session[r.ID] = now + int64(g.sessionTimeout(r))
 	// The rebalance timeout runs from the step that asked the member to
 	// revoke (Kafka reschedules it whenever the reconciliation changes the
 	// member, and cancels it once nothing is left to revoke).

@@ -402,3 +402,98 @@ func (g *Group) ClassicSync(now int64, req *kmsg.SyncGroupRequest, img TopicImag
 	resp.MemberAssignment = as.AppendTo(nil)
 	return resp
 }
+
+// ClassicJoin answers a classic JoinGroup (API 11) on this consumer group,
+// as Kafka's classicGroupJoinToConsumerGroup: the protocol type must be
+// consumer with a protocol every other classic member supports
+// (INCONSISTENT_GROUP_PROTOCOL); a v4+ dynamic member without a member id
+// gets MEMBER_ID_REQUIRED with one. Otherwise the join goes through the
+// consumer-protocol path as a heartbeat (a new member joins at epoch 0; a
+// known one heartbeats at its epoch with the partitions its subscription
+// says it owns): its subscription (topics and rack of its first protocol's
+// ConsumerProtocol metadata) and classic metadata (session timeout,
+// protocols) are updated, the group epoch and target move as for any
+// member, and the member is reconciled. The answer carries the member id,
+// its epoch as the generation and its first protocol; there is no leader
+// (the coordinator assigns, the member's SyncGroup gets its partitions).
+// Session-timeout bounds are the caller's (Kafka's
+// group.min/max.session.timeout.ms).
+func (g *Group) ClassicJoin(now int64, req *kmsg.JoinGroupRequest, c Client, img TopicImage) (*kmsg.JoinGroupResponse, []Record) {
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	resp.MemberID, resp.Generation = req.MemberID, -1
+	fail := func(e *kerr.Error) (*kmsg.JoinGroupResponse, []Record) { // JoinGroup has no error message
+		resp.ErrorCode = e.Code
+		return resp, nil
+	}
+	if req.ProtocolType != "consumer" || len(req.Protocols) == 0 {
+		return fail(kerr.InconsistentGroupProtocol)
+	}
+	common := slices.ContainsFunc(req.Protocols, func(p kmsg.JoinGroupRequestProtocol) bool {
+		for id, m := range g.Members {
+			if id != req.MemberID && m.Classic != nil && !slices.ContainsFunc(m.Classic.Protocols, func(q ClassicProtocol) bool { return q.Name == p.Name }) {
+				return false
+			}
+		}
+		return true
+	})
+	if !common {
+		return fail(kerr.InconsistentGroupProtocol)
+	}
+	memberID := req.MemberID
+	if memberID == "" {
+		memberID = g.newMemberID()
+		if req.InstanceID == nil && req.GetVersion() >= 4 {
+			resp.MemberID = memberID
+			return fail(kerr.MemberIDRequired)
+		}
+	}
+	var sub kmsg.ConsumerMemberMetadata
+	if err := sub.ReadFrom(req.Protocols[0].Metadata); err != nil {
+		return fail(kerr.InconsistentGroupProtocol)
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.SetVersion(1)
+	hb.Group, hb.MemberID, hb.InstanceID, hb.RackID = g.ID, memberID, req.InstanceID, sub.Rack
+	hb.RebalanceTimeoutMillis = req.RebalanceTimeoutMillis
+	if req.GetVersion() == 0 {
+		hb.RebalanceTimeoutMillis = req.SessionTimeoutMillis
+	}
+	hb.SubscribedTopicNames = append([]string{}, sub.Topics...)
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	known := g.Members[memberID]
+	if req.InstanceID != nil {
+		if m := g.byInstance(*req.InstanceID); m != nil && m.ID == memberID {
+			known = m
+		}
+	}
+	if known != nil {
+		hb.MemberEpoch = known.Epoch
+		ids := map[string]uuid.UUID{}
+		for name, t := range img {
+			ids[name] = t.ID
+		}
+		for _, op := range sub.OwnedPartitions {
+			if id, ok := ids[op.Topic]; ok {
+				t := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+				t.TopicID, t.Partitions = id, slices.Clone(op.Partitions)
+				hb.Topics = append(hb.Topics, t)
+			}
+		}
+	}
+	classic := &ClassicMetadata{SessionTimeoutMs: req.SessionTimeoutMillis}
+	for _, p := range req.Protocols {
+		classic.Protocols = append(classic.Protocols, ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	if herr := g.validate(hb); herr != nil {
+		return fail(herr.err)
+	}
+	hresp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	recs, herr := g.heartbeat(now, hb, c, hresp, img, classic)
+	if herr != nil {
+		return fail(herr.err)
+	}
+	delete(g.joinBy, *hresp.MemberID)
+	resp.MemberID, resp.Generation = *hresp.MemberID, hresp.MemberEpoch
+	resp.ProtocolType, resp.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(req.Protocols[0].Name)
+	return resp, recs
+}

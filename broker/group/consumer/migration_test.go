@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -366,5 +367,146 @@ func TestClassicSync(t *testing.T) {
 	g.Heartbeat(2, hb, Client{ID: "c"}, img)
 	if r := sync("m2", 7, "consumer", "range"); r.ErrorCode != kerr.RebalanceInProgress.Code {
 		t.Fatalf("sync after the epoch moved: %d", r.ErrorCode)
+	}
+}
+
+// classicSim is a cooperative classic consumer in a converted group: on
+// REBALANCE_IN_PROGRESS it rejoins reporting what it owns, then syncs and
+// owns exactly what SyncGroup gives.
+type classicSim struct {
+	id    string
+	gen   int32
+	owned map[string][]int32
+}
+
+func (c *classicSim) join(t *testing.T, g *Group, now int64, img TopicImage) []Record {
+	t.Helper()
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version, meta.Topics = 3, []string{"a"}
+	for name, ps := range c.owned {
+		op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+		op.Topic, op.Partitions = name, ps
+		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+	}
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.SetVersion(5)
+	req.Group, req.MemberID, req.ProtocolType = "g", c.id, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 45000, 30000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "cooperative-sticky", meta.AppendTo(nil)
+	req.Protocols = append(req.Protocols, p)
+	resp, recs := g.ClassicJoin(now, req, Client{ID: c.id}, img)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("join %s: %d", c.id, resp.ErrorCode)
+	}
+	c.id, c.gen = resp.MemberID, resp.Generation
+	sreq := kmsg.NewPtrSyncGroupRequest()
+	sreq.SetVersion(5)
+	sreq.Group, sreq.MemberID, sreq.Generation = "g", c.id, c.gen
+	sresp := g.ClassicSync(now, sreq, img)
+	if sresp.ErrorCode != 0 {
+		t.Fatalf("sync %s gen %d: %d", c.id, c.gen, sresp.ErrorCode)
+	}
+	var as kmsg.ConsumerMemberAssignment
+	if err := as.ReadFrom(sresp.MemberAssignment); err != nil {
+		t.Fatal(err)
+	}
+	c.owned = map[string][]int32{}
+	for _, at := range as.Topics {
+		c.owned[at.Topic] = at.Partitions
+	}
+	return recs
+}
+
+// TestClassicJoinMixedGroup: a converted group of two classic members and
+// one consumer-protocol member converges, with classic members rejoining
+// when told to, to every partition owned exactly once, no partition owned
+// by two at any step, everyone at the group epoch; a new classic member
+// gets MEMBER_ID_REQUIRED then joins; the records replay to the same
+// group.
+func TestClassicJoinMixedGroup(t *testing.T) {
+	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 6}}
+	sub := []ClassicProtocol{{Name: "cooperative-sticky", Metadata: classicSubscription("", "a")}}
+	g, log, err := FromClassic("g", DefaultConfig(), 7, "cooperative-sticky", []ClassicMember{
+		{ID: "m1", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 30000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {0, 1, 2}})},
+		{ID: "m2", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 30000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {3, 4, 5}})},
+	}, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classics := []*classicSim{{id: "m1", gen: 7, owned: map[string][]int32{"a": {0, 1, 2}}}, {id: "m2", gen: 7, owned: map[string][]int32{"a": {3, 4, 5}}}}
+	k := &simClient{id: "k", owned: Assignment{}, names: []string{"a"}}
+	aid := topicID("a")
+	noOverlap := func(step string) int {
+		t.Helper()
+		seen := map[int32]string{}
+		claim := func(who string, ps []int32) {
+			for _, p := range ps {
+				if o, dup := seen[p]; dup {
+					t.Fatalf("%s: a-%d owned by %s and %s", step, p, o, who)
+				}
+				seen[p] = who
+			}
+		}
+		for _, c := range classics {
+			claim(c.id, c.owned["a"])
+		}
+		claim(k.id, k.owned[aid])
+		return len(seen)
+	}
+	now := int64(10)
+	for round := 0; round < 20; round++ {
+		now++
+		r := g.Heartbeat(now, k.request("g"), Client{ID: "k"}, img)
+		log = append(log, r.Records...)
+		k.apply(r.Response)
+		noOverlap(fmt.Sprintf("round %d k", round))
+		for _, c := range classics {
+			if e, _ := g.ClassicHeartbeat(now, c.id, "", c.gen); e == kerr.RebalanceInProgress {
+				log = append(log, c.join(t, g, now, img)...)
+			} else if e != nil {
+				t.Fatalf("round %d %s heartbeat: %v", round, c.id, e)
+			}
+			noOverlap(fmt.Sprintf("round %d %s", round, c.id))
+		}
+	}
+	if n := noOverlap("end"); n != 6 || g.State() != StateStable || k.epoch != g.Epoch {
+		t.Fatalf("end: %d partitions owned, state %s, k at %d of %d", n, g.State(), k.epoch, g.Epoch)
+	}
+	for _, c := range classics {
+		if c.gen != g.Epoch || len(c.owned["a"]) != 2 {
+			t.Fatalf("%s at generation %d of %d owning %v", c.id, c.gen, g.Epoch, c.owned)
+		}
+	}
+
+	// A new classic member: v4+ without a member id gets one first.
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.SetVersion(5)
+	req.Group, req.ProtocolType, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = "g", "consumer", 45000, 30000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "cooperative-sticky", classicSubscription("", "a")
+	req.Protocols = append(req.Protocols, p)
+	if resp, recs := g.ClassicJoin(now, req, Client{ID: "m3"}, img); resp.ErrorCode != kerr.MemberIDRequired.Code || resp.MemberID == "" || len(recs) != 0 {
+		t.Fatalf("first join of m3: %d %q", resp.ErrorCode, resp.MemberID)
+	}
+	bad := *req
+	bad.ProtocolType = "connect"
+	if resp, _ := g.ClassicJoin(now, &bad, Client{ID: "m3"}, img); resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("connect join: %d", resp.ErrorCode)
+	}
+	other := *req
+	other.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: classicSubscription("", "a")}}
+	if resp, _ := g.ClassicJoin(now, &other, Client{ID: "m3"}, img); resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("join with a protocol no classic member has: %d", resp.ErrorCode)
+	}
+	m3 := &classicSim{id: "m3"}
+	epoch := g.Epoch
+	log = append(log, m3.join(t, g, now, img)...)
+	if g.Epoch != epoch+1 || g.Members["m3"] == nil || g.Members["m3"].Classic == nil {
+		t.Fatalf("m3 joined: epoch %d (was %d), member %+v", g.Epoch, epoch, g.Members["m3"])
+	}
+	re := Replay(DefaultConfig(), log)["g"]
+	if re.Epoch != g.Epoch || !reflect.DeepEqual(re.Members, g.Members) || !reflect.DeepEqual(re.Target, g.Target) {
+		t.Fatalf("replay differs: epoch %d/%d\n got %+v\nwant %+v", re.Epoch, g.Epoch, re.Members, g.Members)
 	}
 }
