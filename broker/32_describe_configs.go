@@ -4,7 +4,11 @@ package broker
 //
 // Behaviour: TOPIC resources list every topic config the controller
 // accepts (metadata.TopicConfigNames), BROKER resources every setting of
-// [Settings] plus the dynamic broker configs the controller accepts. Each
+// [Settings] plus the dynamic broker configs the controller accepts, GROUP
+// resources (any group id, existing or not, as Kafka) the group configs
+// (metadata.GroupConfigNames): the group's own value (GROUP_CONFIG), else
+// the value of the broker's group.consumer.* setting it overrides, as
+// DEFAULT_CONFIG (Kafka's createGroupConfigEntry). Each
 // value is resolved as Kafka resolves it, highest precedence first:
 //
 //	topic config   DYNAMIC_TOPIC_CONFIG          the topic's own (metadata ConfigRecord)
@@ -357,8 +361,35 @@ func (n *Node) describeResource(st *metadata.State, req *kmsg.DescribeConfigsReq
 			chain = append(chain, n.staticChain(name, def)...)
 			add(name, chain, !dynamicBrokerConfigs[name], brokerSettingType(name), brokerConfigDoc(name))
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if rr.ResourceName == "" {
+			return fail(kerr.InvalidRequest, "Group name must not be empty")
+		}
+		own := st.Config(metadata.ResourceGroup, rr.ResourceName)
+		for _, name := range metadata.GroupConfigNames() {
+			// As Kafka's createGroupConfigEntry: the group's value
+			// (GROUP_CONFIG), else the broker's setting as DEFAULT_CONFIG;
+			// no further synonyms.
+			broker := groupConfigBrokerSetting[name]
+			v, ok := own[name]
+			src := kmsg.ConfigSourceGroupConfig
+			if !ok {
+				if chain := n.staticChain(broker, ""); len(chain) > 0 {
+					v = chain[0].value
+				}
+				src = kmsg.ConfigSourceDefaultConfig
+			}
+			add(name, []configValue{{name, v, src}}, false, kmsg.ConfigTypeInt, "the group's own "+broker+" ("+brokerConfigDoc(broker)+")")
+		}
 	default:
 		return fail(kerr.InvalidRequest, fmt.Sprintf("unsupported resource type %s", rr.ResourceType))
 	}
 	return res
+}
+
+// groupConfigBrokerSetting is the broker setting a group config overrides
+// (its default, and its synonym in DescribeConfigs).
+var groupConfigBrokerSetting = map[string]string{
+	metadata.ConfigConsumerSessionTimeoutMs:    "group.consumer.session.timeout.ms",
+	metadata.ConfigConsumerHeartbeatIntervalMs: "group.consumer.heartbeat.interval.ms",
 }

@@ -7,8 +7,10 @@ package broker
 // validates the resulting config as a whole: INVALID_CONFIG with a message;
 // UNKNOWN_TOPIC_OR_PARTITION; INVALID_REQUEST for a repeated resource, a bad
 // broker id or an unsupported resource type). ValidateOnly plans without
-// committing. TOPIC and BROKER resources (a broker id, or "" for the
-// cluster-wide default) are supported; a committed change reaches the
+// committing. TOPIC, BROKER (a broker id, or "" for the cluster-wide
+// default) and GROUP resources (a group id: consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms, checked against this broker's
+// group.consumer.{min,max}.* bounds) are supported; a committed change reaches the
 // partitions' logs through the metadata follower (reconcile →
 // storage.Manager.UpdateConfig). On success the handler waits, for at most
 // alterConfigsWait, until this broker's metadata view shows the change, so
@@ -21,6 +23,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,6 +81,10 @@ type alterResult struct {
 // A resource whose refused[i] is non-nil is answered with it and not sent.
 func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsRequest, refused []error) []alterResult {
 	out := make([]alterResult, len(mreq.Resources))
+	if mreq.GroupBounds == nil && slices.ContainsFunc(mreq.Resources, func(r metadata.AlterConfigResource) bool { return r.Type == metadata.ResourceGroup }) {
+		b := n.groupConfigBounds()
+		mreq.GroupBounds = &b
+	}
 	sent := mreq
 	sent.Resources = nil
 	var idx []int // sent.Resources[j] is mreq.Resources[idx[j]]
@@ -117,7 +125,7 @@ func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsReque
 		}
 		return out
 	}
-	applied := metadata.AlterConfigsRequest{Incremental: mreq.Incremental}
+	applied := metadata.AlterConfigsRequest{Incremental: mreq.Incremental, GroupBounds: mreq.GroupBounds}
 	for j, res := range results {
 		if res.Err != nil {
 			out[idx[j]].code, out[idx[j]].msg = metadata.ErrorCode(res.Err), kmsg.StringPtr(res.Err.Error())
@@ -135,6 +143,30 @@ func (n *Node) alterConfigs(ctx context.Context, mreq metadata.AlterConfigsReque
 		return len(recs) == 0
 	})
 	return out
+}
+
+// groupConfigBounds are this broker's group.consumer.* settings that GROUP
+// resource configs are validated against (the controller has no broker
+// settings of its own).
+func (n *Node) groupConfigBounds() metadata.GroupConfigBounds {
+	b := metadata.DefaultGroupConfigBounds
+	ms := func(name string, dst *int32) {
+		v, ok := n.cfg.Props[name]
+		if !ok {
+			s, _ := lookupSetting(name)
+			v = s.Default
+		}
+		if v, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil && v > 0 {
+			*dst = int32(v)
+		}
+	}
+	ms("group.consumer.min.session.timeout.ms", &b.MinSessionTimeoutMs)
+	ms("group.consumer.max.session.timeout.ms", &b.MaxSessionTimeoutMs)
+	ms("group.consumer.min.heartbeat.interval.ms", &b.MinHeartbeatIntervalMs)
+	ms("group.consumer.max.heartbeat.interval.ms", &b.MaxHeartbeatIntervalMs)
+	ms("group.consumer.session.timeout.ms", &b.SessionTimeoutMs)
+	ms("group.consumer.heartbeat.interval.ms", &b.HeartbeatIntervalMs)
+	return b
 }
 
 // checkRemoteStorage refuses remote.storage.enable=true on a node whose

@@ -11,7 +11,11 @@ package broker
 // AlterConfigs (33_alter_configs.go).
 //
 // A config named twice in one resource is INVALID_REQUEST for that
-// resource, as in Kafka.
+// resource, as in Kafka. GROUP resources (type 32, a group id) take
+// consumer.session.timeout.ms and consumer.heartbeat.interval.ms, checked
+// against this broker's group.consumer.{min,max}.* bounds and applied by
+// the coordinator from the group's members' next heartbeat (GROUP
+// ALTER_CONFIGS authorizes them).
 //
 // Differences from Kafka: none known.
 

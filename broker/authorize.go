@@ -99,6 +99,10 @@ func (r *request) configRefusal(a *authz.Authorizer, typ kmsg.ConfigResourceType
 		if !r.allowedCluster(a, op) {
 			return kerr.ClusterAuthorizationFailed
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !r.allowed(a, op, authz.ResGroup, name) {
+			return kerr.GroupAuthorizationFailed
+		}
 	}
 	return nil
 }

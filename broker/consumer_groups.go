@@ -26,6 +26,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,7 @@ func (cs *consumerGroups) heartbeat(ctx context.Context, req *kmsg.ConsumerGroup
 	if err != nil {
 		return fail(kerr.ErrorForCode(errCode(err)).(*kerr.Error), "")
 	}
+	session, interval := cs.groupTimeouts(req.Group) // before cg.mu: metaMu is not taken under it
 	for {
 		cg, code, msg := cs.getOrCreate(req.Group, partition, req.MemberEpoch == consumer.JoinEpoch)
 		if code != nil {
@@ -165,6 +167,7 @@ func (cs *consumerGroups) heartbeat(ctx context.Context, req *kmsg.ConsumerGroup
 			}
 			continue // replaced by a reload: use the new one
 		}
+		cg.g.SetTimeouts(session, interval)
 		res := cg.g.Heartbeat(nowMs(), req, c, cs.image())
 		err := cs.persistLocked(ctx, cg, res.Records)
 		if len(cg.hist) == 0 && len(cg.g.Members) == 0 {
@@ -363,11 +366,17 @@ func (cs *consumerGroups) load(partition int32, recs []consumer.Record) []string
 		byGroup[r.GroupID()] = append(byGroup[r.GroupID()], r)
 	}
 	groups := consumer.Replay(cs.cfg, recs)
+	timeouts := map[string][2]int32{}
+	for id := range groups {
+		s, i := cs.groupTimeouts(id)
+		timeouts[id] = [2]int32{s, i}
+	}
 	now := nowMs()
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	var names []string
 	for id, g := range groups {
+		g.SetTimeouts(timeouts[id][0], timeouts[id][1])
 		g.Loaded(now)
 		cg := &consumerGroup{g: g, partition: partition, hist: compactRecords(byGroup[id])}
 		cs.groups[id] = cg
@@ -444,6 +453,33 @@ func (cs *consumerGroups) list() map[string]consumer.GroupState {
 		cg.mu.Unlock()
 	}
 	return out
+}
+
+// groupTimeouts are group id's session timeout and heartbeat interval: its
+// own consumer.session.timeout.ms and consumer.heartbeat.interval.ms (GROUP
+// resource configs), else the broker's group.consumer.* settings.
+func (cs *consumerGroups) groupTimeouts(id string) (sessionMs, intervalMs int32) {
+	sessionMs, intervalMs = cs.cfg.SessionTimeoutMs, cs.cfg.HeartbeatIntervalMs
+	cs.gc.n.view(func(st *metadata.State) {
+		if st == nil {
+			return
+		}
+		cfg := st.Config(metadata.ResourceGroup, id)
+		get := func(name string) int32 {
+			v, err := strconv.ParseInt(strings.TrimSpace(cfg[name]), 10, 32)
+			if err != nil || v <= 0 {
+				return 0
+			}
+			return int32(v)
+		}
+		if v := get(metadata.ConfigConsumerSessionTimeoutMs); v > 0 {
+			sessionMs = v
+		}
+		if v := get(metadata.ConfigConsumerHeartbeatIntervalMs); v > 0 {
+			intervalMs = v
+		}
+	})
+	return sessionMs, intervalMs
 }
 
 // consumerGroupConfig is the core's configuration from group.consumer.*.

@@ -353,6 +353,10 @@ func (s *State) applyConfig(r *ConfigRecord) error {
 				return inconsistent("broker config resource %q", r.ResourceName)
 			}
 		}
+	case ResourceGroup:
+		if r.ResourceName == "" {
+			return inconsistent("group config of an empty group id")
+		}
 	default:
 		return inconsistent("resource type %d", r.ResourceType)
 	}

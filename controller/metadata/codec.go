@@ -436,7 +436,7 @@ func decodeScram(d *decoder) *UserScramCredentialRecord {
 func checkEnums(r Record) error {
 	switch r := r.(type) {
 	case *ConfigRecord:
-		if r.ResourceType != ResourceTopic && r.ResourceType != ResourceBroker {
+		if r.ResourceType != ResourceTopic && r.ResourceType != ResourceBroker && r.ResourceType != ResourceGroup {
 			return fmt.Errorf("resource type %d", r.ResourceType)
 		}
 	case *RemoteSegmentRecord:

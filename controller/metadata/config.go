@@ -331,6 +331,79 @@ func ValidateBrokerConfig(name, value string) error {
 	return nil
 }
 
+// Group config names (Kafka's GroupConfig, KIP-848): a consumer group's own
+// session timeout and heartbeat interval, overriding the brokers'
+// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms.
+const (
+	ConfigConsumerSessionTimeoutMs    = "consumer.session.timeout.ms"
+	ConfigConsumerHeartbeatIntervalMs = "consumer.heartbeat.interval.ms"
+)
+
+// GroupConfigNames returns the group config names the controller accepts,
+// sorted.
+func GroupConfigNames() []string {
+	return []string{ConfigConsumerHeartbeatIntervalMs, ConfigConsumerSessionTimeoutMs}
+}
+
+// GroupConfigBounds are the broker-level settings a group config is
+// validated against: group.consumer.{min,max}.session.timeout.ms,
+// group.consumer.{min,max}.heartbeat.interval.ms, and the broker defaults
+// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms
+// that an unset group config inherits.
+type GroupConfigBounds struct {
+	MinSessionTimeoutMs, MaxSessionTimeoutMs       int32
+	MinHeartbeatIntervalMs, MaxHeartbeatIntervalMs int32
+	SessionTimeoutMs, HeartbeatIntervalMs          int32
+}
+
+// DefaultGroupConfigBounds are Kafka's defaults of the broker settings.
+var DefaultGroupConfigBounds = GroupConfigBounds{
+	MinSessionTimeoutMs: 45000, MaxSessionTimeoutMs: 60000,
+	MinHeartbeatIntervalMs: 5000, MaxHeartbeatIntervalMs: 15000,
+	SessionTimeoutMs: 45000, HeartbeatIntervalMs: 5000,
+}
+
+// ValidateGroupConfigs checks a group's complete set of configs as Kafka's
+// GroupConfig.validate does: known names, int values, the session timeout
+// and the heartbeat interval within the brokers' bounds, and the effective
+// heartbeat interval (the group's or the broker default) below the
+// effective session timeout.
+func ValidateGroupConfigs(cfg map[string]string, b GroupConfigBounds) error {
+	eff := map[string]int64{
+		ConfigConsumerSessionTimeoutMs:    int64(b.SessionTimeoutMs),
+		ConfigConsumerHeartbeatIntervalMs: int64(b.HeartbeatIntervalMs),
+	}
+	bounds := map[string][2]int64{
+		ConfigConsumerSessionTimeoutMs:    {int64(b.MinSessionTimeoutMs), int64(b.MaxSessionTimeoutMs)},
+		ConfigConsumerHeartbeatIntervalMs: {int64(b.MinHeartbeatIntervalMs), int64(b.MaxHeartbeatIntervalMs)},
+	}
+	brokerName := map[string]string{
+		ConfigConsumerSessionTimeoutMs:    "group.consumer.%s.session.timeout.ms",
+		ConfigConsumerHeartbeatIntervalMs: "group.consumer.%s.heartbeat.interval.ms",
+	}
+	for _, name := range sortedKeys(cfg) {
+		lh, ok := bounds[name]
+		if !ok {
+			return fmt.Errorf("%w: unknown group config %q", ErrInvalidConfig, name)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(cfg[name]), 10, 32)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %q is not an int", ErrInvalidConfig, name, cfg[name])
+		}
+		if n < lh[0] {
+			return fmt.Errorf("%w: %s=%d must be greater than or equal to %s (%d)", ErrInvalidConfig, name, n, fmt.Sprintf(brokerName[name], "min"), lh[0])
+		}
+		if n > lh[1] {
+			return fmt.Errorf("%w: %s=%d must be less than or equal to %s (%d)", ErrInvalidConfig, name, n, fmt.Sprintf(brokerName[name], "max"), lh[1])
+		}
+		eff[name] = n
+	}
+	if hb, st := eff[ConfigConsumerHeartbeatIntervalMs], eff[ConfigConsumerSessionTimeoutMs]; hb >= st {
+		return fmt.Errorf("%w: %s (%d) must be less than %s (%d)", ErrInvalidConfig, ConfigConsumerHeartbeatIntervalMs, hb, ConfigConsumerSessionTimeoutMs, st)
+	}
+	return nil
+}
+
 // UncleanLeaderElection reports whether a topic allows unclean leader
 // election: the topic's unclean.leader.election.enable, else the cluster
 // default (broker resource ""), else the controller's static default

@@ -503,6 +503,24 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 		if a, ok := td.Arg("broker"); ok {
 			res = AlterConfigResource{Type: ResourceBroker, Name: strings.Trim(a.SingleVal(t), `"`)}
 		}
+		if a, ok := td.Arg("group"); ok {
+			res = AlterConfigResource{Type: ResourceGroup, Name: strings.Trim(a.SingleVal(t), `"`)}
+		}
+		var gb *GroupConfigBounds
+		if td.HasArg("session-bounds") || td.HasArg("heartbeat-bounds") {
+			b := DefaultGroupConfigBounds
+			if a, ok := td.Arg("session-bounds"); ok {
+				lo, _ := strconv.Atoi(a.Vals[0])
+				hi, _ := strconv.Atoi(a.Vals[1])
+				b.MinSessionTimeoutMs, b.MaxSessionTimeoutMs = int32(lo), int32(hi)
+			}
+			if a, ok := td.Arg("heartbeat-bounds"); ok {
+				lo, _ := strconv.Atoi(a.Vals[0])
+				hi, _ := strconv.Atoi(a.Vals[1])
+				b.MinHeartbeatIntervalMs, b.MaxHeartbeatIntervalMs = int32(lo), int32(hi)
+			}
+			gb = &b
+		}
 		ops := map[string]ConfigOp{"set": OpSet, "delete": OpDelete, "append": OpAppend, "subtract": OpSubtract}
 		for _, line := range strings.Split(td.Input, "\n") {
 			if line = strings.TrimSpace(line); line == "" {
@@ -522,6 +540,7 @@ func (h *harness) run(t testing.TB, td *datadriven.TestData) string {
 		}
 		recs, results := h.st.PlanAlterConfigs(AlterConfigsRequest{
 			Resources: []AlterConfigResource{res}, Incremental: !td.HasArg("replace"), ValidateOnly: td.HasArg("validate-only"),
+			GroupBounds: gb,
 		})
 		h.apply(t, &out, recs)
 		fmt.Fprintln(&out, h.errLine(results[0].Err))

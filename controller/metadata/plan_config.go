@@ -46,6 +46,11 @@ type AlterConfigsRequest struct {
 	Resources    []AlterConfigResource
 	Incremental  bool
 	ValidateOnly bool
+	// GroupBounds validates GROUP resources' configs; nil is
+	// [DefaultGroupConfigBounds]. The broker that takes the request sends
+	// its own group.consumer.* settings: the bounds are broker settings,
+	// which a separate controller does not have.
+	GroupBounds *GroupConfigBounds `json:",omitempty"`
 }
 
 // AlterConfigsResult is the outcome for one resource, in request order.
@@ -61,7 +66,8 @@ var listConfigs = map[string]bool{ConfigCleanupPolicy: true, "log.cleanup.policy
 // PlanAlterConfigs plans ConfigRecords for every change that validation
 // accepts: the resulting config of each resource is computed first and
 // checked as a whole ([ValidateTopicConfigs] for topics,
-// [ValidateBrokerConfig] per entry for brokers); only differences from the
+// [ValidateGroupConfigs] for groups, [ValidateBrokerConfig] per entry for
+// brokers); only differences from the
 // current configs become records, sorted by name. Enabling
 // unclean.leader.election.enable (on a topic, or as the cluster default for
 // topics without their own) also elects leaders for leaderless partitions
@@ -85,7 +91,7 @@ func (s *State) PlanAlterConfigs(req AlterConfigsRequest) ([]Record, []AlterConf
 			continue
 		}
 		cur := s.configs[key{res.Type, res.Name}]
-		next, err := s.nextConfig(res, cur, req.Incremental)
+		next, err := s.nextConfig(res, cur, req.Incremental, req.GroupBounds)
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -162,7 +168,7 @@ func configRecords(res AlterConfigResource, cur, next map[string]string) []Recor
 }
 
 // nextConfig computes and validates a resource's config after the change.
-func (s *State) nextConfig(res AlterConfigResource, cur map[string]string, incremental bool) (map[string]string, error) {
+func (s *State) nextConfig(res AlterConfigResource, cur map[string]string, incremental bool, gb *GroupConfigBounds) (map[string]string, error) {
 	switch res.Type {
 	case ResourceTopic:
 		if _, ok := s.topicsByName[res.Name]; !ok {
@@ -174,6 +180,10 @@ func (s *State) nextConfig(res AlterConfigResource, cur map[string]string, incre
 			if err != nil || id < 0 || strconv.FormatInt(id, 10) != res.Name {
 				return nil, fmt.Errorf("%w: broker resource name %q", kerr.InvalidRequest, res.Name)
 			}
+		}
+	case ResourceGroup:
+		if res.Name == "" {
+			return nil, fmt.Errorf("%w: empty group id", kerr.InvalidRequest)
 		}
 	default:
 		return nil, fmt.Errorf("%w: resource type %d", kerr.InvalidRequest, res.Type)
@@ -239,6 +249,14 @@ func (s *State) nextConfig(res AlterConfigResource, cur map[string]string, incre
 		// unreachable and never deleted.
 		if strings.EqualFold(cur[ConfigRemoteStorageEnable], "true") && !strings.EqualFold(next[ConfigRemoteStorageEnable], "true") {
 			return nil, fmt.Errorf("%w: %s cannot be disabled on a topic that has it enabled (delete the topic instead)", kerr.InvalidConfig, ConfigRemoteStorageEnable)
+		}
+	} else if res.Type == ResourceGroup {
+		b := DefaultGroupConfigBounds
+		if gb != nil {
+			b = *gb
+		}
+		if err := ValidateGroupConfigs(next, b); err != nil {
+			return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
 		}
 	} else {
 		for _, n := range sortedKeys(next) {

@@ -189,22 +189,28 @@ type ResourceType uint8
 const (
 	ResourceTopic  ResourceType = 2
 	ResourceBroker ResourceType = 4
+	// ResourceGroup is a consumer group's dynamic configs (Kafka's
+	// GroupConfig, KIP-848): ResourceName is the group id.
+	ResourceGroup ResourceType = 32
 )
 
-// String returns "topic" or "broker".
+// String returns "topic", "broker" or "group".
 func (t ResourceType) String() string {
 	switch t {
 	case ResourceTopic:
 		return "topic"
 	case ResourceBroker:
 		return "broker"
+	case ResourceGroup:
+		return "group"
 	}
 	return fmt.Sprintf("ResourceType(%d)", uint8(t))
 }
 
 // ConfigRecord sets or deletes one config of a topic (ResourceName is the
-// topic's name) or of a broker (ResourceName is the broker id in decimal, or
-// "" for the cluster-wide default).
+// topic's name), of a broker (ResourceName is the broker id in decimal, or
+// "" for the cluster-wide default) or of a group (ResourceName is the group
+// id).
 type ConfigRecord struct {
 	ResourceType ResourceType
 	ResourceName string

@@ -74,10 +74,17 @@ type Member struct {
 	State                MemberState
 	Assigned             Assignment
 	PendingRevocation    Assignment
+
+	// Classic is set for a member speaking the classic protocol
+	// (JoinGroup/SyncGroup/Heartbeat) inside this consumer group, after
+	// an online upgrade ([FromClassic]); nil for a consumer-protocol
+	// member.
+	Classic *ClassicMetadata
 }
 
 func (m *Member) clone() *Member {
 	n := *m
+	n.Classic = m.Classic.clone()
 	n.SubscribedTopicNames = slices.Clone(m.SubscribedTopicNames)
 	n.Assigned = m.Assigned.Clone()
 	n.PendingRevocation = m.PendingRevocation.Clone()
@@ -92,7 +99,7 @@ func (m *Member) sameMetadata(o *Member) bool {
 	return m.InstanceID == o.InstanceID && m.RackID == o.RackID && m.ClientID == o.ClientID &&
 		m.ClientHost == o.ClientHost && slices.Equal(m.SubscribedTopicNames, o.SubscribedTopicNames) &&
 		m.SubscribedTopicRegex == o.SubscribedTopicRegex && m.RebalanceTimeoutMs == o.RebalanceTimeoutMs &&
-		m.ServerAssignor == o.ServerAssignor
+		m.ServerAssignor == o.ServerAssignor && m.Classic.equal(o.Classic)
 }
 
 func (m *Member) sameSubscription(o *Member) bool {
@@ -141,7 +148,11 @@ type Group struct {
 	// Timers, not persisted (re-armed by [Group.Loaded]).
 	session   map[string]int64
 	rebalance map[string]rebalanceTimer
-	regexes   map[string]*regexp.Regexp
+	// joinBy is, per classic member told to rejoin (REBALANCE_IN_PROGRESS
+	// on its Heartbeat), when it is fenced unless it rejoined (Kafka's
+	// consumer group join timeout: its rebalance timeout).
+	joinBy  map[string]int64
+	regexes map[string]*regexp.Regexp
 	// Subscription counts over Members (derived): how many members name
 	// each topic, and use each regex. They make the metadata hash cost
 	// the number of subscribed topics, not of members.
@@ -162,9 +173,33 @@ func NewGroup(id string, cfg Config) *Group {
 	return &Group{
 		ID: id, cfg: cfg,
 		Target: map[string]Assignment{}, Members: map[string]*Member{},
-		owners: map[tp]int32{}, session: map[string]int64{}, rebalance: map[string]rebalanceTimer{},
+		owners: map[tp]int32{}, session: map[string]int64{}, rebalance: map[string]rebalanceTimer{}, joinBy: map[string]int64{},
 		regexes: map[string]*regexp.Regexp{}, subNames: map[string]int{}, subRegex: map[string]int{},
 	}
+}
+
+// SetTimeouts sets the group's session timeout and heartbeat interval (a
+// group's own consumer.session.timeout.ms / consumer.heartbeat.interval.ms,
+// KIP-848's group configs, else the broker's settings: the caller passes
+// the effective values); values <= 0 keep the current ones. A changed
+// session timeout applies from each member's next heartbeat, a changed
+// interval to the next response, as in Kafka.
+func (g *Group) SetTimeouts(sessionTimeoutMs, heartbeatIntervalMs int32) {
+	if sessionTimeoutMs > 0 {
+		g.cfg.SessionTimeoutMs = sessionTimeoutMs
+	}
+	if heartbeatIntervalMs > 0 {
+		g.cfg.HeartbeatIntervalMs = heartbeatIntervalMs
+	}
+}
+
+// sessionTimeout is m's session timeout: its own (JoinGroup's) for a
+// classic member, else the group's.
+func (g *Group) sessionTimeout(m *Member) int32 {
+	if m.Classic != nil && m.Classic.SessionTimeoutMs > 0 {
+		return m.Classic.SessionTimeoutMs
+	}
+	return g.cfg.SessionTimeoutMs
 }
 
 // State is the group's state.
@@ -214,7 +249,7 @@ func (g *Group) Heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 		if req.MemberEpoch == LeaveEpoch || req.MemberEpoch == StaticLeaveEpoch {
 			recs, herr = g.leave(now, req, resp, img)
 		} else {
-			recs, herr = g.heartbeat(now, req, c, resp, img)
+			recs, herr = g.heartbeat(now, req, c, resp, img, nil)
 		}
 	}
 	if herr != nil {
@@ -397,6 +432,7 @@ func (g *Group) uninstall(m *Member) {
 	delete(g.Members, m.ID)
 	delete(g.session, m.ID)
 	delete(g.rebalance, m.ID)
+	delete(g.joinBy, m.ID)
 }
 
 func (g *Group) dropOwners(m *Member) {
@@ -417,7 +453,10 @@ func (g *Group) ownerEpoch(t uuid.UUID, p int32) int32 {
 }
 
 // heartbeat handles joins (epoch 0) and regular heartbeats.
-func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c Client, resp *kmsg.ConsumerGroupHeartbeatResponse, img TopicImage) ([]Record, *hbError) {
+//
+// classic, when not nil, is a classic member's JoinGroup ([Group.ClassicJoin])
+// expressed as this heartbeat: the member keeps that classic metadata.
+func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c Client, resp *kmsg.ConsumerGroupHeartbeatResponse, img TopicImage, classic *ClassicMetadata) ([]Record, *hbError) {
 	join := req.MemberEpoch == JoinEpoch
 	memberID := req.MemberID
 	var (
@@ -494,6 +533,9 @@ func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 	if req.ServerAssignor != nil {
 		n.ServerAssignor = *req.ServerAssignor
 	}
+	if classic != nil {
+		n.Classic = classic.clone()
+	}
 
 	var recs []Record
 	persisted := old // what the log says about this member id
@@ -548,7 +590,7 @@ func (g *Group) heartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, c 
 		recs = append(recs, g.currentAssignmentRecord(r))
 	}
 
-	g.session[r.ID] = now + int64(g.cfg.SessionTimeoutMs)
+	g.session[r.ID] = now + int64(g.sessionTimeout(r))
 	// The rebalance timeout runs from the step that asked the member to
 	// revoke (Kafka reschedules it whenever the reconciliation changes the
 	// member, and cancels it once nothing is left to revoke).
@@ -639,6 +681,7 @@ func (g *Group) metadataRecord(m *Member) *MemberMetadataRecord {
 		ClientID: m.ClientID, ClientHost: m.ClientHost,
 		SubscribedTopicNames: slices.Clone(m.SubscribedTopicNames), SubscribedTopicRegex: m.SubscribedTopicRegex,
 		RebalanceTimeoutMs: m.RebalanceTimeoutMs, ServerAssignor: m.ServerAssignor,
+		Classic: m.Classic.clone(),
 	}
 }
 
@@ -821,18 +864,28 @@ func (g *Group) NextDeadline() (int64, bool) {
 			at, ok = t.at, true
 		}
 	}
+	for _, d := range g.joinBy {
+		if !ok || d < at {
+			at, ok = d, true
+		}
+	}
 	return at, ok
 }
 
-// Expire fences every member whose session timed out by now, and every
+// Expire fences every member whose session timed out by now, every
 // member still holding partitions to revoke when its rebalance timeout
-// ran out (Kafka's session and rebalance timeouts), in member id order.
+// ran out, and every classic member told to rejoin that did not within
+// its rebalance timeout (Kafka's session, rebalance and join timeouts),
+// in member id order.
 func (g *Group) Expire(now int64, img TopicImage) []Record {
 	var recs []Record
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
 		m := g.Members[id]
 		expired := false
 		if d, ok := g.session[id]; ok && d <= now {
+			expired = true
+		}
+		if d, ok := g.joinBy[id]; ok && d <= now {
 			expired = true
 		}
 		if t, ok := g.rebalance[id]; ok && t.at <= now {
@@ -854,7 +907,7 @@ func (g *Group) Expire(now int64, img TopicImage) []Record {
 // session from now, members still revoking a full rebalance timeout.
 func (g *Group) Loaded(now int64) {
 	for id, m := range g.Members {
-		g.session[id] = now + int64(g.cfg.SessionTimeoutMs)
+		g.session[id] = now + int64(g.sessionTimeout(m))
 		if m.State == UnrevokedPartitions {
 			g.rebalance[id] = rebalanceTimer{epoch: m.Epoch, at: now + int64(max(m.RebalanceTimeoutMs, 0))}
 		}

@@ -22,16 +22,22 @@ package consumer
 //
 // ("?" is a compact nullable string: null is written for "".)
 //
+// Type 5 carries Kafka's tagged ClassicMemberMetadata (tag 0: session
+// timeout int32 | protocols [name | metadata bytes]) for classic-protocol
+// members of a consumer group.
+//
 // Format migration: readers skip tagged fields they do not know (Kafka's
-// CreationTimeMs, ClassicMemberMetadata, AssignmentEpochs of KIP-1251,
+// CreationTimeMs, AssignmentEpochs of KIP-1251,
 // AssignmentTimestamp) and accept value version 0 only, the one Kafka
 // has. Type 4 is decoded for logs of Kafka before 4.1 but never written:
 // the metadata hash of type 3 replaced it (KIP-1101), and [Replay] only
 // needs the hash.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -89,6 +95,45 @@ type MemberMetadataRecord struct {
 	SubscribedTopicRegex string
 	RebalanceTimeoutMs   int32
 	ServerAssignor       string
+	// Classic is the tagged ClassicMemberMetadata (tag 0): set for a
+	// member that speaks the classic protocol inside a consumer group
+	// (online migration), nil for a consumer-protocol member.
+	Classic *ClassicMetadata
+}
+
+// ClassicMetadata is what a classic-protocol member of a consumer group
+// keeps of its JoinGroup (Kafka's ClassicMemberMetadata): its session
+// timeout and the protocols it supports, in its order.
+type ClassicMetadata struct {
+	SessionTimeoutMs int32
+	Protocols        []ClassicProtocol
+}
+
+// ClassicProtocol is one JoinGroup protocol: its name (an assignor) and
+// its metadata (ConsumerProtocol subscription bytes).
+type ClassicProtocol struct {
+	Name     string
+	Metadata []byte
+}
+
+func (c *ClassicMetadata) clone() *ClassicMetadata {
+	if c == nil {
+		return nil
+	}
+	n := &ClassicMetadata{SessionTimeoutMs: c.SessionTimeoutMs, Protocols: make([]ClassicProtocol, len(c.Protocols))}
+	for i, p := range c.Protocols {
+		n.Protocols[i] = ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)}
+	}
+	return n
+}
+
+func (c *ClassicMetadata) equal(o *ClassicMetadata) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.SessionTimeoutMs == o.SessionTimeoutMs && slices.EqualFunc(c.Protocols, o.Protocols, func(a, b ClassicProtocol) bool {
+		return a.Name == b.Name && bytes.Equal(a.Metadata, b.Metadata)
+	})
 }
 
 // TargetMetadataRecord is ConsumerGroupTargetAssignmentMetadataKey/Value
@@ -227,7 +272,22 @@ func EncodeRecord(r Record) (key, value []byte) {
 		value = kbin.AppendCompactNullableString(value, nullable(r.SubscribedTopicRegex))
 		value = kbin.AppendInt32(value, r.RebalanceTimeoutMs)
 		value = kbin.AppendCompactNullableString(value, nullable(r.ServerAssignor))
-		value = kbin.AppendUvarint(value, 0)
+		if c := r.Classic; c != nil {
+			f := kbin.AppendInt32(nil, c.SessionTimeoutMs)
+			f = kbin.AppendCompactArrayLen(f, len(c.Protocols))
+			for _, p := range c.Protocols {
+				f = kbin.AppendCompactString(f, p.Name)
+				f = kbin.AppendCompactBytes(f, p.Metadata)
+				f = kbin.AppendUvarint(f, 0)
+			}
+			f = kbin.AppendUvarint(f, 0)
+			value = kbin.AppendUvarint(value, 1)
+			value = kbin.AppendUvarint(value, 0) // tag 0
+			value = kbin.AppendUvarint(value, uint32(len(f)))
+			value = append(value, f...)
+		} else {
+			value = kbin.AppendUvarint(value, 0)
+		}
 	case *TargetMetadataRecord:
 		deleted = r.Deleted
 		value = kbin.AppendInt16(nil, 0)
@@ -401,7 +461,24 @@ func DecodeRecord(key, value []byte) (rec Record, ok bool, err error) {
 			r.SubscribedTopicRegex = deref(vr.CompactNullableString())
 			r.RebalanceTimeoutMs = vr.Int32()
 			r.ServerAssignor = deref(vr.CompactNullableString())
-			vr.skipTags(nil)
+			vr.skipTags(func(tag uint32, f *reader) {
+				if tag != 0 {
+					return
+				}
+				c := &ClassicMetadata{SessionTimeoutMs: f.Int32()}
+				n := f.arrayLen()
+				for i := 0; i < n && f.Ok(); i++ {
+					p := ClassicProtocol{Name: f.CompactString(), Metadata: slices.Clone(f.CompactBytes())}
+					f.skipTags(nil)
+					c.Protocols = append(c.Protocols, p)
+				}
+				f.skipTags(nil)
+				if complete(f) != nil {
+					f.Span(len(f.Src) + 1)
+				}
+				vr.absorb(f)
+				r.Classic = c
+			})
 		}
 		rec = r
 	case TypeTargetMetadata:

@@ -103,11 +103,23 @@ func TestRecordsKafkaLayout(t *testing.T) {
 		want:       &GroupMetadataRecord{Group: "g", Epoch: 1},
 		encodeSame: true,
 	}, {
-		name: "member metadata with classic member metadata (tag 0, skipped)",
+		// ClassicMemberMetadata: session_timeout_ms int32 | protocols
+		// [name compact string | metadata compact bytes | tags] | tags.
+		name: "member metadata with classic member metadata (tag 0)",
 		key:  "0005" + "0001" + "67" + "0002" + "6d31",
 		value: "0000" + "00" + "03" + "7231" + "02" + "63" + "02" + "68" +
 			"02" + "02" + "61" + "00" + "00007530" + "06" + "72616e6765" +
-			"01" + "00" + "03" + "000000",
+			"01" + "00" + "10" + "0000afc8" + "02" + "06" + "72616e6765" + "03" + "0001" + "00" + "00",
+		want: &MemberMetadataRecord{Group: "g", MemberID: "m1", RackID: "r1", ClientID: "c", ClientHost: "h",
+			SubscribedTopicNames: []string{"a"}, RebalanceTimeoutMs: 30000, ServerAssignor: "range",
+			Classic: &ClassicMetadata{SessionTimeoutMs: 45000, Protocols: []ClassicProtocol{{Name: "range", Metadata: []byte{0, 1}}}}},
+		encodeSame: true,
+	}, {
+		name: "member metadata with a tag Kafka may add (tag 1, skipped)",
+		key:  "0005" + "0001" + "67" + "0002" + "6d31",
+		value: "0000" + "00" + "03" + "7231" + "02" + "63" + "02" + "68" +
+			"02" + "02" + "61" + "00" + "00007530" + "06" + "72616e6765" +
+			"01" + "01" + "03" + "000000",
 		want: &MemberMetadataRecord{Group: "g", MemberID: "m1", RackID: "r1", ClientID: "c", ClientHost: "h",
 			SubscribedTopicNames: []string{"a"}, RebalanceTimeoutMs: 30000, ServerAssignor: "range"},
 	}, {

@@ -31,6 +31,7 @@ func (g *Group) Apply(rec Record) (deleted bool) {
 		m.InstanceID, m.RackID, m.ClientID, m.ClientHost = r.InstanceID, r.RackID, r.ClientID, r.ClientHost
 		m.SubscribedTopicNames = slices.Clone(r.SubscribedTopicNames)
 		m.SubscribedTopicRegex, m.RebalanceTimeoutMs, m.ServerAssignor = r.SubscribedTopicRegex, r.RebalanceTimeoutMs, r.ServerAssignor
+		m.Classic = r.Classic.clone()
 		g.install(m)
 	case *TargetMetadataRecord:
 		if !r.Deleted {
