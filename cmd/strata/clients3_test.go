@@ -356,7 +356,6 @@ var kgoMustPass = []string{
 	"TestTxnEtl/range/848", "TestTxnEtl/sticky/848", "TestTxnEtl/sticky/848/static",
 }
 
-
 // franzGoDir downloads the franz-go module go.mod requires through the
 // module proxy and returns a writable copy of its source.
 func franzGoDir(t *testing.T, ctx context.Context) (dir, version string) {
