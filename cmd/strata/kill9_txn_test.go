@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestKill9TxnCoordinatorBetweenPrepareCommitAndMarkers: a 3-process
@@ -46,7 +48,25 @@ func TestKill9TxnCoordinatorBetweenPrepareCommitAndMarkers(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	data := coord%3 + 1 // another broker holds the data partition, alone
+	// Another broker holds the data partition, alone: one that does not
+	// lead the controller quorum, so killing it is one fault. (Killing the
+	// data broker when it is also the quorum leader hangs the commit: the
+	// EndTxn never answers, a double fault this test does not claim to
+	// survive yet; see the closing note of issue 17's session.)
+	var leader int32
+	if err := testutil.Within(procWait, func() error {
+		leader = int32(metricSum(t, c.node(coord).listenerAddr(t, "ADMIN"), "strata_controller_raft_leader_id"))
+		if leader == 0 {
+			return errors.New("no quorum leader known yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	data := coord%3 + 1
+	if data == leader {
+		data = data%3 + 1
+	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "tx9", -1, -1
@@ -145,22 +165,28 @@ func TestKill9TxnCoordinatorBetweenPrepareCommitAndMarkers(t *testing.T) {
 // waitTxn polls DescribeTransactions until id is in state want.
 func waitTxn(t *testing.T, ctx context.Context, adm *kadm.Client, id, want string) {
 	t.Helper()
-	var last string
+	var seen []string // every distinct answer, in order, for the failure message
+	note := func(s string) {
+		if len(seen) == 0 || seen[len(seen)-1] != s {
+			seen = append(seen, s)
+		}
+	}
 	for ctx.Err() == nil {
 		ds, err := adm.DescribeTransactions(ctx, id)
 		if err == nil {
 			d := ds[id]
-			last = d.State
 			if d.Err == nil && d.State == want {
 				return
 			}
-			if d.Err != nil && !errors.Is(d.Err, kerr.CoordinatorLoadInProgress) && !errors.Is(d.Err, kerr.NotCoordinator) {
-				last = d.Err.Error()
+			if d.Err != nil {
+				note("error " + d.Err.Error())
+			} else {
+				note(fmt.Sprintf("state %q (epoch %d)", d.State, d.ProducerEpoch))
 			}
 		} else {
-			last = err.Error()
+			note("request " + err.Error())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("transaction %s: %s, want %s", id, last, want)
+	t.Fatalf("transaction %s: answers %q, want %s", id, seen, want)
 }
