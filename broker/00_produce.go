@@ -116,7 +116,6 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 	// appends, partitions in parallel (appendParallel); the answers, in
 	// request order again.
 	var jobs []produceJob
-	errs := make(map[[2]int]error)
 	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -147,7 +146,8 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 				})
 			}
 			if err != nil {
-				errs[[2]int{ti, pi}] = err
+				failed++
+				r.setProduceError(rp, err)
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -159,37 +159,12 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 	for i := range jobs {
 		j := &jobs[i]
 		if j.err != nil {
-			errs[j.at] = j.err
+			failed++
+			r.setProduceError(&resp.Topics[j.at[0]].Partitions[j.at[1]], j.err)
 		}
 		if j.wait != nil {
 			j.wait.topic, j.wait.part = j.at[0], j.at[1]
 			waits = append(waits, *j.wait)
-		}
-	}
-	for ti := range resp.Topics {
-		for pi := range resp.Topics[ti].Partitions {
-			err := errs[[2]int{ti, pi}]
-			if err == nil {
-				continue
-			}
-			rp := &resp.Topics[ti].Partitions[pi]
-			failed++
-			rp.ErrorCode = errCode(err)
-			r.metrics().partitionError("Produce", rp.ErrorCode)
-			if r.version >= 8 {
-				rp.ErrorMessage = kmsg.StringPtr(err.Error())
-				var ire *storage.InvalidRecordsError
-				if errors.As(err, &ire) {
-					// KIP-467: Kafka's message, and each invalid
-					// record's index in the batch.
-					rp.ErrorMessage = kmsg.StringPtr(ire.Error())
-					for _, re := range ire.Records {
-						er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-						er.RelativeOffset, er.ErrorMessage = re.Index, kmsg.StringPtr(re.Message)
-						rp.ErrorRecords = append(rp.ErrorRecords, er)
-					}
-				}
-			}
 		}
 	}
 	if h := n.produceHook.Load(); h != nil {
@@ -210,6 +185,27 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 		return n.deferProduce(ctx, r, req, resp, waits), nil
 	}
 	return encodeResponse(r, resp), nil
+}
+
+// setProduceError answers partition rp with err: Kafka's code, counted,
+// and from v8 its message (KIP-467: each invalid record's index too).
+func (r *request) setProduceError(rp *kmsg.ProduceResponseTopicPartition, err error) {
+	rp.ErrorCode = errCode(err)
+	r.metrics().partitionError("Produce", rp.ErrorCode)
+	if r.version >= 8 {
+		rp.ErrorMessage = kmsg.StringPtr(err.Error())
+		var ire *storage.InvalidRecordsError
+		if errors.As(err, &ire) {
+			// KIP-467: Kafka's message, and each invalid
+			// record's index in the batch.
+			rp.ErrorMessage = kmsg.StringPtr(ire.Error())
+			for _, re := range ire.Records {
+				er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				er.RelativeOffset, er.ErrorMessage = re.Index, kmsg.StringPtr(re.Message)
+				rp.ErrorRecords = append(rp.ErrorRecords, er)
+			}
+		}
+	}
 }
 
 // produceJob is one partition's append of a request: where its answer
