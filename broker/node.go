@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/quota"
+	"github.com/strata-io/strata/broker/share"
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/netbuf"
@@ -134,6 +135,8 @@ type Node struct {
 	leaderQuota, followerQuota *replicationQuota
 	groups                     *groupCoordinator // consumer groups and committed offsets (coordinator.go)
 	txns                       *txnCoordinator   // the transaction coordinator (txn_coordinator.go)
+	shares                     *shareCoordinator // the share coordinator of __share_group_state (share_coordinator.go)
+	sharePersister             share.Persister   // share-partition state through the share coordinator (share_persister.go)
 
 	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
 	// produceHook, if set (tests), runs after a produce request's appends;
@@ -298,6 +301,8 @@ func Open(o Options) (_ *Node, err error) {
 	}
 	n.groups = newGroupCoordinator(n)                // before the follower: reconcile tells it of __consumer_offsets
 	n.txns = newTxnCoordinator(n)                    // before the follower: reconcile tells it of __transaction_state
+	n.shares = newShareCoordinator(n)                // before the follower: reconcile tells it of __share_group_state
+	n.sharePersister = newShareStatePersister(n)     // the RPC persister (S19c sets a MemPersister on this line)
 	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
@@ -531,6 +536,9 @@ func (n *Node) Close() error {
 		}
 		if n.txns != nil {
 			n.txns.close()
+		}
+		if n.shares != nil {
+			n.shares.close()
 		}
 		var errs []error
 		errs = append(errs, n.tier.close())

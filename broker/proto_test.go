@@ -145,6 +145,11 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			68: {0, 1}, // KIP-848, group.coordinator.rebalance.protocols lists consumer by default
 			69: {0, 1},
 			75: {0, 0},
+			83: {0, 0}, // share-state RPCs (share_coordinator.go)
+			84: {0, 0},
+			85: {0, 1},
+			86: {0, 0},
+			87: {0, 1},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("v%d: advertised %v, want %v", v, got, want)
