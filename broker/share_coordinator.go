@@ -52,6 +52,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,7 +152,8 @@ func parseShareCoordinatorKey(s string) (share.Key, bool) {
 	return k, true
 }
 
-// javaAbsHash is Kafka's Utils.abs(s.hashCode()).
+// javaAbsHash is Kafka's Utils.abs(s.hashCode()): Math.abs, with
+// Integer.MIN_VALUE mapped to 0 (not a mask of the sign bit).
 func javaAbsHash(s string) int32 {
 	var h int32
 	for _, r := range s {
@@ -163,7 +165,13 @@ func javaAbsHash(s string) int32 {
 		}
 		h = 31*h + int32(r)
 	}
-	return h & 0x7fffffff
+	switch {
+	case h == math.MinInt32:
+		return 0
+	case h < 0:
+		return -h
+	}
+	return h
 }
 
 // numPartitions is the partition count of __share_group_state in the

@@ -311,3 +311,34 @@ func TestSharePersisterLocal(t *testing.T) {
 		t.Fatalf("read after delete: %v", err)
 	}
 }
+
+// TestSharePartitionForIsKafkas: the partition of a share key is
+// Utils.abs(String.hashCode(key)) % partitions with Kafka's abs (Math.abs,
+// MIN_VALUE → 0): values of Java's String.hashCode.
+func TestSharePartitionForIsKafkas(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want int32
+	}{
+		{"hello", 99162322},
+		{"polygenelubricants", 0}, // hashCode is Integer.MIN_VALUE
+		{"zzzzzz", 685785664}, // hashCode -685785664: Math.abs, not a mask of the sign bit
+	} {
+		if got := javaAbsHash(c.s); got != c.want {
+			t.Errorf("javaAbsHash(%q) = %d, want %d", c.s, got, c.want)
+		}
+	}
+	id := [16]byte{0x12, 0x34}
+	k := share.Key{Group: "g", TopicID: id, Partition: 7}
+	if s := shareCoordinatorKey(k); s != "g:EjQAAAAAAAAAAAAAAAAAAA:7" {
+		t.Fatalf("coordinator key %q", s)
+	}
+	if back, ok := parseShareCoordinatorKey(shareCoordinatorKey(k)); !ok || back != k {
+		t.Fatalf("parse: %+v %v", back, ok)
+	}
+	for _, bad := range []string{"", "g", "g:x:1", ":EjQAAAAAAAAAAAAAAAAAAA:1", "g:EjQAAAAAAAAAAAAAAAAAAA:-1", "g:EjQAAAAAAAAAAAAAAAAAAA:1:2"} {
+		if _, ok := parseShareCoordinatorKey(bad); ok {
+			t.Errorf("parse(%q) accepted", bad)
+		}
+	}
+}
