@@ -322,7 +322,7 @@ func TestSharePartitionForIsKafkas(t *testing.T) {
 	}{
 		{"hello", 99162322},
 		{"polygenelubricants", 0}, // hashCode is Integer.MIN_VALUE
-		{"zzzzzz", 685785664}, // hashCode -685785664: Math.abs, not a mask of the sign bit
+		{"zzzzzz", 685785664},     // hashCode -685785664: Math.abs, not a mask of the sign bit
 	} {
 		if got := javaAbsHash(c.s); got != c.want {
 			t.Errorf("javaAbsHash(%q) = %d, want %d", c.s, got, c.want)
