@@ -150,6 +150,9 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			85: {0, 1},
 			86: {0, 0},
 			87: {0, 1},
+			90: {0, 1}, // share-group offsets admin (90-92)
+			91: {0, 0},
+			92: {0, 0},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("v%d: advertised %v, want %v", v, got, want)

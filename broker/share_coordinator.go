@@ -131,14 +131,20 @@ func shareCoordinatorKey(k share.Key) string {
 	return fmt.Sprintf("%s:%s:%d", k.Group, base64.RawURLEncoding.EncodeToString(k.TopicID[:]), k.Partition)
 }
 
-// parseShareCoordinatorKey is SharePartitionKey.validate and getInstance:
-// exactly three ':'-separated parts, a non-empty group, a topic id in
-// Kafka's Uuid form, a non-negative partition number.
+// parseShareCoordinatorKey is SharePartitionKey.validate and getInstance
+// of Kafka 4.2: parsed from the right, so a group id may hold ':' — the
+// partition after the last ':', the topic id (Kafka's Uuid form) before
+// it, a non-empty group id before that; a non-negative partition.
 func parseShareCoordinatorKey(s string) (share.Key, bool) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 || parts[0] == "" {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
 		return share.Key{}, false
 	}
+	j := strings.LastIndexByte(s[:i], ':')
+	if j <= 0 {
+		return share.Key{}, false
+	}
+	parts := []string{s[:j], s[j+1 : i], s[i+1:]}
 	id, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil || len(id) != 16 {
 		return share.Key{}, false

@@ -336,6 +336,9 @@ func TestSharePartitionForIsKafkas(t *testing.T) {
 	if back, ok := parseShareCoordinatorKey(shareCoordinatorKey(k)); !ok || back != k {
 		t.Fatalf("parse: %+v %v", back, ok)
 	}
+	if back, ok := parseShareCoordinatorKey("a:b:EjQAAAAAAAAAAAAAAAAAAA:7"); !ok || back.Group != "a:b" || back.Partition != 7 || back.TopicID != id {
+		t.Fatalf("a group id with ':' (parsed from the right, Kafka 4.2): %+v %v", back, ok)
+	}
 	for _, bad := range []string{"", "g", "g:x:1", ":EjQAAAAAAAAAAAAAAAAAAA:1", "g:EjQAAAAAAAAAAAAAAAAAAA:-1", "g:EjQAAAAAAAAAAAAAAAAAAA:1:2"} {
 		if _, ok := parseShareCoordinatorKey(bad); ok {
 			t.Errorf("parse(%q) accepted", bad)
