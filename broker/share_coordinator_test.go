@@ -345,3 +345,57 @@ func TestSharePartitionForIsKafkas(t *testing.T) {
 		}
 	}
 }
+
+// TestShareStateFailedAppendIsNotVisible: a write refused before it
+// reaches the log (the ISR below min ISR, here an append hook) is answered
+// with its error and leaves no trace in the coordinator's state, neither a
+// write of an existing key nor the initialization of a new one; while a
+// partition (re)loads, its keys get COORDINATOR_LOAD_IN_PROGRESS.
+func TestShareStateFailedAppendIsNotVisible(t *testing.T) {
+	n := startNode(t, t.TempDir(), shareProps)
+	cl := newClient(t, n)
+	createTopic(t, newAdmin(t, n), "t", 2, nil)
+	id := topicID(t, n, "t")
+	k, fresh := share.Key{Group: "g", TopicID: id, Partition: 0}, share.Key{Group: "g", TopicID: id, Partition: 1}
+	waitShareCoordinator(t, cl, k)
+	s := shareRPCs{t, cl}
+	s.waitLoaded(k)
+	s.waitLoaded(fresh)
+	wantCode(t, "initialize", s.initialize(k, 0, 0), nil)
+	wantCode(t, "write", s.write(k, 0, 1, -1, share.StateBatch{FirstOffset: 0, LastOffset: 0, DeliveryState: share.Acknowledged, DeliveryCount: 1}), nil)
+
+	fail := func(int32) error { return kerr.NotEnoughReplicas }
+	n.shares.appendHook.Store(&fail)
+	wantCode(t, "refused write", s.write(k, 0, 2, 5, share.StateBatch{FirstOffset: 5, LastOffset: 6, DeliveryState: share.Archived, DeliveryCount: 3}), kerr.NotEnoughReplicas)
+	wantCode(t, "refused initialize", s.initialize(fresh, 0, 7), kerr.NotEnoughReplicas)
+	n.shares.appendHook.Store(nil)
+
+	r := s.read(k, -1)
+	if r.ErrorCode != 0 || r.StartOffset != 0 || len(r.StateBatches) != 1 || r.StateBatches[0].LastOffset != 0 {
+		t.Fatalf("after a refused write: %+v", r)
+	}
+	if sum := s.summary(k); sum.LeaderEpoch != 1 {
+		t.Fatalf("leader epoch after a refused write: %+v", sum)
+	}
+	wantCode(t, "read of a refused initialize", s.read(fresh, 0).ErrorCode, kerr.InvalidRequest)
+
+	// A reload: Loading until the replay is done.
+	idx, _ := n.shares.partitionOf(k)
+	release := make(chan struct{})
+	hook := func(int32) { <-release }
+	n.shares.loadHook.Store(&hook)
+	n.shares.mu.Lock()
+	sp := n.shares.parts[idx]
+	n.shares.mu.Unlock()
+	sp.mu.Lock()
+	sp.loaded = false
+	n.shares.reload(sp)
+	sp.mu.Unlock()
+	wantCode(t, "summary while loading", s.summary(k).ErrorCode, kerr.CoordinatorLoadInProgress)
+	n.shares.loadHook.Store(nil)
+	close(release)
+	s.waitLoaded(k)
+	if r := s.read(k, -1); r.ErrorCode != 0 || len(r.StateBatches) != 1 {
+		t.Fatalf("after the reload: %+v", r)
+	}
+}
