@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-io/strata/broker/share"
 )
 
@@ -48,12 +51,25 @@ func TestShareStateFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	if err := p.Initialize(ctx, k, 0, 0); err != nil {
 		t.Fatal(err)
 	}
+	// Broker 1 does not coordinate k: NOT_COORDINATOR (its persister went
+	// to the leader).
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.GroupID = k.Group
+	rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	rt.TopicID = k.TopicID
+	rt.Partitions = append(rt.Partitions, kmsg.NewReadShareGroupStateSummaryRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	req.SetVersion(1)
+	resp := dialRaw(t, n1).roundTrip(req).(*kmsg.ReadShareGroupStateSummaryResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Fatalf("summary on a broker not coordinating the key: %v", kerr.ErrorForCode(code))
+	}
 	model := share.PersistedState{StartOffset: 0}
 	var acked atomic.Int64
+	var stop atomic.Bool
 	done := make(chan error, 1)
-	const writes = 120
 	go func() {
-		for i := int64(0); i < writes; i++ {
+		for i := int64(0); !stop.Load(); i++ {
 			u := share.Update{StartOffset: -1, DeliveryCompleteCount: -1,
 				Batches: []share.StateBatch{{FirstOffset: i, LastOffset: i, DeliveryState: share.Acknowledged, DeliveryCount: 1}}}
 			if i%10 == 9 {
@@ -68,22 +84,25 @@ func TestShareStateFailoverKeepsAcknowledgedWrites(t *testing.T) {
 		}
 		done <- nil
 	}()
-	for acked.Load() < writes/3 {
-		select {
-		case err := <-done:
-			t.Fatalf("writes ended before the crash: %v", err)
-		case <-time.After(time.Millisecond):
+	waitAcked := func(n int64) {
+		for acked.Load() < n {
+			select {
+			case err := <-done:
+				t.Fatalf("writes ended after %d: %v", acked.Load(), err)
+			case <-time.After(time.Millisecond):
+			}
 		}
 	}
-	c.crash(leader, 0, rand.New(rand.NewPCG(1, 2)))
+	waitAcked(40)
 	at := acked.Load()
+	c.crash(leader, 0, rand.New(rand.NewPCG(1, 2)))
+	c.waitNewLeader(shareStateTopic, idx, leader)
+	waitAcked(acked.Load() + 40) // acknowledged by the new coordinator
+	stop.Store(true)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	c.waitNewLeader(shareStateTopic, idx, leader)
-	if at == writes {
-		t.Fatalf("every write was acknowledged before the crash")
-	}
+	writes := acked.Load()
 	st, err := p.Read(ctx, k, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -399,3 +399,24 @@ func TestShareStateFailedAppendIsNotVisible(t *testing.T) {
 		t.Fatalf("after the reload: %+v", r)
 	}
 }
+
+// BenchmarkSharePersisterWrite: acknowledged WriteShareGroupState through
+// the node's persister on one node (in process: a journal step, an append
+// and the wait for the HW), one share-partition written sequentially.
+func BenchmarkSharePersisterWrite(b *testing.B) {
+	n := startNode(b, b.TempDir(), shareProps)
+	createTopic(b, newAdmin(b, n), "t", 1, nil)
+	k := share.Key{Group: "g", TopicID: topicID(b, n, "t"), Partition: 0}
+	ctx := testCtx(b)
+	if err := n.sharePersister.Initialize(ctx, k, 0, 0); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		u := share.Update{StartOffset: -1, DeliveryCompleteCount: 1,
+			Batches: []share.StateBatch{{FirstOffset: int64(i), LastOffset: int64(i), DeliveryState: share.Acknowledged, DeliveryCount: 1}}}
+		if err := n.sharePersister.Write(ctx, k, 0, 0, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
