@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/share"
+	"github.com/strata-io/strata/internal/netfault"
 )
 
 // shareKeyLedBy returns a key of group prefix-i whose __share_group_state
@@ -30,15 +32,24 @@ func (c *testCluster) shareKeyLedBy(prefix string, topic [16]byte, not int32) (s
 }
 
 // TestShareStateFailoverKeepsAcknowledgedWrites: the durability claim of
-// the share coordinator. On a 3-node cluster, broker 1's persister writes
-// share state (over the inter-broker listener) to a key coordinated by
-// another broker, which loses power (its unsynced bytes gone) in the
-// middle of the writes; the writes go on (the persister finds the new
+// the share coordinator. On a 3-node cluster with every link through a
+// proxy, broker 1's persister writes share state (over the inter-broker
+// listener) to a key coordinated by another broker, which loses power
+// (its links cut at once, its unsynced bytes gone) in the middle of the
+// writes; the writes go on (the persister finds the new
 // leader of the __share_group_state partition, which replays it), and
 // every acknowledged write is read back from the new coordinator, exactly
 // as the model built from the acknowledged updates says.
 func TestShareStateFailoverKeepsAcknowledgedWrites(t *testing.T) {
-	c := startMemCluster(t, 3, shareProps, 2, 3)
+	nw := netfault.New(netfault.Refuse)
+	t.Cleanup(func() { nw.Close() })
+	props := map[string]string{}
+	for _, m := range []map[string]string{faultSettings, shareProps} {
+		for k, v := range m {
+			props[k] = v
+		}
+	}
+	c := startProxiedCluster(t, 3, props, nw, 2, 3)
 	c.createTopicRF("t", 1, 1)
 	n1 := c.node(1)
 	ctx := testCtx(t)
@@ -113,5 +124,66 @@ func TestShareStateFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	if now := c.leaderOf(shareStateTopic, idx); now == leader || now < 0 {
 		t.Fatalf("state partition led by %d after the crash of %d", now, leader)
+	}
+}
+
+// TestShareStateWriteWaitsForISR: a share-state write is acknowledged only
+// once the ISR of its __share_group_state partition has it (acks=all).
+// With the followers unable to fetch, a write is not acknowledged within
+// its deadline, and nothing is read until its fate is known (the
+// coordinator reloads the partition, waiting for the ISR to have the log
+// end, so its journal follows the log); once they fetch again it commits
+// and the next write is acknowledged with both in the state.
+func TestShareStateWriteWaitsForISR(t *testing.T) {
+	nw := netfault.New(netfault.Refuse)
+	t.Cleanup(func() { nw.Close() })
+	props := map[string]string{"replica.lag.time.max.ms": "30000"}
+	for k, v := range shareProps {
+		props[k] = v
+	}
+	c := startProxiedCluster(t, 3, props, nw)
+	c.createTopicRF("t", 1, 1)
+	n1 := c.node(1)
+	ctx := testCtx(t)
+	if err := n1.shares.ensureTopic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k, idx, leader := c.shareKeyLedBy("isr", topicID(t, n1, "t"), 1)
+	c.waitFullISR(shareStateTopic, idx)
+	p := c.node(leader).sharePersister // in process: only replication is cut
+	if err := p.Initialize(ctx, k, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	ack := func(o int64) share.Update {
+		return share.Update{StartOffset: -1, DeliveryCompleteCount: -1,
+			Batches: []share.StateBatch{{FirstOffset: o, LastOffset: o, DeliveryState: share.Acknowledged, DeliveryCount: 1}}}
+	}
+	for id := int32(1); id <= 3; id++ {
+		if id != leader {
+			nw.Cut(nodeIP(id), nodeIP(leader))
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	err := p.Write(wctx, k, 0, 1, ack(0))
+	cancel()
+	if err == nil {
+		t.Fatal("a write was acknowledged while no follower could fetch it")
+	}
+	// Its fate unknown, the partition reloads until the ISR has the log
+	// end: nothing uncommitted is read meanwhile.
+	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	st, err := p.Read(rctx, k, 1)
+	cancel()
+	if err == nil {
+		t.Fatalf("read the state %+v while a write was not committed", st)
+	}
+	nw.Heal()
+	if err := p.Write(ctx, k, 0, 1, ack(1)); err != nil {
+		t.Fatal(err)
+	}
+	st, err = p.Read(ctx, k, 1)
+	want := []share.StateBatch{{FirstOffset: 0, LastOffset: 1, DeliveryState: share.Acknowledged, DeliveryCount: 1}}
+	if err != nil || !reflect.DeepEqual(st.Batches, want) {
+		t.Fatalf("state: %+v %v, want batches %+v", st, err, want)
 	}
 }
