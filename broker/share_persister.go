@@ -43,12 +43,12 @@ const sharePersisterMaxWait = 30 * time.Second
 // shareRPCTimeout bounds one share-state RPC to a remote coordinator.
 const shareRPCTimeout = 10 * time.Second
 
-// shareStatePersister is the node's share.Persister. Safe for concurrent
+// rpcSharePersister is the node's share.Persister. Safe for concurrent
 // use.
-type shareStatePersister struct{ n *Node }
+type rpcSharePersister struct{ n *Node }
 
 // newShareStatePersister returns the node's RPC persister.
-func newShareStatePersister(n *Node) share.Persister { return &shareStatePersister{n: n} }
+func newShareStatePersister(n *Node) share.Persister { return &rpcSharePersister{n: n} }
 
 // retriableShareErr reports whether a share-state call may succeed if
 // retried: the coordinator moves or loads, or the network failed.
@@ -68,7 +68,7 @@ func retriableShareErr(err error) bool {
 // call runs one operation for k against its coordinator until it succeeds,
 // fails for good, or ctx (bounded by sharePersisterMaxWait) ends.
 // local runs it in process, remote over the wire to broker id.
-func (sp *shareStatePersister) call(ctx context.Context, k share.Key, local func(ctx context.Context) error, remote func(ctx context.Context, cl *kgo.Client) error) error {
+func (sp *rpcSharePersister) call(ctx context.Context, k share.Key, local func(ctx context.Context) error, remote func(ctx context.Context, cl *kgo.Client) error) error {
 	n := sp.n
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -97,7 +97,7 @@ func (sp *shareStatePersister) call(ctx context.Context, k share.Key, local func
 	}
 }
 
-func (sp *shareStatePersister) once(ctx context.Context, k share.Key, local func(ctx context.Context) error, remote func(ctx context.Context, cl *kgo.Client) error) error {
+func (sp *rpcSharePersister) once(ctx context.Context, k share.Key, local func(ctx context.Context) error, remote func(ctx context.Context, cl *kgo.Client) error) error {
 	n := sp.n
 	sc := n.shares
 	index, err := sc.partitionOf(k)
@@ -152,7 +152,7 @@ func shareRequest(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.R
 }
 
 // Initialize implements share.Persister.
-func (sp *shareStatePersister) Initialize(ctx context.Context, k share.Key, stateEpoch int32, startOffset int64) error {
+func (sp *rpcSharePersister) Initialize(ctx context.Context, k share.Key, stateEpoch int32, startOffset int64) error {
 	return sp.call(ctx, k, func(ctx context.Context) error {
 		return sp.n.shares.initialize(ctx, k, stateEpoch, startOffset)
 	}, func(ctx context.Context, cl *kgo.Client) error {
@@ -180,7 +180,7 @@ func (sp *shareStatePersister) Initialize(ctx context.Context, k share.Key, stat
 }
 
 // Read implements share.Persister.
-func (sp *shareStatePersister) Read(ctx context.Context, k share.Key, leaderEpoch int32) (share.PersistedState, error) {
+func (sp *rpcSharePersister) Read(ctx context.Context, k share.Key, leaderEpoch int32) (share.PersistedState, error) {
 	var out share.PersistedState
 	err := sp.call(ctx, k, func(ctx context.Context) error {
 		st, err := sp.n.shares.read(ctx, k, leaderEpoch)
@@ -224,7 +224,7 @@ func (sp *shareStatePersister) Read(ctx context.Context, k share.Key, leaderEpoc
 }
 
 // Write implements share.Persister.
-func (sp *shareStatePersister) Write(ctx context.Context, k share.Key, stateEpoch, leaderEpoch int32, u share.Update) error {
+func (sp *rpcSharePersister) Write(ctx context.Context, k share.Key, stateEpoch, leaderEpoch int32, u share.Update) error {
 	return sp.call(ctx, k, func(ctx context.Context) error {
 		return sp.n.shares.write(ctx, k, stateEpoch, leaderEpoch, u)
 	}, func(ctx context.Context, cl *kgo.Client) error {
@@ -258,7 +258,7 @@ func (sp *shareStatePersister) Write(ctx context.Context, k share.Key, stateEpoc
 }
 
 // Delete implements share.Persister.
-func (sp *shareStatePersister) Delete(ctx context.Context, k share.Key) error {
+func (sp *rpcSharePersister) Delete(ctx context.Context, k share.Key) error {
 	return sp.call(ctx, k, func(ctx context.Context) error {
 		return sp.n.shares.delete(ctx, k)
 	}, func(ctx context.Context, cl *kgo.Client) error {
@@ -286,7 +286,7 @@ func (sp *shareStatePersister) Delete(ctx context.Context, k share.Key) error {
 }
 
 // Summary implements share.Persister.
-func (sp *shareStatePersister) Summary(ctx context.Context, k share.Key) (share.PersistedState, error) {
+func (sp *rpcSharePersister) Summary(ctx context.Context, k share.Key) (share.PersistedState, error) {
 	var out share.PersistedState
 	found := false
 	err := sp.call(ctx, k, func(ctx context.Context) error {
