@@ -322,6 +322,7 @@ func (sc *shareCoordinator) load(ctx context.Context, sp *shareStatePart) {
 			return
 		}
 		if err == nil {
+			keys := j.Keys() // before j is shared
 			sp.mu.Lock()
 			if ctx.Err() == nil {
 				sp.j, sp.loaded = j, true
@@ -329,7 +330,7 @@ func (sc *shareCoordinator) load(ctx context.Context, sp *shareStatePart) {
 			sp.mu.Unlock()
 			sc.loads.Add(1)
 			sc.n.logger.Info("broker: loaded share coordinator partition", "partition", sp.index,
-				"epoch", sp.epoch, "records", recs, "share-partitions", j.Keys(), "took", time.Since(start))
+				"epoch", sp.epoch, "records", recs, "share-partitions", keys, "took", time.Since(start))
 			return
 		}
 		if errors.Is(err, share.ErrBadRecord) {
