@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -418,5 +419,45 @@ func BenchmarkSharePersisterWrite(b *testing.B) {
 		if err := n.sharePersister.Write(ctx, k, 0, 0, u); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestShareStateTopicCreated: the first FindCoordinator of a share key
+// creates __share_group_state as Kafka configures it (partitions from
+// share.coordinator.state.topic.num.partitions, the replication factor and
+// min ISR capped at the live brokers, compacted, its segment bytes); it is
+// internal in Metadata and clients cannot produce to it.
+func TestShareStateTopicCreated(t *testing.T) {
+	n := startNode(t, t.TempDir(), shareProps)
+	cl := newClient(t, n)
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "t", 1, nil)
+	waitShareCoordinator(t, cl, share.Key{Group: "g", TopicID: topicID(t, n, "t")})
+	ctx := testCtx(t)
+	td, err := adm.ListTopicsWithInternal(ctx, shareStateTopic)
+	if err != nil || td[shareStateTopic].Err != nil {
+		t.Fatalf("metadata: %v %v", err, td[shareStateTopic].Err)
+	}
+	if d := td[shareStateTopic]; !d.IsInternal || len(d.Partitions) != 3 || len(d.Partitions[0].Replicas) != 1 {
+		t.Fatalf("topic: %+v", d)
+	}
+	rc, err := adm.DescribeTopicConfigs(ctx, shareStateTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range rc[0].Configs {
+		if c.Value != nil {
+			got[c.Key] = *c.Value
+		}
+	}
+	for k, v := range map[string]string{"cleanup.policy": "compact", "min.insync.replicas": "1", "segment.bytes": "104857600", "compression.type": "uncompressed"} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: shareStateTopic, Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("produce to %s: %v", shareStateTopic, err)
 	}
 }
