@@ -4,7 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,5 +191,75 @@ func TestShareStateWriteWaitsForISR(t *testing.T) {
 	want := []share.StateBatch{{FirstOffset: 0, LastOffset: 1, DeliveryState: share.Acknowledged, DeliveryCount: 1}}
 	if err != nil || !reflect.DeepEqual(st.Batches, want) {
 		t.Fatalf("state: %+v %v, want batches %+v", st, err, want)
+	}
+}
+
+// TestShareGroupFranzGoThreeNodes runs franz-go's share group tests
+// against a 3-node cluster (topics and __share_group_state replicated 3
+// times): share-partition leaders reach the share coordinator of each key
+// over the inter-broker listener, and groups' coordinators sit on other
+// brokers than their partitions' leaders. As TestShareGroupFranzGoOneNode
+// it runs when CI=true or STRATA_TEST_KGO=1, and skips while the cluster
+// does not advertise ShareFetch and ShareAcknowledge v2 (asked of it).
+func TestShareGroupFranzGoThreeNodes(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("STRATA_TEST_KGO") != "1" {
+		t.Skip("set STRATA_TEST_KGO=1 (or CI=true) to run franz-go's share group tests against a cluster")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	settings := withSettings(map[string]string{
+		"group.coordinator.rebalance.protocols": "classic,consumer,share",
+		"group.share.heartbeat.interval.ms":     "1000",
+		"group.share.min.heartbeat.interval.ms": "1000",
+		"offsets.topic.replication.factor":      "3",
+	})
+	for k, v := range shareProps {
+		settings[k] = v
+	}
+	c := startCluster(t, 3, settings)
+	vresp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), c.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	advertised := map[int16]int16{}
+	for _, k := range vresp.ApiKeys {
+		advertised[k.ApiKey] = k.MaxVersion
+	}
+	for _, key := range []int16{78, 79} {
+		if v, ok := advertised[key]; !ok || v < 2 {
+			t.Skipf("needs key %d v2 (ShareFetch, ShareAcknowledge): not advertised, franz-go's share tests would skip", key)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	src := kgoSource(t, ctx)
+	tests := []string{"TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal"}
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "6m",
+		"-run", "^("+strings.Join(tests, "|")+")$", ".")
+	cmd.Dir = filepath.Join(src, "pkg", "kgo")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+strings.Join(c.seeds(), ","), "KGO_TEST_RF=3",
+		"KGO_TEST_RECORDS=20000", "KGO_LOG_LEVEL=none")
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	re := regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP): (\S+) `)
+	var pass, skip []string
+	for _, m := range re.FindAllSubmatch(out, -1) {
+		switch string(m[1]) {
+		case "PASS":
+			pass = append(pass, string(m[2]))
+		case "SKIP":
+			skip = append(skip, string(m[2]))
+		}
+	}
+	t.Logf("franz-go share tests on 3 nodes: passed %v, skipped %v, in %v", pass, skip, time.Since(start).Round(time.Second))
+	if err != nil {
+		t.Fatalf("franz-go share tests: %v\n%s", err, out[max(0, len(out)-16<<10):])
+	}
+	for _, want := range tests {
+		if !slices.Contains(pass, want) {
+			t.Errorf("%s did not pass (skipped: %v)", want, skip)
+		}
 	}
 }
