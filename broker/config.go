@@ -153,6 +153,7 @@ var Settings = []Setting{
 	{"sasl.mechanism.inter.broker.protocol", "GSSAPI", "the mechanism brokers authenticate with when the inter-broker listener is SASL_* (credentials: that listener's jaas config username/password)"},
 	{"sasl.jaas.config", "", "JAAS login module of SASL listeners, Kafka's syntax (PlainLoginModule user_<name>=\"<password>\" are PLAIN's users); listener.name.<l>.<mechanism>.sasl.jaas.config per listener and mechanism; a password"},
 	{"sasl.server.max.receive.size", "524288", "largest request frame a SASL listener reads before the connection authenticates (a larger one closes it)"},
+	{"connection.failed.authentication.delay.ms", "100", "a failed SASL authentication is answered, and its connection closed, this many ms later (slows password guessing; 0 = at once)"},
 	{"strata.sasl.authentication.timeout.ms", "10000", "a connection of a SASL listener that has not authenticated this long after it opened is closed"},
 	{"connections.max.reauth.ms", "0", "KIP-368: SASL sessions last at most this long (bounded by an OAUTHBEARER token's expiry); a connection used past it without re-authenticating is closed (0 = no limit)"},
 	{"sasl.server.callback.handler.class", "", "OAUTHBEARER validator by Kafka's class name: ...oauthbearer.OAuthBearerValidatorCallbackHandler (JWKS, needs sasl.oauthbearer.jwks.endpoint.url) or ...unsecured.OAuthBearerUnsecuredValidatorCallbackHandler (unset: by the URL); listener.name.<l>.oauthbearer.sasl.server.callback.handler.class"},
