@@ -158,6 +158,7 @@ func kill9TxnCommit(t *testing.T, quorumLeader bool) {
 	}
 	txn(cl, "a2", 10, false)
 	txn(cl, "c3", 10, true)
+	killed := time.Now()
 	c.node(data).kill()
 	// The commit's PrepareCommit waits for the ISR of __transaction_state
 	// to drop D (its fencing, broker.session.timeout.ms). If the client's
@@ -171,6 +172,7 @@ func kill9TxnCommit(t *testing.T, quorumLeader bool) {
 	committed := make(chan error, 1)
 	go func() { committed <- cl.EndTransaction(ctx, kgo.TryCommit) }()
 	waitTxn(t, ctx, adm, id, "PrepareCommit")
+	t.Logf("PrepareCommit durable %v after the kill", time.Since(killed).Round(10*time.Millisecond))
 	c.node(coord).kill()
 	c.restart(data)
 	c.restart(coord)
@@ -180,7 +182,7 @@ func kill9TxnCommit(t *testing.T, quorumLeader bool) {
 	// The producer's commit returns: nil once a retry reaches the
 	// coordinator that completed it, or, when franz-go gave up on its way
 	// there (a FindCoordinator it sent to a broker still down fails the
-	// EndTransaction: seen in 3 of 4 runs of the double fault), an
+	// EndTransaction: 6 of 8 runs of the double fault here), an
 	// unconfirmed outcome. Never a broker's error: that would deny a
 	// commit that is durable.
 	select {
