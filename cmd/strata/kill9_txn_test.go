@@ -158,6 +158,12 @@ func kill9TxnCommit(t *testing.T, quorumLeader bool) {
 	}
 	txn(cl, "a2", 10, false)
 	txn(cl, "c3", 10, true)
+	if quorumLeader {
+		// Still the double fault: D leads the quorum as it is killed.
+		if l := int32(metricSum(t, c.node(coord).listenerAddr(t, "ADMIN"), "strata_controller_raft_leader_id")); l != data {
+			t.Fatalf("the quorum leader moved from %d to %d before the kill", data, l)
+		}
+	}
 	killed := time.Now()
 	c.node(data).kill()
 	// The commit's PrepareCommit waits for the ISR of __transaction_state
