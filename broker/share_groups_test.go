@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/share"
@@ -472,4 +473,48 @@ func TestShareGroupFollowsTopicChanges(t *testing.T) {
 	if r := shareHB(t, c, "q", "m1", 1); r.ErrorCode != 0 || r.MemberEpoch != 2 || !slices.Equal(assigned(r.Assignment), []int32{0, 1, 2}) {
 		t.Fatalf("after growth: %v epoch %d assignment %v", hbErr(r), r.MemberEpoch, assigned(r.Assignment))
 	}
+}
+
+// TestShareGroupFranzGoMembership: franz-go's share consumer
+// (kgo.ShareGroup) joins through ShareGroupHeartbeat with its own member
+// id and gets the topic assigned; a second one shares the one-partition
+// topic; closing a client leaves the group (epoch -1), so it ends Empty.
+func TestShareGroupFranzGoMembership(t *testing.T) {
+	n := startNode(t, t.TempDir(), shareGroupSettings)
+	createTopic(t, newAdmin(t, n), "t", 1, nil)
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "q")
+	waitLoaded(t, n, "q")
+	start := func() *kgo.Client {
+		cl := newClient(t, n, kgo.ShareGroup("q"), kgo.ConsumeTopics("t"))
+		go func() {
+			for {
+				if fs := cl.PollFetches(context.Background()); fs.IsClientClosed() {
+					return
+				}
+			}
+		}()
+		return cl
+	}
+	cl1, cl2 := start(), start()
+	testutil.Eventually(t, testWait, func() error {
+		d := shareDescribe(t, c, "q")
+		if d.ErrorCode != 0 || len(d.Members) != 2 {
+			return fmt.Errorf("describe: %v, %d members", kerr.ErrorForCode(d.ErrorCode), len(d.Members))
+		}
+		for _, m := range d.Members {
+			if len(m.Assignment.TopicPartitions) != 1 || !slices.Equal(m.Assignment.TopicPartitions[0].Partitions, []int32{0}) || m.MemberEpoch != d.AssignmentEpoch {
+				return fmt.Errorf("member %s epoch %d (assignment epoch %d) holds %+v", m.MemberID, m.MemberEpoch, d.AssignmentEpoch, m.Assignment.TopicPartitions)
+			}
+		}
+		return nil
+	}, "both share consumers to hold t-0")
+	cl1.Close()
+	cl2.Close()
+	testutil.Eventually(t, testWait, func() error {
+		if d := shareDescribe(t, c, "q"); d.GroupState != "Empty" {
+			return fmt.Errorf("state %s, %d members", d.GroupState, len(d.Members))
+		}
+		return nil
+	}, "the closed consumers to leave")
 }
