@@ -92,7 +92,8 @@ func CanDowngrade(p MigrationPolicy, g *Group, leaving string, classicMaxSize in
 }
 
 // CanDowngradeWithout is [CanDowngrade] for several members leaving at
-// once (members fenced by one [Group.Expire] pass: [Group.Expiring]).
+// once (members fenced by one [Group.Expire] pass, or a LeaveGroup
+// batch); leaving may name members already removed.
 func CanDowngradeWithout(p MigrationPolicy, g *Group, leaving []string, classicMaxSize int) (ok bool, reason string) {
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
 		if !slices.Contains(leaving, id) && g.Members[id].Classic == nil {
@@ -637,26 +638,4 @@ func (g *Group) TombstoneRecords() []Record {
 		recs = append(recs, &MemberMetadataRecord{Group: g.ID, MemberID: id, Deleted: true})
 	}
 	return append(recs, &GroupMetadataRecord{Group: g.ID, Deleted: true})
-}
-
-// Expiring returns the members [Group.Expire] would fence at now, in
-// member id order, without changing anything: the caller checks first
-// whether their fencing downgrades the group ([CanDowngradeWithout]).
-func (g *Group) Expiring(now int64) []string {
-	var out []string
-	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
-		m := g.Members[id]
-		d, ok := g.session[id]
-		expired := ok && d <= now
-		if d, ok := g.joinBy[id]; ok && d <= now {
-			expired = true
-		}
-		if t, ok := g.rebalance[id]; ok && t.at <= now && m.Epoch == t.epoch && m.State == UnrevokedPartitions {
-			expired = true
-		}
-		if expired {
-			out = append(out, id)
-		}
-	}
-	return out
 }

@@ -597,36 +597,6 @@ func TestToClassic(t *testing.T) {
 	}
 }
 
-// TestExpiring lists what Expire fences, without fencing.
-func TestExpiring(t *testing.T) {
-	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 4}}
-	sub := []ClassicProtocol{{Name: "range", Metadata: classicSubscription("", "a")}}
-	g, _, err := FromClassic("g", DefaultConfig(), 7, "range", []ClassicMember{
-		{ID: "m1", SessionTimeoutMs: 20000, Protocols: sub},
-		{ID: "m2", SessionTimeoutMs: 10000, Protocols: sub},
-	}, img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Loaded(0)
-	if got := g.Expiring(9999); len(got) != 0 {
-		t.Fatalf("at 9999: %v", got)
-	}
-	if got := g.Expiring(10000); !slices.Equal(got, []string{"m2"}) || len(g.Members) != 2 {
-		t.Fatalf("at 10000: %v (members %d)", got, len(g.Members))
-	}
-	if got := g.Expiring(20000); !slices.Equal(got, []string{"m1", "m2"}) {
-		t.Fatalf("at 20000: %v", got)
-	}
-	g.Expire(20000, img)
-	if len(g.Members) != 0 {
-		t.Fatalf("Expire left %d", len(g.Members))
-	}
-	if ok, _ := CanDowngradeWithout(MigrationBidirectional, g, nil, 0); ok {
-		t.Fatal("an empty group downgrades")
-	}
-}
-
 // TestClassicMemberOffsetCommit: a classic member of a consumer group
 // commits with an old OffsetCommit version and its generation; a wrong
 // one is ILLEGAL_GENERATION (what its client knows), not
