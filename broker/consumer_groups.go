@@ -180,8 +180,9 @@ func (cs *consumerGroups) heartbeat(ctx context.Context, req *kmsg.ConsumerGroup
 			continue // replaced by a reload: use the new one
 		}
 		cg.g.SetTimeouts(session, interval)
+		epoch := cg.g.Epoch
 		res := cg.g.Heartbeat(nowMs(), req, c, cs.image())
-		downgraded, err := cs.commitLocked(ctx, req.Group, cg, res.Records)
+		downgraded, err := cs.commitLocked(ctx, req.Group, cg, epoch, res.Records)
 		if downgraded {
 			cg.mu.Unlock()
 			return res.Response
@@ -342,8 +343,9 @@ func (cs *consumerGroups) expire(id string, cg *consumerGroup) {
 		return
 	}
 	if now := nowMs(); at <= now {
+		epoch := cg.g.Epoch
 		recs := cg.g.Expire(now, cs.image())
-		downgraded, err := cs.commitLocked(context.Background(), id, cg, recs)
+		downgraded, err := cs.commitLocked(context.Background(), id, cg, epoch, recs)
 		if downgraded {
 			return
 		}

@@ -126,7 +126,13 @@ func (cs *consumerGroups) append(ctx context.Context, partition int32, kvs []gro
 // downgrades the group when they removed a member and only classic
 // members remain (see the file comment). downgraded true: the group is
 // now the classic coordinator's and cg is gone.
-func (cs *consumerGroups) commitLocked(ctx context.Context, id string, cg *consumerGroup, recs []consumer.Record) (downgraded bool, err error) {
+//
+// epoch is the group epoch before the removal: the classic group's
+// generation, as Kafka converts the group without the leaving members
+// rather than after fencing them (so the Stable classic members'
+// generation is the group's and their heartbeats say
+// REBALANCE_IN_PROGRESS, not ILLEGAL_GENERATION).
+func (cs *consumerGroups) commitLocked(ctx context.Context, id string, cg *consumerGroup, epoch int32, recs []consumer.Record) (downgraded bool, err error) {
 	removed := false
 	for _, r := range recs {
 		if m, ok := r.(*consumer.MemberMetadataRecord); ok && m.Deleted {
@@ -144,6 +150,7 @@ func (cs *consumerGroups) commitLocked(ctx context.Context, id string, cg *consu
 		cs.gc.n.logger.Info("broker: consumer group not downgraded", "group", id, "reason", err)
 		return false, cs.persistLocked(ctx, cg, recs)
 	}
+	clg.Generation = epoch
 	snap := group.GroupSnapshot{Group: id, ProtocolType: "consumer", Protocol: clg.Protocol, Leader: clg.Leader,
 		Generation: clg.Generation, StateTimestamp: time.Now().UnixMilli()}
 	protocols := map[string][]group.Protocol{}
@@ -264,9 +271,10 @@ func (cs *consumerGroups) classicLeave(ctx context.Context, req *kmsg.LeaveGroup
 		lm.MemberID = req.MemberID
 		members = []kmsg.LeaveGroupRequestMember{lm}
 	}
+	epoch := cg.g.Epoch
 	out, recs := cg.g.ClassicLeave(members, img)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if downgraded, err := cs.commitLocked(ctx, req.Group, cg, recs); err != nil {
+	if downgraded, err := cs.commitLocked(ctx, req.Group, cg, epoch, recs); err != nil {
 		resp.ErrorCode = group.StoreErrorCode(err)
 		return resp, true
 	} else if !downgraded {

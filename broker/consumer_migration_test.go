@@ -183,7 +183,19 @@ func formClassic(t *testing.T, n *Node, group string, size int) []*classicSim {
 			t.Fatalf("first join: %v", kerr.ErrorForCode(r.ErrorCode))
 		}
 	}
-	resps := make([]*kmsg.JoinGroupResponse, size)
+	rebalanceClassic(t, ms)
+	if st, _ := n.groups.members.GroupState(group); st != "Stable" {
+		t.Fatalf("classic group %s: %s", group, st)
+	}
+	return ms
+}
+
+// rebalanceClassic has every member (re)join at once, the leader spread
+// the partitions of t round-robin over the sorted member ids, and every
+// member sync.
+func rebalanceClassic(t *testing.T, ms []*classicSim) {
+	t.Helper()
+	resps := make([]*kmsg.JoinGroupResponse, len(ms))
 	var wg sync.WaitGroup
 	for i, m := range ms {
 		wg.Add(1)
@@ -193,7 +205,7 @@ func formClassic(t *testing.T, n *Node, group string, size int) []*classicSim {
 	assign := map[string][]int32{}
 	var ids []string
 	for i, r := range resps {
-		if r == nil || r.ErrorCode != 0 {
+		if r == nil || r.ErrorCode != 0 || r.Generation != resps[0].Generation {
 			t.Fatalf("join %d: %+v", i, r)
 		}
 		ids = append(ids, r.MemberID)
@@ -217,10 +229,6 @@ func formClassic(t *testing.T, n *Node, group string, size int) []*classicSim {
 		}()
 	}
 	wg.Wait()
-	if st, _ := n.groups.members.GroupState(group); st != "Stable" {
-		t.Fatalf("classic group %s: %s", group, st)
-	}
-	return ms
 }
 
 // sim848 is a KIP-848 member of t driven by raw heartbeats: it acks
@@ -478,5 +486,209 @@ func refused(t *testing.T, n *Node, c *rawConn, group string) {
 	}
 	if now, ok := n.groups.members.GroupState(group); !ok || now != st || n.groupIsConsumer(group) {
 		t.Fatalf("after the refusal: classic %q %v (was %q), consumer %v", now, ok, st, n.groupIsConsumer(group))
+	}
+}
+
+// upgraded makes a classic group of two on n, converts it with the KIP-848
+// member k1 and lets the three settle.
+func upgraded(t *testing.T, n *Node, c *rawConn, group string) ([]*classicSim, *sim848) {
+	t.Helper()
+	findCoordinator(t, c, group)
+	waitLoaded(t, n, group)
+	classics := formClassic(t, n, group, 2)
+	k := &sim848{t: t, c: dialRaw(t, n), group: group, id: "k1"}
+	if r := k.heartbeat(); r.ErrorCode != 0 {
+		t.Fatalf("848 join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	settleMixed(t, c, group, classics, []*sim848{k}, 3)
+	return classics, k
+}
+
+// TestConsumerGroupOnlineDowngrade: when the last KIP-848 member of a
+// consumer group with classic members leaves, the group becomes a classic
+// group again at the consumer group's epoch, rebalancing: its members'
+// heartbeats say REBALANCE_IN_PROGRESS, they rejoin to a new generation
+// and sync their leader's assignment. A session timeout of the last
+// KIP-848 member does the same. The policy (upgrade only) or
+// group.max.size may keep it a consumer group.
+func TestConsumerGroupOnlineDowngrade(t *testing.T) {
+	t.Run("leave", func(t *testing.T) {
+		n := startNode(t, t.TempDir(), consumerGroupSettings)
+		createTopic(t, newAdmin(t, n), "t", 4, nil)
+		c := dialRaw(t, n)
+		classics, k := upgraded(t, n, c, "g")
+		epoch := describeRaw(t, c, "g").Epoch
+		if r := k.leave(); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+			t.Fatalf("leave: %v epoch %d", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch)
+		}
+		downgradedTo(t, n, "g", classics, epoch)
+	})
+	t.Run("session timeout", func(t *testing.T) {
+		n := startNode(t, t.TempDir(), consumerGroupSettings)
+		createTopic(t, newAdmin(t, n), "t", 4, nil)
+		c := dialRaw(t, n)
+		classics, _ := upgraded(t, n, c, "g")
+		epoch := describeRaw(t, c, "g").Epoch
+		// k1 falls silent; the classic members keep heartbeating (their
+		// 6 s sessions outlive k1's 3 s one).
+		testutil.Eventually(t, testWait/2, func() error {
+			if _, ok := n.groups.members.GroupState("g"); ok {
+				return nil
+			}
+			for _, m := range classics {
+				if code := m.heartbeat(); code != 0 {
+					t.Fatalf("classic heartbeat while k1 times out: %v", kerr.ErrorForCode(code))
+				}
+			}
+			return fmt.Errorf("still a consumer group")
+		}, "the downgrade on k1's session timeout")
+		downgradedTo(t, n, "g", classics, epoch)
+	})
+	for _, tc := range []struct {
+		name     string
+		settings map[string]string
+	}{
+		{"policy upgrade", map[string]string{"group.consumer.migration.policy": "upgrade"}},
+		{"group.max.size", map[string]string{"group.max.size": "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			settings := withSettings(consumerGroupSettings)
+			maps.Copy(settings, tc.settings)
+			n := startNode(t, t.TempDir(), settings)
+			createTopic(t, newAdmin(t, n), "t", 4, nil)
+			c := dialRaw(t, n)
+			findCoordinator(t, c, "g")
+			waitLoaded(t, n, "g")
+			// One classic member (group.max.size 1), the KIP-848 member
+			// converts the group, a second classic member joins it.
+			classics := formClassic(t, n, "g", 1)
+			k := &sim848{t: t, c: dialRaw(t, n), group: "g", id: "k1"}
+			if r := k.heartbeat(); r.ErrorCode != 0 {
+				t.Fatalf("848 join: %v", kerr.ErrorForCode(r.ErrorCode))
+			}
+			second := newClassicSim(t, n, "g")
+			if r := second.join(); r.ErrorCode != 0 {
+				t.Fatalf("classic join of the consumer group: %v", kerr.ErrorForCode(r.ErrorCode))
+			}
+			classics = append(classics, second)
+			settleMixed(t, c, "g", classics, []*sim848{k}, 3)
+			if r := k.leave(); r.ErrorCode != 0 {
+				t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+			}
+			if _, ok := n.groups.members.GroupState("g"); ok || !n.groupIsConsumer("g") {
+				t.Fatal("downgraded although not allowed")
+			}
+			settleMixed(t, c, "g", classics, nil, 2)
+		})
+	}
+}
+
+// downgradedTo checks group is a classic group rebalancing from
+// generation epoch, and rebalances its members.
+func downgradedTo(t *testing.T, n *Node, group string, classics []*classicSim, epoch int32) {
+	t.Helper()
+	if n.groupIsConsumer(group) {
+		t.Fatal("still a consumer group")
+	}
+	if st, ok := n.groups.members.GroupState(group); !ok || st != "PreparingRebalance" {
+		t.Fatalf("classic group after the downgrade: %q %v, want PreparingRebalance", st, ok)
+	}
+	for _, m := range classics {
+		if code := m.heartbeat(); code != kerr.RebalanceInProgress.Code {
+			t.Fatalf("classic heartbeat after the downgrade: %v, want REBALANCE_IN_PROGRESS", kerr.ErrorForCode(code))
+		}
+	}
+	rebalanceClassic(t, classics)
+	for _, m := range classics {
+		if m.gen != epoch+1 || len(m.owned) != 2 {
+			t.Fatalf("member %s: generation %d owned %v, want generation %d and 2 partitions", m.id, m.gen, m.owned, epoch+1)
+		}
+		if code := m.heartbeat(); code != 0 {
+			t.Fatalf("classic heartbeat after the rebalance: %v", kerr.ErrorForCode(code))
+		}
+	}
+	if st, _ := n.groups.members.GroupState(group); st != "Stable" {
+		t.Fatalf("classic group %s", st)
+	}
+}
+
+// TestConsumerGroupMigratedResumesAfterRestart: an upgraded group comes
+// back after a coordinator restart at its epoch with its members (the
+// classic ones answering at their generation, their protocols kept for a
+// rejoin) and no rebalance; downgraded, it comes back as the classic
+// group at its generation.
+func TestConsumerGroupMigratedResumesAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, consumerGroupSettings)
+	createTopic(t, newAdmin(t, n), "t", 4, nil)
+	c := dialRaw(t, n)
+	classics, k := upgraded(t, n, c, "g")
+	before := describeRaw(t, c, "g")
+	n.Close()
+
+	n = startNode(t, dir, consumerGroupSettings)
+	c = dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	after := describeRaw(t, c, "g")
+	if after.ErrorCode != 0 || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch || after.State != "Stable" || len(after.Members) != 3 {
+		t.Fatalf("after the restart: error %d epoch %d/%d state %s members %d; before epoch %d/%d",
+			after.ErrorCode, after.Epoch, after.AssignmentEpoch, after.State, len(after.Members), before.Epoch, before.AssignmentEpoch)
+	}
+	if st, ok := n.groups.members.GroupState("g"); ok {
+		t.Fatalf("the upgraded classic group came back after the restart (%s)", st)
+	}
+	for _, m := range classics {
+		m.c = dialRaw(t, n)
+		if code := m.heartbeat(); code != 0 {
+			t.Fatalf("classic %s heartbeat at generation %d after the restart: %v", m.id, m.gen, kerr.ErrorForCode(code))
+		}
+	}
+	k.c = dialRaw(t, n)
+	if r := k.heartbeat(); r.ErrorCode != 0 || r.MemberEpoch != before.Epoch {
+		t.Fatalf("848 heartbeat after the restart: %v epoch %d", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch)
+	}
+	if r := classics[0].join(); r.ErrorCode != 0 || r.Generation != before.Epoch {
+		t.Fatalf("classic rejoin after the restart: %v generation %d", kerr.ErrorForCode(r.ErrorCode), r.Generation)
+	}
+	if r := classics[0].sync(nil); r.ErrorCode != 0 || len(classics[0].owned) == 0 {
+		t.Fatalf("classic sync after the restart: %v owned %v", kerr.ErrorForCode(r.ErrorCode), classics[0].owned)
+	}
+	if d := describeRaw(t, c, "g"); d.Epoch != before.Epoch {
+		t.Fatalf("the rejoin moved the epoch to %d", d.Epoch)
+	}
+
+	// Downgraded, and restarted before the classic rebalance stored a
+	// generation: the downgrade's own record brings the group back.
+	if r := k.leave(); r.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if st, _ := n.groups.members.GroupState("g"); st != "PreparingRebalance" || n.groupIsConsumer("g") {
+		t.Fatalf("after the leave: classic %q, consumer %v", st, n.groupIsConsumer("g"))
+	}
+	n.Close()
+
+	n = startNode(t, dir, consumerGroupSettings)
+	c = dialRaw(t, n)
+	findCoordinator(t, c, "g")
+	waitLoaded(t, n, "g")
+	if n.groupIsConsumer("g") {
+		t.Fatal("the downgraded group is a consumer group after the restart")
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"g"}
+	d := c.roundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups[0]
+	if d.ErrorCode != 0 || d.State != "Stable" || d.ProtocolType != "consumer" || d.Protocol != "range" || len(d.Members) != 2 {
+		t.Fatalf("classic group after the restart: %+v", d)
+	}
+	for _, m := range classics {
+		m.c = dialRaw(t, n)
+		if code := m.heartbeat(); code != 0 || m.gen != before.Epoch {
+			t.Fatalf("classic %s heartbeat at generation %d after the restart: %v", m.id, m.gen, kerr.ErrorForCode(code))
+		}
+	}
+	rebalanceClassic(t, classics)
+	if classics[0].gen != before.Epoch+1 {
+		t.Fatalf("generation %d after the rebalance", classics[0].gen)
 	}
 }
