@@ -18,16 +18,17 @@ import (
 // partitions its last SyncGroup gave it and says so in its subscription
 // (ConsumerProtocol v1 owned partitions, as cooperative clients do).
 type classicSim struct {
-	t         *testing.T
+	t         testing.TB
 	c         *rawConn
 	group, id string
 	gen       int32
 	owned     []int32
 	protocols []string // JoinGroup protocol names; nil: range
 	ptype     string   // protocol type; "": consumer
+	leader    bool     // its last JoinGroup answer named it leader
 }
 
-func newClassicSim(t *testing.T, n *Node, group string) *classicSim {
+func newClassicSim(t testing.TB, n *Node, group string) *classicSim {
 	return &classicSim{t: t, c: dialRaw(t, n), group: group}
 }
 
@@ -67,6 +68,7 @@ func (m *classicSim) joinOnce() *kmsg.JoinGroupResponse {
 	}
 	if resp.ErrorCode == 0 {
 		m.gen = resp.Generation
+		m.leader = resp.LeaderID == m.id
 	}
 	return resp
 }
@@ -174,7 +176,7 @@ func (m *classicSim) settle() {
 
 // formClassic makes a Stable classic group of size members of t (4
 // partitions), the leader spreading the partitions round-robin.
-func formClassic(t *testing.T, n *Node, group string, size int) []*classicSim {
+func formClassic(t testing.TB, n *Node, group string, size int) []*classicSim {
 	t.Helper()
 	ms := make([]*classicSim, size)
 	for i := range ms {
@@ -183,7 +185,7 @@ func formClassic(t *testing.T, n *Node, group string, size int) []*classicSim {
 			t.Fatalf("first join: %v", kerr.ErrorForCode(r.ErrorCode))
 		}
 	}
-	rebalanceClassic(t, ms)
+	rebalanceClassic(t, ms, 4)
 	if st, _ := n.groups.members.GroupState(group); st != "Stable" {
 		t.Fatalf("classic group %s: %s", group, st)
 	}
@@ -191,9 +193,9 @@ func formClassic(t *testing.T, n *Node, group string, size int) []*classicSim {
 }
 
 // rebalanceClassic has every member (re)join at once, the leader spread
-// the partitions of t round-robin over the sorted member ids, and every
-// member sync.
-func rebalanceClassic(t *testing.T, ms []*classicSim) {
+// the parts partitions of t round-robin over the sorted member ids, and
+// every member sync.
+func rebalanceClassic(t testing.TB, ms []*classicSim, parts int32) {
 	t.Helper()
 	resps := make([]*kmsg.JoinGroupResponse, len(ms))
 	var wg sync.WaitGroup
@@ -211,7 +213,7 @@ func rebalanceClassic(t *testing.T, ms []*classicSim) {
 		ids = append(ids, r.MemberID)
 	}
 	slices.Sort(ids)
-	for p := range int32(4) {
+	for p := range parts {
 		id := ids[int(p)%len(ids)]
 		assign[id] = append(assign[id], p)
 	}
@@ -234,7 +236,7 @@ func rebalanceClassic(t *testing.T, ms []*classicSim) {
 // sim848 is a KIP-848 member of t driven by raw heartbeats: it acks
 // (owns) what its last assignment gave it.
 type sim848 struct {
-	t     *testing.T
+	t     testing.TB
 	c     *rawConn
 	group string
 	id    string
@@ -598,7 +600,7 @@ func downgradedTo(t *testing.T, n *Node, group string, classics []*classicSim, e
 			t.Fatalf("classic heartbeat after the downgrade: %v, want REBALANCE_IN_PROGRESS", kerr.ErrorForCode(code))
 		}
 	}
-	rebalanceClassic(t, classics)
+	rebalanceClassic(t, classics, 4)
 	for _, m := range classics {
 		if m.gen != epoch+1 || len(m.owned) != 2 {
 			t.Fatalf("member %s: generation %d owned %v, want generation %d and 2 partitions", m.id, m.gen, m.owned, epoch+1)
@@ -687,7 +689,7 @@ func TestConsumerGroupMigratedResumesAfterRestart(t *testing.T) {
 			t.Fatalf("classic %s heartbeat at generation %d after the restart: %v", m.id, m.gen, kerr.ErrorForCode(code))
 		}
 	}
-	rebalanceClassic(t, classics)
+	rebalanceClassic(t, classics, 4)
 	if classics[0].gen != before.Epoch+1 {
 		t.Fatalf("generation %d after the rebalance", classics[0].gen)
 	}
