@@ -32,17 +32,19 @@ import (
 // benchConns is the number of connections KIP-848 members share.
 const benchConns = 8
 
-// benchGroupNode starts a node with a topic of 2×members partitions and
-// group g loaded; timeouts are long (nothing expires during a run).
+// benchGroupNode starts a node with group g loaded and a topic t of
+// 2×members partitions (a joiner takes partitions from the others, as in
+// broker/group/consumer's BenchmarkJoinToStable); timeouts are long (nothing expires during
+// a run).
 func benchGroupNode(b *testing.B, members int) (*Node, *rawConn) {
 	b.Helper()
 	n := startNode(b, b.TempDir(), withSettings(map[string]string{
 		"group.max.session.timeout.ms": "600000",
 	}))
-	createTopic(b, newAdmin(b, n), "t", int32(2*members), nil)
 	c := dialRaw(b, n)
 	findCoordinator(b, c, "g")
 	waitLoaded(b, n, "g")
+	createTopic(b, newAdmin(b, n), "t", int32(2*members), nil)
 	return n, c
 }
 
