@@ -436,7 +436,7 @@ type Config struct {
 	QuotaWindowSize          time.Duration // quota.window.size.seconds
 	FetchSessionCacheSlots   int
 	Share                    shareLeaderConfig // group.share.* of the share-partition leader (share_leader.go)
-	MaxRequestPartitions     int32 // max.request.partition.size.limit
+	MaxRequestPartitions     int32             // max.request.partition.size.limit
 	ShutdownTimeout          time.Duration
 
 	// Authorizer is set when authorizer.class.name names the

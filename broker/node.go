@@ -302,8 +302,8 @@ func Open(o Options) (_ *Node, err error) {
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
-	n.groups = newGroupCoordinator(n)                // before the follower: reconcile tells it of __consumer_offsets
-	n.txns = newTxnCoordinator(n)                    // before the follower: reconcile tells it of __transaction_state
+	n.groups = newGroupCoordinator(n)          // before the follower: reconcile tells it of __consumer_offsets
+	n.txns = newTxnCoordinator(n)              // before the follower: reconcile tells it of __transaction_state
 	n.sharePersister = share.NewMemPersister() // replaced by S19d's RPC persister (share_persister.go)
 	n.shareSessions, n.shareLeader = newShareSessionCache(cfg.Share.MaxShareSessions), newShareLeader(n)
 	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
