@@ -435,9 +435,11 @@ type Config struct {
 	QuotaWindowNum           int           // quota.window.num
 	QuotaWindowSize          time.Duration // quota.window.size.seconds
 	FetchSessionCacheSlots   int
-	Share                    shareLeaderConfig // group.share.* of the share-partition leader (share_leader.go)
-	MaxRequestPartitions     int32             // max.request.partition.size.limit
+	MaxRequestPartitions     int32 // max.request.partition.size.limit
 	ShutdownTimeout          time.Duration
+
+	// Share is group.share.* of the share-partition leader (share_leader.go).
+	Share shareLeaderConfig
 
 	// Authorizer is set when authorizer.class.name names the
 	// StandardAuthorizer (super.users, allow.everyone.if.no.acl.found).

@@ -302,13 +302,13 @@ func Open(o Options) (_ *Node, err error) {
 	if err := n.startTier(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
-	n.groups = newGroupCoordinator(n)          // before the follower: reconcile tells it of __consumer_offsets
-	n.txns = newTxnCoordinator(n)              // before the follower: reconcile tells it of __transaction_state
-	n.sharePersister = share.NewMemPersister() // replaced by S19d's RPC persister (share_persister.go)
-	n.shareSessions, n.shareLeader = newShareSessionCache(cfg.Share.MaxShareSessions), newShareLeader(n)
+	n.groups = newGroupCoordinator(n)                // before the follower: reconcile tells it of __consumer_offsets
+	n.txns = newTxnCoordinator(n)                    // before the follower: reconcile tells it of __transaction_state
 	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
+	n.sharePersister = share.NewMemPersister() // replaced by S19d's RPC persister (share_persister.go)
+	n.shareSessions, n.shareLeader = newShareSessionCache(cfg.Share.MaxShareSessions), newShareLeader(n)
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
 
