@@ -105,7 +105,7 @@ func (c *shareSessionCache) open(key shareSessionKey, conn context.Context, part
 	for _, tp := range parts {
 		if !s.has(tp) {
 			s.parts = append(s.parts, tp)
-			s.fresh[tp] = true
+			s.fresh[tp] = false // the opening response answers them all
 		}
 	}
 	c.sessions[key] = s
