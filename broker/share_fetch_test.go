@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/share"
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -473,7 +474,7 @@ func (f *failingPersister) Write(ctx context.Context, k share.Key, se, le int32,
 func TestShareAckNotAnsweredBeforeDurable(t *testing.T) {
 	n, tid := shareNode(t, nil)
 	fp := &failingPersister{Persister: n.sharePersister}
-	n.sharePersister = fp
+	n.shareLeader.setTestPersister(fp)
 	a := newShareClient(t, n, tid, "a")
 	sharePartResp(t, a.fetch(0, 100))
 	shareProduce(t, n, 0, 4)
@@ -622,4 +623,80 @@ func TestShareSessionCache(t *testing.T) {
 		t.Fatalf("re-open: %v %v %v", s, old, err)
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].partition < parts[j].partition })
+}
+
+// TestShareLeaderChangeRebuildsFromDurableState: a follower answers
+// NOT_LEADER_OR_FOLLOWER with the leader (KIP-951); when the leader goes,
+// the new one rebuilds the share-partition from the durable state (one
+// persister shared by both nodes stands in for the share coordinator)
+// and redelivers exactly what was not acknowledged.
+func TestShareLeaderChangeRebuildsFromDurableState(t *testing.T) {
+	c := startCluster(t, 2, map[string]string{"group.share.enable": "true"})
+	cl := c.client(kgo.DefaultProduceTopic("q"))
+	createAssigned(t, cl, "q", nil, []int32{2, 1})
+	c.waitFullISR("q", 0)
+	shared := share.NewMemPersister()
+	for _, id := range []int32{1, 2} {
+		c.node(id).shareLeader.setTestPersister(shared)
+	}
+	tid := topicID(t, c.node(1), "q")
+
+	f := newShareClient(t, c.node(1), tid, "f")
+	rp := sharePartResp(t, f.fetch(0, 10))
+	if rp == nil || rp.ErrorCode != kerr.NotLeaderForPartition.Code || rp.CurrentLeader.LeaderID != 2 {
+		t.Fatalf("follower's answer: %+v", rp)
+	}
+	if resp := f.fetch(0, 10); len(resp.NodeEndpoints) != 1 || resp.NodeEndpoints[0].NodeID != 2 {
+		t.Fatalf("node endpoints %+v, want broker 2's", resp.NodeEndpoints)
+	}
+
+	a := newShareClient(t, c.node(2), tid, "a")
+	// Until broker 2's view has it lead the partition, it answers
+	// NOT_LEADER_OR_FOLLOWER; the share-partition is created (at latest:
+	// offset 0) by the first answer without error.
+	if err := testutil.Within(testWait, func() error {
+		// No partition in an incremental answer: loaded, nothing to say.
+		if rp := sharePartResp(t, a.fetch(0, 100)); rp != nil && rp.ErrorCode != 0 {
+			return fmt.Errorf("leader's answer %+v", rp)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b := newShareClient(t, c.node(1), tid, "b")
+	var rs []*kgo.Record
+	for i := range 10 {
+		rs = append(rs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(testCtx(t), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := acquiredOf(t, sharePartResp(t, a.fetch(5000, 100))); len(got) != 10 {
+		t.Fatalf("a acquired %v on the leader", got)
+	}
+	resp := a.ack(a.epoch, ackBatch(0, 5, 1))
+	if e := resp.Topics[0].Partitions[0].ErrorCode; e != 0 {
+		t.Fatalf("acks: %v", kerr.ErrorForCode(e))
+	}
+	c.stop(2)
+	c.waitNewLeader("q", 0, 2)
+	var got map[int64]int16
+	deadline := time.Now().Add(testWait)
+	for len(got) == 0 && time.Now().Before(deadline) {
+		if b.epoch == 0 {
+			rp := sharePartResp(t, b.fetch(1000, 100))
+			got = map[int64]int16{}
+			if rp != nil && rp.ErrorCode == 0 {
+				got = acquiredOf(t, rp)
+			} else {
+				b.epoch = 0 // not the leader yet: open again
+			}
+			continue
+		}
+		got = acquiredOf(t, sharePartResp(t, b.fetch(1000, 100)))
+	}
+	want := map[int64]int16{6: 2, 7: 2, 8: 2, 9: 2}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("new leader delivered %v, want %v", got, want)
+	}
 }

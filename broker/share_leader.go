@@ -183,6 +183,27 @@ type shareLeader struct {
 	m    shareMetrics
 	// now is the clock in ms (tests move it); nil: time.Now.
 	now func() int64
+	// testPersister, if set (tests, under mu), is used instead of
+	// n.sharePersister: a failing one, or one shared by several nodes as
+	// the share coordinator would be.
+	testPersister share.Persister
+}
+
+// persister is the share coordinator's client.
+func (sl *shareLeader) persister() share.Persister {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.testPersister != nil {
+		return sl.testPersister
+	}
+	return sl.n.sharePersister
+}
+
+// setTestPersister replaces the persister (tests).
+func (sl *shareLeader) setTestPersister(p share.Persister) {
+	sl.mu.Lock()
+	sl.testPersister = p
+	sl.mu.Unlock()
 }
 
 func newShareLeader(n *Node) *shareLeader {
@@ -355,11 +376,11 @@ func (sl *shareLeader) load(ctx context.Context, s *sharePart) error {
 	gc := n.shareGroupConfig(s.key.group)
 	cfg := share.Config{LockDurationMs: gc.RecordLockDurationMs, DeliveryCountLimit: gc.DeliveryCountLimit, MaxRecordLocks: n.cfg.Share.PartitionMaxRecordLocks}
 	k := sl.shareKey(s)
-	st, err := n.sharePersister.Read(ctx, k, s.epoch)
+	st, err := sl.persister().Read(ctx, k, s.epoch)
 	if errors.Is(err, share.ErrNoState) {
 		start := sl.resetOffset(s.p, gc)
-		if err = n.sharePersister.Initialize(ctx, k, 0, start); err == nil || errors.Is(err, kerr.FencedStateEpoch) {
-			st, err = n.sharePersister.Read(ctx, k, s.epoch)
+		if err = sl.persister().Initialize(ctx, k, 0, start); err == nil || errors.Is(err, kerr.FencedStateEpoch) {
+			st, err = sl.persister().Read(ctx, k, s.epoch)
 		}
 	}
 	if err != nil {
@@ -424,7 +445,7 @@ func (sl *shareLeader) persist(ctx context.Context, s *sharePart) error {
 	if !ok {
 		return nil
 	}
-	if err := sl.n.sharePersister.Write(ctx, sl.shareKey(s), s.stateEpoch, s.epoch, u); err != nil {
+	if err := sl.persister().Write(ctx, sl.shareKey(s), s.stateEpoch, s.epoch, u); err != nil {
 		sl.n.logger.Warn("broker: share state write failed, dropping the share-partition's state", "group", s.key.group,
 			"topic", s.topic, "partition", s.key.partition, "err", err)
 		sl.dropLocked(s)
@@ -499,10 +520,7 @@ func (sl *shareLeader) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-		case <-sl.kick:
-			if !timer.Stop() {
-				<-timer.C
-			}
+		case <-sl.kick: // Reset above needs no drain (Go 1.23+ timers)
 		}
 	}
 }
