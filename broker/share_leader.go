@@ -49,6 +49,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,8 +108,20 @@ func parseShareLeaderConfig(i64 func(string, int64) int64, bad func(name, v, why
 	return c
 }
 
-// shareGroupsOffered reports whether the share-group APIs are advertised.
-func (n *Node) shareGroupsOffered() bool { return n.cfg.Share.Enable }
+// shareGroupsOffered reports whether ShareFetch and ShareAcknowledge are
+// offered: group.share.enable=true, or group.coordinator.rebalance.protocols
+// lists share (the membership slice's switch; the two agree).
+func (n *Node) shareGroupsOffered() bool {
+	if n.cfg.Share.Enable {
+		return true
+	}
+	for _, p := range strings.Split(n.cfg.Props["group.coordinator.rebalance.protocols"], ",") {
+		if strings.EqualFold(strings.TrimSpace(p), "share") {
+			return true
+		}
+	}
+	return false
+}
 
 // sharePartKey names a share-partition.
 type sharePartKey struct {
