@@ -78,13 +78,18 @@ func TestShareGroupEightConsumers(t *testing.T) {
 	admin := newClient(t, n, kgo.DefaultProduceTopic("q8"))
 	setGroupConfigs(t, admin, "g8", "share.auto.offset.reset", "earliest")
 
-	const total, consumers = 3000, 8
-	var rs []*kgo.Record
-	for i := range total {
-		rs = append(rs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
-	}
-	if err := admin.ProduceSync(testCtx(t), rs...).FirstErr(); err != nil {
-		t.Fatal(err)
+	// In batches of 20: a share fetch acquires whole log batches
+	// (batch-optimized mode), so one batch of everything would go to one
+	// consumer.
+	const total, consumers, batch = 3000, 8, 20
+	for i := 0; i < total; i += batch {
+		var rs []*kgo.Record
+		for j := i; j < i+batch; j++ {
+			rs = append(rs, &kgo.Record{Value: []byte(strconv.Itoa(j))})
+		}
+		if err := admin.ProduceSync(testCtx(t), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testWait)
