@@ -53,6 +53,12 @@ func handleJoinGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 			return encodeResponse(r, resp), nil
 		}
 	}
+	if n.groupIsShare(req.Group) {
+		// A share group takes no classic member (Kafka: INCONSISTENT_GROUP_PROTOCOL).
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.InconsistentGroupProtocol.Code, -1, req.MemberID
+		return encodeResponse(r, resp), nil
+	}
 	resp := n.groups.members.JoinGroup(group.WithClient(ctx, r.clientID, clientHost(r)), req)
 	return encodeResponse(r, resp), nil
 }

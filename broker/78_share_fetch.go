@@ -3,8 +3,9 @@ package broker
 // ShareFetch (key 78), versions 1 and 2 (KIP-932; v1 adds MaxRecords and
 // BatchSize, KIP-1206; v2 ShareAcquireMode and IsRenewAck, KIP-1206 and
 // KIP-1222). v0 was Kafka 4.0's early access and is not served (Kafka 4.1
-// dropped it too). Advertised only with group.share.enable=true; otherwise
-// answered UNSUPPORTED_VERSION.
+// dropped it too). Advertised only when share groups are on
+// (group.coordinator.rebalance.protocols lists share); otherwise answered
+// UNSUPPORTED_VERSION.
 //
 // Behaviour, in order:
 //
@@ -91,7 +92,7 @@ func strOr(s *string) string {
 // ShareAcknowledge for its group and member ids, 0 if none.
 func (n *Node) shareRequestCheck(group, member string) int16 {
 	switch {
-	case !n.shareGroupsOffered():
+	case !n.shareGroupsOn():
 		return kerr.UnsupportedVersion.Code
 	case group == "":
 		return kerr.InvalidGroupID.Code

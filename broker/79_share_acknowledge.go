@@ -2,7 +2,8 @@ package broker
 
 // ShareAcknowledge (key 79), versions 1 and 2 (v2: IsRenewAck and the
 // renew type, KIP-1222; v0 was Kafka 4.0's early access). Advertised only
-// with group.share.enable=true; otherwise answered UNSUPPORTED_VERSION.
+// when share groups are on (group.coordinator.rebalance.protocols lists
+// share); otherwise answered UNSUPPORTED_VERSION.
 //
 // Behaviour: the same group and member checks as ShareFetch; the share
 // session must exist (SHARE_SESSION_NOT_FOUND) and the epoch be its

@@ -187,6 +187,9 @@ func (cs *consumerGroups) heartbeat(ctx context.Context, req *kmsg.ConsumerGroup
 // getOrCreate returns the group, creating an empty one on a join (taking
 // over an Empty classic group of that id).
 func (cs *consumerGroups) getOrCreate(id string, partition int32, join bool) (*consumerGroup, *kerr.Error, string) {
+	if known, _ := cs.gc.sgs.exists(id); known { // before cs.mu: a share group's lock is taken before it
+		return nil, kerr.GroupIDNotFound, "Group " + id + " is not a consumer group."
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
@@ -594,6 +597,10 @@ func (n *Node) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) 
 		if _, err := n.groups.partitionOf(id); err == nil {
 			if handled, code := n.groups.cgs.deleteGroup(ctx, id); handled {
 				mine[id] = code
+				continue
+			}
+			if handled, code := n.groups.sgs.deleteGroup(ctx, id); handled {
+				mine[id] = code // share_groups.go
 				continue
 			}
 		}

@@ -26,7 +26,7 @@ import (
 // partition, and returns it with the topic's id.
 func shareNode(t *testing.T, extra map[string]string) (*Node, [16]byte) {
 	t.Helper()
-	props := map[string]string{"group.share.enable": "true"}
+	props := map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer,share"}
 	for k, v := range extra {
 		props[k] = v
 	}
@@ -173,7 +173,7 @@ func TestShareAPIsAdvertisedOnlyWhenEnabled(t *testing.T) {
 	}
 	off := startNode(t, t.TempDir(), nil)
 	if f, a := has(off); f || a {
-		t.Fatalf("advertised without group.share.enable: fetch %v ack %v", f, a)
+		t.Fatalf("advertised without share in the protocols: fetch %v ack %v", f, a)
 	}
 	sc := newShareClient(t, off, [16]byte{1}, "m1")
 	if resp := sc.fetch(0, 10); resp.ErrorCode != kerr.UnsupportedVersion.Code {
@@ -181,7 +181,7 @@ func TestShareAPIsAdvertisedOnlyWhenEnabled(t *testing.T) {
 	}
 	on, _ := shareNode(t, nil)
 	if f, a := has(on); !f || !a {
-		t.Fatalf("not advertised with group.share.enable=true: fetch %v ack %v", f, a)
+		t.Fatalf("not advertised with share in the protocols: fetch %v ack %v", f, a)
 	}
 }
 
@@ -631,7 +631,7 @@ func TestShareSessionCache(t *testing.T) {
 // persister shared by both nodes stands in for the share coordinator)
 // and redelivers exactly what was not acknowledged.
 func TestShareLeaderChangeRebuildsFromDurableState(t *testing.T) {
-	c := startCluster(t, 2, map[string]string{"group.share.enable": "true"})
+	c := startCluster(t, 2, map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer,share"})
 	cl := c.client(kgo.DefaultProduceTopic("q"))
 	createAssigned(t, cl, "q", nil, []int32{2, 1})
 	c.waitFullISR("q", 0)

@@ -49,7 +49,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,7 +63,6 @@ import (
 // shareLeaderConfig holds the broker's group.share.* settings of the
 // share-partition leader.
 type shareLeaderConfig struct {
-	Enable                  bool  // group.share.enable: advertise the share-group APIs
 	RecordLockDurationMs    int64 // group.share.record.lock.duration.ms
 	MinRecordLockDurationMs int64 // group.share.min.record.lock.duration.ms
 	MaxRecordLockDurationMs int64 // group.share.max.record.lock.duration.ms
@@ -77,9 +75,8 @@ type shareLeaderConfig struct {
 // (ShareGroupConfig): lock durations at least 1000 ms, the default between
 // the min and the max (the max at most 3600000), delivery count limit
 // 2..10, record locks 100..10000, sessions at least 1.
-func parseShareLeaderConfig(i64 func(string, int64) int64, bad func(name, v, why string), get func(string) string, boolean func(string) bool) shareLeaderConfig {
+func parseShareLeaderConfig(i64 func(string, int64) int64, bad func(name, v, why string), get func(string) string) shareLeaderConfig {
 	c := shareLeaderConfig{
-		Enable:                  boolean("group.share.enable"),
 		RecordLockDurationMs:    i64("group.share.record.lock.duration.ms", 1000),
 		MinRecordLockDurationMs: i64("group.share.min.record.lock.duration.ms", 1000),
 		MaxRecordLockDurationMs: i64("group.share.max.record.lock.duration.ms", 1000),
@@ -106,21 +103,6 @@ func parseShareLeaderConfig(i64 func(string, int64) int64, bad func(name, v, why
 	}
 	c.MaxShareSessions = int(min(i64("group.share.max.share.sessions", 1), 1<<20))
 	return c
-}
-
-// shareGroupsOffered reports whether ShareFetch and ShareAcknowledge are
-// offered: group.share.enable=true, or group.coordinator.rebalance.protocols
-// lists share (the membership slice's switch; the two agree).
-func (n *Node) shareGroupsOffered() bool {
-	if n.cfg.Share.Enable {
-		return true
-	}
-	for _, p := range strings.Split(n.cfg.Props["group.coordinator.rebalance.protocols"], ",") {
-		if strings.EqualFold(strings.TrimSpace(p), "share") {
-			return true
-		}
-	}
-	return false
 }
 
 // sharePartKey names a share-partition.
