@@ -484,17 +484,6 @@ func (sl *shareLeader) releaseMember(ctx context.Context, group, member string, 
 	}
 }
 
-// shareMemberLeft releases everything member of group holds on this
-// broker and closes its share session here: for the group coordinator,
-// when a member leaves or is fenced (its records go to the others at once
-// rather than when their locks expire).
-func (n *Node) shareMemberLeft(ctx context.Context, group, member string) {
-	if s, err := n.shareSessions.close(shareSessionKey{group, member}); err == nil {
-		s.end()
-	}
-	n.shareLeader.releaseMember(ctx, group, member, nil)
-}
-
 // run is the expiry loop (see the file comment); it returns when ctx ends.
 func (sl *shareLeader) run(ctx context.Context) {
 	timer := time.NewTimer(time.Second)
