@@ -16,8 +16,8 @@ package broker
 // GROUP_ID_NOT_FOUND ("Group %s is not a share group."), an unknown one
 // at a non-zero epoch GROUP_ID_NOT_FOUND ("Share group %s not found."),
 // as Kafka's getOrMaybeCreatePersistedShareGroup. Only advertised when
-// share groups are on (group.coordinator.rebalance.protocols lists share,
-// or group.share.enable=true); otherwise UNSUPPORTED_VERSION.
+// share groups are on (group.coordinator.rebalance.protocols lists
+// share); otherwise UNSUPPORTED_VERSION.
 //
 // Differences from Kafka: see broker/group/sharegroup/DESIGN.md (the
 // share state of newly assigned partitions is initialized by the

@@ -63,6 +63,12 @@ var Settings = []Setting{
 	{"queued.max.request.bytes", "268435456", "bytes of requests being read or handled, all client connections together (the CONTROLLER listener has as much again of its own); a reader stops reading while they are spent (-1 = unbounded, Kafka's default; else at least socket.request.max.bytes)"},
 	{"strata.socket.request.read.timeout.ms", "30000", "close a connection whose request has not fully arrived this long after its size prefix (connections.max.idle.ms applies between requests)"},
 	{"max.incremental.fetch.session.cache.slots", "1000", "fetch sessions (KIP-227) this broker keeps; 0 disables them"},
+	{"group.share.record.lock.duration.ms", "30000", "share groups: how long a consumer holds the records a ShareFetch acquired for it before they are released by themselves (a group's share.record.lock.duration.ms overrides it)"},
+	{"group.share.min.record.lock.duration.ms", "15000", "smallest share-group record lock duration allowed"},
+	{"group.share.max.record.lock.duration.ms", "60000", "largest share-group record lock duration allowed"},
+	{"group.share.delivery.count.limit", "5", "share groups: a record delivered this many times without being accepted is archived (2-10; a group's share.delivery.count.limit overrides it)"},
+	{"group.share.partition.max.record.locks", "2000", "share groups: most in-flight records of one share-partition (100-10000); ShareFetch acquires nothing new past it"},
+	{"group.share.max.share.sessions", "2000", "share sessions (ShareFetch, one per share-group member and broker) this broker keeps; a new one past it is SHARE_SESSION_LIMIT_REACHED"},
 	{"max.request.partition.size.limit", "2000", "most partitions one DescribeTopicPartitions response holds (the request's ResponsePartitionLimit is capped by it)"},
 	{"strata.shutdown.timeout.ms", "10000", "how long shutdown waits for in-flight requests before closing connections"},
 	{"authorizer.class.name", "", "the authorizer: empty for none (every request allowed, ACL APIs answer SECURITY_DISABLED), or org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log)"},
@@ -112,7 +118,7 @@ var Settings = []Setting{
 	{"group.min.session.timeout.ms", "6000", "smallest session.timeout.ms a member may ask for"},
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
 	{"group.max.size", "2147483647", "most members one group may have"},
-	{"group.coordinator.rebalance.protocols", "classic,consumer", "group protocols offered: classic (JoinGroup/SyncGroup), consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed) and share (KIP-932 share groups, as group.share.enable=true)"},
+	{"group.coordinator.rebalance.protocols", "classic,consumer", "group protocols offered: classic (JoinGroup/SyncGroup), consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed) and share (KIP-932 share groups: ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge advertised only when listed)"},
 	{"group.consumer.session.timeout.ms", "45000", "session timeout of KIP-848 consumer group members"},
 	{"group.consumer.heartbeat.interval.ms", "5000", "heartbeat interval the coordinator gives KIP-848 consumer group members"},
 	{"group.consumer.min.session.timeout.ms", "45000", "smallest group.consumer.session.timeout.ms allowed"},
@@ -440,6 +446,9 @@ type Config struct {
 	FetchSessionCacheSlots   int
 	MaxRequestPartitions     int32 // max.request.partition.size.limit
 	ShutdownTimeout          time.Duration
+
+	// Share is group.share.* of the share-partition leader (share_leader.go).
+	Share shareLeaderConfig
 
 	// Authorizer is set when authorizer.class.name names the
 	// StandardAuthorizer (super.users, allow.everyone.if.no.acl.found).
@@ -796,6 +805,7 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.QuotaWindowNum = int(min(i64("quota.window.num", 2), 1<<10))
 	c.QuotaWindowSize = time.Duration(min(i64("quota.window.size.seconds", 1), 1<<20)) * time.Second
 	c.FetchSessionCacheSlots = int(min(i64("max.incremental.fetch.session.cache.slots", 0), 1<<20))
+	c.Share = parseShareLeaderConfig(i64, bad, get)
 	c.MaxRequestPartitions = int32(min(i64("max.request.partition.size.limit", 1), 1<<31-1))
 	c.ShutdownTimeout = ms("strata.shutdown.timeout.ms", 0)
 	if on, err := authz.CheckClassName(get("authorizer.class.name")); err != nil {

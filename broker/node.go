@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-io/strata/broker/authz"
 	"github.com/strata-io/strata/broker/quota"
+	"github.com/strata-io/strata/broker/share"
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/netbuf"
@@ -134,6 +135,11 @@ type Node struct {
 	leaderQuota, followerQuota *replicationQuota
 	groups                     *groupCoordinator // consumer groups and committed offsets (coordinator.go)
 	txns                       *txnCoordinator   // the transaction coordinator (txn_coordinator.go)
+	// Share groups, the share-partition leader's side (share_leader.go,
+	// share_session.go); sharePersister reaches the share coordinator.
+	shareSessions  *shareSessionCache
+	shareLeader    *shareLeader
+	sharePersister share.Persister
 
 	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
 	// produceHook, if set (tests), runs after a produce request's appends;
@@ -301,6 +307,8 @@ func Open(o Options) (_ *Node, err error) {
 	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
+	n.sharePersister = share.NewMemPersister() // replaced by S19d's RPC persister (share_persister.go)
+	n.shareSessions, n.shareLeader = newShareSessionCache(cfg.Share.MaxShareSessions), newShareLeader(n)
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
 
@@ -351,6 +359,8 @@ func Open(o Options) (_ *Node, err error) {
 	go func() { defer n.loops.Done(); n.groups.run(n.ctx) }()
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.txns.run(n.ctx) }()
+	n.loops.Add(1)
+	go func() { defer n.loops.Done(); n.shareLeader.run(n.ctx) }()
 	n.health.serving.Store(true)
 	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.ClusterID(), "listeners", n.Addrs())
 	return n, nil

@@ -89,12 +89,10 @@ func (n *Node) shareGroupsConfig() sharegroup.Config {
 	return cfg
 }
 
-// shareGroupsOn reports whether share group membership (76, 77) is
-// offered: group.coordinator.rebalance.protocols lists share, or
-// group.share.enable=true (the share-partition leader's switch).
-func (n *Node) shareGroupsOn() bool {
-	return n.cfg.GroupShareProtocol || strings.EqualFold(strings.TrimSpace(n.cfg.Props["group.share.enable"]), "true")
-}
+// shareGroupsOn reports whether share groups (76-79) are offered:
+// group.coordinator.rebalance.protocols lists share. The one switch of
+// the membership and the share-partition leader.
+func (n *Node) shareGroupsOn() bool { return n.cfg.GroupShareProtocol }
 
 func (ss *shareGroups) lookup(id string) *shareGroup {
 	ss.mu.Lock()

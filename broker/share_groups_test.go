@@ -152,8 +152,8 @@ func TestShareGroupMembershipRaw(t *testing.T) {
 }
 
 // TestShareGroupOffUntilEnabled: without share in
-// group.coordinator.rebalance.protocols (nor group.share.enable) keys 76
-// and 77 are not advertised and answer UNSUPPORTED_VERSION.
+// group.coordinator.rebalance.protocols keys 76 and 77 are not
+// advertised and answer UNSUPPORTED_VERSION.
 func TestShareGroupOffUntilEnabled(t *testing.T) {
 	n := startNode(t, t.TempDir(), groupTestSettings)
 	cl := newClient(t, n)
