@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -385,20 +384,6 @@ func franzGoDir(t *testing.T, ctx context.Context) (dir, version string) {
 	return dir, version
 }
 
-// passed returns the tests `go test -v` output reports as passed, and
-// those it reports as failed.
-func passed(out []byte) (pass, fail []string) {
-	re := regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL): (\S+) `)
-	for _, m := range re.FindAllSubmatch(out, -1) {
-		if string(m[1]) == "PASS" {
-			pass = append(pass, string(m[2]))
-		} else {
-			fail = append(fail, string(m[2]))
-		}
-	}
-	return pass, fail
-}
-
 // TestCluster3FranzGoSuite runs franz-go's own kgo integration tests
 // against three nodes with KGO_TEST_RF=3 (their default: every topic they
 // create has three replicas), the transactional ETL included, then its
@@ -418,32 +403,24 @@ func TestCluster3FranzGoSuite(t *testing.T) {
 	c := startCluster3(t)
 	env := append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+strings.Join(c.addrs(), ","),
 		"KGO_TEST_RF=3", "KGO_LOG_LEVEL=none")
-	run := func(name string, extraEnv []string, args ...string) []byte {
+	run := func(name string, extraEnv []string, args ...string) *goTestRun {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-count=1", "-v"}, append(args, ".")...)...)
-		cmd.Dir = filepath.Join(src, "pkg", "kgo")
-		cmd.Env = append(slices.Clone(env), extraEnv...)
-		cmd.WaitDelay = 10 * time.Second
 		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		pass, fail := passed(out)
-		t.Logf("franz-go %s kgo tests, %s: %d passed, failed %v, in %v", version, name, len(pass), fail, time.Since(start).Round(time.Second))
+		r, err := runGoTest(ctx, filepath.Join(src, "pkg", "kgo"), append(slices.Clone(env), extraEnv...), args...)
+		t.Logf("franz-go %s kgo tests, %s: %d passed, failed %v, in %v", version, name, len(r.pass), r.fail, time.Since(start).Round(time.Second))
 		if err != nil {
-			tail := out[max(0, len(out)-16<<10):]
-			t.Fatalf("franz-go kgo tests (%s) failed: %v\n%s", name, err, tail)
+			t.Fatalf("franz-go kgo tests (%s) failed: %v\n%s", name, err, r.report(t, "kgo-"+name))
 		}
-		return out
+		return r
 	}
-	out := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m")
-	pass, _ := passed(out)
+	r := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m")
 	for _, name := range kgoMustPass {
-		if !slices.Contains(pass, name) {
+		if !r.passed(name) {
 			t.Errorf("franz-go test %s did not pass", name)
 		}
 	}
-	out = run("chaos", []string{"KGO_TEST_RECORDS=2000", "KGO_TEST_CHAOS=1"}, "-timeout", "2m", "-run", "^TestGroupETL$")
-	if pass, _ := passed(out); !slices.Contains(pass, "TestGroupETL") {
-		t.Errorf("franz-go TestGroupETL under KGO_TEST_CHAOS=1 did not pass:\n%s", out[max(0, len(out)-4000):])
+	if r = run("chaos", []string{"KGO_TEST_RECORDS=2000", "KGO_TEST_CHAOS=1"}, "-timeout", "2m", "-run", "^TestGroupETL$"); !r.passed("TestGroupETL") {
+		t.Errorf("franz-go TestGroupETL under KGO_TEST_CHAOS=1 did not pass:\n%s", r.report(t, "kgo-chaos"))
 	}
 }
 
