@@ -428,27 +428,27 @@ func TestCluster3FranzGoSuite(t *testing.T) {
 	c := startCluster3(t)
 	env := append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+strings.Join(c.addrs(), ","),
 		"KGO_TEST_RF=3", "KGO_LOG_LEVEL=none")
-	run := func(name string, extraEnv []string, args ...string) *goTestRun {
+	run := func(name string, extraEnv []string, args ...string) *testutil.GoTestRun {
 		t.Helper()
 		start := time.Now()
-		r, err := runGoTest(ctx, filepath.Join(src, "pkg", "kgo"), append(slices.Clone(env), extraEnv...), args...)
-		t.Logf("franz-go %s kgo tests, %s: %d passed, failed %v, in %v", version, name, len(r.pass), r.fail, time.Since(start).Round(time.Second))
+		r, err := testutil.RunGoTest(ctx, filepath.Join(src, "pkg", "kgo"), append(slices.Clone(env), extraEnv...), args...)
+		t.Logf("franz-go %s kgo tests, %s: %d passed, failed %v, in %v", version, name, len(r.Pass), r.Fail, time.Since(start).Round(time.Second))
 		if err != nil {
-			t.Fatalf("franz-go kgo tests (%s) failed: %v\n%s", name, err, r.report(t, "kgo-"+name))
+			t.Fatalf("franz-go kgo tests (%s) failed: %v\n%s", name, err, r.Report(t, "kgo-"+name))
 		}
 		return r
 	}
-	if r := run("first", nil, "-timeout", "2m", "-run", "^("+strings.Join(kgoFirst, "|")+")$"); !r.passed(kgoFirst...) {
-		t.Fatalf("franz-go %v did not pass on the unused cluster:\n%s", kgoFirst, r.report(t, "kgo-first"))
+	if r := run("first", nil, "-timeout", "2m", "-run", "^("+strings.Join(kgoFirst, "|")+")$"); !r.Passed(kgoFirst...) {
+		t.Fatalf("franz-go %v did not pass on the unused cluster:\n%s", kgoFirst, r.Report(t, "kgo-first"))
 	}
 	r := run("suite", []string{"KGO_TEST_RECORDS=5000"}, "-timeout", "4m", "-skip", kgoSkipFirst())
 	for _, name := range kgoMustPass {
-		if !r.passed(name) {
+		if !r.Passed(name) {
 			t.Errorf("franz-go test %s did not pass", name)
 		}
 	}
-	if r = run("chaos", []string{"KGO_TEST_RECORDS=2000", "KGO_TEST_CHAOS=1"}, "-timeout", "2m", "-run", "^TestGroupETL$"); !r.passed("TestGroupETL") {
-		t.Errorf("franz-go TestGroupETL under KGO_TEST_CHAOS=1 did not pass:\n%s", r.report(t, "kgo-chaos"))
+	if r = run("chaos", []string{"KGO_TEST_RECORDS=2000", "KGO_TEST_CHAOS=1"}, "-timeout", "2m", "-run", "^TestGroupETL$"); !r.Passed("TestGroupETL") {
+		t.Errorf("franz-go TestGroupETL under KGO_TEST_CHAOS=1 did not pass:\n%s", r.Report(t, "kgo-chaos"))
 	}
 }
 

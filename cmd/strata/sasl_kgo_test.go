@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // listenerAddr reads listener name's address from p's address line
@@ -50,11 +52,11 @@ func TestFranzGoOAuth(t *testing.T) {
 		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;")
 	oauthSeeds := p.listenerAddr(t, "SASL_PLAINTEXT")
 	start := time.Now()
-	r, err := runGoTest(ctx, filepath.Join(src, "pkg", "kgo"),
+	r, err := testutil.RunGoTest(ctx, filepath.Join(src, "pkg", "kgo"),
 		append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+p.addr, "KGO_TEST_OAUTH_SEEDS="+oauthSeeds, "KGO_LOG_LEVEL=none"),
 		"-timeout", "3m", "-run", "^TestOAuthAuth$")
-	t.Logf("franz-go %s TestOAuthAuth: passed %v, failed %v, in %v", version, r.pass, r.fail, time.Since(start).Round(time.Second))
-	if err != nil || !r.passed("TestOAuthAuth") {
-		t.Fatalf("franz-go TestOAuthAuth did not pass: %v\n%s", err, r.report(t, "kgo-oauth"))
+	t.Logf("franz-go %s TestOAuthAuth: passed %v, failed %v, in %v", version, r.Pass, r.Fail, time.Since(start).Round(time.Second))
+	if err != nil || !r.Passed("TestOAuthAuth") {
+		t.Fatalf("franz-go TestOAuthAuth did not pass: %v\n%s", err, r.Report(t, "kgo-oauth"))
 	}
 }

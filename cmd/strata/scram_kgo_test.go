@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestFranzGoSCRAM runs franz-go's own TestSCRAMAuth and
@@ -53,12 +55,12 @@ func TestFranzGoSCRAM(t *testing.T) {
 	}
 	for _, scram := range []string{"testuser:testpass", "testuser512:testpass512:512"} {
 		start := time.Now()
-		r, err := runGoTest(ctx, filepath.Join(src, "pkg", "kgo"),
+		r, err := testutil.RunGoTest(ctx, filepath.Join(src, "pkg", "kgo"),
 			append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+p.addr, "KGO_TEST_SCRAM_SEEDS="+seeds, "KGO_TEST_SCRAM="+scram, "KGO_LOG_LEVEL=none"),
 			"-timeout", "3m", "-run", "^(TestSCRAMAuth|TestSCRAMAuthBadCredentials)$")
-		t.Logf("franz-go %s SCRAM tests as %s: passed %v, failed %v, in %v", version, strings.SplitN(scram, ":", 2)[0], r.pass, r.fail, time.Since(start).Round(time.Second))
-		if err != nil || !r.passed("TestSCRAMAuth", "TestSCRAMAuthBadCredentials") {
-			t.Fatalf("franz-go's SCRAM tests did not pass: %v\n%s", err, r.report(t, "kgo-scram"))
+		t.Logf("franz-go %s SCRAM tests as %s: passed %v, failed %v, in %v", version, strings.SplitN(scram, ":", 2)[0], r.Pass, r.Fail, time.Since(start).Round(time.Second))
+		if err != nil || !r.Passed("TestSCRAMAuth", "TestSCRAMAuthBadCredentials") {
+			t.Fatalf("franz-go's SCRAM tests did not pass: %v\n%s", err, r.Report(t, "kgo-scram"))
 		}
 	}
 }
