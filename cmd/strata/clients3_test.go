@@ -411,8 +411,9 @@ func franzGoDir(t *testing.T, ctx context.Context) (dir, version string) {
 
 // TestCluster3FranzGoSuite runs franz-go's own kgo integration tests
 // against three nodes with KGO_TEST_RF=3 (their default: every topic they
-// create has three replicas), the transactional ETL included, then its
-// group ETL test again with KGO_TEST_CHAOS=1 (every client connection
+// create has three replicas), the transactional ETL included (kgoFirst
+// before the rest, on the unused cluster), then its group ETL test again
+// with KGO_TEST_CHAOS=1 (every client connection
 // dies after 0.5-1.5 s: reconnects, produce retries, sequence rewinds,
 // idempotent ordering).
 func TestCluster3FranzGoSuite(t *testing.T) {
