@@ -189,7 +189,8 @@ func TestShareGroupOffUntilEnabled(t *testing.T) {
 // TestShareGroupIDNamespace: one group id namespace, as Kafka: a share
 // heartbeat for a consumer group or a classic group is GROUP_ID_NOT_FOUND
 // ("not a share group"), a consumer heartbeat for a share group
-// GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL;
+// GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL, an
+// OffsetCommit or OffsetFetch GROUP_ID_NOT_FOUND;
 // ListGroups lists share groups with type and state filters and
 // DescribeGroups v6 says a share group is no classic group.
 func TestShareGroupIDNamespace(t *testing.T) {
@@ -231,6 +232,24 @@ func TestShareGroupIDNamespace(t *testing.T) {
 	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
 	if r := c.roundTrip(jg).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
 		t.Errorf("classic join of a share group: %d", r.ErrorCode)
+	}
+
+	// A share group commits and fetches no offsets (Kafka: "Group %s is
+	// not a consumer group.").
+	if code := commitRaw(t, c, 7, "q", "t", 0, 5, nil); code != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetCommit to a share group: %d", code)
+	}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.SetVersion(5)
+	of.Group = "q"
+	if r := c.roundTrip(of).(*kmsg.OffsetFetchResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetFetch of a share group: %d", r.ErrorCode)
+	}
+	of8 := kmsg.NewPtrOffsetFetchRequest()
+	of8.SetVersion(8)
+	of8.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "q"}}
+	if r := c.roundTrip(of8).(*kmsg.OffsetFetchResponse); len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetFetch v8 of a share group: %+v", r.Groups)
 	}
 
 	list := func(types, states []string) []string {
