@@ -190,7 +190,7 @@ func TestShareGroupOffUntilEnabled(t *testing.T) {
 // heartbeat for a consumer group or a classic group is GROUP_ID_NOT_FOUND
 // ("not a share group"), a consumer heartbeat for a share group
 // GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL, an
-// OffsetCommit or OffsetFetch GROUP_ID_NOT_FOUND;
+// OffsetCommit, TxnOffsetCommit or OffsetFetch GROUP_ID_NOT_FOUND;
 // ListGroups lists share groups with type and state filters and
 // DescribeGroups v6 says a share group is no classic group.
 func TestShareGroupIDNamespace(t *testing.T) {
@@ -244,6 +244,10 @@ func TestShareGroupIDNamespace(t *testing.T) {
 	of.Group = "q"
 	if r := c.roundTrip(of).(*kmsg.OffsetFetchResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Errorf("OffsetFetch of a share group: %d", r.ErrorCode)
+	}
+	verifyAnswer(n, 0, nil) // the transaction coordinator's verdict: in the transaction
+	if code := txnOffsetCommitRaw(t, c, txnCommit{version: 3, txnID: "tx", group: "q", pid: 42, generation: -1, topic: "t", offset: 7}); code != kerr.GroupIDNotFound.Code {
+		t.Errorf("TxnOffsetCommit to a share group: %d", code)
 	}
 	of8 := kmsg.NewPtrOffsetFetchRequest()
 	of8.SetVersion(8)
