@@ -282,6 +282,11 @@ func TestShareGroupIDNamespace(t *testing.T) {
 		d.ErrorMessage == nil || *d.ErrorMessage != "Group q is not a classic group." {
 		t.Errorf("DescribeGroups v6 of a share group: %d %v", d.ErrorCode, d.ErrorMessage)
 	}
+	cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgd.Groups = []string{"q"}
+	if d := c.roundTrip(cgd).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]; d.ErrorCode != kerr.GroupIDNotFound.Code || d.ErrorMessage == nil || *d.ErrorMessage != "Group q is not a consumer group." {
+		t.Errorf("ConsumerGroupDescribe of a share group: %d %v", d.ErrorCode, d.ErrorMessage)
+	}
 	if d := shareDescribe(t, c, "cg"); d.ErrorCode != kerr.GroupIDNotFound.Code || d.ErrorMessage == nil || *d.ErrorMessage != "Group cg is not a share group." {
 		t.Errorf("ShareGroupDescribe of a consumer group: %d %v", d.ErrorCode, d.ErrorMessage)
 	}
