@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/share"
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -545,4 +546,35 @@ func TestShareGroupFranzGoMembership(t *testing.T) {
 		}
 		return nil
 	}, "the closed consumers to leave")
+}
+
+// TestShareGroupAuthorization: ShareGroupHeartbeat needs READ on the group
+// (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on each subscribed topic
+// (TOPIC_AUTHORIZATION_FAILED); ShareGroupDescribe needs DESCRIBE on the
+// group (READ implies it); a refused request makes no group.
+func TestShareGroupAuthorization(t *testing.T) {
+	n := startNode(t, t.TempDir(), authzOn(shareGroupSettings))
+	if res, err := n.svc.CreateTopics(testCtx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "q")
+	waitLoaded(t, n, "q")
+	if r := shareHB(t, c, "q", "m1", 0, "t"); r.ErrorCode != kerr.GroupAuthorizationFailed.Code || n.groupIsShare("q") {
+		t.Fatalf("join without READ on the group: %v, group made %v", hbErr(r), n.groupIsShare("q"))
+	}
+	grantDirect(t, n, "GROUP:LITERAL:q ALLOW User:ANONYMOUS@* READ")
+	if r := shareHB(t, c, "q", "m1", 0, "t"); r.ErrorCode != kerr.TopicAuthorizationFailed.Code || n.groupIsShare("q") {
+		t.Fatalf("join without DESCRIBE on the topic: %v, group made %v", hbErr(r), n.groupIsShare("q"))
+	}
+	grantDirect(t, n, "TOPIC:LITERAL:t ALLOW User:ANONYMOUS@* DESCRIBE")
+	if r := shareHB(t, c, "q", "m1", 0, "t"); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("join with both: %v epoch %d", hbErr(r), r.MemberEpoch)
+	}
+	if d := shareDescribe(t, c, "other"); d.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describe without DESCRIBE on the group: %d", d.ErrorCode)
+	}
+	if d := shareDescribe(t, c, "q"); d.ErrorCode != 0 || len(d.Members) != 1 { // READ implies DESCRIBE
+		t.Fatalf("describe with READ on the group: %d, %d members", d.ErrorCode, len(d.Members))
+	}
 }
