@@ -60,6 +60,14 @@ func requestRefusal(az *authz.Authorizer, w who, req kmsg.Request) int16 {
 		return group(r.Group)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return group(r.Group)
+	case *kmsg.ShareFetchRequest:
+		if r.GroupID != nil {
+			return group(*r.GroupID)
+		}
+	case *kmsg.ShareAcknowledgeRequest:
+		if r.GroupID != nil {
+			return group(*r.GroupID)
+		}
 	case *kmsg.InitProducerIDRequest:
 		if r.TransactionalID != nil {
 			return txn(*r.TransactionalID)

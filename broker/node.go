@@ -136,7 +136,11 @@ type Node struct {
 	groups                     *groupCoordinator // consumer groups and committed offsets (coordinator.go)
 	txns                       *txnCoordinator   // the transaction coordinator (txn_coordinator.go)
 	shares                     *shareCoordinator // the share coordinator of __share_group_state (share_coordinator.go)
-	sharePersister             share.Persister   // share-partition state through the share coordinator (share_persister.go)
+	// Share groups, the share-partition leader's side (share_leader.go,
+	// share_session.go); sharePersister reaches the share coordinator.
+	shareSessions  *shareSessionCache
+	shareLeader    *shareLeader
+	sharePersister share.Persister
 
 	pcells producerCells // each open log's idempotent-producer state (idempotence.go)
 	// produceHook, if set (tests), runs after a produce request's appends;
@@ -302,10 +306,11 @@ func Open(o Options) (_ *Node, err error) {
 	n.groups = newGroupCoordinator(n)                // before the follower: reconcile tells it of __consumer_offsets
 	n.txns = newTxnCoordinator(n)                    // before the follower: reconcile tells it of __transaction_state
 	n.shares = newShareCoordinator(n)                // before the follower: reconcile tells it of __share_group_state
-	n.sharePersister = newShareStatePersister(n)     // the RPC persister (S19c sets a MemPersister on this line)
+	n.sharePersister = newShareStatePersister(n)     // the RPC persister to the share coordinators (share_persister.go)
 	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
+	n.shareSessions, n.shareLeader = newShareSessionCache(cfg.Share.MaxShareSessions), newShareLeader(n)
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
 
@@ -356,6 +361,8 @@ func Open(o Options) (_ *Node, err error) {
 	go func() { defer n.loops.Done(); n.groups.run(n.ctx) }()
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.txns.run(n.ctx) }()
+	n.loops.Add(1)
+	go func() { defer n.loops.Done(); n.shareLeader.run(n.ctx) }()
 	n.health.serving.Store(true)
 	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.ClusterID(), "listeners", n.Addrs())
 	return n, nil

@@ -155,6 +155,7 @@ type Partition struct {
 	dirtyHi        int64
 	startDirty     bool
 	deliveredTotal int64 // records handed out (deliveries), for metrics
+	archivedTotal  int64 // records archived unaccepted (rejected or at the limit), for metrics
 }
 
 // New returns an empty share-partition whose SPSO is start (see
@@ -199,6 +200,11 @@ func (p *Partition) AcquiredCount() int { return p.acquired }
 
 // Deliveries is the number of record deliveries (acquisitions) so far.
 func (p *Partition) Deliveries() int64 { return p.deliveredTotal }
+
+// Archived is the number of records archived without being accepted so
+// far: rejected, or released or expired at the delivery count limit
+// (offsets archived as gaps of the log are not records and not counted).
+func (p *Partition) Archived() int64 { return p.archivedTotal }
 
 // State returns the state, delivery count and holder of offset o; an
 // offset below the SPSO is reported Acknowledged or Archived as "done"
@@ -317,6 +323,7 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode
 			p.markDirty(o)
 			if r.count >= p.cfg.DeliveryCountLimit {
 				r.state = Archived
+				p.archivedTotal++
 				continue
 			}
 			r.state, r.member, r.deadline = Acquired, member, deadline
@@ -407,6 +414,9 @@ func (p *Partition) Acknowledge(member string, acks []AckBatch, now int64) error
 }
 
 func (p *Partition) settle(o int64, r *record, s RecordState) {
+	if s == Archived {
+		p.archivedTotal++
+	}
 	r.state, r.member, r.deadline = s, "", 0
 	p.acquired--
 	p.markDirty(o)

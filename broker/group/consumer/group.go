@@ -729,8 +729,8 @@ func (g *Group) subscribedIDs(m *Member, img TopicImage) map[uuid.UUID]bool {
 
 // metadataHash digests the metadata of every topic a member subscribes
 // to (by name, or by a regex: internal topics excepted). Each topic's
-// digest covers its name, ID, partition count and racks; the group's is
-// their sum, which needs no sorting: a heartbeat pays one map lookup and
+// digest covers its name, ID, partition count and racks, mixed (mix64);
+// the group's is their sum, which needs no sorting: a heartbeat pays one map lookup and
 // a short FNV per subscribed topic (a regex costs a match per topic of
 // the image; the wiring should cache that per image version).
 func (g *Group) metadataHash(img TopicImage) int64 {
@@ -750,7 +750,7 @@ func (g *Group) metadataHash(img TopicImage) int64 {
 			}
 			h.Write([]byte{0})
 		}
-		sum += h.Sum64()
+		sum += mix64(h.Sum64())
 		seen++
 	}
 	for name := range g.subNames {
@@ -923,4 +923,17 @@ func (g *Group) Loaded(now int64) {
 // `.*offsets` never pick __consumer_offsets.
 func namesLiterally(expr, name string) bool {
 	return strings.Contains(expr, name) || strings.Contains(expr, regexp.QuoteMeta(name))
+}
+
+// mix64 is splitmix64's finalizer, applied to each topic's FNV-1a digest
+// before the sum: FNV-1a is linear in its last byte (the partition
+// count's), so raw digests let one topic's count going up by one and
+// another's going down by one cancel out in the sum, and the group epoch
+// did not move (TestMetadataHashSeesOppositeCountChanges).
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
