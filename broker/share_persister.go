@@ -12,7 +12,9 @@ package broker
 // __share_group_state.
 //
 // Retriable errors (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
-// COORDINATOR_LOAD_IN_PROGRESS, a network error, a timeout) are retried
+// COORDINATOR_LOAD_IN_PROGRESS, a network error, a timeout; and for 2 s
+// UNKNOWN_TOPIC_OR_PARTITION, as the coordinator learns of a new topic
+// through its own metadata) are retried
 // with a backoff doubling from 50 ms to 1 s, as long as ctx lasts (and at
 // most sharePersisterMaxWait when ctx has no deadline); the last such
 // error is returned when it ends. Errors are mapped to the Persister
@@ -39,6 +41,10 @@ import (
 // sharePersisterMaxWait bounds the retries of one call whose ctx has no
 // deadline.
 const sharePersisterMaxWait = 30 * time.Second
+
+// shareUnknownTopicWait is how long UNKNOWN_TOPIC_OR_PARTITION from a
+// coordinator is retried (its metadata may not have the topic yet).
+const shareUnknownTopicWait = 2 * time.Second
 
 // shareRPCTimeout bounds one share-state RPC to a remote coordinator.
 const shareRPCTimeout = 10 * time.Second
@@ -76,10 +82,14 @@ func (sp *rpcSharePersister) call(ctx context.Context, k share.Key, local func(c
 		defer cancel()
 	}
 	backoff := 50 * time.Millisecond
+	start := time.Now()
 	var last error
 	for {
 		err := sp.once(ctx, k, local, remote)
-		if err == nil || !retriableShareErr(err) {
+		// The coordinator's metadata may lag the caller's by a moment: an
+		// unknown topic is retried for shareUnknownTopicWait.
+		unknown := errors.Is(err, kerr.UnknownTopicOrPartition) && time.Since(start) < shareUnknownTopicWait
+		if err == nil || !retriableShareErr(err) && !unknown {
 			return err
 		}
 		last = err
