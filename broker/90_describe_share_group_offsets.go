@@ -31,7 +31,9 @@ import (
 	"github.com/strata-io/strata/broker/share"
 )
 
-func init() { register(90, 0, handleDescribeShareGroupOffsets) }
+const describeShareGroupOffsetsKey = 90
+
+func init() { register(describeShareGroupOffsetsKey, 0, handleDescribeShareGroupOffsets) }
 
 func handleDescribeShareGroupOffsets(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DescribeShareGroupOffsetsRequest)

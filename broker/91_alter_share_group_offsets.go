@@ -31,7 +31,9 @@ import (
 	"github.com/strata-io/strata/broker/share"
 )
 
-func init() { register(91, 0, handleAlterShareGroupOffsets) }
+const alterShareGroupOffsetsKey = 91
+
+func init() { register(alterShareGroupOffsetsKey, 0, handleAlterShareGroupOffsets) }
 
 func handleAlterShareGroupOffsets(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.AlterShareGroupOffsetsRequest)

@@ -30,7 +30,9 @@ import (
 	"github.com/strata-io/strata/broker/share"
 )
 
-func init() { register(92, 0, handleDeleteShareGroupOffsets) }
+const deleteShareGroupOffsetsKey = 92
+
+func init() { register(deleteShareGroupOffsetsKey, 0, handleDeleteShareGroupOffsets) }
 
 func handleDeleteShareGroupOffsets(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.DeleteShareGroupOffsetsRequest)

@@ -118,7 +118,7 @@ var Settings = []Setting{
 	{"group.min.session.timeout.ms", "6000", "smallest session.timeout.ms a member may ask for"},
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
 	{"group.max.size", "2147483647", "most members one group may have"},
-	{"group.coordinator.rebalance.protocols", "classic,consumer", "group protocols offered: classic (JoinGroup/SyncGroup), consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed) and share (KIP-932 share groups: ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge advertised only when listed)"},
+	{"group.coordinator.rebalance.protocols", "classic,consumer,share", "group protocols offered: classic (JoinGroup/SyncGroup), consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed) and share (KIP-932 share groups, GA in Kafka 4.2: ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge and the share-group offsets APIs advertised only when listed)"},
 	{"group.consumer.session.timeout.ms", "45000", "session timeout of KIP-848 consumer group members"},
 	{"group.consumer.heartbeat.interval.ms", "5000", "heartbeat interval the coordinator gives KIP-848 consumer group members"},
 	{"group.consumer.min.session.timeout.ms", "45000", "smallest group.consumer.session.timeout.ms allowed"},

@@ -145,6 +145,10 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			68: {0, 1}, // KIP-848, group.coordinator.rebalance.protocols lists consumer by default
 			69: {0, 1},
 			75: {0, 0},
+			76: {1, 1}, // share groups (KIP-932), on by default as in Kafka 4.2
+			77: {1, 1},
+			78: {1, 2},
+			79: {1, 2},
 			83: {0, 0}, // share-state RPCs (share_coordinator.go)
 			84: {0, 0},
 			85: {0, 1},
