@@ -6,7 +6,8 @@ package broker
 // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as the
 // top-level error otherwise); READ on the group (Kafka's choice, not
 // ALTER), else GROUP_AUTHORIZATION_FAILED; a share group with members is
-// NON_EMPTY_GROUP; a group that does not exist yet is an empty share
+// NON_EMPTY_GROUP; a classic or consumer group of that id is
+// GROUP_ID_NOT_FOUND; a group that does not exist yet is an empty share
 // group, as Kafka creates it. Per topic: READ on it, else
 // TOPIC_AUTHORIZATION_FAILED on each partition; a topic or partition the
 // metadata does not have is UNKNOWN_TOPIC_OR_PARTITION; a negative start
@@ -48,6 +49,9 @@ func handleAlterShareGroupOffsets(ctx context.Context, n *Node, r *request) (*fr
 	}
 	if _, err := n.groups.partitionOf(req.GroupID); err != nil {
 		return fail(err)
+	}
+	if e := n.groups.sgs.otherGroupType(req.GroupID); e != nil {
+		return fail(e) // a classic or consumer group: GROUP_ID_NOT_FOUND, as Kafka
 	}
 	if exists, empty := n.shareGroupIsEmpty(req.GroupID); exists && !empty {
 		return fail(kerr.NonEmptyGroup)

@@ -6,7 +6,8 @@ package broker
 // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as the
 // top-level error otherwise); DELETE on the group, else
 // GROUP_AUTHORIZATION_FAILED; a share group with members is
-// NON_EMPTY_GROUP; GROUP_ID_NOT_FOUND for a group that is neither a known
+// NON_EMPTY_GROUP; a classic or consumer group of that id is
+// GROUP_ID_NOT_FOUND; GROUP_ID_NOT_FOUND for a group that is neither a known
 // share group nor has share state for any requested topic. Per topic:
 // READ on it, else TOPIC_AUTHORIZATION_FAILED; a topic the metadata does
 // not have is UNKNOWN_TOPIC_OR_PARTITION; otherwise the share state of
@@ -47,6 +48,9 @@ func handleDeleteShareGroupOffsets(ctx context.Context, n *Node, r *request) (*f
 	}
 	if _, err := n.groups.partitionOf(req.GroupID); err != nil {
 		return fail(err)
+	}
+	if e := n.groups.sgs.otherGroupType(req.GroupID); e != nil {
+		return fail(e) // a classic or consumer group: GROUP_ID_NOT_FOUND, as Kafka
 	}
 	exists, empty := n.shareGroupIsEmpty(req.GroupID)
 	if exists && !empty {

@@ -123,4 +123,15 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	if _, err := adm.DeleteShareGroupOffsets(ctx, "g", "t"); !errors.Is(err, kerr.GroupIDNotFound) {
 		t.Fatalf("delete of a group with no share state: %v", err)
 	}
+
+	// A classic group's id is not a share group's: GROUP_ID_NOT_FOUND.
+	if err := adm.CommitAllOffsets(ctx, "classic", kadm.Offsets{"t": {0: {At: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.AlterShareGroupOffsets(ctx, "classic", kadm.Offsets{"t": {0: {At: 3}}}); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("alter of a classic group's id: %v", err)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "classic", "t"); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("delete of a classic group's id: %v", err)
+	}
 }
