@@ -48,9 +48,10 @@ type shareStateOf struct {
 // shareGroupStates returns, per topic, the partitions of t's that group
 // has share state for (describe-all of DescribeShareGroupOffsets). It
 // asks the share coordinator for every partition of every non-internal
-// topic: Kafka's group coordinator keeps the list of initialized topics in
-// its ShareGroupStatePartitionMetadata record instead, which the
-// membership slice will provide.
+// topic: Kafka reads the group's list of initialized topics (its
+// ShareGroupStatePartitionMetadata record, sharegroup.Group.Initialized
+// here) instead, which does not cover the share state
+// AlterShareGroupOffsets left for a group the membership does not know.
 func (n *Node) shareGroupStates(ctx context.Context, group string) map[shareTopic][]shareStateOf {
 	var topics []shareTopic
 	n.view(func(st *metadata.State) {
