@@ -104,6 +104,15 @@ type BrokerResources struct {
 	CPUCoresMax  float64 `json:"cpuCoresMax"`
 	RSSBytesMean float64 `json:"rssBytesMean"`
 	RSSBytesMax  float64 `json:"rssBytesMax"`
+	// The broker's CPU-seconds over the measured phase (its mean CPU rate
+	// in the measured phase's samples × the phase's length) and per GB
+	// (10^9 bytes of record keys and values) produced and consumed in it:
+	// what a byte costs the broker. Both sides share the CPU, so a
+	// scenario with consumers charges each GB produced its consumption
+	// too; zero when not sampled or nothing moved.
+	CPUSeconds              float64 `json:"cpuSeconds,omitempty"`
+	CPUSecondsPerGBProduced float64 `json:"cpuSecondsPerGBProduced,omitempty"`
+	CPUSecondsPerGBConsumed float64 `json:"cpuSecondsPerGBConsumed,omitempty"`
 }
 
 // Summary is one side's totals over the measured phase.

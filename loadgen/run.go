@@ -123,7 +123,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		if isStrata(before) {
 			res.Target = "strata"
-		} else {
+		} else if res.Target != "kfake" { // kfake has no object store: nothing to account
 			res.Notes = append(res.Notes, "the metrics URL exports no strata_ metrics: no cost accounting")
 		}
 	}
