@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&m.Host, "host", "", "machine description")
 	fs.StringVar(&m.Duration, "duration", "", "measured phase of each run")
 	fs.IntVar(&m.Runs, "runs", 0, "repetitions asked for")
-	section := fs.String("section", "", "write only this block of the page (replication or transactions), between its markers")
+	section := fs.String("section", "", "write only this block of the page (replication, transactions or produce), between its markers")
 	htmlToo := fs.Bool("html", false, "also write <name>.html beside each run's JSON and <scenario>.compare.html per scenario")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -111,8 +111,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		block = strings.Replace(block, "on one node; ", fmt.Sprintf("on one node (a run of these scenarios alone: %s, commit %s, %s, %s, %d repetitions); ",
 			na(m.Date), na(m.Commit), na(m.Host), na(m.Duration), m.Runs), 1)
 		fmt.Fprint(bw, block)
+	case "produce":
+		writeProduceSection(bw, m, set)
 	default:
-		fmt.Fprintf(stderr, "mkreport: -section %q: want replication or transactions\n", *section)
+		fmt.Fprintf(stderr, "mkreport: -section %q: want replication, transactions or produce\n", *section)
 		return 2
 	}
 	err = bw.Flush()
@@ -480,27 +482,7 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 	}
 	if len(scenarios) > 0 {
 		p("## Overview\n\n")
-		if len(s.peers()) == 1 {
-			p("| scenario | Strata produce MB/s | kfake produce MB/s | ratio | Strata MB/s ÷ seq. write | Strata publish p99 (ms) | kfake publish p99 (ms) | Strata e2e p99 (ms) | kfake e2e p99 (ms) |\n")
-			p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-			for _, sc := range scenarios {
-				st, kf := s.runs[sc]["strata"], s.runs[sc]["kfake"]
-				smb, kmb := med(st, metrics[1].get), med(kf, metrics[1].get)
-				p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, fig(smb), fig(kmb), ratio(smb, kmb), pct(smb, seq),
-					fig(med(st, metrics[4].get)), fig(med(kf, metrics[4].get)), fig(med(st, metrics[7].get)), fig(med(kf, metrics[7].get)))
-			}
-		} else {
-			p("| scenario | Strata produce MB/s | kfake-files produce MB/s | Strata ÷ kfake-files | kfake produce MB/s | Strata ÷ kfake | Strata MB/s ÷ seq. write | Strata publish p99 (ms) | kfake-files publish p99 (ms) | kfake publish p99 (ms) | Strata e2e p99 (ms) | kfake-files e2e p99 (ms) | kfake e2e p99 (ms) |\n")
-			p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-			for _, sc := range scenarios {
-				st, kff, kf := s.runs[sc]["strata"], s.runs[sc][kfakeFilesTarget], s.runs[sc][kfakeTarget]
-				smb, fmb, kmb := med(st, metrics[1].get), med(kff, metrics[1].get), med(kf, metrics[1].get)
-				p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, fig(smb), fig(fmb), ratio(smb, fmb), fig(kmb), ratio(smb, kmb), pct(smb, seq),
-					fig(med(st, metrics[4].get)), fig(med(kff, metrics[4].get)), fig(med(kf, metrics[4].get)),
-					fig(med(st, metrics[7].get)), fig(med(kff, metrics[7].get)), fig(med(kf, metrics[7].get)))
-			}
-		}
-		p("\n")
+		writeOverview(p, s, scenarios, seq)
 		writeProduceTargets(p, s)
 	}
 	for _, sc := range scenarios {
@@ -510,7 +492,37 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 	}
 	writeReplicationBlock(p, s, seq, sf)
 	writeTransactionsBlock(p, s, seq, sf)
+	writeHowTo(p)
+}
 
+// writeOverview is the table of every scenario's produce MB/s and p99s,
+// Strata beside each peer.
+func writeOverview(p func(string, ...any), s *resultSet, scenarios []string, seq float64) {
+	if len(s.peers()) == 1 {
+		p("| scenario | Strata produce MB/s | kfake produce MB/s | ratio | Strata MB/s ÷ seq. write | Strata publish p99 (ms) | kfake publish p99 (ms) | Strata e2e p99 (ms) | kfake e2e p99 (ms) |\n")
+		p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, sc := range scenarios {
+			st, kf := s.runs[sc]["strata"], s.runs[sc]["kfake"]
+			smb, kmb := med(st, metrics[1].get), med(kf, metrics[1].get)
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, fig(smb), fig(kmb), ratio(smb, kmb), pct(smb, seq),
+				fig(med(st, metrics[4].get)), fig(med(kf, metrics[4].get)), fig(med(st, metrics[7].get)), fig(med(kf, metrics[7].get)))
+		}
+	} else {
+		p("| scenario | Strata produce MB/s | kfake-files produce MB/s | Strata ÷ kfake-files | kfake produce MB/s | Strata ÷ kfake | Strata MB/s ÷ seq. write | Strata publish p99 (ms) | kfake-files publish p99 (ms) | kfake publish p99 (ms) | Strata e2e p99 (ms) | kfake-files e2e p99 (ms) | kfake e2e p99 (ms) |\n")
+		p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, sc := range scenarios {
+			st, kff, kf := s.runs[sc]["strata"], s.runs[sc][kfakeFilesTarget], s.runs[sc][kfakeTarget]
+			smb, fmb, kmb := med(st, metrics[1].get), med(kff, metrics[1].get), med(kf, metrics[1].get)
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, fig(smb), fig(fmb), ratio(smb, fmb), fig(kmb), ratio(smb, kmb), pct(smb, seq),
+				fig(med(st, metrics[4].get)), fig(med(kff, metrics[4].get)), fig(med(kf, metrics[4].get)),
+				fig(med(st, metrics[7].get)), fig(med(kff, metrics[7].get)), fig(med(kf, metrics[7].get)))
+		}
+	}
+	p("\n")
+}
+
+// writeHowTo is the page's last section.
+func writeHowTo(p func(string, ...any)) {
 	p("## How to reproduce\n\n")
 	p("```\nmake bench                                  # or: bench/run\nBENCH_DURATION=60s RUNS=5 bench/run         # longer runs, more repetitions\n```\n\n")
 	p("`bench/run` builds `strata`, measures the machine (`strata loadgen machine`), starts a Strata node on 127.0.0.1 with a fresh data directory and free ports, starts the kfake peer (`strata loadgen kfake`, and `--data-dir` for kfake-files unless `BENCH_KFAKE_FILES=0`; with `--metrics-listen`, so its CPU is sampled as Strata's is), runs each scenario against each with `--duration $BENCH_DURATION` (default 20s) RUNS times (default 3), keeps every JSON result and HTML report in `bench/results/<timestamp>/` (not committed), and regenerates this page with `go run ./bench/mkreport`. ")
@@ -519,6 +531,46 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 	p("Catch-up runs against Strata only (it reads back a backlog that lives in the remote tier); fill writes a small fixed amount (`BENCH_FILL`, default 256MiB) instead of the preset's 10GiB. ")
 	p("Object-store cost comes from the node's `/metrics` before and after each run (`--metrics-url`), priced at $0.005 per 1000 PUT/LIST and $0.0004 per 1000 GET. ")
 	p("Single runs on a shared 2-core machine vary by tens of percent: compare medians, and rerun before drawing conclusions.\n")
+}
+
+// Markers around the produce block (BENCH_DOC_SECTION=produce).
+const (
+	produceBegin = "<!-- produce:begin -->"
+	produceEnd   = "<!-- produce:end -->"
+)
+
+// writeProduceSection is the produce block alone (bench/run with
+// BENCH_DOC_SECTION=produce puts it in a page of an earlier full run):
+// the run it comes from and the machine's limits in it, the overview of
+// its scenarios against the peers, issue 20's targets, and each
+// (non-replicated) scenario's table one heading level down.
+func writeProduceSection(w io.Writer, m meta, s *resultSet) {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	seq := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.SeqWriteMBPerSec }))
+	sf := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.LoopbackSendfileMBs }))
+	p("%s\n<!-- Generated by bench/run (bench/mkreport -section produce) from %s; do not edit by hand. -->\n\n", produceBegin, m.Results)
+	p("## Produce path: Strata, kfake-files and kfake\n\n")
+	p("A run of the produce scenarios alone (%s, commit %s, %s, %s, %d repetitions; medians): Strata against franz-go's kfake persisting to files (`kfake-files`, `strata loadgen kfake --data-dir`) and in memory (`kfake`), the same load generator and workload, interleaved run by run. ",
+		na(m.Date), na(m.Commit), na(m.Host), na(m.Duration), m.Runs)
+	p("The machine's limits in the same run: sequential file write %s MB/s, loopback sendfile %s MB/s. ", fig(seq), fig(sf))
+	p("The machine is shared (other work ran beside the benchmark): figures vary by tens of percent from run to run.\n\n")
+	scenarios := s.scenarios()
+	if len(scenarios) == 0 {
+		p("No scenario produced a result.\n\n")
+	} else {
+		writeOverview(p, s, scenarios, seq)
+		writeProduceTargets(p, s)
+		for _, sc := range scenarios {
+			if !s.replicated(sc) && !transactional(sc) {
+				var sb strings.Builder
+				writeScenario(func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }, s, sc, seq, sf)
+				p("#%s", sb.String()) // "## sc" → "### sc": inside this block
+			}
+		}
+	}
+	p("%s\n", produceEnd)
+	fmt.Fprint(w, b.String())
 }
 
 // Issue 20's produce targets: Strata produces at least 1.5× kfake

@@ -329,6 +329,42 @@ func TestMarkdownTransactionsSection(t *testing.T) {
 // the broker's CPU per GB and the object store's requests per GiB are
 // rows, and issue 20's produce targets are a table with verdicts.
 func TestMarkdownKfakeFilesAndProduceTargets(t *testing.T) {
+	md := generate(t, kfakeFilesDir(t))
+	for _, want := range []string{
+		"persisting to files (`kfake-files`",
+		// Overview: Strata 300 against kfake-files 180 (1.67×) and kfake 400.
+		"| max-throughput | 300 | 180 | 1.67× | 400 | 0.75× |",
+		"| fill | 300 | 250 | 1.20× | – | – |",
+		"| figure | Strata | kfake-files | kfake | Strata ÷ kfake-files | Strata ÷ kfake |\n| --- | ---: | ---: | ---: | ---: | ---: |\n| successful runs | 3 | 2 | 1 | | |\n",
+		"| produce MB/s | 300 | 180 | 400 | 1.67× | 0.75× |",
+		"| errors (produce + consume) | 0 | 0 | 0 | | |",
+		"| broker CPU per GB produced (CPU-s) | 0.900 | 3.00 | 1.50 | 0.30× | 0.60× |",
+		"| broker CPU per GB consumed (CPU-s) | 0.900 | 3.10 | 1.60 | 0.29× | 0.56× |",
+		"| object-store PUTs per GiB produced | 0.00 | – | – | – | – |",
+		"| Strata produce MB/s ÷ sequential write | – | | | | |",
+		// The targets.
+		"## Produce targets\n",
+		"| produce MB/s ≥ 1.5× kfake-files | max-throughput | 300 (1.67×) | 180 | 400 | met |",
+		"| produce MB/s ≥ 1.5× kfake-files | fill | 300 (1.20×) | 250 | – | **not met** |",
+		"| broker CPU ≤ 1 CPU-s per GB produced | max-throughput | 0.900 | 3.00 | 1.50 | met |",
+		"| broker CPU ≤ 1 CPU-s per GB produced | fill | 1.20 | – | – | **not met** |",
+		"| publish p99 (ms) at 20000 records/s, unchanged or better | fixed-rate | 4.00 | 300 | – | compare with the previous page |",
+		"- failed: kfake-files run 2: kfake --data-dir did not start",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n---\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "3 nodes at RF=3 ≥") {
+		t.Errorf("an RF=3 target without a replicated run\n%s", md)
+	}
+}
+
+// kfakeFilesDir is a result directory of a produce run with kfake-files:
+// three Strata, two kfake-files and one kfake max-throughput runs with
+// the broker's CPU per GB, a fill and a fixed-rate run on Strata and
+// kfake-files, and a failed kfake-files run.
+func kfakeFilesDir(t *testing.T) string {
 	dir := t.TempDir()
 	withCPU := func(r *loadgen.Result, cores, perGBProd, perGBCons float64) *loadgen.Result {
 		r.BrokerResources = &loadgen.BrokerResources{Sampled: true, Samples: 20, CPUCoresMean: cores, CPUCoresMax: cores,
@@ -357,33 +393,38 @@ func TestMarkdownKfakeFilesAndProduceTargets(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "failures.tsv"), []byte("fixed-rate\tkfake-files\t2\tkfake --data-dir did not start\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	md := generate(t, dir)
+	return dir
+}
+
+// TestProduceSectionIsABlockBetweenMarkers: -section produce writes the
+// produce block alone (for bench/run's BENCH_DOC_SECTION=produce): which
+// run it is, the overview, the targets and the scenarios one heading
+// level down, between its markers.
+func TestProduceSectionIsABlockBetweenMarkers(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"-results", kfakeFilesDir(t), "-section", "produce", "-commit", "abc1234", "-date", "2026-12-02T01:00:00Z", "-host", "2 CPU test box", "-duration", "10s", "-runs", "3"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	md := out.String()
+	if !strings.HasPrefix(md, "<!-- produce:begin -->\n") || !strings.HasSuffix(md, "<!-- produce:end -->\n") {
+		t.Errorf("not a block between the produce markers:\n%s", md)
+	}
 	for _, want := range []string{
-		"persisting to files (`kfake-files`",
-		// Overview: Strata 300 against kfake-files 180 (1.67×) and kfake 400.
+		"## Produce path: Strata, kfake-files and kfake\n",
+		"(2026-12-02T01:00:00Z, commit abc1234, 2 CPU test box, 10s, 3 repetitions; medians)",
 		"| max-throughput | 300 | 180 | 1.67× | 400 | 0.75× |",
-		"| fill | 300 | 250 | 1.20× | – | – |",
-		"| figure | Strata | kfake-files | kfake | Strata ÷ kfake-files | Strata ÷ kfake |\n| --- | ---: | ---: | ---: | ---: | ---: |\n| successful runs | 3 | 2 | 1 | | |\n",
-		"| produce MB/s | 300 | 180 | 400 | 1.67× | 0.75× |",
-		"| errors (produce + consume) | 0 | 0 | 0 | | |",
-		"| broker CPU per GB produced (CPU-s) | 0.900 | 3.00 | 1.50 | 0.30× | 0.60× |",
-		"| broker CPU per GB consumed (CPU-s) | 0.900 | 3.10 | 1.60 | 0.29× | 0.56× |",
-		"| object-store PUTs per GiB produced | 0.00 | – | – | – | – |",
-		"| Strata produce MB/s ÷ sequential write | – | | | | |",
-		// The targets.
-		"## Produce targets\n",
 		"| produce MB/s ≥ 1.5× kfake-files | max-throughput | 300 (1.67×) | 180 | 400 | met |",
-		"| produce MB/s ≥ 1.5× kfake-files | fill | 300 (1.20×) | 250 | – | **not met** |",
-		"| broker CPU ≤ 1 CPU-s per GB produced | max-throughput | 0.900 | 3.00 | 1.50 | met |",
-		"| broker CPU ≤ 1 CPU-s per GB produced | fill | 1.20 | – | – | **not met** |",
-		"| publish p99 (ms) at 20000 records/s, unchanged or better | fixed-rate | 4.00 | 300 | – | compare with the previous page |",
-		"- failed: kfake-files run 2: kfake --data-dir did not start",
+		"\n### max-throughput\n",
+		"\n### fill\n",
 	} {
 		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q\n---\n%s", want, md)
+			t.Errorf("block lacks %q\n---\n%s", want, md)
 		}
 	}
-	if strings.Contains(md, "3 nodes at RF=3 ≥") {
-		t.Errorf("an RF=3 target without a replicated run\n%s", md)
+	for _, not := range []string{"# Benchmarks", "## How to reproduce", "\n## max-throughput"} {
+		if strings.Contains(md, not) {
+			t.Errorf("block has %q\n---\n%s", not, md)
+		}
 	}
 }
