@@ -569,7 +569,7 @@ func writeProduceSection(w io.Writer, m meta, s *resultSet) {
 			}
 		}
 	}
-	p("%s\n", produceEnd)
+	p("%s\n\n", produceEnd)
 	fmt.Fprint(w, b.String())
 }
 

@@ -407,7 +407,7 @@ func TestProduceSectionIsABlockBetweenMarkers(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	md := out.String()
-	if !strings.HasPrefix(md, "<!-- produce:begin -->\n") || !strings.HasSuffix(md, "<!-- produce:end -->\n") {
+	if !strings.HasPrefix(md, "<!-- produce:begin -->\n") || !strings.HasSuffix(md, "<!-- produce:end -->\n\n") {
 		t.Errorf("not a block between the produce markers:\n%s", md)
 	}
 	for _, want := range []string{
