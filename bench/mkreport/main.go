@@ -265,7 +265,7 @@ func writeHTMLs(dir string, s *resultSet) error {
 }
 
 // scenarioOrder is the page's order; unknown scenarios follow, sorted.
-var scenarioOrder = []string{"max-throughput", "fixed-rate", "e2e-latency", "catch-up", "fill", replicatedThroughput, replicatedE2E, txnThroughput, txnE2E}
+var scenarioOrder = []string{"max-throughput", produceOnly, "fixed-rate", "e2e-latency", "catch-up", "fill", replicatedThroughput, replicatedE2E, txnThroughput, txnE2E}
 
 // The transaction scenarios (issue 16) are the replication scenarios'
 // workloads (1KiB, acks=all) with transactional producers committing
@@ -580,6 +580,7 @@ func writeProduceSection(w io.Writer, m meta, s *resultSet) {
 // "unchanged or better", is against an earlier page); three nodes at
 // RF=3 produce at least half of one node at RF=1.
 const (
+	produceOnly         = "produce-only" // max-throughput without consumers (bench/run)
 	targetFilesRatio    = 1.5
 	targetCPUPerGB      = 1.0
 	produceTargetScheme = "max-throughput"
@@ -596,7 +597,7 @@ func writeProduceTargets(p func(string, ...any), s *resultSet) {
 	p("Issue 20's targets for the produce path, from the medians above: Strata's produce MB/s against kfake persisting to files (`--data-dir`) with the same load generator, the broker's CPU-seconds per GB at that rate (its `process_cpu_seconds_total` over the measured phase ÷ GB of record keys and values; both sides of a scenario with consumers share that CPU, so per GB produced includes the consumers' reads), publish p99 at 20k records/s, and three nodes at RF=3 against one at RF=1.\n\n")
 	p("| target | scenario | Strata | kfake-files | kfake | verdict |\n| --- | --- | ---: | ---: | ---: | --- |\n")
 	mb := metrics[1].get
-	for _, sc := range []string{produceTargetScheme, "fill"} {
+	for _, sc := range []string{produceTargetScheme, produceOnly, "fill"} {
 		if len(s.runs[sc]) == 0 {
 			continue
 		}
@@ -604,7 +605,7 @@ func writeProduceTargets(p func(string, ...any), s *resultSet) {
 		p("| produce MB/s ≥ %.1f× kfake-files | %s | %s (%s) | %s | %s | %s |\n", targetFilesRatio, sc, fig(st), ratio(st, kff), fig(kff), fig(kf),
 			verdict(kff > 0 && st/kff >= targetFilesRatio, math.IsNaN(st) || math.IsNaN(kff)))
 	}
-	for _, sc := range []string{produceTargetScheme, "fill"} {
+	for _, sc := range []string{produceTargetScheme, produceOnly, "fill"} {
 		if len(s.runs[sc]) == 0 {
 			continue
 		}
