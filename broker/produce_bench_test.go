@@ -19,6 +19,14 @@ package broker
 // requests, MB/s before (serial appends, unpooled frames) -> after:
 // 6 partitions acks=1 522 -> 1556 (2.98x), acks=-1 529 -> 1201 (2.27x);
 // 24 partitions acks=1 732 -> 703 (0.96x), acks=-1 725 -> 766 (1.06x).
+//
+// CPU profile (-cpuprofile, three runs of 100 requests of 3.5 MiB over
+// 12 partitions, acks=1 and -1, merged) before and after the frame read
+// grew by 4 instead of 2 (netbuf.Growth): 3.51 -> 3.14 CPU-seconds;
+// syscalls (socket reads, pwrite, writes) 60 % -> 66 %, memmove (the
+// growing read buffer's copies) 11.4 % -> 3.5 %, CRC-32C (the batch's
+// one validation) 10.5 % -> 8.0 %; nothing else above 2.3 %. What is
+// left is the kernel's copies in and out and the one CRC.
 
 import (
 	"bytes"
