@@ -999,7 +999,11 @@ func writeCost(p func(string, ...any), st []*loadgen.Result) {
 		return fig(med(cs, func(r *loadgen.Result) float64 { return f(r.Cost) }))
 	}
 	perGiB := med(cs, func(r *loadgen.Result) float64 {
-		gib := float64(r.Produce.Bytes) / (1 << 30)
+		b := r.Cost.BytesProduced // what the cost covers; older results: the measured phase
+		if b <= 0 {
+			b = r.Produce.Bytes
+		}
+		gib := float64(b) / (1 << 30)
 		if !(gib > 0) {
 			return math.NaN()
 		}
