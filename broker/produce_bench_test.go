@@ -64,8 +64,10 @@ func produceFrame(topic string, parts int, reqBytes int, acks int16) []byte {
 func BenchmarkProducePipeline(b *testing.B) {
 	// 1 MiB requests, and 3.5 MiB over 12 partitions: what franz-go sends
 	// a single node under loadgen's max-throughput (785 requests for
-	// 2.7 GB in one run, issue 20), larger than the read's first chunk.
-	for _, sh := range []struct{ parts, reqBytes int }{{6, 1 << 20}, {24, 1 << 20}, {12, 7 << 19}} {
+	// 2.7 GB in one run, issue 20), larger than the read's first chunk;
+	// and 24 KiB over 6 partitions, a request of fixed-rate's 20k
+	// records/s (4 KiB a partition: four 1 KiB records).
+	for _, sh := range []struct{ parts, reqBytes int }{{6, 1 << 20}, {24, 1 << 20}, {12, 7 << 19}, {6, 24 << 10}} {
 		parts, reqBytes := sh.parts, sh.reqBytes
 		for _, acks := range []int16{1, -1} {
 			name := fmt.Sprintf("partitions=%d/acks=%d", parts, acks)
