@@ -30,6 +30,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
@@ -56,6 +57,12 @@ func handleJoinGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 			resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
 			return encodeResponse(r, resp), nil
 		}
+	}
+	if n.groupIsShare(req.Group) {
+		// A share group takes no classic member (Kafka: INCONSISTENT_GROUP_PROTOCOL).
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.InconsistentGroupProtocol.Code, -1, req.MemberID
+		return encodeResponse(r, resp), nil
 	}
 	resp := n.groups.members.JoinGroup(group.WithClient(ctx, r.clientID, clientHost(r)), req)
 	return encodeResponse(r, resp), nil

@@ -34,7 +34,7 @@ func handleDescribeGroups(ctx context.Context, n *Node, r *request) (*frame, err
 	// v6+'s GROUP_ID_NOT_FOUND says so, as Kafka.
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
-		if g.ErrorCode == kerr.GroupIDNotFound.Code && n.groupIsConsumer(g.Group) {
+		if g.ErrorCode == kerr.GroupIDNotFound.Code && (n.groupIsConsumer(g.Group) || n.groupIsShare(g.Group)) {
 			g.ErrorMessage = kmsg.StringPtr("Group " + g.Group + " is not a classic group.")
 		}
 	}

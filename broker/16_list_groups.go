@@ -26,6 +26,7 @@ func handleListGroups(ctx context.Context, n *Node, r *request) (*frame, error) 
 	req := r.msg.(*kmsg.ListGroupsRequest)
 	resp := n.groups.members.ListGroups(ctx, req)
 	n.listConsumerGroups(req, resp) // consumer_groups.go: KIP-848 groups
+	n.listShareGroups(req, resp)    // share_groups.go: KIP-932 groups
 	// Kafka's check (authorize.go): DESCRIBE on the cluster lists every
 	// group, else only those the principal may DESCRIBE.
 	if az := n.authorizer(); az != nil && !r.allowedCluster(az, authz.OpDescribe) {

@@ -46,6 +46,9 @@ func handleAPIVersions(_ context.Context, n *Node, r *request) (*frame, error) {
 		if (a.key == consumerGroupHeartbeatKey || a.key == consumerGroupDescribeKey) && !n.cfg.GroupConsumerProtocol {
 			continue // group.coordinator.rebalance.protocols without consumer
 		}
+		if (a.key == shareGroupHeartbeatKey || a.key == shareGroupDescribeKey) && !n.shareGroupsOn() {
+			continue // share groups off (share_groups.go)
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
 		if a.key == produceKey {

@@ -374,12 +374,17 @@ func (n *Node) describeResource(st *metadata.State, req *kmsg.DescribeConfigsReq
 			v, ok := own[name]
 			src := kmsg.ConfigSourceGroupConfig
 			if !ok {
-				if chain := n.staticChain(broker, ""); len(chain) > 0 {
+				v = groupConfigFixedDefault[name]
+				if chain := n.staticChain(broker, v); broker != "" && len(chain) > 0 {
 					v = chain[0].value
 				}
 				src = kmsg.ConfigSourceDefaultConfig
 			}
-			add(name, []configValue{{name, v, src}}, false, kmsg.ConfigTypeInt, "the group's own "+broker+" ("+brokerConfigDoc(broker)+")")
+			typ, doc := kmsg.ConfigTypeInt, "the group's own "+broker+" ("+brokerConfigDoc(broker)+")"
+			if metadata.IsStringGroupConfig(name) {
+				typ, doc = kmsg.ConfigTypeString, groupConfigDoc[name]
+			}
+			add(name, []configValue{{name, v, src}}, false, typ, doc)
 		}
 	default:
 		return fail(kerr.InvalidRequest, fmt.Sprintf("unsupported resource type %s", rr.ResourceType))
@@ -392,4 +397,24 @@ func (n *Node) describeResource(st *metadata.State, req *kmsg.DescribeConfigsReq
 var groupConfigBrokerSetting = map[string]string{
 	metadata.ConfigConsumerSessionTimeoutMs:    "group.consumer.session.timeout.ms",
 	metadata.ConfigConsumerHeartbeatIntervalMs: "group.consumer.heartbeat.interval.ms",
+	metadata.ConfigShareSessionTimeoutMs:       "group.share.session.timeout.ms",
+	metadata.ConfigShareHeartbeatIntervalMs:    "group.share.heartbeat.interval.ms",
+	metadata.ConfigShareRecordLockDurationMs:   "group.share.record.lock.duration.ms",
+	metadata.ConfigShareDeliveryCountLimit:     "group.share.delivery.count.limit",
+}
+
+// groupConfigFixedDefault is a group config's default where the broker
+// has no setting for it (Kafka's GroupConfig defaults), or while the
+// broker setting it inherits is not one of this broker's.
+var groupConfigFixedDefault = map[string]string{
+	metadata.ConfigShareAutoOffsetReset:      "latest",
+	metadata.ConfigShareIsolationLevel:       "read_uncommitted",
+	metadata.ConfigShareRecordLockDurationMs: "30000",
+	metadata.ConfigShareDeliveryCountLimit:   "5",
+}
+
+// groupConfigDoc documents the string group configs.
+var groupConfigDoc = map[string]string{
+	metadata.ConfigShareAutoOffsetReset: "where a share group starts reading a partition it has no state for: latest, earliest or by_duration:<ISO-8601 duration>",
+	metadata.ConfigShareIsolationLevel:  "what a share group reads: read_uncommitted, or read_committed (up to the last stable offset, aborted transactions skipped)",
 }

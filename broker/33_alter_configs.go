@@ -166,6 +166,16 @@ func (n *Node) groupConfigBounds() metadata.GroupConfigBounds {
 	ms("group.consumer.max.heartbeat.interval.ms", &b.MaxHeartbeatIntervalMs)
 	ms("group.consumer.session.timeout.ms", &b.SessionTimeoutMs)
 	ms("group.consumer.heartbeat.interval.ms", &b.HeartbeatIntervalMs)
+	ms("group.share.min.session.timeout.ms", &b.ShareMinSessionTimeoutMs)
+	ms("group.share.max.session.timeout.ms", &b.ShareMaxSessionTimeoutMs)
+	ms("group.share.min.heartbeat.interval.ms", &b.ShareMinHeartbeatIntervalMs)
+	ms("group.share.max.heartbeat.interval.ms", &b.ShareMaxHeartbeatIntervalMs)
+	ms("group.share.session.timeout.ms", &b.ShareSessionTimeoutMs)
+	ms("group.share.heartbeat.interval.ms", &b.ShareHeartbeatIntervalMs)
+	// The share-partition leader's settings (S19c's): Kafka's defaults
+	// while they are not settings of this broker.
+	ms("group.share.min.record.lock.duration.ms", &b.ShareMinRecordLockDurationMs)
+	ms("group.share.max.record.lock.duration.ms", &b.ShareMaxRecordLockDurationMs)
 	return b
 }
 

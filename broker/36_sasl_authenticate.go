@@ -15,8 +15,9 @@ package broker
 // Without a handshake first, or on a listener without SASL, the answer is
 // ILLEGAL_SASL_STATE (and, on a SASL listener, the connection closes).
 //
-// Differences from Kafka: none known (connection.failed.authentication.delay.ms
-// is not applied: the failure is answered at once).
+// The failure's answer and the close wait
+// connection.failed.authentication.delay.ms (100 ms), as Kafka's delayed
+// close does. Differences from Kafka: none known.
 
 import (
 	"context"

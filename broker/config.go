@@ -112,7 +112,7 @@ var Settings = []Setting{
 	{"group.min.session.timeout.ms", "6000", "smallest session.timeout.ms a member may ask for"},
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
 	{"group.max.size", "2147483647", "most members one group may have"},
-	{"group.coordinator.rebalance.protocols", "classic,consumer", "group protocols offered: classic (JoinGroup/SyncGroup) and consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed)"},
+	{"group.coordinator.rebalance.protocols", "classic,consumer", "group protocols offered: classic (JoinGroup/SyncGroup), consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed) and share (KIP-932 share groups, as group.share.enable=true)"},
 	{"group.consumer.session.timeout.ms", "45000", "session timeout of KIP-848 consumer group members"},
 	{"group.consumer.heartbeat.interval.ms", "5000", "heartbeat interval the coordinator gives KIP-848 consumer group members"},
 	{"group.consumer.min.session.timeout.ms", "45000", "smallest group.consumer.session.timeout.ms allowed"},
@@ -121,6 +121,13 @@ var Settings = []Setting{
 	{"group.consumer.max.heartbeat.interval.ms", "15000", "largest group.consumer.heartbeat.interval.ms allowed"},
 	{"group.consumer.max.size", "2147483647", "most members one KIP-848 consumer group may have"},
 	{"group.consumer.assignors", "uniform,range", "server-side assignors of KIP-848 consumer groups, the first the default"},
+	{"group.share.session.timeout.ms", "45000", "session timeout of share group members (KIP-932; a group's share.session.timeout.ms overrides it)"},
+	{"group.share.min.session.timeout.ms", "45000", "smallest group.share.session.timeout.ms (and group share.session.timeout.ms) allowed"},
+	{"group.share.max.session.timeout.ms", "60000", "largest group.share.session.timeout.ms (and group share.session.timeout.ms) allowed"},
+	{"group.share.heartbeat.interval.ms", "5000", "heartbeat interval the coordinator gives share group members (a group's share.heartbeat.interval.ms overrides it)"},
+	{"group.share.min.heartbeat.interval.ms", "5000", "smallest group.share.heartbeat.interval.ms allowed"},
+	{"group.share.max.heartbeat.interval.ms", "15000", "largest group.share.heartbeat.interval.ms allowed"},
+	{"group.share.max.size", "200", "most members one share group may have (1-1000; GROUP_MAX_SIZE_REACHED past it)"},
 	{"group.consumer.migration.policy", "bidirectional", "online migration between classic and KIP-848 consumer groups with members: bidirectional, upgrade (classic to consumer only), downgrade (consumer to classic only) or disabled"},
 	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
 	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets (1, as Kafka's shipped server.properties sets it; 3 on a 3-node cluster)"},
@@ -155,6 +162,7 @@ var Settings = []Setting{
 	{"sasl.mechanism.inter.broker.protocol", "GSSAPI", "the mechanism brokers authenticate with when the inter-broker listener is SASL_* (credentials: that listener's jaas config username/password)"},
 	{"sasl.jaas.config", "", "JAAS login module of SASL listeners, Kafka's syntax (PlainLoginModule user_<name>=\"<password>\" are PLAIN's users); listener.name.<l>.<mechanism>.sasl.jaas.config per listener and mechanism; a password"},
 	{"sasl.server.max.receive.size", "524288", "largest request frame a SASL listener reads before the connection authenticates (a larger one closes it)"},
+	{"connection.failed.authentication.delay.ms", "100", "a failed SASL authentication is answered, and its connection closed, this many ms later (slows password guessing; 0 = at once)"},
 	{"strata.sasl.authentication.timeout.ms", "10000", "a connection of a SASL listener that has not authenticated this long after it opened is closed"},
 	{"connections.max.reauth.ms", "0", "KIP-368: SASL sessions last at most this long (bounded by an OAUTHBEARER token's expiry); a connection used past it without re-authenticating is closed (0 = no limit)"},
 	{"sasl.server.callback.handler.class", "", "OAUTHBEARER validator by Kafka's class name: ...oauthbearer.OAuthBearerValidatorCallbackHandler (JWKS, needs sasl.oauthbearer.jwks.endpoint.url) or ...unsecured.OAuthBearerUnsecuredValidatorCallbackHandler (unset: by the URL); listener.name.<l>.oauthbearer.sasl.server.callback.handler.class"},
@@ -449,6 +457,10 @@ type Config struct {
 	GroupConsumerHeartbeatInterval time.Duration
 	GroupConsumerMaxSize           int
 	GroupConsumerAssignors         []string
+	GroupShareProtocol             bool // "share" in group.coordinator.rebalance.protocols
+	GroupShareSessionTimeout       time.Duration
+	GroupShareHeartbeatInterval    time.Duration
+	GroupShareMaxSize              int
 	GroupConsumerMigrationPolicy   consumer.MigrationPolicy
 
 	// Committed offsets (offsets.*, coordinator.go).
@@ -804,8 +816,10 @@ func ParseConfig(props map[string]string) (Config, error) {
 		case "classic":
 		case "consumer":
 			c.GroupConsumerProtocol = true
+		case "share":
+			c.GroupShareProtocol = true
 		default:
-			bad("group.coordinator.rebalance.protocols", get("group.coordinator.rebalance.protocols"), "protocols are classic and consumer")
+			bad("group.coordinator.rebalance.protocols", get("group.coordinator.rebalance.protocols"), "protocols are classic, consumer and share")
 		}
 	}
 	c.GroupConsumerSessionTimeout = ms("group.consumer.session.timeout.ms", 1)
@@ -827,6 +841,16 @@ func ParseConfig(props map[string]string) (Config, error) {
 		bad("group.consumer.heartbeat.interval.ms", get("group.consumer.heartbeat.interval.ms"), "must be below group.consumer.session.timeout.ms")
 	}
 	c.GroupConsumerMaxSize = int(min(i64("group.consumer.max.size", 1), 1<<31-1))
+	c.GroupShareSessionTimeout = ms("group.share.session.timeout.ms", 1)
+	c.GroupShareHeartbeatInterval = ms("group.share.heartbeat.interval.ms", 1)
+	inBounds("group.share.session.timeout.ms", c.GroupShareSessionTimeout, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")
+	inBounds("group.share.heartbeat.interval.ms", c.GroupShareHeartbeatInterval, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms")
+	if c.GroupShareHeartbeatInterval >= c.GroupShareSessionTimeout {
+		bad("group.share.heartbeat.interval.ms", get("group.share.heartbeat.interval.ms"), "must be below group.share.session.timeout.ms")
+	}
+	if c.GroupShareMaxSize = int(i64("group.share.max.size", 1)); c.GroupShareMaxSize > 1000 {
+		bad("group.share.max.size", get("group.share.max.size"), "above 1000")
+	}
 	c.GroupConsumerAssignors = nil
 	for _, a := range strings.Split(get("group.consumer.assignors"), ",") {
 		switch a = strings.ToLower(strings.TrimSpace(a)); a {

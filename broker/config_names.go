@@ -26,7 +26,7 @@ var KafkaIgnoredSettings = []string{
 	"num.network.threads", "num.io.threads", "background.threads",
 	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "socket.listen.backlog.size",
 	"queued.max.request.bytes", "max.connection.creation.rate",
-	"connection.failed.authentication.delay.ms", "request.timeout.ms",
+	"request.timeout.ms",
 	"fetch.max.bytes", "fetch.purgatory.purge.interval.requests",
 	"producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",
 	// replication settings Strata does not use (its fetchers have their own)

@@ -480,10 +480,32 @@ func (c *conn) writeLoop() {
 		<-c.tokens
 		c.release(s.r)
 		if serr != nil && !dead {
+			if errors.Is(serr, errSASLFailed) && c.sasl != nil && c.sasl.lis.s.FailDelay > 0 {
+				// A v0 exchange's failure closes without an answer, as
+				// late as a v1 one is answered.
+				t := time.NewTimer(c.sasl.lis.s.FailDelay)
+				select {
+				case <-t.C:
+				case <-c.ctx.Done():
+				}
+				t.Stop()
+			}
 			dead = true
 			c.kill(serr)
 		}
 		if f != nil {
+			if !dead && f.closeAfter && c.sasl != nil && c.sasl.lis.s.FailDelay > 0 {
+				// connection.failed.authentication.delay.ms: a failed
+				// authentication's answer waits (the connection is
+				// closing: nothing else of it is served meanwhile).
+				t := time.NewTimer(c.sasl.lis.s.FailDelay)
+				select {
+				case <-t.C:
+				case <-c.ctx.Done():
+					dead = true
+				}
+				t.Stop()
+			}
 			if !dead {
 				c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 				if err := f.writeTo(c.nc); err != nil {

@@ -209,6 +209,9 @@ var errUpgrade = &kerr.Error{Message: "UPGRADE", Code: -2}
 // over an Empty classic group of that id); errUpgrade for a join to a
 // classic group with members.
 func (cs *consumerGroups) getOrCreate(id string, partition int32, join bool) (*consumerGroup, *kerr.Error, string) {
+	if known, _ := cs.gc.sgs.exists(id); known { // before cs.mu: a share group's lock is taken before it
+		return nil, kerr.GroupIDNotFound, "Group " + id + " is not a consumer group."
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
@@ -628,6 +631,10 @@ func (n *Node) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) 
 		if _, err := n.groups.partitionOf(id); err == nil {
 			if handled, code := n.groups.cgs.deleteGroup(ctx, id); handled {
 				mine[id] = code
+				continue
+			}
+			if handled, code := n.groups.sgs.deleteGroup(ctx, id); handled {
+				mine[id] = code // share_groups.go
 				continue
 			}
 		}

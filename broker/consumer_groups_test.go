@@ -272,7 +272,7 @@ func TestConsumerGroupProtocolOnlyWhenConfigured(t *testing.T) {
 	if resp := c.roundTrip(hb).(*kmsg.ConsumerGroupHeartbeatResponse); resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("heartbeat with the consumer protocol off: error %d", resp.ErrorCode)
 	}
-	if _, err := ParseConfig(MergeProperties(map[string]string{"group.coordinator.rebalance.protocols": "classic,share"}, nil, nil)); err == nil {
+	if _, err := ParseConfig(MergeProperties(map[string]string{"group.coordinator.rebalance.protocols": "classic,streams"}, nil, nil)); err == nil {
 		t.Fatal("an unknown protocol was accepted")
 	}
 }

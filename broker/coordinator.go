@@ -60,6 +60,7 @@ type groupCoordinator struct {
 	store   *group.Store
 	members *group.Coordinator
 	cgs     *consumerGroups // KIP-848 consumer groups (consumer_groups.go)
+	sgs     *shareGroups    // KIP-932 share groups' membership (share_groups.go)
 
 	mu     sync.Mutex                     // guards states, loads
 	states map[int32]group.PartitionState // __consumer_offsets partition → state (absent: NotOwned)
@@ -96,6 +97,7 @@ func newGroupCoordinator(n *Node) *groupCoordinator {
 		MaxSize: n.cfg.GroupMaxSize,
 	})
 	gc.cgs = newConsumerGroups(gc, n.consumerGroupConfig())
+	gc.sgs = newShareGroups(gc, n.shareGroupsConfig())
 	gc.commits = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "group",
 		Name: "offset_commits_total", Help: "offsets committed (one per partition of a successful OffsetCommit)"})
 	gc.commitFails = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "group",
@@ -118,6 +120,7 @@ func (gc *groupCoordinator) close() {
 	gc.mu.Unlock()
 	gc.members.Close()
 	gc.cgs.close()
+	gc.sgs.close()
 }
 
 // append is the store's [group.AppendFunc]: the leader append path of the
@@ -233,6 +236,7 @@ func (gc *groupCoordinator) offsetsPartitionChanged(index int32, p *partition) {
 		gc.mu.Unlock()
 		gc.members.SetPartitionState(index, group.NotOwned)
 		gc.cgs.unload(index)
+		gc.sgs.unload(index)
 		gc.store.Unload(index)
 		return
 	}
@@ -266,6 +270,9 @@ func (gc *groupCoordinator) load(ctx context.Context, index int32, p *partition)
 			for _, id := range gc.cgs.load(index, l.ConsumerRecords()) {
 				consumerGroups[id] = true
 				gc.members.RemoveEmptyGroup(id) // an Empty classic group a consumer group took over
+			}
+			for _, id := range gc.sgs.load(index, l.ShareRecords()) {
+				consumerGroups[id] = true // not a classic group either
 			}
 			for _, g := range gc.store.GroupsOf(index) {
 				if !consumerGroups[g] {

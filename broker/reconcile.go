@@ -251,6 +251,7 @@ func (n *Node) reconcile() {
 		n.dropPartition(k, true)
 	}
 	n.groups.cgs.imageChanged() // KIP-848 groups: topics created, deleted, grown
+	n.groups.sgs.imageChanged() // share groups too
 }
 
 func (n *Node) openPartition(w wantedPartition, scfg storage.Config) (*partition, error) {

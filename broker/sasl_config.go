@@ -96,6 +96,11 @@ type saslSettings struct {
 	// AuthTimeout is strata.sasl.authentication.timeout.ms: a connection
 	// not authenticated this long after it opened is closed.
 	AuthTimeout time.Duration
+	// FailDelay is connection.failed.authentication.delay.ms (a
+	// broker-wide setting, as in Kafka): a failed authentication is
+	// answered, and its connection closed, this long after the failure,
+	// which slows a password-guessing client down.
+	FailDelay time.Duration
 	// OAuth is the OAUTHBEARER validator's settings when it is enabled.
 	OAuth *oauthSettings
 }
@@ -220,6 +225,13 @@ func parseSASLSettings(l string, props map[string]string, get func(string) strin
 		return nil, err
 	}
 	s.AuthTimeout = time.Duration(min(n, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond
+	if v := strings.TrimSpace(get("connection.failed.authentication.delay.ms")); v != "" {
+		d, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || d < 0 || d > int64(time.Hour/time.Millisecond) {
+			return nil, fmt.Errorf("%w: connection.failed.authentication.delay.ms=%q: not an integer from 0 to 3600000", ErrInvalidConfig, v)
+		}
+		s.FailDelay = time.Duration(d) * time.Millisecond
+	}
 	if seen[mechOAuthBearer] {
 		m := mechOAuthBearer
 		o := &oauthSettings{

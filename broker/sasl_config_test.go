@@ -95,6 +95,12 @@ func TestSASLConfig(t *testing.T) {
 			"listener.name.auth.oauthbearer.sasl.server.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"), "needs sasl.oauthbearer.jwks.endpoint.url", nil},
 		{"a custom callback handler", with("sasl.enabled.mechanisms", "OAUTHBEARER", "sasl.server.callback.handler.class", "com.example.MyHandler"), "a Java class", nil},
 		{"SASL_SSL needs a key store", with("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,AUTH:SASL_SSL,CONTROLLER:PLAINTEXT", "sasl.jaas.config", jaasUsers), "only PEM key stores", nil},
+		{"failed authentication delay", with("sasl.jaas.config", jaasUsers, "connection.failed.authentication.delay.ms", "250"), "", func(t *testing.T, c Config) {
+			if c.SASL["AUTH"].FailDelay != 250*time.Millisecond {
+				t.Fatalf("FailDelay %v", c.SASL["AUTH"].FailDelay)
+			}
+		}},
+		{"negative failed authentication delay", with("sasl.jaas.config", jaasUsers, "connection.failed.authentication.delay.ms", "-1"), "connection.failed.authentication.delay.ms", nil},
 		{"unknown prefixed name", with("sasl.jaas.config", jaasUsers, "listener.name.auth.plain.sasl.jaas.konfig", "x"), "unknown setting", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

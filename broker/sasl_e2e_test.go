@@ -426,3 +426,24 @@ func TestSASLKcat(t *testing.T) {
 		t.Fatalf("kcat's error does not carry the broker's message:\n%s", b)
 	}
 }
+
+// TestSASLFailedAuthenticationDelay: connection.failed.authentication.delay.ms
+// holds a failed authentication's answer (and the close after it) that
+// long; a successful one is not delayed; its bounds are in TestSASLConfig.
+func TestSASLFailedAuthenticationDelay(t *testing.T) {
+	const delay = 400 * time.Millisecond
+	n := saslNode(t, map[string]string{"connection.failed.authentication.delay.ms": "400"})
+	rc := dialRawAddr(t, n.Addrs()["SASL_PLAINTEXT"])
+	start := time.Now()
+	if r := saslPlainRaw(t, rc, "alice", "wrong"); r.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("wrong password: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if took := time.Since(start); took < delay {
+		t.Fatalf("the failure was answered after %v, want at least %v", took, delay)
+	}
+	rc.expectClosedWithin(testWait)
+	ok := dialRawAddr(t, n.Addrs()["SASL_PLAINTEXT"])
+	if r := saslPlainRaw(t, ok, "alice", "alice-secret"); r.ErrorCode != 0 {
+		t.Fatalf("right password: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

@@ -27,6 +27,16 @@ package broker
 // retried append (CompleteX after COORDINATOR_NOT_AVAILABLE) waits
 // txnAppendRetryBackoff first.
 //
+// How long an EndTxn waits: when an ISR member of __transaction_state
+// dies, its PrepareX is durable once the controller fences it,
+// broker.session.timeout.ms after its last heartbeat (7.9 s measured with
+// the defaults), or, when it also led the controller quorum, that long
+// after the new quorum leader's election (10.1–10.5 s). The second is past
+// franz-go's read deadline for a request without a timeout field (10 s):
+// the answer is lost, and the client's retry gets CONCURRENT_TRANSACTIONS
+// (as from Kafka) until CompleteX, which needs every marker written.
+// cmd/strata's TestKill9TxnDataBrokerAndQuorumLeaderDuringCommit.
+//
 // Differences from Kafka: the replication factor is capped at the live
 // brokers when the topic is created (Kafka refuses to create it with
 // fewer brokers than transaction.state.log.replication.factor); the

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group/consumer"
+	"github.com/strata-io/strata/broker/group/sharegroup"
 	"github.com/strata-io/strata/internal/batch"
 )
 
@@ -52,6 +53,9 @@ type Loader struct {
 	// consumer holds the KIP-848 consumer group records (key versions
 	// 3-8) in log order, for consumer.Replay.
 	consumer []consumer.Record
+	// share holds the share group records (key versions 10-15) in log
+	// order, for sharegroup.Replay.
+	share []sharegroup.Record
 }
 
 // NewLoader starts the load of partition into store. It first forgets
@@ -150,12 +154,24 @@ func (l *Loader) consumerRecords(b []byte) error {
 		if r.KeyNull || len(r.Key) < 2 {
 			return nil
 		}
-		if v := int16(binary.BigEndian.Uint16(r.Key)); v < consumer.TypeGroupMetadata || v > consumer.TypeCurrentAssignment {
-			return nil
-		}
 		var val []byte
 		if !r.ValueNull {
 			val = r.Value
+		}
+		v := int16(binary.BigEndian.Uint16(r.Key))
+		if sharegroup.IsShareType(v) {
+			rec, ok, err := sharegroup.DecodeRecord(r.Key, val)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrBadRecord, err)
+			}
+			if ok {
+				l.Records++
+				l.share = append(l.share, rec)
+			}
+			return nil
+		}
+		if v < consumer.TypeGroupMetadata || v > consumer.TypeCurrentAssignment {
+			return nil
 		}
 		rec, ok, err := consumer.DecodeRecord(r.Key, val)
 		if err != nil {
@@ -172,3 +188,7 @@ func (l *Loader) consumerRecords(b []byte) error {
 // ConsumerRecords returns the consumer group records (key versions 3-8)
 // replayed so far, in log order: the input of consumer.Replay.
 func (l *Loader) ConsumerRecords() []consumer.Record { return l.consumer }
+
+// ShareRecords returns the share group records (key versions 10-15)
+// replayed so far, in log order: the input of sharegroup.Replay.
+func (l *Loader) ShareRecords() []sharegroup.Record { return l.share }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/strata-io/strata/broker/share"
 )
 
 // ErrInvalidConfig is wrapped by [ValidateTopicConfig] and
@@ -331,29 +333,55 @@ func ValidateBrokerConfig(name, value string) error {
 	return nil
 }
 
-// Group config names (Kafka's GroupConfig, KIP-848): a consumer group's own
-// session timeout and heartbeat interval, overriding the brokers'
-// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms.
+// Group config names (Kafka's GroupConfig): a consumer group's own
+// session timeout and heartbeat interval (KIP-848), overriding the
+// brokers' group.consumer.session.timeout.ms and
+// group.consumer.heartbeat.interval.ms, and a share group's share.*
+// (KIP-932; Kafka 4.2's list), overriding the brokers' group.share.*.
 const (
 	ConfigConsumerSessionTimeoutMs    = "consumer.session.timeout.ms"
 	ConfigConsumerHeartbeatIntervalMs = "consumer.heartbeat.interval.ms"
+
+	ConfigShareSessionTimeoutMs     = "share.session.timeout.ms"
+	ConfigShareHeartbeatIntervalMs  = "share.heartbeat.interval.ms"
+	ConfigShareRecordLockDurationMs = "share.record.lock.duration.ms"
+	ConfigShareDeliveryCountLimit   = "share.delivery.count.limit"
+	ConfigShareAutoOffsetReset      = "share.auto.offset.reset"
+	ConfigShareIsolationLevel       = "share.isolation.level"
 )
 
 // GroupConfigNames returns the group config names the controller accepts,
 // sorted.
 func GroupConfigNames() []string {
-	return []string{ConfigConsumerHeartbeatIntervalMs, ConfigConsumerSessionTimeoutMs}
+	return []string{ConfigConsumerHeartbeatIntervalMs, ConfigConsumerSessionTimeoutMs,
+		ConfigShareAutoOffsetReset, ConfigShareDeliveryCountLimit, ConfigShareHeartbeatIntervalMs,
+		ConfigShareIsolationLevel, ConfigShareRecordLockDurationMs, ConfigShareSessionTimeoutMs}
+}
+
+// IsStringGroupConfig reports whether a group config takes a string (the
+// others are ints).
+func IsStringGroupConfig(name string) bool {
+	return name == ConfigShareAutoOffsetReset || name == ConfigShareIsolationLevel
 }
 
 // GroupConfigBounds are the broker-level settings a group config is
 // validated against: group.consumer.{min,max}.session.timeout.ms,
-// group.consumer.{min,max}.heartbeat.interval.ms, and the broker defaults
-// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms
-// that an unset group config inherits.
+// group.consumer.{min,max}.heartbeat.interval.ms, their group.share.*
+// counterparts, group.share.{min,max}.record.lock.duration.ms and the
+// delivery count limit's range, and the broker defaults
+// (group.consumer.session.timeout.ms, group.share.heartbeat.interval.ms,
+// ...) that an unset group config inherits. A zero field (a request
+// logged before share groups) means Kafka's default.
 type GroupConfigBounds struct {
 	MinSessionTimeoutMs, MaxSessionTimeoutMs       int32
 	MinHeartbeatIntervalMs, MaxHeartbeatIntervalMs int32
 	SessionTimeoutMs, HeartbeatIntervalMs          int32
+
+	ShareMinSessionTimeoutMs, ShareMaxSessionTimeoutMs         int32 `json:",omitempty"`
+	ShareMinHeartbeatIntervalMs, ShareMaxHeartbeatIntervalMs   int32 `json:",omitempty"`
+	ShareSessionTimeoutMs, ShareHeartbeatIntervalMs            int32 `json:",omitempty"`
+	ShareMinRecordLockDurationMs, ShareMaxRecordLockDurationMs int32 `json:",omitempty"`
+	ShareMinDeliveryCountLimit, ShareMaxDeliveryCountLimit     int32 `json:",omitempty"`
 }
 
 // DefaultGroupConfigBounds are Kafka's defaults of the broker settings.
@@ -361,32 +389,84 @@ var DefaultGroupConfigBounds = GroupConfigBounds{
 	MinSessionTimeoutMs: 45000, MaxSessionTimeoutMs: 60000,
 	MinHeartbeatIntervalMs: 5000, MaxHeartbeatIntervalMs: 15000,
 	SessionTimeoutMs: 45000, HeartbeatIntervalMs: 5000,
+
+	ShareMinSessionTimeoutMs: 45000, ShareMaxSessionTimeoutMs: 60000,
+	ShareMinHeartbeatIntervalMs: 5000, ShareMaxHeartbeatIntervalMs: 15000,
+	ShareSessionTimeoutMs: 45000, ShareHeartbeatIntervalMs: 5000,
+	ShareMinRecordLockDurationMs: 15000, ShareMaxRecordLockDurationMs: 60000,
+	ShareMinDeliveryCountLimit: 2, ShareMaxDeliveryCountLimit: 10,
+}
+
+// withDefaults fills the zero fields with Kafka's defaults.
+func (b GroupConfigBounds) withDefaults() GroupConfigBounds {
+	d := DefaultGroupConfigBounds
+	for _, f := range []struct{ v, def *int32 }{
+		{&b.MinSessionTimeoutMs, &d.MinSessionTimeoutMs}, {&b.MaxSessionTimeoutMs, &d.MaxSessionTimeoutMs},
+		{&b.MinHeartbeatIntervalMs, &d.MinHeartbeatIntervalMs}, {&b.MaxHeartbeatIntervalMs, &d.MaxHeartbeatIntervalMs},
+		{&b.SessionTimeoutMs, &d.SessionTimeoutMs}, {&b.HeartbeatIntervalMs, &d.HeartbeatIntervalMs},
+		{&b.ShareMinSessionTimeoutMs, &d.ShareMinSessionTimeoutMs}, {&b.ShareMaxSessionTimeoutMs, &d.ShareMaxSessionTimeoutMs},
+		{&b.ShareMinHeartbeatIntervalMs, &d.ShareMinHeartbeatIntervalMs}, {&b.ShareMaxHeartbeatIntervalMs, &d.ShareMaxHeartbeatIntervalMs},
+		{&b.ShareSessionTimeoutMs, &d.ShareSessionTimeoutMs}, {&b.ShareHeartbeatIntervalMs, &d.ShareHeartbeatIntervalMs},
+		{&b.ShareMinRecordLockDurationMs, &d.ShareMinRecordLockDurationMs}, {&b.ShareMaxRecordLockDurationMs, &d.ShareMaxRecordLockDurationMs},
+		{&b.ShareMinDeliveryCountLimit, &d.ShareMinDeliveryCountLimit}, {&b.ShareMaxDeliveryCountLimit, &d.ShareMaxDeliveryCountLimit},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	return b
 }
 
 // ValidateGroupConfigs checks a group's complete set of configs as Kafka's
-// GroupConfig.validate does: known names, int values, the session timeout
-// and the heartbeat interval within the brokers' bounds, and the effective
-// heartbeat interval (the group's or the broker default) below the
-// effective session timeout.
+// GroupConfig.validate does: known names, int values within the brokers'
+// bounds, the effective heartbeat interval (the group's or the broker
+// default) below the effective session timeout (consumer and share
+// each), share.auto.offset.reset one of latest, earliest or
+// by_duration:<ISO-8601 duration>, share.isolation.level read_committed
+// or read_uncommitted.
 func ValidateGroupConfigs(cfg map[string]string, b GroupConfigBounds) error {
+	b = b.withDefaults()
 	eff := map[string]int64{
 		ConfigConsumerSessionTimeoutMs:    int64(b.SessionTimeoutMs),
 		ConfigConsumerHeartbeatIntervalMs: int64(b.HeartbeatIntervalMs),
+		ConfigShareSessionTimeoutMs:       int64(b.ShareSessionTimeoutMs),
+		ConfigShareHeartbeatIntervalMs:    int64(b.ShareHeartbeatIntervalMs),
 	}
 	bounds := map[string][2]int64{
 		ConfigConsumerSessionTimeoutMs:    {int64(b.MinSessionTimeoutMs), int64(b.MaxSessionTimeoutMs)},
 		ConfigConsumerHeartbeatIntervalMs: {int64(b.MinHeartbeatIntervalMs), int64(b.MaxHeartbeatIntervalMs)},
+		ConfigShareSessionTimeoutMs:       {int64(b.ShareMinSessionTimeoutMs), int64(b.ShareMaxSessionTimeoutMs)},
+		ConfigShareHeartbeatIntervalMs:    {int64(b.ShareMinHeartbeatIntervalMs), int64(b.ShareMaxHeartbeatIntervalMs)},
+		ConfigShareRecordLockDurationMs:   {int64(b.ShareMinRecordLockDurationMs), int64(b.ShareMaxRecordLockDurationMs)},
+		ConfigShareDeliveryCountLimit:     {int64(b.ShareMinDeliveryCountLimit), int64(b.ShareMaxDeliveryCountLimit)},
 	}
 	brokerName := map[string]string{
 		ConfigConsumerSessionTimeoutMs:    "group.consumer.%s.session.timeout.ms",
 		ConfigConsumerHeartbeatIntervalMs: "group.consumer.%s.heartbeat.interval.ms",
+		ConfigShareSessionTimeoutMs:       "group.share.%s.session.timeout.ms",
+		ConfigShareHeartbeatIntervalMs:    "group.share.%s.heartbeat.interval.ms",
+		ConfigShareRecordLockDurationMs:   "group.share.%s.record.lock.duration.ms",
+		ConfigShareDeliveryCountLimit:     "group.share.%s.delivery.count.limit",
 	}
 	for _, name := range sortedKeys(cfg) {
+		v := strings.TrimSpace(cfg[name])
+		switch name {
+		case ConfigShareAutoOffsetReset:
+			if _, err := share.ParseAutoOffsetReset(v); err != nil {
+				return fmt.Errorf("%w: %s: %q is not latest, earliest or by_duration:<ISO-8601 duration>", ErrInvalidConfig, name, cfg[name])
+			}
+			continue
+		case ConfigShareIsolationLevel:
+			if !strings.EqualFold(v, "read_committed") && !strings.EqualFold(v, "read_uncommitted") {
+				return fmt.Errorf("%w: %s: %q is not read_committed or read_uncommitted", ErrInvalidConfig, name, cfg[name])
+			}
+			continue
+		}
 		lh, ok := bounds[name]
 		if !ok {
 			return fmt.Errorf("%w: unknown group config %q", ErrInvalidConfig, name)
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(cfg[name]), 10, 32)
+		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %q is not an int", ErrInvalidConfig, name, cfg[name])
 		}
@@ -398,8 +478,10 @@ func ValidateGroupConfigs(cfg map[string]string, b GroupConfigBounds) error {
 		}
 		eff[name] = n
 	}
-	if hb, st := eff[ConfigConsumerHeartbeatIntervalMs], eff[ConfigConsumerSessionTimeoutMs]; hb >= st {
-		return fmt.Errorf("%w: %s (%d) must be less than %s (%d)", ErrInvalidConfig, ConfigConsumerHeartbeatIntervalMs, hb, ConfigConsumerSessionTimeoutMs, st)
+	for _, p := range [][2]string{{ConfigConsumerHeartbeatIntervalMs, ConfigConsumerSessionTimeoutMs}, {ConfigShareHeartbeatIntervalMs, ConfigShareSessionTimeoutMs}} {
+		if hb, st := eff[p[0]], eff[p[1]]; hb >= st {
+			return fmt.Errorf("%w: %s (%d) must be less than %s (%d)", ErrInvalidConfig, p[0], hb, p[1], st)
+		}
 	}
 	return nil
 }

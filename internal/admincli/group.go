@@ -15,7 +15,7 @@ import (
 
 func groupActions() []*action {
 	return []*action{
-		{name: "list", summary: "list consumer groups with their state", define: defineGroupList},
+		{name: "list", summary: "list groups (classic, consumer, share) with their state", define: defineGroupList},
 		{name: "describe", args: "GROUP", summary: "state, members and their partitions, committed offset, end offset and lag per partition", define: defineGroupDescribe},
 		{name: "reset-offsets", args: "GROUP", summary: "set an inactive group's committed offsets of --topic (--to-earliest|--to-latest|--to-offset N|--to-timestamp MS|--shift-by N); shows the plan, --execute commits it", define: defineGroupResetOffsets},
 		{name: "delete", args: "GROUP...", summary: "delete inactive groups and their committed offsets", define: defineGroupDelete},
@@ -28,7 +28,7 @@ type groupListed struct {
 	State        string `json:"state"`
 	ProtocolType string `json:"protocol_type"`
 	Coordinator  int32  `json:"coordinator"`
-	Type         string `json:"type"` // classic, or consumer (KIP-848); empty from brokers before ListGroups v5
+	Type         string `json:"type"` // classic, consumer (KIP-848) or share (KIP-932); empty from brokers before ListGroups v5
 }
 
 func defineGroupList(fs *flag.FlagSet) runFunc {
@@ -106,6 +106,9 @@ func defineGroupDescribe(fs *flag.FlagSet) runFunc {
 		}
 		defer cancel()
 		what := fmt.Sprintf("describe group %q", name)
+		if done, err := describeShareGroup(ctx, e, name); done {
+			return err // a KIP-932 share group (group_share.go)
+		}
 		if done, err := describeConsumerGroup(ctx, e, name); done {
 			return err // a KIP-848 consumer group (group_consumer.go)
 		}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func committedOf(t *testing.T, adm *kadm.Client, group, topic string) map[int32]int64 {
@@ -288,6 +290,55 @@ func TestGroupDescribeConsumerGroup(t *testing.T) {
 	}
 	r = mustOK(t, "", "group", "list")
 	if !tableRow(r.stdout, "g848-g", "Stable", "consumer", "1", "consumer") {
+		t.Errorf("group list: %s", r.stdout)
+	}
+}
+
+// TestGroupDescribeShareGroup: a share group (members joined with
+// ShareGroupHeartbeat) is described with its epochs, the simple assignor
+// and each member's epoch, subscription and partitions (two members
+// sharing a one-partition topic both hold it); group list shows type
+// share.
+func TestGroupDescribeShareGroup(t *testing.T) {
+	createTopic(t, "sq", 1)
+	cl := newClient(t)
+	for _, m := range []string{"m1", "m2"} {
+		var epoch int32
+		for i := 0; i < 2; i++ { // join, then pick up the target of the group's epoch
+			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+			hb.GroupID, hb.MemberID, hb.MemberEpoch = "sq-g", m, epoch
+			if epoch == 0 {
+				hb.SubscribedTopicNames = []string{"sq"}
+			}
+			r, err := hb.RequestWith(testCtx(t), cl)
+			if err == nil {
+				err = kerr.ErrorForCode(r.ErrorCode)
+			}
+			if err != nil {
+				t.Fatalf("heartbeat %s: %v", m, err)
+			}
+			epoch = r.MemberEpoch
+		}
+	}
+	r := mustOK(t, "", "group", "describe", "sq-g", "--format", "json")
+	var d shareGroupDescribed
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if d.Type != "share" || d.State != "Stable" || d.Epoch != 2 || d.AssignmentEpoch != 2 || d.Assignor != "simple" || len(d.Members) != 2 {
+		t.Fatalf("describe %+v", d)
+	}
+	for _, m := range d.Members {
+		if len(m.Assigned) != 1 || m.Assigned[0].Topic != "sq" || int32s(m.Assigned[0].Partitions) != "0" || strings.Join(m.Subscribed, ",") != "sq" {
+			t.Errorf("member %+v", m)
+		}
+	}
+	r = mustOK(t, "", "group", "describe", "sq-g")
+	if !tableRow(r.stdout, "sq-g", "share", "Stable", "2", "2", "simple", "2") || !tableRow(r.stdout, "m1", d.Members[0].ClientID, d.Members[0].Host, itoa(int64(d.Members[0].Epoch)), "sq", "sq[0]") {
+		t.Errorf("describe table: %s", r.stdout)
+	}
+	r = mustOK(t, "", "group", "list")
+	if !tableRow(r.stdout, "sq-g", "Stable", "share", "1", "share") {
 		t.Errorf("group list: %s", r.stdout)
 	}
 }

@@ -45,6 +45,7 @@ func testNode(t testing.TB) *broker.Node {
 		"controller.quorum.election.timeout.ms": "300",
 		"group.initial.rebalance.delay.ms":      "0",
 		"auto.create.topics.enable":             "false",
+		"group.coordinator.rebalance.protocols": "classic,consumer,share",
 	}
 	cfg, err := broker.ParseConfig(broker.MergeProperties(props, nil, nil))
 	if err != nil {
