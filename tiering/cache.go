@@ -187,6 +187,18 @@ func (c *chunkCache) lookup(k chunkKey) (*chunkEntry, []byte) {
 	return e, e.mem
 }
 
+// lookupWritten is lookup, also reporting whether the chunk's file is
+// written (read under the lock: the writer sets it).
+func (c *chunkCache) lookupWritten(k chunkKey) (*chunkEntry, []byte, bool) {
+	e, mem := c.lookup(k)
+	if e == nil {
+		return nil, nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return e, mem, e.written
+}
+
 // contains reports whether k is cached, without counting as a use.
 func (c *chunkCache) contains(k chunkKey) bool {
 	c.mu.Lock()

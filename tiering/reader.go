@@ -347,14 +347,8 @@ func (r *Reader) observe(start time.Time, err error) {
 }
 
 func (r *Reader) read(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int) (RemoteRead, error) {
-	if r.isClosed() {
-		return RemoteRead{}, ErrReaderClosed
-	}
-	if seg.EndOffset < seg.BaseOffset || seg.BaseOffset < 0 {
-		return RemoteRead{}, fmt.Errorf("tiering: reader: segment %s has offsets [%d, %d]", seg.SegmentID, seg.BaseOffset, seg.EndOffset)
-	}
-	if offset > seg.EndOffset {
-		return RemoteRead{}, fmt.Errorf("%w: offset %d, segment %s holds [%d, %d]", ErrOffsetNotInSegment, offset, seg.SegmentID, seg.BaseOffset, seg.EndOffset)
+	if err := r.checkRead(seg, offset); err != nil {
+		return RemoteRead{}, err
 	}
 	offset = max(offset, seg.BaseOffset)
 	// A chunk that reads back damaged from the cache looks like a corrupt
@@ -363,34 +357,55 @@ func (r *Reader) read(ctx context.Context, seg RemoteSegment, offset int64, maxB
 	for attempt := 0; ; attempt++ {
 		rr, err := r.readOnce(ctx, seg, offset, maxBytes)
 		if err != nil && errors.Is(err, ErrCorruptObject) && attempt == 0 {
-			r.cache.forget(seg.Key(r.prefix, ExtLog))
+			r.forgetCached(seg)
 			continue
 		}
 		return rr, err
 	}
 }
 
-func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int) (RemoteRead, error) {
-	lr, err := r.openLog(ctx, seg)
-	if err != nil {
-		return RemoteRead{}, err
+// checkRead returns the error a read of seg at offset fails with before
+// any I/O.
+func (r *Reader) checkRead(seg RemoteSegment, offset int64) error {
+	if r.isClosed() {
+		return ErrReaderClosed
 	}
-	defer lr.noteAccess()
+	if seg.EndOffset < seg.BaseOffset || seg.BaseOffset < 0 {
+		return fmt.Errorf("tiering: reader: segment %s has offsets [%d, %d]", seg.SegmentID, seg.BaseOffset, seg.EndOffset)
+	}
+	if offset > seg.EndOffset {
+		return fmt.Errorf("%w: offset %d, segment %s holds [%d, %d]", ErrOffsetNotInSegment, offset, seg.SegmentID, seg.BaseOffset, seg.EndOffset)
+	}
+	return nil
+}
+
+// forgetCached drops seg's cached chunks and what was checked of them.
+func (r *Reader) forgetCached(seg RemoteSegment) {
+	key := seg.Key(r.prefix, ExtLog)
+	r.cache.forget(key)
+	st := r.segState(key)
+	st.mu.Lock()
+	st.okFrom, st.okTo = 0, 0
+	st.mu.Unlock()
+}
+
+// seek finds the batch holding offset (the segment's .index, then a walk
+// of batch headers): its position and header; found is false when no
+// batch of the segment reaches offset.
+func (r *Reader) seek(ctx context.Context, lr *logReader, seg RemoteSegment, offset int64) (pos int64, h batch.Header, found bool, err error) {
 	ix, err := r.index(ctx, seg, ExtIndex, true)
 	if err != nil {
-		return RemoteRead{}, err
+		return 0, h, false, err
 	}
-	pos := offsetIndexLookup(ix, seg.BaseOffset, offset, lr.size)
-
-	// Walk headers to the batch holding offset.
+	pos = offsetIndexLookup(ix, seg.BaseOffset, offset, lr.size)
 	sc := headerScanner{lr: lr}
-	var h batch.Header
+	defer sc.free()
 	for {
 		if pos >= lr.size {
-			return RemoteRead{FirstOffset: offset, NextOffset: seg.EndOffset + 1}, nil
+			return pos, h, false, nil
 		}
 		if h, err = sc.header(ctx, pos); err != nil {
-			return RemoteRead{}, err
+			return 0, h, false, err
 		}
 		if h.LastOffset() >= offset {
 			break
@@ -401,8 +416,24 @@ func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 	// enters a segment: read ahead of it from there.
 	lr.fromStart = pos == 0
 	if h.LastOffset() > seg.EndOffset {
-		return RemoteRead{}, fmt.Errorf("%w: %s: batch [%d, %d] at %d past the segment's end offset %d",
+		return 0, h, false, fmt.Errorf("%w: %s: batch [%d, %d] at %d past the segment's end offset %d",
 			ErrCorruptObject, lr.key, h.BaseOffset, h.LastOffset(), pos, seg.EndOffset)
+	}
+	return pos, h, true, nil
+}
+
+func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int) (RemoteRead, error) {
+	lr, err := r.openLog(ctx, seg)
+	if err != nil {
+		return RemoteRead{}, err
+	}
+	defer lr.noteAccess()
+	pos, h, found, err := r.seek(ctx, lr, seg, offset)
+	if err != nil {
+		return RemoteRead{}, err
+	}
+	if !found {
+		return RemoteRead{FirstOffset: offset, NextOffset: seg.EndOffset + 1}, nil
 	}
 
 	// One read of [first batch, + maxBytes), then keep what is whole.
@@ -487,7 +518,7 @@ func (r *Reader) OffsetForTimestamp(ctx context.Context, seg RemoteSegment, ts i
 	for attempt := 0; ; attempt++ {
 		offset, timestamp, found, err = r.offsetForTimestamp(ctx, seg, ts)
 		if err != nil && errors.Is(err, ErrCorruptObject) && attempt == 0 {
-			r.cache.forget(seg.Key(r.prefix, ExtLog))
+			r.forgetCached(seg)
 			continue
 		}
 		break
@@ -512,6 +543,7 @@ func (r *Reader) offsetForTimestamp(ctx context.Context, seg RemoteSegment, ts i
 	from := timeIndexLookup(ti, seg.BaseOffset, ts)
 	pos := offsetIndexLookup(ix, seg.BaseOffset, from, lr.size)
 	sc := headerScanner{lr: lr}
+	defer sc.free()
 	for pos < lr.size {
 		h, err := sc.header(ctx, pos)
 		if err != nil {

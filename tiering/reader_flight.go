@@ -86,13 +86,33 @@ func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst [
 			r.misses.Add(1)
 			r.m.cacheMisses.Inc()
 		}
+		data, again, err := r.awaitChunk(ctx, k, size)
+		if err != nil {
+			return err
+		}
+		if again {
+			continue
+		}
+		if in+int64(len(dst)) > int64(len(data)) {
+			return fmt.Errorf("%w: %s chunk %d holds %d bytes", ErrCorruptObject, key, c, len(data))
+		}
+		copy(dst, data[in:])
+		return nil
+	}
+}
+
+// awaitChunk joins chunk k's flight, or leads one, and waits for it: the
+// chunk's bytes (read-only), or again when the chunk was cached meanwhile
+// (look it up again).
+func (r *Reader) awaitChunk(ctx context.Context, k chunkKey, size int64) (data []byte, again bool, err error) {
+	for {
 		r.fmu.Lock()
 		f, joined := r.chunkFlights[k]
 		if !joined && r.cache.contains(k) {
 			// Its flight ended (and cached it) since our lookup: a
 			// flight leaves the table only after its chunk is cached.
 			r.fmu.Unlock()
-			continue
+			return nil, true, nil
 		}
 		if !joined {
 			f = &chunkFlight{done: make(chan struct{})}
@@ -107,19 +127,15 @@ func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst [
 		select {
 		case <-f.done:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, false, ctx.Err()
 		}
 		if f.err != nil {
 			if joined && ctx.Err() == nil && retryJoined(f.err, f.bg) {
 				continue // its leader gave up, or was refused as read-ahead
 			}
-			return f.err
+			return nil, false, f.err
 		}
-		if in+int64(len(dst)) > int64(len(f.data)) {
-			return fmt.Errorf("%w: %s chunk %d holds %d bytes", ErrCorruptObject, key, c, len(f.data))
-		}
-		copy(dst, f.data[in:])
-		return nil
+		return f.data, false, nil
 	}
 }
 

@@ -18,6 +18,9 @@ type segState struct {
 	lastChunk int64          // last chunk a foreground read touched; -1: none
 	raUpTo    int64          // highest chunk read-ahead was issued for; -1: none
 	next      *RemoteSegment // the segment after this one ([Reader.Follows]); nil: unknown
+	// okFrom, okTo: the .log's bytes whose batches views checked
+	// (reader_view.go); okFrom >= okTo: none.
+	okFrom, okTo int64
 }
 
 // maxSegStates bounds the read-ahead state kept; beyond it an arbitrary
