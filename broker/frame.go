@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
@@ -119,6 +120,10 @@ func (f *frame) writeCoalesced(nc net.Conn) error {
 	return err
 }
 
+// sentfileBytes counts the bytes the frame writer sent with sendfile(2)
+// (tests check that remote data takes that path too).
+var sentfileBytes atomic.Int64
+
 var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 // regionFile is a view's file made of regions of other files and of
@@ -147,6 +152,9 @@ func sendView(nc net.Conn, v storage.ReadView) error {
 	if of, ok := v.File.(vfs.OSFile); ok {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			if done, err := sendfile(tc, of.OSFile(), v.Pos, v.Size); done {
+				if err == nil {
+					sentfileBytes.Add(v.Size)
+				}
 				return err
 			}
 		}
