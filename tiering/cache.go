@@ -93,6 +93,9 @@ type chunkEntry struct {
 	written bool
 	mem     []byte
 	memElem *list.Element // in memList while mem is set
+	// ra: cached by read-ahead; used: a reader looked it up since. An
+	// ra chunk evicted unused is read-ahead wasted (cacheStats.raWasted).
+	ra, used bool
 }
 
 func (e *chunkEntry) readable() bool { return e.written || e.mem != nil }
@@ -127,6 +130,7 @@ type chunkCache struct {
 
 type cacheStats struct {
 	evictions int64
+	raWasted  int64 // read-ahead chunks evicted before any reader used them
 	dropped   int64 // files that failed to read back
 }
 
@@ -184,6 +188,7 @@ func (c *chunkCache) lookup(k chunkKey) (*chunkEntry, []byte) {
 		c.memList.MoveToFront(e.memElem)
 	}
 	e.pins++
+	e.used = true
 	return e, e.mem
 }
 
@@ -243,7 +248,7 @@ func (c *chunkCache) reserve(k chunkKey, data []byte, readAhead bool) *chunkEntr
 		q = qProtected
 	}
 	c.seq++
-	e := &chunkEntry{key: k, size: size, q: q, pins: 1,
+	e := &chunkEntry{key: k, size: size, q: q, pins: 1, ra: readAhead,
 		path: filepath.Join(c.dir, strconv.FormatUint(c.seq, 10)+chunkFileSuffix)}
 	c.used += size
 	c.onBytes(size)
@@ -382,6 +387,9 @@ func (c *chunkCache) evictOneLocked() bool {
 		if l == &c.probation {
 			for el := l.Front(); el != nil; el = el.Next() {
 				if e := el.Value.(*chunkEntry); e.pins == 0 {
+					if e.ra && !e.used {
+						c.stats.raWasted++
+					}
 					c.addGhostLocked(e.key)
 					c.removeLocked(e)
 					c.stats.evictions++
@@ -412,6 +420,13 @@ func (c *chunkCache) addGhostLocked(k chunkKey) {
 		old := c.ghostList.Remove(c.ghostList.Front()).(chunkKey)
 		delete(c.ghosts, old)
 	}
+}
+
+// wasted returns the read-ahead chunks evicted unused so far.
+func (c *chunkCache) wasted() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats.raWasted
 }
 
 // snapshot returns the bytes accounted (files and reservations) and the

@@ -137,8 +137,9 @@ type Reader struct {
 	store      objstore.ObjectStore
 	prefix     string
 	chunkBytes int64
-	readAhead  int
-	maxRA      int64
+	readAhead  int   // the initial and least read-ahead depth, chunks (0: off)
+	raMax      int   // the greatest depth the policy may choose
+	maxRA      int64 // read-ahead GETs in the air node-wide
 	cache      *chunkCache
 	idx        *indexCache
 	budget     *readBudget
@@ -163,6 +164,7 @@ type Reader struct {
 
 	missing missingSet // segments reads found objects of missing
 
+	getNanos                 atomic.Int64 // chunk GET latency, EWMA (readahead depth)
 	raPending                atomic.Int64
 	hits, misses, raChunks   atomic.Int64
 	idxHits, idxMisses, gets atomic.Int64
@@ -231,6 +233,10 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	return &Reader{
 		store: cfg.Store, prefix: cfg.Prefix, chunkBytes: cfg.ChunkBytes,
 		readAhead: max(cfg.ReadAheadChunks, 0), maxRA: int64(2 * cfg.Threads),
+		// Deep enough to keep every thread busy for one reader, and never
+		// more than half the cache's chunks (the windows must not evict
+		// each other's chunks before they are read).
+		raMax: max(cfg.ReadAheadChunks, min(2*cfg.Threads, int(cfg.CacheBytes/cfg.ChunkBytes/2))),
 		cache: cache, idx: newIndexCache(cfg.IndexCacheBytes),
 		budget: newReadBudget(cfg.Threads, cfg.MaxQueuedReads, cfg.Threads, cfg.MaxBytesPerSecond),
 		m:      m, log: cfg.Logger, ctx: ctx, cancel: cancel,

@@ -55,7 +55,7 @@ const maxIndexObject = 64 << 20
 // dst: from the cache file, else from the chunk's flight (joined, or led
 // by this caller). A cache file that fails to read back is dropped and
 // the chunk fetched again.
-func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst []byte, in int64, count bool) error {
+func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst []byte, in int64, count bool, missed *bool) error {
 	k := chunkKey{key, c}
 	counted := !count
 	for {
@@ -86,6 +86,7 @@ func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst [
 			r.misses.Add(1)
 			r.m.cacheMisses.Inc()
 		}
+		*missed = true
 		data, again, err := r.awaitChunk(ctx, k, size)
 		if err != nil {
 			return err
@@ -202,6 +203,7 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 	if err != nil {
 		return nil, nil, err
 	}
+	start := time.Now()
 	rc, err := r.store.Get(ctx, k.obj, off, n)
 	if err != nil {
 		release()
@@ -216,6 +218,7 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 		}
 		return nil, nil, fmt.Errorf("tiering: reader: get %s [%d, +%d): %w", k.obj, off, n, err)
 	}
+	r.noteGetLatency(time.Since(start))
 	return buf, release, nil
 }
 

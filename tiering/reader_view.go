@@ -381,7 +381,7 @@ func (lr *logReader) pin(ctx context.Context, off, n int64) (*span, error) {
 		in := off - c*cb
 		k := min(n, cb-in)
 		counted := lr.lo <= c && c <= lr.hi
-		p, err := lr.r.pinChunk(ctx, lr.key, lr.size, c, !counted)
+		p, err := lr.r.pinChunk(ctx, lr.key, lr.size, c, !counted, &lr.stalled)
 		if err != nil {
 			sp.size = 0
 			sp.release()
@@ -410,7 +410,7 @@ func (lr *logReader) pin(ctx context.Context, off, n int64) (*span, error) {
 // the flight's buffer, unpinned, when the cache refused the chunk. A
 // cache file that is not the chunk's size is dropped and the chunk
 // fetched again.
-func (r *Reader) pinChunk(ctx context.Context, key string, size, c int64, count bool) (piece, error) {
+func (r *Reader) pinChunk(ctx context.Context, key string, size, c int64, count bool, missed *bool) (piece, error) {
 	k := chunkKey{key, c}
 	counted := !count
 	for {
@@ -426,6 +426,7 @@ func (r *Reader) pinChunk(ctx context.Context, key string, size, c int64, count 
 			r.misses.Add(1)
 			r.m.cacheMisses.Inc()
 		}
+		*missed = true
 		data, again, err := r.awaitChunk(ctx, k, size)
 		if err != nil {
 			return piece{}, err

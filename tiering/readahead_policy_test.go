@@ -1,0 +1,85 @@
+package tiering
+
+import (
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/tiering/objstore"
+)
+
+func TestReadAheadDepth(t *testing.T) {
+	const mb = 1 << 20
+	base := raInput{Depth: 2, ChunkBytes: 4 * mb, Min: 1, Max: 16}
+	with := func(f func(*raInput)) raInput { in := base; f(&in); return in }
+	for _, c := range []struct {
+		name string
+		in   raInput
+		want int
+	}{
+		{"nothing measured, no stall: stays", base, 2},
+		{"a stall doubles", with(func(in *raInput) { in.Stalled = true }), 4},
+		{"stalls double up to Max", with(func(in *raInput) { in.Stalled, in.Depth = true, 12 }), 16},
+		// 400 MB/s from a store answering 4 MiB in 50 ms: ~4.8 chunks in the air, +1.
+		{"a fast reader on a slow store gets what its rate needs",
+			with(func(in *raInput) { in.Rate, in.GetLatency = 400e6, 50*time.Millisecond }), 6},
+		{"a stall takes the larger of double and need",
+			with(func(in *raInput) { in.Stalled, in.Rate, in.GetLatency = true, 400e6, 50*time.Millisecond }), 6},
+		{"a stall beyond need doubles",
+			with(func(in *raInput) { in.Stalled, in.Depth, in.Rate, in.GetLatency = true, 8, 400e6, 50*time.Millisecond }), 16},
+		// 10 MB/s, 20 ms GETs: well under one chunk in the air: need 2.
+		{"a slow reader shrinks one chunk at a time",
+			with(func(in *raInput) { in.Depth, in.Rate, in.GetLatency = 9, 10e6, 20*time.Millisecond }), 8},
+		{"down to need+1, then holds",
+			with(func(in *raInput) { in.Depth, in.Rate, in.GetLatency = 3, 10e6, 20*time.Millisecond }), 3},
+		{"wasted read-ahead halves",
+			with(func(in *raInput) { in.Depth, in.Wasted = 8, 3 }), 4},
+		{"wasted read-ahead halves even when stalled",
+			with(func(in *raInput) { in.Depth, in.Wasted, in.Stalled = 8, 1, true }), 4},
+		{"never below Min", with(func(in *raInput) { in.Depth, in.Wasted = 1, 1 }), 1},
+		{"Min raises a small depth", with(func(in *raInput) { in.Depth, in.Min = 1, 2 }), 2},
+		{"need above Max is capped",
+			with(func(in *raInput) { in.Rate, in.GetLatency = 4e9, time.Second }), 16},
+	} {
+		if got := readAheadDepth(c.in); got != c.want {
+			t.Errorf("%s: readAheadDepth(%+v) = %d, want %d", c.name, c.in, got, c.want)
+		}
+	}
+}
+
+// A reader consuming faster than a 20 ms store answers: the window
+// deepens past the configured 2 chunks and the reader waits for far
+// fewer chunks than with the window held at 2; it shrinks again for a
+// reader that stops stalling.
+func TestReaderReadAheadDeepensForAFastReaderOnASlowStore(t *testing.T) {
+	l := rdNewLog(t)
+	l.fillFixed(1, 4<<20, 16<<10)
+	mem := objstore.NewMemStore()
+	seg := l.upload(mem, "p")[0]
+	store := objstore.WithFaults(mem, objstore.Rule{Op: objstore.OpGet, Latency: 20 * time.Millisecond})
+	run := func(fixed bool) (misses int64, depth int) {
+		r := rdReader(t, store, func(c *ReaderConfig) {
+			c.ChunkBytes, c.ReadAheadChunks, c.Threads, c.CacheBytes = 64<<10, 2, 8, 16<<20
+		})
+		if fixed {
+			r.raMax = r.readAhead
+		}
+		ctx := rdCtx(t, 60*time.Second)
+		for off := seg.BaseOffset; off <= seg.EndOffset; {
+			rr, err := r.Read(ctx, seg, off, 64<<10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off = rr.NextOffset
+		}
+		st := r.segState(seg.Key("p", ExtLog))
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return r.Stats().Misses, st.depth
+	}
+	fixedMisses, fixedDepth := run(true)
+	misses, depth := run(false)
+	t.Logf("misses of 64 chunks: %d with the window held at %d, %d adaptive (depth %d at the end)", fixedMisses, fixedDepth, misses, depth)
+	if depth <= 2 || misses*2 > fixedMisses {
+		t.Fatalf("adaptive: depth %d, %d misses; fixed: %d misses; want a deeper window and under half the misses", depth, misses, fixedMisses)
+	}
+}
