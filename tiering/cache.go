@@ -124,8 +124,9 @@ type chunkCache struct {
 
 	// Metric hooks, set before use: bytes accounted change by delta; one
 	// chunk evicted. Called under mu; they must not call back.
-	onBytes func(delta int64)
-	onEvict func()
+	onBytes  func(delta int64)
+	onEvict  func()
+	onWasted func() // a read-ahead chunk evicted unread
 }
 
 type cacheStats struct {
@@ -166,7 +167,7 @@ func openChunkCache(dir string, capacity, chunkBytes int64, memMax int) (*chunkC
 		dir: dir, capacity: capacity, kin: capacity / 4, ghostCap: max(ghosts, 16), memMax: memMax,
 		entries: map[chunkKey]*chunkEntry{},
 		ghosts:  map[chunkKey]*list.Element{},
-		onBytes: func(int64) {}, onEvict: func() {},
+		onBytes: func(int64) {}, onEvict: func() {}, onWasted: func() {},
 	}, nil
 }
 
@@ -389,6 +390,7 @@ func (c *chunkCache) evictOneLocked() bool {
 				if e := el.Value.(*chunkEntry); e.pins == 0 {
 					if e.ra && !e.used {
 						c.stats.raWasted++
+						c.onWasted()
 					}
 					c.addGhostLocked(e.key)
 					c.removeLocked(e)

@@ -87,3 +87,38 @@ func TestReaderReadAheadDeepensForAFastReaderOnASlowStore(t *testing.T) {
 			depth, misses, el, fixedMisses, fixedEl)
 	}
 }
+
+// A read-ahead chunk evicted before anyone looked it up is wasted
+// read-ahead (what halves the window); one a reader used, or a chunk a
+// fetch cached, is not.
+func TestChunkCacheCountsWastedReadAhead(t *testing.T) {
+	c, err := openChunkCache(t.TempDir(), 3*1024, 1024, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasted := 0
+	c.onWasted = func() { wasted++ }
+	put := func(i int64, ra bool) {
+		e := c.reserve(chunkKey{"o", i}, make([]byte, 1024), ra)
+		if e == nil {
+			t.Fatalf("chunk %d not cached", i)
+		}
+		c.written(e)
+		c.unpin(e)
+	}
+	put(0, true) // read ahead, never read
+	put(1, true) // read ahead, then read
+	put(2, false)
+	if e, _ := c.lookup(chunkKey{"o", 1}); e != nil {
+		c.unpin(e)
+	} else {
+		t.Fatal("chunk 1 not found")
+	}
+	for i := int64(3); i < 6; i++ { // evicts 0, 1, 2 in that order
+		put(i, false)
+	}
+	if c.wasted() != 1 || wasted != 1 {
+		t.Fatalf("wasted %d (hook %d), want 1: chunk 0 only", c.wasted(), wasted)
+	}
+	c.removeAll()
+}

@@ -229,6 +229,7 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	}
 	cache.onBytes = func(d int64) { m.cacheBytes.Add(float64(d)) }
 	cache.onEvict = m.cacheEvictions.Inc
+	cache.onWasted = m.raWasted.Inc
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Reader{
 		store: cfg.Store, prefix: cfg.Prefix, chunkBytes: cfg.ChunkBytes,

@@ -219,6 +219,7 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 		return nil, nil, fmt.Errorf("tiering: reader: get %s [%d, +%d): %w", k.obj, off, n, err)
 	}
 	r.noteGetLatency(time.Since(start))
+	r.m.getBytes.Add(float64(n))
 	return buf, release, nil
 }
 
@@ -238,6 +239,7 @@ func (r *Reader) acquireBudget(ctx context.Context, t *readTicket, fg bool, n in
 	}
 	r.m.queueWait.Observe(time.Since(start).Seconds())
 	r.gets.Add(1)
+	r.m.gets.Inc()
 	return sync.OnceFunc(r.budget.release), nil
 }
 
@@ -335,6 +337,7 @@ func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, seg RemoteSegmen
 	if err != nil {
 		return nil, err
 	}
+	r.m.getBytes.Add(float64(len(data)))
 	if r.budget.bucket != nil {
 		// Charged after the fact: the size is known only now.
 		if err := r.budget.bucket.wait(ctx, int64(len(data))); err != nil {
