@@ -220,9 +220,9 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 		return nil, fmt.Errorf("tiering: reader: metrics: %w", err)
 	}
 	// Chunks kept in memory (see cache.go): two per thread, and at least
-	// a sequential reader's chunk and its read-ahead; never more than the
-	// disk cache holds.
-	memMax := int(min(int64(max(2*cfg.Threads, cfg.ReadAheadChunks+2)), cfg.CacheBytes/cfg.ChunkBytes))
+	// a sequential reader's chunk and its deepest read-ahead (views check
+	// CRCs over the buffers); never more than the disk cache holds.
+	memMax := int(min(int64(max(2*cfg.Threads, raMax(cfg)+2)), cfg.CacheBytes/cfg.ChunkBytes))
 	cache, err := openChunkCache(cfg.CacheDir, cfg.CacheBytes, cfg.ChunkBytes, memMax)
 	if err != nil {
 		return nil, err
@@ -234,10 +234,7 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	return &Reader{
 		store: cfg.Store, prefix: cfg.Prefix, chunkBytes: cfg.ChunkBytes,
 		readAhead: max(cfg.ReadAheadChunks, 0), maxRA: int64(2 * cfg.Threads),
-		// Deep enough to keep every thread busy for one reader, and never
-		// more than half the cache's chunks (the windows must not evict
-		// each other's chunks before they are read).
-		raMax: max(cfg.ReadAheadChunks, min(2*cfg.Threads, int(cfg.CacheBytes/cfg.ChunkBytes/2))),
+		raMax: raMax(cfg),
 		cache: cache, idx: newIndexCache(cfg.IndexCacheBytes),
 		budget: newReadBudget(cfg.Threads, cfg.MaxQueuedReads, cfg.Threads, cfg.MaxBytesPerSecond),
 		m:      m, log: cfg.Logger, ctx: ctx, cancel: cancel,
@@ -245,6 +242,13 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 		fetchFlights: map[fetchKey]*fetchFlight{}, fetchTimeout: cfg.FetchTimeout,
 		segs: map[string]*segState{},
 	}, nil
+}
+
+// raMax is the deepest read-ahead window: deep enough to keep every
+// thread busy for one reader, and never more than half the cache's chunks
+// (the windows must not evict each other's chunks before they are read).
+func raMax(cfg ReaderConfig) int {
+	return max(cfg.ReadAheadChunks, min(2*cfg.Threads, int(cfg.CacheBytes/cfg.ChunkBytes/2)))
 }
 
 // Close stops read-ahead, waits for it and removes the cached chunk

@@ -27,6 +27,7 @@ import (
 	"hash/crc32"
 	"io"
 	iofs "io/fs"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -142,10 +143,22 @@ func (s *span) release() {
 // a file region (f, at, length) or a buffer (mem). It stops at fn's first
 // error. The broker's frame writer uses it to sendfile the file regions.
 func (s *span) Regions(off, n int64, fn func(f vfs.File, mem []byte, at, length int64) error) error {
+	return s.each(off, n, func(p *piece, at, length int64) error {
+		if p.f != nil {
+			return fn(p.f, nil, at, length)
+		}
+		return fn(nil, p.mem[at:at+length], 0, length)
+	})
+}
+
+// each calls fn for each piece's share [at, at+length) (chunk positions)
+// of [off, off+n) of the view, in order.
+func (s *span) each(off, n int64, fn func(p *piece, at, length int64) error) error {
 	if off < 0 || off+n > s.size {
 		return fmt.Errorf("tiering: view: regions [%d, %d) past its %d bytes", off, off+n, s.size)
 	}
-	for _, p := range s.pieces {
+	for i := range s.pieces {
+		p := &s.pieces[i]
 		if n == 0 {
 			break
 		}
@@ -154,13 +167,7 @@ func (s *span) Regions(off, n int64, fn func(f vfs.File, mem []byte, at, length 
 			continue
 		}
 		k := min(p.n-off, n)
-		var err error
-		if p.f != nil {
-			err = fn(p.f, nil, p.off+off, k)
-		} else {
-			err = fn(nil, p.mem[p.off+off:p.off+off+k], 0, k)
-		}
-		if err != nil {
+		if err := fn(p, p.off+off, k); err != nil {
 			return err
 		}
 		off, n = 0, n-k
@@ -319,22 +326,29 @@ func (r *Reader) viewOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 }
 
 // checksum is batch.Checksum of the view's batch at [off, off+size):
-// over the buffers where the chunks are held, else read from their files.
+// over the chunks' buffers where they are held (a chunk just fetched,
+// the common case), else read from their files.
 func (s *span) checksum(off, size int64) (uint32, error) {
 	var sum uint32
-	var buf []byte
+	var bp *[]byte
+	defer func() {
+		if bp != nil {
+			copyBufs.Put(bp)
+		}
+	}()
 	skip := int64(21) // the CRC covers the batch from its attributes on
-	err := s.Regions(off+skip, size-skip, func(f vfs.File, mem []byte, at, length int64) error {
-		if f == nil {
-			sum = crc32.Update(sum, castagnoli, mem)
+	err := s.each(off+skip, size-skip, func(p *piece, at, length int64) error {
+		if p.mem != nil {
+			sum = crc32.Update(sum, castagnoli, p.mem[at:at+length])
 			return nil
 		}
-		if buf == nil {
-			buf = make([]byte, 128<<10)
+		if bp == nil {
+			bp = copyBufs.Get().(*[]byte)
 		}
+		buf := *bp
 		for length > 0 {
 			n := min(length, int64(len(buf)))
-			if k, err := f.ReadAt(buf[:n], at); int64(k) < n {
+			if k, err := p.f.ReadAt(buf[:n], at); int64(k) < n {
 				if err == nil {
 					err = io.ErrUnexpectedEOF
 				}
@@ -347,6 +361,9 @@ func (s *span) checksum(off, size int64) (uint32, error) {
 	})
 	return sum, err
 }
+
+// copyBufs are the buffers checksum reads cache files through.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 // trim drops the span's bytes from n on (the cut batch after the last
 // whole one), unpinning chunks it no longer reaches.
