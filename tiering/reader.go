@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,9 @@ type ReaderStats struct {
 	IndexMisses     int64
 	GETs            int64 // object-store GETs issued
 	FetchReads      int64 // reads [Reader.Fetch] started (fetches that joined one not counted)
+	// ShareRate is the fair share's cap on GET bytes per second now
+	// (budget_share.go); 0: none.
+	ShareRate float64
 }
 
 // Reader reads remote segments for fetches and ListOffsets. It is safe
@@ -165,6 +169,8 @@ type Reader struct {
 	missing missingSet // segments reads found objects of missing
 
 	getNanos                 atomic.Int64 // chunk GET latency, EWMA (readahead depth)
+	shareState                            // budget_share.go
+	shareOnce                sync.Once
 	raPending                atomic.Int64
 	hits, misses, raChunks   atomic.Int64
 	idxHits, idxMisses, gets atomic.Int64
@@ -240,7 +246,8 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 		m:      m, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		chunkFlights: map[chunkKey]*chunkFlight{}, idxFlights: map[string]*idxFlight{},
 		fetchFlights: map[fetchKey]*fetchFlight{}, fetchTimeout: cfg.FetchTimeout,
-		segs: map[string]*segState{},
+		segs:       map[string]*segState{},
+		shareState: shareState{share: newTokenBucket(1, time.Now)},
 	}, nil
 }
 
@@ -316,6 +323,7 @@ func (r *Reader) Stats() ReaderStats {
 		Evictions: cs.evictions, Dropped: cs.dropped, InFlight: inUse, Queued: queued,
 		ReadAheadChunks: r.raChunks.Load(), IndexHits: r.idxHits.Load(), IndexMisses: r.idxMisses.Load(),
 		GETs: r.gets.Load(), FetchReads: r.fetchReads.Load(),
+		ShareRate: math.Float64frombits(r.shareBits.Load()),
 	}
 }
 

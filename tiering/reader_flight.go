@@ -220,6 +220,7 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 	}
 	r.noteGetLatency(time.Since(start))
 	r.m.getBytes.Add(float64(n))
+	r.fetchedBytes.Add(n)
 	return buf, release, nil
 }
 
@@ -233,6 +234,12 @@ func (r *Reader) acquireBudget(ctx context.Context, t *readTicket, fg bool, n in
 	}
 	if r.budget.bucket != nil && n > 0 {
 		if err := r.budget.bucket.wait(ctx, n); err != nil {
+			r.budget.release()
+			return nil, err
+		}
+	}
+	if n > 0 {
+		if err := r.shareWait(ctx, n); err != nil {
 			r.budget.release()
 			return nil, err
 		}
