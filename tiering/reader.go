@@ -6,8 +6,10 @@ package tiering
 // Files:
 //
 //	reader.go           Reader: config, Read, OffsetForTimestamp, Forget, Follows, Stats
+//	reader_view.go      ReadView: Read without the copy (pinned cache pieces, sendfile)
 //	reader_segment.go   one segment's .log read chunk by chunk; per-segment state
 //	reader_readahead.go read-ahead: sequential detection, background prefetches
+//	readahead_policy.go the read-ahead depth decision (pure)
 //	reader_flight.go    chunk and index flights (GETs shared per chunk, per index)
 //	                    under the budget; the chunk cache's file I/O
 //	reader_fetch.go     Reader.Fetch: a consumer fetch's read, coalesced and waited for
@@ -16,6 +18,7 @@ package tiering
 //	cache.go           the on-disk chunk cache (2Q eviction; why there)
 //	cache_index.go     the in-memory index cache (LRU)
 //	budget.go          Threads slots, priority queue, byte-rate token bucket
+//	budget_share.go    the fair share: GET bytes capped while producers suffer
 //
 // A read, in order: the segment's .index (index cache, else one GET) gives
 // the greatest entry at or below the offset; from its position the reader
@@ -24,8 +27,9 @@ package tiering
 // GET per chunk, shared by every concurrent reader of it), keeps the whole
 // batches that fit (the first always, KIP-74) and checks each one's CRC
 // before returning it. Moving forward into the next chunk of a segment
-// marks the reader sequential: the next ReadAheadChunks chunks are fetched
-// in the background, at background priority.
+// marks the reader sequential: the next chunks (ReadAheadChunks at first,
+// then as deep as readAheadDepth decides) are fetched in the background,
+// at background priority.
 //
 // Lock order: Reader.closeMu → Reader.fmu; Reader.smu and segState.mu are
 // leaves; chunkCache.mu, indexCache.mu and readBudget.mu are leaves taken
@@ -66,7 +70,9 @@ type ReaderConfig struct {
 	// bounds bytes fetched from the store; 0 is unlimited.
 	MaxBytesPerSecond int64
 	// ReadAheadChunks (remote.log.reader.readahead.chunks, 2) is how many
-	// chunks are prefetched ahead of a sequential reader; < 0 disables
+	// chunks are prefetched ahead of a sequential reader at first, and
+	// the least: the window then adapts to the reader (readahead_policy.go),
+	// up to min(2×Threads, half the cache's chunks); < 0 disables
 	// read-ahead. Read-ahead continues into the segment named by
 	// [Reader.Follows] when it reaches the end of one.
 	ReadAheadChunks int
