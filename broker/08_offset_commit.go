@@ -56,6 +56,8 @@ func handleOffsetCommit(ctx context.Context, n *Node, r *request) (*frame, error
 		reqErr = kerr.InvalidGroupID
 	case err != nil:
 		reqErr = err
+	case n.groupIsShare(req.Group):
+		reqErr = kerr.GroupIDNotFound // a share group commits no offsets (Kafka: "Group %s is not a consumer group.")
 	case n.groupIsConsumer(req.Group):
 		// A KIP-848 group: the member epoch (v9+ GenerationIdOrMemberEpoch).
 		var handled bool

@@ -62,7 +62,9 @@ func handleOffsetFetch(_ context.Context, n *Node, r *request) (*frame, error) {
 			}
 			var fetched []fetchedTopic
 			var err error
-			if r.version >= 9 && r.allowed(n.authorizer(), authz.OpDescribe, authz.ResGroup, g.Group) {
+			if allowed := r.allowed(n.authorizer(), authz.OpDescribe, authz.ResGroup, g.Group); allowed && n.groupIsShare(g.Group) {
+				err = kerr.GroupIDNotFound // a share group has no committed offsets (Kafka's ShareGroup.validateOffsetFetch)
+			} else if r.version >= 9 && allowed {
 				err = n.groups.cgs.validateFetch(g.Group, g.MemberID, g.MemberEpoch) // KIP-848 groups only
 			}
 			if err == nil {
@@ -85,7 +87,13 @@ func handleOffsetFetch(_ context.Context, n *Node, r *request) (*frame, error) {
 			topics = append(topics, offsetFetchTopic{name: t.Topic, parts: t.Partitions})
 		}
 	}
-	fetched, err := n.fetchOffsetsAuthorized(r, req.Group, topics, false, r.version >= 7 && req.RequireStable)
+	var fetched []fetchedTopic
+	var err error
+	if r.allowed(n.authorizer(), authz.OpDescribe, authz.ResGroup, req.Group) && n.groupIsShare(req.Group) {
+		err = kerr.GroupIDNotFound // as v8+ above
+	} else {
+		fetched, err = n.fetchOffsetsAuthorized(r, req.Group, topics, false, r.version >= 7 && req.RequireStable)
+	}
 	if r.version >= 2 {
 		resp.ErrorCode = errCode(err)
 	} else if err != nil {

@@ -14,9 +14,12 @@ package broker
 // rebalance timeout: the session timeout is used. v5+ static members
 // (KIP-345) rejoining within their session keep their assignment.
 //
-// A group id held by a KIP-848 consumer group with members answers
-// INCONSISTENT_GROUP_PROTOCOL; an empty consumer group is dropped (its
-// offsets kept) and the classic group takes the id.
+// A group id held by a KIP-848 consumer group with members (after an
+// online upgrade, consumer_migration.go) is served by it
+// (Group.ClassicJoin: INCONSISTENT_GROUP_PROTOCOL unless protocol type
+// consumer with a protocol every classic member supports); an empty
+// consumer group is dropped (its offsets kept) and the classic group takes
+// the id.
 //
 // Differences from Kafka: v9 SkipAssignment is always false (it is for
 // KIP-848 consumer-protocol groups, which do not exist here); the reason
@@ -31,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/group"
+	"github.com/strata-io/strata/broker/group/consumer"
 )
 
 func init() { register(11, 0, handleJoinGroup) }
@@ -38,13 +42,14 @@ func init() { register(11, 0, handleJoinGroup) }
 func handleJoinGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.JoinGroupRequest)
 	// A KIP-848 consumer group of that id (consumer_groups.go): with
-	// members it takes no classic member (no online migration here); an
-	// empty one gives the id up, its offsets kept.
-	if known, members := n.groups.cgs.exists(req.Group); known {
+	// members it serves the classic member; an empty one gives the id up,
+	// its offsets kept.
+	if resp, handled := n.groups.cgs.classicJoin(ctx, req, consumer.Client{ID: r.clientID, Host: clientHost(r)}); handled {
+		return encodeResponse(r, resp), nil
+	}
+	if known, _ := n.groups.cgs.exists(req.Group); known {
 		code := int16(0)
-		if members {
-			code = kerr.InconsistentGroupProtocol.Code
-		} else if _, code = n.groups.cgs.dropEmpty(ctx, req.Group, false); code == 0 {
+		if _, code = n.groups.cgs.dropEmpty(ctx, req.Group, false); code == 0 {
 			code = -1
 		}
 		if code > 0 {

@@ -7,6 +7,9 @@ package broker
 // member must rejoin), ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID /
 // FENCED_INSTANCE_ID (v3+) as Kafka.
 //
+// A KIP-848 consumer group of that id (its classic members after an
+// online upgrade) answers through Group.ClassicHeartbeat.
+//
 // Differences from Kafka: none known.
 
 import (
@@ -19,5 +22,8 @@ func init() { register(12, 0, handleHeartbeat) }
 
 func handleHeartbeat(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.HeartbeatRequest)
+	if resp, handled := n.groups.cgs.classicHeartbeat(req); handled {
+		return encodeResponse(r, resp), nil
+	}
 	return encodeResponse(r, n.groups.members.Heartbeat(ctx, req)), nil
 }

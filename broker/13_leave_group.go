@@ -9,6 +9,10 @@ package broker
 // Every removal from a Stable or CompletingRebalance group starts a
 // rebalance.
 //
+// A KIP-848 consumer group of that id answers through Group.ClassicLeave
+// (its classic members after an online upgrade); a removal leaving only
+// classic members may downgrade it (consumer_migration.go).
+//
 // Differences from Kafka: none known.
 
 import (
@@ -21,5 +25,8 @@ func init() { register(13, 0, handleLeaveGroup) }
 
 func handleLeaveGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.LeaveGroupRequest)
+	if resp, handled := n.groups.cgs.classicLeave(ctx, req); handled {
+		return encodeResponse(r, resp), nil
+	}
 	return encodeResponse(r, n.groups.members.LeaveGroup(ctx, req)), nil
 }

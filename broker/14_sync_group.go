@@ -11,6 +11,10 @@ package broker
 // rejoined without a rebalance). v5+ checks ProtocolType/ProtocolName
 // against the group (INCONSISTENT_GROUP_PROTOCOL) and returns them.
 //
+// A KIP-848 consumer group of that id answers through Group.ClassicSync
+// (its classic members after an online upgrade: the coordinator's
+// assignment, the leader's ignored).
+//
 // Differences from Kafka: none known.
 
 import (
@@ -23,5 +27,8 @@ func init() { register(14, 0, handleSyncGroup) }
 
 func handleSyncGroup(ctx context.Context, n *Node, r *request) (*frame, error) {
 	req := r.msg.(*kmsg.SyncGroupRequest)
+	if resp, handled := n.groups.cgs.classicSync(req); handled {
+		return encodeResponse(r, resp), nil
+	}
 	return encodeResponse(r, n.groups.members.SyncGroup(ctx, req)), nil
 }

@@ -167,6 +167,9 @@ func (n *Node) txnOffsetCommitCheck(ctx context.Context, req *kmsg.TxnOffsetComm
 	if version >= 3 {
 		gen, member, instance = req.Generation, req.MemberID, req.InstanceID
 	}
+	if n.groupIsShare(req.Group) {
+		return kerr.GroupIDNotFound.Code // a share group commits no offsets (Kafka's ShareGroup.validateOffsetCommit)
+	}
 	if handled, err := n.groups.cgs.validateCommit(req.Group, member, gen, true, version); handled {
 		return errCode(err) // a KIP-848 group: the member epoch
 	}

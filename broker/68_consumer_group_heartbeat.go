@@ -14,8 +14,13 @@ package broker
 // advertised when group.coordinator.rebalance.protocols lists consumer;
 // otherwise the request is answered UNSUPPORTED_VERSION.
 //
+// A join of a classic group with members upgrades it online when
+// group.consumer.migration.policy allows (consumer_migration.go), else
+// GROUP_ID_NOT_FOUND; a leave or fencing that leaves only classic members
+// may downgrade it.
+//
 // Differences from Kafka: regular expressions are Go RE2, resolved at each
-// heartbeat; no classic members in a consumer group (migration).
+// heartbeat.
 
 import (
 	"context"

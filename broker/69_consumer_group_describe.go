@@ -55,7 +55,7 @@ func handleConsumerGroupDescribe(_ context.Context, n *Node, r *request) (*frame
 			found := n.groups.cgs.with(id, func(g *consumer.Group) { d = g.Describe(img) })
 			if !found {
 				d.Group = id
-				if _, classic := n.groups.members.GroupState(id); classic {
+				if _, classic := n.groups.members.GroupState(id); classic || n.groupIsShare(id) {
 					fail(kerr.GroupIDNotFound, "Group "+id+" is not a consumer group.")
 				} else {
 					fail(kerr.GroupIDNotFound, "Group "+id+" not found.")

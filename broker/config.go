@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/broker/authz"
+	"github.com/strata-io/strata/broker/group/consumer"
 	"github.com/strata-io/strata/controller"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/internal/props"
@@ -133,6 +134,7 @@ var Settings = []Setting{
 	{"group.share.min.heartbeat.interval.ms", "5000", "smallest group.share.heartbeat.interval.ms allowed"},
 	{"group.share.max.heartbeat.interval.ms", "15000", "largest group.share.heartbeat.interval.ms allowed"},
 	{"group.share.max.size", "200", "most members one share group may have (1-1000; GROUP_MAX_SIZE_REACHED past it)"},
+	{"group.consumer.migration.policy", "bidirectional", "online migration between classic and KIP-848 consumer groups with members: bidirectional, upgrade (classic to consumer only), downgrade (consumer to classic only) or disabled"},
 	{"offsets.topic.num.partitions", "50", "partitions of __consumer_offsets when the broker creates it (fixed afterwards)"},
 	{"offsets.topic.replication.factor", "1", "replication factor of __consumer_offsets (1, as Kafka's shipped server.properties sets it; 3 on a 3-node cluster)"},
 	{"offsets.topic.segment.bytes", "104857600", "segment.bytes of __consumer_offsets"},
@@ -468,6 +470,7 @@ type Config struct {
 	GroupShareSessionTimeout       time.Duration
 	GroupShareHeartbeatInterval    time.Duration
 	GroupShareMaxSize              int
+	GroupConsumerMigrationPolicy   consumer.MigrationPolicy
 
 	// Committed offsets (offsets.*, coordinator.go).
 	OffsetsTopicPartitions        int32
@@ -873,6 +876,11 @@ func ParseConfig(props map[string]string) (Config, error) {
 	}
 	if len(c.GroupConsumerAssignors) == 0 {
 		bad("group.consumer.assignors", get("group.consumer.assignors"), "at least one assignor")
+	}
+	if p, err := consumer.ParseMigrationPolicy(get("group.consumer.migration.policy")); err != nil {
+		bad("group.consumer.migration.policy", get("group.consumer.migration.policy"), "one of bidirectional, upgrade, downgrade, disabled")
+	} else {
+		c.GroupConsumerMigrationPolicy = p
 	}
 	c.OffsetsTopicPartitions = int32(min(i64("offsets.topic.num.partitions", 1), 1<<20))
 	c.OffsetsTopicReplicationFactor = rf("offsets.topic.replication.factor")

@@ -16,11 +16,13 @@ package broker
 // partition's records 3-8 (group.Loader.ConsumerRecords) and arms the
 // timers (Loaded); losing the partition drops its groups.
 //
-// Classic and consumer groups share the group id namespace: a heartbeat
-// for a classic group with members is GROUP_ID_NOT_FOUND (Kafka's "Group
-// %s is not a consumer group"); an Empty classic group (offsets only) is
-// taken over. A JoinGroup for a consumer group with members is
-// INCONSISTENT_GROUP_PROTOCOL (no online migration here).
+// Classic and consumer groups share the group id namespace: a joining
+// heartbeat for a classic group with members converts it when
+// group.consumer.migration.policy allows (else GROUP_ID_NOT_FOUND, Kafka's
+// "Group %s is not a consumer group"), and the classic requests of a
+// consumer group with members are served by it; a removal leaving only
+// classic members converts it back (consumer_migration.go). An Empty
+// classic group (offsets only) is taken over.
 
 import (
 	"context"
@@ -154,8 +156,18 @@ func (cs *consumerGroups) heartbeat(ctx context.Context, req *kmsg.ConsumerGroup
 		return fail(kerr.ErrorForCode(errCode(err)).(*kerr.Error), "")
 	}
 	session, interval := cs.groupTimeouts(req.Group) // before cg.mu: metaMu is not taken under it
-	for {
+	for tries := 0; ; tries++ {
 		cg, code, msg := cs.getOrCreate(req.Group, partition, req.MemberEpoch == consumer.JoinEpoch)
+		if code == errUpgrade {
+			found, code, msg := cs.upgrade(ctx, req.Group, partition)
+			if code != nil {
+				return fail(code, msg)
+			}
+			if !found && tries > 3 {
+				return fail(kerr.CoordinatorLoadInProgress, "")
+			}
+			continue // converted (or gone meanwhile): look again
+		}
 		if code != nil {
 			return fail(code, msg)
 		}
@@ -168,8 +180,13 @@ func (cs *consumerGroups) heartbeat(ctx context.Context, req *kmsg.ConsumerGroup
 			continue // replaced by a reload: use the new one
 		}
 		cg.g.SetTimeouts(session, interval)
+		epoch := cg.g.Epoch
 		res := cg.g.Heartbeat(nowMs(), req, c, cs.image())
-		err := cs.persistLocked(ctx, cg, res.Records)
+		downgraded, err := cs.commitLocked(ctx, req.Group, cg, epoch, res.Records)
+		if downgraded {
+			cg.mu.Unlock()
+			return res.Response
+		}
 		if len(cg.hist) == 0 && len(cg.g.Members) == 0 {
 			// A group created for a join that failed: the log never had it.
 			cs.forgetLocked(req.Group, cg)
@@ -184,8 +201,13 @@ func (cs *consumerGroups) heartbeat(ctx context.Context, req *kmsg.ConsumerGroup
 	}
 }
 
+// errUpgrade is getOrCreate's "a classic group with members holds the id
+// and a member joins": the caller tries the online upgrade.
+var errUpgrade = &kerr.Error{Message: "UPGRADE", Code: -2}
+
 // getOrCreate returns the group, creating an empty one on a join (taking
-// over an Empty classic group of that id).
+// over an Empty classic group of that id); errUpgrade for a join to a
+// classic group with members.
 func (cs *consumerGroups) getOrCreate(id string, partition int32, join bool) (*consumerGroup, *kerr.Error, string) {
 	if known, _ := cs.gc.sgs.exists(id); known { // before cs.mu: a share group's lock is taken before it
 		return nil, kerr.GroupIDNotFound, "Group " + id + " is not a consumer group."
@@ -200,6 +222,9 @@ func (cs *consumerGroups) getOrCreate(id string, partition int32, join bool) (*c
 	}
 	if st, ok := cs.gc.members.GroupState(id); ok {
 		if st != "Empty" && st != "Dead" {
+			if join {
+				return nil, errUpgrade, ""
+			}
 			return nil, kerr.GroupIDNotFound, "Group " + id + " is not a consumer group."
 		}
 		if !join {
@@ -226,16 +251,8 @@ func (cs *consumerGroups) persistLocked(ctx context.Context, cg *consumerGroup, 
 	for i, r := range recs {
 		kvs[i].Key, kvs[i].Value = consumer.EncodeRecord(r)
 	}
-	sctx, cancel := context.WithTimeout(ctx, cs.gc.n.cfg.OffsetsCommitTimeout+5*time.Second)
-	defer cancel()
-	if err := cs.gc.store.AppendRecords(sctx, cg.partition, kvs); err != nil {
-		cs.gc.n.logger.Warn("broker: consumer group records not stored", "group", cg.g.ID, "err", err)
-		g := consumer.Replay(cs.cfg, cg.hist)[cg.g.ID]
-		if g == nil {
-			g = consumer.NewGroup(cg.g.ID, cs.cfg)
-		}
-		g.Loaded(nowMs())
-		cg.g = g
+	if err := cs.append(ctx, cg.partition, kvs); err != nil {
+		cs.revertLocked(cg, err)
 		return err
 	}
 	cg.hist = append(cg.hist, recs...)
@@ -243,6 +260,18 @@ func (cs *consumerGroups) persistLocked(ctx context.Context, cg *consumerGroup, 
 		cg.hist = compactRecords(cg.hist)
 	}
 	return nil
+}
+
+// revertLocked (cg.mu held) puts the group back to what its log holds,
+// after a failed append.
+func (cs *consumerGroups) revertLocked(cg *consumerGroup, err error) {
+	cs.gc.n.logger.Warn("broker: consumer group records not stored", "group", cg.g.ID, "err", err)
+	g := consumer.Replay(cs.cfg, cg.hist)[cg.g.ID]
+	if g == nil {
+		g = consumer.NewGroup(cg.g.ID, cs.cfg)
+	}
+	g.Loaded(nowMs())
+	cg.g = g
 }
 
 // compactRecords keeps the newest record of each key, in the order of
@@ -317,8 +346,13 @@ func (cs *consumerGroups) expire(id string, cg *consumerGroup) {
 		return
 	}
 	if now := nowMs(); at <= now {
+		epoch := cg.g.Epoch
 		recs := cg.g.Expire(now, cs.image())
-		if err := cs.persistLocked(context.Background(), cg, recs); err != nil {
+		downgraded, err := cs.commitLocked(context.Background(), id, cg, epoch, recs)
+		if downgraded {
+			return
+		}
+		if err != nil {
 			// Reverted: a member fenced in memory only is fenced again at
 			// the next pass, once the log takes the records.
 			cg.timer = time.AfterFunc(time.Second, func() { cs.expire(id, cg) })

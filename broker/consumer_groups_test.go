@@ -292,9 +292,9 @@ func join848(t *testing.T, c *rawConn, groupID, member string) *kmsg.ConsumerGro
 // (v9+: STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; v8 UNSUPPORTED_VERSION) and
 // OffsetFetch; ListGroups v5 types and states filters; DescribeGroups v6
 // says a consumer group is no classic one; the one namespace of group
-// ids (a heartbeat for a classic group with members: GROUP_ID_NOT_FOUND;
-// a JoinGroup for a consumer group with members:
-// INCONSISTENT_GROUP_PROTOCOL); DeleteGroups refuses a non-empty consumer
+// ids (a heartbeat other than a join for a classic group with members:
+// GROUP_ID_NOT_FOUND; a JoinGroup of another protocol type for a consumer
+// group with members: INCONSISTENT_GROUP_PROTOCOL); DeleteGroups refuses a non-empty consumer
 // group and deletes an empty one with its offsets, for good (a restart
 // does not bring it back).
 func TestConsumerGroupAdminAndOffsets(t *testing.T) {
@@ -364,15 +364,18 @@ func TestConsumerGroupAdminAndOffsets(t *testing.T) {
 	if classic.ErrorCode != 0 {
 		t.Fatalf("classic join: %d", classic.ErrorCode)
 	}
-	if r := join848(t, c, "classic", "m9"); r.ErrorCode != kerr.GroupIDNotFound.Code {
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.SetVersion(1)
+	hb.Group, hb.MemberID, hb.MemberEpoch = "classic", "m9", 1
+	if r := c.roundTrip(hb).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Errorf("heartbeat for a classic group: error %d, want GROUP_ID_NOT_FOUND", r.ErrorCode)
 	}
 	jg := kmsg.NewPtrJoinGroupRequest()
 	jg.SetVersion(5)
-	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 3000, 3000, "consumer"
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 3000, 3000, "connect"
 	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
 	if r := c.roundTrip(jg).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Errorf("JoinGroup for a consumer group: error %d, want INCONSISTENT_GROUP_PROTOCOL", r.ErrorCode)
+		t.Errorf("JoinGroup of protocol type connect for a consumer group: error %d, want INCONSISTENT_GROUP_PROTOCOL", r.ErrorCode)
 	}
 
 	list := func(types, states []string) map[string]string {

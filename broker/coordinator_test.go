@@ -36,7 +36,7 @@ func withSettings(extra map[string]string) map[string]string {
 
 // findCoordinator asks n for group's coordinator until the answer is not
 // retriable (the first one creates __consumer_offsets).
-func findCoordinator(t *testing.T, c *rawConn, groupID string) *kmsg.FindCoordinatorResponse {
+func findCoordinator(t testing.TB, c *rawConn, groupID string) *kmsg.FindCoordinatorResponse {
 	t.Helper()
 	var resp *kmsg.FindCoordinatorResponse
 	testutil.Within(testWait, func() bool { // past the deadline: the last answer

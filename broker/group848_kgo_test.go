@@ -3,12 +3,11 @@ package broker
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestGroup848FranzGoOneNode runs franz-go's own group tests (TestGroupETL
@@ -31,31 +30,17 @@ func TestGroup848FranzGoOneNode(t *testing.T) {
 	defer cancel()
 	src := kgoSource(t, ctx)
 	n := startNode(t, t.TempDir(), withSettings(map[string]string{"group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500"}))
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "4m",
-		"-run", "^(TestGroupETL|TestGroupSimple|Test848RegexBrokerResolves)$", ".")
-	cmd.Dir = filepath.Join(src, "pkg", "kgo")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+n.Addr(), "KGO_TEST_RF=1",
-		"KGO_TEST_RECORDS=20000", "KGO_LOG_LEVEL=none")
-	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	re := regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP): (\S+) `)
-	var pass, skip []string
-	for _, m := range re.FindAllSubmatch(out, -1) {
-		switch string(m[1]) {
-		case "PASS":
-			pass = append(pass, string(m[2]))
-		case "SKIP":
-			skip = append(skip, string(m[2]))
-		}
-	}
-	t.Logf("franz-go group tests: passed %v, skipped %v, in %v", pass, skip, time.Since(start).Round(time.Second))
+	r, err := testutil.RunGoTest(ctx, filepath.Join(src, "pkg", "kgo"),
+		append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+n.Addr(), "KGO_TEST_RF=1", "KGO_TEST_RECORDS=20000", "KGO_LOG_LEVEL=none"),
+		"-timeout", "4m", "-run", "^(TestGroupETL|TestGroupSimple|Test848RegexBrokerResolves)$")
+	t.Logf("franz-go group tests: passed %v, skipped %v, in %v", r.Pass, r.Skip, time.Since(start).Round(time.Second))
 	if err != nil {
-		t.Fatalf("franz-go group tests: %v\n%s", err, out[max(0, len(out)-16<<10):])
+		t.Fatalf("franz-go group tests: %v\n%s", err, r.Report(t, "kgo-group848"))
 	}
 	for _, want := range []string{"TestGroupETL/range/848", "TestGroupETL/sticky/848", "TestGroupETL/sticky/848/static",
 		"TestGroupSimple/848", "TestGroupETL/range", "TestGroupETL/cooperative-sticky", "Test848RegexBrokerResolves"} {
-		if !slices.Contains(pass, want) {
+		if !r.Passed(want) {
 			t.Errorf("%s did not pass", want)
 		}
 	}

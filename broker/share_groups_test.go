@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/share"
+	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -189,7 +190,8 @@ func TestShareGroupOffUntilEnabled(t *testing.T) {
 // TestShareGroupIDNamespace: one group id namespace, as Kafka: a share
 // heartbeat for a consumer group or a classic group is GROUP_ID_NOT_FOUND
 // ("not a share group"), a consumer heartbeat for a share group
-// GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL;
+// GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL, an
+// OffsetCommit, TxnOffsetCommit or OffsetFetch GROUP_ID_NOT_FOUND;
 // ListGroups lists share groups with type and state filters and
 // DescribeGroups v6 says a share group is no classic group.
 func TestShareGroupIDNamespace(t *testing.T) {
@@ -233,6 +235,28 @@ func TestShareGroupIDNamespace(t *testing.T) {
 		t.Errorf("classic join of a share group: %d", r.ErrorCode)
 	}
 
+	// A share group commits and fetches no offsets (Kafka: "Group %s is
+	// not a consumer group.").
+	if code := commitRaw(t, c, 7, "q", "t", 0, 5, nil); code != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetCommit to a share group: %d", code)
+	}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.SetVersion(5)
+	of.Group = "q"
+	if r := c.roundTrip(of).(*kmsg.OffsetFetchResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetFetch of a share group: %d", r.ErrorCode)
+	}
+	verifyAnswer(n, 0, nil) // the transaction coordinator's verdict: in the transaction
+	if code := txnOffsetCommitRaw(t, c, txnCommit{version: 3, txnID: "tx", group: "q", pid: 42, generation: -1, topic: "t", offset: 7}); code != kerr.GroupIDNotFound.Code {
+		t.Errorf("TxnOffsetCommit to a share group: %d", code)
+	}
+	of8 := kmsg.NewPtrOffsetFetchRequest()
+	of8.SetVersion(8)
+	of8.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "q"}}
+	if r := c.roundTrip(of8).(*kmsg.OffsetFetchResponse); len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetFetch v8 of a share group: %+v", r.Groups)
+	}
+
 	list := func(types, states []string) []string {
 		req := kmsg.NewPtrListGroupsRequest()
 		req.SetVersion(5)
@@ -258,6 +282,11 @@ func TestShareGroupIDNamespace(t *testing.T) {
 	if d := c.roundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; d.ErrorCode != kerr.GroupIDNotFound.Code ||
 		d.ErrorMessage == nil || *d.ErrorMessage != "Group q is not a classic group." {
 		t.Errorf("DescribeGroups v6 of a share group: %d %v", d.ErrorCode, d.ErrorMessage)
+	}
+	cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgd.Groups = []string{"q"}
+	if d := c.roundTrip(cgd).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]; d.ErrorCode != kerr.GroupIDNotFound.Code || d.ErrorMessage == nil || *d.ErrorMessage != "Group q is not a consumer group." {
+		t.Errorf("ConsumerGroupDescribe of a share group: %d %v", d.ErrorCode, d.ErrorMessage)
 	}
 	if d := shareDescribe(t, c, "cg"); d.ErrorCode != kerr.GroupIDNotFound.Code || d.ErrorMessage == nil || *d.ErrorMessage != "Group cg is not a share group." {
 		t.Errorf("ShareGroupDescribe of a consumer group: %d %v", d.ErrorCode, d.ErrorMessage)
@@ -517,4 +546,35 @@ func TestShareGroupFranzGoMembership(t *testing.T) {
 		}
 		return nil
 	}, "the closed consumers to leave")
+}
+
+// TestShareGroupAuthorization: ShareGroupHeartbeat needs READ on the group
+// (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on each subscribed topic
+// (TOPIC_AUTHORIZATION_FAILED); ShareGroupDescribe needs DESCRIBE on the
+// group (READ implies it); a refused request makes no group.
+func TestShareGroupAuthorization(t *testing.T) {
+	n := startNode(t, t.TempDir(), authzOn(shareGroupSettings))
+	if res, err := n.svc.CreateTopics(testCtx(t), metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	c := dialRaw(t, n)
+	findCoordinator(t, c, "q")
+	waitLoaded(t, n, "q")
+	if r := shareHB(t, c, "q", "m1", 0, "t"); r.ErrorCode != kerr.GroupAuthorizationFailed.Code || n.groupIsShare("q") {
+		t.Fatalf("join without READ on the group: %v, group made %v", hbErr(r), n.groupIsShare("q"))
+	}
+	grantDirect(t, n, "GROUP:LITERAL:q ALLOW User:ANONYMOUS@* READ")
+	if r := shareHB(t, c, "q", "m1", 0, "t"); r.ErrorCode != kerr.TopicAuthorizationFailed.Code || n.groupIsShare("q") {
+		t.Fatalf("join without DESCRIBE on the topic: %v, group made %v", hbErr(r), n.groupIsShare("q"))
+	}
+	grantDirect(t, n, "TOPIC:LITERAL:t ALLOW User:ANONYMOUS@* DESCRIBE")
+	if r := shareHB(t, c, "q", "m1", 0, "t"); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("join with both: %v epoch %d", hbErr(r), r.MemberEpoch)
+	}
+	if d := shareDescribe(t, c, "other"); d.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describe without DESCRIBE on the group: %d", d.ErrorCode)
+	}
+	if d := shareDescribe(t, c, "q"); d.ErrorCode != 0 || len(d.Members) != 1 { // READ implies DESCRIBE
+		t.Fatalf("describe with READ on the group: %d, %d members", d.ErrorCode, len(d.Members))
+	}
 }

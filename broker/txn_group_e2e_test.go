@@ -25,8 +25,26 @@ import (
 // copies what it reads from "in" to "out" in transactions whose offsets
 // commit with them (kgo.GroupTransactSession), until stop is closed.
 // Fetch and produce errors are logged (the session aborts the transaction
-// of a failed produce); a failed Begin or End is the worker's error.
+// of a failed produce); a failed Begin, or an End failed with a broker's
+// error, is the worker's error. An End that failed in the client (a dial
+// to a crashed coordinator past the retry timeout: the outcome unknown)
+// starts a new session with the same transactional id, as an application
+// would: its InitProducerId fences the old one and finishes its
+// transaction, and the group's committed offsets say where to resume.
 func etlWorker(ctx context.Context, seeds []string, groupID, id string, stop <-chan struct{}, stats *etlStats, logf func(string, ...any)) error {
+	for {
+		err := etlSession(ctx, seeds, groupID, id, stop, stats, logf)
+		var ke *kerr.Error
+		if err == nil || ctx.Err() != nil || !errors.Is(err, errEtlEnd) || errors.As(err, &ke) {
+			return err
+		}
+		logf("etl %s: a new session after %v", id, err)
+	}
+}
+
+var errEtlEnd = errors.New("end")
+
+func etlSession(ctx context.Context, seeds []string, groupID, id string, stop <-chan struct{}, stats *etlStats, logf func(string, ...any)) error {
 	s, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(seeds...),
 		kgo.TransactionalID(groupID+"-"+id),
@@ -78,7 +96,7 @@ func etlWorker(ctx context.Context, seeds []string, groupID, id string, stop <-c
 		})
 		committed, err := s.End(ctx, kgo.TryCommit)
 		if err != nil {
-			return fmt.Errorf("etl %s end: %w", id, err)
+			return fmt.Errorf("etl %s %w: %w", id, errEtlEnd, err)
 		}
 		if committed {
 			stats.commits.Add(1)

@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestTxnFranzGoEtlOneNode runs franz-go's own transaction test
@@ -34,32 +34,22 @@ func TestTxnFranzGoEtlOneNode(t *testing.T) {
 	defer cancel()
 	src := kgoSource(t, ctx)
 	n := startNode(t, t.TempDir(), nil)
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "4m", "-run", "^TestTxnEtl$", ".")
-	cmd.Dir = filepath.Join(src, "pkg", "kgo")
 	// 20000 records: the producer also ends and begins a transaction
 	// mid-stream (every 10000).
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+n.Addr(), "KGO_TEST_RF=1",
-		"KGO_TEST_RECORDS=20000", "KGO_LOG_LEVEL=none")
-	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	re := regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP): (\S+) `)
-	var pass []string
-	for _, m := range re.FindAllSubmatch(out, -1) {
-		if string(m[1]) == "PASS" {
-			pass = append(pass, string(m[2]))
-		}
-	}
-	t.Logf("franz-go TestTxnEtl: passed %v in %v", pass, time.Since(start).Round(time.Second))
+	r, err := testutil.RunGoTest(ctx, filepath.Join(src, "pkg", "kgo"),
+		append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+n.Addr(), "KGO_TEST_RF=1", "KGO_TEST_RECORDS=20000", "KGO_LOG_LEVEL=none"),
+		"-timeout", "4m", "-run", "^TestTxnEtl$")
+	t.Logf("franz-go TestTxnEtl: passed %v in %v", r.Pass, time.Since(start).Round(time.Second))
 	if err != nil {
-		t.Fatalf("franz-go TestTxnEtl: %v\n%s", err, out[max(0, len(out)-16<<10):])
+		t.Fatalf("franz-go TestTxnEtl: %v\n%s", err, r.Report(t, "kgo-txnetl"))
 	}
 	// Every subtest must have run: classic groups and, since the node
 	// advertises ConsumerGroupHeartbeat, the KIP-848 ones (TxnOffsetCommit
 	// checked against the member epoch).
 	for _, want := range []string{"TestTxnEtl", "TestTxnEtl/range", "TestTxnEtl/cooperative-sticky", "TestTxnEtl/cooperative-sticky/static",
 		"TestTxnEtl/range/848", "TestTxnEtl/sticky/848", "TestTxnEtl/sticky/848/static"} {
-		if !slices.Contains(pass, want) {
+		if !r.Passed(want) {
 			t.Errorf("%s did not pass", want)
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // listenerAddr reads listener name's address from p's address line
@@ -51,15 +51,12 @@ func TestFranzGoOAuth(t *testing.T) {
 		"sasl.enabled.mechanisms=OAUTHBEARER",
 		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;")
 	oauthSeeds := p.listenerAddr(t, "SASL_PLAINTEXT")
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "3m", "-run", "^TestOAuthAuth$", ".")
-	cmd.Dir = filepath.Join(src, "pkg", "kgo")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+p.addr, "KGO_TEST_OAUTH_SEEDS="+oauthSeeds, "KGO_LOG_LEVEL=none")
-	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	pass, fail := passed(out)
-	t.Logf("franz-go %s TestOAuthAuth: passed %v, failed %v, in %v", version, pass, fail, time.Since(start).Round(time.Second))
-	if err != nil || !slices.Contains(pass, "TestOAuthAuth") {
-		t.Fatalf("franz-go TestOAuthAuth did not pass: %v\n%s", err, out[max(0, len(out)-8<<10):])
+	r, err := testutil.RunGoTest(ctx, filepath.Join(src, "pkg", "kgo"),
+		append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+p.addr, "KGO_TEST_OAUTH_SEEDS="+oauthSeeds, "KGO_LOG_LEVEL=none"),
+		"-timeout", "3m", "-run", "^TestOAuthAuth$")
+	t.Logf("franz-go %s TestOAuthAuth: passed %v, failed %v, in %v", version, r.Pass, r.Fail, time.Since(start).Round(time.Second))
+	if err != nil || !r.Passed("TestOAuthAuth") {
+		t.Fatalf("franz-go TestOAuthAuth did not pass: %v\n%s", err, r.Report(t, "kgo-oauth"))
 	}
 }

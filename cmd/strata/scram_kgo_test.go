@@ -6,10 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestFranzGoSCRAM runs franz-go's own TestSCRAMAuth and
@@ -53,16 +54,13 @@ func TestFranzGoSCRAM(t *testing.T) {
 		t.Fatalf("no SASL_PLAINTEXT in the address line %q", line)
 	}
 	for _, scram := range []string{"testuser:testpass", "testuser512:testpass512:512"} {
-		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-timeout", "3m", "-run", "^(TestSCRAMAuth|TestSCRAMAuthBadCredentials)$", ".")
-		cmd.Dir = filepath.Join(src, "pkg", "kgo")
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+p.addr, "KGO_TEST_SCRAM_SEEDS="+seeds, "KGO_TEST_SCRAM="+scram, "KGO_LOG_LEVEL=none")
-		cmd.WaitDelay = 10 * time.Second
 		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		pass, fail := passed(out)
-		t.Logf("franz-go %s SCRAM tests as %s: passed %v, failed %v, in %v", version, strings.SplitN(scram, ":", 2)[0], pass, fail, time.Since(start).Round(time.Second))
-		if err != nil || !slices.Contains(pass, "TestSCRAMAuth") || !slices.Contains(pass, "TestSCRAMAuthBadCredentials") {
-			t.Fatalf("franz-go's SCRAM tests did not pass: %v\n%s", err, out[max(0, len(out)-8<<10):])
+		r, err := testutil.RunGoTest(ctx, filepath.Join(src, "pkg", "kgo"),
+			append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+p.addr, "KGO_TEST_SCRAM_SEEDS="+seeds, "KGO_TEST_SCRAM="+scram, "KGO_LOG_LEVEL=none"),
+			"-timeout", "3m", "-run", "^(TestSCRAMAuth|TestSCRAMAuthBadCredentials)$")
+		t.Logf("franz-go %s SCRAM tests as %s: passed %v, failed %v, in %v", version, strings.SplitN(scram, ":", 2)[0], r.Pass, r.Fail, time.Since(start).Round(time.Second))
+		if err != nil || !r.Passed("TestSCRAMAuth", "TestSCRAMAuthBadCredentials") {
+			t.Fatalf("franz-go's SCRAM tests did not pass: %v\n%s", err, r.Report(t, "kgo-scram"))
 		}
 	}
 }

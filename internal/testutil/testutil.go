@@ -1,6 +1,7 @@
 // Package testutil holds the helpers tests in several packages share. It
-// owns test-side synchronisation only (polling a condition with a bounded
-// deadline); it imports nothing from the product and is imported only by
+// owns test-side synchronisation (polling a condition with a bounded
+// deadline) and running a client's own test suite (RunGoTest: every failed
+// test's output kept); it imports nothing from the product and is imported only by
 // _test.go files.
 //
 //	testutil.Eventually(t, 10*time.Second, func() bool { return n.Load() == 3 }, "three deliveries")

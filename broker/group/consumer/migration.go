@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -87,14 +88,23 @@ func CanUpgrade(p MigrationPolicy, protocolType string, members, maxSize int) (o
 // one remains, the policy allows downgrades and the remaining members fit
 // group.max.size (classicMaxSize, 0 unbounded).
 func CanDowngrade(p MigrationPolicy, g *Group, leaving string, classicMaxSize int) (ok bool, reason string) {
-	for id, m := range g.Members {
-		if id != leaving && m.Classic == nil {
+	return CanDowngradeWithout(p, g, []string{leaving}, classicMaxSize)
+}
+
+// CanDowngradeWithout is [CanDowngrade] for several members leaving at
+// once (members fenced by one [Group.Expire] pass, or a LeaveGroup
+// batch); leaving may name members already removed.
+func CanDowngradeWithout(p MigrationPolicy, g *Group, leaving []string, classicMaxSize int) (ok bool, reason string) {
+	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+		if !slices.Contains(leaving, id) && g.Members[id].Classic == nil {
 			return false, "member " + id + " speaks the consumer protocol"
 		}
 	}
 	remaining := len(g.Members)
-	if _, ok := g.Members[leaving]; ok {
-		remaining--
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(leaving))) {
+		if _, ok := g.Members[id]; ok {
+			remaining--
+		}
 	}
 	switch {
 	case remaining <= 0:
@@ -496,4 +506,136 @@ func (g *Group) ClassicJoin(now int64, req *kmsg.JoinGroupRequest, c Client, img
 	resp.MemberID, resp.Generation = *hresp.MemberID, hresp.MemberEpoch
 	resp.ProtocolType, resp.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(req.Protocols[0].Name)
 	return resp, recs
+}
+
+// ClassicGroup is a consumer group converted back into a classic group
+// (an online downgrade, [Group.ToClassic]): Kafka's
+// ClassicGroup.fromConsumerGroup. It is Stable at Generation (the group
+// epoch) with protocol type consumer; the caller stores it as a classic
+// group (a GroupMetadata record) and starts a rebalance, so the members
+// rejoin with the classic protocol.
+type ClassicGroup struct {
+	Generation int32
+	// Protocol is the selected protocol (Kafka's selectProtocol: among the
+	// protocols every member supports, the most voted first preference;
+	// ties by name, as the classic coordinator breaks them here).
+	Protocol string
+	// Leader is the first member (by id).
+	Leader string
+	// Members are sorted by id; each one's Assignment is its target
+	// assignment as ConsumerProtocol bytes in the version of its
+	// subscription for Protocol.
+	Members []ClassicMember
+}
+
+// ToClassic converts g, without the leaving members (the last consumer-
+// protocol member that left or was fenced: [CanDowngrade] said yes), into
+// a classic group, as Kafka's convertToClassicGroup: it returns the
+// classic group and the consumer group's tombstones in Kafka's order
+// (createGroupTombstoneRecords: current assignments, target members,
+// target metadata, member metadata, group epoch), after which [Replay]
+// has no group of that id. g is not changed: the caller drops it once the
+// records are appended. A remaining member without classic metadata, or
+// with no protocol shared by all, is an error (the group stays).
+func (g *Group) ToClassic(leaving []string, img TopicImage) (ClassicGroup, []Record, error) {
+	names := map[uuid.UUID]string{}
+	for name, t := range img {
+		names[t.ID] = name
+	}
+	var staying []*Member
+	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+		if slices.Contains(leaving, id) {
+			continue
+		}
+		m := g.Members[id]
+		if m.Classic == nil {
+			return ClassicGroup{}, nil, fmt.Errorf("consumer: member %s does not speak the classic protocol", id)
+		}
+		staying = append(staying, m)
+	}
+	if len(staying) == 0 {
+		return ClassicGroup{}, nil, fmt.Errorf("consumer: no member left for a classic group")
+	}
+	supported := map[string]int{}
+	for _, m := range staying {
+		seen := map[string]bool{}
+		for _, p := range m.Classic.Protocols {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				supported[p.Name]++
+			}
+		}
+	}
+	votes := map[string]int{}
+	for _, m := range staying {
+		for _, p := range m.Classic.Protocols {
+			if supported[p.Name] == len(staying) {
+				votes[p.Name]++
+				break
+			}
+		}
+	}
+	protocol, best := "", 0
+	for _, name := range slices.Sorted(maps.Keys(votes)) {
+		if votes[name] > best {
+			protocol, best = name, votes[name]
+		}
+	}
+	if protocol == "" {
+		return ClassicGroup{}, nil, fmt.Errorf("consumer: the classic members share no protocol")
+	}
+	cg := ClassicGroup{Generation: g.Epoch, Protocol: protocol, Leader: staying[0].ID}
+	for _, m := range staying {
+		var meta []byte
+		for _, p := range m.Classic.Protocols {
+			if p.Name == protocol {
+				meta = p.Metadata
+				break
+			}
+		}
+		as := kmsg.NewConsumerMemberAssignment()
+		if len(meta) >= 2 {
+			as.Version = max(min(int16(meta[0])<<8|int16(meta[1]), 3), 0)
+		}
+		target := g.Target[m.ID]
+		for _, t := range target.topicIDs() {
+			name, ok := names[t]
+			if !ok {
+				continue
+			}
+			at := kmsg.NewConsumerMemberAssignmentTopic()
+			at.Topic, at.Partitions = name, slices.Clone(target[t])
+			as.Topics = append(as.Topics, at)
+		}
+		slices.SortFunc(as.Topics, func(a, b kmsg.ConsumerMemberAssignmentTopic) int { return strings.Compare(a.Topic, b.Topic) })
+		protos := make([]ClassicProtocol, len(m.Classic.Protocols))
+		for i, p := range m.Classic.Protocols {
+			protos[i] = ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)}
+		}
+		cg.Members = append(cg.Members, ClassicMember{
+			ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SessionTimeoutMs: g.sessionTimeout(m), RebalanceTimeoutMs: m.RebalanceTimeoutMs,
+			Protocols: protos, Assignment: as.AppendTo(nil),
+		})
+	}
+	return cg, g.TombstoneRecords(), nil
+}
+
+// TombstoneRecords are the records deleting g from the log, in Kafka's
+// order (ConsumerGroup.createGroupTombstoneRecords; the subscription
+// metadata record, type 4, is never written here).
+func (g *Group) TombstoneRecords() []Record {
+	ids := slices.Sorted(maps.Keys(g.Members))
+	var recs []Record
+	for _, id := range ids {
+		recs = append(recs, &CurrentAssignmentRecord{Group: g.ID, MemberID: id, Deleted: true})
+	}
+	for _, id := range ids {
+		recs = append(recs, &TargetMemberRecord{Group: g.ID, MemberID: id, Deleted: true})
+	}
+	recs = append(recs, &TargetMetadataRecord{Group: g.ID, Deleted: true})
+	for _, id := range ids {
+		recs = append(recs, &MemberMetadataRecord{Group: g.ID, MemberID: id, Deleted: true})
+	}
+	return append(recs, &GroupMetadataRecord{Group: g.ID, Deleted: true})
 }

@@ -510,3 +510,121 @@ func TestClassicJoinMixedGroup(t *testing.T) {
 		t.Fatalf("replay differs: epoch %d/%d\n got %+v\nwant %+v", re.Epoch, g.Epoch, re.Members, g.Members)
 	}
 }
+
+// TestToClassic: a converted group whose consumer-protocol member leaves
+// goes back to a classic group at its epoch: the classic members with
+// their protocols and timeouts, each one's target as its ConsumerProtocol
+// assignment (in its subscription's version), the protocol all support
+// and most prefer; the tombstones replay to no group. A member without
+// classic metadata staying, or no shared protocol, is refused.
+func TestToClassic(t *testing.T) {
+	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 4}}
+	sticky := ClassicProtocol{Name: "cooperative-sticky", Metadata: classicSubscription("", "a")}
+	rng := ClassicProtocol{Name: "range", Metadata: classicSubscription("", "a")}
+	g, recs, err := FromClassic("g", DefaultConfig(), 7, "range", []ClassicMember{
+		{ID: "m1", InstanceID: "i1", ClientID: "c1", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 60000, Protocols: []ClassicProtocol{sticky, rng}, Assignment: classicAssignment(map[string][]int32{"a": {0, 1}})},
+		{ID: "m2", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 30000, Protocols: []ClassicProtocol{rng, sticky}, Assignment: classicAssignment(map[string][]int32{"a": {2, 3}})},
+		{ID: "m3", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 30000, Protocols: []ClassicProtocol{sticky, rng}},
+	}, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "k", JoinEpoch, 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{"a"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	res := g.Heartbeat(1, hb, Client{ID: "c"}, img)
+	if res.Response.ErrorCode != 0 {
+		t.Fatalf("848 join: %d", res.Response.ErrorCode)
+	}
+	recs = append(recs, res.Records...)
+	if _, _, err := g.ToClassic(nil, img); err == nil || !strings.Contains(err.Error(), "does not speak") {
+		t.Fatalf("with the consumer member staying: %v", err)
+	}
+	cg, tomb, err := g.ToClassic([]string{"k"}, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cg.Generation != 8 || cg.Protocol != "cooperative-sticky" || cg.Leader != "m1" || len(cg.Members) != 3 {
+		t.Fatalf("classic group %+v", cg)
+	}
+	for i, m := range cg.Members {
+		var as kmsg.ConsumerMemberAssignment
+		if err := as.ReadFrom(m.Assignment); err != nil {
+			t.Fatalf("%s: %v", m.ID, err)
+		}
+		var got []int32
+		for _, at := range as.Topics {
+			if at.Topic != "a" {
+				t.Fatalf("%s: topic %s", m.ID, at.Topic)
+			}
+			got = append(got, at.Partitions...)
+		}
+		want := g.Target[m.ID][topicID("a")]
+		if !slices.Equal(got, want) || as.Version != 3 {
+			t.Fatalf("%s: assignment %v v%d, want target %v v3", m.ID, got, as.Version, want)
+		}
+		if i == 0 && (m.InstanceID != "i1" || m.ClientID != "c1" || m.SessionTimeoutMs != 45000 || m.RebalanceTimeoutMs != 60000 || len(m.Protocols) != 2) {
+			t.Fatalf("m1 converted as %+v", m)
+		}
+	}
+	var types []int16
+	for _, r := range tomb {
+		types = append(types, r.Type())
+	}
+	if !slices.Equal(types, []int16{8, 8, 8, 8, 7, 7, 7, 7, 6, 5, 5, 5, 5, 3}) {
+		t.Fatalf("tombstone types %v", types)
+	}
+	var decoded []Record
+	for _, r := range append(recs, tomb...) {
+		k, v := EncodeRecord(r)
+		d, ok, err := DecodeRecord(k, v)
+		if err != nil || !ok {
+			t.Fatalf("decode %T: %v", r, err)
+		}
+		decoded = append(decoded, d)
+	}
+	if left := Replay(DefaultConfig(), decoded); len(left) != 0 {
+		t.Fatalf("after the tombstones the log still has %v", slices.Collect(maps.Keys(left)))
+	}
+
+	odd := NewGroup("g", DefaultConfig())
+	odd.Members = map[string]*Member{
+		"c1": {ID: "c1", Classic: &ClassicMetadata{Protocols: []ClassicProtocol{rng}}},
+		"c2": {ID: "c2", Classic: &ClassicMetadata{Protocols: []ClassicProtocol{sticky}}},
+	}
+	if _, _, err := odd.ToClassic(nil, img); err == nil || !strings.Contains(err.Error(), "share no protocol") {
+		t.Fatalf("no shared protocol: %v", err)
+	}
+}
+
+// TestClassicMemberOffsetCommit: a classic member of a consumer group
+// commits with an old OffsetCommit version and its generation; a wrong
+// one is ILLEGAL_GENERATION (what its client knows), not
+// STALE_MEMBER_EPOCH.
+func TestClassicMemberOffsetCommit(t *testing.T) {
+	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 4}}
+	sub := []ClassicProtocol{{Name: "range", Metadata: classicSubscription("", "a")}}
+	g, _, err := FromClassic("g", DefaultConfig(), 7, "range", []ClassicMember{{ID: "m1", Protocols: sub}}, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Members["k"] = &Member{ID: "k", Epoch: 7}
+	for _, tc := range []struct {
+		member string
+		epoch  int32
+		v      int16
+		want   *kerr.Error
+	}{
+		{"m1", 7, 8, nil},
+		{"m1", 6, 8, kerr.IllegalGeneration},
+		{"k", 7, 8, kerr.UnsupportedVersion},
+		{"k", 6, 9, kerr.StaleMemberEpoch},
+	} {
+		if got := g.ValidateOffsetCommit(tc.member, tc.epoch, false, tc.v); got != tc.want {
+			t.Errorf("%s@%d v%d: %v, want %v", tc.member, tc.epoch, tc.v, got, tc.want)
+		}
+	}
+	if got := g.ValidateOffsetFetch(kmsg.StringPtr("m1"), 5); got != kerr.IllegalGeneration {
+		t.Errorf("fetch: %v", got)
+	}
+}

@@ -15,8 +15,10 @@ import (
 // negative epoch (admin clients, consumers without group management) may
 // commit only while the group is empty. It returns nil, or
 // UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (a KIP-848 member must commit
-// with OffsetCommit v9+, which carries its epoch) or STALE_MEMBER_EPOCH
-// (the member must heartbeat to learn its epoch, then retry).
+// with OffsetCommit v9+, which carries its epoch; a classic member of the
+// group commits with any version, its generation being its member epoch)
+// or STALE_MEMBER_EPOCH (the member must heartbeat to learn its epoch,
+// then retry; ILLEGAL_GENERATION for a classic member).
 func (g *Group) ValidateOffsetCommit(memberID string, memberEpoch int32, transactional bool, apiVersion int16) *kerr.Error {
 	if memberEpoch < 0 && len(g.Members) == 0 {
 		return nil
@@ -25,19 +27,30 @@ func (g *Group) ValidateOffsetCommit(memberID string, memberEpoch int32, transac
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID
-	case !transactional && apiVersion < 9:
+	case !transactional && apiVersion < 9 && m.Classic == nil:
 		return kerr.UnsupportedVersion
 	case memberEpoch != m.Epoch:
-		return kerr.StaleMemberEpoch
+		return staleEpoch(m)
 	}
 	return nil
+}
+
+// staleEpoch is Kafka's validateMemberEpoch error: a classic member (in
+// this group after an online upgrade, committing with its generation) gets
+// ILLEGAL_GENERATION, which its client knows; a consumer-protocol member
+// STALE_MEMBER_EPOCH.
+func staleEpoch(m *Member) *kerr.Error {
+	if m.Classic != nil {
+		return kerr.IllegalGeneration
+	}
+	return kerr.StaleMemberEpoch
 }
 
 // ValidateOffsetFetch is Kafka's ConsumerGroup.validateOffsetFetch for an
 // OffsetFetch v9+ (which carries member id and epoch): a request without a
 // member id and with a negative epoch (admin clients) is always allowed;
 // otherwise the member must exist (UNKNOWN_MEMBER_ID) at that epoch
-// (STALE_MEMBER_EPOCH).
+// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member).
 func (g *Group) ValidateOffsetFetch(memberID *string, memberEpoch int32) *kerr.Error {
 	if memberID == nil && memberEpoch < 0 {
 		return nil
@@ -50,7 +63,7 @@ func (g *Group) ValidateOffsetFetch(memberID *string, memberEpoch int32) *kerr.E
 	case m == nil:
 		return kerr.UnknownMemberID
 	case memberEpoch != m.Epoch:
-		return kerr.StaleMemberEpoch
+		return staleEpoch(m)
 	}
 	return nil
 }

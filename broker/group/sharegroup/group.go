@@ -477,14 +477,15 @@ func (g *Group) Partitions() []StateTopic {
 }
 
 // DeleteRecords are the tombstones of an empty group's remaining records
-// (type 15, 12, 11) for DeleteGroups; nil while it has members.
+// in Kafka's order (ShareGroup.createGroupTombstoneRecords: type 12, 15,
+// 11) for DeleteGroups; nil while it has members.
 func (g *Group) DeleteRecords() []Record {
 	if len(g.Members) > 0 {
 		return nil
 	}
 	return []Record{
-		&StatePartitionMetadataRecord{Group: g.ID, Deleted: true},
 		&TargetMetadataRecord{Group: g.ID, Deleted: true},
+		&StatePartitionMetadataRecord{Group: g.ID, Deleted: true},
 		&GroupMetadataRecord{Group: g.ID, Deleted: true},
 	}
 }

@@ -40,6 +40,13 @@ values travel base64-encoded so arbitrary bytes compare byte-exact; None
       with a new consumer, from the group's committed offsets (none: the
       earliest). Stops once count records were committed; stdout:
       {"committed": n, "aborted": n}.
+  member    <bootstrap> <group> <topic>
+      a classic group member (range, eager) that commits synchronously
+      after each record and, once a commit succeeded, prints one line
+      "<partition> <offset>" per record that commit covers (records whose
+      commit failed wait for the next one); "joined" once it has an
+      assignment. It reads stdin and leaves the group (commit, close) when
+      stdin closes; stdout ends with "closed".
 """
 
 import base64
@@ -323,6 +330,71 @@ def etl(bootstrap, group, txn_id, src, dst, count):
     print(json.dumps({"committed": committed, "aborted": aborted}))
 
 
+def member(bootstrap, group, topic):
+    import threading
+
+    stop = threading.Event()
+
+    def watch():
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    pending = {}  # partition -> offsets read, not yet committed
+
+    def say(line):
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def commit(c, partition):
+        offs = pending.get(partition)
+        if not offs:
+            return
+        try:
+            c.commit(offsets=[ck.TopicPartition(topic, partition, offs[-1] + 1)], asynchronous=False)
+        except ck.KafkaException as e:
+            print("client.py: commit failed: %s" % e, file=sys.stderr)
+            return
+        for o in offs:
+            say("%d %d" % (partition, o))
+        pending[partition] = []
+
+    def on_assign(c, parts):
+        say("joined %s" % ",".join(str(p.partition) for p in parts))
+
+    def on_revoke(c, parts):
+        for p in parts:
+            commit(c, p.partition)
+            pending.pop(p.partition, None)
+
+    conf = dict(common(bootstrap), **{
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "partition.assignment.strategy": "range",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 300,
+        "error_cb": lambda err: print("client.py: %s" % err, file=sys.stderr),
+    })
+    c = ck.Consumer(conf)
+    c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+    while not stop.is_set():
+        m = c.poll(0.2)
+        if m is None:
+            for p in list(pending):
+                commit(c, p)
+            continue
+        if m.error():
+            print("client.py: %s" % m.error(), file=sys.stderr)
+            continue
+        pending.setdefault(m.partition(), []).append(m.offset())
+        commit(c, m.partition())
+    for p in list(pending):
+        commit(c, p)
+    c.close()
+    say("closed")
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {
@@ -334,6 +406,7 @@ def main():
         "transact": transact,
         "subscribe": subscribe,
         "etl": etl,
+        "member": member,
     }[cmd](*args)
 
 
