@@ -190,8 +190,17 @@ func TestShareGroupEightConsumers(t *testing.T) {
 	perConsumer := make([]int, consumers)
 	var hungHeld map[int64]bool     // what the hung consumer held when it stopped
 	redelivered := map[int64]bool{} // offsets accepted with delivery count > 1
+	hung := make(chan struct{}) // closed once consumer 0 holds its batch
 	var wg sync.WaitGroup
 	for c := range consumers {
+		if c == 1 {
+			// The others start once consumer 0 hangs holding records.
+			select {
+			case <-hung:
+			case <-ctx.Done():
+				t.Fatal("the consumer meant to hang got no records")
+			}
+		}
 		cl := newClient(t, n, kgo.ShareGroup("g8"), kgo.ConsumeTopics("q8"), kgo.ShareMaxRecords(25), kgo.FetchMaxWait(500*time.Millisecond))
 		wg.Add(1)
 		go func() {
@@ -211,6 +220,7 @@ func TestShareGroupEightConsumers(t *testing.T) {
 						hungHeld[r.Offset] = true
 					}
 					mu.Unlock()
+					close(hung)
 					<-ctx.Done()
 					return
 				}
