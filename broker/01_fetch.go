@@ -740,10 +740,12 @@ func (n *Node) readRemoteParts(ctx context.Context, parts []fetchPart, remote []
 		case r.err != nil:
 			fp.err, anyErr = r.err, true
 		case r.pending || r.v.Size == 0:
+			r.v.Release()
 			fp.read, fp.readHW = true, r.hw
 		case total > 0 && r.v.Size > min(int64(fp.maxBytes), budget-total):
 			// Does not fit next to what was read: the next fetch gets it
 			// (from the chunk cache).
+			r.v.Release()
 		default:
 			fp.view, fp.hasView, fp.read, fp.readHW = r.v, true, true, r.hw
 			fp.remoteAborted, fp.fromRemote = r.aborted, true

@@ -232,7 +232,7 @@ var Settings = []Setting{
 	{"follower.fetch.last.tiered.offset.enable", "false", "an empty follower of a tiered partition starts after the last tiered offset instead of at the leader's local start (KIP-1023)"},
 	{"remote.log.reader.threads", "8", "object-store reads for fetches running at once on this node (all partitions together)"},
 	{"remote.log.manager.fetch.max.bytes.per.second", "0", "remote read bandwidth limit, bytes per second (0 = unlimited)"},
-	{"remote.log.reader.readahead.chunks", "2", "chunks prefetched ahead of a sequential remote reader (0 = no read-ahead)"},
+	{"remote.log.reader.readahead.chunks", "2", "chunks prefetched ahead of a sequential remote reader at first; the window then adapts to its speed, up to min(2 x remote.log.reader.threads, half the cache) (0 = no read-ahead)"},
 	{"remote.log.cache.bytes", "1073741824", "disk bound of the remote read chunk cache (<first log dir>/remote-cache)"},
 	{"remote.log.cache.chunk.bytes", "4194304", "size of one ranged read and cache entry of the remote tier"},
 	{"remote.log.index.cache.bytes", "67108864", "memory bound of the cache of remote segments' offset and time indexes"},

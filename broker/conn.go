@@ -523,6 +523,10 @@ func (c *conn) writeLoop() {
 			code = errCode(serr)
 		}
 		c.n.metrics.observeRequest(s.r.key, s.r.version, code, s.r.start)
+		if s.r.key == 0 && c.n.tier != nil {
+			// Remote reads yield to producers (tiering/budget_share.go).
+			c.n.tier.rd.NoteProduce(time.Since(s.r.start))
+		}
 	}
 	c.handlers.Wait()
 	// Frames read but never queued (the connection died while dispatching

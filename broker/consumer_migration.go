@@ -25,11 +25,15 @@ package broker
 // are one append; the classic coordinator then adopts the group and
 // starts a rebalance (Kafka's convertToClassicGroup).
 //
-// Differences from Kafka: the classic member's SyncGroup has no sync
-// timeout of its own (its session and its rebalance timeout after a
-// REBALANCE_IN_PROGRESS fence it); a classic JoinGroup for a consumer
-// group with members is served whatever the policy (as Kafka: the policy
-// governs conversions only).
+// A classic JoinGroup for a consumer group with members is served
+// whatever the policy (as Kafka: the policy governs conversions only).
+//
+// Differences from Kafka: a classic JoinGroup that passed the consumer
+// group check just before an upgrade installed the consumer group may
+// reach the classic coordinator after the classic group was dropped (a
+// known member is told UNKNOWN_MEMBER_ID and rejoins; a new one may leave
+// an Empty classic group of that id behind, its next JoinGroup going to
+// the consumer group); Kafka runs a partition's requests on one thread.
 
 import (
 	"context"

@@ -224,8 +224,9 @@ func (m *kgoMember) leave() {
 // KIP-848 member leaves. Each step waits until the group settled with its
 // members each holding partitions, produces 200 records, and waits until
 // every record produced so far is consumed and committed exactly once
-// (counted per partition and offset). The restart happens between steps,
-// with nothing pending.
+// (counted per partition and offset; a member counts a record once a
+// commit covering it succeeded). The restart comes right after 400
+// records were produced, while the members consume and commit them.
 func TestMixedGroupKgo848AndLibrdkafkaClassic(t *testing.T) {
 	needClient(t, systemPython, "-c", "import confluent_kafka")
 	dir := t.TempDir()
@@ -265,12 +266,11 @@ func TestMixedGroupKgo848AndLibrdkafkaClassic(t *testing.T) {
 		}, "%s: the group settles with %d members", what, members)
 		cl.Close()
 	}
-	step := func(what string, members int) {
+	produce := func(what string, count int) {
 		t.Helper()
-		settled(what, members)
 		prod := newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		var recs []*kgo.Record
-		for i := range 200 {
+		for i := range count {
 			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: fmt.Appendf(nil, "%s-%d", what, i)})
 		}
 		if err := prod.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
@@ -278,6 +278,9 @@ func TestMixedGroupKgo848AndLibrdkafkaClassic(t *testing.T) {
 		}
 		prod.Close()
 		produced += len(recs)
+	}
+	consumedOnce := func(what string) {
+		t.Helper()
 		adm := kadm.NewClient(newClient(t, n))
 		ends, err := adm.ListEndOffsets(testCtx(t), topic)
 		if err != nil {
@@ -292,6 +295,12 @@ func TestMixedGroupKgo848AndLibrdkafkaClassic(t *testing.T) {
 			return chk.check(want)
 		}, "%s: every record of %d consumed once", what, produced)
 		t.Logf("%s: %d records consumed once", what, produced)
+	}
+	step := func(what string, members int) {
+		t.Helper()
+		settled(what, members)
+		produce(what, 200)
+		consumedOnce(what)
 	}
 
 	py1 := startPyMember(t, "py1", addr, groupID, topic, chk)
@@ -321,6 +330,13 @@ func TestMixedGroupKgo848AndLibrdkafkaClassic(t *testing.T) {
 	py1.leave(t)
 	step("py1 left", 3)
 
+	// The restart comes while the members are consuming (and committing)
+	// the records just produced.
+	settled("before the restart", 3)
+	produce("before the restart", 400)
+	chk.mu.Lock()
+	t.Logf("restarting with %d of %d records counted", len(chk.seen), produced)
+	chk.mu.Unlock()
 	n.Close()
 	n = startNode(t, dir, withListen(consumerGroupSettings, addr))
 	waitLoaded(t, n, groupID)

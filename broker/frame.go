@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
@@ -119,7 +120,18 @@ func (f *frame) writeCoalesced(nc net.Conn) error {
 	return err
 }
 
+// sentfileBytes counts the bytes the frame writer sent with sendfile(2)
+// (tests check that remote data takes that path too).
+var sentfileBytes atomic.Int64
+
 var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+// regionFile is a view's file made of regions of other files and of
+// buffers (the remote tier's chunk cache, tiering.RemoteView): each file
+// region is sent like a local segment's, each buffer written as it is.
+type regionFile interface {
+	Regions(off, n int64, fn func(f vfs.File, mem []byte, at, length int64) error) error
+}
 
 // sendView sends a view's file region: with sendfile(2) when the file is an
 // OS file and the connection a TCP socket, else through a pooled buffer
@@ -128,9 +140,21 @@ func sendView(nc net.Conn, v storage.ReadView) error {
 	if v.Size == 0 {
 		return nil
 	}
+	if rf, ok := v.File.(regionFile); ok {
+		return rf.Regions(v.Pos, v.Size, func(f vfs.File, mem []byte, at, length int64) error {
+			if f == nil {
+				_, err := nc.Write(mem)
+				return err
+			}
+			return sendView(nc, storage.ReadView{File: f, Pos: at, Size: length})
+		})
+	}
 	if of, ok := v.File.(vfs.OSFile); ok {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			if done, err := sendfile(tc, of.OSFile(), v.Pos, v.Size); done {
+				if err == nil {
+					sentfileBytes.Add(v.Size)
+				}
 				return err
 			}
 		}

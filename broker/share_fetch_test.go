@@ -700,3 +700,37 @@ func TestShareLeaderChangeRebuildsFromDurableState(t *testing.T) {
 		t.Fatalf("new leader delivered %v, want %v", got, want)
 	}
 }
+
+// TestShareIdlePartitionDropped: once no session names a share-partition
+// and nothing is acquired, the leader drops it (its state is durable); a
+// member fetching again gets it back as it was.
+func TestShareIdlePartitionDropped(t *testing.T) {
+	n, tid := shareNode(t, nil)
+	a := newShareClient(t, n, tid, "a")
+	sharePartResp(t, a.fetch(0, 100))
+	shareProduce(t, n, 0, 4)
+	if got := acquiredOf(t, sharePartResp(t, a.fetch(5000, 100))); len(got) != 4 {
+		t.Fatalf("acquired %v", got)
+	}
+	if resp := a.ack(a.epoch, ackBatch(0, 1, 1)); resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+	// Closing the session releases 2-3; then nothing names the
+	// share-partition and the sweep drops it.
+	if resp := a.ack(-1); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if err := testutil.Within(testWait, func() error {
+		if k := len(n.shareLeader.snapshot()); k != 0 {
+			return fmt.Errorf("%d share-partitions still held", k)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b := newShareClient(t, n, tid, "b")
+	got := acquiredOf(t, sharePartResp(t, b.fetch(5000, 100)))
+	if want := map[int64]int16{2: 2, 3: 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("reloaded share-partition delivered %v, want %v", got, want)
+	}
+}

@@ -190,9 +190,17 @@ func TestShareGroupEightConsumers(t *testing.T) {
 	perConsumer := make([]int, consumers)
 	var hungHeld map[int64]bool     // what the hung consumer held when it stopped
 	redelivered := map[int64]bool{} // offsets accepted with delivery count > 1
-	hungOnce := make(chan struct{})
+	hung := make(chan struct{}) // closed once consumer 0 holds its batch
 	var wg sync.WaitGroup
 	for c := range consumers {
+		if c == 1 {
+			// The others start once consumer 0 hangs holding records.
+			select {
+			case <-hung:
+			case <-ctx.Done():
+				t.Fatal("the consumer meant to hang got no records")
+			}
+		}
 		cl := newClient(t, n, kgo.ShareGroup("g8"), kgo.ConsumeTopics("q8"), kgo.ShareMaxRecords(25), kgo.FetchMaxWait(500*time.Millisecond))
 		wg.Add(1)
 		go func() {
@@ -212,7 +220,7 @@ func TestShareGroupEightConsumers(t *testing.T) {
 						hungHeld[r.Offset] = true
 					}
 					mu.Unlock()
-					close(hungOnce)
+					close(hung)
 					<-ctx.Done()
 					return
 				}
@@ -236,9 +244,11 @@ func TestShareGroupEightConsumers(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	<-hungOnce
 	mu.Lock()
 	defer mu.Unlock()
+	if hungHeld == nil {
+		t.Fatal("the consumer meant to hang never got records")
+	}
 	if len(accepted) != total {
 		t.Fatalf("%d of %d records processed", len(accepted), total)
 	}

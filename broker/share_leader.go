@@ -38,7 +38,9 @@ package broker
 // the ShareFetches waiting on those share-partitions, and once a second
 // moves share-partitions past a log start that moved (retention,
 // DeleteRecords: Partition.AdvanceStart) and drops those whose leadership
-// went.
+// went, and the idle ones: named by no share session here and nothing
+// acquired (all they hold is durable; a deleted group's state is not
+// written back, and memory stays bounded by what is being fetched).
 //
 // Lock order: shareLeader.mu (the map) is taken inside nothing and never
 // held across a call out; sharePart.mu is held across the share-partition's
@@ -139,6 +141,12 @@ func (s *sharePart) addWaiter(w *waiter) {
 	s.wmu.Lock()
 	s.waiters[w] = struct{}{}
 	s.wmu.Unlock()
+}
+
+func (s *sharePart) hasWaiters() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return len(s.waiters) > 0
 }
 
 func (s *sharePart) removeWaiter(w *waiter) {
@@ -516,6 +524,10 @@ func (sl *shareLeader) run(ctx context.Context) {
 func (sl *shareLeader) expire(ctx context.Context, sweep bool) int64 {
 	now := sl.nowMs()
 	next := int64(-1)
+	var used map[sharePartKey]bool
+	if sweep {
+		used = sl.n.shareSessions.inUse()
+	}
 	for _, s := range sl.snapshot() {
 		d := s.deadline.Load()
 		if !sweep && (d < 0 || d > now) {
@@ -545,12 +557,26 @@ func (sl *shareLeader) expire(ctx context.Context, sweep bool) int64 {
 				cancel()
 				s.wake()
 			}
+			if s.sp != nil && sweep && !used[s.key] && s.sp.AcquiredCount() == 0 && !s.hasWaiters() {
+				// Idle: no session here names it and nothing is
+				// acquired, so it holds only what is durable; dropping
+				// it keeps a deleted group's state from being written
+				// back, and memory bounded by what is fetched.
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_ = sl.persist(wctx, s)
+				cancel()
+				if !s.dropped {
+					sl.dropLocked(s)
+				}
+			}
 			if s.sp != nil {
 				sl.publish(s)
 				if d := s.sp.NextDeadline(); d >= 0 && (next < 0 || d < next) {
 					next = d
 				}
 			}
+		case sweep && !used[s.key]:
+			sl.dropLocked(s) // never loaded (its read failed) and no longer asked for
 		}
 		s.mu.Unlock()
 	}

@@ -194,6 +194,19 @@ func (c *shareSessionCache) dropIf(s *shareSession) bool {
 	return true
 }
 
+// inUse is the share-partitions some session names.
+func (c *shareSessionCache) inUse() map[sharePartKey]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[sharePartKey]bool{}
+	for k, s := range c.sessions {
+		for _, tp := range s.parts {
+			out[sharePartKey{k.group, tp.topicID, tp.partition}] = true
+		}
+	}
+	return out
+}
+
 // len is the number of sessions (metrics).
 func (c *shareSessionCache) len() int {
 	c.mu.Lock()

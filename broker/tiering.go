@@ -358,28 +358,70 @@ func (t *tier) servesRemote(p *partition, offset int64) bool {
 		p.log.Config().RemoteStorageEnable
 }
 
+// maxRemoteSegmentsPerRead bounds the remote segments one partition's
+// read goes through (each adds at least one batch or ends the read).
+const maxRemoteSegmentsPerRead = 64
+
 // read starts (or joins) the remote read of p at offset and waits for it
 // up to wait (tiering.Reader.Fetch). timedOut reports a read still in the
-// air.
+// air. A read that reaches the end of its segment with bytes to spare
+// goes on into the following remote segments, within maxBytes (only the
+// first batch of the first may exceed it, KIP-74) and what is left of the
+// wait: a catch-up consumer is not held to one segment per fetch. The
+// view holds the chunks in the reader's cache until it is released; its
+// file regions are sendfile(2)d like a local segment's.
 func (t *tier) read(ctx context.Context, p *partition, offset int64, maxBytes int, wait time.Duration) (v storage.ReadView, timedOut bool, err error) {
-	seg, next, ok := t.segmentFor(p, offset)
-	if !ok {
-		return storage.ReadView{}, false, fmt.Errorf("%w: offset %d is in no remote segment", storage.ErrOffsetOutOfRange, offset)
+	deadline := time.Now().Add(wait)
+	var out tiering.RemoteView
+	for i := 0; i < maxRemoteSegmentsPerRead; i++ {
+		seg, next, ok := t.segmentFor(p, offset)
+		if !ok {
+			if i == 0 {
+				return storage.ReadView{}, false, fmt.Errorf("%w: offset %d is in no remote segment", storage.ErrOffsetOutOfRange, offset)
+			}
+			break
+		}
+		local := p.log.LocalLogStartOffset()
+		if next != nil && next.BaseOffset < local {
+			// A sequential reader's read-ahead goes on into the next remote
+			// segment instead of stalling at every segment boundary.
+			t.rd.Follows(seg, *next)
+		}
+		left := maxBytes - int(out.Size)
+		w := wait
+		if i > 0 {
+			w = max(time.Until(deadline), time.Millisecond)
+		}
+		res, pending, err := t.rd.Fetch(ctx, seg, offset, left, w)
+		switch {
+		case i > 0 && (pending || err != nil):
+			// What was read so far is the answer; this read goes on (or
+			// fails again) on the next fetch.
+		case pending:
+			return storage.ReadView{}, true, nil
+		case err != nil:
+			return storage.ReadView{}, false, fmt.Errorf("%w: remote read: %v", kerr.KafkaStorageError, err)
+		case i > 0 && res.Size > int64(left):
+			res.Release() // a first batch that does not fit next to the others
+		default:
+			out = tiering.ConcatViews(out, res)
+			offset = res.NextOffset
+			if offset > seg.EndOffset && next != nil && next.BaseOffset < local && out.Size < int64(maxBytes)-batchHeaderSize {
+				continue
+			}
+		}
+		break
 	}
-	if next != nil && next.BaseOffset < p.log.LocalLogStartOffset() {
-		// A sequential reader's read-ahead goes on into the next remote
-		// segment instead of stalling at every segment boundary.
-		t.rd.Follows(seg, *next)
+	if out.Size == 0 {
+		out.Release()
+		return storage.ReadView{FirstOffset: offset, NextOffset: offset}, false, nil
 	}
-	res, pending, err := t.rd.Fetch(ctx, seg, offset, maxBytes, wait)
-	switch {
-	case pending:
-		return storage.ReadView{}, true, nil
-	case err != nil:
-		return storage.ReadView{}, false, fmt.Errorf("%w: remote read: %v", kerr.KafkaStorageError, err)
-	}
-	return storage.BytesView(res.Records, res.FirstOffset, res.NextOffset), false, nil
+	return storage.ExternalView(out.File(), out.Size, out.FirstOffset, out.NextOffset, out.Release), false, nil
 }
+
+// batchHeaderSize is a record batch's header: a read with fewer bytes left
+// cannot add a batch.
+const batchHeaderSize = 61
 
 // offsetForTimestamp looks ts up in the remote tier: the first offset whose
 // timestamp is >= ts among segments below the local log start. ok false

@@ -44,7 +44,8 @@ commands:
                   reordered, corrupt records); exit 0 clean, 1 anomalies
   compare         compare two JSON results: compare a.json b.json
   machine         measure the machine's disk write and loopback sendfile MB/s
-  kfake           run franz-go's in-memory kfake cluster (a peer baseline)
+  kfake           run franz-go's kfake cluster (a peer baseline), in memory
+                  or persisting to files (--data-dir)
 `
 
 // Main runs `strata loadgen args...` and returns the exit code. SIGINT or
@@ -391,16 +392,26 @@ func (c CLI) kfake(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address to listen on")
 	parts := fs.Int("partitions", 6, "default partitions of auto-created topics")
+	dataDir := fs.String("data-dir", "", "persist to files in this directory (kfake's DataDir: segment and index files, fsynced on roll and shutdown); empty: in memory")
+	metricsListen := fs.String("metrics-listen", "", "also serve this process's CPU and memory (process_cpu_seconds_total, process_resident_memory_bytes) at http://ADDR/metrics on this loopback address, for --metrics-url; empty: none")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cl, addr, err := StartKfake(*listen, *parts)
+	cl, addr, err := StartKfakeDir(*listen, *parts, *dataDir)
 	if err != nil {
 		return err
 	}
+	defer cl.Close()
+	if *metricsListen != "" {
+		url, stop, err := serveProcessMetrics(*metricsListen)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(stdout, "kfake: metrics %s\n", url)
+	}
 	fmt.Fprintf(stdout, "kfake: listening %s\n", addr)
 	<-ctx.Done()
-	cl.Close()
 	return nil
 }
 

@@ -125,7 +125,8 @@ func isStrata(m map[string]float64) bool {
 }
 
 // costOf is the object-store activity between two scrapes, per GiB moved
-// and priced: PUT and LIST at the PUT-class price, GET and HEAD at the
+// between them (produced and consumed: every phase of the run) and
+// priced: PUT and LIST at the PUT-class price, GET and HEAD at the
 // GET-class price (S3's request classes; DELETE is free).
 func costOf(before, after map[string]float64, produced, consumed int64, o Options) *Cost {
 	d := func(name, op string) float64 {
@@ -133,15 +134,17 @@ func costOf(before, after map[string]float64, produced, consumed int64, o Option
 		return max(after[k]-before[k], 0)
 	}
 	c := &Cost{
-		MetricsURL:   o.MetricsURL,
-		Puts:         d(metricObjRequests, "put"),
-		Gets:         d(metricObjRequests, "get"),
-		Lists:        d(metricObjRequests, "list"),
-		Deletes:      d(metricObjRequests, "delete"),
-		BytesPut:     d(metricObjBytes, "put"),
-		BytesGot:     d(metricObjBytes, "get"),
-		PricePerKPut: o.PricePut,
-		PricePerKGet: o.PriceGet,
+		MetricsURL:    o.MetricsURL,
+		Puts:          d(metricObjRequests, "put"),
+		Gets:          d(metricObjRequests, "get"),
+		Lists:         d(metricObjRequests, "list"),
+		Deletes:       d(metricObjRequests, "delete"),
+		BytesPut:      d(metricObjBytes, "put"),
+		BytesGot:      d(metricObjBytes, "get"),
+		PricePerKPut:  o.PricePut,
+		PricePerKGet:  o.PriceGet,
+		BytesProduced: produced,
+		BytesConsumed: consumed,
 	}
 	heads := d(metricObjRequests, "head")
 	const gib = 1 << 30

@@ -69,7 +69,7 @@
 //	env.go, machine.go  the environment and the machine's disk/sendfile limits
 //	verify.go    `verify`: the durability workload and its verdict
 //	             (internal/deliverycheck judges the history)
-//	kfake.go     franz-go's kfake as a peer baseline
+//	kfake.go     franz-go's kfake as a peer baseline (in memory or --data-dir)
 //	cli.go       `strata loadgen`
 //	report/      the offline HTML report
 package loadgen

@@ -86,7 +86,8 @@ func TestRunRecordsEnvironmentStabilityAndBrokerResources(t *testing.T) {
 		t.Fatalf("broker resources not sampled: %+v", b)
 	}
 	t.Logf("broker %+v", *b)
-	if b.Samples < 3 || b.RSSBytesMax <= 0 || b.CPUCoresMax <= 0 || b.CPUCoresMean <= 0 {
+	if b.Samples < 3 || b.RSSBytesMax <= 0 || b.CPUCoresMax <= 0 || b.CPUCoresMean <= 0 ||
+		b.CPUSeconds <= 0 || b.CPUSecondsPerGBProduced <= 0 || b.CPUSecondsPerGBConsumed <= 0 {
 		t.Errorf("broker resources %+v", *b)
 	}
 	withRSS := 0
@@ -103,7 +104,7 @@ func TestRunRecordsEnvironmentStabilityAndBrokerResources(t *testing.T) {
 	if err := WriteSummary(&out, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"environment: loadgen ", "p75 ms", "p95 ms", "stability produce:", "broker: CPU"} {
+	for _, want := range []string{"environment: loadgen ", "p75 ms", "p95 ms", "stability produce:", "broker: CPU", "broker CPU: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}

@@ -249,6 +249,8 @@ func (p *producer) promise(rec *kgo.Record, err error) {
 		p.rec.Record(intended, now)
 		s.ivRecords.Add(1)
 		s.ivBytes.Add(n)
+		s.allRecords.Add(1)
+		s.allBytes.Add(n)
 		if measured {
 			s.records.Add(1)
 			s.bytes.Add(n)

@@ -104,6 +104,15 @@ type BrokerResources struct {
 	CPUCoresMax  float64 `json:"cpuCoresMax"`
 	RSSBytesMean float64 `json:"rssBytesMean"`
 	RSSBytesMax  float64 `json:"rssBytesMax"`
+	// The broker's CPU-seconds over the measured phase (its mean CPU rate
+	// in the measured phase's samples × the phase's length) and per GB
+	// (10^9 bytes of record keys and values) produced and consumed in it:
+	// what a byte costs the broker. Both sides share the CPU, so a
+	// scenario with consumers charges each GB produced its consumption
+	// too; zero when not sampled or nothing moved.
+	CPUSeconds              float64 `json:"cpuSeconds,omitempty"`
+	CPUSecondsPerGBProduced float64 `json:"cpuSecondsPerGBProduced,omitempty"`
+	CPUSecondsPerGBConsumed float64 `json:"cpuSecondsPerGBConsumed,omitempty"`
 }
 
 // Summary is one side's totals over the measured phase.
@@ -191,11 +200,17 @@ type Cost struct {
 	Deletes          float64 `json:"deletes"`
 	BytesPut         float64 `json:"bytesPut"`
 	BytesGot         float64 `json:"bytesGot"`
-	PutsPerGiBIn     float64 `json:"putsPerGiBProduced"`
-	GetsPerGiBOut    float64 `json:"getsPerGiBConsumed"`
-	PricePerKPut     float64 `json:"pricePer1000Put"` // USD, from flags
+	PutsPerGiBIn     float64 `json:"putsPerGiBProduced"` // per GiB of BytesProduced
+	GetsPerGiBOut    float64 `json:"getsPerGiBConsumed"` // per GiB of BytesConsumed
+	PricePerKPut     float64 `json:"pricePer1000Put"`    // USD, from flags
 	PricePerKGet     float64 `json:"pricePer1000Get"`
 	EstimatedCostUSD float64 `json:"estimatedCostUsd"`
+	// The bytes (record keys and values) produced and consumed between
+	// the two scrapes, every phase (warm-up, a catch-up's backlog): what
+	// the per-GiB figures divide by. Zero in results before they were
+	// recorded, whose per-GiB figures divided the measured phase's bytes.
+	BytesProduced int64 `json:"bytesProduced,omitempty"`
+	BytesConsumed int64 `json:"bytesConsumed,omitempty"`
 }
 
 // Machine is the machine's raw limits, measured in the same run.

@@ -123,7 +123,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		if isStrata(before) {
 			res.Target = "strata"
-		} else {
+		} else if res.Target != "kfake" { // kfake has no object store: nothing to account
 			res.Notes = append(res.Notes, "the metrics URL exports no strata_ metrics: no cost accounting")
 		}
 	}
@@ -155,7 +155,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			res.Notes = append(res.Notes, "cost: "+err.Error())
 		} else {
-			res.Cost = costOf(before, after, res.Produce.Bytes, res.Consume.Bytes, o)
+			// Per GiB of what moved between the two scrapes: the whole run,
+			// warm-up (and a catch-up's backlog) included, not the measured
+			// phase alone, whose bytes would carry the warm-up's requests.
+			res.Cost = costOf(before, after, r.prod.allBytes.Load(), r.cons.allBytes.Load(), o)
 		}
 	}
 	return res, nil

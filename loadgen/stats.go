@@ -80,6 +80,7 @@ func (r *runner) brokerResources() *BrokerResources {
 		if cpuN > 0 {
 			b.CPUCoresMean = cpuSum / float64(cpuN)
 		}
+		b.CPUSeconds, b.CPUSecondsPerGBProduced, b.CPUSecondsPerGBConsumed = cpuPerGB(r.res.Series, r.res.Duration, r.res.Produce.Bytes, r.res.Consume.Bytes)
 		return b
 	}
 	r.brokerMu.Lock()
@@ -94,6 +95,38 @@ func (r *runner) brokerResources() *BrokerResources {
 		b.Reason = "no sample of the broker's CPU and memory was taken (run too short)"
 	}
 	return b
+}
+
+// cpuPerGB is the broker's CPU-seconds over the measured phase [0,
+// measured] and per GB produced and consumed in it. The phase's samples
+// that carry a CPU rate (one scraped over the last second; zero: not
+// known) give its mean, times the phase's length: a missed scrape leaves
+// a sample out rather than counting as idle. Zero when no sample has a
+// rate, or (per GB) when that side moved nothing.
+func cpuPerGB(series []Sample, measured float64, produced, consumed int64) (cpuSec, perGBProduced, perGBConsumed float64) {
+	var sum float64
+	var n int
+	for _, s := range series {
+		secs := s.Seconds
+		if secs == 0 {
+			secs = 1 // version 1
+		}
+		if s.BrokerCPUCores > 0 && s.T-secs >= -0.05 && s.T <= measured+0.05 {
+			sum += s.BrokerCPUCores
+			n++
+		}
+	}
+	if n == 0 || !(measured > 0) {
+		return 0, 0, 0
+	}
+	cpuSec = sum / float64(n) * measured
+	if produced > 0 {
+		perGBProduced = cpuSec / (float64(produced) / 1e9)
+	}
+	if consumed > 0 {
+		perGBConsumed = cpuSec / (float64(consumed) / 1e9)
+	}
+	return cpuSec, perGBProduced, perGBConsumed
 }
 
 // stabilityOf is the spread of the per-second rates over the measured

@@ -55,6 +55,10 @@ func WriteSummary(w io.Writer, r *Result) error {
 		if b.Sampled {
 			fmt.Fprintf(w, "broker: CPU %.2f cores mean, %.2f max; RSS %.1f MB mean, %.1f MB max (%d samples of %s)\n",
 				b.CPUCoresMean, b.CPUCoresMax, b.RSSBytesMean/1e6, b.RSSBytesMax/1e6, b.Samples, b.MetricsURL)
+			if b.CPUSeconds > 0 {
+				fmt.Fprintf(w, "broker CPU: %.2f CPU-seconds in the measured phase, %s per GB produced, %s per GB consumed\n",
+					b.CPUSeconds, perGB(b.CPUSecondsPerGBProduced), perGB(b.CPUSecondsPerGBConsumed))
+			}
 		} else {
 			fmt.Fprintf(w, "broker: CPU and memory not sampled: %s\n", b.Reason)
 		}
@@ -193,4 +197,13 @@ func Compare(w io.Writer, a, b *Result, nameA, nameB string) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// perGB is a CPU-seconds-per-GB figure, or "–" when that side moved
+// nothing.
+func perGB(v float64) string {
+	if v > 0 {
+		return fmt.Sprintf("%.3f s", v)
+	}
+	return "–"
 }

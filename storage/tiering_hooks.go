@@ -262,6 +262,13 @@ func (l *Log) SnapshotProducers() error {
 	return nil
 }
 
+// ExternalView returns a ReadView over bytes [0, size) of f held by
+// someone else (the remote tier's chunk cache): Release calls release.
+// first and next are the view's FirstOffset and NextOffset.
+func ExternalView(f vfs.File, size, first, next int64, release func()) ReadView {
+	return ReadView{File: f, Size: size, FirstOffset: first, NextOffset: next, release: release}
+}
+
 // BytesView returns a ReadView over records held in memory (batches read
 // from the remote tier): the fetch path sends it like a file region, by
 // copying instead of sendfile. first and next are the view's FirstOffset

@@ -131,4 +131,10 @@ const (
 	MetricIndexCacheHits        = "strata_tiering_index_cache_hits_total"        //
 	MetricIndexCacheMisses      = "strata_tiering_index_cache_misses_total"      //
 	MetricRemoteMissingSegments = "strata_tiering_remote_missing_segments_total" // segments found with objects missing
+	// The reader's object-store GETs and the bytes they fetched (GETs per
+	// GiB read: gets over remote_read_bytes), and read-ahead chunks the
+	// cache evicted before any fetch read them.
+	MetricRemoteGets      = "strata_tiering_remote_gets_total"
+	MetricRemoteGetBytes  = "strata_tiering_remote_get_bytes_total"
+	MetricReadAheadWasted = "strata_tiering_readahead_wasted_chunks_total"
 )

@@ -200,6 +200,37 @@ func (tb *tokenBucket) take(n int64) time.Duration {
 	return time.Duration(-tb.tokens / tb.rate * float64(time.Second))
 }
 
+// setRate changes the rate; fresh starts with one second of burst (a
+// bucket that was not in use), else what was saved is kept up to the new
+// second's worth.
+func (tb *tokenBucket) setRate(rate float64, fresh bool) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	now := tb.now()
+	if fresh {
+		tb.tokens = rate
+	} else {
+		tb.tokens = min(rate, tb.tokens+now.Sub(tb.last).Seconds()*tb.rate)
+	}
+	tb.rate, tb.last = rate, now
+}
+
+// takeIfPaid reserves n bytes when no debt is outstanding (so the debt
+// is at most one GET's bytes however many wait) and returns 0; else how
+// long until the debt is paid.
+func (tb *tokenBucket) takeIfPaid(n int64) time.Duration {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	now := tb.now()
+	tb.tokens = min(tb.rate, tb.tokens+now.Sub(tb.last).Seconds()*tb.rate)
+	tb.last = now
+	if tb.tokens >= 0 {
+		tb.tokens -= float64(n)
+		return 0
+	}
+	return time.Duration(-tb.tokens / tb.rate * float64(time.Second))
+}
+
 // giveBack returns n reserved bytes that were not used (a cancelled wait
 // or a GET that failed before its body).
 func (tb *tokenBucket) giveBack(n int64) {

@@ -93,6 +93,9 @@ type chunkEntry struct {
 	written bool
 	mem     []byte
 	memElem *list.Element // in memList while mem is set
+	// ra: cached by read-ahead; used: a reader looked it up since. An
+	// ra chunk evicted unused is read-ahead wasted (cacheStats.raWasted).
+	ra, used bool
 }
 
 func (e *chunkEntry) readable() bool { return e.written || e.mem != nil }
@@ -121,12 +124,14 @@ type chunkCache struct {
 
 	// Metric hooks, set before use: bytes accounted change by delta; one
 	// chunk evicted. Called under mu; they must not call back.
-	onBytes func(delta int64)
-	onEvict func()
+	onBytes  func(delta int64)
+	onEvict  func()
+	onWasted func() // a read-ahead chunk evicted unread
 }
 
 type cacheStats struct {
 	evictions int64
+	raWasted  int64 // read-ahead chunks evicted before any reader used them
 	dropped   int64 // files that failed to read back
 }
 
@@ -162,7 +167,7 @@ func openChunkCache(dir string, capacity, chunkBytes int64, memMax int) (*chunkC
 		dir: dir, capacity: capacity, kin: capacity / 4, ghostCap: max(ghosts, 16), memMax: memMax,
 		entries: map[chunkKey]*chunkEntry{},
 		ghosts:  map[chunkKey]*list.Element{},
-		onBytes: func(int64) {}, onEvict: func() {},
+		onBytes: func(int64) {}, onEvict: func() {}, onWasted: func() {},
 	}, nil
 }
 
@@ -184,7 +189,20 @@ func (c *chunkCache) lookup(k chunkKey) (*chunkEntry, []byte) {
 		c.memList.MoveToFront(e.memElem)
 	}
 	e.pins++
+	e.used = true
 	return e, e.mem
+}
+
+// lookupWritten is lookup, also reporting whether the chunk's file is
+// written (read under the lock: the writer sets it).
+func (c *chunkCache) lookupWritten(k chunkKey) (*chunkEntry, []byte, bool) {
+	e, mem := c.lookup(k)
+	if e == nil {
+		return nil, nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return e, mem, e.written
 }
 
 // contains reports whether k is cached, without counting as a use.
@@ -231,7 +249,7 @@ func (c *chunkCache) reserve(k chunkKey, data []byte, readAhead bool) *chunkEntr
 		q = qProtected
 	}
 	c.seq++
-	e := &chunkEntry{key: k, size: size, q: q, pins: 1,
+	e := &chunkEntry{key: k, size: size, q: q, pins: 1, ra: readAhead,
 		path: filepath.Join(c.dir, strconv.FormatUint(c.seq, 10)+chunkFileSuffix)}
 	c.used += size
 	c.onBytes(size)
@@ -370,6 +388,10 @@ func (c *chunkCache) evictOneLocked() bool {
 		if l == &c.probation {
 			for el := l.Front(); el != nil; el = el.Next() {
 				if e := el.Value.(*chunkEntry); e.pins == 0 {
+					if e.ra && !e.used {
+						c.stats.raWasted++
+						c.onWasted()
+					}
 					c.addGhostLocked(e.key)
 					c.removeLocked(e)
 					c.stats.evictions++
@@ -400,6 +422,13 @@ func (c *chunkCache) addGhostLocked(k chunkKey) {
 		old := c.ghostList.Remove(c.ghostList.Front()).(chunkKey)
 		delete(c.ghosts, old)
 	}
+}
+
+// wasted returns the read-ahead chunks evicted unused so far.
+func (c *chunkCache) wasted() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats.raWasted
 }
 
 // snapshot returns the bytes accounted (files and reservations) and the

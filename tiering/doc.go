@@ -20,9 +20,12 @@
 //	remote reader      reader.go, reader_index.go: fetches below the local log start;
 //	                   reader_segment.go, reader_readahead.go, reader_flight.go: a
 //	                   segment's .log by chunks, read-ahead, GETs shared per chunk/index;
+//	                   readahead_policy.go: the read-ahead depth (pure);
+//	                   reader_view.go: reads as views of the cache (sendfile, no copy);
 //	                   reader_fetch.go: a fetch's read, coalesced, within its wait;
 //	                   reader_missing.go: segments whose objects are gone (one steady error)
-//	chunk cache        cache.go, cache_index.go: 2Q on disk, bounded; budget.go: GET slots, byte rate
+//	chunk cache        cache.go, cache_index.go: 2Q on disk, bounded; budget.go: GET slots, byte rate;
+//	                   budget_share.go: GET bytes capped while producers suffer
 //	restore            restore.go: a topic's manifests and records from the bucket alone
 //	bucket             bucket.go: every topic in the bucket (tier list); registered
 //	                   segments' objects checked against it (tier verify)

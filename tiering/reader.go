@@ -6,8 +6,10 @@ package tiering
 // Files:
 //
 //	reader.go           Reader: config, Read, OffsetForTimestamp, Forget, Follows, Stats
+//	reader_view.go      ReadView: Read without the copy (pinned cache pieces, sendfile)
 //	reader_segment.go   one segment's .log read chunk by chunk; per-segment state
 //	reader_readahead.go read-ahead: sequential detection, background prefetches
+//	readahead_policy.go the read-ahead depth decision (pure)
 //	reader_flight.go    chunk and index flights (GETs shared per chunk, per index)
 //	                    under the budget; the chunk cache's file I/O
 //	reader_fetch.go     Reader.Fetch: a consumer fetch's read, coalesced and waited for
@@ -16,6 +18,7 @@ package tiering
 //	cache.go           the on-disk chunk cache (2Q eviction; why there)
 //	cache_index.go     the in-memory index cache (LRU)
 //	budget.go          Threads slots, priority queue, byte-rate token bucket
+//	budget_share.go    the fair share: GET bytes capped while producers suffer
 //
 // A read, in order: the segment's .index (index cache, else one GET) gives
 // the greatest entry at or below the offset; from its position the reader
@@ -24,8 +27,9 @@ package tiering
 // GET per chunk, shared by every concurrent reader of it), keeps the whole
 // batches that fit (the first always, KIP-74) and checks each one's CRC
 // before returning it. Moving forward into the next chunk of a segment
-// marks the reader sequential: the next ReadAheadChunks chunks are fetched
-// in the background, at background priority.
+// marks the reader sequential: the next chunks (ReadAheadChunks at first,
+// then as deep as readAheadDepth decides) are fetched in the background,
+// at background priority.
 //
 // Lock order: Reader.closeMu → Reader.fmu; Reader.smu and segState.mu are
 // leaves; chunkCache.mu, indexCache.mu and readBudget.mu are leaves taken
@@ -36,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +70,9 @@ type ReaderConfig struct {
 	// bounds bytes fetched from the store; 0 is unlimited.
 	MaxBytesPerSecond int64
 	// ReadAheadChunks (remote.log.reader.readahead.chunks, 2) is how many
-	// chunks are prefetched ahead of a sequential reader; < 0 disables
+	// chunks are prefetched ahead of a sequential reader at first, and
+	// the least: the window then adapts to the reader (readahead_policy.go),
+	// up to min(2×Threads, half the cache's chunks); < 0 disables
 	// read-ahead. Read-ahead continues into the segment named by
 	// [Reader.Follows] when it reaches the end of one.
 	ReadAheadChunks int
@@ -124,6 +131,9 @@ type ReaderStats struct {
 	IndexMisses     int64
 	GETs            int64 // object-store GETs issued
 	FetchReads      int64 // reads [Reader.Fetch] started (fetches that joined one not counted)
+	// ShareRate is the fair share's cap on GET bytes per second now
+	// (budget_share.go); 0: none.
+	ShareRate float64
 }
 
 // Reader reads remote segments for fetches and ListOffsets. It is safe
@@ -137,8 +147,9 @@ type Reader struct {
 	store      objstore.ObjectStore
 	prefix     string
 	chunkBytes int64
-	readAhead  int
-	maxRA      int64
+	readAhead  int   // the initial and least read-ahead depth, chunks (0: off)
+	raMax      int   // the greatest depth the policy may choose
+	maxRA      int64 // read-ahead GETs in the air node-wide
 	cache      *chunkCache
 	idx        *indexCache
 	budget     *readBudget
@@ -163,6 +174,9 @@ type Reader struct {
 
 	missing missingSet // segments reads found objects of missing
 
+	getNanos                 atomic.Int64 // chunk GET latency, EWMA (readahead depth)
+	shareState                            // budget_share.go
+	shareOnce                sync.Once
 	raPending                atomic.Int64
 	hits, misses, raChunks   atomic.Int64
 	idxHits, idxMisses, gets atomic.Int64
@@ -218,26 +232,36 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 		return nil, fmt.Errorf("tiering: reader: metrics: %w", err)
 	}
 	// Chunks kept in memory (see cache.go): two per thread, and at least
-	// a sequential reader's chunk and its read-ahead; never more than the
-	// disk cache holds.
-	memMax := int(min(int64(max(2*cfg.Threads, cfg.ReadAheadChunks+2)), cfg.CacheBytes/cfg.ChunkBytes))
+	// a sequential reader's chunk and its deepest read-ahead (views check
+	// CRCs over the buffers); never more than the disk cache holds.
+	memMax := int(min(int64(max(2*cfg.Threads, raMax(cfg)+2)), cfg.CacheBytes/cfg.ChunkBytes))
 	cache, err := openChunkCache(cfg.CacheDir, cfg.CacheBytes, cfg.ChunkBytes, memMax)
 	if err != nil {
 		return nil, err
 	}
 	cache.onBytes = func(d int64) { m.cacheBytes.Add(float64(d)) }
 	cache.onEvict = m.cacheEvictions.Inc
+	cache.onWasted = m.raWasted.Inc
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Reader{
 		store: cfg.Store, prefix: cfg.Prefix, chunkBytes: cfg.ChunkBytes,
 		readAhead: max(cfg.ReadAheadChunks, 0), maxRA: int64(2 * cfg.Threads),
+		raMax: raMax(cfg),
 		cache: cache, idx: newIndexCache(cfg.IndexCacheBytes),
 		budget: newReadBudget(cfg.Threads, cfg.MaxQueuedReads, cfg.Threads, cfg.MaxBytesPerSecond),
 		m:      m, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		chunkFlights: map[chunkKey]*chunkFlight{}, idxFlights: map[string]*idxFlight{},
 		fetchFlights: map[fetchKey]*fetchFlight{}, fetchTimeout: cfg.FetchTimeout,
-		segs: map[string]*segState{},
+		segs:       map[string]*segState{},
+		shareState: shareState{share: newTokenBucket(1, time.Now)},
 	}, nil
+}
+
+// raMax is the deepest read-ahead window: deep enough to keep every
+// thread busy for one reader, and never more than half the cache's chunks
+// (the windows must not evict each other's chunks before they are read).
+func raMax(cfg ReaderConfig) int {
+	return max(cfg.ReadAheadChunks, min(2*cfg.Threads, int(cfg.CacheBytes/cfg.ChunkBytes/2)))
 }
 
 // Close stops read-ahead, waits for it and removes the cached chunk
@@ -305,6 +329,7 @@ func (r *Reader) Stats() ReaderStats {
 		Evictions: cs.evictions, Dropped: cs.dropped, InFlight: inUse, Queued: queued,
 		ReadAheadChunks: r.raChunks.Load(), IndexHits: r.idxHits.Load(), IndexMisses: r.idxMisses.Load(),
 		GETs: r.gets.Load(), FetchReads: r.fetchReads.Load(),
+		ShareRate: math.Float64frombits(r.shareBits.Load()),
 	}
 }
 
@@ -347,14 +372,8 @@ func (r *Reader) observe(start time.Time, err error) {
 }
 
 func (r *Reader) read(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int) (RemoteRead, error) {
-	if r.isClosed() {
-		return RemoteRead{}, ErrReaderClosed
-	}
-	if seg.EndOffset < seg.BaseOffset || seg.BaseOffset < 0 {
-		return RemoteRead{}, fmt.Errorf("tiering: reader: segment %s has offsets [%d, %d]", seg.SegmentID, seg.BaseOffset, seg.EndOffset)
-	}
-	if offset > seg.EndOffset {
-		return RemoteRead{}, fmt.Errorf("%w: offset %d, segment %s holds [%d, %d]", ErrOffsetNotInSegment, offset, seg.SegmentID, seg.BaseOffset, seg.EndOffset)
+	if err := r.checkRead(seg, offset); err != nil {
+		return RemoteRead{}, err
 	}
 	offset = max(offset, seg.BaseOffset)
 	// A chunk that reads back damaged from the cache looks like a corrupt
@@ -363,34 +382,55 @@ func (r *Reader) read(ctx context.Context, seg RemoteSegment, offset int64, maxB
 	for attempt := 0; ; attempt++ {
 		rr, err := r.readOnce(ctx, seg, offset, maxBytes)
 		if err != nil && errors.Is(err, ErrCorruptObject) && attempt == 0 {
-			r.cache.forget(seg.Key(r.prefix, ExtLog))
+			r.forgetCached(seg)
 			continue
 		}
 		return rr, err
 	}
 }
 
-func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int) (RemoteRead, error) {
-	lr, err := r.openLog(ctx, seg)
-	if err != nil {
-		return RemoteRead{}, err
+// checkRead returns the error a read of seg at offset fails with before
+// any I/O.
+func (r *Reader) checkRead(seg RemoteSegment, offset int64) error {
+	if r.isClosed() {
+		return ErrReaderClosed
 	}
-	defer lr.noteAccess()
+	if seg.EndOffset < seg.BaseOffset || seg.BaseOffset < 0 {
+		return fmt.Errorf("tiering: reader: segment %s has offsets [%d, %d]", seg.SegmentID, seg.BaseOffset, seg.EndOffset)
+	}
+	if offset > seg.EndOffset {
+		return fmt.Errorf("%w: offset %d, segment %s holds [%d, %d]", ErrOffsetNotInSegment, offset, seg.SegmentID, seg.BaseOffset, seg.EndOffset)
+	}
+	return nil
+}
+
+// forgetCached drops seg's cached chunks and what was checked of them.
+func (r *Reader) forgetCached(seg RemoteSegment) {
+	key := seg.Key(r.prefix, ExtLog)
+	r.cache.forget(key)
+	st := r.segState(key)
+	st.mu.Lock()
+	st.okFrom, st.okTo = 0, 0
+	st.mu.Unlock()
+}
+
+// seek finds the batch holding offset (the segment's .index, then a walk
+// of batch headers): its position and header; found is false when no
+// batch of the segment reaches offset.
+func (r *Reader) seek(ctx context.Context, lr *logReader, seg RemoteSegment, offset int64) (pos int64, h batch.Header, found bool, err error) {
 	ix, err := r.index(ctx, seg, ExtIndex, true)
 	if err != nil {
-		return RemoteRead{}, err
+		return 0, h, false, err
 	}
-	pos := offsetIndexLookup(ix, seg.BaseOffset, offset, lr.size)
-
-	// Walk headers to the batch holding offset.
+	pos = offsetIndexLookup(ix, seg.BaseOffset, offset, lr.size)
 	sc := headerScanner{lr: lr}
-	var h batch.Header
+	defer sc.free()
 	for {
 		if pos >= lr.size {
-			return RemoteRead{FirstOffset: offset, NextOffset: seg.EndOffset + 1}, nil
+			return pos, h, false, nil
 		}
 		if h, err = sc.header(ctx, pos); err != nil {
-			return RemoteRead{}, err
+			return 0, h, false, err
 		}
 		if h.LastOffset() >= offset {
 			break
@@ -401,8 +441,24 @@ func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 	// enters a segment: read ahead of it from there.
 	lr.fromStart = pos == 0
 	if h.LastOffset() > seg.EndOffset {
-		return RemoteRead{}, fmt.Errorf("%w: %s: batch [%d, %d] at %d past the segment's end offset %d",
+		return 0, h, false, fmt.Errorf("%w: %s: batch [%d, %d] at %d past the segment's end offset %d",
 			ErrCorruptObject, lr.key, h.BaseOffset, h.LastOffset(), pos, seg.EndOffset)
+	}
+	return pos, h, true, nil
+}
+
+func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int) (RemoteRead, error) {
+	lr, err := r.openLog(ctx, seg)
+	if err != nil {
+		return RemoteRead{}, err
+	}
+	defer lr.noteAccess()
+	pos, h, found, err := r.seek(ctx, lr, seg, offset)
+	if err != nil {
+		return RemoteRead{}, err
+	}
+	if !found {
+		return RemoteRead{FirstOffset: offset, NextOffset: seg.EndOffset + 1}, nil
 	}
 
 	// One read of [first batch, + maxBytes), then keep what is whole.
@@ -487,7 +543,7 @@ func (r *Reader) OffsetForTimestamp(ctx context.Context, seg RemoteSegment, ts i
 	for attempt := 0; ; attempt++ {
 		offset, timestamp, found, err = r.offsetForTimestamp(ctx, seg, ts)
 		if err != nil && errors.Is(err, ErrCorruptObject) && attempt == 0 {
-			r.cache.forget(seg.Key(r.prefix, ExtLog))
+			r.forgetCached(seg)
 			continue
 		}
 		break
@@ -512,6 +568,7 @@ func (r *Reader) offsetForTimestamp(ctx context.Context, seg RemoteSegment, ts i
 	from := timeIndexLookup(ti, seg.BaseOffset, ts)
 	pos := offsetIndexLookup(ix, seg.BaseOffset, from, lr.size)
 	sc := headerScanner{lr: lr}
+	defer sc.free()
 	for pos < lr.size {
 		h, err := sc.header(ctx, pos)
 		if err != nil {

@@ -25,20 +25,25 @@ type fetchKey struct {
 }
 
 // fetchFlight is one fetch read in progress; done is closed once res and
-// err are set.
+// err are set. The flight holds one reference on res until every fetch
+// that waited for it has taken its own or given up (waiters, landed:
+// guarded by Reader.fmu).
 type fetchFlight struct {
-	done chan struct{}
-	res  RemoteRead
-	err  error
+	done    chan struct{}
+	res     RemoteView
+	err     error
+	waiters int
+	landed  bool
 }
 
-// Fetch starts the read of seg at offset (up to maxBytes, as [Reader.Read])
-// or joins the one in flight for the same partition and offset, and waits
-// for it up to wait or until ctx ends. pending reports a read still in the
-// air then: the caller answers without its data, and the read goes on to
-// fill the cache. The Records of res are shared by every fetch that joined
-// the flight: read-only. After [Reader.Close] it returns [ErrReaderClosed].
-func (r *Reader) Fetch(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int, wait time.Duration) (res RemoteRead, pending bool, err error) {
+// Fetch starts the read of seg at offset (up to maxBytes, as
+// [Reader.ReadView]) or joins the one in flight for the same partition
+// and offset, and waits for it up to wait or until ctx ends. pending
+// reports a read still in the air then: the caller answers without its
+// data, and the read goes on to fill the cache. The view is the caller's
+// to release (fetches that joined one flight share its chunks, each with
+// its own reference). After [Reader.Close] it returns [ErrReaderClosed].
+func (r *Reader) Fetch(ctx context.Context, seg RemoteSegment, offset int64, maxBytes int, wait time.Duration) (res RemoteView, pending bool, err error) {
 	k := fetchKey{seg.Partition, offset}
 	r.fmu.Lock()
 	f := r.fetchFlights[k]
@@ -48,34 +53,54 @@ func (r *Reader) Fetch(ctx context.Context, seg RemoteSegment, offset int64, max
 		r.fetchFlights[k] = f
 		r.fetchReads.Add(1)
 	}
+	f.waiters++
 	r.fmu.Unlock()
 	// The flight starts outside fmu: background takes closeMu, which
 	// comes before fmu (DESIGN.md's lock order).
 	if lead && !r.background(func() {
 		rctx, cancel := context.WithTimeout(r.ctx, r.fetchTimeout+wait)
-		res, err := r.Read(rctx, seg, offset, maxBytes)
+		res, err := r.ReadView(rctx, seg, offset, maxBytes)
 		cancel()
 		r.land(k, f, res, err)
 	}) {
-		r.land(k, f, RemoteRead{}, ErrReaderClosed)
+		r.land(k, f, RemoteView{}, ErrReaderClosed)
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	got := false
 	select {
 	case <-f.done:
+		got = true
 	case <-timer.C:
-		return RemoteRead{}, true, nil
 	case <-ctx.Done():
-		return RemoteRead{}, true, nil
+	}
+	r.fmu.Lock()
+	if got && f.err == nil {
+		f.res.retain()
+	}
+	f.waiters--
+	drop := f.waiters == 0 && f.landed
+	r.fmu.Unlock()
+	if drop {
+		f.res.Release() // the flight's reference
+	}
+	if !got {
+		return RemoteView{}, true, nil
 	}
 	return f.res, false, f.err
 }
 
-// land sets a fetch flight's outcome and takes it out of the table.
-func (r *Reader) land(k fetchKey, f *fetchFlight, res RemoteRead, err error) {
-	f.res, f.err = res, err
+// land sets a fetch flight's outcome and takes it out of the table; its
+// reference on the view goes at once when nobody waits for it any more.
+func (r *Reader) land(k fetchKey, f *fetchFlight, res RemoteView, err error) {
 	r.fmu.Lock()
+	f.res, f.err = res, err
+	f.landed = true
 	delete(r.fetchFlights, k)
+	drop := f.waiters == 0
 	r.fmu.Unlock()
 	close(f.done)
+	if drop {
+		res.Release()
+	}
 }

@@ -45,8 +45,10 @@ func TestReaderFetchCoalescesAndOutlivesItsWait(t *testing.T) {
 	if err != nil || pending {
 		t.Fatalf("fetch after the read finished: pending %v, err %v", pending, err)
 	}
-	if !bytes.Equal(res.Records, want) {
-		t.Fatal("fetched bytes differ from the local log's")
+	got, err := res.Bytes()
+	res.Release()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("fetched bytes differ from the local log's (%v)", err)
 	}
 	if g := rdGetsOf(mem, seg.Key("p", ExtLog)); g != gets {
 		t.Fatalf("%d GETs of the .log after a cached fetch, want %d", g, gets)

@@ -55,7 +55,7 @@ const maxIndexObject = 64 << 20
 // dst: from the cache file, else from the chunk's flight (joined, or led
 // by this caller). A cache file that fails to read back is dropped and
 // the chunk fetched again.
-func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst []byte, in int64, count bool) error {
+func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst []byte, in int64, count bool, missed *bool) error {
 	k := chunkKey{key, c}
 	counted := !count
 	for {
@@ -86,13 +86,34 @@ func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst [
 			r.misses.Add(1)
 			r.m.cacheMisses.Inc()
 		}
+		*missed = true
+		data, again, err := r.awaitChunk(ctx, k, size)
+		if err != nil {
+			return err
+		}
+		if again {
+			continue
+		}
+		if in+int64(len(dst)) > int64(len(data)) {
+			return fmt.Errorf("%w: %s chunk %d holds %d bytes", ErrCorruptObject, key, c, len(data))
+		}
+		copy(dst, data[in:])
+		return nil
+	}
+}
+
+// awaitChunk joins chunk k's flight, or leads one, and waits for it: the
+// chunk's bytes (read-only), or again when the chunk was cached meanwhile
+// (look it up again).
+func (r *Reader) awaitChunk(ctx context.Context, k chunkKey, size int64) (data []byte, again bool, err error) {
+	for {
 		r.fmu.Lock()
 		f, joined := r.chunkFlights[k]
 		if !joined && r.cache.contains(k) {
 			// Its flight ended (and cached it) since our lookup: a
 			// flight leaves the table only after its chunk is cached.
 			r.fmu.Unlock()
-			continue
+			return nil, true, nil
 		}
 		if !joined {
 			f = &chunkFlight{done: make(chan struct{})}
@@ -107,19 +128,15 @@ func (r *Reader) readChunk(ctx context.Context, key string, size, c int64, dst [
 		select {
 		case <-f.done:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, false, ctx.Err()
 		}
 		if f.err != nil {
 			if joined && ctx.Err() == nil && retryJoined(f.err, f.bg) {
 				continue // its leader gave up, or was refused as read-ahead
 			}
-			return f.err
+			return nil, false, f.err
 		}
-		if in+int64(len(dst)) > int64(len(f.data)) {
-			return fmt.Errorf("%w: %s chunk %d holds %d bytes", ErrCorruptObject, key, c, len(f.data))
-		}
-		copy(dst, f.data[in:])
-		return nil
+		return f.data, false, nil
 	}
 }
 
@@ -186,6 +203,7 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 	if err != nil {
 		return nil, nil, err
 	}
+	start := time.Now()
 	rc, err := r.store.Get(ctx, k.obj, off, n)
 	if err != nil {
 		release()
@@ -200,6 +218,9 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 		}
 		return nil, nil, fmt.Errorf("tiering: reader: get %s [%d, +%d): %w", k.obj, off, n, err)
 	}
+	r.noteGetLatency(time.Since(start))
+	r.m.getBytes.Add(float64(n))
+	r.fetchedBytes.Add(n)
 	return buf, release, nil
 }
 
@@ -217,8 +238,15 @@ func (r *Reader) acquireBudget(ctx context.Context, t *readTicket, fg bool, n in
 			return nil, err
 		}
 	}
+	if n > 0 {
+		if err := r.shareWait(ctx, n); err != nil {
+			r.budget.release()
+			return nil, err
+		}
+	}
 	r.m.queueWait.Observe(time.Since(start).Seconds())
 	r.gets.Add(1)
+	r.m.gets.Inc()
 	return sync.OnceFunc(r.budget.release), nil
 }
 
@@ -316,6 +344,7 @@ func (r *Reader) fetchIndex(ctx context.Context, t *readTicket, seg RemoteSegmen
 	if err != nil {
 		return nil, err
 	}
+	r.m.getBytes.Add(float64(len(data)))
 	if r.budget.bucket != nil {
 		// Charged after the fact: the size is known only now.
 		if err := r.budget.bucket.wait(ctx, int64(len(data))); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/strata-io/strata/internal/batch"
 )
@@ -79,6 +80,18 @@ func timeIndexLookup(ti []byte, base, ts int64) int64 {
 const headerWindow = 64 << 10
 
 // headerScanner reads batch headers of a .log, a window at a time.
+// headerBufs holds headerWindow buffers for scans (a scan per fetch).
+var headerBufs = sync.Pool{New: func() any { b := make([]byte, headerWindow); return &b }}
+
+// free gives the scanner's buffer back; the scanner may be used again.
+func (s *headerScanner) free() {
+	if cap(s.buf) == headerWindow {
+		b := s.buf[:headerWindow]
+		headerBufs.Put(&b)
+	}
+	s.buf, s.at = nil, 0
+}
+
 type headerScanner struct {
 	lr  *logReader
 	buf []byte
@@ -98,7 +111,8 @@ func (s *headerScanner) header(ctx context.Context, pos int64) (batch.Header, er
 		chunkEnd := (pos/lr.r.chunkBytes + 1) * lr.r.chunkBytes
 		n := min(int64(headerWindow), lr.size-pos, max(chunkEnd-pos, batch.HeaderSize))
 		if cap(s.buf) < int(n) {
-			s.buf = make([]byte, n)
+			s.free()
+			s.buf = (*headerBufs.Get().(*[]byte))[:0]
 		}
 		s.buf = s.buf[:n]
 		if err := lr.readAt(ctx, s.buf, pos); err != nil {

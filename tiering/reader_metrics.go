@@ -26,6 +26,8 @@ type readerMetrics struct {
 	queueWait      prometheus.Observer
 	indexHits      prometheus.Counter
 	indexMisses    prometheus.Counter
+	gets, getBytes prometheus.Counter
+	raWasted       prometheus.Counter
 	// missingSegments counts remote segments a read found objects of
 	// missing, once per segment.
 	missingSegments prometheus.Counter
@@ -48,6 +50,9 @@ func newReaderMetrics(reg prometheus.Registerer) (*readerMetrics, error) {
 	m.readAhead = add(counter(MetricReadAheadChunks, "Chunks prefetched ahead of sequential remote readers."))
 	m.indexHits = add(counter(MetricIndexCacheHits, "Remote segment index lookups served from memory."))
 	m.indexMisses = add(counter(MetricIndexCacheMisses, "Remote segment index lookups fetched from the object store."))
+	m.gets = add(counter(MetricRemoteGets, "Object-store GETs of the remote reader (chunks, indexes, read-ahead)."))
+	m.getBytes = add(counter(MetricRemoteGetBytes, "Bytes the remote reader's GETs fetched from the object store."))
+	m.raWasted = add(counter(MetricReadAheadWasted, "Read-ahead chunks evicted from the chunk cache before any fetch read them."))
 	m.missingSegments = add(counter(MetricRemoteMissingSegments, "Remote segments a read found objects of missing from the bucket (once per segment)."))
 
 	reads, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -2,21 +2,29 @@ package tiering
 
 // Read-ahead: a foreground read that moves forward into the next chunk of
 // a segment (or starts at its first batch) is sequential, and the next
-// ReadAheadChunks chunks are fetched in the background, at background
-// priority, going on into the segment named by [Reader.Follows].
+// chunks are fetched in the background, at background priority, going on
+// into the segment named by [Reader.Follows]. How many: readAheadDepth
+// (readahead_policy.go), from ReadAheadChunks up.
+
+import "time"
 
 // noteAccess updates the segment's read-ahead state after a foreground
 // read: a read that moved forward from the last chunk into the next one,
 // or that began at the segment's first batch, is sequential, and the
-// ReadAheadChunks chunks after the last one it touched are prefetched
-// (those not already issued), going on into the following segment when
-// [Reader.Follows] named it.
+// depth chunks after the last one it touched are prefetched (those not
+// already issued), going on into the following segment when
+// [Reader.Follows] named it. The depth is decided by readAheadDepth each
+// time the reader moves into a new chunk, from its rate, the store's GET
+// latency, whether this read waited for a GET and the read-ahead the
+// cache evicted unread; it goes on with the reader into the next segment.
 func (lr *logReader) noteAccess() {
 	r := lr.r
 	if lr.lo > lr.hi {
 		return
 	}
 	st := lr.st
+	now := time.Now()
+	wasted := r.cache.wasted()
 	st.mu.Lock()
 	last := st.lastChunk
 	st.lastChunk = lr.hi
@@ -30,14 +38,36 @@ func (lr *logReader) noteAccess() {
 		// issued for an earlier pass says nothing of what is cached now.
 		st.raUpTo = -1
 	}
+	depth := st.depth
 	if sequential && r.readAhead > 0 {
+		if depth == 0 {
+			depth, st.wastedSeen = r.readAhead, wasted
+		}
+		if last >= 0 && lr.hi > last {
+			if !st.lastAdv.IsZero() {
+				if el := now.Sub(st.lastAdv).Seconds(); el > 0 {
+					inst := float64(lr.hi-last) * float64(r.chunkBytes) / el
+					st.rate = ewma(st.rate, inst)
+				}
+			}
+			st.lastAdv = now
+		} else if st.lastAdv.IsZero() {
+			st.lastAdv = now
+		}
+		depth = readAheadDepth(raInput{
+			Depth: depth, Stalled: lr.stalled && last >= 0, Wasted: wasted - st.wastedSeen,
+			Rate: st.rate, GetLatency: time.Duration(r.getNanos.Load()), ChunkBytes: r.chunkBytes,
+			Min: r.readAhead, Max: r.raMax,
+		})
+		st.depth, st.wastedSeen = depth, wasted
 		from = max(lr.hi+1, st.raUpTo+1)
-		to = lr.hi + int64(r.readAhead)
+		to = lr.hi + int64(depth)
 		st.raUpTo = max(st.raUpTo, to)
 		next = st.next
 	} else if !sequential {
 		st.raUpTo = -1
 	}
+	rate, lastAdv := st.rate, st.lastAdv
 	st.mu.Unlock()
 	if !sequential {
 		return
@@ -46,14 +76,42 @@ func (lr *logReader) noteAccess() {
 		r.prefetch(lr.key, lr.size, c)
 	}
 	if to >= nchunks && next != nil {
-		// Past the end: the next segment's index, then its first chunks.
-		r.prefetchIndex(*next)
+		// Past the end: the next segment's index, then its first chunks;
+		// the reader's window and rate go with it.
 		nkey := next.Key(r.prefix, ExtLog)
+		ns := r.segState(nkey)
+		ns.mu.Lock()
+		if ns.depth == 0 {
+			ns.depth, ns.rate, ns.lastAdv, ns.wastedSeen = depth, rate, lastAdv, wasted
+		}
+		ns.mu.Unlock()
+		r.prefetchIndex(*next)
 		nn := (next.SizeBytes + r.chunkBytes - 1) / r.chunkBytes
 		for c := max(from-nchunks, 0); c <= min(to-nchunks, nn-1); c++ {
 			r.prefetch(nkey, next.SizeBytes, c)
 		}
 	}
+}
+
+// ewma folds a new sample into an average (weight 1/2: a reader's rate
+// changes as fast as the consumer does); 0 is no average yet.
+func ewma(avg, sample float64) float64 {
+	if avg == 0 {
+		return sample
+	}
+	return (avg + sample) / 2
+}
+
+// noteGetLatency folds one chunk GET's duration into the reader's
+// average (weight 1/4; racing updates may lose a sample, which only
+// slows the average).
+func (r *Reader) noteGetLatency(d time.Duration) {
+	old := r.getNanos.Load()
+	v := int64(d)
+	if old > 0 {
+		v = old + (int64(d)-old)/4
+	}
+	r.getNanos.CompareAndSwap(old, v)
 }
 
 // prefetchIndex fetches seg's .index in the background, at read-ahead

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // segState is what the reader remembers of one segment's .log between
@@ -18,6 +19,17 @@ type segState struct {
 	lastChunk int64          // last chunk a foreground read touched; -1: none
 	raUpTo    int64          // highest chunk read-ahead was issued for; -1: none
 	next      *RemoteSegment // the segment after this one ([Reader.Follows]); nil: unknown
+	// okFrom, okTo: the .log's bytes whose batches views checked
+	// (reader_view.go); okFrom >= okTo: none.
+	okFrom, okTo int64
+	// Read-ahead depth (reader_readahead.go): the window in chunks (0:
+	// not decided yet), the reader's rate (bytes/s, EWMA), when it last
+	// moved into a new chunk, and the cache's wasted read-ahead count
+	// when the depth was last decided.
+	depth      int
+	rate       float64
+	lastAdv    time.Time
+	wastedSeen int64
 }
 
 // maxSegStates bounds the read-ahead state kept; beyond it an arbitrary
@@ -34,6 +46,9 @@ type logReader struct {
 	lo, hi int64 // chunks touched; lo > hi: none
 	// fromStart: the read began at the segment's first batch.
 	fromStart bool
+	// stalled: a chunk the read touched was not cached (it waited for a
+	// GET, its own or read-ahead's).
+	stalled bool
 }
 
 func (r *Reader) openLog(ctx context.Context, seg RemoteSegment) (*logReader, error) {
@@ -88,7 +103,7 @@ func (lr *logReader) readAt(ctx context.Context, p []byte, off int64) error {
 		// A logical read touches a contiguous run of chunks: count each
 		// once in the hit/miss figures, however many headers it reads.
 		counted := lr.lo <= c && c <= lr.hi
-		if err := lr.r.readChunk(ctx, lr.key, lr.size, c, p[:n], in, !counted); err != nil {
+		if err := lr.r.readChunk(ctx, lr.key, lr.size, c, p[:n], in, !counted, &lr.stalled); err != nil {
 			return err
 		}
 		if lr.lo > lr.hi {

@@ -669,6 +669,12 @@ func TestReaderMetricsShareARegistry(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got[name], want)
 		}
 	}
+	if g := r1.Stats().GETs + r2.Stats().GETs; got[MetricRemoteGets] != float64(g) || g == 0 {
+		t.Errorf("%s = %v, the readers made %d GETs", MetricRemoteGets, got[MetricRemoteGets], g)
+	}
+	if got[MetricRemoteGetBytes] < 2*float64(seg.SizeBytes) {
+		t.Errorf("%s = %v, want both readers' chunk GETs (%d bytes each) at least", MetricRemoteGetBytes, got[MetricRemoteGetBytes], seg.SizeBytes)
+	}
 	if got[MetricCacheBytes] <= 0 || got[MetricRemoteReadBytes] <= 0 {
 		t.Errorf("cache bytes %v, read bytes %v", got[MetricCacheBytes], got[MetricRemoteReadBytes])
 	}

@@ -323,3 +323,120 @@ func TestMarkdownTransactionsSection(t *testing.T) {
 		t.Errorf("-section transactions wrote\n%s", sec)
 	}
 }
+
+// TestMarkdownKfakeFilesAndProduceTargets: with kfake persisting to
+// files in the run, every table gets its column and Strata's ratio to it,
+// the broker's CPU per GB and the object store's requests per GiB are
+// rows, and issue 20's produce targets are a table with verdicts.
+func TestMarkdownKfakeFilesAndProduceTargets(t *testing.T) {
+	md := generate(t, kfakeFilesDir(t))
+	for _, want := range []string{
+		"persisting to files (`kfake-files`",
+		// Overview: Strata 300 against kfake-files 180 (1.67×) and kfake 400.
+		"| max-throughput | 300 | 180 | 1.67× | 400 | 0.75× |",
+		"| fill | 300 | 250 | 1.20× | – | – |",
+		"| figure | Strata | kfake-files | kfake | Strata ÷ kfake-files | Strata ÷ kfake |\n| --- | ---: | ---: | ---: | ---: | ---: |\n| successful runs | 3 | 2 | 1 | | |\n",
+		"| produce MB/s | 300 | 180 | 400 | 1.67× | 0.75× |",
+		"| errors (produce + consume) | 0 | 0 | 0 | | |",
+		"| broker CPU per GB produced (CPU-s) | 0.900 | 3.00 | 1.50 | 0.30× | 0.60× |",
+		"| broker CPU per GB consumed (CPU-s) | 0.900 | 3.10 | 1.60 | 0.29× | 0.56× |",
+		"| object-store PUTs per GiB produced | 0.00 | – | – | – | – |",
+		"| Strata produce MB/s ÷ sequential write | – | | | | |",
+		// The targets.
+		"## Produce targets\n",
+		"| produce MB/s ≥ 1.5× kfake-files | max-throughput | 300 (1.67×) | 180 | 400 | met |",
+		"| produce MB/s ≥ 1.5× kfake-files | fill | 300 (1.20×) | 250 | – | **not met** |",
+		"| broker CPU ≤ 1 CPU-s per GB produced | max-throughput | 0.900 | 3.00 | 1.50 | met |",
+		"| broker CPU ≤ 1 CPU-s per GB produced | fill | 1.20 | – | – | **not met** |",
+		"| produce MB/s ≥ 1.5× kfake-files | produce-only | 330 (1.65×) | 200 | 410 | met |",
+		"| broker CPU ≤ 1 CPU-s per GB produced | produce-only | 0.700 | 2.00 | 1.40 | met |",
+		"| max-throughput | 300 | 180 | 1.67× | 400 | 0.75× |",
+		"| produce-only | 330 | 200 | 1.65× | 410 | 0.80× |",
+		"| publish p99 (ms) at 20000 records/s, unchanged or better | fixed-rate | 4.00 | 300 | – | compare with the previous page |",
+		"- failed: kfake-files run 2: kfake --data-dir did not start",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n---\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "3 nodes at RF=3 ≥") {
+		t.Errorf("an RF=3 target without a replicated run\n%s", md)
+	}
+}
+
+// kfakeFilesDir is a result directory of a produce run with kfake-files:
+// three Strata, two kfake-files and one kfake max-throughput runs with
+// the broker's CPU per GB, a fill and a fixed-rate run on Strata and
+// kfake-files, and a failed kfake-files run.
+func kfakeFilesDir(t *testing.T) string {
+	dir := t.TempDir()
+	withCPU := func(r *loadgen.Result, cores, perGBProd, perGBCons float64) *loadgen.Result {
+		r.BrokerResources = &loadgen.BrokerResources{Sampled: true, Samples: 20, CPUCoresMean: cores, CPUCoresMax: cores,
+			RSSBytesMean: 1e8, RSSBytesMax: 1e8, CPUSeconds: cores * 20, CPUSecondsPerGBProduced: perGBProd, CPUSecondsPerGBConsumed: perGBCons}
+		return r
+	}
+	for i, mbs := range []float64{300, 280, 320} {
+		r := withCPU(result("strata", mbs, 20, 30), 0.9, 0.8+0.1*float64(i), 0.9)
+		r.Cost = &loadgen.Cost{PutsPerGiBIn: 0, GetsPerGiBOut: 0}
+		writeJSON(t, dir, "max-throughput.strata."+string(rune('1'+i))+".json", r)
+	}
+	writeJSON(t, dir, "max-throughput.kfake-files.1.json", withCPU(result("kfake", 200, 40, 50), 1.5, 2.5, 2.6))
+	writeJSON(t, dir, "max-throughput.kfake-files.2.json", withCPU(result("kfake", 160, 60, 70), 1.5, 3.5, 3.6))
+	writeJSON(t, dir, "max-throughput.kfake.1.json", withCPU(result("kfake", 400, 10, 20), 1.6, 1.5, 1.6))
+	fill := func(target string, mbs float64) *loadgen.Result {
+		r := result(target, mbs, 100, 0)
+		r.Scenario, r.Workload.FillBytes = "fill", "256MiB"
+		return r
+	}
+	po := func(target string, mbs, perGB float64) *loadgen.Result {
+		r := withCPU(result(target, mbs, 30, 0), 0.5, perGB, 0)
+		r.Workload.Consumers, r.Consume = 0, loadgen.Summary{}
+		return r
+	}
+	writeJSON(t, dir, "produce-only.strata.1.json", po("strata", 330, 0.7))
+	writeJSON(t, dir, "produce-only.kfake-files.1.json", po("kfake", 200, 2))
+	writeJSON(t, dir, "produce-only.kfake.1.json", po("kfake", 410, 1.4))
+	writeJSON(t, dir, "fill.strata.1.json", withCPU(fill("strata", 300), 1, 1.2, 0))
+	writeJSON(t, dir, "fill.kfake-files.1.json", fill("kfake", 250))
+	fr := result("strata", 25, 4, 0)
+	fr.Scenario, fr.Workload.Rate = "fixed-rate", 20000
+	writeJSON(t, dir, "fixed-rate.strata.1.json", fr)
+	writeJSON(t, dir, "fixed-rate.kfake-files.1.json", result("kfake", 25, 300, 0))
+	if err := os.WriteFile(filepath.Join(dir, "failures.tsv"), []byte("fixed-rate\tkfake-files\t2\tkfake --data-dir did not start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestProduceSectionIsABlockBetweenMarkers: -section produce writes the
+// produce block alone (for bench/run's BENCH_DOC_SECTION=produce): which
+// run it is, the overview, the targets and the scenarios one heading
+// level down, between its markers.
+func TestProduceSectionIsABlockBetweenMarkers(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"-results", kfakeFilesDir(t), "-section", "produce", "-commit", "abc1234", "-date", "2026-12-02T01:00:00Z", "-host", "2 CPU test box", "-duration", "10s", "-runs", "3"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	md := out.String()
+	if !strings.HasPrefix(md, "<!-- produce:begin -->\n") || !strings.HasSuffix(md, "<!-- produce:end -->\n\n") {
+		t.Errorf("not a block between the produce markers:\n%s", md)
+	}
+	for _, want := range []string{
+		"## Produce path: Strata, kfake-files and kfake\n",
+		"(2026-12-02T01:00:00Z, commit abc1234, 2 CPU test box, 10s, 3 repetitions; medians)",
+		"| max-throughput | 300 | 180 | 1.67× | 400 | 0.75× |",
+		"| produce MB/s ≥ 1.5× kfake-files | max-throughput | 300 (1.67×) | 180 | 400 | met |",
+		"\n### max-throughput\n",
+		"\n### fill\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("block lacks %q\n---\n%s", want, md)
+		}
+	}
+	for _, not := range []string{"# Benchmarks", "## How to reproduce", "\n## max-throughput"} {
+		if strings.Contains(md, not) {
+			t.Errorf("block has %q\n---\n%s", not, md)
+		}
+	}
+}

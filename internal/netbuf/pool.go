@@ -78,7 +78,7 @@ func (b *Budget) ReadFramePooled(r io.Reader, n int) ([]byte, error) {
 		if got == n {
 			return buf, nil
 		}
-		next := getFrame(min(n, 2*len(buf)))
+		next := getFrame(min(n, Growth*len(buf)))
 		b.addReading(int64(len(next)))
 		copy(next, buf)
 		b.addReading(-int64(len(buf)))

@@ -151,7 +151,11 @@ type Group struct {
 	// joinBy is, per classic member told to rejoin (REBALANCE_IN_PROGRESS
 	// on its Heartbeat), when it is fenced unless it rejoined (Kafka's
 	// consumer group join timeout: its rebalance timeout).
-	joinBy  map[string]int64
+	joinBy map[string]int64
+	// syncBy is, per classic member whose JoinGroup was answered, when it
+	// is fenced unless its SyncGroup came (Kafka's consumer group sync
+	// timeout: its rebalance timeout).
+	syncBy  map[string]int64
 	regexes map[string]*regexp.Regexp
 	// Subscription counts over Members (derived): how many members name
 	// each topic, and use each regex. They make the metadata hash cost
@@ -173,7 +177,7 @@ func NewGroup(id string, cfg Config) *Group {
 	return &Group{
 		ID: id, cfg: cfg,
 		Target: map[string]Assignment{}, Members: map[string]*Member{},
-		owners: map[tp]int32{}, session: map[string]int64{}, rebalance: map[string]rebalanceTimer{}, joinBy: map[string]int64{},
+		owners: map[tp]int32{}, session: map[string]int64{}, rebalance: map[string]rebalanceTimer{}, joinBy: map[string]int64{}, syncBy: map[string]int64{},
 		regexes: map[string]*regexp.Regexp{}, subNames: map[string]int{}, subRegex: map[string]int{},
 	}
 }
@@ -433,6 +437,7 @@ func (g *Group) uninstall(m *Member) {
 	delete(g.session, m.ID)
 	delete(g.rebalance, m.ID)
 	delete(g.joinBy, m.ID)
+	delete(g.syncBy, m.ID)
 }
 
 func (g *Group) dropOwners(m *Member) {
@@ -869,14 +874,20 @@ func (g *Group) NextDeadline() (int64, bool) {
 			at, ok = d, true
 		}
 	}
+	for _, d := range g.syncBy {
+		if !ok || d < at {
+			at, ok = d, true
+		}
+	}
 	return at, ok
 }
 
 // Expire fences every member whose session timed out by now, every
 // member still holding partitions to revoke when its rebalance timeout
-// ran out, and every classic member told to rejoin that did not within
-// its rebalance timeout (Kafka's session, rebalance and join timeouts),
-// in member id order.
+// ran out, every classic member told to rejoin that did not within its
+// rebalance timeout, and every classic member whose JoinGroup was answered
+// and that sent no SyncGroup within its rebalance timeout (Kafka's
+// session, rebalance, join and sync timeouts), in member id order.
 func (g *Group) Expire(now int64, img TopicImage) []Record {
 	var recs []Record
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
@@ -886,6 +897,9 @@ func (g *Group) Expire(now int64, img TopicImage) []Record {
 			expired = true
 		}
 		if d, ok := g.joinBy[id]; ok && d <= now {
+			expired = true
+		}
+		if d, ok := g.syncBy[id]; ok && d <= now {
 			expired = true
 		}
 		if t, ok := g.rebalance[id]; ok && t.at <= now {

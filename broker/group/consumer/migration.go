@@ -383,6 +383,7 @@ func (g *Group) ClassicSync(now int64, req *kmsg.SyncGroupRequest, img TopicImag
 	if req.Protocol != nil && *req.Protocol != first.Name {
 		return fail(kerr.InconsistentGroupProtocol)
 	}
+	delete(g.syncBy, m.ID) // it synced (or is told to rejoin: joinBy)
 	if g.Epoch > m.Epoch && m.State != UnrevokedPartitions {
 		if _, ok := g.joinBy[m.ID]; !ok {
 			g.joinBy[m.ID] = now + int64(max(m.RebalanceTimeoutMs, 0))
@@ -425,7 +426,9 @@ func (g *Group) ClassicSync(now int64, req *kmsg.SyncGroupRequest, img TopicImag
 // protocols) are updated, the group epoch and target move as for any
 // member, and the member is reconciled. The answer carries the member id,
 // its epoch as the generation and its first protocol; there is no leader
-// (the coordinator assigns, the member's SyncGroup gets its partitions).
+// (the coordinator assigns, the member's SyncGroup gets its partitions);
+// a member that sends no SyncGroup within its rebalance timeout is fenced
+// (Kafka's sync timeout).
 // Session-timeout bounds are the caller's (Kafka's
 // group.min/max.session.timeout.ms).
 func (g *Group) ClassicJoin(now int64, req *kmsg.JoinGroupRequest, c Client, img TopicImage) (*kmsg.JoinGroupResponse, []Record) {
@@ -503,6 +506,7 @@ func (g *Group) ClassicJoin(now int64, req *kmsg.JoinGroupRequest, c Client, img
 		return fail(herr.err)
 	}
 	delete(g.joinBy, *hresp.MemberID)
+	g.syncBy[*hresp.MemberID] = now + int64(max(hb.RebalanceTimeoutMillis, 0))
 	resp.MemberID, resp.Generation = *hresp.MemberID, hresp.MemberEpoch
 	resp.ProtocolType, resp.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(req.Protocols[0].Name)
 	return resp, recs

@@ -628,3 +628,47 @@ func TestClassicMemberOffsetCommit(t *testing.T) {
 		t.Errorf("fetch: %v", got)
 	}
 }
+
+// TestClassicSyncTimeout: a classic member whose JoinGroup was answered is
+// fenced when no SyncGroup follows within its rebalance timeout (Kafka's
+// sync timeout), though its session is alive; one that synced is not.
+func TestClassicSyncTimeout(t *testing.T) {
+	img := TopicImage{"a": {ID: topicID("a"), Name: "a", Partitions: 4}}
+	sub := []ClassicProtocol{{Name: "cooperative-sticky", Metadata: classicSubscription("", "a")}}
+	g, _, err := FromClassic("g", DefaultConfig(), 7, "cooperative-sticky", []ClassicMember{
+		{ID: "m1", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 30000, Protocols: sub, Assignment: classicAssignment(map[string][]int32{"a": {0, 1, 2, 3}})},
+	}, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Loaded(0)
+	synced := &classicSim{id: "m1", gen: 7, owned: map[string][]int32{"a": {0, 1, 2, 3}}}
+	synced.join(t, g, 1000, img) // joins and syncs at 1 s
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version, meta.Topics = 3, []string{"a"}
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.SetVersion(5)
+	req.Group, req.MemberID, req.ProtocolType = "g", "silent", "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 45000, 20000
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "cooperative-sticky", Metadata: meta.AppendTo(nil)}}
+	if resp, _ := g.ClassicJoin(2000, req, Client{ID: "c"}, img); resp.ErrorCode != 0 {
+		t.Fatalf("join: %d", resp.ErrorCode)
+	}
+	if at, ok := g.NextDeadline(); !ok || at != 22000 {
+		t.Fatalf("next deadline %d %v, want the 20 s sync timeout at 22000", at, ok)
+	}
+	if code, _ := g.ClassicHeartbeat(10000, "silent", "", g.Members["silent"].Epoch); code != nil && code != kerr.RebalanceInProgress {
+		t.Fatalf("heartbeat: %v", code)
+	}
+	g.Expire(21999, img)
+	if g.Members["silent"] == nil {
+		t.Fatal("fenced before its sync timeout")
+	}
+	g.Expire(22000, img)
+	if g.Members["silent"] != nil {
+		t.Fatal("not fenced at its sync timeout")
+	}
+	if g.Members["m1"] == nil {
+		t.Fatal("the member that synced was fenced")
+	}
+}
