@@ -310,7 +310,10 @@ func Open(o Options) (_ *Node, err error) {
 	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
-	n.shareSessions, n.shareLeader = newShareSessionCache(cfg.Share.MaxShareSessions), newShareLeader(n)
+	// The session cache first: newShareLeader registers a collector that
+	// reads n.shareSessions, and /metrics may be scraped from then on.
+	n.shareSessions = newShareSessionCache(cfg.Share.MaxShareSessions)
+	n.shareLeader = newShareLeader(n)
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
 
