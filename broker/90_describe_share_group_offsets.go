@@ -18,9 +18,18 @@ package broker
 // Differences from Kafka: describe-all asks the share coordinator about
 // every partition of every topic (share_offsets.go) rather than reading
 // the group's list of initialized topics.
+//
+// Strata extension: each partition carries the share-partition's in-flight
+// count — offsets delivered at least once and not yet acknowledged or
+// archived, in its durable state (ReadShareGroupState, leader epoch -1: no
+// side effect) — as tagged field InFlightTag (an int32), which `strata
+// group describe` shows and other clients skip, as they skip every tag
+// they do not know (KIP-482). The count is as of the share-partition's last
+// write: acquisitions go with the next acknowledgement, release or expiry.
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"sort"
 
@@ -32,6 +41,11 @@ import (
 )
 
 const describeShareGroupOffsetsKey = 90
+
+// InFlightTag is the tag of Strata's in-flight count in a
+// DescribeShareGroupOffsets partition (see above): outside the small
+// numbers Kafka allocates from.
+const InFlightTag = 0x5374
 
 func init() { register(describeShareGroupOffsetsKey, 0, handleDescribeShareGroupOffsets) }
 
@@ -66,7 +80,7 @@ func handleDescribeShareGroupOffsets(ctx context.Context, n *Node, r *request) (
 				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 				rt.Topic, rt.TopicID = t.name, t.id
 				for _, s := range states[t] {
-					rt.Partitions = append(rt.Partitions, n.describeSharePartition(ctx, r.version, t, s))
+					rt.Partitions = append(rt.Partitions, n.describeSharePartition(ctx, r.version, g.GroupID, t, s))
 				}
 				rg.Topics = append(rg.Topics, rt)
 			}
@@ -97,7 +111,7 @@ func handleDescribeShareGroupOffsets(ctx context.Context, n *Node, r *request) (
 					if errors.Is(err, share.ErrNoState) {
 						s.err = nil
 					}
-					rp = n.describeSharePartition(ctx, r.version, t, s)
+					rp = n.describeSharePartition(ctx, r.version, g.GroupID, t, s)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -109,7 +123,7 @@ func handleDescribeShareGroupOffsets(ctx context.Context, n *Node, r *request) (
 }
 
 // describeSharePartition is one partition of the answer.
-func (n *Node) describeSharePartition(ctx context.Context, version int16, t shareTopic, s shareStateOf) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
+func (n *Node) describeSharePartition(ctx context.Context, version int16, group string, t shareTopic, s shareStateOf) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
 	rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 	rp.Partition, rp.StartOffset, rp.Lag = s.partition, -1, -1
 	if s.err != nil {
@@ -120,6 +134,9 @@ func (n *Node) describeSharePartition(ctx context.Context, version int16, t shar
 		return rp
 	}
 	rp.StartOffset, rp.LeaderEpoch = s.st.StartOffset, s.st.LeaderEpoch
+	if full, err := n.sharePersister.Read(ctx, share.Key{Group: group, TopicID: t.id, Partition: s.partition}, -1); err == nil {
+		rp.UnknownTags.Set(InFlightTag, binary.BigEndian.AppendUint32(nil, uint32(share.InFlight(full))))
+	}
 	if version >= 1 && s.st.DeliveryCompleteCount >= 0 {
 		if hw, err := n.partitionHighWatermark(ctx, t, s.partition); err == nil {
 			rp.Lag = max(0, hw-s.st.StartOffset-int64(s.st.DeliveryCompleteCount))

@@ -734,3 +734,55 @@ func TestShareIdlePartitionDropped(t *testing.T) {
 		t.Fatalf("reloaded share-partition delivered %v, want %v", got, want)
 	}
 }
+
+// TestDescribeShareGroupOffsetsInFlight: DescribeShareGroupOffsets carries
+// each share-partition's in-flight count (Strata's tagged field
+// InFlightTag): records delivered and neither acknowledged nor archived,
+// as of the share-partition's last durable write; other clients skip the
+// tag, and kmsg decodes the rest of the answer unchanged.
+func TestDescribeShareGroupOffsetsInFlight(t *testing.T) {
+	n, tid := shareNode(t, nil)
+	a := newShareClient(t, n, tid, "a")
+	findCoordinator(t, a.c, "g") // creates __consumer_offsets: the group's coordinator answers 90
+	waitLoaded(t, n, "g")
+	sharePartResp(t, a.fetch(0, 100)) // the share-partition starts at the end (0)
+	shareProduce(t, n, 0, 10)
+	if got := acquiredOf(t, sharePartResp(t, a.fetch(5000, 100))); len(got) != 10 {
+		t.Fatalf("acquired %v, want 0-9", got)
+	}
+	inFlight := func() (int64, int64) {
+		t.Helper()
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.SetVersion(1)
+		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		rg.GroupID = "g"
+		req.Groups = append(req.Groups, rg)
+		resp := dialRaw(t, n).roundTrip(req).(*kmsg.DescribeShareGroupOffsetsResponse)
+		if len(resp.Groups) != 1 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 1 {
+			t.Fatalf("answer %+v", resp)
+		}
+		p := resp.Groups[0].Topics[0].Partitions[0]
+		n := int64(-1)
+		p.UnknownTags.Each(func(tag uint32, v []byte) {
+			if tag == InFlightTag && len(v) == 4 {
+				n = int64(int32(binary.BigEndian.Uint32(v)))
+			}
+		})
+		return p.StartOffset, n
+	}
+	// Accepting 0-2 writes the state, the acquisitions of 3-9 with it.
+	if e := a.ack(a.epoch, ackBatch(0, 2, 1)).Topics[0].Partitions[0].ErrorCode; e != 0 {
+		t.Fatal(kerr.ErrorForCode(e))
+	}
+	if start, n := inFlight(); start != 3 || n != 7 {
+		t.Fatalf("start offset %d, in flight %d: want 3 and 7", start, n)
+	}
+	// Releasing 3-4 keeps them in flight (delivered, to be redelivered);
+	// rejecting 5-9 archives them.
+	if e := a.ack(a.epoch, ackBatch(3, 4, 2), ackBatch(5, 9, 3)).Topics[0].Partitions[0].ErrorCode; e != 0 {
+		t.Fatal(kerr.ErrorForCode(e))
+	}
+	if start, n := inFlight(); start != 3 || n != 2 {
+		t.Fatalf("start offset %d, in flight %d: want 3 and 2", start, n)
+	}
+}

@@ -210,3 +210,17 @@ const MaxRestoreWindow = 1 << 22
 // ErrBadState is returned by [Restore] for a durable state no leader
 // writes.
 var ErrBadState = errors.New("share: bad share-partition state")
+
+// InFlight counts the offsets of st delivered at least once and not yet
+// acknowledged or archived: available with a delivery count (an acquired
+// record is durable as available with its count), at or above the start
+// offset.
+func InFlight(st PersistedState) int {
+	n := 0
+	for _, b := range st.Batches {
+		if b.DeliveryState == Available && b.DeliveryCount > 0 && b.LastOffset >= st.StartOffset {
+			n += int(b.LastOffset - max(b.FirstOffset, st.StartOffset) + 1)
+		}
+	}
+	return n
+}

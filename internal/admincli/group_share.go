@@ -5,11 +5,12 @@ package admincli
 // member its epoch, subscription and assigned partitions (a partition may
 // be assigned to several members). Share groups commit no offsets: their
 // progress is the share-partition state, shown per partition with its
-// start offset and lag (DescribeShareGroupOffsets, the share
-// coordinator's; left out when the cluster does not serve it).
+// start offset, lag and in-flight count (DescribeShareGroupOffsets, the
+// share coordinator's; left out when the cluster does not serve it).
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // shareGroupDescribed is the JSON of group describe for a share group.
@@ -38,7 +40,11 @@ type shareOffsetDescribed struct {
 	Partition   int32  `json:"partition"`
 	StartOffset int64  `json:"start_offset"` // the share-partition start offset
 	Lag         int64  `json:"lag"`          // -1: unknown
-	Error       string `json:"error,omitempty"`
+	// InFlight is the records delivered and not yet acknowledged or
+	// archived, as of the share-partition's last durable write (-1:
+	// unknown).
+	InFlight int64  `json:"in_flight"`
+	Error    string `json:"error,omitempty"`
 }
 
 type shareMemberDescribed struct {
@@ -86,38 +92,55 @@ func describeShareGroup(ctx context.Context, e *env, name string) (done bool, er
 		}
 		if len(out.Offsets) > 0 {
 			row(w)
-			row(w, "TOPIC", "PARTITION", "START-OFFSET", "LAG", "ERROR")
+			row(w, "TOPIC", "PARTITION", "START-OFFSET", "LAG", "IN-FLIGHT", "ERROR")
 			for _, o := range out.Offsets {
-				row(w, o.Topic, o.Partition, o.StartOffset, o.Lag, dash(o.Error))
+				row(w, o.Topic, o.Partition, o.StartOffset, o.Lag, o.InFlight, dash(o.Error))
 			}
 		}
 	})
 }
 
+// inFlightTag is broker.InFlightTag (the CLI does not import the broker).
+const inFlightTag = 0x5374
+
 func topicNames(ts []string) string { return strings.Join(ts, ",") }
 
 // shareOffsets is the group's share-partitions with state, sorted; none
-// when the cluster does not answer DescribeShareGroupOffsets.
+// when the cluster does not answer DescribeShareGroupOffsets. It sends the
+// request itself (kadm's answer drops tagged fields) to read Strata's
+// in-flight count, a tagged field (broker.InFlightTag) of each partition;
+// -1 when the broker does not send one.
 func shareOffsets(ctx context.Context, e *env, name string) []shareOffsetDescribed {
 	out := []shareOffsetDescribed{}
-	ds, err := e.adm.DescribeShareGroupOffsets(ctx, name)
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = name // Topics nil: every share-partition of the group
+	req.Groups = append(req.Groups, rg)
+	kr, err := req.RequestWith(ctx, e.cl)
 	if err != nil {
 		return out
 	}
-	d, ok := ds[name]
-	if !ok || d.Err != nil {
-		return out
-	}
-	for t, ps := range d.Offsets {
-		for p, o := range ps {
-			if o.StartOffset < 0 && o.Err == nil {
-				continue // no state
+	for _, g := range kr.Groups {
+		if g.GroupID != name || g.ErrorCode != 0 {
+			continue
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				perr := kerr.ErrorForCode(p.ErrorCode)
+				if p.StartOffset < 0 && perr == nil {
+					continue // no state
+				}
+				so := shareOffsetDescribed{Topic: t.Topic, Partition: p.Partition, StartOffset: p.StartOffset, Lag: p.Lag, InFlight: -1}
+				p.UnknownTags.Each(func(tag uint32, v []byte) {
+					if tag == inFlightTag && len(v) == 4 {
+						so.InFlight = int64(int32(binary.BigEndian.Uint32(v)))
+					}
+				})
+				if perr != nil {
+					so.Error = perr.Error()
+				}
+				out = append(out, so)
 			}
-			so := shareOffsetDescribed{Topic: t, Partition: p, StartOffset: o.StartOffset, Lag: o.Lag}
-			if o.Err != nil {
-				so.Error = o.Err.Error()
-			}
-			out = append(out, so)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

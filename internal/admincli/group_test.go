@@ -377,7 +377,7 @@ func TestGroupDescribeShareGroupOffsets(t *testing.T) {
 		t.Fatalf("offsets %+v", d.Offsets)
 	}
 	r = mustOK(t, "", "group", "describe", "sqo-g")
-	if !tableRow(r.stdout, "sqo", "1", "4", "6", "-") {
+	if !tableRow(r.stdout, "sqo", "1", "4", "6", "0", "-") {
 		t.Errorf("describe table: %s", r.stdout)
 	}
 }
