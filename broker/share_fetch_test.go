@@ -734,3 +734,37 @@ func TestShareIdlePartitionDropped(t *testing.T) {
 		t.Fatalf("reloaded share-partition delivered %v, want %v", got, want)
 	}
 }
+
+// TestShareFetchAnswersHolderEarly: a fetch carrying acknowledgements is
+// answered at once, and one whose member holds records is answered empty
+// within shareHoldFor instead of MaxWait (a kgo consumer's next
+// acknowledgements queue behind it on its one connection).
+func TestShareFetchAnswersHolderEarly(t *testing.T) {
+	n, tid := shareNode(t, nil)
+	a := newShareClient(t, n, tid, "a")
+	sharePartResp(t, a.fetch(0, 100))
+	shareProduce(t, n, 0, 10)
+	if got := acquiredOf(t, sharePartResp(t, a.fetch(5000, 100))); len(got) != 10 {
+		t.Fatalf("a acquired %v, want 0-9", got)
+	}
+	m := &n.shareLeader.m
+	// Holding 0-9, nothing more to acquire: answered early, empty.
+	if rp := sharePartResp(t, a.fetch(3000, 100)); rp != nil && len(rp.AcquiredRecords) > 0 {
+		t.Fatalf("acquired %+v with nothing new", rp.AcquiredRecords)
+	}
+	if early, stalls := counterValue(t, m.heldEarly), counterValue(t, m.ackStalls); early != 1 || stalls != 0 {
+		t.Fatalf("held early %v, ack stalls %v: want 1, 0 (the holder's fetch waited out MaxWait)", early, stalls)
+	}
+	// Acknowledging everything, nothing to acquire: answered at once.
+	if rp := sharePartResp(t, a.fetch(3000, 100, fetchAck(0, 9, 1))); rp == nil || rp.AcknowledgeErrorCode != 0 {
+		t.Fatalf("a's acks: %+v", rp)
+	}
+	if stalls := counterValue(t, m.ackStalls); stalls != 0 {
+		t.Fatalf("ack stalls %v: the fetch carrying acknowledgements waited out MaxWait", stalls)
+	}
+	// Holding nothing: the fetch long-polls as before (not early).
+	sharePartResp(t, a.fetch(200, 100))
+	if early, stalls := counterValue(t, m.heldEarly), counterValue(t, m.ackStalls); early != 1 || stalls != 0 {
+		t.Fatalf("held early %v, ack stalls %v after an idle fetch: want 1, 0", early, stalls)
+	}
+}

@@ -190,7 +190,7 @@ func TestShareGroupEightConsumers(t *testing.T) {
 	perConsumer := make([]int, consumers)
 	var hungHeld map[int64]bool     // what the hung consumer held when it stopped
 	redelivered := map[int64]bool{} // offsets accepted with delivery count > 1
-	hung := make(chan struct{}) // closed once consumer 0 holds its batch
+	hung := make(chan struct{})     // closed once consumer 0 holds its batch
 	var wg sync.WaitGroup
 	for c := range consumers {
 		if c == 1 {
