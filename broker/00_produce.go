@@ -344,7 +344,7 @@ func (n *Node) deferProduce(ctx context.Context, r *request, req *kmsg.ProduceRe
 // producePartition appends one partition's records; for acks=-1 it
 // returns what to wait for when the HW does not cover the batch yet.
 func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, acks int16, nowMs int64, txn *txnAppend, rp *kmsg.ProduceResponseTopicPartition) (*produceWait, error) {
-	if topic == offsetsTopic || topic == txnStateTopic {
+	if topic == offsetsTopic || topic == txnStateTopic || topic == shareStateTopic {
 		// Kafka: "Cannot append to internal topic" for clients (only the
 		// coordinators write them, coordinator.go, txn_coordinator.go).
 		return nil, kerr.InvalidTopicException

@@ -82,7 +82,7 @@ func handleMetadata(ctx context.Context, n *Node, r *request) (*frame, error) {
 				}
 				// __consumer_offsets is made by the group coordinator
 				// (coordinator.go) with its own configs, never by Metadata.
-				if _, ok := st.TopicByName(*t.Topic); !ok && *t.Topic != offsetsTopic && *t.Topic != txnStateTopic {
+				if _, ok := st.TopicByName(*t.Topic); !ok && *t.Topic != offsetsTopic && *t.Topic != txnStateTopic && *t.Topic != shareStateTopic {
 					if !clusterCreate && !r.allowed(az, authz.OpCreate, authz.ResTopic, *t.Topic) {
 						autoCreated[*t.Topic] = kerr.TopicAuthorizationFailed.Code
 						continue
@@ -243,7 +243,7 @@ func metadataTopic(rs *replicaStatus, version int16, t metadata.TopicInfo) kmsg.
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
-	mt.IsInternal = t.Name == offsetsTopic || t.Name == txnStateTopic
+	mt.IsInternal = t.Name == offsetsTopic || t.Name == txnStateTopic || t.Name == shareStateTopic
 	mt.AuthorizedOperations = authorizedOpsUnknown
 	for _, p := range rs.st.Partitions(t.ID) {
 		mp := kmsg.NewMetadataResponseTopicPartition()

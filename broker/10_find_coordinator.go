@@ -16,8 +16,14 @@ package broker
 // __transaction_state partition PartitionFor(transactional id), the first
 // lookup creating that topic (txn_coordinator.go).
 //
-// Differences from Kafka: key type 2 (SHARE, v6) gets INVALID_REQUEST;
-// other types INVALID_REQUEST.
+// Key type 2 (SHARE, v6+ only; INVALID_REQUEST below) needs CLUSTER_ACTION
+// on the cluster (CLUSTER_AUTHORIZATION_FAILED) and a key
+// "group:topicId:partition" (INVALID_REQUEST otherwise); it is answered
+// with the leader of __share_group_state partition
+// abs(javaHash(key)) % partitions (share_coordinator.go), the first lookup
+// creating that topic.
+//
+// Differences from Kafka: other key types get INVALID_REQUEST.
 
 import (
 	"context"
@@ -66,6 +72,13 @@ func handleFindCoordinator(ctx context.Context, n *Node, r *request) (*frame, er
 		}
 		cancel()
 	}
+	if req.CoordinatorType == 2 && r.version >= 6 && n.shares.numPartitions() == 0 {
+		cctx, cancel := context.WithTimeout(ctx, findCoordinatorCreateWait)
+		if err := n.shares.ensureTopic(cctx); err != nil {
+			n.logger.Debug("broker: create "+shareStateTopic+" on FindCoordinator", "err", err)
+		}
+		cancel()
+	}
 	az := n.authorizer() // authorize.go: DESCRIBE on the group or transactional id
 	for _, key := range keys {
 		var a coordinatorAnswer
@@ -74,6 +87,10 @@ func handleFindCoordinator(ctx context.Context, n *Node, r *request) (*frame, er
 			a = coordinatorAnswer{node: -1, port: -1, err: kerr.GroupAuthorizationFailed}
 		case req.CoordinatorType == 1 && !r.allowed(az, authz.OpDescribe, authz.ResTransactionalID, key):
 			a = coordinatorAnswer{node: -1, port: -1, err: kerr.TransactionalIDAuthorizationFailed}
+		case req.CoordinatorType == 2 && r.version < 6:
+			a = coordinatorAnswer{node: -1, port: -1, err: kerr.InvalidRequest}
+		case req.CoordinatorType == 2 && !r.allowedCluster(az, authz.OpClusterAction):
+			a = coordinatorAnswer{node: -1, port: -1, err: kerr.ClusterAuthorizationFailed}
 		default:
 			a = n.findCoordinator(req.CoordinatorType, key, r.conn.listener)
 		}
@@ -103,6 +120,8 @@ func (n *Node) findCoordinator(keyType int8, key, listener string) coordinatorAn
 	switch {
 	case keyType == 1:
 		return n.findTxnCoordinator(key, listener)
+	case keyType == 2:
+		return n.findShareCoordinator(key, listener)
 	case keyType != 0, key == "":
 		a.err = kerr.InvalidRequest
 		return a

@@ -46,7 +46,8 @@ func handleAPIVersions(_ context.Context, n *Node, r *request) (*frame, error) {
 		if (a.key == consumerGroupHeartbeatKey || a.key == consumerGroupDescribeKey) && !n.cfg.GroupConsumerProtocol {
 			continue // group.coordinator.rebalance.protocols without consumer
 		}
-		if (a.key == shareGroupHeartbeatKey || a.key == shareGroupDescribeKey || a.key == shareFetchKey || a.key == shareAcknowledgeKey) && !n.shareGroupsOn() {
+		if (a.key == shareGroupHeartbeatKey || a.key == shareGroupDescribeKey || a.key == shareFetchKey || a.key == shareAcknowledgeKey ||
+			a.key == describeShareGroupOffsetsKey || a.key == alterShareGroupOffsetsKey || a.key == deleteShareGroupOffsetsKey) && !n.shareGroupsOn() {
 			continue // share groups off (share_groups.go)
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()

@@ -109,7 +109,7 @@ func describeTopicPartitions(rs *replicaStatus, req *kmsg.DescribeTopicPartition
 		}
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		rt.IsInternal = name == offsetsTopic || name == txnStateTopic
+		rt.IsInternal = name == offsetsTopic || name == txnStateTopic || name == shareStateTopic
 		rt.AuthorizedOperations = topicOperations
 		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 		if !mayDescribe(name) {

@@ -118,7 +118,7 @@ var Settings = []Setting{
 	{"group.min.session.timeout.ms", "6000", "smallest session.timeout.ms a member may ask for"},
 	{"group.max.session.timeout.ms", "1800000", "largest session.timeout.ms a member may ask for"},
 	{"group.max.size", "2147483647", "most members one group may have"},
-	{"group.coordinator.rebalance.protocols", "classic,consumer", "group protocols offered: classic (JoinGroup/SyncGroup), consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed) and share (KIP-932 share groups: ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge advertised only when listed)"},
+	{"group.coordinator.rebalance.protocols", "classic,consumer,share", "group protocols offered: classic (JoinGroup/SyncGroup), consumer (KIP-848 ConsumerGroupHeartbeat, advertised only when listed) and share (KIP-932 share groups, GA in Kafka 4.2: ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge and the share-group offsets APIs advertised only when listed)"},
 	{"group.consumer.session.timeout.ms", "45000", "session timeout of KIP-848 consumer group members"},
 	{"group.consumer.heartbeat.interval.ms", "5000", "heartbeat interval the coordinator gives KIP-848 consumer group members"},
 	{"group.consumer.min.session.timeout.ms", "45000", "smallest group.consumer.session.timeout.ms allowed"},
@@ -142,6 +142,11 @@ var Settings = []Setting{
 	{"transaction.state.log.replication.factor", "3", "replication factor of __transaction_state (capped at the live brokers when it is created, as offsets.topic.replication.factor)"},
 	{"transaction.state.log.min.isr", "2", "min.insync.replicas of __transaction_state (capped at its replication factor)"},
 	{"transaction.state.log.segment.bytes", "104857600", "segment.bytes of __transaction_state"},
+	{"share.coordinator.state.topic.num.partitions", "50", "partitions of __share_group_state when the broker creates it (fixed afterwards)"},
+	{"share.coordinator.state.topic.replication.factor", "3", "replication factor of __share_group_state (capped at the live brokers when it is created)"},
+	{"share.coordinator.state.topic.min.isr", "2", "min.insync.replicas of __share_group_state (capped at its replication factor)"},
+	{"share.coordinator.state.topic.segment.bytes", "104857600", "segment.bytes of __share_group_state"},
+	{"share.coordinator.write.timeout.ms", "5000", "how long a share-state write waits for the ISR of its __share_group_state partition (REQUEST_TIMED_OUT after)"},
 	{"transaction.max.timeout.ms", "900000", "largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)"},
 	{"transactional.id.expiration.ms", "604800000", "a transactional id with no transaction for this long is forgotten"},
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "how often transactions past their timeout are aborted"},
@@ -490,6 +495,13 @@ type Config struct {
 	TxnIDExpiration           time.Duration
 	TxnAbortTimedOutInterval  time.Duration
 	TxnRemoveExpiredInterval  time.Duration
+
+	// The share coordinator (share.coordinator.*, share_coordinator.go).
+	ShareStatePartitions        int32
+	ShareStateReplicationFactor int16
+	ShareStateMinISR            int16
+	ShareStateSegmentBytes      int64
+	ShareWriteTimeout           time.Duration
 
 	// Storage holds the broker-level defaults of topic configs (log.*).
 	Storage                storage.Config
@@ -893,6 +905,11 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.TxnStateReplicationFactor = rf("transaction.state.log.replication.factor")
 	c.TxnStateMinISR = rf("transaction.state.log.min.isr")
 	c.TxnStateSegmentBytes = i64("transaction.state.log.segment.bytes", 14)
+	c.ShareStatePartitions = int32(min(i64("share.coordinator.state.topic.num.partitions", 1), 1<<20))
+	c.ShareStateReplicationFactor = rf("share.coordinator.state.topic.replication.factor")
+	c.ShareStateMinISR = rf("share.coordinator.state.topic.min.isr")
+	c.ShareStateSegmentBytes = i64("share.coordinator.state.topic.segment.bytes", 14)
+	c.ShareWriteTimeout = ms("share.coordinator.write.timeout.ms", 1)
 	c.TxnMaxTimeout = ms("transaction.max.timeout.ms", 1)
 	if c.TxnMaxTimeout > math.MaxInt32*time.Millisecond {
 		bad("transaction.max.timeout.ms", get("transaction.max.timeout.ms"), "above 2147483647")

@@ -92,7 +92,7 @@ func (cs *consumerGroups) image() consumer.TopicImage {
 		img = consumer.TopicImage{}
 		for _, t := range st.Topics() {
 			ct := consumer.Topic{ID: t.ID, Name: t.Name, Partitions: t.NumPartitions,
-				Internal: t.Name == offsetsTopic || t.Name == txnStateTopic}
+				Internal: t.Name == offsetsTopic || t.Name == txnStateTopic || t.Name == shareStateTopic}
 			parts := st.Partitions(t.ID)
 			hasRack := false
 			rs := make([][]string, len(parts))

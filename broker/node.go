@@ -135,6 +135,7 @@ type Node struct {
 	leaderQuota, followerQuota *replicationQuota
 	groups                     *groupCoordinator // consumer groups and committed offsets (coordinator.go)
 	txns                       *txnCoordinator   // the transaction coordinator (txn_coordinator.go)
+	shares                     *shareCoordinator // the share coordinator of __share_group_state (share_coordinator.go)
 	// Share groups, the share-partition leader's side (share_leader.go,
 	// share_session.go); sharePersister reaches the share coordinator.
 	shareSessions  *shareSessionCache
@@ -304,11 +305,15 @@ func Open(o Options) (_ *Node, err error) {
 	}
 	n.groups = newGroupCoordinator(n)                // before the follower: reconcile tells it of __consumer_offsets
 	n.txns = newTxnCoordinator(n)                    // before the follower: reconcile tells it of __transaction_state
+	n.shares = newShareCoordinator(n)                // before the follower: reconcile tells it of __share_group_state
+	n.sharePersister = newShareStatePersister(n)     // the RPC persister to the share coordinators (share_persister.go)
 	if err := n.startReplicaFetchers(); err != nil { // before the follower: reconcile hands it partitions
 		return nil, err
 	}
-	n.sharePersister = share.NewMemPersister() // replaced by S19d's RPC persister (share_persister.go)
-	n.shareSessions, n.shareLeader = newShareSessionCache(cfg.Share.MaxShareSessions), newShareLeader(n)
+	// The session cache first: newShareLeader registers a collector that
+	// reads n.shareSessions, and /metrics may be scraped from then on.
+	n.shareSessions = newShareSessionCache(cfg.Share.MaxShareSessions)
+	n.shareLeader = newShareLeader(n)
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.followMetadata() }()
 
@@ -541,6 +546,9 @@ func (n *Node) Close() error {
 		}
 		if n.txns != nil {
 			n.txns.close()
+		}
+		if n.shares != nil {
+			n.shares.close()
 		}
 		var errs []error
 		errs = append(errs, n.tier.close())

@@ -145,6 +145,18 @@ func TestAPIVersionsAdvertisesTheRegistry(t *testing.T) {
 			68: {0, 1}, // KIP-848, group.coordinator.rebalance.protocols lists consumer by default
 			69: {0, 1},
 			75: {0, 0},
+			76: {1, 1}, // share groups (KIP-932), on by default as in Kafka 4.2
+			77: {1, 1},
+			78: {1, 2},
+			79: {1, 2},
+			83: {0, 0}, // share-state RPCs (share_coordinator.go)
+			84: {0, 0},
+			85: {0, 1},
+			86: {0, 0},
+			87: {0, 1},
+			90: {0, 1}, // share-group offsets admin (90-92)
+			91: {0, 0},
+			92: {0, 0},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("v%d: advertised %v, want %v", v, got, want)

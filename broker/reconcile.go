@@ -235,6 +235,9 @@ func (n *Node) reconcile() {
 		if w.topic == offsetsTopic {
 			n.groups.offsetsPartitionChanged(w.index, p)
 		}
+		if w.topic == shareStateTopic {
+			n.shares.sharePartitionChanged(w.index, p)
+		}
 		if w.topic == txnStateTopic {
 			n.txns.txnPartitionChanged(w.index, p)
 		}
@@ -318,6 +321,9 @@ func (n *Node) dropPartition(k tpKey, deleteLog bool) {
 	n.tier.untrack(p)
 	if k.topic == offsetsTopic {
 		n.groups.offsetsPartitionChanged(k.partition, nil)
+	}
+	if k.topic == shareStateTopic {
+		n.shares.sharePartitionChanged(k.partition, nil)
 	}
 	if k.topic == txnStateTopic {
 		n.txns.txnPartitionChanged(k.partition, nil)

@@ -171,7 +171,7 @@ func TestShareAPIsAdvertisedOnlyWhenEnabled(t *testing.T) {
 		}
 		return f, a
 	}
-	off := startNode(t, t.TempDir(), nil)
+	off := startNode(t, t.TempDir(), map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer"})
 	if f, a := has(off); f || a {
 		t.Fatalf("advertised without share in the protocols: fetch %v ack %v", f, a)
 	}

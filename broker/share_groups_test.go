@@ -153,10 +153,10 @@ func TestShareGroupMembershipRaw(t *testing.T) {
 }
 
 // TestShareGroupOffUntilEnabled: without share in
-// group.coordinator.rebalance.protocols keys 76 and 77 are not
-// advertised and answer UNSUPPORTED_VERSION.
+// group.coordinator.rebalance.protocols (it is in the default) keys 76 and
+// 77 are not advertised and answer UNSUPPORTED_VERSION.
 func TestShareGroupOffUntilEnabled(t *testing.T) {
-	n := startNode(t, t.TempDir(), groupTestSettings)
+	n := startNode(t, t.TempDir(), withSettings(map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer"}))
 	cl := newClient(t, n)
 	vresp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), cl)
 	if err != nil {

@@ -353,6 +353,9 @@ var kgoMustPass = []string{
 	// advertised, so these run instead of skipping.
 	"TestGroupETL/range/848", "TestGroupETL/sticky/848", "TestGroupETL/sticky/848/static", "TestGroupSimple/848",
 	"TestTxnEtl/range/848", "TestTxnEtl/sticky/848", "TestTxnEtl/sticky/848/static",
+	// KIP-932 share groups (issue 19): ShareFetch/ShareAcknowledge v2 are
+	// advertised by default, so these run instead of skipping.
+	"TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal",
 }
 
 // kgoFirst are franz-go tests that assume an unused cluster: a 3-node

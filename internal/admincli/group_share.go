@@ -4,8 +4,9 @@ package admincli
 // the group epoch and assignment epoch, the assignor ("simple"), and per
 // member its epoch, subscription and assigned partitions (a partition may
 // be assigned to several members). Share groups commit no offsets: their
-// progress is the share-partition state (DescribeShareGroupOffsets, the
-// share coordinator's), not shown here.
+// progress is the share-partition state, shown per partition with its
+// start offset and lag (DescribeShareGroupOffsets, the share
+// coordinator's; left out when the cluster does not serve it).
 
 import (
 	"context"
@@ -28,6 +29,16 @@ type shareGroupDescribed struct {
 	Assignor        string                 `json:"assignor"`
 	Coordinator     int32                  `json:"coordinator"`
 	Members         []shareMemberDescribed `json:"members"`
+	Offsets         []shareOffsetDescribed `json:"offsets"`
+}
+
+// shareOffsetDescribed is one share-partition's progress.
+type shareOffsetDescribed struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	StartOffset int64  `json:"start_offset"` // the share-partition start offset
+	Lag         int64  `json:"lag"`          // -1: unknown
+	Error       string `json:"error,omitempty"`
 }
 
 type shareMemberDescribed struct {
@@ -62,6 +73,7 @@ func describeShareGroup(ctx context.Context, e *env, name string) (done bool, er
 			Epoch: m.MemberEpoch, Subscribed: append([]string{}, m.SubscribedTopicNames...), Assigned: topicsSet(m.Assignment)})
 	}
 	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].MemberID < out.Members[j].MemberID })
+	out.Offsets = shareOffsets(ctx, e, name)
 	return true, e.emit(out, func(w io.Writer) {
 		row(w, "GROUP", "TYPE", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "ASSIGNOR", "MEMBERS")
 		row(w, out.Group, out.Type, dash(out.State), out.Epoch, out.AssignmentEpoch, dash(out.Assignor), len(out.Members))
@@ -72,7 +84,47 @@ func describeShareGroup(ctx context.Context, e *env, name string) (done bool, er
 				row(w, m.MemberID, m.ClientID, m.Host, m.Epoch, dash(topicNames(m.Subscribed)), dash(partsText(m.Assigned)))
 			}
 		}
+		if len(out.Offsets) > 0 {
+			row(w)
+			row(w, "TOPIC", "PARTITION", "START-OFFSET", "LAG", "ERROR")
+			for _, o := range out.Offsets {
+				row(w, o.Topic, o.Partition, o.StartOffset, o.Lag, dash(o.Error))
+			}
+		}
 	})
 }
 
 func topicNames(ts []string) string { return strings.Join(ts, ",") }
+
+// shareOffsets is the group's share-partitions with state, sorted; none
+// when the cluster does not answer DescribeShareGroupOffsets.
+func shareOffsets(ctx context.Context, e *env, name string) []shareOffsetDescribed {
+	out := []shareOffsetDescribed{}
+	ds, err := e.adm.DescribeShareGroupOffsets(ctx, name)
+	if err != nil {
+		return out
+	}
+	d, ok := ds[name]
+	if !ok || d.Err != nil {
+		return out
+	}
+	for t, ps := range d.Offsets {
+		for p, o := range ps {
+			if o.StartOffset < 0 && o.Err == nil {
+				continue // no state
+			}
+			so := shareOffsetDescribed{Topic: t, Partition: p, StartOffset: o.StartOffset, Lag: o.Lag}
+			if o.Err != nil {
+				so.Error = o.Err.Error()
+			}
+			out = append(out, so)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}

@@ -342,3 +342,42 @@ func TestGroupDescribeShareGroup(t *testing.T) {
 		t.Errorf("group list: %s", r.stdout)
 	}
 }
+
+// TestGroupDescribeShareGroupOffsets: an empty share group whose offsets
+// were set (AlterShareGroupOffsets) is described with each share-partition's
+// start offset and lag (DescribeShareGroupOffsets).
+func TestGroupDescribeShareGroupOffsets(t *testing.T) {
+	createTopic(t, "sqo", 2)
+	produceN(t, "sqo", 1, 10)
+	cl := newClient(t)
+	for _, epoch := range []int32{0, -1} { // join, then leave: an empty share group
+		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+		hb.GroupID, hb.MemberID, hb.MemberEpoch = "sqo-g", "m1", epoch
+		if epoch == 0 {
+			hb.SubscribedTopicNames = []string{"sqo"}
+		}
+		r, err := hb.RequestWith(testCtx(t), cl)
+		if err == nil {
+			err = kerr.ErrorForCode(r.ErrorCode)
+		}
+		if err != nil {
+			t.Fatalf("heartbeat epoch %d: %v", epoch, err)
+		}
+	}
+	res, err := kadm.NewClient(cl).AlterShareGroupOffsets(testCtx(t), "sqo-g", kadm.Offsets{"sqo": {1: {At: 4}}})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("alter share group offsets: %v %v", err, res.Error())
+	}
+	r := mustOK(t, "", "group", "describe", "sqo-g", "--format", "json")
+	var d shareGroupDescribed
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if len(d.Offsets) != 1 || d.Offsets[0] != (shareOffsetDescribed{Topic: "sqo", Partition: 1, StartOffset: 4, Lag: 6}) {
+		t.Fatalf("offsets %+v", d.Offsets)
+	}
+	r = mustOK(t, "", "group", "describe", "sqo-g")
+	if !tableRow(r.stdout, "sqo", "1", "4", "6", "-") {
+		t.Errorf("describe table: %s", r.stdout)
+	}
+}
