@@ -755,6 +755,14 @@ func TestShareFetchAnswersHolderEarly(t *testing.T) {
 	if early, stalls := counterValue(t, m.heldEarly), counterValue(t, m.ackStalls); early != 1 || stalls != 0 {
 		t.Fatalf("held early %v, ack stalls %v: want 1, 0 (the holder's fetch waited out MaxWait)", early, stalls)
 	}
+	// Again: answered early too, after a longer hold (the streak grew).
+	sharePartResp(t, a.fetch(3000, 100))
+	if early := counterValue(t, m.heldEarly); early != 2 {
+		t.Fatalf("held early %v after a second fetch, want 2", early)
+	}
+	if k := n.shareSessions.holdStreak(shareSessionKey{"g", "a"}); k != 2 {
+		t.Fatalf("hold streak %d, want 2", k)
+	}
 	// Acknowledging everything, nothing to acquire: answered at once.
 	if rp := sharePartResp(t, a.fetch(3000, 100, fetchAck(0, 9, 1))); rp == nil || rp.AcknowledgeErrorCode != 0 {
 		t.Fatalf("a's acks: %+v", rp)
@@ -762,9 +770,23 @@ func TestShareFetchAnswersHolderEarly(t *testing.T) {
 	if stalls := counterValue(t, m.ackStalls); stalls != 0 {
 		t.Fatalf("ack stalls %v: the fetch carrying acknowledgements waited out MaxWait", stalls)
 	}
+	if k := n.shareSessions.holdStreak(shareSessionKey{"g", "a"}); k != 0 {
+		t.Fatalf("hold streak %d after acknowledgements, want 0", k)
+	}
 	// Holding nothing: the fetch long-polls as before (not early).
 	sharePartResp(t, a.fetch(200, 100))
-	if early, stalls := counterValue(t, m.heldEarly), counterValue(t, m.ackStalls); early != 1 || stalls != 0 {
-		t.Fatalf("held early %v, ack stalls %v after an idle fetch: want 1, 0", early, stalls)
+	if early, stalls := counterValue(t, m.heldEarly), counterValue(t, m.ackStalls); early != 2 || stalls != 0 {
+		t.Fatalf("held early %v, ack stalls %v after an idle fetch: want 2, 0", early, stalls)
+	}
+}
+
+func TestShareHoldFor(t *testing.T) {
+	for _, c := range []struct {
+		streak int
+		want   time.Duration
+	}{{0, 2 * time.Millisecond}, {1, 4 * time.Millisecond}, {3, 16 * time.Millisecond}, {8, 512 * time.Millisecond}, {9, time.Second}, {40, time.Second}} {
+		if got := shareHoldFor(c.streak); got != c.want {
+			t.Errorf("shareHoldFor(%d) = %v, want %v", c.streak, got, c.want)
+		}
 	}
 }

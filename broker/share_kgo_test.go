@@ -379,12 +379,17 @@ func BenchmarkShareGroupAck(b *testing.B) {
 // at a time to a broker: before the fix every round, and the last flush,
 // waited for MaxWait).
 func TestShareGroupTwoConsumersNoAckStalls(t *testing.T) {
-	n := startNode(t, t.TempDir(), map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer,share"})
+	// A window of 200 records, fetches of 100: each consumer holding the
+	// batch it processes and the one it prefetched fills it.
+	n := startNode(t, t.TempDir(), map[string]string{
+		"group.coordinator.rebalance.protocols":  "classic,consumer,share",
+		"group.share.partition.max.record.locks": "200",
+	})
 	needShareMembership(t, n)
 	createTopic(t, newAdmin(t, n), "q2", 1, nil)
 	admin := newClient(t, n, kgo.DefaultProduceTopic("q2"))
 	setGroupConfigs(t, admin, "g2", "share.auto.offset.reset", "earliest")
-	const total, batch = 4000, 100
+	const total, batch = 2000, 100
 	for i := 0; i < total; i += batch {
 		var rs []*kgo.Record
 		for j := i; j < i+batch; j++ {
@@ -400,7 +405,7 @@ func TestShareGroupTwoConsumersNoAckStalls(t *testing.T) {
 	var acked atomic.Int64
 	var wg sync.WaitGroup
 	for range 2 {
-		cl := newClient(t, n, kgo.ShareGroup("g2"), kgo.ConsumeTopics("q2"), kgo.FetchMaxWait(2*time.Second))
+		cl := newClient(t, n, kgo.ShareGroup("g2"), kgo.ConsumeTopics("q2"), kgo.ShareMaxRecords(100), kgo.FetchMaxWait(2*time.Second))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
