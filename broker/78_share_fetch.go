@@ -58,10 +58,12 @@ package broker
 //
 // Differences from Kafka: MinBytes only decides whether to wait when
 // nothing was acquired (a fetch that acquired anything answers at once;
-// Kafka's DelayedShareFetch waits for MinBytes before acquiring, and holds
-// the acknowledgement results of a piggy-backed fetch until the fetch
-// completes; Strata answers such a fetch at once and cuts the wait of a
-// member holding records, see long polling above); record
+// Kafka's DelayedShareFetch waits for MinBytes before acquiring); a fetch
+// carrying acknowledgements is answered at once and a holder's wait is cut
+// (long polling above), where Kafka answers the acknowledgement results
+// with the fetch (kgo's consumer_share.go: "the broker holds the entire
+// response (ack results included) until MaxWait expires or records
+// appear", why it caps MaxWait at 500 ms then); record
 // bytes are copied into the response (Fetch splices them from the file);
 // ShareFetch does not check group membership (nor does Kafka: a member id
 // only has to be well formed).
