@@ -39,7 +39,15 @@ package broker
 //   - long polling: with nothing acquired, no error and MaxWait > 0 the
 //     fetch waits for an append to one of its partitions, or for records
 //     to come back (released, rejected, lock expired, acknowledged: the
-//     window has room), then tries again until MaxWait passes;
+//     window has room), then tries again until MaxWait passes; but a
+//     fetch carrying acknowledgements does not wait, and one whose member
+//     holds records waits only shareHoldFor (2 ms, doubling per such
+//     empty answer in a row, reset by a fetch that acquires or
+//     acknowledges): a client's next acknowledgements queue behind its
+//     fetch (kgo sends one request at a time per broker), and several
+//     consumers of one partition otherwise all wait out MaxWait with
+//     their acknowledgements stuck (strata_share_fetch_ack_stalls_total
+//     counts fetches that still did);
 //   - AcquisitionLockTimeoutMillis is the group's record lock duration.
 //
 // Errors per partition: UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION,
@@ -50,7 +58,12 @@ package broker
 //
 // Differences from Kafka: MinBytes only decides whether to wait when
 // nothing was acquired (a fetch that acquired anything answers at once;
-// Kafka's DelayedShareFetch waits for MinBytes before acquiring); record
+// Kafka's DelayedShareFetch waits for MinBytes before acquiring); a fetch
+// carrying acknowledgements is answered at once and a holder's wait is cut
+// (long polling above), where Kafka answers the acknowledgement results
+// with the fetch (kgo's consumer_share.go: "the broker holds the entire
+// response (ack results included) until MaxWait expires or records
+// appear", why it caps MaxWait at 500 ms then); record
 // bytes are copied into the response (Fetch splices them from the file);
 // ShareFetch does not check group membership (nor does Kafka: a member id
 // only has to be well formed).
@@ -239,7 +252,17 @@ func handleShareFetch(ctx context.Context, n *Node, r *request) (*frame, error) 
 	}
 
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
+	if len(acks) > 0 {
+		// Acknowledgements are answered at once: a client sends one
+		// request at a time per session (kgo's FlushAcks, the next
+		// acknowledgements and lock renewals all wait for this one).
+		wait = 0
+	}
 	deadline := time.Now().Add(wait)
+	streak := n.shareSessions.holdStreak(key)
+	var holdUntil time.Time // set once the member is seen holding records
+	held := false
+	got, early := 0, false
 	var w *waiter
 	var waitOn []*sharePart
 	var timer *time.Timer
@@ -267,12 +290,22 @@ func handleShareFetch(ctx context.Context, n *Node, r *request) (*frame, error) 
 				}
 			}
 		}
-		got, anyErr := n.shareAcquireAll(ctx, group, member, fps, maxRecords, budget, mode, gc, w, &waitOn)
+		var anyErr, holding bool
+		got, anyErr, holding = n.shareAcquireAll(ctx, group, member, fps, maxRecords, budget, mode, gc, w, &waitOn)
 		if got > 0 || anyErr || w == nil || ctx.Err() != nil {
 			break
 		}
-		left := time.Until(deadline)
+		held = held || holding
+		if holding && holdUntil.IsZero() {
+			holdUntil = time.Now().Add(shareHoldFor(streak))
+		}
+		until := deadline
+		if !holdUntil.IsZero() && holdUntil.Before(deadline) {
+			until = holdUntil
+		}
+		left := time.Until(until)
 		if left <= 0 {
+			early = until.Before(deadline)
 			break
 		}
 		if timer == nil {
@@ -286,6 +319,7 @@ func handleShareFetch(ctx context.Context, n *Node, r *request) (*frame, error) 
 		case <-w.c:
 		case <-timer.C:
 			stop = true
+			early = until.Before(deadline)
 		case <-ctx.Done():
 			stop = true
 		case <-n.stopping:
@@ -296,6 +330,17 @@ func handleShareFetch(ctx context.Context, n *Node, r *request) (*frame, error) 
 			break
 		}
 	}
+	switch {
+	case got > 0 || len(acks) > 0:
+		streak = 0
+	case early:
+		streak++
+		n.shareLeader.m.heldEarly.Inc()
+	}
+	if got == 0 && !early && (held || len(acks) > 0) && w != nil && time.Until(deadline) <= 0 {
+		n.shareLeader.m.ackStalls.Inc()
+	}
+	n.shareSessions.setHoldStreak(key, streak)
 	n.encodeShareFetch(r, resp, fps, res, fresh)
 	return encodeResponse(r, resp), nil
 }
@@ -421,10 +466,11 @@ func (sl *shareLeader) countAcks(batches []share.AckBatch) {
 // shareAcquireAll acquires records for member from the parts that have
 // none yet, within maxRecords and budget bytes over all of them; w, if
 // set, is registered on each share-partition read (waitOn collects them).
-// It returns the records acquired by this call and whether a part has an
-// error.
-func (n *Node) shareAcquireAll(ctx context.Context, group, member string, fps []shareFetchPart, maxRecords int, budget int64, mode share.AcquireMode, gc ShareGroupConfig, w *waiter, waitOn *[]*sharePart) (int, bool) {
-	got, anyErr := 0, false
+// It returns the records acquired by this call, whether a part has an
+// error, and whether member holds records in a part it acquired nothing
+// from.
+func (n *Node) shareAcquireAll(ctx context.Context, group, member string, fps []shareFetchPart, maxRecords int, budget int64, mode share.AcquireMode, gc ShareGroupConfig, w *waiter, waitOn *[]*sharePart) (int, bool, bool) {
+	got, anyErr, holding := 0, false, false
 	for i := range fps {
 		fp := &fps[i]
 		if fp.res.err != nil {
@@ -445,6 +491,9 @@ func (n *Node) shareAcquireAll(ctx context.Context, group, member string, fps []
 			*waitOn = append(*waitOn, s)
 		}
 		k, size, err := n.shareAcquireOne(ctx, s, fp, member, maxRecords-got, min(int64(fp.maxBytes), budget), mode, gc)
+		if k == 0 && err == nil && s.sp.Holds(member) {
+			holding = true
+		}
 		s.mu.Unlock()
 		if err != nil {
 			fp.res = shareResult{err: err, leaderID: -1, leaderEp: -1}
@@ -454,7 +503,34 @@ func (n *Node) shareAcquireAll(ctx context.Context, group, member string, fps []
 		got += k
 		budget -= size
 	}
-	return got, anyErr
+	return got, anyErr, holding
+}
+
+// shareHoldBase is how long a ShareFetch that acquired nothing waits at
+// first when its member holds records (shareHoldFor).
+const shareHoldBase = 2 * time.Millisecond
+
+// shareHoldFor is how long a ShareFetch that acquired nothing may wait
+// when its member holds records, after streak such fetches in a row were
+// answered empty early: shareHoldBase doubled per answer, up to a second
+// (MaxWait bounds it further).
+//
+// Why: a share consumer sends one request at a time to a broker (kgo: a
+// ShareFetch or a ShareAcknowledge, on the one connection its session is
+// tied to) and prefetches the next batch while the application processes
+// the last, so the acknowledgements of records it holds queue behind its
+// parked fetch. Several consumers on one partition fill the in-flight
+// window (group.share.partition.max.record.locks) with records whose
+// acknowledgements are all stuck that way: nothing wakes the parked
+// fetches and every consumer waits out MaxWait each round. Answering the
+// member early lets its client send them. The doubling bounds the extra
+// requests while the application is still processing (nothing acked yet);
+// a fetch that acquires or acknowledges anything starts over.
+func shareHoldFor(streak int) time.Duration {
+	if streak >= 9 { // 2ms<<9 ≈ 1s
+		return time.Second
+	}
+	return shareHoldBase << streak
 }
 
 // shareAcquireOne reads s's partition from NextFetchOffset and acquires

@@ -786,3 +786,59 @@ func TestDescribeShareGroupOffsetsInFlight(t *testing.T) {
 		t.Fatalf("start offset %d, in flight %d: want 3 and 2", start, n)
 	}
 }
+
+// TestShareFetchAnswersHolderEarly: a fetch carrying acknowledgements is
+// answered at once, and one whose member holds records is answered empty
+// within shareHoldFor instead of MaxWait (a kgo consumer's next
+// acknowledgements queue behind it on its one connection).
+func TestShareFetchAnswersHolderEarly(t *testing.T) {
+	n, tid := shareNode(t, nil)
+	a := newShareClient(t, n, tid, "a")
+	sharePartResp(t, a.fetch(0, 100))
+	shareProduce(t, n, 0, 10)
+	if got := acquiredOf(t, sharePartResp(t, a.fetch(5000, 100))); len(got) != 10 {
+		t.Fatalf("a acquired %v, want 0-9", got)
+	}
+	m := &n.shareLeader.m
+	// Holding 0-9, nothing more to acquire: answered early, empty.
+	if rp := sharePartResp(t, a.fetch(3000, 100)); rp != nil && len(rp.AcquiredRecords) > 0 {
+		t.Fatalf("acquired %+v with nothing new", rp.AcquiredRecords)
+	}
+	if early, stalls := counterValue(t, m.heldEarly), counterValue(t, m.ackStalls); early != 1 || stalls != 0 {
+		t.Fatalf("held early %v, ack stalls %v: want 1, 0 (the holder's fetch waited out MaxWait)", early, stalls)
+	}
+	// Again: answered early too, after a longer hold (the streak grew).
+	sharePartResp(t, a.fetch(3000, 100))
+	if early := counterValue(t, m.heldEarly); early != 2 {
+		t.Fatalf("held early %v after a second fetch, want 2", early)
+	}
+	if k := n.shareSessions.holdStreak(shareSessionKey{"g", "a"}); k != 2 {
+		t.Fatalf("hold streak %d, want 2", k)
+	}
+	// Acknowledging everything, nothing to acquire: answered at once.
+	if rp := sharePartResp(t, a.fetch(3000, 100, fetchAck(0, 9, 1))); rp == nil || rp.AcknowledgeErrorCode != 0 {
+		t.Fatalf("a's acks: %+v", rp)
+	}
+	if stalls := counterValue(t, m.ackStalls); stalls != 0 {
+		t.Fatalf("ack stalls %v: the fetch carrying acknowledgements waited out MaxWait", stalls)
+	}
+	if k := n.shareSessions.holdStreak(shareSessionKey{"g", "a"}); k != 0 {
+		t.Fatalf("hold streak %d after acknowledgements, want 0", k)
+	}
+	// Holding nothing: the fetch long-polls as before (not early).
+	sharePartResp(t, a.fetch(200, 100))
+	if early, stalls := counterValue(t, m.heldEarly), counterValue(t, m.ackStalls); early != 2 || stalls != 0 {
+		t.Fatalf("held early %v, ack stalls %v after an idle fetch: want 2, 0", early, stalls)
+	}
+}
+
+func TestShareHoldFor(t *testing.T) {
+	for _, c := range []struct {
+		streak int
+		want   time.Duration
+	}{{0, 2 * time.Millisecond}, {1, 4 * time.Millisecond}, {3, 16 * time.Millisecond}, {8, 512 * time.Millisecond}, {9, time.Second}, {40, time.Second}} {
+		if got := shareHoldFor(c.streak); got != c.want {
+			t.Errorf("shareHoldFor(%d) = %v, want %v", c.streak, got, c.want)
+		}
+	}
+}

@@ -19,6 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/broker/share"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // TestShareGroupFranzGoOneNode runs franz-go's own share group tests
@@ -368,4 +371,70 @@ func BenchmarkShareGroupAck(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/el.Seconds(), "records/s")
 	})
+}
+
+// TestShareGroupTwoConsumersNoAckStalls: two kgo share consumers of one
+// partition acknowledge every record without a ShareFetch waiting out
+// MaxWait while acknowledgements queue behind it (kgo sends one request
+// at a time to a broker: before the fix every round, and the last flush,
+// waited for MaxWait).
+func TestShareGroupTwoConsumersNoAckStalls(t *testing.T) {
+	// A window of 200 records, fetches of 100: each consumer holding the
+	// batch it processes and the one it prefetched fills it.
+	n := startNode(t, t.TempDir(), map[string]string{
+		"group.coordinator.rebalance.protocols":  "classic,consumer,share",
+		"group.share.partition.max.record.locks": "200",
+	})
+	needShareMembership(t, n)
+	createTopic(t, newAdmin(t, n), "q2", 1, nil)
+	admin := newClient(t, n, kgo.DefaultProduceTopic("q2"))
+	setGroupConfigs(t, admin, "g2", "share.auto.offset.reset", "earliest")
+	const total, batch = 2000, 100
+	for i := 0; i < total; i += batch {
+		var rs []*kgo.Record
+		for j := i; j < i+batch; j++ {
+			rs = append(rs, &kgo.Record{Value: []byte(strconv.Itoa(j))})
+		}
+		if err := admin.ProduceSync(testCtx(t), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testWait)
+	defer cancel()
+	var seen sync.Map
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		cl := newClient(t, n, kgo.ShareGroup("g2"), kgo.ConsumeTopics("q2"), kgo.ShareMaxRecords(100), kgo.FetchMaxWait(2*time.Second))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && acked.Load() < total {
+				for _, r := range cl.PollFetches(ctx).Records() {
+					r.Ack(kgo.AckAccept)
+					if _, dup := seen.LoadOrStore(r.Offset, true); !dup && acked.Add(1) == total {
+						cancel()
+					}
+				}
+			}
+			fctx, fcancel := context.WithTimeout(context.Background(), testWait)
+			defer fcancel()
+			if err := cl.FlushAcks(fctx); err != nil {
+				t.Errorf("flush acks: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if acked.Load() != total {
+		t.Fatalf("%d of %d records acknowledged", acked.Load(), total)
+	}
+	// Every accept durable: the share-partition start offset is past them.
+	key := share.Key{Group: "g2", TopicID: topicID(t, n, "q2"), Partition: 0}
+	testutil.Eventually(t, testWait, func() bool {
+		st, err := n.sharePersister.Read(context.Background(), key, -1)
+		return err == nil && st.StartOffset == total
+	}, "share-partition start offset reaches %d", total)
+	if stalls := counterValue(t, n.shareLeader.m.ackStalls); stalls != 0 {
+		t.Fatalf("%v ShareFetches waited out MaxWait with acknowledgements queued behind them (held early: %v)", stalls, counterValue(t, n.shareLeader.m.heldEarly))
+	}
 }

@@ -175,6 +175,12 @@ type shareMetrics struct {
 	archived     prometheus.Counter
 	acks         *prometheus.CounterVec // type
 	expired      prometheus.Counter
+	// ackStalls: ShareFetches that waited out MaxWait while their member
+	// held records (its acknowledgements may queue behind the fetch);
+	// heldEarly: answered empty before MaxWait for that reason
+	// (shareHoldFor).
+	ackStalls prometheus.Counter
+	heldEarly prometheus.Counter
 }
 
 // shareLeader holds the share-partitions led here.
@@ -220,10 +226,12 @@ func newShareLeader(n *Node) *shareLeader {
 		archived:     c("archived_total", "Records archived without being accepted: rejected, or released/expired at the delivery count limit."),
 		acks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: "share", Name: "acknowledged_records_total",
 			Help: "Records acknowledged by share-group consumers, by type (accept, release, reject, gap, renew)."}, []string{"type"}),
-		expired: c("lock_expiries_total", "Acquired records released because their acquisition lock expired."),
+		expired:   c("lock_expiries_total", "Acquired records released because their acquisition lock expired."),
+		ackStalls: c("fetch_ack_stalls_total", "ShareFetch requests answered with nothing acquired once their MaxWait passed while their member held records (a client's acknowledgements queued behind the fetch waited that long)."),
+		heldEarly: c("fetch_held_early_total", "ShareFetch requests answered with nothing acquired before their MaxWait because the member held records (so that the client can send the acknowledgements it queues behind the fetch)."),
 	}
 	if n.reg != nil {
-		for _, col := range []prometheus.Collector{sl.m.deliveries, sl.m.redeliveries, sl.m.archived, sl.m.acks, sl.m.expired, shareCollector{sl}} {
+		for _, col := range []prometheus.Collector{sl.m.deliveries, sl.m.redeliveries, sl.m.archived, sl.m.acks, sl.m.expired, sl.m.ackStalls, sl.m.heldEarly, shareCollector{sl}} {
 			if err := n.reg.Register(col); err != nil {
 				n.logger.Warn("broker: register share metrics", "err", err)
 			}

@@ -62,6 +62,10 @@ type shareSession struct {
 	// connection gone): the goroutine watching the connection stops.
 	done    chan struct{}
 	endOnce sync.Once
+	// holds counts the member's fetches in a row answered empty early
+	// because it held records (shareHoldFor); reset by a fetch that
+	// acquires or acknowledges something.
+	holds int
 }
 
 func (s *shareSession) end() { s.endOnce.Do(func() { close(s.done) }) }
@@ -160,6 +164,26 @@ func (c *shareSessionCache) advance(key shareSessionKey, epoch int32, add, forge
 		}
 	}
 	return parts, fresh, nil
+}
+
+// holdStreak is key's session's count of early empty answers in a row
+// (0 without a session).
+func (c *shareSessionCache) holdStreak(key shareSessionKey) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.sessions[key]; s != nil {
+		return s.holds
+	}
+	return 0
+}
+
+// setHoldStreak sets key's session's count of early empty answers.
+func (c *shareSessionCache) setHoldStreak(key shareSessionKey, v int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.sessions[key]; s != nil {
+		s.holds = v
+	}
 }
 
 // partsOf returns a session's partitions (a new slice).

@@ -198,6 +198,20 @@ func (p *Partition) InFlight() int { return len(p.recs) }
 // AcquiredCount is the number of records currently acquired.
 func (p *Partition) AcquiredCount() int { return p.acquired }
 
+// Holds reports whether member holds (has acquired) a record of the
+// window, as of the last call.
+func (p *Partition) Holds(member string) bool {
+	if p.acquired == 0 {
+		return false
+	}
+	for i := range p.recs {
+		if p.recs[i].state == Acquired && p.recs[i].member == member {
+			return true
+		}
+	}
+	return false
+}
+
 // Deliveries is the number of record deliveries (acquisitions) so far.
 func (p *Partition) Deliveries() int64 { return p.deliveredTotal }
 
