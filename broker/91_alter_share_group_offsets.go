@@ -44,17 +44,8 @@ func handleAlterShareGroupOffsets(ctx context.Context, n *Node, r *request) (*fr
 		resp.ErrorCode, resp.ErrorMessage = shareStateErr(err)
 		return encodeResponse(r, resp), nil
 	}
-	if !r.allowed(az, authz.OpRead, authz.ResGroup, req.GroupID) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	if _, err := n.groups.partitionOf(req.GroupID); err != nil {
+	if _, err := n.shareOffsetsGroupCheck(r, az, authz.OpRead, req.GroupID); err != nil {
 		return fail(err)
-	}
-	if e := n.groups.sgs.otherGroupType(req.GroupID); e != nil {
-		return fail(e) // a classic or consumer group: GROUP_ID_NOT_FOUND, as Kafka
-	}
-	if exists, empty := n.shareGroupIsEmpty(req.GroupID); exists && !empty {
-		return fail(kerr.NonEmptyGroup)
 	}
 	for _, rt := range req.Topics {
 		ot := kmsg.NewAlterShareGroupOffsetsResponseTopic()
@@ -97,4 +88,26 @@ func (n *Node) resetShareState(ctx context.Context, k share.Key, start int64) er
 		return err
 	}
 	return n.sharePersister.Initialize(ctx, k, epoch, start)
+}
+
+// shareOffsetsGroupCheck is the group-level part of Alter and
+// DeleteShareGroupOffsets: op on the group (GROUP_AUTHORIZATION_FAILED),
+// this broker its coordinator, not a classic or consumer group
+// (GROUP_ID_NOT_FOUND, as Kafka), and no members (NON_EMPTY_GROUP). exists
+// is whether the membership knows the group.
+func (n *Node) shareOffsetsGroupCheck(r *request, az *authz.Authorizer, op authz.Operation, group string) (exists bool, err error) {
+	if !r.allowed(az, op, authz.ResGroup, group) {
+		return false, kerr.GroupAuthorizationFailed
+	}
+	if _, err := n.groups.partitionOf(group); err != nil {
+		return false, err
+	}
+	if e := n.groups.sgs.otherGroupType(group); e != nil {
+		return false, e
+	}
+	exists, empty := n.shareGroupIsEmpty(group)
+	if exists && !empty {
+		return true, kerr.NonEmptyGroup
+	}
+	return exists, nil
 }

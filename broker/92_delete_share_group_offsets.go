@@ -43,18 +43,9 @@ func handleDeleteShareGroupOffsets(ctx context.Context, n *Node, r *request) (*f
 		resp.ErrorCode, resp.ErrorMessage = shareStateErr(err)
 		return encodeResponse(r, resp), nil
 	}
-	if !r.allowed(az, authz.OpDelete, authz.ResGroup, req.GroupID) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	if _, err := n.groups.partitionOf(req.GroupID); err != nil {
+	exists, err := n.shareOffsetsGroupCheck(r, az, authz.OpDelete, req.GroupID)
+	if err != nil {
 		return fail(err)
-	}
-	if e := n.groups.sgs.otherGroupType(req.GroupID); e != nil {
-		return fail(e) // a classic or consumer group: GROUP_ID_NOT_FOUND, as Kafka
-	}
-	exists, empty := n.shareGroupIsEmpty(req.GroupID)
-	if exists && !empty {
-		return fail(kerr.NonEmptyGroup)
 	}
 	type planned struct {
 		out   kmsg.DeleteShareGroupOffsetsResponseTopic
