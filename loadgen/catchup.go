@@ -46,6 +46,8 @@ func (r *runner) catchUp(ctx context.Context) error {
 		return fmt.Errorf("loadgen: catch-up: interrupted during the fill")
 	}
 
+	defer r.startResources(ctx)()
+
 	// 2. The remote tier.
 	if res.Target == "strata" {
 		r.waitRemote(ctx, res.CatchUp.BacklogBytes)

@@ -92,3 +92,27 @@ func TestStabilityCountsFromTheFirstRecord(t *testing.T) {
 		t.Errorf("produce %+v: want 6 full seconds and the half second at 1000/s (T=1 covers (0,1]; the 0.1 s one left out)", p)
 	}
 }
+
+// TestStabilityClipsTheProduceSampleAtTheLastAck: the measured phase ends
+// at the last acknowledgement, so the produce sample that straddles the
+// end counts over its part inside; the consume side (which reads on past
+// it) still leaves that sample out, and one with less than a quarter
+// second inside is left out on both.
+func TestStabilityClipsTheProduceSampleAtTheLastAck(t *testing.T) {
+	series := []Sample{
+		{T: 1, Seconds: 1, ProduceRecords: 400, ConsumeRecords: 400},
+		{T: 2, Seconds: 1, ProduceRecords: 400, ConsumeRecords: 400},
+		{T: 3, Seconds: 1, ProduceRecords: 300, ConsumeRecords: 400}, // acks bunch up in the flush:
+		{T: 4, Seconds: 1, ProduceRecords: 250, ConsumeRecords: 500}, // measured ends at 3.5
+	}
+	st := stabilityOf(series, 3.5, 0)
+	if p := st.Produce; p.Samples != 4 || p.MaxRecordsPerSec != 500 || p.MeanRecordsPerSec != 400 {
+		t.Errorf("produce %+v: want 400, 400, 300 and 250 over the half second inside (500/s)", p)
+	}
+	if c := st.Consume; c.Samples != 3 || c.MeanRecordsPerSec != 400 {
+		t.Errorf("consume %+v: want the 3 samples inside", c)
+	}
+	if p := stabilityOf(series, 3.2, 0).Produce; p.Samples != 3 {
+		t.Errorf("produce %+v: 0.2 s inside is too short to count", p)
+	}
+}

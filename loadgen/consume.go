@@ -183,7 +183,7 @@ func (r *runner) consume(stop context.Context, g *group, cl *kgo.Client, rec *Re
 			if mn > 0 {
 				s.records.Add(mn)
 				s.bytes.Add(mb)
-				s.last.Store(now.UnixNano())
+				storeMax(&s.last, now.UnixNano())
 			}
 			next := p.Records[len(p.Records)-1].Offset + 1
 			g.mu.Lock()

@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"bytes"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -68,13 +67,23 @@ func TestRunRecordsEnvironmentStabilityAndBrokerResources(t *testing.T) {
 		p.StddevRecordsPerSec < 0 || p.MeanMBPerSec <= 0 {
 		t.Errorf("produce stability %+v for 4 s at 500 records/s", p)
 	}
-	// The per-second spread describes the same run as the totals: its
-	// mean agrees with the measured rate (samples differ in length, so
-	// not exactly), and a rate-limited producer never beats its target.
-	// How close the run came to 500/s is the machine's business (a
-	// loaded CI runner under -race falls short), not this test's.
+	// The per-second samples describe the same run as the totals: with
+	// no warm-up every acknowledgement lands in exactly one of them, and
+	// a rate-limited producer never beats its target. The mean of the
+	// per-second rates is not the run's rate (samples differ in length,
+	// and on a loaded runner acks bunch up in the final flush), so it
+	// is only held to the same order. How close the run came to 500/s
+	// is the machine's business (a loaded CI runner under -race falls
+	// short), not this test's.
+	var sampled int64
+	for _, s := range res.Series {
+		sampled += s.ProduceRecords
+	}
+	if sampled != res.Produce.Records {
+		t.Errorf("samples hold %d acknowledgements, the totals %d", sampled, res.Produce.Records)
+	}
 	if got := res.Produce.RecordsPerSec; got <= 0 || got > 500*1.1 ||
-		math.Abs(p.MeanRecordsPerSec-got) > 0.2*got {
+		p.MeanRecordsPerSec < got/2 || p.MeanRecordsPerSec > got*2 {
 		t.Errorf("produce stability mean %.1f/s, run's own rate %.1f/s (target 500/s)", p.MeanRecordsPerSec, got)
 	}
 	if st.Consume.Samples < 3 || st.Consume.MeanRecordsPerSec <= 0 {

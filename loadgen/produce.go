@@ -254,7 +254,7 @@ func (p *producer) promise(rec *kgo.Record, err error) {
 		if measured {
 			s.records.Add(1)
 			s.bytes.Add(n)
-			s.last.Store(now.UnixNano())
+			storeMax(&s.last, now.UnixNano())
 		}
 	}
 	if p.window != nil {
@@ -279,5 +279,16 @@ func (r *runner) stopProducers(ps []*producer, timeout time.Duration) {
 			r.noteErr(fmt.Errorf("flush: %w", err))
 		}
 		p.cl.Close()
+	}
+}
+
+// storeMax raises v to x unless it already holds more: producers and
+// consumers record their last record's time concurrently, out of order.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if cur >= x || v.CompareAndSwap(cur, x) {
+			return
+		}
 	}
 }

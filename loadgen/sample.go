@@ -24,19 +24,34 @@ import (
 func (r *runner) startSampler(ctx context.Context) (stop func()) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
-	resDone := make(chan struct{})
-	if r.o.MetricsURL != "" {
-		go r.sampleResources(sctx, resDone)
-	} else {
-		close(resDone)
-	}
 	go r.sampler(sctx, done)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			cancel()
 			<-done
-			<-resDone
+		})
+	}
+}
+
+// startResources starts scraping the broker's CPU and memory (when there
+// is a metrics URL) and returns the function that stops it. It starts
+// before the clients connect, not with the sampler: a CPU rate needs two
+// scrapes, and on a loaded machine a scrape can take a second or more,
+// so started with the measured phase a short run's first seconds (or all
+// of them) had no CPU figure.
+func (r *runner) startResources(ctx context.Context) (stop func()) {
+	if r.o.MetricsURL == "" {
+		return func() {}
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go r.sampleResources(sctx, done)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
 		})
 	}
 }

@@ -132,6 +132,10 @@ func cpuPerGB(series []Sample, measured float64, produced, consumed int64) (cpuS
 // stabilityOf is the spread of the per-second rates over the measured
 // phase [0, measured], warm-up left out. A sample shorter than a quarter
 // second (the last one may be) is left out too: its rate is noise. The
+// measured phase ends at the last acknowledgement, so the produce side's
+// sample that straddles that end holds only measured records: its rate
+// is over the part inside (without it, acks that bunch up in the final
+// flush of a loaded run were in the totals and in no sample). The
 // consume side counts from its first sample with records at or after
 // consFrom (the catch-up's consumers' start; 0 otherwise): before it the
 // consumers were joining their group, not reading slowly.
@@ -142,15 +146,30 @@ func stabilityOf(series []Sample, measured, consFrom float64) *Stability {
 		}
 		return s.Seconds
 	}
-	in := func(s Sample, from float64) bool {
-		return secs(s) >= 0.25 && s.T-secs(s) >= from-0.05 && s.T <= measured+0.05
+	// span is how much of s lies in [from, measured] (clipped at the end
+	// when clip), 0 when s is not in it.
+	span := func(s Sample, from float64, clip bool) float64 {
+		start, end := s.T-secs(s), s.T
+		if start < from-0.05 {
+			return 0
+		}
+		if end > measured+0.05 {
+			if !clip || start >= measured {
+				return 0
+			}
+			end = measured
+		}
+		if d := end - start; d >= 0.25 {
+			return d
+		}
+		return 0
 	}
-	rates := func(from float64, recs, bytes func(Sample) int64) Rates {
+	rates := func(from float64, clip bool, recs, bytes func(Sample) int64) Rates {
 		var rs, mbs []float64
 		for _, s := range series {
-			if in(s, from) {
-				rs = append(rs, float64(recs(s))/secs(s))
-				mbs = append(mbs, float64(bytes(s))/1e6/secs(s))
+			if d := span(s, from, clip); d > 0 {
+				rs = append(rs, float64(recs(s))/d)
+				mbs = append(mbs, float64(bytes(s))/1e6/d)
 			}
 		}
 		out := Rates{Samples: len(rs)}
@@ -172,8 +191,8 @@ func stabilityOf(series []Sample, measured, consFrom float64) *Stability {
 		}
 	}
 	return &Stability{
-		Produce: rates(0, func(s Sample) int64 { return s.ProduceRecords }, func(s Sample) int64 { return s.ProduceBytes }),
-		Consume: rates(max(consStart, 0), func(s Sample) int64 { return s.ConsumeRecords }, func(s Sample) int64 { return s.ConsumeBytes }),
+		Produce: rates(0, true, func(s Sample) int64 { return s.ProduceRecords }, func(s Sample) int64 { return s.ProduceBytes }),
+		Consume: rates(max(consStart, 0), false, func(s Sample) int64 { return s.ConsumeRecords }, func(s Sample) int64 { return s.ConsumeBytes }),
 	}
 }
 
