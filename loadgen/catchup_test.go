@@ -116,3 +116,23 @@ func TestStabilityClipsTheProduceSampleAtTheLastAck(t *testing.T) {
 		t.Errorf("produce %+v: 0.2 s inside is too short to count", p)
 	}
 }
+
+// TestLoadgenResourcesOverTheMeasuredPhase: the load generator's CPU is
+// the mean of the measured phase's samples that carry it (warm-up and
+// samples without a figure left out), times the phase, per GB produced.
+func TestLoadgenResourcesOverTheMeasuredPhase(t *testing.T) {
+	series := []Sample{
+		{T: -0.5, Seconds: 1, LoadgenCPUCores: 1.9}, // straddles the warm-up's end
+		{T: 1, Seconds: 1, LoadgenCPUCores: 1.2},
+		{T: 2, Seconds: 1},
+		{T: 3, Seconds: 1, LoadgenCPUCores: 0.8},
+		{T: 4.5, Seconds: 1, LoadgenCPUCores: 1.9}, // after the phase
+	}
+	l := loadgenResources(series, 3, 2e9)
+	if l == nil || l.CPUCoresMean != 1 || l.CPUSeconds != 3 || l.CPUSecondsPerGBProduced != 1.5 || l.MachineCores <= 0 {
+		t.Fatalf("%+v: want 1 core mean, 3 CPU-s, 1.5 per GB", l)
+	}
+	if l := loadgenResources(series[2:3], 3, 2e9); l != nil {
+		t.Fatalf("%+v from samples without a figure", l)
+	}
+}

@@ -99,6 +99,10 @@ func TestRunRecordsEnvironmentStabilityAndBrokerResources(t *testing.T) {
 		b.CPUSeconds <= 0 || b.CPUSecondsPerGBProduced <= 0 || b.CPUSecondsPerGBConsumed <= 0 {
 		t.Errorf("broker resources %+v", *b)
 	}
+	lr := res.LoadgenResources
+	if lr == nil || !(lr.CPUCoresMean > 0) || !(lr.CPUSeconds > 0) || !(lr.CPUSecondsPerGBProduced > 0) || lr.MachineCores <= 0 {
+		t.Errorf("load generator's CPU %+v", lr)
+	}
 	withRSS := 0
 	for _, s := range res.Series {
 		if s.BrokerRSSBytes > 0 {
@@ -113,7 +117,7 @@ func TestRunRecordsEnvironmentStabilityAndBrokerResources(t *testing.T) {
 	if err := WriteSummary(&out, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"environment: loadgen ", "p75 ms", "p95 ms", "stability produce:", "broker: CPU", "broker CPU: "} {
+	for _, want := range []string{"environment: loadgen ", "p75 ms", "p95 ms", "stability produce:", "broker: CPU", "broker CPU: ", "loadgen: CPU ", "of the machine's "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}

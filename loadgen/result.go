@@ -34,6 +34,19 @@ type Result struct {
 	Environment     *Environment     `json:"environment,omitempty"`     // version 2: where it ran
 	Stability       *Stability       `json:"stability,omitempty"`       // version 2: per-second rates' spread
 	BrokerResources *BrokerResources `json:"brokerResources,omitempty"` // version 2: the broker's CPU and memory
+	// The load generator's own CPU over the measured phase: on a machine
+	// it shares with the broker, broker + load generator near the core
+	// count says the run measured the machine, not the broker.
+	LoadgenResources *LoadgenResources `json:"loadgenResources,omitempty"`
+}
+
+// LoadgenResources is the load generator process's CPU (getrusage: user
+// and system) over the measured phase.
+type LoadgenResources struct {
+	CPUCoresMean            float64 `json:"cpuCoresMean"` // CPU seconds per second
+	CPUSeconds              float64 `json:"cpuSeconds"`
+	CPUSecondsPerGBProduced float64 `json:"cpuSecondsPerGBProduced,omitempty"`
+	MachineCores            int     `json:"machineCores"`
 }
 
 // Environment is what a capacity planner needs to compare two runs: the
@@ -155,10 +168,11 @@ type Sample struct {
 	EndToEndP99    float64 `json:"endToEndP99Ms"`
 	Lag            int64   `json:"lag"` // consumer lag in records, summed over groups and partitions
 	// Version 2.
-	ProduceErrors  int64   `json:"produceErrors,omitempty"`  // failed records in this interval
-	ConsumeErrors  int64   `json:"consumeErrors,omitempty"`  // fetch errors in this interval
-	BrokerCPUCores float64 `json:"brokerCpuCores,omitempty"` // broker CPU seconds per second over the last scrape interval
-	BrokerRSSBytes float64 `json:"brokerRssBytes,omitempty"` // broker resident memory at the last scrape
+	ProduceErrors   int64   `json:"produceErrors,omitempty"`   // failed records in this interval
+	ConsumeErrors   int64   `json:"consumeErrors,omitempty"`   // fetch errors in this interval
+	BrokerCPUCores  float64 `json:"brokerCpuCores,omitempty"`  // broker CPU seconds per second over the last scrape interval
+	BrokerRSSBytes  float64 `json:"brokerRssBytes,omitempty"`  // broker resident memory at the last scrape
+	LoadgenCPUCores float64 `json:"loadgenCpuCores,omitempty"` // the load generator's CPU seconds per second over the interval
 }
 
 // Histogram holds percentile distributions (HdrHistogram's percentile

@@ -245,11 +245,12 @@ type side struct {
 }
 
 type runner struct {
-	o     Options
-	w     Workload
-	clock Clock
-	res   *Result
-	adm   *kadm.Client
+	lastSelfCPU time.Duration // the sampler's: the process's CPU time at the last sample
+	o           Options
+	w           Workload
+	clock       Clock
+	res         *Result
+	adm         *kadm.Client
 
 	topics  []string
 	created []string // the topics this run created (an existing one is not deleted)
@@ -474,6 +475,7 @@ func (r *runner) finish() {
 	r.seriesMu.Unlock()
 	res.Stability = stabilityOf(res.Series, res.Duration, r.consFrom)
 	res.BrokerResources = r.brokerResources()
+	res.LoadgenResources = loadgenResources(res.Series, res.Duration, res.Produce.Bytes)
 	r.errMu.Lock()
 	for msg, n := range r.errs {
 		res.Errors = append(res.Errors, fmt.Sprintf("%d× %s", n, msg))

@@ -67,6 +67,7 @@ func (r *runner) sampler(ctx context.Context, done chan<- struct{}) {
 	r.livePub, r.liveE2E = newHist(), newHist()
 	r.liveMu.Unlock()
 	prev := time.Now()
+	r.lastSelfCPU = selfCPU()
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,6 +118,10 @@ func (r *runner) sample(ctx context.Context, now, prev time.Time, ivPub, ivE2E *
 		ConsumeErrors:  r.cons.ivErrs.Swap(0),
 	}
 	s.BrokerCPUCores, s.BrokerRSSBytes = r.brokerNow()
+	if cpu := selfCPU(); now.After(prev) {
+		s.LoadgenCPUCores = max(cpu-r.lastSelfCPU, 0).Seconds() / now.Sub(prev).Seconds()
+		r.lastSelfCPU = cpu
+	}
 	r.liveMu.Lock()
 	if t >= 0 {
 		r.livePub.Merge(ivPub)

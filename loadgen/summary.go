@@ -63,6 +63,13 @@ func WriteSummary(w io.Writer, r *Result) error {
 			fmt.Fprintf(w, "broker: CPU and memory not sampled: %s\n", b.Reason)
 		}
 	}
+	if l := r.LoadgenResources; l != nil {
+		both := ""
+		if b := r.BrokerResources; b != nil && b.Sampled && b.CPUCoresMean > 0 {
+			both = fmt.Sprintf("; with the broker %.2f of the machine's %d cores", l.CPUCoresMean+b.CPUCoresMean, l.MachineCores)
+		}
+		fmt.Fprintf(w, "loadgen: CPU %.2f cores mean, %s per GB produced%s\n", l.CPUCoresMean, perGB(l.CPUSecondsPerGBProduced), both)
+	}
 	if c := r.Cost; c != nil {
 		fmt.Fprintf(w, "object store: %.0f PUTs (%.1f per GiB produced), %.0f GETs (%.1f per GiB consumed), %.0f LISTs, %.0f DELETEs, %.1f MB put, %.1f MB got; est. $%.6f at $%g/1000 PUT, $%g/1000 GET\n",
 			c.Puts, c.PutsPerGiBIn, c.Gets, c.GetsPerGiBOut, c.Lists, c.Deletes, c.BytesPut/1e6, c.BytesGot/1e6, c.EstimatedCostUSD, c.PricePerKPut, c.PricePerKGet)

@@ -405,6 +405,8 @@ var metrics = []metric{
 		return math.NaN()
 	}, false},
 	{"broker CPU per GB produced", "CPU-s", cpuPerGBProduced, false},
+	{"load generator CPU (mean)", "cores", loadgenCores, false},
+	{"broker + load generator CPU ÷ machine cores", "", machineBusy, false},
 	{"broker CPU per GB consumed", "CPU-s", func(r *loadgen.Result) float64 {
 		if b := r.BrokerResources; b != nil && b.Sampled {
 			return positive(b.CPUSecondsPerGBConsumed)
@@ -424,6 +426,26 @@ var metrics = []metric{
 		}
 		return r.Cost.GetsPerGiBOut
 	}, false},
+}
+
+// loadgenCores is the load generator's mean CPU over the measured phase
+// (results from before version 2's loadgenResources: none).
+func loadgenCores(r *loadgen.Result) float64 {
+	if l := r.LoadgenResources; l != nil {
+		return positive(l.CPUCoresMean)
+	}
+	return math.NaN()
+}
+
+// machineBusy is the share of the machine's cores the broker and the load
+// generator used together in the measured phase: near 1, the run measured
+// the machine (both share it), not the broker alone.
+func machineBusy(r *loadgen.Result) float64 {
+	l, b := r.LoadgenResources, r.BrokerResources
+	if l == nil || l.MachineCores <= 0 || b == nil || !b.Sampled || !(b.CPUCoresMean > 0) {
+		return math.NaN()
+	}
+	return (l.CPUCoresMean + b.CPUCoresMean) / float64(l.MachineCores)
 }
 
 // cpuPerGBProduced is the broker's CPU-seconds per GB produced (loadgen's
@@ -630,6 +652,45 @@ func writeProduceTargets(p func(string, ...any), s *resultSet) {
 			verdict(!math.IsNaN(one) && one > 0 && three/one >= targetThroughputRatio, math.IsNaN(three) || math.IsNaN(one)))
 	}
 	p("\n")
+	// What bounds the produce ratios: with the load generator on the same
+	// cores, a broker cheaper per byte buys only the cores it frees.
+	for _, sc := range []string{produceOnly, produceTargetScheme} {
+		st, kff := s.runs[sc]["strata"], s.runs[sc][kfakeFilesTarget]
+		busy, lg, br := med(st, machineBusy), med(st, loadgenCores), med(st, func(r *loadgen.Result) float64 {
+			if b := r.BrokerResources; b != nil && b.Sampled {
+				return positive(b.CPUCoresMean)
+			}
+			return math.NaN()
+		})
+		if math.IsNaN(busy) {
+			continue
+		}
+		kffBusy := "–"
+		if v := med(kff, machineBusy); !math.IsNaN(v) {
+			kffBusy = fmt.Sprintf("%.0f %%", v*100)
+		}
+		p("In %s the load generator used %s cores and Strata %s: together %.0f %% of the machine's cores (in kfake-files' runs %s). ",
+			sc, fig(lg), fig(br), busy*100, kffBusy)
+		lgGB := med(st, func(r *loadgen.Result) float64 {
+			if l := r.LoadgenResources; l != nil {
+				return positive(l.CPUSecondsPerGBProduced)
+			}
+			return math.NaN()
+		})
+		cores := med(st, func(r *loadgen.Result) float64 {
+			if l := r.LoadgenResources; l != nil {
+				return positive(float64(l.MachineCores))
+			}
+			return math.NaN()
+		})
+		if !math.IsNaN(lgGB) && !math.IsNaN(cores) {
+			ceiling := cores / lgGB * 1000
+			p("The load generator alone spends %s CPU-s per GB it produces, so even a broker that cost nothing would reach at most %s MB/s here, %s kfake-files' rate. ",
+				fig(lgGB), fig(ceiling), ratio(ceiling, med(kff, mb)))
+		}
+		p("\n\n")
+		break
+	}
 }
 
 // writeReplication is the page's replication summary: for each scenario

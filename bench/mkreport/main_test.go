@@ -391,6 +391,7 @@ func kfakeFilesDir(t *testing.T) string {
 	po := func(target string, mbs, perGB float64) *loadgen.Result {
 		r := withCPU(result(target, mbs, 30, 0), 0.5, perGB, 0)
 		r.Workload.Consumers, r.Consume = 0, loadgen.Summary{}
+		r.LoadgenResources = &loadgen.LoadgenResources{CPUCoresMean: 1.2, CPUSeconds: 24, CPUSecondsPerGBProduced: 1.2 * 20 / (mbs * 20 / 1000), MachineCores: 2}
 		return r
 	}
 	writeJSON(t, dir, "produce-only.strata.1.json", po("strata", 330, 0.7))
@@ -437,6 +438,28 @@ func TestProduceSectionIsABlockBetweenMarkers(t *testing.T) {
 	for _, not := range []string{"# Benchmarks", "## How to reproduce", "\n## max-throughput"} {
 		if strings.Contains(md, not) {
 			t.Errorf("block has %q\n---\n%s", not, md)
+		}
+	}
+}
+
+// TestProduceTargetsSayWhatTheMachineAllows: with the load generator's
+// CPU in the results, the targets are followed by how much of the machine
+// broker and load generator used, and the rate a broker that cost nothing
+// could reach with that load generator on these cores.
+func TestProduceTargetsSayWhatTheMachineAllows(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"-results", kfakeFilesDir(t), "-section", "produce", "-runs", "1"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	md := out.String()
+	for _, want := range []string{
+		// produce-only: Strata 0.5 cores + load generator 1.2 of 2; 3.64 CPU-s/GB at 330 MB/s
+		"In produce-only the load generator used 1.20 cores and Strata 0.500: together 85 % of the machine's cores (in kfake-files' runs 85 %). ",
+		"The load generator alone spends 3.64 CPU-s per GB it produces, so even a broker that cost nothing would reach at most 550 MB/s here, 2.75× kfake-files' rate. ",
+		"| load generator CPU (mean) (cores) | 1.20 | 1.20 | 1.20 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("block lacks %q\n---\n%s", want, md)
 		}
 	}
 }
