@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -141,6 +142,7 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 		brokers    = fs.String("brokers", c.brokersDefault(), "seed brokers host:port,... (default $STRATA_BROKERS, else 127.0.0.1:9092)")
 		out        = fs.String("out", "", "write the JSON result to this file")
 		html       = fs.String("html", "", "write the HTML report to this file")
+		cpuProfile = fs.String("cpuprofile", "", "write the load generator's own CPU profile (go tool pprof) to this file")
 		metricsURL = fs.String("metrics-url", "", "a Strata node's admin /metrics URL for object-store cost accounting")
 		pricePut   = fs.Float64("price-put", 0.005, "USD per 1000 PUT/LIST requests")
 		priceGet   = fs.Float64("price-get", 0.0004, "USD per 1000 GET/HEAD requests")
@@ -280,6 +282,22 @@ func (c CLI) run(ctx context.Context, scenario string, args []string, stdout, st
 	}
 	if !*quiet {
 		o.Progress = stderr
+	}
+	if *cpuProfile != "" {
+		// The load generator shares the machine with what it measures; its
+		// own profile says what a run costs the generating side.
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("loadgen: --cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("loadgen: --cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	res, err := Run(ctx, o)
 	if err != nil {

@@ -134,10 +134,14 @@ func TestCLIRunWritesJSONAgainstKfake(t *testing.T) {
 	}
 	defer c.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
 	code, stdout, stderr := runCLI(t, "e2e-latency", "--brokers", addr, "--rate", "300", "--duration", "2s", "--warmup", "0s",
-		"--partitions", "2", "--topic", "cli", "--quiet", "--keep", "--out", out)
+		"--partitions", "2", "--topic", "cli", "--quiet", "--keep", "--out", out, "--cpuprofile", prof)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b, err := os.ReadFile(prof); err != nil || len(b) < 100 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("--cpuprofile wrote %d bytes (%v), not a gzipped profile", len(b), err)
 	}
 	if stderr != "" {
 		t.Fatalf("--quiet printed %q", stderr)
