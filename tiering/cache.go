@@ -120,6 +120,7 @@ type chunkCache struct {
 	seq       uint64
 	stats     cacheStats
 	memMax    int       // chunks that may keep their buffer
+	raUnread  int       // entries cached by read-ahead that no reader used yet
 	memList   list.List // of *chunkEntry with mem set, most recent first
 
 	// Metric hooks, set before use: bytes accounted change by delta; one
@@ -189,6 +190,9 @@ func (c *chunkCache) lookup(k chunkKey) (*chunkEntry, []byte) {
 		c.memList.MoveToFront(e.memElem)
 	}
 	e.pins++
+	if e.ra && !e.used {
+		c.raUnread--
+	}
 	e.used = true
 	return e, e.mem
 }
@@ -254,6 +258,9 @@ func (c *chunkCache) reserve(k chunkKey, data []byte, readAhead bool) *chunkEntr
 	c.used += size
 	c.onBytes(size)
 	c.entries[k] = e
+	if readAhead {
+		c.raUnread++
+	}
 	if q == qProtected {
 		e.elem = c.protected.PushFront(e)
 	} else {
@@ -346,6 +353,9 @@ func (c *chunkCache) removeLocked(e *chunkEntry) {
 		return
 	}
 	e.dead = true
+	if e.ra && !e.used {
+		c.raUnread--
+	}
 	c.dropMemLocked(e)
 	if c.entries[e.key] == e {
 		delete(c.entries, e.key)
@@ -422,6 +432,14 @@ func (c *chunkCache) addGhostLocked(k chunkKey) {
 		old := c.ghostList.Remove(c.ghostList.Front()).(chunkKey)
 		delete(c.ghosts, old)
 	}
+}
+
+// raHeld returns how many cached chunks read-ahead fetched that no
+// reader used yet.
+func (c *chunkCache) raHeld() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.raUnread
 }
 
 // wasted returns the read-ahead chunks evicted unused so far.

@@ -83,8 +83,15 @@ type ReaderConfig struct {
 	// FetchTimeout plus the fetch's wait bounds a [Reader.Fetch] flight
 	// (remote.storage.request.timeout.ms); 0 means DefaultFetchTimeout.
 	FetchTimeout time.Duration
-	Registerer   prometheus.Registerer // may be nil
-	Logger       *slog.Logger          // nil: discard
+	// Next, when set, returns the remote segment right after seg in its
+	// partition (ok false: none, or none worth reading ahead: the local
+	// log has it). Read-ahead asks it when its window runs past the end
+	// of a segment whose successor [Reader.Follows] did not name: a
+	// window over segments smaller than itself spans several. It is
+	// called with none of the reader's locks held.
+	Next       func(seg RemoteSegment) (RemoteSegment, bool)
+	Registerer prometheus.Registerer // may be nil
+	Logger     *slog.Logger          // nil: discard
 }
 
 // Defaults of [ReaderConfig].
@@ -150,6 +157,7 @@ type Reader struct {
 	readAhead  int   // the initial and least read-ahead depth, chunks (0: off)
 	raMax      int   // the greatest depth the policy may choose
 	maxRA      int64 // read-ahead GETs in the air node-wide
+	raHold     int   // read-ahead chunks cached unread or in the air, node-wide
 	cache      *chunkCache
 	idx        *indexCache
 	budget     *readBudget
@@ -168,6 +176,7 @@ type Reader struct {
 	idxFlights   map[string]*idxFlight
 	fetchFlights map[fetchKey]*fetchFlight // reader_fetch.go
 	fetchTimeout time.Duration
+	nextSeg      func(RemoteSegment) (RemoteSegment, bool) // ReaderConfig.Next
 
 	smu  sync.Mutex // guards segs
 	segs map[string]*segState
@@ -246,12 +255,13 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	return &Reader{
 		store: cfg.Store, prefix: cfg.Prefix, chunkBytes: cfg.ChunkBytes,
 		readAhead: max(cfg.ReadAheadChunks, 0), maxRA: int64(2 * cfg.Threads),
-		raMax: raMax(cfg),
+		raMax: raMax(cfg), raHold: max(cfg.ReadAheadChunks, int(cfg.CacheBytes/cfg.ChunkBytes/4)),
 		cache: cache, idx: newIndexCache(cfg.IndexCacheBytes),
 		budget: newReadBudget(cfg.Threads, cfg.MaxQueuedReads, cfg.Threads, cfg.MaxBytesPerSecond),
 		m:      m, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		chunkFlights: map[chunkKey]*chunkFlight{}, idxFlights: map[string]*idxFlight{},
 		fetchFlights: map[fetchKey]*fetchFlight{}, fetchTimeout: cfg.FetchTimeout,
+		nextSeg:    cfg.Next,
 		segs:       map[string]*segState{},
 		shareState: shareState{share: newTokenBucket(1, time.Now)},
 	}, nil
@@ -418,11 +428,19 @@ func (r *Reader) forgetCached(seg RemoteSegment) {
 // of batch headers): its position and header; found is false when no
 // batch of the segment reaches offset.
 func (r *Reader) seek(ctx context.Context, lr *logReader, seg RemoteSegment, offset int64) (pos int64, h batch.Header, found bool, err error) {
-	ix, err := r.index(ctx, seg, ExtIndex, true)
-	if err != nil {
-		return 0, h, false, err
+	// Neither the segment's first batch nor where the last read of it
+	// ended needs the index: a sequential reader (entering the segment
+	// from the one before, or going on from its last fetch) waits for no
+	// GET of it and walks no headers.
+	if at, ok := lr.st.resumeAt(offset); ok {
+		pos = at
+	} else if offset > seg.BaseOffset {
+		ix, err := r.index(ctx, seg, ExtIndex, true)
+		if err != nil {
+			return 0, h, false, err
+		}
+		pos = offsetIndexLookup(ix, seg.BaseOffset, offset, lr.size)
 	}
-	pos = offsetIndexLookup(ix, seg.BaseOffset, offset, lr.size)
 	sc := headerScanner{lr: lr}
 	defer sc.free()
 	for {
@@ -497,6 +515,7 @@ func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 		end += len(b)
 	}
 	rr.Records = buf[:end:end]
+	lr.st.noteResume(rr.NextOffset, pos+int64(end))
 	return rr, nil
 }
 
