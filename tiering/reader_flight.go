@@ -176,7 +176,7 @@ func (r *Reader) runChunkFlight(ctx context.Context, f *chunkFlight, k chunkKey,
 	}
 	write := func() {
 		defer release()
-		if err := writeChunkFile(e.path, data); err != nil {
+		if err := writeChunkFile(e.path, data, e.reused); err != nil {
 			r.log.Warn("tiering: remote cache write failed", "object", k.obj, "chunk", k.idx, "err", err)
 			r.cache.drop(e)
 		} else {
@@ -439,16 +439,30 @@ func readFileAt(path string, p []byte, off int64) error {
 	return err
 }
 
-// writeChunkFile creates path (it must not exist) holding data. No fsync:
-// the cache is wiped at start, so a torn file is never read.
-func writeChunkFile(path string, data []byte) error {
-	f, err := vfs.Default.CreateExclusive(path, 0o600)
+// writeChunkFile creates path (it must not exist) holding data, or, with
+// reuse, writes data over the free file at path and cuts it to
+// len(data). No fsync: the cache is wiped at start, so a torn file is
+// never read.
+func writeChunkFile(path string, data []byte, reuse bool) error {
+	var f vfs.File
+	var err error
+	if reuse {
+		f, err = vfs.Default.OpenReadWrite(path)
+	} else {
+		f, err = vfs.Default.CreateExclusive(path, 0o600)
+	}
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := f.WriteAt(data, 0); err != nil {
 		f.Close()
 		return err
+	}
+	if reuse {
+		if err := f.Truncate(int64(len(data))); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	return f.Close()
 }
