@@ -109,6 +109,9 @@ type chunkEntry struct {
 	// reused: path is a free file of a removed chunk, to be written over
 	// rather than created.
 	reused bool
+	// spare: mem, dropped while the chunk was pinned (a view may still
+	// be reading it): handed to recycle at the last unpin.
+	spare []byte
 }
 
 // freeFile is the file of a removed chunk kept for the next one.
@@ -152,6 +155,10 @@ type chunkCache struct {
 	onBytes  func(delta int64)
 	onEvict  func()
 	onWasted func() // a read-ahead chunk evicted unread
+	// recycle, if set, takes back a chunk's buffer once the cache let go
+	// of it and no reader holds the chunk (no pin): nobody reads it any
+	// more. Called under mu.
+	recycle func([]byte)
 }
 
 type cacheStats struct {
@@ -245,8 +252,18 @@ func (c *chunkCache) unpin(e *chunkEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.pins--
+	if e.pins == 0 && e.spare != nil {
+		c.recycleLocked(e.spare)
+		e.spare = nil
+	}
 	if e.pins == 0 && e.dead {
 		c.unlinkLocked(e)
+	}
+}
+
+func (c *chunkCache) recycleLocked(b []byte) {
+	if c.recycle != nil {
+		c.recycle(b)
 	}
 }
 
@@ -351,6 +368,15 @@ func (c *chunkCache) dropMemLocked(e *chunkEntry) {
 	if e.memElem != nil {
 		c.memList.Remove(e.memElem)
 		e.memElem = nil
+	}
+	if e.mem != nil {
+		// Pinned, a view or a reader may hold the buffer: it goes back
+		// at the last unpin.
+		if e.pins == 0 {
+			c.recycleLocked(e.mem)
+		} else {
+			e.spare = e.mem
+		}
 	}
 	e.mem = nil
 }

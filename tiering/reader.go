@@ -177,6 +177,7 @@ type Reader struct {
 	fetchFlights map[fetchKey]*fetchFlight // reader_fetch.go
 	fetchTimeout time.Duration
 	nextSeg      func(RemoteSegment) (RemoteSegment, bool) // ReaderConfig.Next
+	bufs         sync.Pool                                 // *[]byte of chunkBytes: GET buffers the cache gave back
 
 	smu  sync.Mutex // guards segs
 	segs map[string]*segState
@@ -252,7 +253,7 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	cache.onEvict = m.cacheEvictions.Inc
 	cache.onWasted = m.raWasted.Inc
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Reader{
+	r := &Reader{
 		store: cfg.Store, prefix: cfg.Prefix, chunkBytes: cfg.ChunkBytes,
 		readAhead: max(cfg.ReadAheadChunks, 0), maxRA: int64(2 * cfg.Threads),
 		raMax: raMax(cfg), raHold: max(cfg.ReadAheadChunks, int(cfg.CacheBytes/cfg.ChunkBytes/4)),
@@ -264,7 +265,9 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 		nextSeg:    cfg.Next,
 		segs:       map[string]*segState{},
 		shareState: shareState{share: newTokenBucket(1, time.Now)},
-	}, nil
+	}
+	cache.recycle = r.recycleBuf
+	return r, nil
 }
 
 // raMax is the deepest read-ahead window: deep enough to keep every
