@@ -233,13 +233,16 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 }
 
 // chunkBuf returns a buffer of n bytes for a chunk's GET: a recycled one
-// for a whole chunk (the cache gives them back, cache.go's recycle), else
-// a new one.
+// (chunkBytes of capacity; the cache gives them back, cache.go's recycle)
+// for a chunk of more than half that (a segment's last chunk is short,
+// and with segments no larger than a chunk every chunk is), else a new
+// one.
 func (r *Reader) chunkBuf(n int64) []byte {
-	if n == r.chunkBytes {
+	if n > r.chunkBytes/2 && n <= r.chunkBytes {
 		if bp, ok := r.bufs.Get().(*[]byte); ok {
 			return (*bp)[:n]
 		}
+		return make([]byte, n, r.chunkBytes) // recyclable
 	}
 	return make([]byte, n)
 }
