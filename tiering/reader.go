@@ -21,7 +21,9 @@ package tiering
 //	budget_share.go    the fair share: GET bytes capped while producers suffer
 //
 // A read, in order: the segment's .index (index cache, else one GET) gives
-// the greatest entry at or below the offset; from its position the reader
+// the greatest entry at or below the offset (no index for a read at the
+// segment's first offset, or at the offset where its last read ended:
+// those start at a known position); from its position the reader
 // walks batch headers to the batch holding the offset; it then reads
 // [that batch, + maxBytes) chunk by chunk (chunk cache, else one ranged
 // GET per chunk, shared by every concurrent reader of it), keeps the whole

@@ -3,7 +3,8 @@ package tiering
 // Read-ahead: a foreground read that moves forward into the next chunk of
 // a segment (or starts at its first batch) is sequential, and the next
 // chunks are fetched in the background, at background priority, going on
-// into the segment named by [Reader.Follows]. How many: readAheadDepth
+// into the segments that follow ([Reader.Follows], else ReaderConfig.Next)
+// while the window reaches past a segment's end. How many: readAheadDepth
 // (readahead_policy.go), from ReadAheadChunks up.
 
 import "time"
