@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +20,13 @@ const (
 	metricObjRequests = "strata_objstore_requests_total" // {backend,op,result}
 	metricObjBytes    = "strata_objstore_bytes_total"    // {backend,op}
 	metricRemoteBytes = "strata_tiering_remote_bytes"    // gauge {topic}
-	metricBuildInfo   = "strata_build_info"              // gauge 1 {version,commit,goversion}
+	// The remote reader (tiering/api.go).
+	metricRemoteReadBytes = "strata_tiering_remote_read_bytes_total"
+	metricRemoteGets      = "strata_tiering_remote_gets_total"
+	metricRemoteGetBytes  = "strata_tiering_remote_get_bytes_total"
+	metricCacheHits       = "strata_tiering_cache_hits_total"
+	metricCacheMisses     = "strata_tiering_cache_misses_total"
+	metricBuildInfo       = "strata_build_info" // gauge 1 {version,commit,goversion}
 	// The Prometheus client's process collector (any Go or JVM exporter
 	// has them): the broker's CPU and memory over the run.
 	metricCPUSeconds = "process_cpu_seconds_total"
@@ -82,7 +89,8 @@ func buildInfoOf(r io.Reader) map[string]string {
 }
 
 // parseMetrics sums the counters and gauges of a text exposition: m[name]
-// over every label set, m[name{op=x}] per op and m[name{topic=x}] per topic.
+// over every label set, m[name{op=x}] per op, m[name{topic=x}] per topic
+// and m[name{backend=x}] per backend.
 func parseMetrics(r io.Reader) (map[string]float64, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
@@ -105,7 +113,7 @@ func parseMetrics(r io.Reader) (map[string]float64, error) {
 			}
 			out[name] += v
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "op" || l.GetName() == "topic" {
+				if l.GetName() == "op" || l.GetName() == "topic" || l.GetName() == "backend" {
 					out[fmt.Sprintf("%s{%s=%s}", name, l.GetName(), l.GetValue())] += v
 				}
 			}
@@ -147,12 +155,31 @@ func costOf(before, after map[string]float64, produced, consumed int64, o Option
 		BytesConsumed: consumed,
 	}
 	heads := d(metricObjRequests, "head")
+	total := func(name string) float64 { return max(after[name]-before[name], 0) }
+	var backends []string
+	for k, v := range after {
+		if b, ok := strings.CutPrefix(k, metricObjRequests+"{backend="); ok && v > before[k] {
+			backends = append(backends, strings.TrimSuffix(b, "}"))
+		}
+	}
+	slices.Sort(backends)
+	c.Backend = strings.Join(backends, "+")
+	c.RemoteReadBytes = total(metricRemoteReadBytes)
+	c.RemoteGets = total(metricRemoteGets)
+	c.RemoteGetBytes = total(metricRemoteGetBytes)
+	c.CacheHits, c.CacheMisses = total(metricCacheHits), total(metricCacheMisses)
+	if c.CacheHits+c.CacheMisses > 0 {
+		c.CacheHitRatio = c.CacheHits / (c.CacheHits + c.CacheMisses)
+	}
 	const gib = 1 << 30
 	if produced > 0 {
 		c.PutsPerGiBIn = c.Puts / (float64(produced) / gib)
 	}
 	if consumed > 0 {
 		c.GetsPerGiBOut = c.Gets / (float64(consumed) / gib)
+	}
+	if c.RemoteReadBytes > 0 {
+		c.RemoteGetsPerGiBRead = c.RemoteGets / (c.RemoteReadBytes / gib)
 	}
 	c.EstimatedCostUSD = (c.Puts+c.Lists)/1000*o.PricePut + (c.Gets+heads)/1000*o.PriceGet
 	return c
