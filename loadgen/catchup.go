@@ -147,29 +147,43 @@ func (r *runner) catchUp(ctx context.Context) error {
 
 // waitRemote polls the metrics until strata_tiering_remote_bytes reaches
 // half the backlog (segments carry batch overhead; the active segments
-// never tier) or RemoteWait passes, and notes what it saw.
+// never tier) and strata_tiering_local_bytes, when the node exports it,
+// has fallen to half the backlog (local retention has deleted what
+// tiered, so the read is from the remote tier, not the local copy), or
+// RemoteWait passes, and notes what it saw.
 func (r *runner) waitRemote(ctx context.Context, backlog int64) {
 	deadline := time.Now().Add(dur(r.w.RemoteWait))
-	var remote float64
+	var remote, local float64
+	var hasLocal bool
 	for {
 		m, err := scrape(ctx, r.o.MetricsURL)
 		if err == nil {
-			remote = 0
+			remote, local, hasLocal = 0, 0, false
 			for _, t := range r.topics {
 				remote += m[fmt.Sprintf("%s{topic=%s}", metricRemoteBytes, t)]
+				l, ok := m[fmt.Sprintf("%s{topic=%s}", metricLocalBytes, t)]
+				local += l
+				hasLocal = hasLocal || ok
 			}
-			if remote >= float64(backlog)/2 {
-				r.res.Notes = append(r.res.Notes, fmt.Sprintf("remote tier holds %.1f MB of the backlog", remote/1e6))
+			if remote >= float64(backlog)/2 && (!hasLocal || local <= float64(backlog)/2) {
+				r.res.Notes = append(r.res.Notes, fmt.Sprintf("remote tier holds %.1f MB of the backlog%s", remote/1e6, localNote(hasLocal, local)))
 				return
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			r.res.Notes = append(r.res.Notes, fmt.Sprintf("remote tier held %.1f MB of the %.1f MB backlog after %s: the read is partly or wholly local",
-				remote/1e6, float64(backlog)/1e6, r.w.RemoteWait))
+			r.res.Notes = append(r.res.Notes, fmt.Sprintf("remote tier held %.1f MB of the %.1f MB backlog%s after %s: the read is partly or wholly local",
+				remote/1e6, float64(backlog)/1e6, localNote(hasLocal, local), r.w.RemoteWait))
 			return
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+func localNote(has bool, local float64) string {
+	if !has {
+		return ""
+	}
+	return fmt.Sprintf(", %.1f MB local", local/1e6)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -1,6 +1,13 @@
 package loadgen
 
-import "testing"
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
 
 // catchUpWorkload is a small catch-up run: a 20 MiB local backlog of
 // 1 KiB records, producers at 2,000 records/s alone for 2 s, then two
@@ -114,5 +121,29 @@ func TestStabilityClipsTheProduceSampleAtTheLastAck(t *testing.T) {
 	}
 	if p := stabilityOf(series, 3.2, 0).Produce; p.Samples != 3 {
 		t.Errorf("produce %+v: 0.2 s inside is too short to count", p)
+	}
+}
+
+// TestWaitRemoteWaitsForLocalRetention: a backlog that has tiered but is
+// still on the local disk would be read locally, so the wait goes on
+// until the node's local bytes fall to half the backlog too.
+func TestWaitRemoteWaitsForLocalRetention(t *testing.T) {
+	var scrapes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		local := 100e6 // tiered, not yet deleted locally
+		if scrapes.Add(1) >= 3 {
+			local = 8e6
+		}
+		fmt.Fprintf(w, "# TYPE %s gauge\n%s{topic=\"t\"} 90e6\n# TYPE %s gauge\n%s{topic=\"t\"} %g\n",
+			metricRemoteBytes, metricRemoteBytes, metricLocalBytes, metricLocalBytes, local)
+	}))
+	t.Cleanup(srv.Close)
+	r := &runner{o: Options{MetricsURL: srv.URL}, w: Workload{RemoteWait: "20s"}, topics: []string{"t"}, res: &Result{}}
+	r.waitRemote(testCtx(t), 100e6)
+	if n := scrapes.Load(); n != 3 {
+		t.Fatalf("waited for %d scrapes, want 3 (until local retention acted)", n)
+	}
+	if len(r.res.Notes) != 1 || !strings.Contains(r.res.Notes[0], "remote tier holds 90.0 MB of the backlog, 8.0 MB local") {
+		t.Fatalf("notes %q", r.res.Notes)
 	}
 }

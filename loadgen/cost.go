@@ -20,6 +20,7 @@ const (
 	metricObjRequests = "strata_objstore_requests_total" // {backend,op,result}
 	metricObjBytes    = "strata_objstore_bytes_total"    // {backend,op}
 	metricRemoteBytes = "strata_tiering_remote_bytes"    // gauge {topic}
+	metricLocalBytes  = "strata_tiering_local_bytes"     // gauge {topic}: local log of tiered partitions
 	// The remote reader (tiering/api.go).
 	metricRemoteReadBytes = "strata_tiering_remote_read_bytes_total"
 	metricRemoteGets      = "strata_tiering_remote_gets_total"
