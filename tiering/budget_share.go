@@ -29,14 +29,16 @@ import (
 //     bytes were fetched: the cap becomes half of what was fetched (or of
 //     the cap, if lower), never below the floor;
 //   - fine (at most max(1.2× the quiet value, it + 0.5 ms)): the cap
-//     grows by an eighth (at least the floor), and is lifted altogether
-//     once it is far above what readers use;
+//     grows by an eighth (at least the floor), up to 8× what readers
+//     fetched (at least the start);
 //   - in between, or hurt with nothing fetched (not the reader's doing):
 //     the cap stays.
 //
-// A tick in which readers fetched nothing says nothing about them: the
-// cap stays or grows, never lifted, or the next catch-up would start at
-// full speed. With no producer there is no cap. The floor (two chunks a
+// With producers there is always a cap: it starts at shareStartFloors
+// floors (slow start) and an idle reader's cap falls back to that, so no
+// catch-up begins at full speed before the share has seen what it does
+// to the producers; the cap's bucket holds one tick of burst, not a
+// second. With no producer there is no cap. The floor (two chunks a
 // second) keeps every catch-up moving. Pure: the shell (Reader.shareLoop)
 // measures and applies.
 
@@ -75,11 +77,18 @@ func shareBounds(quiet time.Duration) (fine, hurt time.Duration) {
 	return fine, hurt
 }
 
+// shareStartFloors is the cap a catch-up starts under, in floors: with
+// producers on the node there is always a cap (slow start, as TCP's), so
+// the first tick of a catch-up cannot take the node before the share has
+// seen what it does to them.
+const shareStartFloors = 4
+
 // shareRate returns the cap for the next tick, 0 for none.
 func shareRate(in shareInput) float64 {
 	if in.Produce <= 0 || in.Quiet <= 0 {
 		return 0
 	}
+	start := shareStartFloors * in.Min
 	fine, hurt := shareBounds(in.Quiet)
 	switch {
 	case in.Produce > hurt && in.Fetched > 0:
@@ -88,14 +97,15 @@ func shareRate(in shareInput) float64 {
 			base = min(base, in.Rate)
 		}
 		return max(in.Min, base/2)
-	case in.Produce > fine || in.Rate <= 0:
-		return in.Rate // hold (no cap stays none)
+	case in.Rate <= 0:
+		return max(start, in.Fetched)
+	case in.Produce > fine:
+		return in.Rate // hold
 	}
-	r := in.Rate + max(in.Rate/8, in.Min)
-	if in.Fetched > 0 && r > 8*max(in.Fetched, in.Min) {
-		return 0 // far above what readers use: no cap
-	}
-	return r
+	// Fine: grow, but to no more than 8x what readers use (at least the
+	// start): an idle reader's cap falls back to the start, so the next
+	// catch-up starts slowly again.
+	return min(in.Rate+max(in.Rate/8, in.Min), max(8*in.Fetched, start))
 }
 
 // shareRef folds a tick's produce latency into the quiet value. A tick
@@ -234,7 +244,7 @@ func (r *Reader) setShare(rate float64) {
 		r.shareOn.Store(false)
 		return
 	}
-	r.share.setRate(rate, !was)
+	r.share.setRate(rate, shareTick, !was)
 	r.shareOn.Store(true)
 }
 

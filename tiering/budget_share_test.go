@@ -29,12 +29,12 @@ func TestShareRate(t *testing.T) {
 			shareInput{Rate: 10 * mb, Fetched: 10 * mb, Produce: 5 * ms, Quiet: 2 * ms, Min: 8 * mb}, 8 * mb},
 		{"slow produce but nothing fetched: not the reader's doing, the cap stays",
 			shareInput{Rate: 40 * mb, Fetched: 0, Produce: 5 * ms, Quiet: 2 * ms, Min: 8 * mb}, 40 * mb},
-		{"slow produce, nothing fetched, no cap: none",
-			shareInput{Fetched: 0, Produce: 5 * ms, Quiet: 2 * ms, Min: 8 * mb}, 0},
+		{"producers and no cap yet: the slow start's (4 floors)",
+			shareInput{Fetched: 0, Produce: 5 * ms, Quiet: 2 * ms, Min: 8 * mb}, 32 * mb},
 		// The absolute slack: around a 1 ms quiet value, a 1.3x tick is
 		// noise (within 1 ms), not harm; the old ratio-only rule halved.
-		{"noise around a 1 ms quiet value: no cap stays none",
-			shareInput{Fetched: 400 * mb, Produce: 1300 * us, Quiet: 1 * ms, Min: 8 * mb}, 0},
+		{"no cap yet, readers fast and produce fine: what they fetched",
+			shareInput{Fetched: 400 * mb, Produce: 1300 * us, Quiet: 1 * ms, Min: 8 * mb}, 400 * mb},
 		{"noise around a 1 ms quiet value: the cap grows",
 			shareInput{Rate: 80 * mb, Fetched: 80 * mb, Produce: 1400 * us, Quiet: 1 * ms, Min: 8 * mb}, 90 * mb},
 		{"up to 1 ms above a 1 ms quiet value: the cap holds",
@@ -50,12 +50,14 @@ func TestShareRate(t *testing.T) {
 			shareInput{Rate: 80 * mb, Fetched: 80 * mb, Produce: 12 * ms, Quiet: 10 * ms, Min: 8 * mb}, 90 * mb},
 		{"a small cap grows by at least the floor",
 			shareInput{Rate: 16 * mb, Fetched: 16 * mb, Produce: 2 * ms, Quiet: 2 * ms, Min: 8 * mb}, 24 * mb},
-		{"far above what is used: lifted",
-			shareInput{Rate: 400 * mb, Fetched: 20 * mb, Produce: 2 * ms, Quiet: 2 * ms, Min: 8 * mb}, 0},
-		{"nothing fetched this tick: the cap still grows, not lifted",
+		{"far above what is used: down to 8x it",
+			shareInput{Rate: 400 * mb, Fetched: 20 * mb, Produce: 2 * ms, Quiet: 2 * ms, Min: 8 * mb}, 160 * mb},
+		{"nothing fetched this tick: a small cap still grows",
 			shareInput{Rate: 10 * mb, Fetched: 0, Produce: 2 * ms, Quiet: 2 * ms, Min: 8 * mb}, 18 * mb},
-		{"no cap and produce fine: none",
-			shareInput{Fetched: 400 * mb, Produce: 2 * ms, Quiet: 2 * ms, Min: 8 * mb}, 0},
+		{"an idle reader's cap falls back to the start (slow start again)",
+			shareInput{Rate: 300 * mb, Fetched: 0, Produce: 2 * ms, Quiet: 2 * ms, Min: 8 * mb}, 32 * mb},
+		{"an idle reader's cap held while produce is not fine",
+			shareInput{Rate: 300 * mb, Fetched: 0, Produce: 2800 * us, Quiet: 2 * ms, Min: 8 * mb}, 300 * mb},
 	} {
 		if got := shareRate(c.in); got != c.want {
 			t.Errorf("%s: shareRate(%+v) = %v, want %v", c.name, c.in, got, c.want)
@@ -126,13 +128,13 @@ func TestShareRateSettles(t *testing.T) {
 	if quiet > 1200*time.Microsecond {
 		t.Errorf("the quiet value ratcheted up to %v during the catch-up", quiet)
 	}
-	// Recovery: reads stop harming; the cap goes within 10 s.
-	for i := range 100 {
+	// Recovery: reads stop harming; within 10 s the cap no longer holds
+	// the readers back.
+	for range 100 {
 		step(0)
-		if rate == 0 {
+		if rate >= 400*mb {
 			return
 		}
-		_ = i
 	}
 	t.Errorf("the cap stayed at %.0f MB/s 10 s after the harm went", rate/mb)
 }
@@ -270,4 +272,29 @@ func BenchmarkNoteProduce(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The share's bucket holds one tick of its rate, not a second: a cap of
+// 40 MB/s lets one 4 MB GET go at once and the next wait for its debt,
+// where a second's burst would let ten go before the cap bit.
+func TestShareBucketBurstIsOneTick(t *testing.T) {
+	now := time.Unix(0, 0)
+	tb := newTokenBucket(1, func() time.Time { return now })
+	tb.setRate(40e6, shareTick, true)
+	if d := tb.takeIfPaid(4e6); d != 0 {
+		t.Fatalf("first GET waits %v", d)
+	}
+	if d := tb.takeIfPaid(4e6); d != 0 {
+		t.Fatalf("second GET waits %v, want 0: the 4 MB burst pays for it", d)
+	}
+	d := tb.takeIfPaid(4e6)
+	if want := 100 * time.Millisecond; d != want {
+		t.Fatalf("third GET waits %v, want %v (its 4 MB of debt at 40 MB/s)", d, want)
+	}
+	// A rate change keeps what was saved, up to the new burst.
+	now = now.Add(time.Second)
+	tb.setRate(10e6, shareTick, false)
+	if tb.tokens != 1e6 {
+		t.Fatalf("tokens %v after a second at 40 MB/s and a cut to 10 MB/s, want one tick's 1 MB", tb.tokens)
+	}
 }
