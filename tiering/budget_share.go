@@ -12,86 +12,90 @@ import (
 //
 // A consumer catching up from the remote tier can take the whole node:
 // GETs, cache writes, checksums and the fetch responses themselves all
-// compete with the produce path for the same cores. The broker reports
-// every produce request's latency ([Reader.NoteProduce]) into a small
-// fixed histogram; every shareTick the reader takes the tick's high
-// quantile (shareQuantile: a tail, as the producers' target is, not a
-// mean that hides it) and compares it with the node's quiet value
-// (shareRef: learned from ticks in which the reader fetched nothing, so
-// a catch-up cannot ratchet its own yardstick up) and sets a byte-rate
-// cap on its GETs (shareRate, additive-increase /
-// multiplicative-decrease as TCP does). The comparison has an absolute
-// slack as well as a ratio, and a band between growing and backing off
-// in which the cap holds, so noise around a 1 ms quiet value does not
-// halve the cap and the cap settles instead of oscillating:
+// compete with the produce path for the same cores. The producers' target
+// is a tail: their p99 during a catch-up within 1.5× of its quiet value.
+// So the share steers by the tail, not by a mean that hides it:
 //
-//   - hurt (above max(1.5× the quiet value, it + 1 ms)) while remote
-//     bytes were fetched: the cap becomes half of what was fetched (or of
-//     the cap, if lower), never below the floor;
-//   - fine (at most max(1.2× the quiet value, it + 0.5 ms)): the cap
-//     grows by an eighth (at least the floor), up to 8× what readers
-//     fetched (at least the start);
-//   - in between, or hurt with nothing fetched (not the reader's doing):
-//     the cap stays.
+//   - The broker reports every produce request's latency
+//     ([Reader.NoteProduce]: one atomic add into a small fixed
+//     histogram).
+//   - The quiet tail: the p99 of a decaying histogram of the ticks in
+//     which the reader fetched nothing (shareQuietFold), so a catch-up
+//     cannot ratchet its own yardstick up; the ticks in which the cap is
+//     at its floor count too (the reader has yielded all it can, so what
+//     is left is the node's load, and a lasting change of load becomes
+//     the new quiet value).
+//   - The bound: max(1.5× the quiet p99, it + 1 ms) (shareBounds: an
+//     absolute slack as well as a ratio, so noise around a 1 ms tail is
+//     no harm).
+//   - The signal: the share of produce requests above the bound, a
+//     moving average over about eight ticks (some hundreds of requests):
+//     a p99 within the bound is at most 1 % of requests above it.
 //
-// With producers there is always a cap: it starts at shareStartFloors
-// floors (slow start) and an idle reader's cap falls back to that, so no
-// catch-up begins at full speed before the share has seen what it does
-// to the producers; the cap's bucket holds one tick of burst, not a
-// second. With no producer there is no cap. The floor (two chunks a
-// second) keeps every catch-up moving. Pure: the shell (Reader.shareLoop)
-// measures and applies.
+// Every shareTick shareRate sets a byte-rate cap on the reader's GETs,
+// additive-increase / multiplicative-decrease as TCP does: more than
+// shareCutFrac of requests above the bound while the reader fetches
+// halves the cap (from what was fetched, if lower), at most once per
+// shareCutGap ticks (the average needs that long to show the cut's
+// effect), never below the floor (two chunks a second: every catch-up
+// moves); less than shareGrowFrac grows it by an eighth (at least the
+// floor) up to 8× what the reader fetches; in between it holds, so the
+// cap settles rather than oscillates. With producers there is always a
+// cap: it starts at shareStartFloors floors (slow start) and an idle
+// reader's cap falls back to that, so no catch-up begins at full speed
+// before the share has seen what it does to the producers; the cap's
+// bucket holds one tick of burst, not a second. With no producer there
+// is no cap. Pure: the shell (Reader.shareLoop) measures and applies.
 
 // shareTick is how often the cap is decided.
 const shareTick = 100 * time.Millisecond
 
-// shareQuantile is the quantile of a tick's produce latencies the share
-// steers by: with a producer's requests every few milliseconds a tick
-// holds some tens of them, of which the p90 is a tail that one stray
-// request does not move.
-const shareQuantile = 0.9
-
-// The slack: produce at most this far above its quiet value is fine.
+// The bound: produce at most this far above its quiet p99 is fine.
 const (
 	shareHurtRatio = 1.5
 	shareHurtSlack = time.Millisecond
-	shareFineRatio = 1.2
-	shareFineSlack = 500 * time.Microsecond
+)
+
+// The policy's thresholds on the share of requests above the bound.
+const (
+	shareCutFrac  = 0.015 // above: halve (a p99 at the bound is 1 %)
+	shareGrowFrac = 0.005 // below: grow; between: hold
+	shareCutGap   = 5     // ticks between two cuts
+	// shareStartFloors is the cap a catch-up starts under, in floors.
+	shareStartFloors = 4
 )
 
 // shareInput is what one decision sees.
 type shareInput struct {
-	Rate    float64       // the cap now, bytes/s; 0: none
-	Fetched float64       // bytes/s the reader's GETs fetched over the last tick
-	Produce time.Duration // the tick's produce latency quantile; 0: no produce
-	Quiet   time.Duration // the quiet value before this tick (shareRef); 0: none yet
-	Min     float64       // the cap's floor, bytes/s
+	Rate     float64 // the cap now, bytes/s; 0: none
+	Fetched  float64 // bytes/s the reader's GETs fetched, a moving average
+	Produce  bool    // producers are on the node (requests this tick)
+	Slow     float64 // share of produce requests above the bound, a moving average
+	Quiet    bool    // the quiet p99 is known (else Slow means nothing)
+	SinceCut int     // ticks since the cap was last cut
+	Min      float64 // the cap's floor, bytes/s
 }
 
-// shareBounds returns the latencies at or below which produce is fine
-// and above which it is hurt, for a quiet value.
-func shareBounds(quiet time.Duration) (fine, hurt time.Duration) {
+// shareBounds returns the produce latency above which a request counts
+// as hurt, for a quiet p99.
+func shareBounds(quiet time.Duration) time.Duration {
 	q := float64(quiet)
-	fine = time.Duration(max(q*shareFineRatio, q+float64(shareFineSlack)))
-	hurt = time.Duration(max(q*shareHurtRatio, q+float64(shareHurtSlack)))
-	return fine, hurt
+	return time.Duration(max(q*shareHurtRatio, q+float64(shareHurtSlack)))
 }
-
-// shareStartFloors is the cap a catch-up starts under, in floors: with
-// producers on the node there is always a cap (slow start, as TCP's), so
-// the first tick of a catch-up cannot take the node before the share has
-// seen what it does to them.
-const shareStartFloors = 4
 
 // shareRate returns the cap for the next tick, 0 for none.
 func shareRate(in shareInput) float64 {
-	if in.Produce <= 0 || in.Quiet <= 0 {
+	if !in.Produce {
 		return 0
 	}
 	start := shareStartFloors * in.Min
-	fine, hurt := shareBounds(in.Quiet)
 	switch {
-	case in.Produce > hurt && in.Fetched > 0:
+	case !in.Quiet:
+		return max(in.Rate, start) // no yardstick yet: the slow start
+	case in.Slow > shareCutFrac && in.Fetched > 0:
+		if in.SinceCut < shareCutGap && in.Rate > 0 {
+			return in.Rate // the last cut has not shown yet
+		}
 		base := in.Fetched
 		if in.Rate > 0 {
 			base = min(base, in.Rate)
@@ -99,7 +103,7 @@ func shareRate(in shareInput) float64 {
 		return max(in.Min, base/2)
 	case in.Rate <= 0:
 		return max(start, in.Fetched)
-	case in.Produce > fine:
+	case in.Slow >= shareGrowFrac:
 		return in.Rate // hold
 	}
 	// Fine: grow, but to no more than 8x what readers use (at least the
@@ -108,27 +112,28 @@ func shareRate(in shareInput) float64 {
 	return min(in.Rate+max(in.Rate/8, in.Min), max(8*in.Fetched, start))
 }
 
-// shareRef folds a tick's produce latency into the quiet value. A tick
-// in which the reader fetched nothing moves it an eighth of the way to
-// the tick's (a moving average of the quiet ticks, either way). A tick
-// with remote reads may lower it that way, but raise it only while the
-// cap is at its floor (1 % a tick): the reader has then yielded all it
-// can and produce is still slow, so the load changed (more producers)
-// and that becomes, slowly, the new quiet value; above the floor the
-// catch-up's own harm must not ratchet its yardstick up. A tick without
-// produce leaves it.
-func shareRef(quiet, tick time.Duration, fetching, atFloor bool) time.Duration {
-	switch {
-	case tick <= 0:
-		return quiet
-	case quiet <= 0:
-		return tick
-	case !fetching || tick < quiet:
-		return quiet + (tick-quiet)/8
-	case atFloor:
-		return min(tick, time.Duration(math.Ceil(float64(quiet)*1.01)))
+// shareQuietDecay is how much of the quiet histogram each folded tick
+// keeps: a memory of some 30 ticks, several hundred requests, enough for
+// a p99.
+const shareQuietDecay = 31.0 / 32
+
+// shareQuietFold folds a tick's counts into the quiet histogram.
+func shareQuietFold(quiet []float64, tick []int64) {
+	for i := range quiet {
+		quiet[i] = quiet[i]*shareQuietDecay + float64(tick[i])
 	}
-	return quiet
+}
+
+// shareAbove returns how many of a tick's requests were above d (the
+// buckets wholly above it).
+func shareAbove(tick []int64, d time.Duration) int64 {
+	var n int64
+	for i, c := range tick {
+		if i > 0 && shareBucketTop(i-1) >= d {
+			n += c
+		}
+	}
+	return n
 }
 
 // The produce histogram: shareSub buckets per power of two from
@@ -162,18 +167,18 @@ func shareBucketTop(i int) time.Duration {
 
 // shareQuantileOf returns the q quantile of a histogram's counts (the
 // upper bound of the bucket that holds it), 0 for an empty one.
-func shareQuantileOf(counts []int64, q float64) time.Duration {
-	var n int64
+func shareQuantileOf[T int64 | float64](counts []T, q float64) time.Duration {
+	var n float64
 	for _, c := range counts {
-		n += c
+		n += float64(c)
 	}
-	if n == 0 {
+	if n <= 0 {
 		return 0
 	}
-	rank := int64(math.Ceil(q * float64(n)))
-	var seen int64
+	rank := q * n
+	var seen float64
 	for i, c := range counts {
-		if seen += c; seen >= rank {
+		if seen += float64(c); seen >= rank {
 			return shareBucketTop(i)
 		}
 	}
@@ -191,9 +196,12 @@ func (r *Reader) NoteProduce(d time.Duration) {
 func (r *Reader) shareLoop() {
 	t := time.NewTicker(shareTick)
 	defer t.Stop()
-	var quiet time.Duration
-	var rate float64
-	var counts [shareBuckets]int64
+	var (
+		rate, fetchedAvg, slow float64
+		sinceCut               int
+		counts                 [shareBuckets]int64
+		quiet                  [shareBuckets]float64
+	)
 	last := time.Now()
 	floor := float64(2 * r.chunkBytes)
 	for {
@@ -203,13 +211,30 @@ func (r *Reader) shareLoop() {
 		case now := <-t.C:
 			el := now.Sub(last).Seconds()
 			last = now
+			var n int64
 			for i := range counts {
 				counts[i] = r.produceHist[i].Swap(0)
+				n += counts[i]
 			}
-			tick := shareQuantileOf(counts[:], shareQuantile)
 			fetched := float64(r.fetchedBytes.Swap(0)) / max(el, 1e-3)
-			rate = shareRate(shareInput{Rate: rate, Fetched: fetched, Produce: tick, Quiet: quiet, Min: floor})
-			quiet = shareRef(quiet, tick, fetched > 0, rate > 0 && rate <= floor)
+			if fetchedAvg += (fetched - fetchedAvg) / 8; fetchedAvg < 1e3 {
+				fetchedAvg = 0 // idle: the average has faded out
+			}
+			q99 := shareQuantileOf(quiet[:], 0.99)
+			if n > 0 && q99 > 0 {
+				slow += (float64(shareAbove(counts[:], shareBounds(q99)))/float64(n) - slow) / 8
+			}
+			next := shareRate(shareInput{Rate: rate, Fetched: fetchedAvg, Produce: n > 0, Slow: slow,
+				Quiet: q99 > 0, SinceCut: sinceCut, Min: floor})
+			if next > 0 && next < rate {
+				sinceCut = 0
+			} else {
+				sinceCut++
+			}
+			if fetched == 0 || rate > 0 && rate <= floor {
+				shareQuietFold(quiet[:], counts[:])
+			}
+			rate = next
 			r.setShare(rate)
 		}
 	}
