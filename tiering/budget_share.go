@@ -61,6 +61,9 @@ const (
 	shareCutFrac  = 0.015 // above: halve (a p99 at the bound is 1 %)
 	shareGrowFrac = 0.005 // below: grow; between: hold
 	shareCutGap   = 5     // ticks between two cuts
+	// shareIdleTicks ticks without a produce request mean no producers
+	// (a slow producer's gaps between requests do not lift the cap).
+	shareIdleTicks = 10
 	// shareStartFloors is the cap a catch-up starts under, in floors.
 	shareStartFloors = 4
 )
@@ -69,7 +72,7 @@ const (
 type shareInput struct {
 	Rate     float64 // the cap now, bytes/s; 0: none
 	Fetched  float64 // bytes/s the reader's GETs fetched, a moving average
-	Produce  bool    // producers are on the node (requests this tick)
+	Produce  bool    // producers are on the node (requests within shareIdleTicks)
 	Slow     float64 // share of produce requests above the bound, a moving average
 	Quiet    bool    // the quiet p99 is known (else Slow means nothing)
 	SinceCut int     // ticks since the cap was last cut
@@ -198,7 +201,7 @@ func (r *Reader) shareLoop() {
 	defer t.Stop()
 	var (
 		rate, fetchedAvg, slow float64
-		sinceCut               int
+		sinceCut, idle         int
 		counts                 [shareBuckets]int64
 		quiet                  [shareBuckets]float64
 	)
@@ -224,7 +227,10 @@ func (r *Reader) shareLoop() {
 			if n > 0 && q99 > 0 {
 				slow += (float64(shareAbove(counts[:], shareBounds(q99)))/float64(n) - slow) / 8
 			}
-			next := shareRate(shareInput{Rate: rate, Fetched: fetchedAvg, Produce: n > 0, Slow: slow,
+			if idle++; n > 0 {
+				idle = 0
+			}
+			next := shareRate(shareInput{Rate: rate, Fetched: fetchedAvg, Produce: idle < shareIdleTicks, Slow: slow,
 				Quiet: q99 > 0, SinceCut: sinceCut, Min: floor})
 			if next > 0 && next < rate {
 				sinceCut = 0

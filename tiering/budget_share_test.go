@@ -277,6 +277,13 @@ func TestReaderFairShareCapsReadsWhileProduceSuffers(t *testing.T) {
 		t.Fatal("slow produce beside a catch-up never capped its reads")
 	}
 	capped := r.Stats().ShareRate
+	// A gap between produce requests shorter than shareIdleTicks is a
+	// slow producer, not none: the cap stays through it.
+	for end := time.Now().Add(4 * shareTick); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if r.Stats().ShareRate == 0 {
+			t.Fatal("the cap was lifted in a 400 ms gap between produce requests")
+		}
+	}
 	before := reads.Load()
 	if err := testutil.Within(10*time.Second, func() bool { return reads.Load() > before+10 }); err != nil {
 		t.Fatalf("the reader stalled under a cap of %.0f B/s", capped)
