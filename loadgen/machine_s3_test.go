@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,27 @@ func TestCLIMachineS3(t *testing.T) {
 	}
 	if res.Machine == nil || res.Machine.S3Get == nil || res.Machine.S3Get.GETs != 4 || res.Machine.S3Get.MBPerSec <= 0 {
 		t.Fatalf("machine result %+v, stdout %q", res.Machine, stdout)
+	}
+}
+
+// TestSummaryShowsRemoteReads: the text summary gives the remote
+// reader's GETs per GiB and hit ratio when it read anything.
+func TestSummaryShowsRemoteReads(t *testing.T) {
+	var out strings.Builder
+	r := &Result{Version: ResultVersion, Scenario: "catch-up", Target: "strata",
+		Cost: &Cost{Gets: 10, RemoteReadBytes: 2 << 30, RemoteGets: 513, RemoteGetsPerGiBRead: 256.5, CacheHitRatio: 0.875}}
+	if err := WriteSummary(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "remote reads: 2147.5 MB returned to fetches, 513 GETs (256.5 per GiB read), chunk cache hit ratio 0.88"; !strings.Contains(out.String(), want) {
+		t.Fatalf("summary lacks %q:\n%s", want, out.String())
+	}
+	r.Cost = &Cost{Gets: 10}
+	out.Reset()
+	if err := WriteSummary(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "remote reads") {
+		t.Fatalf("remote reads line without remote reads:\n%s", out.String())
 	}
 }
