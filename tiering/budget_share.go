@@ -20,14 +20,16 @@ import (
 //     ([Reader.NoteProduce]: one atomic add into a small fixed
 //     histogram).
 //   - The quiet tail: the p99 of a decaying histogram of the ticks in
-//     which the reader fetched nothing (shareQuietFold), so a catch-up
+//     which the reader has fetched nothing for a second (shareQuietTick,
+//     shareQuietFold), so a catch-up
 //     cannot ratchet its own yardstick up; the ticks in which the cap is
 //     at its floor count too (the reader has yielded all it can, so what
 //     is left is the node's load, and a lasting change of load becomes
 //     the new quiet value).
-//   - The bound: max(1.5× the quiet p99, it + 1 ms) (shareBounds: an
-//     absolute slack as well as a ratio, so noise around a 1 ms tail is
-//     no harm).
+//   - The bound: max(1.3× the quiet p99, it + 1 ms) (shareBounds: a
+//     margin under the 1.5× target, for the requests just under the
+//     bound; an absolute slack as well as a ratio, so noise around a
+//     1 ms tail is no harm).
 //   - The signal: the share of produce requests above the bound, a
 //     moving average over about eight ticks (some hundreds of requests):
 //     a p99 within the bound is at most 1 % of requests above it.
@@ -52,7 +54,7 @@ const shareTick = 100 * time.Millisecond
 
 // The bound: produce at most this far above its quiet p99 is fine.
 const (
-	shareHurtRatio = 1.5
+	shareHurtRatio = 1.3
 	shareHurtSlack = time.Millisecond
 )
 
@@ -119,6 +121,15 @@ func shareRate(in shareInput) float64 {
 // keeps: a memory of some 30 ticks, several hundred requests, enough for
 // a p99.
 const shareQuietDecay = 31.0 / 32
+
+// shareQuietTick reports whether a tick's produce latencies are the
+// node's quiet ones: the reader has fetched nothing for shareIdleTicks
+// (a catch-up's GETs come a chunk at a time, and between them it still
+// serves fetches from the chunk cache: one tick without a GET is not
+// quiet), or the cap is at its floor (all the reader can yield).
+func shareQuietTick(sinceFetch int, rate, floor float64) bool {
+	return sinceFetch >= shareIdleTicks || rate > 0 && rate <= floor
+}
 
 // shareQuietFold folds a tick's counts into the quiet histogram.
 func shareQuietFold(quiet []float64, tick []int64) {
@@ -202,6 +213,7 @@ func (r *Reader) shareLoop() {
 	var (
 		rate, fetchedAvg, slow float64
 		sinceCut, idle         int
+		sinceFetch             = shareIdleTicks
 		counts                 [shareBuckets]int64
 		quiet                  [shareBuckets]float64
 	)
@@ -220,8 +232,11 @@ func (r *Reader) shareLoop() {
 				n += counts[i]
 			}
 			fetched := float64(r.fetchedBytes.Swap(0)) / max(el, 1e-3)
-			if fetchedAvg += (fetched - fetchedAvg) / 8; fetchedAvg < 1e3 {
-				fetchedAvg = 0 // idle: the average has faded out
+			if sinceFetch++; fetched > 0 {
+				sinceFetch = 0
+			}
+			if fetchedAvg += (fetched - fetchedAvg) / 8; sinceFetch >= shareIdleTicks {
+				fetchedAvg = 0 // the reader is idle
 			}
 			q99 := shareQuantileOf(quiet[:], 0.99)
 			if n > 0 && q99 > 0 {
@@ -232,12 +247,12 @@ func (r *Reader) shareLoop() {
 			}
 			next := shareRate(shareInput{Rate: rate, Fetched: fetchedAvg, Produce: idle < shareIdleTicks, Slow: slow,
 				Quiet: q99 > 0, SinceCut: sinceCut, Min: floor})
-			if next > 0 && next < rate {
-				sinceCut = 0
+			if next > 0 && next < rate*0.75 {
+				sinceCut = 0 // a cut (not the ceiling following the reader down)
 			} else {
 				sinceCut++
 			}
-			if fetched == 0 || rate > 0 && rate <= floor {
+			if shareQuietTick(sinceFetch, rate, floor) {
 				shareQuietFold(quiet[:], counts[:])
 			}
 			rate = next
