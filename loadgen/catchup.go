@@ -70,12 +70,22 @@ func (r *runner) catchUp(ctx context.Context) error {
 	for _, p := range ps {
 		p.rec.CutPhase()
 	}
+	brokerAt := func() *latencyHist { // the broker's produce latencies so far
+		if res.Target != "strata" {
+			return nil
+		}
+		h, _ := scrapeLatency(ctx, r.o.MetricsURL, metricRequestSeconds, "Produce")
+		return h
+	}
+	b0 := brokerAt()
 	sleepCtx(ctx, dur(w.Baseline))
 	before := newHist()
 	for _, p := range ps {
 		before.Merge(p.rec.CutPhase())
 	}
+	b1 := brokerAt()
 	res.CatchUp.ProducerP99Before = p99Of(before)
+	res.CatchUp.BrokerProduceP99Before = quantileBetween(b0, b1, 0.99)
 
 	// 4. Consumers from the earliest offset.
 	stopCons, cancelCons := context.WithCancel(context.WithoutCancel(ctx))
@@ -114,6 +124,7 @@ func (r *runner) catchUp(ctx context.Context) error {
 		during.Merge(p.rec.CutPhase())
 	}
 	res.CatchUp.ProducerP99During = p99Of(during)
+	res.CatchUp.BrokerProduceP99During = quantileBetween(b1, brokerAt(), 0.99)
 	if res.CatchUp.ProducerP99Before > 0 {
 		res.CatchUp.ProducerP99Increase = res.CatchUp.ProducerP99During / res.CatchUp.ProducerP99Before
 	}

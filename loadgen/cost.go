@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -184,4 +186,84 @@ func costOf(before, after map[string]float64, produced, consumed int64, o Option
 	}
 	c.EstimatedCostUSD = (c.Puts+c.Lists)/1000*o.PricePut + (c.Gets+heads)/1000*o.PriceGet
 	return c
+}
+
+// metricRequestSeconds is the broker's request latency histogram {api}:
+// the produce requests' time inside the node, apart from the client's.
+const metricRequestSeconds = "strata_broker_request_duration_seconds"
+
+// latencyHist is a cumulative Prometheus histogram: counts[i] requests
+// took at most les[i] seconds.
+type latencyHist struct {
+	les, counts []float64
+}
+
+// scrapeLatency reads the histogram of name with label api=api from a
+// text exposition (nil, no error, when it has none).
+func scrapeLatency(ctx context.Context, url, name, api string) (*latencyHist, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("loadgen: metrics %s: HTTP %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: metrics: %w", err)
+	}
+	f, ok := fams[name]
+	if !ok {
+		return nil, nil
+	}
+	for _, m := range f.GetMetric() {
+		h := m.GetHistogram()
+		if h == nil || !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "api" && l.GetValue() == api }) {
+			continue
+		}
+		out := &latencyHist{}
+		for _, b := range h.GetBucket() {
+			out.les = append(out.les, b.GetUpperBound())
+			out.counts = append(out.counts, float64(b.GetCumulativeCount()))
+		}
+		out.les = append(out.les, math.Inf(1))
+		out.counts = append(out.counts, float64(h.GetSampleCount()))
+		return out, nil
+	}
+	return nil, nil
+}
+
+// quantileBetween is the q quantile, in ms, of the requests observed
+// between two scrapes of one histogram, interpolated linearly inside its
+// bucket (Prometheus' histogram_quantile); 0 when there were none or the
+// scrapes do not fit.
+func quantileBetween(before, after *latencyHist, q float64) float64 {
+	if before == nil || after == nil || len(before.les) != len(after.les) || len(after.les) == 0 {
+		return 0
+	}
+	n := after.counts[len(after.counts)-1] - before.counts[len(before.counts)-1]
+	if n <= 0 {
+		return 0
+	}
+	rank := q * n
+	lo, prev := 0.0, 0.0
+	for i, le := range after.les {
+		c := after.counts[i] - before.counts[i]
+		if c >= rank {
+			if math.IsInf(le, 1) {
+				return lo * 1e3 // above the last bound: its bound, as Prometheus does
+			}
+			return (lo + (le-lo)*(rank-prev)/max(c-prev, 1e-9)) * 1e3
+		}
+		lo, prev = le, c
+	}
+	return lo * 1e3
 }

@@ -188,6 +188,13 @@ type CatchUp struct {
 	ProducerP99Before   float64 `json:"producerP99BeforeMs"`                   // producer alone
 	ProducerP99During   float64 `json:"producerP99DuringMs"`                   // while the reader catches up
 	ProducerP99Increase float64 `json:"producerP99Increase"`                   // During / Before
+	// The produce requests' p99 inside the broker over the same two
+	// phases (its request-latency histogram, interpolated in its
+	// buckets): the node's part of the producers' p99, apart from the
+	// client's own (a load generator whose consumers share its cores).
+	// Zero when the target exports no such histogram.
+	BrokerProduceP99Before float64 `json:"brokerProduceP99BeforeMs,omitempty"`
+	BrokerProduceP99During float64 `json:"brokerProduceP99DuringMs,omitempty"`
 }
 
 // Cost is the object-store activity the run caused, from the node's

@@ -1030,6 +1030,14 @@ func writeCatchUp(p func(string, ...any), st []*loadgen.Result, ms []*loadgen.Ma
 		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99Before }),
 		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99During }),
 		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99Increase }))
+	bb := med(cs, func(r *loadgen.Result) float64 { return positive(r.CatchUp.BrokerProduceP99Before) })
+	bd := med(cs, func(r *loadgen.Result) float64 { return positive(r.CatchUp.BrokerProduceP99During) })
+	if !math.IsNaN(bb) && !math.IsNaN(bd) {
+		p("Inside the broker (its produce request latency, the same phases): p99 %s ms alone → %s ms during (×%s); the rest of the producers' p99 is the client's own.\n\n",
+			fig(bb), fig(bd), fig(med(cs, func(r *loadgen.Result) float64 {
+				return positive(r.CatchUp.BrokerProduceP99During) / positive(r.CatchUp.BrokerProduceP99Before)
+			})))
+	}
 	cost := func(f func(*loadgen.Cost) float64) float64 {
 		return med(cs, func(r *loadgen.Result) float64 {
 			if r.Cost == nil {

@@ -456,7 +456,8 @@ func TestCatchUpOnMinIOAgainstRawGet(t *testing.T) {
 	for i, mbs := range []float64{200, 300, 400} {
 		c := result("strata", 10, 12, 0)
 		c.Scenario = "catch-up"
-		c.CatchUp = &loadgen.CatchUp{BacklogBytes: 128 << 20, CaughtUpSeconds: 2, ReadMBPerSec: mbs, ReadMBPerSecFirst: mbs * 2, ProducerP99Before: 6, ProducerP99During: 8, ProducerP99Increase: 8.0 / 6}
+		c.CatchUp = &loadgen.CatchUp{BacklogBytes: 128 << 20, CaughtUpSeconds: 2, ReadMBPerSec: mbs, ReadMBPerSecFirst: mbs * 2, ProducerP99Before: 6, ProducerP99During: 8, ProducerP99Increase: 8.0 / 6,
+			BrokerProduceP99Before: 1, BrokerProduceP99During: 1.2 + float64(i)/10}
 		c.Cost = &loadgen.Cost{Backend: "s3", RemoteGetsPerGiBRead: 256 + float64(i), CacheHitRatio: 0.5 + float64(i)/10}
 		writeJSON(t, dir, fmt.Sprintf("catch-up.strata.%d.json", i+1), c)
 	}
@@ -464,6 +465,7 @@ func TestCatchUpOnMinIOAgainstRawGet(t *testing.T) {
 	for _, want := range []string{
 		"| object store ranged GET (one stream, 4 MiB per GET) | 600 MB/s (median of 2) |",
 		"Catch-up (Strata, remote store s3, median of 3): backlog 134 MB, caught up after 2.00 s (0 of 3 runs never caught up), read 300 MB/s, producer p99 6.00 ms alone → 8.00 ms during (×1.33).",
+		"Inside the broker (its produce request latency, the same phases): p99 1.00 ms alone → 1.30 ms during (×1.30); the rest of the producers' p99 is the client's own.",
 		"Remote reads: 257 GETs per GiB read from the remote tier, chunk-cache hit ratio 0.600; a raw ranged GET (one stream, 4 MiB per GET) from the same object store in the same run: 600 MB/s (median of 2), so catch-up ÷ raw GET = 0.50× (1.00× from the consumers' first record: 600 MB/s, without the group join).",
 	} {
 		if !strings.Contains(md, want) {
