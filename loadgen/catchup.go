@@ -70,12 +70,22 @@ func (r *runner) catchUp(ctx context.Context) error {
 	for _, p := range ps {
 		p.rec.CutPhase()
 	}
+	brokerAt := func() *latencyHist { // the broker's produce latencies so far
+		if res.Target != "strata" {
+			return nil
+		}
+		h, _ := scrapeLatency(ctx, r.o.MetricsURL, metricRequestSeconds, "Produce")
+		return h
+	}
+	b0 := brokerAt()
 	sleepCtx(ctx, dur(w.Baseline))
 	before := newHist()
 	for _, p := range ps {
 		before.Merge(p.rec.CutPhase())
 	}
+	b1 := brokerAt()
 	res.CatchUp.ProducerP99Before = p99Of(before)
+	res.CatchUp.BrokerProduceP99Before = quantileBetween(b0, b1, 0.99)
 
 	// 4. Consumers from the earliest offset.
 	stopCons, cancelCons := context.WithCancel(context.WithoutCancel(ctx))
@@ -114,6 +124,7 @@ func (r *runner) catchUp(ctx context.Context) error {
 		during.Merge(p.rec.CutPhase())
 	}
 	res.CatchUp.ProducerP99During = p99Of(during)
+	res.CatchUp.BrokerProduceP99During = quantileBetween(b1, brokerAt(), 0.99)
 	if res.CatchUp.ProducerP99Before > 0 {
 		res.CatchUp.ProducerP99Increase = res.CatchUp.ProducerP99During / res.CatchUp.ProducerP99Before
 	}
@@ -147,29 +158,43 @@ func (r *runner) catchUp(ctx context.Context) error {
 
 // waitRemote polls the metrics until strata_tiering_remote_bytes reaches
 // half the backlog (segments carry batch overhead; the active segments
-// never tier) or RemoteWait passes, and notes what it saw.
+// never tier) and strata_tiering_local_bytes, when the node exports it,
+// has fallen to half the backlog (local retention has deleted what
+// tiered, so the read is from the remote tier, not the local copy), or
+// RemoteWait passes, and notes what it saw.
 func (r *runner) waitRemote(ctx context.Context, backlog int64) {
 	deadline := time.Now().Add(dur(r.w.RemoteWait))
-	var remote float64
+	var remote, local float64
+	var hasLocal bool
 	for {
 		m, err := scrape(ctx, r.o.MetricsURL)
 		if err == nil {
-			remote = 0
+			remote, local, hasLocal = 0, 0, false
 			for _, t := range r.topics {
 				remote += m[fmt.Sprintf("%s{topic=%s}", metricRemoteBytes, t)]
+				l, ok := m[fmt.Sprintf("%s{topic=%s}", metricLocalBytes, t)]
+				local += l
+				hasLocal = hasLocal || ok
 			}
-			if remote >= float64(backlog)/2 {
-				r.res.Notes = append(r.res.Notes, fmt.Sprintf("remote tier holds %.1f MB of the backlog", remote/1e6))
+			if remote >= float64(backlog)/2 && (!hasLocal || local <= float64(backlog)/2) {
+				r.res.Notes = append(r.res.Notes, fmt.Sprintf("remote tier holds %.1f MB of the backlog%s", remote/1e6, localNote(hasLocal, local)))
 				return
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			r.res.Notes = append(r.res.Notes, fmt.Sprintf("remote tier held %.1f MB of the %.1f MB backlog after %s: the read is partly or wholly local",
-				remote/1e6, float64(backlog)/1e6, r.w.RemoteWait))
+			r.res.Notes = append(r.res.Notes, fmt.Sprintf("remote tier held %.1f MB of the %.1f MB backlog%s after %s: the read is partly or wholly local",
+				remote/1e6, float64(backlog)/1e6, localNote(hasLocal, local), r.w.RemoteWait))
 			return
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+func localNote(has bool, local float64) string {
+	if !has {
+		return ""
+	}
+	return fmt.Sprintf(", %.1f MB local", local/1e6)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

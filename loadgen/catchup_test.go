@@ -1,6 +1,13 @@
 package loadgen
 
-import "testing"
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
 
 // catchUpWorkload is a small catch-up run: a 20 MiB local backlog of
 // 1 KiB records, producers at 2,000 records/s alone for 2 s, then two
@@ -32,6 +39,9 @@ func TestCatchUpSeriesShowsWhatTheConsumersRead(t *testing.T) {
 	t.Logf("catch-up %+v, consumed %d, notes %v", *c, res.Consume.Records, res.Notes)
 	if c.CaughtUpSeconds < 0 {
 		t.Fatal("never caught up")
+	}
+	if c.BrokerProduceP99Before <= 0 || c.BrokerProduceP99During <= 0 {
+		t.Fatalf("broker-side produce p99 %v ms alone, %v ms during: want both measured", c.BrokerProduceP99Before, c.BrokerProduceP99During)
 	}
 	if res.Consume.Records < c.BacklogRecords {
 		t.Fatalf("consumed %d records, backlog %d", res.Consume.Records, c.BacklogRecords)
@@ -134,5 +144,81 @@ func TestLoadgenResourcesOverTheMeasuredPhase(t *testing.T) {
 	}
 	if l := loadgenResources(series[2:3], 3, 2e9); l != nil {
 		t.Fatalf("%+v from samples without a figure", l)
+	}
+}
+
+// TestWaitRemoteWaitsForLocalRetention: a backlog that has tiered but is
+// still on the local disk would be read locally, so the wait goes on
+// until the node's local bytes fall to half the backlog too.
+func TestWaitRemoteWaitsForLocalRetention(t *testing.T) {
+	var scrapes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		local := 100e6 // tiered, not yet deleted locally
+		if scrapes.Add(1) >= 3 {
+			local = 8e6
+		}
+		fmt.Fprintf(w, "# TYPE %s gauge\n%s{topic=\"t\"} 90e6\n# TYPE %s gauge\n%s{topic=\"t\"} %g\n",
+			metricRemoteBytes, metricRemoteBytes, metricLocalBytes, metricLocalBytes, local)
+	}))
+	t.Cleanup(srv.Close)
+	r := &runner{o: Options{MetricsURL: srv.URL}, w: Workload{RemoteWait: "20s"}, topics: []string{"t"}, res: &Result{}}
+	r.waitRemote(testCtx(t), 100e6)
+	if n := scrapes.Load(); n != 3 {
+		t.Fatalf("waited for %d scrapes, want 3 (until local retention acted)", n)
+	}
+	if len(r.res.Notes) != 1 || !strings.Contains(r.res.Notes[0], "remote tier holds 90.0 MB of the backlog, 8.0 MB local") {
+		t.Fatalf("notes %q", r.res.Notes)
+	}
+}
+
+// TestQuantileBetweenScrapes: the p99 of the requests between two scrapes
+// of the broker's latency histogram, interpolated in its bucket as
+// Prometheus' histogram_quantile does.
+func TestQuantileBetweenScrapes(t *testing.T) {
+	const body = `# TYPE strata_broker_request_duration_seconds histogram
+strata_broker_request_duration_seconds_bucket{api="Produce",le="0.001"} %d
+strata_broker_request_duration_seconds_bucket{api="Produce",le="0.01"} %d
+strata_broker_request_duration_seconds_bucket{api="Produce",le="0.1"} %d
+strata_broker_request_duration_seconds_bucket{api="Produce",le="+Inf"} %d
+strata_broker_request_duration_seconds_sum{api="Produce"} 1
+strata_broker_request_duration_seconds_count{api="Produce"} %d
+strata_broker_request_duration_seconds_bucket{api="Fetch",le="0.001"} 0
+strata_broker_request_duration_seconds_bucket{api="Fetch",le="0.01"} 0
+strata_broker_request_duration_seconds_bucket{api="Fetch",le="0.1"} 0
+strata_broker_request_duration_seconds_bucket{api="Fetch",le="+Inf"} 99999
+strata_broker_request_duration_seconds_sum{api="Fetch"} 1
+strata_broker_request_duration_seconds_count{api="Fetch"} 99999
+`
+	var counts atomic.Pointer[[4]int]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c := counts.Load()
+		fmt.Fprintf(w, body, c[0], c[1], c[2], c[3], c[3])
+	}))
+	t.Cleanup(srv.Close)
+	scrapeAt := func(c [4]int) *latencyHist {
+		counts.Store(&c)
+		h, err := scrapeLatency(testCtx(t), srv.URL, metricRequestSeconds, "Produce")
+		if err != nil || h == nil {
+			t.Fatalf("scrape: %v, %v", h, err)
+		}
+		return h
+	}
+	a := scrapeAt([4]int{500, 600, 600, 600})
+	// Then 1000 more: 900 under 1 ms, 80 in (1, 10] ms, 20 in (10, 100].
+	b := scrapeAt([4]int{1400, 1580, 1600, 1600})
+	// Rank 990: 980 are at most 10 ms, so 10 into the (10, 100] ms
+	// bucket's 20 → 10 + 90 × 10/20 ms; the p90 (rank 900) is the 1 ms
+	// bucket's bound.
+	if got, want := quantileBetween(a, b, 0.99), 10+90*10.0/20; abs(got-want) > 1e-9 {
+		t.Errorf("p99 %v ms, want %v", got, want)
+	}
+	if got, want := quantileBetween(a, b, 0.9), 1.0; abs(got-want) > 1e-9 {
+		t.Errorf("p90 %v ms, want %v", got, want)
+	}
+	if got := quantileBetween(b, b, 0.99); got != 0 {
+		t.Errorf("no requests between the scrapes: p99 %v, want 0", got)
+	}
+	if got := quantileBetween(nil, b, 0.99); got != 0 {
+		t.Errorf("a failed scrape: p99 %v, want 0", got)
 	}
 }

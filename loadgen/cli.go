@@ -45,6 +45,7 @@ commands:
                   reordered, corrupt records); exit 0 clean, 1 anomalies
   compare         compare two JSON results: compare a.json b.json
   machine         measure the machine's disk write and loopback sendfile MB/s
+                  (and a raw ranged S3 GET with --s3-endpoint)
   kfake           run franz-go's kfake cluster (a peer baseline), in memory
                   or persisting to files (--data-dir)
 `
@@ -386,6 +387,14 @@ func (c CLI) machine(ctx context.Context, args []string, stdout, stderr io.Write
 	dir := fs.String("dir", os.TempDir(), "directory for the write test (the disk to measure)")
 	sz := fs.String("size", "1GiB", "bytes to write and send")
 	out := fs.String("out", "", "write the JSON result to this file")
+	var s3 S3Target
+	fs.StringVar(&s3.Endpoint, "s3-endpoint", "", "also measure a raw ranged GET from this S3-compatible store, e.g. http://127.0.0.1:9000 (MinIO); empty: not")
+	fs.StringVar(&s3.Bucket, "s3-bucket", "strata", "bucket of --s3-endpoint (created when missing)")
+	fs.StringVar(&s3.Region, "s3-region", "us-east-1", "region of --s3-endpoint")
+	fs.StringVar(&s3.AccessKey, "s3-access-key", "", "access key of --s3-endpoint")
+	fs.StringVar(&s3.SecretKey, "s3-secret-key", "", "secret key of --s3-endpoint")
+	s3sz := fs.String("s3-size", "", "bytes of the object the S3 GET reads (default: --size)")
+	s3chunk := fs.String("s3-chunk", "4MiB", "bytes per ranged GET (the remote tier's remote.log.cache.chunk.bytes)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -398,6 +407,22 @@ func (c CLI) machine(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	fmt.Fprintf(stdout, "sequential write (one fsync): %.0f MB/s\nloopback sendfile: %.0f MB/s\n", m.SeqWriteMBPerSec, m.LoopbackSendfileMBs)
+	if s3.Endpoint != "" {
+		on := n
+		if *s3sz != "" {
+			if on, err = ParseSize(*s3sz); err != nil {
+				return err
+			}
+		}
+		chunk, err := ParseSize(*s3chunk)
+		if err != nil {
+			return err
+		}
+		if m.S3Get, err = MeasureS3Get(ctx, s3, on, chunk); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "S3 ranged GET (%s, one stream, %d GETs of %d bytes): %.0f MB/s\n", s3.Endpoint, m.S3Get.GETs, chunk, m.S3Get.MBPerSec)
+	}
 	if *out != "" {
 		res := &Result{Version: ResultVersion, Scenario: "machine", Target: "machine", Machine: m, Environment: localEnvironment()}
 		return WriteFile(*out, func(w io.Writer) error { return WriteJSON(w, res) })

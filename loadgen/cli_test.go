@@ -27,6 +27,16 @@ strata_objstore_bytes_total{backend="s3",op="get"} 5.36870912e+08
 # TYPE strata_tiering_remote_bytes gauge
 strata_tiering_remote_bytes{topic="a"} 1000
 strata_tiering_remote_bytes{topic="b"} 500
+# TYPE strata_tiering_remote_read_bytes_total counter
+strata_tiering_remote_read_bytes_total 2.147483648e+09
+# TYPE strata_tiering_remote_gets_total counter
+strata_tiering_remote_gets_total 512
+# TYPE strata_tiering_remote_get_bytes_total counter
+strata_tiering_remote_get_bytes_total 2.147483648e+09
+# TYPE strata_tiering_cache_hits_total counter
+strata_tiering_cache_hits_total 300
+# TYPE strata_tiering_cache_misses_total counter
+strata_tiering_cache_misses_total 100
 # TYPE go_goroutines gauge
 go_goroutines 12
 `
@@ -58,6 +68,14 @@ func TestCostFromCannedMetrics(t *testing.T) {
 	if c.PutsPerGiBIn != 50 || c.GetsPerGiBOut != 400 {
 		t.Fatalf("per GiB: %v puts, %v gets", c.PutsPerGiBIn, c.GetsPerGiBOut)
 	}
+	// The remote reader's figures: 512 GETs for 2 GiB read, 3 hits a miss;
+	// both backends made requests.
+	if c.RemoteReadBytes != 2<<30 || c.RemoteGets != 512 || c.RemoteGetsPerGiBRead != 256 || c.CacheHitRatio != 0.75 {
+		t.Fatalf("remote reader: %+v, want 2 GiB read, 512 GETs (256 per GiB), hit ratio 0.75", c)
+	}
+	if c.Backend != "fs+s3" {
+		t.Fatalf("backend %q, want fs+s3", c.Backend)
+	}
 	// (100 PUT + 30 LIST)/1000 × 0.005 + (400 GET + 100 HEAD)/1000 × 0.0004
 	if want := 0.13*0.005 + 0.5*0.0004; abs(c.EstimatedCostUSD-want) > 1e-12 {
 		t.Fatalf("cost %v, want %v", c.EstimatedCostUSD, want)
@@ -88,7 +106,7 @@ func TestScrapeRealNode(t *testing.T) {
 		t.Fatalf("no strata_ metrics among %d", len(m))
 	}
 	c := costOf(m, m, 1<<30, 1<<30, Options{PricePut: 1, PriceGet: 1})
-	if c.Puts != 0 || c.EstimatedCostUSD != 0 {
+	if c.Puts != 0 || c.EstimatedCostUSD != 0 || c.Backend != "" || c.CacheHitRatio != 0 {
 		t.Fatalf("no traffic between equal scrapes: %+v", c)
 	}
 	if _, err := scrape(testCtx(t), "http://"+admin+"/nonexistent"); err == nil {

@@ -202,6 +202,13 @@ type CatchUp struct {
 	ProducerP99Before   float64 `json:"producerP99BeforeMs"`                   // producer alone
 	ProducerP99During   float64 `json:"producerP99DuringMs"`                   // while the reader catches up
 	ProducerP99Increase float64 `json:"producerP99Increase"`                   // During / Before
+	// The produce requests' p99 inside the broker over the same two
+	// phases (its request-latency histogram, interpolated in its
+	// buckets): the node's part of the producers' p99, apart from the
+	// client's own (a load generator whose consumers share its cores).
+	// Zero when the target exports no such histogram.
+	BrokerProduceP99Before float64 `json:"brokerProduceP99BeforeMs,omitempty"`
+	BrokerProduceP99During float64 `json:"brokerProduceP99DuringMs,omitempty"`
 }
 
 // Cost is the object-store activity the run caused, from the node's
@@ -225,10 +232,35 @@ type Cost struct {
 	// recorded, whose per-GiB figures divided the measured phase's bytes.
 	BytesProduced int64 `json:"bytesProduced,omitempty"`
 	BytesConsumed int64 `json:"bytesConsumed,omitempty"`
+	// Backend is the object store's kind (the requests' backend label:
+	// fs, s3), empty when the node made no object-store request.
+	Backend string `json:"backend,omitempty"`
+	// The remote reader (a Strata node's tiering reader): bytes it
+	// returned to fetches, its GETs and the bytes they fetched, and its
+	// chunk cache's hits and misses; zero when nothing was read remotely.
+	RemoteReadBytes      float64 `json:"remoteReadBytes,omitempty"`
+	RemoteGets           float64 `json:"remoteGets,omitempty"`
+	RemoteGetBytes       float64 `json:"remoteGetBytes,omitempty"`
+	RemoteGetsPerGiBRead float64 `json:"remoteGetsPerGiBRead,omitempty"` // per GiB of RemoteReadBytes
+	CacheHits            float64 `json:"cacheHits,omitempty"`
+	CacheMisses          float64 `json:"cacheMisses,omitempty"`
+	CacheHitRatio        float64 `json:"cacheHitRatio,omitempty"` // hits ÷ (hits + misses)
 }
 
 // Machine is the machine's raw limits, measured in the same run.
 type Machine struct {
 	SeqWriteMBPerSec    float64 `json:"seqWriteMBPerSec"`
 	LoopbackSendfileMBs float64 `json:"loopbackSendfileMBPerSec"`
+	// S3Get is a raw ranged GET from an S3-compatible store (machine
+	// --s3-endpoint), nil when none was measured.
+	S3Get *S3Get `json:"s3Get,omitempty"`
+}
+
+// S3Get is sequential ranged GETs of one object on one stream: the object
+// store's raw read rate, the remote tier's catch-up's yardstick.
+type S3Get struct {
+	Bytes      int64   `json:"bytes"`
+	GETs       int64   `json:"gets"`
+	ChunkBytes int64   `json:"chunkBytes"` // bytes per ranged GET
+	MBPerSec   float64 `json:"mbPerSec"`
 }

@@ -73,6 +73,10 @@ func WriteSummary(w io.Writer, r *Result) error {
 	if c := r.Cost; c != nil {
 		fmt.Fprintf(w, "object store: %.0f PUTs (%.1f per GiB produced), %.0f GETs (%.1f per GiB consumed), %.0f LISTs, %.0f DELETEs, %.1f MB put, %.1f MB got; est. $%.6f at $%g/1000 PUT, $%g/1000 GET\n",
 			c.Puts, c.PutsPerGiBIn, c.Gets, c.GetsPerGiBOut, c.Lists, c.Deletes, c.BytesPut/1e6, c.BytesGot/1e6, c.EstimatedCostUSD, c.PricePerKPut, c.PricePerKGet)
+		if c.RemoteReadBytes > 0 {
+			fmt.Fprintf(w, "remote reads: %.1f MB returned to fetches, %.0f GETs (%.1f per GiB read), chunk cache hit ratio %.2f\n",
+				c.RemoteReadBytes/1e6, c.RemoteGets, c.RemoteGetsPerGiBRead, c.CacheHitRatio)
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

@@ -173,8 +173,9 @@ func (b *readBudget) counts() (inUse, queued int) {
 // paid at the configured rate. So the long-run rate is bounded while a
 // single GET is never refused.
 type tokenBucket struct {
-	rate float64 // bytes per second
-	now  func() time.Time
+	rate  float64 // bytes per second
+	burst float64 // seconds of rate the bucket holds; 0: one
+	now   func() time.Time
 
 	mu     sync.Mutex // guards tokens, last
 	tokens float64    // may be negative: debt
@@ -191,7 +192,7 @@ func (tb *tokenBucket) take(n int64) time.Duration {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	now := tb.now()
-	tb.tokens = min(tb.rate, tb.tokens+now.Sub(tb.last).Seconds()*tb.rate)
+	tb.tokens = min(tb.capacity(), tb.tokens+now.Sub(tb.last).Seconds()*tb.rate)
 	tb.last = now
 	tb.tokens -= float64(n)
 	if tb.tokens >= 0 {
@@ -200,19 +201,28 @@ func (tb *tokenBucket) take(n int64) time.Duration {
 	return time.Duration(-tb.tokens / tb.rate * float64(time.Second))
 }
 
-// setRate changes the rate; fresh starts with one second of burst (a
-// bucket that was not in use), else what was saved is kept up to the new
-// second's worth.
-func (tb *tokenBucket) setRate(rate float64, fresh bool) {
+// capacity is the most the bucket holds: burst seconds of its rate.
+func (tb *tokenBucket) capacity() float64 {
+	if tb.burst > 0 {
+		return tb.rate * tb.burst
+	}
+	return tb.rate
+}
+
+// setRate changes the rate and the burst (the seconds of rate the bucket
+// holds; 0: one); fresh starts with a full burst (a bucket that was not
+// in use), else what was saved is kept up to the new burst's worth.
+func (tb *tokenBucket) setRate(rate float64, burst time.Duration, fresh bool) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	now := tb.now()
+	saved := tb.tokens + now.Sub(tb.last).Seconds()*tb.rate
+	tb.rate, tb.burst, tb.last = rate, burst.Seconds(), now
 	if fresh {
-		tb.tokens = rate
+		tb.tokens = tb.capacity()
 	} else {
-		tb.tokens = min(rate, tb.tokens+now.Sub(tb.last).Seconds()*tb.rate)
+		tb.tokens = min(tb.capacity(), saved)
 	}
-	tb.rate, tb.last = rate, now
 }
 
 // takeIfPaid reserves n bytes when no debt is outstanding (so the debt
@@ -222,7 +232,7 @@ func (tb *tokenBucket) takeIfPaid(n int64) time.Duration {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	now := tb.now()
-	tb.tokens = min(tb.rate, tb.tokens+now.Sub(tb.last).Seconds()*tb.rate)
+	tb.tokens = min(tb.capacity(), tb.tokens+now.Sub(tb.last).Seconds()*tb.rate)
 	tb.last = now
 	if tb.tokens >= 0 {
 		tb.tokens -= float64(n)
@@ -235,7 +245,7 @@ func (tb *tokenBucket) takeIfPaid(n int64) time.Duration {
 // or a GET that failed before its body).
 func (tb *tokenBucket) giveBack(n int64) {
 	tb.mu.Lock()
-	tb.tokens = min(tb.rate, tb.tokens+float64(n))
+	tb.tokens = min(tb.capacity(), tb.tokens+float64(n))
 	tb.mu.Unlock()
 }
 

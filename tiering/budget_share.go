@@ -3,6 +3,7 @@ package tiering
 import (
 	"context"
 	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -11,73 +12,197 @@ import (
 //
 // A consumer catching up from the remote tier can take the whole node:
 // GETs, cache writes, checksums and the fetch responses themselves all
-// compete with the produce path for the same cores. The broker reports
-// every produce request's latency ([Reader.NoteProduce]); every
-// shareTick the reader compares the tick's mean with the best the node
-// has recently done (bestProduce: the lowest tick mean, drifting up 1 %
-// a tick so a lasting change of load becomes the new best) and sets a
-// byte-rate cap on its GETs (shareRate, additive-increase /
-// multiplicative-decrease as TCP does): a tick whose produce latency is
-// above 1.25× the best while remote bytes were fetched halves the cap
-// from what was fetched; a tick within it raises the cap by a quarter
-// plus the floor, and the cap is lifted altogether once it is far above
-// what readers use (a tick in which they fetched nothing says nothing:
-// the cap stays, or the next catch-up would start at full speed). With no producer there is no cap. The floor (two
-// chunks a second) keeps every catch-up moving. Pure: the shell
-// (Reader.shareLoop) measures and applies.
+// compete with the produce path for the same cores. The producers' target
+// is a tail: their p99 during a catch-up within 1.5× of its quiet value.
+// So the share steers by the tail, not by a mean that hides it:
+//
+//   - The broker reports every produce request's latency
+//     ([Reader.NoteProduce]: one atomic add into a small fixed
+//     histogram).
+//   - The quiet tail: the p99 of a decaying histogram of the ticks in
+//     which the reader has fetched nothing for a second (shareQuietTick,
+//     shareQuietFold), so a catch-up
+//     cannot ratchet its own yardstick up; the ticks in which the cap is
+//     at its floor count too (the reader has yielded all it can, so what
+//     is left is the node's load, and a lasting change of load becomes
+//     the new quiet value).
+//   - The bound: max(1.3× the quiet p99, it + 1 ms) (shareBounds: a
+//     margin under the 1.5× target, for the requests just under the
+//     bound; an absolute slack as well as a ratio, so noise around a
+//     1 ms tail is no harm).
+//   - The signal: the share of produce requests above the bound, a
+//     moving average over about eight ticks (some hundreds of requests):
+//     a p99 within the bound is at most 1 % of requests above it.
+//
+// Every shareTick shareRate sets a byte-rate cap on the reader's GETs,
+// additive-increase / multiplicative-decrease as TCP does: more than
+// shareCutFrac of requests above the bound while the reader fetches
+// halves the cap (from what was fetched, if lower), at most once per
+// shareCutGap ticks (the average needs that long to show the cut's
+// effect), never below the floor (two chunks a second: every catch-up
+// moves); less than shareGrowFrac grows it by an eighth (at least the
+// floor) up to 8× what the reader fetches; in between it holds, so the
+// cap settles rather than oscillates. With producers there is always a
+// cap: it starts at shareStartFloors floors (slow start) and an idle
+// reader's cap falls back to that, so no catch-up begins at full speed
+// before the share has seen what it does to the producers; the cap's
+// bucket holds one tick of burst, not a second. With no producer there
+// is no cap. Pure: the shell (Reader.shareLoop) measures and applies.
 
 // shareTick is how often the cap is decided.
 const shareTick = 100 * time.Millisecond
 
+// The bound: produce at most this far above its quiet p99 is fine.
+const (
+	shareHurtRatio = 1.3
+	shareHurtSlack = time.Millisecond
+)
+
+// The policy's thresholds on the share of requests above the bound.
+const (
+	shareCutFrac  = 0.015 // above: halve (a p99 at the bound is 1 %)
+	shareGrowFrac = 0.005 // below: grow; between: hold
+	shareCutGap   = 5     // ticks between two cuts
+	// shareIdleTicks ticks without a produce request mean no producers
+	// (a slow producer's gaps between requests do not lift the cap).
+	shareIdleTicks = 10
+	// shareStartFloors is the cap a catch-up starts under, in floors.
+	shareStartFloors = 4
+)
+
 // shareInput is what one decision sees.
 type shareInput struct {
-	Rate    float64       // the cap now, bytes/s; 0: none
-	Fetched float64       // bytes/s the reader's GETs fetched over the last tick
-	Produce time.Duration // mean produce latency over the last tick; 0: no produce
-	Best    time.Duration // bestProduce before this tick; 0: none yet
-	Min     float64       // the cap's floor, bytes/s
+	Rate     float64 // the cap now, bytes/s; 0: none
+	Fetched  float64 // bytes/s the reader's GETs fetched, a moving average
+	Produce  bool    // producers are on the node (requests within shareIdleTicks)
+	Slow     float64 // share of produce requests above the bound, a moving average
+	Quiet    bool    // the quiet p99 is known (else Slow means nothing)
+	SinceCut int     // ticks since the cap was last cut
+	Min      float64 // the cap's floor, bytes/s
+}
+
+// shareBounds returns the produce latency above which a request counts
+// as hurt, for a quiet p99.
+func shareBounds(quiet time.Duration) time.Duration {
+	q := float64(quiet)
+	return time.Duration(max(q*shareHurtRatio, q+float64(shareHurtSlack)))
 }
 
 // shareRate returns the cap for the next tick, 0 for none.
 func shareRate(in shareInput) float64 {
-	if in.Produce <= 0 || in.Best <= 0 {
+	if !in.Produce {
 		return 0
 	}
-	if in.Fetched > 0 && float64(in.Produce) > 1.25*float64(in.Best) {
+	start := shareStartFloors * in.Min
+	switch {
+	case !in.Quiet:
+		return max(in.Rate, start) // no yardstick yet: the slow start
+	case in.Slow > shareCutFrac && in.Fetched > 0:
+		if in.SinceCut < shareCutGap && in.Rate > 0 {
+			return in.Rate // the last cut has not shown yet
+		}
 		base := in.Fetched
 		if in.Rate > 0 {
 			base = min(base, in.Rate)
 		}
 		return max(in.Min, base/2)
+	case in.Rate <= 0:
+		return max(start, in.Fetched)
+	case in.Slow >= shareGrowFrac:
+		return in.Rate // hold
 	}
-	if in.Rate <= 0 {
-		return 0
-	}
-	r := in.Rate*1.25 + in.Min
-	if in.Fetched > 0 && r > 8*max(in.Fetched, in.Min) {
-		return 0 // far above what readers use: no cap
-	}
-	return r
+	// Fine: grow, but to no more than 8x what readers use (at least the
+	// start): an idle reader's cap falls back to the start, so the next
+	// catch-up starts slowly again.
+	return min(in.Rate+max(in.Rate/8, in.Min), max(8*in.Fetched, start))
 }
 
-// bestProduce folds a tick's mean produce latency into the best one:
-// the lower of the two, the best drifting up 1 % a tick. A tick without
-// produce leaves it.
-func bestProduce(best, tick time.Duration) time.Duration {
-	if tick <= 0 {
-		return best
+// shareQuietDecay is how much of the quiet histogram each folded tick
+// keeps: a memory of some 30 ticks, several hundred requests, enough for
+// a p99.
+const shareQuietDecay = 31.0 / 32
+
+// shareQuietTick reports whether a tick's produce latencies are the
+// node's quiet ones: the reader has fetched nothing for shareIdleTicks
+// (a catch-up's GETs come a chunk at a time, and between them it still
+// serves fetches from the chunk cache: one tick without a GET is not
+// quiet), or the cap is at its floor (all the reader can yield).
+func shareQuietTick(sinceFetch int, rate, floor float64) bool {
+	return sinceFetch >= shareIdleTicks || rate > 0 && rate <= floor
+}
+
+// shareQuietFold folds a tick's counts into the quiet histogram.
+func shareQuietFold(quiet []float64, tick []int64) {
+	for i := range quiet {
+		quiet[i] = quiet[i]*shareQuietDecay + float64(tick[i])
 	}
-	if best <= 0 {
-		return tick
+}
+
+// shareAbove returns how many of a tick's requests were above d (the
+// buckets wholly above it).
+func shareAbove(tick []int64, d time.Duration) int64 {
+	var n int64
+	for i, c := range tick {
+		if i > 0 && shareBucketTop(i-1) >= d {
+			n += c
+		}
 	}
-	return min(tick, time.Duration(math.Ceil(float64(best)*1.01)))
+	return n
+}
+
+// The produce histogram: shareSub buckets per power of two from
+// 2^shareMinShift ns (16 µs) up; the last bucket takes everything above.
+const (
+	shareSubBits  = 3
+	shareSub      = 1 << shareSubBits
+	shareMinShift = 14
+	shareOctaves  = 17 // 16 µs .. 2 s
+	shareBuckets  = shareOctaves*shareSub + 1
+)
+
+// shareBucket returns the histogram bucket of a latency.
+func shareBucket(d time.Duration) int {
+	if d < 1<<shareMinShift {
+		return 0
+	}
+	ns := uint64(d)
+	e := bits.Len64(ns) - 1 // 2^e <= ns < 2^(e+1)
+	i := (e-shareMinShift)*shareSub + int(ns>>(e-shareSubBits))&(shareSub-1)
+	return min(i, shareBuckets-1)
+}
+
+// shareBucketTop returns the upper bound of bucket i (its latencies are
+// below it); the last bucket's is its lower bound.
+func shareBucketTop(i int) time.Duration {
+	i = min(i+1, shareBuckets-1)
+	e := i/shareSub + shareMinShift
+	return time.Duration(uint64(shareSub+i%shareSub) << (e - shareSubBits))
+}
+
+// shareQuantileOf returns the q quantile of a histogram's counts (the
+// upper bound of the bucket that holds it), 0 for an empty one.
+func shareQuantileOf[T int64 | float64](counts []T, q float64) time.Duration {
+	var n float64
+	for _, c := range counts {
+		n += float64(c)
+	}
+	if n <= 0 {
+		return 0
+	}
+	rank := q * n
+	var seen float64
+	for i, c := range counts {
+		if seen += float64(c); seen >= rank {
+			return shareBucketTop(i)
+		}
+	}
+	return shareBucketTop(len(counts) - 1)
 }
 
 // NoteProduce records one produce request's latency (the broker calls it
-// for each). The first call starts the fair-share loop.
+// for each): one atomic add. The first call starts the fair-share loop.
 func (r *Reader) NoteProduce(d time.Duration) {
-	r.produceSum.Add(int64(d))
-	r.produceN.Add(1)
+	r.produceHist[shareBucket(d)].Add(1)
 	r.shareOnce.Do(func() { r.background(r.shareLoop) })
 }
 
@@ -85,8 +210,13 @@ func (r *Reader) NoteProduce(d time.Duration) {
 func (r *Reader) shareLoop() {
 	t := time.NewTicker(shareTick)
 	defer t.Stop()
-	var best time.Duration
-	var rate float64
+	var (
+		rate, fetchedAvg, slow float64
+		sinceCut, idle         int
+		sinceFetch             = shareIdleTicks
+		counts                 [shareBuckets]int64
+		quiet                  [shareBuckets]float64
+	)
 	last := time.Now()
 	floor := float64(2 * r.chunkBytes)
 	for {
@@ -96,15 +226,36 @@ func (r *Reader) shareLoop() {
 		case now := <-t.C:
 			el := now.Sub(last).Seconds()
 			last = now
-			var mean time.Duration
-			if n := r.produceN.Swap(0); n > 0 {
-				mean = time.Duration(r.produceSum.Swap(0) / n)
-			} else {
-				r.produceSum.Store(0)
+			var n int64
+			for i := range counts {
+				counts[i] = r.produceHist[i].Swap(0)
+				n += counts[i]
 			}
 			fetched := float64(r.fetchedBytes.Swap(0)) / max(el, 1e-3)
-			rate = shareRate(shareInput{Rate: rate, Fetched: fetched, Produce: mean, Best: best, Min: floor})
-			best = bestProduce(best, mean)
+			if sinceFetch++; fetched > 0 {
+				sinceFetch = 0
+			}
+			if fetchedAvg += (fetched - fetchedAvg) / 8; sinceFetch >= shareIdleTicks {
+				fetchedAvg = 0 // the reader is idle
+			}
+			q99 := shareQuantileOf(quiet[:], 0.99)
+			if n > 0 && q99 > 0 {
+				slow += (float64(shareAbove(counts[:], shareBounds(q99)))/float64(n) - slow) / 8
+			}
+			if idle++; n > 0 {
+				idle = 0
+			}
+			next := shareRate(shareInput{Rate: rate, Fetched: fetchedAvg, Produce: idle < shareIdleTicks, Slow: slow,
+				Quiet: q99 > 0, SinceCut: sinceCut, Min: floor})
+			if next > 0 && next < rate*0.75 {
+				sinceCut = 0 // a cut (not the ceiling following the reader down)
+			} else {
+				sinceCut++
+			}
+			if shareQuietTick(sinceFetch, rate, floor) {
+				shareQuietFold(quiet[:], counts[:])
+			}
+			rate = next
 			r.setShare(rate)
 		}
 	}
@@ -139,16 +290,16 @@ func (r *Reader) setShare(rate float64) {
 		r.shareOn.Store(false)
 		return
 	}
-	r.share.setRate(rate, !was)
+	r.share.setRate(rate, shareTick, !was)
 	r.shareOn.Store(true)
 }
 
 // shareState is the fair share's part of a [Reader]: the produce
 // latencies and fetched bytes of the current tick, and the cap.
 type shareState struct {
-	produceSum, produceN atomic.Int64
-	fetchedBytes         atomic.Int64
-	shareOn              atomic.Bool
-	shareBits            atomic.Uint64 // the cap, float64 bits (0: none)
-	share                *tokenBucket
+	produceHist  [shareBuckets]atomic.Int64
+	fetchedBytes atomic.Int64
+	shareOn      atomic.Bool
+	shareBits    atomic.Uint64 // the cap, float64 bits (0: none)
+	share        *tokenBucket
 }

@@ -496,7 +496,11 @@ func writeMarkdown(w io.Writer, m meta, s *resultSet) {
 	seq := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.SeqWriteMBPerSec }))
 	sf := median(collect(s.machines, func(x *loadgen.Machine) float64 { return x.LoopbackSendfileMBs }))
 	p("| sequential file write (one fsync) | %s MB/s (median of %d) |\n", fig(seq), len(s.machines))
-	p("| loopback sendfile | %s MB/s (median of %d) |\n\n", fig(sf), len(s.machines))
+	p("| loopback sendfile | %s MB/s (median of %d) |\n", fig(sf), len(s.machines))
+	if g, n, chunk := rawGet(s.machines); n > 0 {
+		p("| object store ranged GET (one stream, %s per GET) | %s MB/s (median of %d) |\n", sizeName(chunk), fig(g), n)
+	}
+	p("\n")
 
 	scenarios := s.scenarios()
 	if len(scenarios) == 0 {
@@ -550,7 +554,7 @@ func writeHowTo(p func(string, ...any)) {
 	p("`bench/run` builds `strata`, measures the machine (`strata loadgen machine`), starts a Strata node on 127.0.0.1 with a fresh data directory and free ports, starts the kfake peer (`strata loadgen kfake`, and `--data-dir` for kfake-files unless `BENCH_KFAKE_FILES=0`; with `--metrics-listen`, so its CPU is sampled as Strata's is), runs each scenario against each with `--duration $BENCH_DURATION` (default 20s) RUNS times (default 3), keeps every JSON result and HTML report in `bench/results/<timestamp>/` (not committed), and regenerates this page with `go run ./bench/mkreport`. ")
 	p("The replication scenarios (%s, %s) also start three nodes with `scripts/cluster3` (fresh data directories, free ports) and run on them with `--replication-factor 3 --topic-config min.insync.replicas=2`; their records are 1KiB, acks=all, and %s runs open-loop at `BENCH_E2E_RATE` records/s (default 10000). ", replicatedThroughput, replicatedE2E, replicatedE2E)
 	p("The transaction scenarios (%s, %s) are the replication scenarios' workloads with `--txn-interval 100ms` (transactional producers committing every 100 ms), %s with `--isolation read_committed` consumers. ", txnThroughput, txnE2E, txnE2E)
-	p("Catch-up runs against Strata only (it reads back a backlog that lives in the remote tier); fill writes a small fixed amount (`BENCH_FILL`, default 256MiB) instead of the preset's 10GiB. ")
+	p("Catch-up runs against Strata only (it reads back a backlog that lives in the remote tier: 4 MiB segments, 4 MiB of local retention a partition, retention checked every second, so most of the `BENCH_CATCHUP_FILL` backlog, default 128MiB, is below the local start); when a `minio` binary is installed (`BENCH_MINIO`, else `$(go env GOPATH)/bin/minio` or PATH) its remote tier is an S3 bucket on a MinIO started for the run on 127.0.0.1, and `strata loadgen machine --s3-endpoint` measures a raw ranged GET (one stream, 4 MiB per GET, minio-go) of a backlog-sized object from that MinIO in the same run; without one the remote tier is the fs store. fill writes a small fixed amount (`BENCH_FILL`, default 256MiB) instead of the preset's 10GiB. ")
 	p("Object-store cost comes from the node's `/metrics` before and after each run (`--metrics-url`), priced at $0.005 per 1000 PUT/LIST and $0.0004 per 1000 GET. ")
 	p("Single runs on a shared 2-core machine vary by tens of percent: compare medians, and rerun before drawing conclusions.\n")
 }
@@ -883,7 +887,7 @@ func writeScenario(p func(string, ...any), s *resultSet, sc string, seq, sf floa
 			}
 		}
 		p("\n")
-		writeCatchUp(p, st)
+		writeCatchUp(p, st, s.machines)
 		writeCost(p, st)
 		notes(p, s.runs[sc])
 	}
@@ -1011,7 +1015,40 @@ func writeSection(w io.Writer, m meta, s *resultSet) {
 	p("%s", block)
 }
 
-func writeCatchUp(p func(string, ...any), st []*loadgen.Result) {
+// rawGet is the median raw ranged GET rate of the machine measurements
+// that have one (the MinIO the catch-up read from, in the same run), how
+// many had one and their bytes per GET.
+func rawGet(ms []*loadgen.Machine) (mbs float64, n int, chunk int64) {
+	var gs []float64
+	for _, m := range ms {
+		if m.S3Get != nil && m.S3Get.MBPerSec > 0 {
+			gs = append(gs, m.S3Get.MBPerSec)
+			chunk = m.S3Get.ChunkBytes
+		}
+	}
+	if len(gs) == 0 {
+		return math.NaN(), 0, 0
+	}
+	return median(gs), len(gs), chunk
+}
+
+// sizeName writes a byte count in binary units (4 MiB).
+func sizeName(b int64) string {
+	switch {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", b>>10)
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// writeCatchUp is the catch-up line: the read, the producers' p99 alone
+// and during it from the same runs, and, when the runs read from an
+// object store whose raw ranged GET the machine measurement took in the
+// same run (MinIO), the read as a share of it, with the remote reader's
+// GETs per GiB and chunk-cache hit ratio.
+func writeCatchUp(p func(string, ...any), st []*loadgen.Result, ms []*loadgen.Machine) {
 	var cs []*loadgen.Result
 	for _, r := range st {
 		if r.CatchUp != nil {
@@ -1030,8 +1067,18 @@ func writeCatchUp(p func(string, ...any), st []*loadgen.Result) {
 			never++
 		}
 	}
-	p("Catch-up (Strata, median of %d): backlog %s MB, caught up after %s s (%d of %d runs never caught up), read %s MB/s, producer p99 %s ms alone → %s ms during (×%s).\n\n",
-		len(cs),
+	backend := ""
+	for _, r := range cs {
+		if r.Cost != nil && r.Cost.Backend != "" {
+			backend = r.Cost.Backend
+		}
+	}
+	from := ""
+	if backend != "" {
+		from = ", remote store " + backend
+	}
+	p("Catch-up (Strata%s, median of %d): backlog %s MB, caught up after %s s (%d of %d runs never caught up), read %s MB/s, producer p99 %s ms alone → %s ms during (×%s).\n\n",
+		from, len(cs),
 		get(func(c *loadgen.CatchUp) float64 { return float64(c.BacklogBytes) / 1e6 }),
 		fig(med(cs, func(r *loadgen.Result) float64 {
 			if r.CatchUp.CaughtUpSeconds < 0 {
@@ -1044,7 +1091,43 @@ func writeCatchUp(p func(string, ...any), st []*loadgen.Result) {
 		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99Before }),
 		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99During }),
 		get(func(c *loadgen.CatchUp) float64 { return c.ProducerP99Increase }))
+	bb := med(cs, func(r *loadgen.Result) float64 { return positive(r.CatchUp.BrokerProduceP99Before) })
+	bd := med(cs, func(r *loadgen.Result) float64 { return positive(r.CatchUp.BrokerProduceP99During) })
+	if !math.IsNaN(bb) && !math.IsNaN(bd) {
+		p("Inside the broker (its produce request latency, the same phases): p99 %s ms alone → %s ms during (×%s); the rest of the producers' p99 is the client's own.\n\n",
+			fig(bb), fig(bd), fig(med(cs, func(r *loadgen.Result) float64 {
+				return positive(r.CatchUp.BrokerProduceP99During) / positive(r.CatchUp.BrokerProduceP99Before)
+			})))
+	}
+	cost := func(f func(*loadgen.Cost) float64) float64 {
+		return med(cs, func(r *loadgen.Result) float64 {
+			if r.Cost == nil {
+				return math.NaN()
+			}
+			return positive(f(r.Cost))
+		})
+	}
+	gets := cost(func(c *loadgen.Cost) float64 { return c.RemoteGetsPerGiBRead })
+	hit := cost(func(c *loadgen.Cost) float64 { return c.CacheHitRatio })
+	raw, n, chunk := rawGet(ms)
+	if math.IsNaN(gets) && math.IsNaN(hit) && n == 0 {
+		return
+	}
+	p("Remote reads: %s GETs per GiB read from the remote tier, chunk-cache hit ratio %s", fig(gets), fig(hit))
+	if n > 0 && s3Backend(backend) {
+		rd := med(cs, func(r *loadgen.Result) float64 { return r.CatchUp.ReadMBPerSec })
+		first := med(cs, func(r *loadgen.Result) float64 { return positive(r.CatchUp.ReadMBPerSecFirst) })
+		p("; a raw ranged GET (one stream, %s per GET) from the same object store in the same run: %s MB/s (median of %d), so catch-up ÷ raw GET = %s", sizeName(chunk), fig(raw), n, ratio(rd, raw))
+		if !math.IsNaN(first) {
+			p(" (%s from the consumers' first record: %s MB/s, without the group join)", ratio(first, raw), fig(first))
+		}
+	}
+	p(".\n\n")
 }
+
+// s3Backend reports whether the catch-up's remote store was the S3 one
+// the raw GET measured (an fs store's catch-up is not held against it).
+func s3Backend(b string) bool { return strings.Contains(b, "s3") }
 
 func writeCost(p func(string, ...any), st []*loadgen.Result) {
 	var cs []*loadgen.Result

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -461,5 +462,48 @@ func TestProduceTargetsSayWhatTheMachineAllows(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("block lacks %q\n---\n%s", want, md)
 		}
+	}
+}
+
+// TestCatchUpOnMinIOAgainstRawGet: catch-up runs that read from an S3
+// remote store, and machine measurements with a raw ranged GET from it in
+// the same run: the page gives the GET rate, the remote reader's GETs per
+// GiB and hit ratio, and catch-up ÷ raw GET (median 300 of 200, 300, 400
+// against the median raw GET 600 of 500, 700: 0.50×).
+func TestCatchUpOnMinIOAgainstRawGet(t *testing.T) {
+	dir := t.TempDir()
+	for i, g := range []float64{500, 700} {
+		writeJSON(t, dir, fmt.Sprintf("machine.%d.json", i+1), &loadgen.Result{Version: 1, Scenario: "machine",
+			Machine: &loadgen.Machine{SeqWriteMBPerSec: 800, LoopbackSendfileMBs: 3000, S3Get: &loadgen.S3Get{Bytes: 128 << 20, GETs: 32, ChunkBytes: 4 << 20, MBPerSec: g}}})
+	}
+	for i, mbs := range []float64{200, 300, 400} {
+		c := result("strata", 10, 12, 0)
+		c.Scenario = "catch-up"
+		c.CatchUp = &loadgen.CatchUp{BacklogBytes: 128 << 20, CaughtUpSeconds: 2, ReadMBPerSec: mbs, ReadMBPerSecFirst: mbs * 2, ProducerP99Before: 6, ProducerP99During: 8, ProducerP99Increase: 8.0 / 6,
+			BrokerProduceP99Before: 1, BrokerProduceP99During: 1.2 + float64(i)/10}
+		c.Cost = &loadgen.Cost{Backend: "s3", RemoteGetsPerGiBRead: 256 + float64(i), CacheHitRatio: 0.5 + float64(i)/10}
+		writeJSON(t, dir, fmt.Sprintf("catch-up.strata.%d.json", i+1), c)
+	}
+	md := generate(t, dir)
+	for _, want := range []string{
+		"| object store ranged GET (one stream, 4 MiB per GET) | 600 MB/s (median of 2) |",
+		"Catch-up (Strata, remote store s3, median of 3): backlog 134 MB, caught up after 2.00 s (0 of 3 runs never caught up), read 300 MB/s, producer p99 6.00 ms alone → 8.00 ms during (×1.33).",
+		"Inside the broker (its produce request latency, the same phases): p99 1.00 ms alone → 1.30 ms during (×1.30); the rest of the producers' p99 is the client's own.",
+		"Remote reads: 257 GETs per GiB read from the remote tier, chunk-cache hit ratio 0.600; a raw ranged GET (one stream, 4 MiB per GET) from the same object store in the same run: 600 MB/s (median of 2), so catch-up ÷ raw GET = 0.50× (1.00× from the consumers' first record: 600 MB/s, without the group join).",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n---\n%s", want, md)
+		}
+	}
+	// A catch-up from the fs store is not held against the S3 GET.
+	for i := range 3 {
+		c := result("strata", 10, 12, 0)
+		c.Scenario = "catch-up"
+		c.CatchUp = &loadgen.CatchUp{ReadMBPerSec: 300}
+		c.Cost = &loadgen.Cost{Backend: "fs", CacheHitRatio: 0.5}
+		writeJSON(t, dir, fmt.Sprintf("catch-up.strata.%d.json", i+1), c)
+	}
+	if md := generate(t, dir); strings.Contains(md, "catch-up ÷ raw GET") || !strings.Contains(md, "remote store fs") {
+		t.Errorf("an fs catch-up held against the S3 GET, or its store not named\n%s", md)
 	}
 }

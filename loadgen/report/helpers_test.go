@@ -40,8 +40,8 @@ func realisticResult() *loadgen.Result {
 			ProducerP99Before: 11.11, ProducerP99During: 22.22, ProducerP99Increase: 2},
 		Cost: &loadgen.Cost{MetricsURL: "127.0.0.1:9644/metrics", Puts: 444, Gets: 17, Lists: 3, Deletes: 5,
 			BytesPut: 1.48e9, BytesGot: 2.1e7, PutsPerGiBIn: 321.5, GetsPerGiBOut: 12.25, PricePerKPut: 0.005, PricePerKGet: 0.0004,
-			EstimatedCostUSD: 0.002227},
-		Machine: &loadgen.Machine{SeqWriteMBPerSec: 812.4, LoopbackSendfileMBs: 2345.6},
+			EstimatedCostUSD: 0.002227, RemoteReadBytes: 1.07e9, RemoteGetsPerGiBRead: 256.5, CacheHitRatio: 0.875},
+		Machine: &loadgen.Machine{SeqWriteMBPerSec: 812.4, LoopbackSendfileMBs: 2345.6, S3Get: &loadgen.S3Get{MBPerSec: 816.3}},
 		Errors:  []string{"3× NOT_LEADER_OR_FOLLOWER: the broker is not the leader"},
 		Notes:   []string{"tiering enabled with the fs object store"},
 		Environment: &loadgen.Environment{

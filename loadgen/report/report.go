@@ -164,6 +164,12 @@ func buildView(r *loadgen.Result) view {
 			{"price per 1000 GET (USD)", num(c.PricePerKGet)},
 			{"estimated request cost (USD)", num(c.EstimatedCostUSD)},
 		}
+		if c.RemoteReadBytes > 0 {
+			v.Cost = append(v.Cost,
+				kv{"remote reads: bytes returned to fetches", bytesStr(c.RemoteReadBytes)},
+				kv{"remote reads: GETs per GiB read", num(c.RemoteGetsPerGiBRead)},
+				kv{"remote reads: chunk cache hit ratio", num(c.CacheHitRatio)})
+		}
 	}
 	if m := r.Machine; m != nil {
 		v.Machine = []kv{
@@ -171,6 +177,9 @@ func buildView(r *loadgen.Result) view {
 			{"loopback sendfile (MB/s)", num(m.LoopbackSendfileMBs)},
 			{"produce MB/s / sequential write", ratio(r.Produce.MBPerSec, m.SeqWriteMBPerSec)},
 			{"consume MB/s / loopback sendfile", ratio(r.Consume.MBPerSec, m.LoopbackSendfileMBs)},
+		}
+		if g := m.S3Get; g != nil {
+			v.Machine = append(v.Machine, kv{"object store ranged GET, one stream (MB/s)", num(g.MBPerSec)})
 		}
 	}
 	return v

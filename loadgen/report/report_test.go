@@ -123,8 +123,8 @@ func TestWriteHTMLSectionsShowTheirFigures(t *testing.T) {
 	doc := parse(t, render(t, r))
 	for id, want := range map[string][]string{
 		"catchup":  {"987654", "7.25 s", "139.5", "11.11", "22.22", "2.00×"},
-		"cost":     {"127.0.0.1:9644/metrics", "444.0", "321.5", "12.25", "0.00223", "0.0004"},
-		"machine":  {"812.4", "2345.6", "6.08 %", "2.10 %"}, // 49.37/812.4, 49.36/2345.6
+		"cost":     {"127.0.0.1:9644/metrics", "444.0", "321.5", "12.25", "0.00223", "0.0004", "256.5", "0.875"},
+		"machine":  {"812.4", "2345.6", "6.08 %", "2.10 %", "816.3"}, // 49.37/812.4, 49.36/2345.6
 		"workload": {"max-throughput", "fixed (size 1KiB)", "retention.ms=600000, segment.bytes=67108864", "unlimited", "all", "5ms"},
 		"errors":   {"3× NOT_LEADER_OR_FOLLOWER: the broker is not the leader"},
 		"notes":    {"tiering enabled with the fs object store"},
