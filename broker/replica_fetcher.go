@@ -12,8 +12,7 @@ package broker
 //
 //	fetcher goroutine: build one Fetch of its partitions ─▶ leader (one in flight)
 //	                   ─▶ per partition, under fetcher.mu, if its state is still the one fetched:
-//	                      data            append (one write; the partitions of a response in
-//	                                      parallel, appendEach), HW := min(leader HW, LEO), log start
+//	                      data            append (one write), HW := min(leader HW, LEO), log start
 //	                      DivergingEpoch  truncate (divergenceTruncation), fetch again
 //	                      OFFSET_OUT_OF_RANGE            ListOffsets latest/earliest, truncate (outOfRangePlan)
 //	                      OFFSET_MOVED_TO_TIERED_STORAGE n.rebuildFromTier (replica_tier.go)
@@ -48,10 +47,8 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -397,9 +394,6 @@ type fetcher struct {
 	// sess is the fetch session with the leader; only the loop's
 	// goroutine touches it (buildRequest, and run after each response).
 	sess followerSession
-	// apps is process's scratch, reused from response to response (the
-	// loop's goroutine only).
-	apps []followerAppend
 
 	kick   chan struct{} // cap 1: a partition was added or restarted
 	ctx    context.Context
@@ -660,7 +654,6 @@ func (f *fetcher) process(sent map[tpKey]sentPart, resp *kmsg.FetchResponse) {
 		rp kmsg.FetchResponseTopicPartition
 	}
 	var outOfRange, tiered, epochQuery []later
-	apps := f.apps[:0]
 	f.mu.Lock()
 	// Under f.mu: add rewrites st.topicID when it restarts a partition in
 	// a new epoch (a reassignment's completion bumps it under a leader
@@ -686,13 +679,10 @@ func (f *fetcher) process(sent map[tpKey]sentPart, resp *kmsg.FetchResponse) {
 			}
 			switch rp.ErrorCode {
 			case 0:
-				recs, more := f.prepareData(st, &rp)
+				f.handleData(st, &rp)
 				if st.needEpochQuery {
 					st.needEpochQuery = false
 					epochQuery = append(epochQuery, later{s, rp})
-				}
-				if more {
-					apps = append(apps, followerAppend{st: st, recs: recs, hw: rp.HighWatermark, logStart: rp.LogStartOffset})
 				}
 			case kerr.OffsetOutOfRange.Code:
 				outOfRange = append(outOfRange, later{s, rp})
@@ -712,15 +702,7 @@ func (f *fetcher) process(sent map[tpKey]sentPart, resp *kmsg.FetchResponse) {
 			}
 		}
 	}
-	// The partitions' appends in parallel (each its own log), then their
-	// outcomes in response order.
-	appendEach(apps)
-	for i := range apps {
-		f.finishData(&apps[i])
-	}
 	f.mu.Unlock()
-	clear(apps)
-	f.apps = apps[:0]
 	for _, l := range outOfRange {
 		f.handleOutOfRange(l.s)
 	}
@@ -805,24 +787,9 @@ func (f *fetcher) epochEndOffset(ctx context.Context, st *followState, epoch int
 	return rp.LeaderEpoch, rp.EndOffset, nil
 }
 
-// followerAppend is one partition of a response after prepareData: the
-// records to append (nil: none), then the append's outcome, which
-// finishData applies.
-type followerAppend struct {
-	st       *followState
-	recs     []byte
-	hw       int64 // the leader's HW and log start in the response
-	logStart int64
-	info     storage.AppendInfo
-	err      error
-	took     time.Duration
-}
-
-// prepareData is the first half of applying a partition's answer: the
-// truncation its DivergingEpoch asks for, or the whole batches to append
-// at the fetch offset (followerBatches). more says the partition goes on
-// to the append (when recs is not empty) and finishData. f.mu held.
-func (f *fetcher) prepareData(st *followState, rp *kmsg.FetchResponseTopicPartition) (recs []byte, more bool) {
+// handleData applies a partition's records, or the truncation its
+// DivergingEpoch asks for. f.mu held.
+func (f *fetcher) handleData(st *followState, rp *kmsg.FetchResponseTopicPartition) {
 	p := st.p
 	if rp.DivergingEpoch.Epoch >= 0 {
 		// The leader found our log past the end of our last epoch on its
@@ -836,7 +803,7 @@ func (f *fetcher) prepareData(st *followState, rp *kmsg.FetchResponseTopicPartit
 			// or we would send it as LastFetchedEpoch again and again.
 			if err := p.truncateAsFollower(off); err != nil {
 				f.fail(st, "truncate", err)
-				return nil, false
+				return
 			}
 			if off < leo {
 				f.env.metrics.truncated()
@@ -845,128 +812,64 @@ func (f *fetcher) prepareData(st *followState, rp *kmsg.FetchResponseTopicPartit
 		f.env.logger.Info("broker: follower truncated by leader epoch", "topic", p.topic, "partition", p.index,
 			"diverging_epoch", rp.DivergingEpoch.Epoch, "leader_end_offset", rp.DivergingEpoch.EndOffset, "from", leo, "to", p.log.LogEndOffset(), "complete", done)
 		st.fetchOffset = p.log.LogEndOffset()
-		return nil, false
-	}
-	if len(rp.RecordBatches) == 0 {
-		return nil, true
-	}
-	if leo := p.log.LogEndOffset(); leo != st.fetchOffset {
-		// Something else moved the log (cannot happen while this
-		// fetcher owns it): fetch again from where it is.
-		st.fetchOffset = leo
-		return nil, false
-	}
-	recs, err := followerBatches(rp.RecordBatches, st.fetchOffset)
-	if errors.Is(err, errStraddle) {
-		// Our log ends inside one of the leader's batches: it differs
-		// from the leader's there, and the leader did not say so with
-		// DivergingEpoch (a peer that does not check LastFetchedEpoch).
-		// Ask with OffsetsForLeaderEpoch instead (process does it after
-		// this pass, without f.mu).
-		st.needEpochQuery = true
-		return nil, false
-	}
-	if err != nil {
-		f.env.metrics.fetchError("CORRUPT_MESSAGE")
-		f.env.logger.Warn("broker: replica fetch returned unusable batches, retrying", "topic", p.topic, "partition", p.index, "offset", st.fetchOffset, "err", err)
-		st.delayUntil = time.Now().Add(f.env.cfg.Backoff)
-		return nil, false
-	}
-	return recs, true
-}
-
-// appendEach runs the appends of a response's partitions: one write each
-// (storage.Log.Append writes a partition's batches at once), the
-// partitions in parallel on at most max(GOMAXPROCS, 2) goroutines, since
-// each has its own log and append lock. A partition's appends stay in
-// order: a fetcher has one response in flight, and a partition is on one
-// fetcher.
-func appendEach(apps []followerAppend) {
-	do := func(a *followerAppend) {
-		if len(a.recs) == 0 {
-			return
-		}
-		start := time.Now()
-		a.info, a.err = a.st.p.appendAsFollower(a.recs)
-		a.took = time.Since(start)
-	}
-	n := 0
-	for i := range apps {
-		if len(apps[i].recs) > 0 {
-			n++
-		}
-	}
-	workers := min(max(runtime.GOMAXPROCS(0), 2), n)
-	if workers <= 1 {
-		for i := range apps {
-			do(&apps[i])
-		}
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var panicked atomic.Pointer[any]
-	work := func() {
-		defer wg.Done()
-		defer func() {
-			if p := recover(); p != nil {
-				panicked.CompareAndSwap(nil, &p)
-			}
-		}()
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= len(apps) {
-				return
-			}
-			do(&apps[i])
+	if len(rp.RecordBatches) > 0 {
+		if leo := p.log.LogEndOffset(); leo != st.fetchOffset {
+			// Something else moved the log (cannot happen while this
+			// fetcher owns it): fetch again from where it is.
+			st.fetchOffset = leo
+			return
 		}
-	}
-	wg.Add(workers)
-	for range workers - 1 {
-		go work()
-	}
-	work()
-	wg.Wait()
-	if p := panicked.Load(); p != nil {
-		panic(*p)
-	}
-}
-
-// finishData is the second half: the append's outcome, then the leader's
-// HW and log start. f.mu held.
-func (f *fetcher) finishData(a *followerAppend) {
-	st := a.st
-	p := st.p
-	if len(a.recs) > 0 {
-		if err := a.err; err != nil {
-			if errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrClosed) || p.log.Failed() {
-				f.fail(st, "append", err)
-				return
-			}
-			f.env.metrics.fetchError("APPEND")
-			f.env.logger.Warn("broker: follower append refused, retrying", "topic", p.topic, "partition", p.index, "offset", st.fetchOffset, "err", err)
+		recs, err := followerBatches(rp.RecordBatches, st.fetchOffset)
+		if errors.Is(err, errStraddle) {
+			// Our log ends inside one of the leader's batches: it differs
+			// from the leader's there, and the leader did not say so with
+			// DivergingEpoch (a peer that does not check LastFetchedEpoch).
+			// Ask with OffsetsForLeaderEpoch instead (process does it after
+			// this pass, without f.mu).
+			st.needEpochQuery = true
+			return
+		}
+		if err != nil {
+			f.env.metrics.fetchError("CORRUPT_MESSAGE")
+			f.env.logger.Warn("broker: replica fetch returned unusable batches, retrying", "topic", p.topic, "partition", p.index, "offset", st.fetchOffset, "err", err)
 			st.delayUntil = time.Now().Add(f.env.cfg.Backoff)
 			return
 		}
-		f.env.metrics.appended(a.took, a.info)
-		if f.env.throttled(st) {
-			f.env.quota.record(int64(len(a.recs)))
+		if len(recs) > 0 {
+			start := time.Now()
+			info, err := p.appendAsFollower(recs)
+			if err != nil {
+				if errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrClosed) || p.log.Failed() {
+					f.fail(st, "append", err)
+					return
+				}
+				f.env.metrics.fetchError("APPEND")
+				f.env.logger.Warn("broker: follower append refused, retrying", "topic", p.topic, "partition", p.index, "offset", st.fetchOffset, "err", err)
+				st.delayUntil = time.Now().Add(f.env.cfg.Backoff)
+				return
+			}
+			f.env.metrics.appended(time.Since(start), info)
+			if f.env.throttled(st) {
+				f.env.quota.record(int64(len(recs)))
+			}
+			st.fetchOffset = info.LastOffset + 1
 		}
-		st.fetchOffset = a.info.LastOffset + 1
 	}
 	leo := p.log.LogEndOffset()
-	if a.hw >= 0 {
+	if rp.HighWatermark >= 0 {
 		// Kafka's follower takes min(leader HW, LEO), backwards too: a
 		// restarted follower's HW (its LEO here) may be above the real one.
-		p.setFollowerHW(min(a.hw, leo))
+		p.setFollowerHW(min(rp.HighWatermark, leo))
 		p.followerHWKnown.Store(true)
 	}
-	if a.logStart > p.log.LogStartOffset() && a.logStart <= p.hw.Load() {
-		if err := p.log.SetLogStartOffset(a.logStart); err != nil {
-			f.env.logger.Warn("broker: follower log start not moved", "topic", p.topic, "partition", p.index, "to", a.logStart, "err", err)
+	if rp.LogStartOffset > p.log.LogStartOffset() && rp.LogStartOffset <= p.hw.Load() {
+		if err := p.log.SetLogStartOffset(rp.LogStartOffset); err != nil {
+			f.env.logger.Warn("broker: follower log start not moved", "topic", p.topic, "partition", p.index, "to", rp.LogStartOffset, "err", err)
 		}
 	}
-	st.lag = max(0, a.hw-st.fetchOffset)
+	st.lag = max(0, rp.HighWatermark-st.fetchOffset)
 }
 
 // fail marks st failed: its local log cannot take the leader's data. f.mu

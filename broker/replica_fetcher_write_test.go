@@ -1,13 +1,9 @@
 package broker
 
 import (
-	"path"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/strata-io/strata/internal/testutil"
-	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/storage/vfs/errfs"
 )
@@ -39,88 +35,6 @@ func TestFetcherOneWritePerResponse(t *testing.T) {
 	if got := writes.Matched(); got != 2 {
 		t.Fatalf("%d writes after a second response, want 2", got)
 	}
-}
-
-// TestFetcherAppendsAResponsesPartitionsInParallel: the partitions of one
-// fetch response are appended at the same time, not one after another.
-// While partition a's segment write is held (an errfs injector that
-// blocks), partition b of the same response reaches its leader's end;
-// appended in order, b would wait for a.
-func TestFetcherAppendsAResponsesPartitionsInParallel(t *testing.T) {
-	h := newFetcherHarness(t)
-	var mu sync.Mutex
-	armed := false
-	held := make(chan struct{}, 1)
-	release := make(chan struct{})
-	block := errfs.InjectorFunc(func(c errfs.Call) *errfs.Fault {
-		if (c.Op != errfs.OpWrite && c.Op != errfs.OpWriteAt) || path.Ext(c.Path) != ".log" {
-			return nil
-		}
-		mu.Lock()
-		on := armed
-		mu.Unlock()
-		if on {
-			select {
-			case held <- struct{}{}:
-			default:
-			}
-			<-release
-		}
-		return nil
-	})
-	a := h.follower("pa", errfs.Wrap(vfs.Default, block))
-	b := h.follower("pb", nil)
-	// After the logs' and the harness's cleanups are registered, so it
-	// runs first: a failing run lets the held write go before they close.
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-	})
-	ra, rb := h.leader.replica("pa"), h.leader.replica("pb")
-	h.follow(a, 0)
-	h.follow(b, 0)
-	// Both partitions in the fetch the leader holds.
-	testutil.Eventually(t, testWait, func() bool {
-		h.leader.mu.Lock()
-		defer h.leader.mu.Unlock()
-		n := len(h.leader.fetches)
-		return n > 0 && len(h.leader.fetches[n-1].Topics) == 2
-	}, "one fetch of both partitions")
-	mu.Lock()
-	armed = true
-	mu.Unlock()
-	// Both leaders' logs get their records at once: one response has both.
-	h.leader.mu.Lock()
-	for _, r := range []*fakeReplica{ra, rb} {
-		if err := r.log.LeaderEpochs().Assign(0, 0); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.log.Append(recordBatch(1, vals("v", 3)...), storage.AppendOptions{AssignOffsets: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(h.leader.changed)
-	h.leader.changed = make(chan struct{})
-	h.leader.mu.Unlock()
-	select {
-	case <-held:
-	case <-time.After(testWait):
-		t.Fatal("partition a's write never started")
-	}
-	testutil.Eventually(t, 5*time.Second, func() bool { return b.log.LogEndOffset() == 3 },
-		"partition b appended while partition a's write is held")
-	if a.log.LogEndOffset() != 0 {
-		t.Fatalf("partition a at %d while its write is held", a.log.LogEndOffset())
-	}
-	mu.Lock()
-	armed = false
-	mu.Unlock()
-	close(release)
-	released = true
-	h.waitIdentical(a)
-	h.waitIdentical(b)
 }
 
 // TestFollowerFetchIsSentWithSendfile: the leader answers a follower's
