@@ -28,9 +28,10 @@ package broker
 // are sent raw (Broker.Request) with v15+ semantics: ReplicaState{ID, Epoch}
 // (ReplicaID below v15), CurrentLeaderEpoch, LastFetchedEpoch (the latest
 // epoch of the local leader-epoch cache), FetchOffset = the local LEO,
-// LogStartOffset. Sessionless full fetches (no KIP-227 session): a fetcher
-// holds few partitions on these clusters, and a full request costs a few
-// bytes per partition.
+// LogStartOffset, in a KIP-227 fetch session (f.sess): after the first
+// full request an incremental one names only the partitions that changed,
+// and a session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
+// FETCH_SESSION_TOPIC_ID_ERROR) starts a new full one.
 //
 // Lock order: replicaFetchers.mu → fetcher.mu → partition.appendMu →
 // producerCell.mu. A fetcher holds fetcher.mu while it appends or
