@@ -691,6 +691,16 @@ func writeProduceTargets(p func(string, ...any), s *resultSet) {
 			ceiling := cores / lgGB * 1000
 			p("The load generator alone spends %s CPU-s per GB it produces, so even a broker that cost nothing would reach at most %s MB/s here, %s kfake-files' rate. ",
 				fig(lgGB), fig(ceiling), ratio(ceiling, med(kff, mb)))
+			// The broker's CPU per GB at which the target ratio fits on
+			// these cores beside this load generator (all cores busy).
+			if k := med(kff, mb); k > 0 {
+				need := cores/(targetFilesRatio*k/1000) - lgGB
+				if need > 0 {
+					p("Reaching %.1f× kfake-files with every core busy would take a broker at %s CPU-s per GB or less (Strata: %s). ", targetFilesRatio, fig(need), fig(med(st, cpuPerGBProduced)))
+				} else {
+					p("%.1f× kfake-files does not fit on these cores beside this load generator, whatever the broker costs. ", targetFilesRatio)
+				}
+			}
 		}
 		p("\n\n")
 		break

@@ -458,6 +458,8 @@ func TestProduceTargetsSayWhatTheMachineAllows(t *testing.T) {
 		"In produce-only the load generator used 1.20 cores and Strata 0.500: together 85 % of the machine's cores (in kfake-files' runs 85 %). ",
 		"The load generator alone spends 3.64 CPU-s per GB it produces, so even a broker that cost nothing would reach at most 550 MB/s here, 2.75× kfake-files' rate. ",
 		"| load generator CPU (mean) (cores) | 1.20 | 1.20 | 1.20 |",
+		// 2 cores / (1.5 × 200 MB/s) = 6.67 CPU-s/GB for both, less the load generator's 3.64
+		"Reaching 1.5× kfake-files with every core busy would take a broker at 3.03 CPU-s per GB or less (Strata: 0.700). ",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("block lacks %q\n---\n%s", want, md)
