@@ -1,5 +1,0 @@
-//go:build !race
-
-package tiering
-
-const raceBuild = false
