@@ -123,11 +123,7 @@ func TestCluster3FranzGoSuiteTLS(t *testing.T) {
 	dir := filepath.Join(src, "pkg", "kgo")
 	env := append(os.Environ(), "GOFLAGS=-mod=mod", "KGO_SEEDS="+strings.Join(c.addrs(), ","),
 		"KGO_TEST_TLS=ca:"+caPath, "KGO_TEST_RF=3", "KGO_TEST_RECORDS="+records, "KGO_LOG_LEVEL=none")
-	first, err := testutil.RunGoTest(ctx, dir, env, "-timeout", "2m", "-run", "^("+strings.Join(kgoFirst, "|")+")$")
-	t.Logf("franz-go %s %v over TLS on the unused cluster: passed %v, failed %v", version, kgoFirst, first.Pass, first.Fail)
-	if err != nil || !first.Passed(kgoFirst...) {
-		t.Fatalf("franz-go %v over TLS did not pass: %v\n%s", kgoFirst, err, first.Report(t, "kgo-tls-first"))
-	}
+	runKgoFirst(t, ctx, dir, env, version, "kgo-tls-first")
 	start := time.Now()
 	r, err := testutil.RunGoTest(ctx, dir, env, args...)
 	t.Logf("franz-go %s kgo tests over TLS: %d passed, failed %v, in %v", version, len(r.Pass), r.Fail, time.Since(start).Round(time.Second))
