@@ -16,6 +16,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -330,27 +331,34 @@ func BenchmarkProduce(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(cl.Close)
-		val := bytes.Repeat([]byte("v"), benchRecordSize)
 		ctx := testCtx(b)
-		b.SetBytes(perOp * benchRecordSize)
-		start := time.Now()
-		b.ResetTimer()
-		for range b.N {
-			for range perOp {
-				cl.Produce(ctx, &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
-					if err != nil {
-						b.Error(err)
-					}
-				})
-			}
-			if err := cl.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(b.N*perOp)/time.Since(start).Seconds(), "records/s")
+		benchProduceLoop(b, ctx, cl, perOp)
 		if got := n.partition("bench", 0).log.LogEndOffset(); got != int64(b.N*perOp) {
 			b.Fatalf("log ends at %d after %d records", got, b.N*perOp)
 		}
 	})
+}
+
+// benchProduceLoop times b.N rounds of perOp records of benchRecordSize
+// produced through cl and flushed, and reports records/s.
+func benchProduceLoop(b *testing.B, ctx context.Context, cl *kgo.Client, perOp int) {
+	b.Helper()
+	val := bytes.Repeat([]byte("v"), benchRecordSize)
+	b.SetBytes(int64(perOp) * benchRecordSize)
+	start := time.Now()
+	b.ResetTimer()
+	for range b.N {
+		for range perOp {
+			cl.Produce(ctx, &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*perOp)/time.Since(start).Seconds(), "records/s")
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -41,24 +40,7 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			val := bytes.Repeat([]byte("v"), benchRecordSize)
-			b.SetBytes(perOp * benchRecordSize)
-			start := time.Now()
-			b.ResetTimer()
-			for range b.N {
-				for range perOp {
-					cl.Produce(ctx, &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
-						if err != nil {
-							b.Error(err)
-						}
-					})
-				}
-				if err := cl.Flush(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.N*perOp)/time.Since(start).Seconds(), "records/s")
+			benchProduceLoop(b, ctx, cl, perOp)
 		})
 	}
 }
