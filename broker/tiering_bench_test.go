@@ -29,6 +29,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,6 +54,12 @@ func tierCPUTime(b *testing.B) time.Duration {
 
 const benchTierBytes = 64 << 20
 
+// benchTierCacheBytes is the catch-up benchmarks' chunk cache: half the
+// bytes read, so every pass reads everything from the store again, and
+// not the 8 MiB (8 chunks) of the e2e tests, which is too small for the
+// read-ahead of two partitions (the default is 1 GiB).
+const benchTierCacheBytes = 32 << 20
+
 // tierBenchNode starts a node on the fs backend with a two-partition
 // tiered topic holding benchTierBytes, all of it uploaded and most of it
 // remote only.
@@ -65,7 +72,9 @@ func tierBenchNode(b *testing.B) (*Node, string, produced) {
 // given.
 func tierBenchNodeWith(b *testing.B, dir string, remote map[string]string) (*Node, string, produced) {
 	b.Helper()
-	n := startNode(b, dir, tierSettings(remote))
+	settings := tierSettings(remote)
+	settings["remote.log.cache.bytes"] = strconv.Itoa(benchTierCacheBytes)
+	n := startNode(b, dir, settings)
 	const topic = "bench"
 	createTopic(b, newAdmin(b, n), topic, e2ePartitions, tieredTopicConfigs())
 	cl := newClient(b, n, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
