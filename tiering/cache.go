@@ -58,8 +58,13 @@ import (
 // reader's CPU in BenchmarkTierCatchUp). A removed chunk's file, once no
 // reader holds it (unpinned: every view has closed its descriptor), is
 // kept as a free file, still counted in used, and the next chunk cached
-// is written over it instead of into a new file; at most freeMax are
+// is written into it instead of into a new file; at most freeMax are
 // kept, the others unlinked. Close unlinks them all.
+//
+// Reused, a file is first cut to nothing, never written over in place:
+// the socket a view's regions were sendfile(2)d to holds the file's
+// page-cache pages themselves until the peer reads them, which may be
+// long after the view is released (writeChunkFile).
 //
 // # Bytes in memory
 //
@@ -106,7 +111,8 @@ type chunkEntry struct {
 	// ra: cached by read-ahead; used: a reader looked it up since. An
 	// ra chunk evicted unused is read-ahead wasted (cacheStats.raWasted).
 	ra, used bool
-	// reused: path is a free file of a removed chunk, to be written over
+	// reused: path is a free file of a removed chunk, to be emptied and
+	// written again rather than created.
 	// rather than created.
 	reused bool
 	// spare: mem, dropped while the chunk was pinned (a view may still
@@ -282,7 +288,7 @@ func (c *chunkCache) reserve(k chunkKey, data []byte, readAhead bool) *chunkEntr
 	if c.entries[k] != nil || size > c.capacity || size <= 0 || c.closing {
 		return nil
 	}
-	// A free file's bytes pass to the new chunk, written over it.
+	// A free file's bytes pass to the new chunk, written into it.
 	var reuse *freeFile
 	for {
 		if reuse == nil && len(c.free) > 0 {

@@ -471,14 +471,29 @@ func readFileAt(path string, p []byte, off int64) error {
 }
 
 // writeChunkFile creates path (it must not exist) holding data, or, with
-// reuse, writes data over the free file at path and cuts it to
-// len(data). No fsync: the cache is wiped at start, so a torn file is
-// never read.
+// reuse, empties the free file at path and writes data into it. No
+// fsync: the cache is wiped at start, so a torn file is never read.
+//
+// A free file is cut to nothing before it is written, never written over
+// in place: its chunk's bytes may have been sendfile(2)d, and a socket
+// holds references to the page-cache pages sendfile gave it, not a copy,
+// until the peer reads them (on loopback they wait in the peer's receive
+// queue), long after the view that sent them is released. Truncation
+// takes those pages out of the file, leaving them to the socket as they
+// are; the write then fills new ones. Written over in place, the pages
+// would change under the socket and a consumer would read the new
+// chunk's batches where the old one's were sent
+// (TestReaderViewSentWithSendfileSurvivesFileReuse).
 func writeChunkFile(path string, data []byte, reuse bool) error {
 	var f vfs.File
 	var err error
 	if reuse {
 		f, err = vfs.Default.OpenReadWrite(path)
+		if err == nil {
+			if err = f.Truncate(0); err != nil {
+				f.Close()
+			}
+		}
 	} else {
 		f, err = vfs.Default.CreateExclusive(path, 0o600)
 	}
@@ -488,12 +503,6 @@ func writeChunkFile(path string, data []byte, reuse bool) error {
 	if _, err := f.WriteAt(data, 0); err != nil {
 		f.Close()
 		return err
-	}
-	if reuse {
-		if err := f.Truncate(int64(len(data))); err != nil {
-			f.Close()
-			return err
-		}
 	}
 	return f.Close()
 }
