@@ -111,7 +111,8 @@ func produceBench(b testing.TB, cl *kgo.Client, topic string, total int64, p *pr
 	}
 }
 
-// readAll consumes the topic from offset 0 to the ends in want.
+// readAll consumes the topic from offset 0 to the ends in want, every
+// offset below them once and in order.
 func readAll(b testing.TB, n *Node, topic string, want produced) int64 {
 	offsets := map[string]map[int32]kgo.Offset{topic: {}}
 	for p := int32(0); p < e2ePartitions; p++ {
@@ -145,9 +146,12 @@ func readAll(b testing.TB, n *Node, topic string, want produced) int64 {
 			if r.Offset >= want[r.Partition] {
 				return // appended beside the read
 			}
-			if r.Offset >= next[r.Partition] {
-				next[r.Partition] = r.Offset + 1
+			if r.Offset != next[r.Partition] {
+				// A skip must fail the run, not speed it up: a catch-up
+				// once skipped whole segments unnoticed here.
+				b.Fatalf("catch-up read partition %d at offset %d, want %d (in order, none missing)", r.Partition, r.Offset, next[r.Partition])
 			}
+			next[r.Partition] = r.Offset + 1
 			bytes += int64(len(r.Value))
 		})
 	}
