@@ -51,20 +51,20 @@ import (
 // last reader lets go. When nothing unpinned can make room, the chunk is
 // served without being cached.
 //
-// # Files are reused
+// # Files are never written over
 //
-// Creating and unlinking a file per chunk costs more than writing it (an
-// inode allocated and freed per chunk: about a tenth of a catch-up
-// reader's CPU in BenchmarkTierCatchUp). A removed chunk's file, once no
-// reader holds it (unpinned: every view has closed its descriptor), is
-// kept as a free file, still counted in used, and the next chunk cached
-// is written into it instead of into a new file; at most freeMax are
-// kept, the others unlinked. Close unlinks them all.
-//
-// Reused, a file is first cut to nothing, never written over in place:
-// the socket a view's regions were sendfile(2)d to holds the file's
-// page-cache pages themselves until the peer reads them, which may be
-// long after the view is released (writeChunkFile).
+// Each chunk gets a file of its own, unlinked when the chunk goes, never
+// a removed chunk's file written again: the socket a view's regions were
+// sendfile(2)d to holds references to the file's page-cache pages, not a
+// copy, until the peer reads them (on loopback they wait in the peer's
+// receive queue), long after the view is released. A file written over
+// in place changes those pages, and the peer reads the new chunk's
+// batches where the old one's were sent (a consumer skipping segments:
+// TestReaderViewSentWithSendfileKeepsItsBytes). Unlinked, the pages stay
+// as they were until the socket lets go of them. Fresh pages are what
+// cost: emptying a file and writing it again costs as much as creating
+// one (more on ext4, whose auto_da_alloc starts the writeback of a file
+// truncated to zero at its close).
 //
 // # Bytes in memory
 //
@@ -111,23 +111,10 @@ type chunkEntry struct {
 	// ra: cached by read-ahead; used: a reader looked it up since. An
 	// ra chunk evicted unused is read-ahead wasted (cacheStats.raWasted).
 	ra, used bool
-	// reused: path is a free file of a removed chunk, to be emptied and
-	// written again rather than created.
-	// rather than created.
-	reused bool
 	// spare: mem, dropped while the chunk was pinned (a view may still
 	// be reading it): handed to recycle at the last unpin.
 	spare []byte
 }
-
-// freeFile is the file of a removed chunk kept for the next one.
-type freeFile struct {
-	path string
-	size int64
-}
-
-// freeMax bounds the free files kept (they count as used bytes).
-const freeMax = 4
 
 func (e *chunkEntry) readable() bool { return e.written || e.mem != nil }
 
@@ -150,11 +137,9 @@ type chunkCache struct {
 	used      int64
 	seq       uint64
 	stats     cacheStats
-	memMax    int        // chunks that may keep their buffer
-	free      []freeFile // files of removed chunks, unpinned, for reuse; counted in used
-	closing   bool       // removeAll: unlink, keep no free file
-	raUnread  int        // entries cached by read-ahead that no reader used yet
-	memList   list.List  // of *chunkEntry with mem set, most recent first
+	memMax    int       // chunks that may keep their buffer
+	raUnread  int       // entries cached by read-ahead that no reader used yet
+	memList   list.List // of *chunkEntry with mem set, most recent first
 
 	// Metric hooks, set before use: bytes accounted change by delta; one
 	// chunk evicted. Called under mu; they must not call back.
@@ -285,31 +270,11 @@ func (c *chunkCache) reserve(k chunkKey, data []byte, readAhead bool) *chunkEntr
 	size := int64(len(data))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.entries[k] != nil || size > c.capacity || size <= 0 || c.closing {
+	if c.entries[k] != nil || size > c.capacity || size <= 0 {
 		return nil
 	}
-	// A free file's bytes pass to the new chunk, written into it.
-	var reuse *freeFile
-	for {
-		if reuse == nil && len(c.free) > 0 {
-			f := c.popFreeLocked()
-			reuse = &f
-			c.used -= f.size
-			c.onBytes(-f.size)
-		}
-		if c.used+size <= c.capacity {
-			break
-		}
-		if len(c.free) > 0 {
-			c.unlinkFreeLocked(c.popFreeLocked())
-			continue
-		}
+	for c.used+size > c.capacity {
 		if !c.evictOneLocked() {
-			if reuse != nil {
-				c.free = append(c.free, *reuse)
-				c.used += reuse.size
-				c.onBytes(reuse.size)
-			}
 			return nil
 		}
 	}
@@ -319,13 +284,9 @@ func (c *chunkCache) reserve(k chunkKey, data []byte, readAhead bool) *chunkEntr
 		delete(c.ghosts, k)
 		q = qProtected
 	}
-	e := &chunkEntry{key: k, size: size, q: q, pins: 1, ra: readAhead}
-	if reuse != nil {
-		e.path, e.reused = reuse.path, true
-	} else {
-		c.seq++
-		e.path = filepath.Join(c.dir, strconv.FormatUint(c.seq, 10)+chunkFileSuffix)
-	}
+	c.seq++
+	e := &chunkEntry{key: k, size: size, q: q, pins: 1, ra: readAhead,
+		path: filepath.Join(c.dir, strconv.FormatUint(c.seq, 10)+chunkFileSuffix)}
 	c.used += size
 	c.onBytes(size)
 	c.entries[k] = e
@@ -417,16 +378,12 @@ func (c *chunkCache) forget(obj string) {
 	}
 }
 
-// removeAll drops every chunk and unlinks the free files (Close).
+// removeAll drops every chunk (Close).
 func (c *chunkCache) removeAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closing = true
 	for _, e := range c.entries {
 		c.removeLocked(e)
-	}
-	for len(c.free) > 0 {
-		c.unlinkFreeLocked(c.popFreeLocked())
 	}
 }
 
@@ -458,26 +415,9 @@ func (c *chunkCache) removeLocked(e *chunkEntry) {
 	}
 }
 
-// unlinkLocked deletes e's file and gives its bytes back, or keeps a
-// written file as a free one for the next chunk (its bytes stay counted).
-// The bytes are given back even if the unlink fails for a file never
-// created. Called once nobody holds e (unpinned).
+// unlinkLocked deletes e's file and gives its bytes back. The bytes are
+// given back even if the unlink fails for a file never created.
 func (c *chunkCache) unlinkLocked(e *chunkEntry) {
-	if e.written && !c.closing && len(c.free) < freeMax {
-		c.free = append(c.free, freeFile{e.path, e.size})
-		return
-	}
-	c.unlinkFreeLocked(freeFile{e.path, e.size})
-}
-
-func (c *chunkCache) popFreeLocked() freeFile {
-	f := c.free[len(c.free)-1]
-	c.free = c.free[:len(c.free)-1]
-	return f
-}
-
-// unlinkFreeLocked deletes a file of size bytes and gives its bytes back.
-func (c *chunkCache) unlinkFreeLocked(e freeFile) {
 	if err := vfs.Default.Remove(e.path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 		// The file stays on disk: keep its bytes counted so the bound
 		// holds, and forget the entry (it is not reachable any more).

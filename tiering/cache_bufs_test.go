@@ -31,7 +31,7 @@ func TestChunkCacheRecyclesABufferOnlyAfterItsLastPin(t *testing.T) {
 		if e == nil {
 			t.Fatalf("chunk %v refused", k)
 		}
-		if err := writeChunkFile(e.path, data, e.reused); err != nil {
+		if err := writeChunkFile(e.path, data); err != nil {
 			t.Fatal(err)
 		}
 		c.written(e)

@@ -183,7 +183,7 @@ func (r *Reader) runChunkFlight(ctx context.Context, f *chunkFlight, k chunkKey,
 	}
 	write := func() {
 		defer release()
-		if err := writeChunkFile(e.path, data, e.reused); err != nil {
+		if err := writeChunkFile(e.path, data); err != nil {
 			r.log.Warn("tiering: remote cache write failed", "object", k.obj, "chunk", k.idx, "err", err)
 			r.cache.drop(e)
 		} else {
@@ -470,37 +470,14 @@ func readFileAt(path string, p []byte, off int64) error {
 	return err
 }
 
-// writeChunkFile creates path (it must not exist) holding data, or, with
-// reuse, empties the free file at path and writes data into it. No
-// fsync: the cache is wiped at start, so a torn file is never read.
-//
-// A free file is cut to nothing before it is written, never written over
-// in place: its chunk's bytes may have been sendfile(2)d, and a socket
-// holds references to the page-cache pages sendfile gave it, not a copy,
-// until the peer reads them (on loopback they wait in the peer's receive
-// queue), long after the view that sent them is released. Truncation
-// takes those pages out of the file, leaving them to the socket as they
-// are; the write then fills new ones. Written over in place, the pages
-// would change under the socket and a consumer would read the new
-// chunk's batches where the old one's were sent
-// (TestReaderViewSentWithSendfileSurvivesFileReuse).
-func writeChunkFile(path string, data []byte, reuse bool) error {
-	var f vfs.File
-	var err error
-	if reuse {
-		f, err = vfs.Default.OpenReadWrite(path)
-		if err == nil {
-			if err = f.Truncate(0); err != nil {
-				f.Close()
-			}
-		}
-	} else {
-		f, err = vfs.Default.CreateExclusive(path, 0o600)
-	}
+// writeChunkFile creates path (it must not exist) holding data. No fsync:
+// the cache is wiped at start, so a torn file is never read.
+func writeChunkFile(path string, data []byte) error {
+	f, err := vfs.Default.CreateExclusive(path, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(data, 0); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}
