@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 // readTxnTopic consumes partitions 0..parts-1 of topic from the start with
@@ -199,7 +201,7 @@ func TestTxnEndToEndCoordinatorFailover(t *testing.T) {
 	run(0)
 	before := waitTxnState(t, adm, id, "CompleteCommit")
 	c.stop(coord)
-	producerForgets(t, c, cl, coord)
+	producerForgets(t, c, cl, coord, "t", 3)
 	run(1)
 	adm = kadm.NewClient(c.client())
 	after := waitTxnState(t, adm, id, "CompleteCommit")
@@ -213,7 +215,8 @@ func TestTxnEndToEndCoordinatorFailover(t *testing.T) {
 
 // producerForgets returns once the stopped broker gone is out of every
 // running broker's Metadata (fenced: the controlled shutdown fences it,
-// as Kafka's does) and out of cl's broker list, the producer's coordinator
+// as Kafka's does), out of cl's broker list and no longer the leader cl
+// has for a partition of topic (0..parts-1), the producer's coordinator
 // for its transactional id still cached as gone. Round 1 then finds the
 // new coordinator through that stale cache (FindCoordinator again), and
 // no broker list change races its requests: franz-go v1.22.3 looks the
@@ -226,8 +229,10 @@ func TestTxnEndToEndCoordinatorFailover(t *testing.T) {
 // loaded machine the drop now and then lands in that window. A Kafka
 // cluster answers exactly as Strata does here (the stopped broker leaves
 // the Metadata brokers and FindCoordinator names the new leader), so the
-// race is the client's, and not what this test is about.
-func producerForgets(t *testing.T, c *testCluster, cl *kgo.Client, gone int32) {
+// race is the client's, and not what this test is about. (The partition
+// leaders only save time: a produce to a dead leader is retried, after a
+// metadata refresh kgo rate-limits to MetadataMinAge.)
+func producerForgets(t *testing.T, c *testCluster, cl *kgo.Client, gone int32, topic string, parts int32) {
 	t.Helper()
 	c.waitFenced(gone)
 	for i := int32(1); i <= 3; i++ {
@@ -247,6 +252,15 @@ func producerForgets(t *testing.T, c *testCluster, cl *kgo.Client, gone int32) {
 			t.Fatalf("metadata after stopping %d still lists it: %+v", gone, resp.Brokers)
 		}
 	}
+	testutil.Eventually(t, testWait, func() bool {
+		for p := int32(0); p < parts; p++ {
+			if l, _, _ := cl.PartitionLeader(topic, p); l == gone {
+				cl.ForceMetadataRefresh() // kgo merges repeated triggers
+				return false
+			}
+		}
+		return true
+	}, "the producer's leaders of %s off broker %d", topic, gone)
 }
 
 // BenchmarkTxnCommit: one transaction (one record, one partition) per
