@@ -321,6 +321,10 @@ func (n *Node) deferProduce(ctx context.Context, r *request, req *kmsg.ProduceRe
 			switch {
 			case err == nil:
 				err = w.p.acksAllResult()
+			case errors.Is(err, context.DeadlineExceeded) && n.presumedFenced():
+				// Cut off from the controller: the batch may be on a
+				// new leader's log or not, as with any leader change.
+				err = kerr.NotLeaderForPartition
 			case errors.Is(err, context.DeadlineExceeded):
 				err = kerr.RequestTimedOut
 			case errors.Is(err, context.Canceled):
@@ -355,6 +359,9 @@ func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceR
 	}
 	if err := p.checkLeader(-1); err != nil {
 		return nil, err
+	}
+	if n.presumedFenced() {
+		return nil, kerr.NotLeaderForPartition // its leadership is void (node.go)
 	}
 	if acks == -1 {
 		if err := p.acksAllCheck(); err != nil {

@@ -274,6 +274,7 @@ func metadataTopic(rs *replicaStatus, version int16, t metadata.TopicInfo) kmsg.
 type replicaStatus struct {
 	st         *metadata.State
 	self       int32
+	selfVoid   bool            // this broker is presumed fenced: its leaderships are void
 	failedDirs map[string]bool // this broker's failed log dirs
 	n          *Node
 }
@@ -281,7 +282,7 @@ type replicaStatus struct {
 // replicaStatus reads this broker's failed log dirs (before the metadata
 // view is taken: storage's locks are never taken under metaMu here).
 func (n *Node) replicaStatus() *replicaStatus {
-	rs := &replicaStatus{self: n.cfg.NodeID, failedDirs: map[string]bool{}, n: n}
+	rs := &replicaStatus{self: n.cfg.NodeID, selfVoid: n.presumedFenced(), failedDirs: map[string]bool{}, n: n}
 	for _, d := range n.store.Dirs() {
 		if d.Failed {
 			rs.failedDirs[d.Path] = true
@@ -297,9 +298,9 @@ func (rs *replicaStatus) aliveBroker(id int32) bool {
 }
 
 // leader is the partition's leader as clients see it: -1 when there is
-// none or it is not registered.
+// none, it is not registered, or it is this broker presumed fenced.
 func (rs *replicaStatus) leader(p metadata.PartitionInfo) int32 {
-	if p.Leader == metadata.NoLeader {
+	if p.Leader == metadata.NoLeader || (p.Leader == rs.self && rs.selfVoid) {
 		return metadata.NoLeader
 	}
 	if _, ok := rs.st.Broker(p.Leader); !ok {

@@ -137,17 +137,28 @@ func (n *Node) findCoordinator(keyType int8, key, listener string) coordinatorAn
 			return
 		}
 		p, ok := st.Partition(t.ID, group.PartitionFor(key, int32(len(parts))))
-		if !ok || p.Leader == metadata.NoLeader {
-			return
-		}
-		for _, b := range st.Brokers() {
-			if b.ID != p.Leader || b.Fenced {
-				continue
-			}
-			if l, ok := pickListener(b.Listeners, listener); ok {
-				a = coordinatorAnswer{node: b.ID, host: l.Host, port: l.Port}
-			}
+		if ok {
+			a = n.coordinatorOn(st, p, listener, a)
 		}
 	})
 	return a
+}
+
+// coordinatorOn answers a FindCoordinator key whose state partition is p
+// (of __consumer_offsets, __transaction_state or __share_group_state):
+// p's leader on listener, or none (els) when p has no leader, its leader
+// is fenced or lacks the listener, or it is this broker presumed fenced
+// (node.go). It runs inside n.view.
+func (n *Node) coordinatorOn(st *metadata.State, p metadata.PartitionInfo, listener string, none coordinatorAnswer) coordinatorAnswer {
+	if p.Leader == metadata.NoLeader || (p.Leader == n.cfg.NodeID && n.presumedFenced()) {
+		return none
+	}
+	b, ok := st.Broker(p.Leader)
+	if !ok || b.Fenced {
+		return none
+	}
+	if l, ok := pickListener(b.Listeners, listener); ok {
+		return coordinatorAnswer{node: b.ID, host: l.Host, port: l.Port}
+	}
+	return none
 }

@@ -65,7 +65,11 @@ type nodeHealth struct {
 	registered  atomic.Bool  // the controller accepted our registration
 	serving     atomic.Bool  // Open returned and Close has not started
 	lastBeat    atomic.Int64 // unix nanos of the last heartbeat the controller answered
-	recovery    atomic.Value // recoverySummary, once storage loaded
+	// lastBeatSent is when the last answered heartbeat was sent (unix
+	// nanos): the controller heard from this broker no earlier than that,
+	// so a session timeout past it, it has fenced this broker (presumedFenced).
+	lastBeatSent atomic.Int64
+	recovery     atomic.Value // recoverySummary, once storage loaded
 }
 
 // readiness reports whether the node is ready to serve clients, and

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/deliverycheck"
 	"github.com/strata-io/strata/internal/netfault"
@@ -57,6 +60,72 @@ func TestProxiedClusterCutFencesBroker(t *testing.T) {
 	testutil.Eventually(t, testWait, fenced(true), "broker 2 fenced after its link to the controller was cut")
 	nw.Heal()
 	testutil.Eventually(t, testWait, fenced(false), "broker 2 unfenced after the heal")
+}
+
+// TestCutLeaderStepsAsideForClients: a leader cut off from the controller
+// and its followers but not from clients is fenced by the controller, which
+// elects another ISR member; the old one's view still names itself. Once
+// broker.session.timeout.ms has passed since its last answered heartbeat it
+// must stop claiming the partition to clients — Metadata without a leader
+// (LEADER_NOT_AVAILABLE, so clients ask another broker at once), produce
+// refused with NOT_LEADER_OR_FOLLOWER rather than held to REQUEST_TIMED_OUT
+// (which kgo and the Java client retry at the same leader without asking
+// for metadata), no coordinator named on itself — and lead again once a
+// controller answers. Before this, a producer could retry the cut leader
+// for as long as its metadata refreshes kept landing on it.
+func TestCutLeaderStepsAsideForClients(t *testing.T) {
+	nw := netfault.New(netfault.Blackhole)
+	t.Cleanup(func() { nw.Close() })
+	c := startProxiedCluster(t, 3, faultSettings, nw)
+	const topic = "steps-aside"
+	createAssigned(t, c.client(), topic, faultTopicConfigs, []int32{2, 3, 1})
+	c.waitFullISR(topic, 0)
+	var id [16]byte
+	c.ctl.view(func(st *metadata.State) {
+		tp, _ := st.TopicByName(topic)
+		id = tp.ID
+	})
+	leaderSeen := func(rc *rawConn) (int32, int16) {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(12)
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp := rc.roundTrip(req).(*kmsg.MetadataResponse)
+		p := resp.Topics[0].Partitions[0]
+		return p.Leader, p.ErrorCode
+	}
+	rc := dialRaw(t, c.nodes[2]) // from 127.0.0.1: no link cut
+	if l, code := leaderSeen(rc); l != 2 || code != 0 {
+		t.Fatalf("before the cut broker 2 shows leader %d (error %d), want itself", l, code)
+	}
+
+	nw.Isolate(nodeIP(2))
+	cut := time.Now()
+	c.waitNewLeader(topic, 0, 2)
+	session := 2 * time.Second // faultSettings' broker.session.timeout.ms
+	testutil.Eventually(t, testWait, func() bool {
+		l, code := leaderSeen(rc)
+		return l == -1 && code == kerr.LeaderNotAvailable.Code
+	}, "the cut leader's Metadata to show the partition without a leader")
+	if d := time.Since(cut); d < session-200*time.Millisecond {
+		t.Fatalf("broker 2 stepped aside %v after the cut, before broker.session.timeout.ms", d)
+	}
+	start := time.Now()
+	resp := rc.roundTrip(produceReq(9, topic, id, 0, -1, recordBatch(time.Now().UnixMilli(), "zombie")))
+	if code, _ := produceErr(t, resp); code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("acks=-1 produce to the cut leader: error %d, want NOT_LEADER_OR_FOLLOWER (6)", code)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the refusal took %v: it was held for the request timeout", d)
+	}
+
+	nw.Heal()
+	c.waitFullISR(topic, 0)
+	testutil.Eventually(t, testWait, func() bool {
+		l, code := leaderSeen(rc)
+		return l >= 0 && code == 0
+	}, "broker 2, healed, to show the partition's leader again")
 }
 
 // TestFaultLeaderCutFromPeersAndController cuts the leader of an RF=3

@@ -155,6 +155,10 @@ type Node struct {
 
 	brokerEpoch atomic.Int64
 	fenced      atomic.Bool
+	// presumedFencedSince is when presumedFenced first held since the last
+	// answered heartbeat (unix nanos), 0 while it does not: it logs the
+	// change once each way.
+	presumedFencedSince atomic.Int64
 
 	metrics  *metrics              // admin.go, metrics.go
 	reg      prometheus.Registerer // the node's registry: broker, storage, controller metrics
@@ -808,6 +812,7 @@ func (n *Node) heartbeatLoop() {
 			every = 50 * time.Millisecond
 		}
 		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.BrokerSessionTimeout)
+		sent := time.Now()
 		resp, err := n.svc.BrokerHeartbeat(ctx, metadata.BrokerHeartbeatRequest{
 			BrokerID: n.cfg.NodeID, BrokerEpoch: n.brokerEpoch.Load(), CurrentMetadataOffset: n.metadataOffset(),
 		})
@@ -815,6 +820,9 @@ func (n *Node) heartbeatLoop() {
 		if err == nil {
 			n.fenced.Store(resp.IsFenced)
 			n.health.lastBeat.Store(time.Now().UnixNano())
+			if n.health.lastBeatSent.Swap(sent.UnixNano()) != 0 && n.presumedFencedSince.Swap(0) != 0 {
+				n.logger.Info("broker: a controller answered a heartbeat again; leaderships in this node's view are served again")
+			}
 			if applied := n.appliedOffset(); n.metaLag.observe(time.Now(), applied, resp.MetadataOffset, n.cfg.QuorumRequestTimeout) {
 				n.logger.Warn("broker: metadata view stays behind the controller leader; reopening the metadata stream",
 					"applied", applied, "leader_offset", resp.MetadataOffset, "for_more_than", n.cfg.QuorumRequestTimeout)
@@ -836,6 +844,36 @@ func (n *Node) heartbeatLoop() {
 		case <-time.After(every):
 		}
 	}
+}
+
+// presumedFenced reports whether broker.session.timeout.ms has passed
+// since this broker sent the last heartbeat a controller answered. The
+// controller fences a broker silent that long and moves its leaderships to
+// other ISR members, so the leaderships this node's (now stale) view gives
+// it are void: a leader cut off from the controller quorum but not from
+// clients would otherwise keep claiming its partitions, and producers
+// with acks=all would retry REQUEST_TIMED_OUT against it instead of
+// finding the new leader (kgo and the Java client refresh metadata only
+// on NOT_LEADER_OR_FOLLOWER-like errors). While presumed fenced, this
+// node answers produce to those partitions with NOT_LEADER_OR_FOLLOWER,
+// shows them without a leader in Metadata (LEADER_NOT_AVAILABLE: clients
+// ask another broker at once) and names no coordinator on itself;
+// fetches still serve what was committed. Kafka's brokers have no such
+// rule (a zombie leader is answered by the client's metadata.max.age.ms);
+// the cost is that a broker whose whole controller quorum is gone stops
+// taking writes too, which a cluster without a quorum cannot make durable
+// anyway. A broker that has never had a heartbeat answered (starting up)
+// is not presumed fenced: it leads nothing yet.
+func (n *Node) presumedFenced() bool {
+	sent := n.health.lastBeatSent.Load()
+	if sent == 0 || time.Since(time.Unix(0, sent)) < n.cfg.BrokerSessionTimeout {
+		return false
+	}
+	if n.presumedFencedSince.CompareAndSwap(0, time.Now().UnixNano()) {
+		n.logger.Warn("broker: no controller answered a heartbeat within broker.session.timeout.ms; presumed fenced: this node's leaderships are void until one does",
+			"last_heartbeat_sent", time.Unix(0, sent).UTC().Format(time.RFC3339Nano))
+	}
+	return true
 }
 
 func (n *Node) waitUnfenced(ctx context.Context) error {

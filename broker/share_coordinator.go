@@ -624,17 +624,8 @@ func (n *Node) findShareCoordinator(key, listener string) coordinatorAnswer {
 		if !ok || len(st.Partitions(t.ID)) == 0 {
 			return
 		}
-		p, ok := st.Partition(t.ID, sharePartitionFor(k, int32(len(st.Partitions(t.ID)))))
-		if !ok || p.Leader == metadata.NoLeader {
-			return
-		}
-		for _, b := range st.Brokers() {
-			if b.ID != p.Leader || b.Fenced {
-				continue
-			}
-			if l, ok := pickListener(b.Listeners, listener); ok {
-				a = coordinatorAnswer{node: b.ID, host: l.Host, port: l.Port}
-			}
+		if p, ok := st.Partition(t.ID, sharePartitionFor(k, int32(len(st.Partitions(t.ID))))); ok {
+			a = n.coordinatorOn(st, p, listener, a)
 		}
 	})
 	return a

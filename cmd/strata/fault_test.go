@@ -419,11 +419,14 @@ func TestFaultProcLeaderCutFromPeers(t *testing.T) {
 		old := r.leader0()
 		at := time.Now()
 		nw.Isolate(fmt.Sprintf("127.0.0.%d", old+1))
-		r.res.Reelection = append(r.res.Reelection, r.waitNewLeader(old).Sub(at))
+		elected := r.waitNewLeader(old)
+		r.res.Reelection = append(r.res.Reelection, elected.Sub(at))
 		r.waitMoreAcked(300)
 		healed := time.Now()
 		nw.Heal()
 		r.res.ISRRecovery = append(r.res.ISRRecovery, r.waitFullISR().Sub(healed))
+		t.Logf("node %d cut: new leader after %v, the load on it %v later (300 acks), full ISR %v after the heal", old,
+			elected.Sub(at).Round(time.Millisecond), healed.Sub(elected).Round(time.Millisecond), r.res.ISRRecovery[len(r.res.ISRRecovery)-1].Round(time.Millisecond))
 		r.res.Runs++
 	}
 	r.finish()
