@@ -75,7 +75,7 @@ func (n *Node) startTier() error {
 		Store: n.remote, Prefix: "", CacheDir: ts.CacheDir, CacheBytes: ts.CacheBytes, ChunkBytes: ts.ChunkBytes,
 		IndexCacheBytes: ts.IndexCacheBytes, Threads: ts.ReaderThreads, MaxBytesPerSecond: ts.FetchMaxBytesPerSecond,
 		ReadAheadChunks: readAhead(ts.ReadAheadChunks), FetchTimeout: n.cfg.RemoteStore.RequestTimeout,
-		Registerer: n.reg, Logger: n.logger,
+		Next: t.nextRemote, Registerer: n.reg, Logger: n.logger,
 	})
 	if err != nil {
 		up.Close()
@@ -348,6 +348,22 @@ func (t *tier) segmentFor(p *partition, offset int64) (tiering.RemoteSegment, *t
 		nx = &n
 	}
 	return tiering.FromInfo(p.topic, seg), nx, true
+}
+
+// nextRemote is the reader's ReaderConfig.Next: the remote segment after
+// seg, when the consumer will read it from the remote tier (below the
+// local log start), so read-ahead over small segments goes on past the
+// one [tier.read] named with Follows.
+func (t *tier) nextRemote(seg tiering.RemoteSegment) (tiering.RemoteSegment, bool) {
+	p := t.n.partition(seg.Topic, seg.Index)
+	if p == nil || p.topicID != seg.TopicID {
+		return tiering.RemoteSegment{}, false
+	}
+	_, next, ok := t.segmentFor(p, seg.EndOffset)
+	if !ok || next == nil || next.BaseOffset >= p.log.LocalLogStartOffset() {
+		return tiering.RemoteSegment{}, false
+	}
+	return *next, true
 }
 
 // servesRemote reports whether a fetch at offset reads the remote tier.

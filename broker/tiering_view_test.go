@@ -12,6 +12,7 @@ import (
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/internal/testutil"
+	"github.com/strata-io/strata/tiering"
 )
 
 // A consumer fetch below the local start with a 4 MiB partition limit
@@ -112,4 +113,46 @@ func countSegs(segs []metadata.RemoteSegmentInfo, next int64) int {
 		}
 	}
 	return n
+}
+
+// The reader's ReaderConfig.Next (tier.nextRemote) names the remote
+// segment after a remote one while the consumer reads it from the tier,
+// so read-ahead over small segments goes on past the next one; nothing
+// after the last remote-only segment (the local log has what follows),
+// nor for a partition the node does not host.
+func TestTierNextRemoteNamesRemoteOnlySuccessors(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, tierSettings(map[string]string{"remote.storage.fs.path": filepath.Join(dir, "objects")}))
+	const topic = "next"
+	createTopic(t, newAdmin(t, n), topic, e2ePartitions, tieredTopicConfigs())
+	var prod produced
+	produceE2E(t, newClient(t, n, kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 16<<20, &prod)
+	rollAll(t, n, topic)
+	waitUploaded(t, n, topic, time.Minute)
+	p := n.partition(topic, 0)
+	segs := n.tier.finished(p.topicID, 0)
+	local := p.log.LocalLogStartOffset()
+	remoteOnly := 0
+	for _, s := range segs {
+		if s.BaseOffset < local {
+			remoteOnly++
+		}
+	}
+	if remoteOnly < 3 {
+		t.Fatalf("want three remote-only segments: %d of %d below the local start %d", remoteOnly, len(segs), local)
+	}
+	for i := 0; i+1 < len(segs); i++ {
+		got, ok := n.tier.nextRemote(tiering.FromInfo(topic, segs[i]))
+		wantOK := segs[i+1].BaseOffset < local
+		if ok != wantOK || ok && got != tiering.FromInfo(topic, segs[i+1]) {
+			t.Fatalf("after segment %d [%d, %d]: %+v %v, want segment %d (%v)", i, segs[i].BaseOffset, segs[i].EndOffset, got, ok, i+1, wantOK)
+		}
+	}
+	if _, ok := n.tier.nextRemote(tiering.FromInfo(topic, segs[len(segs)-1])); ok {
+		t.Fatal("a segment after the last remote one")
+	}
+	other := tiering.FromInfo("elsewhere", segs[0])
+	if _, ok := n.tier.nextRemote(other); ok {
+		t.Fatal("a segment after one of a partition the node does not host")
+	}
 }

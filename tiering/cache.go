@@ -51,6 +51,21 @@ import (
 // last reader lets go. When nothing unpinned can make room, the chunk is
 // served without being cached.
 //
+// # Files are never written over
+//
+// Each chunk gets a file of its own, unlinked when the chunk goes, never
+// a removed chunk's file written again: the socket a view's regions were
+// sendfile(2)d to holds references to the file's page-cache pages, not a
+// copy, until the peer reads them (on loopback they wait in the peer's
+// receive queue), long after the view is released. A file written over
+// in place changes those pages, and the peer reads the new chunk's
+// batches where the old one's were sent (a consumer skipping segments:
+// TestReaderViewSentWithSendfileKeepsItsBytes). Unlinked, the pages stay
+// as they were until the socket lets go of them. Fresh pages are what
+// cost: emptying a file and writing it again costs as much as creating
+// one (more on ext4, whose auto_da_alloc starts the writeback of a file
+// truncated to zero at its close).
+//
 // # Bytes in memory
 //
 // A chunk just fetched keeps its buffer (mem) while its file is written
@@ -96,6 +111,9 @@ type chunkEntry struct {
 	// ra: cached by read-ahead; used: a reader looked it up since. An
 	// ra chunk evicted unused is read-ahead wasted (cacheStats.raWasted).
 	ra, used bool
+	// spare: mem, dropped while the chunk was pinned (a view may still
+	// be reading it): handed to recycle at the last unpin.
+	spare []byte
 }
 
 func (e *chunkEntry) readable() bool { return e.written || e.mem != nil }
@@ -120,6 +138,7 @@ type chunkCache struct {
 	seq       uint64
 	stats     cacheStats
 	memMax    int       // chunks that may keep their buffer
+	raUnread  int       // entries cached by read-ahead that no reader used yet
 	memList   list.List // of *chunkEntry with mem set, most recent first
 
 	// Metric hooks, set before use: bytes accounted change by delta; one
@@ -127,6 +146,10 @@ type chunkCache struct {
 	onBytes  func(delta int64)
 	onEvict  func()
 	onWasted func() // a read-ahead chunk evicted unread
+	// recycle, if set, takes back a chunk's buffer once the cache let go
+	// of it and no reader holds the chunk (no pin): nobody reads it any
+	// more. Called under mu.
+	recycle func([]byte)
 }
 
 type cacheStats struct {
@@ -189,6 +212,9 @@ func (c *chunkCache) lookup(k chunkKey) (*chunkEntry, []byte) {
 		c.memList.MoveToFront(e.memElem)
 	}
 	e.pins++
+	if e.ra && !e.used {
+		c.raUnread--
+	}
 	e.used = true
 	return e, e.mem
 }
@@ -217,8 +243,18 @@ func (c *chunkCache) unpin(e *chunkEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.pins--
+	if e.pins == 0 && e.spare != nil {
+		c.recycleLocked(e.spare)
+		e.spare = nil
+	}
 	if e.pins == 0 && e.dead {
 		c.unlinkLocked(e)
+	}
+}
+
+func (c *chunkCache) recycleLocked(b []byte) {
+	if c.recycle != nil {
+		c.recycle(b)
 	}
 }
 
@@ -254,6 +290,9 @@ func (c *chunkCache) reserve(k chunkKey, data []byte, readAhead bool) *chunkEntr
 	c.used += size
 	c.onBytes(size)
 	c.entries[k] = e
+	if readAhead {
+		c.raUnread++
+	}
 	if q == qProtected {
 		e.elem = c.protected.PushFront(e)
 	} else {
@@ -296,6 +335,15 @@ func (c *chunkCache) dropMemLocked(e *chunkEntry) {
 	if e.memElem != nil {
 		c.memList.Remove(e.memElem)
 		e.memElem = nil
+	}
+	if e.mem != nil {
+		// Pinned, a view or a reader may hold the buffer: it goes back
+		// at the last unpin.
+		if e.pins == 0 {
+			c.recycleLocked(e.mem)
+		} else {
+			e.spare = e.mem
+		}
 	}
 	e.mem = nil
 }
@@ -346,6 +394,9 @@ func (c *chunkCache) removeLocked(e *chunkEntry) {
 		return
 	}
 	e.dead = true
+	if e.ra && !e.used {
+		c.raUnread--
+	}
 	c.dropMemLocked(e)
 	if c.entries[e.key] == e {
 		delete(c.entries, e.key)
@@ -422,6 +473,14 @@ func (c *chunkCache) addGhostLocked(k chunkKey) {
 		old := c.ghostList.Remove(c.ghostList.Front()).(chunkKey)
 		delete(c.ghosts, old)
 	}
+}
+
+// raHeld returns how many cached chunks read-ahead fetched that no
+// reader used yet.
+func (c *chunkCache) raHeld() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.raUnread
 }
 
 // wasted returns the read-ahead chunks evicted unused so far.

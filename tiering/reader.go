@@ -21,7 +21,9 @@ package tiering
 //	budget_share.go    the fair share: GET bytes capped while producers suffer
 //
 // A read, in order: the segment's .index (index cache, else one GET) gives
-// the greatest entry at or below the offset; from its position the reader
+// the greatest entry at or below the offset (no index for a read at the
+// segment's first offset, or at the offset where its last read ended:
+// those start at a known position); from its position the reader
 // walks batch headers to the batch holding the offset; it then reads
 // [that batch, + maxBytes) chunk by chunk (chunk cache, else one ranged
 // GET per chunk, shared by every concurrent reader of it), keeps the whole
@@ -83,8 +85,15 @@ type ReaderConfig struct {
 	// FetchTimeout plus the fetch's wait bounds a [Reader.Fetch] flight
 	// (remote.storage.request.timeout.ms); 0 means DefaultFetchTimeout.
 	FetchTimeout time.Duration
-	Registerer   prometheus.Registerer // may be nil
-	Logger       *slog.Logger          // nil: discard
+	// Next, when set, returns the remote segment right after seg in its
+	// partition (ok false: none, or none worth reading ahead: the local
+	// log has it). Read-ahead asks it when its window runs past the end
+	// of a segment whose successor [Reader.Follows] did not name: a
+	// window over segments smaller than itself spans several. It is
+	// called with none of the reader's locks held.
+	Next       func(seg RemoteSegment) (RemoteSegment, bool)
+	Registerer prometheus.Registerer // may be nil
+	Logger     *slog.Logger          // nil: discard
 }
 
 // Defaults of [ReaderConfig].
@@ -150,6 +159,7 @@ type Reader struct {
 	readAhead  int   // the initial and least read-ahead depth, chunks (0: off)
 	raMax      int   // the greatest depth the policy may choose
 	maxRA      int64 // read-ahead GETs in the air node-wide
+	raHold     int   // read-ahead chunks cached unread or in the air, node-wide
 	cache      *chunkCache
 	idx        *indexCache
 	budget     *readBudget
@@ -168,6 +178,8 @@ type Reader struct {
 	idxFlights   map[string]*idxFlight
 	fetchFlights map[fetchKey]*fetchFlight // reader_fetch.go
 	fetchTimeout time.Duration
+	nextSeg      func(RemoteSegment) (RemoteSegment, bool) // ReaderConfig.Next
+	bufs         sync.Pool                                 // *[]byte of chunkBytes: GET buffers the cache gave back
 
 	smu  sync.Mutex // guards segs
 	segs map[string]*segState
@@ -243,18 +255,21 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	cache.onEvict = m.cacheEvictions.Inc
 	cache.onWasted = m.raWasted.Inc
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Reader{
+	r := &Reader{
 		store: cfg.Store, prefix: cfg.Prefix, chunkBytes: cfg.ChunkBytes,
 		readAhead: max(cfg.ReadAheadChunks, 0), maxRA: int64(2 * cfg.Threads),
-		raMax: raMax(cfg),
+		raMax: raMax(cfg), raHold: max(cfg.ReadAheadChunks, int(cfg.CacheBytes/cfg.ChunkBytes/4)),
 		cache: cache, idx: newIndexCache(cfg.IndexCacheBytes),
 		budget: newReadBudget(cfg.Threads, cfg.MaxQueuedReads, cfg.Threads, cfg.MaxBytesPerSecond),
 		m:      m, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		chunkFlights: map[chunkKey]*chunkFlight{}, idxFlights: map[string]*idxFlight{},
 		fetchFlights: map[fetchKey]*fetchFlight{}, fetchTimeout: cfg.FetchTimeout,
+		nextSeg:    cfg.Next,
 		segs:       map[string]*segState{},
 		shareState: shareState{share: newTokenBucket(1, time.Now)},
-	}, nil
+	}
+	cache.recycle = r.recycleBuf
+	return r, nil
 }
 
 // raMax is the deepest read-ahead window: deep enough to keep every
@@ -418,11 +433,19 @@ func (r *Reader) forgetCached(seg RemoteSegment) {
 // of batch headers): its position and header; found is false when no
 // batch of the segment reaches offset.
 func (r *Reader) seek(ctx context.Context, lr *logReader, seg RemoteSegment, offset int64) (pos int64, h batch.Header, found bool, err error) {
-	ix, err := r.index(ctx, seg, ExtIndex, true)
-	if err != nil {
-		return 0, h, false, err
+	// Neither the segment's first batch nor where the last read of it
+	// ended needs the index: a sequential reader (entering the segment
+	// from the one before, or going on from its last fetch) waits for no
+	// GET of it and walks no headers.
+	if at, ok := lr.st.resumeAt(offset); ok {
+		pos = at
+	} else if offset > seg.BaseOffset {
+		ix, err := r.index(ctx, seg, ExtIndex, true)
+		if err != nil {
+			return 0, h, false, err
+		}
+		pos = offsetIndexLookup(ix, seg.BaseOffset, offset, lr.size)
 	}
-	pos = offsetIndexLookup(ix, seg.BaseOffset, offset, lr.size)
 	sc := headerScanner{lr: lr}
 	defer sc.free()
 	for {
@@ -497,6 +520,7 @@ func (r *Reader) readOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 		end += len(b)
 	}
 	rr.Records = buf[:end:end]
+	lr.st.noteResume(rr.NextOffset, pos+int64(end))
 	return rr, nil
 }
 

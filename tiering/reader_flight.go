@@ -27,6 +27,10 @@ type chunkFlight struct {
 	err    error
 	ticket readTicket
 	bg     bool // led by read-ahead
+	// cached: data went into the chunk cache, which may recycle it once
+	// it lets go: waiters then read the chunk from the cache (pinned),
+	// never from data.
+	cached bool
 }
 
 type idxFlight struct {
@@ -136,6 +140,9 @@ func (r *Reader) awaitChunk(ctx context.Context, k chunkKey, size int64) (data [
 			}
 			return nil, false, f.err
 		}
+		if f.cached {
+			return nil, true, nil // pin it in the cache
+		}
 		return f.data, false, nil
 	}
 }
@@ -168,7 +175,7 @@ func (r *Reader) runChunkFlight(ctx context.Context, f *chunkFlight, k chunkKey,
 	r.fmu.Lock()
 	delete(r.chunkFlights, k)
 	r.fmu.Unlock()
-	f.data = data
+	f.data, f.cached = data, e != nil
 	close(f.done)
 	if e == nil {
 		release()
@@ -210,8 +217,9 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 		return nil, nil, fmt.Errorf("tiering: reader: get %s [%d, +%d): %w", k.obj, off, n, err)
 	}
 	defer rc.Close()
-	buf := make([]byte, n)
+	buf := r.chunkBuf(n)
 	if _, err := io.ReadFull(rc, buf); err != nil {
+		r.recycleBuf(buf)
 		release()
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return nil, nil, fmt.Errorf("%w: %s: chunk %d shorter than %d bytes", ErrCorruptObject, k.obj, k.idx, n)
@@ -222,6 +230,29 @@ func (r *Reader) fetchChunk(ctx context.Context, f *chunkFlight, k chunkKey, siz
 	r.m.getBytes.Add(float64(n))
 	r.fetchedBytes.Add(n)
 	return buf, release, nil
+}
+
+// chunkBuf returns a buffer of n bytes for a chunk's GET: a recycled one
+// (chunkBytes of capacity; the cache gives them back, cache.go's recycle)
+// for a chunk of more than half that (a segment's last chunk is short,
+// and with segments no larger than a chunk every chunk is), else a new
+// one.
+func (r *Reader) chunkBuf(n int64) []byte {
+	if n > r.chunkBytes/2 && n <= r.chunkBytes {
+		if bp, ok := r.bufs.Get().(*[]byte); ok {
+			return (*bp)[:n]
+		}
+		return make([]byte, n, r.chunkBytes) // recyclable
+	}
+	return make([]byte, n)
+}
+
+// recycleBuf takes back a chunk buffer nobody reads any more.
+func (r *Reader) recycleBuf(b []byte) {
+	if int64(cap(b)) == r.chunkBytes {
+		b = b[:cap(b)]
+		r.bufs.Put(&b)
+	}
 }
 
 // acquireBudget takes a thread and n bytes of rate budget, records the

@@ -3,7 +3,8 @@ package tiering
 // Read-ahead: a foreground read that moves forward into the next chunk of
 // a segment (or starts at its first batch) is sequential, and the next
 // chunks are fetched in the background, at background priority, going on
-// into the segment named by [Reader.Follows]. How many: readAheadDepth
+// into the segments that follow ([Reader.Follows], else ReaderConfig.Next)
+// while the window reaches past a segment's end. How many: readAheadDepth
 // (readahead_policy.go), from ReadAheadChunks up.
 
 import "time"
@@ -76,20 +77,58 @@ func (lr *logReader) noteAccess() {
 		r.prefetch(lr.key, lr.size, c)
 	}
 	if to >= nchunks && next != nil {
-		// Past the end: the next segment's index, then its first chunks;
-		// the reader's window and rate go with it.
-		nkey := next.Key(r.prefix, ExtLog)
-		ns := r.segState(nkey)
-		ns.mu.Lock()
-		if ns.depth == 0 {
-			ns.depth, ns.rate, ns.lastAdv, ns.wastedSeen = depth, rate, lastAdv, wasted
+		r.readAheadPast(*next, from-nchunks, to-nchunks, raCarry{depth, rate, lastAdv, wasted})
+	}
+}
+
+// raCarry is the read-ahead state a reader takes with it into the
+// segments after its own.
+type raCarry struct {
+	depth   int
+	rate    float64
+	lastAdv time.Time
+	wasted  int64
+}
+
+// readAheadPast goes on with a window that ran past the end of a segment:
+// chunks [from, to] counted from the start of seg, the segment after it,
+// and on into the segments after seg while the window reaches past their
+// ends (small segments: a window of d chunks over one-chunk segments
+// covers d segments, not one). The segment after each comes from
+// [Reader.Follows], else from ReaderConfig.Next; where neither knows it,
+// read-ahead stops there. Each segment entered gets the reader's window
+// and rate, and its index is fetched ahead too.
+func (r *Reader) readAheadPast(seg RemoteSegment, from, to int64, ra raCarry) {
+	for to >= 0 {
+		key := seg.Key(r.prefix, ExtLog)
+		st := r.segState(key)
+		st.mu.Lock()
+		if st.depth == 0 {
+			st.depth, st.rate, st.lastAdv, st.wastedSeen = ra.depth, ra.rate, ra.lastAdv, ra.wasted
 		}
-		ns.mu.Unlock()
-		r.prefetchIndex(*next)
-		nn := (next.SizeBytes + r.chunkBytes - 1) / r.chunkBytes
-		for c := max(from-nchunks, 0); c <= min(to-nchunks, nn-1); c++ {
-			r.prefetch(nkey, next.SizeBytes, c)
+		next := st.next
+		st.mu.Unlock()
+		r.prefetchIndex(seg)
+		n := (seg.SizeBytes + r.chunkBytes - 1) / r.chunkBytes
+		for c := max(from, 0); c <= min(to, n-1); c++ {
+			r.prefetch(key, seg.SizeBytes, c)
 		}
+		from, to = from-n, to-n
+		if to < 0 || n <= 0 {
+			return
+		}
+		if next == nil {
+			if r.nextSeg == nil {
+				return
+			}
+			s, ok := r.nextSeg(seg)
+			if !ok || s.SizeBytes <= 0 || s.BaseOffset <= seg.EndOffset {
+				return
+			}
+			r.Follows(seg, s)
+			next = &s
+		}
+		seg = *next
 	}
 }
 
@@ -152,10 +191,15 @@ func (r *Reader) background(fn func()) bool {
 
 // prefetch starts a background GET of chunk c unless it is cached, in
 // flight, or the read-ahead budget is spent (then it is skipped, never
-// queued without bound).
+// queued without bound). The budget is node-wide: GETs in the air, and
+// read-ahead chunks fetched or in the air but not read yet at most half
+// the cache's chunks, whatever the number of readers: the windows of
+// several readers of a small cache would otherwise evict each other's
+// chunks before they are read, and every such chunk is fetched twice.
 func (r *Reader) prefetch(key string, size, c int64) {
 	k := chunkKey{key, c}
-	if r.cache.contains(k) || r.raPending.Load() >= r.maxRA || !r.budget.bgRoom() {
+	if r.cache.contains(k) || r.raPending.Load() >= r.maxRA || !r.budget.bgRoom() ||
+		int64(r.cache.raHeld())+r.raPending.Load() >= int64(r.raHold) {
 		return
 	}
 	r.closeMu.RLock()

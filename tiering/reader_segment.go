@@ -22,6 +22,10 @@ type segState struct {
 	// okFrom, okTo: the .log's bytes whose batches views checked
 	// (reader_view.go); okFrom >= okTo: none.
 	okFrom, okTo int64
+	// resumeOff, resumePos: the offset after the last batch a read
+	// returned and its position in the .log, where the next read of a
+	// sequential reader starts (reader.go's seek); resumeOff -1: none.
+	resumeOff, resumePos int64
 	// Read-ahead depth (reader_readahead.go): the window in chunks (0:
 	// not decided yet), the reader's rate (bytes/s, EWMA), when it last
 	// moved into a new chunk, and the cache's wasted read-ahead count
@@ -84,7 +88,7 @@ func (r *Reader) segState(key string) *segState {
 				break
 			}
 		}
-		st = &segState{lastChunk: -1, raUpTo: -1}
+		st = &segState{lastChunk: -1, raUpTo: -1, resumeOff: -1}
 		r.segs[key] = st
 	}
 	return st
@@ -114,4 +118,28 @@ func (lr *logReader) readAt(ctx context.Context, p []byte, off int64) error {
 		p, off = p[n:], off+n
 	}
 	return nil
+}
+
+// resumeAt returns the position where the last read of the segment
+// ended when offset is where it ended (ok false otherwise). Batches are
+// contiguous in a .log, so the batch there is the one holding offset or
+// the first after it (a gap left by compaction): seek walks on from it.
+func (st *segState) resumeAt(offset int64) (pos int64, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.resumeOff < 0 || offset != st.resumeOff {
+		return 0, false
+	}
+	return st.resumePos, true
+}
+
+// noteResume records where a read that returned batches up to offset
+// (exclusive) ended: pos, the position after its last batch.
+func (st *segState) noteResume(offset, pos int64) {
+	if pos <= 0 {
+		return
+	}
+	st.mu.Lock()
+	st.resumeOff, st.resumePos = offset, pos
+	st.mu.Unlock()
 }

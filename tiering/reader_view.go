@@ -320,6 +320,7 @@ func (r *Reader) viewOnce(ctx context.Context, seg RemoteSegment, offset int64, 
 		end += size
 	}
 	lr.st.noteChecked(pos, pos+end)
+	lr.st.noteResume(v.NextOffset, pos+end)
 	sp.trim(end)
 	v.Size = end
 	return v, nil
