@@ -275,8 +275,11 @@ func (cs *consumerGroups) revertLocked(cg *consumerGroup, err error) {
 }
 
 // compactRecords keeps the newest record of each key, in the order of
-// those newest records: what log compaction keeps, which replays to the
-// same group.
+// those newest records (what log compaction keeps), without the members
+// that left: a member whose newest records are all tombstones replays to
+// no member, as no records do. Keeping their tombstones grew the history
+// by three records for every member that ever left, and every append past
+// the threshold (persistLocked) compacted all of it.
 func compactRecords(recs []consumer.Record) []consumer.Record {
 	last := map[string]int{}
 	for i, r := range recs {
@@ -284,11 +287,35 @@ func compactRecords(recs []consumer.Record) []consumer.Record {
 		last[string(k)] = i
 	}
 	idx := slices.Sorted(maps.Values(last))
+	present := map[string]bool{} // members with a newest record that is not a tombstone
+	for _, i := range idx {
+		if id, deleted, ok := consumerMemberRecord(recs[i]); ok && !deleted {
+			present[id] = true
+		}
+	}
 	out := make([]consumer.Record, 0, len(idx))
 	for _, i := range idx {
+		if id, _, ok := consumerMemberRecord(recs[i]); ok && !present[id] {
+			continue
+		}
 		out = append(out, recs[i])
 	}
 	return out
+}
+
+// consumerMemberRecord returns the member a record is keyed by (types 5,
+// 7 and 8) and whether it is a tombstone; ok false for the group's own
+// records.
+func consumerMemberRecord(r consumer.Record) (member string, deleted, ok bool) {
+	switch r := r.(type) {
+	case *consumer.MemberMetadataRecord:
+		return r.MemberID, r.Deleted, true
+	case *consumer.TargetMemberRecord:
+		return r.MemberID, r.Deleted, true
+	case *consumer.CurrentAssignmentRecord:
+		return r.MemberID, r.Deleted, true
+	}
+	return "", false, false
 }
 
 // forgetLocked (cg.mu held) removes the group from memory.

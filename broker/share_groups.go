@@ -234,7 +234,8 @@ func (ss *shareGroups) persistLocked(ctx context.Context, sg *shareGroup, recs [
 }
 
 // compactShareRecords keeps the newest record of each key, in the order
-// of those newest records (what log compaction keeps).
+// of those newest records (what log compaction keeps), without the members
+// that left (all their newest records tombstones), as compactRecords.
 func compactShareRecords(recs []sharegroup.Record) []sharegroup.Record {
 	last := map[string]int{}
 	for i, r := range recs {
@@ -242,11 +243,35 @@ func compactShareRecords(recs []sharegroup.Record) []sharegroup.Record {
 		last[string(k)] = i
 	}
 	idx := slices.Sorted(maps.Values(last))
+	present := map[string]bool{} // members with a newest record that is not a tombstone
+	for _, i := range idx {
+		if id, deleted, ok := shareMemberRecord(recs[i]); ok && !deleted {
+			present[id] = true
+		}
+	}
 	out := make([]sharegroup.Record, 0, len(idx))
 	for _, i := range idx {
+		if id, _, ok := shareMemberRecord(recs[i]); ok && !present[id] {
+			continue
+		}
 		out = append(out, recs[i])
 	}
 	return out
+}
+
+// shareMemberRecord returns the member a record is keyed by (types 10, 13
+// and 14) and whether it is a tombstone; ok false for the group's own
+// records.
+func shareMemberRecord(r sharegroup.Record) (member string, deleted, ok bool) {
+	switch r := r.(type) {
+	case *sharegroup.MemberMetadataRecord:
+		return r.MemberID, r.Deleted, true
+	case *sharegroup.TargetMemberRecord:
+		return r.MemberID, r.Deleted, true
+	case *sharegroup.CurrentAssignmentRecord:
+		return r.MemberID, r.Deleted, true
+	}
+	return "", false, false
 }
 
 // forgetLocked (sg.mu held) removes the group from memory.
