@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-io/strata/broker/share"
+	"github.com/strata-io/strata/internal/netfault"
 	"github.com/strata-io/strata/internal/testutil"
 )
 
@@ -122,6 +124,15 @@ func TestShareDurableAcrossLeaderAndCoordinatorRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
+	t.Run("shutdown", func(t *testing.T) { testShareDurable(t, false) })
+	t.Run("power-loss", func(t *testing.T) { testShareDurable(t, true) })
+}
+
+// testShareDurable is TestShareDurableAcrossLeaderAndCoordinatorRestart;
+// with crash, brokers 2 and 3 are on a vfs.MemFS behind proxies and lose
+// power (their links cut at once, their unsynced bytes gone) instead of
+// shutting down.
+func testShareDurable(t *testing.T, crash bool) {
 	settings := map[string]string{
 		"group.coordinator.rebalance.protocols": "classic,consumer,share",
 		"group.share.delivery.count.limit":      "10", // no record archived: every one must end accepted
@@ -132,7 +143,23 @@ func TestShareDurableAcrossLeaderAndCoordinatorRestart(t *testing.T) {
 			settings[k] = v
 		}
 	}
-	c := startCluster(t, 3, settings)
+	var c *testCluster
+	down := func(id int32) {
+		if crash {
+			c.crash(id, 0, rand.New(rand.NewPCG(uint64(id), 19)))
+		} else {
+			c.stop(id)
+		}
+	}
+	if crash {
+		// Every link through a proxy, so that a crash cuts the node's
+		// links at once (nothing it does after reaches anyone).
+		nw := netfault.New(netfault.Refuse)
+		t.Cleanup(func() { nw.Close() })
+		c = startProxiedCluster(t, 3, settings, nw, 2, 3)
+	} else {
+		c = startCluster(t, 3, settings)
+	}
 	admin := c.client()
 	// The share-partition's leader is broker 2; once it is shut down,
 	// broker 1 (next in the replica list) leads.
@@ -272,7 +299,7 @@ func TestShareDurableAcrossLeaderAndCoordinatorRestart(t *testing.T) {
 	if old := c.leaderOf("q", 0); old != 2 {
 		t.Fatalf("q-0 led by %d, want 2", old)
 	}
-	c.stop(2)
+	down(2)
 	c.waitNewLeader("q", 0, 2)
 	// The gate closes again two batches on, so that records are left for
 	// after the restart in (b).
@@ -290,7 +317,7 @@ func TestShareDurableAcrossLeaderAndCoordinatorRestart(t *testing.T) {
 		t.Fatalf("state partition %d led by %d, q-0 by %d: want another broker than the controller and the share-partition's leader", idx, coord, c.leaderOf("q", 0))
 	}
 	phase.Store(2)
-	c.stop(coord)
+	down(coord)
 	c.waitNewLeader(shareStateTopic, idx, coord)
 	c.start(coord)
 	phase.Store(3)
