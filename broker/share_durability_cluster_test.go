@@ -112,9 +112,10 @@ func (l *shareLedger) violate(format string, args ...any) {
 // accepted at its first delivery if its offset is even, at its second if
 // offset%4 == 1, at its third or later always). Twice the consumers are
 // held between receiving and acknowledging a batch while (a) the
-// share-partition's leader is shut down (controlled) and started again,
-// then (b) the broker leading the key's __share_group_state partition is
-// restarted. Checked: no confirmed accept is delivered again; a record
+// share-partition's leader goes down and comes back, then (b) the broker
+// leading the key's __share_group_state partition restarts; "shutdown"
+// closes them, "power-loss" crashes them (links cut, unsynced bytes
+// lost). Checked: no confirmed accept is delivered again; a record
 // whose release was confirmed at delivery count c comes back with a
 // count above c (counts carry over the leader change and the restart,
 // never restart at 1); counts never go down; and the group ends with
