@@ -13,7 +13,8 @@
 // itself and hands the fetched batch boundaries to [Partition.Acquire],
 // and writes the updates [Partition.TakeUpdate] returns. It does not own
 // share-group membership, share sessions, the ShareFetch/ShareAcknowledge
-// handlers or the share coordinator's topic; nothing here is advertised.
+// handlers or the share coordinator's topic: the broker drives it
+// (broker/share_leader.go, share_coordinator.go; see DESIGN.md).
 //
 // Usage:
 //

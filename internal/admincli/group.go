@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -15,7 +16,7 @@ import (
 
 func groupActions() []*action {
 	return []*action{
-		{name: "list", summary: "list groups (classic, consumer, share) with their state", define: defineGroupList},
+		{name: "list", summary: "list groups (classic, consumer, share) with their state; share groups with their in-flight records", define: defineGroupList},
 		{name: "describe", args: "GROUP", summary: "state, members and their partitions, committed offset, end offset and lag per partition", define: defineGroupDescribe},
 		{name: "reset-offsets", args: "GROUP", summary: "set an inactive group's committed offsets of --topic (--to-earliest|--to-latest|--to-offset N|--to-timestamp MS|--shift-by N); shows the plan, --execute commits it", define: defineGroupResetOffsets},
 		{name: "delete", args: "GROUP...", summary: "delete inactive groups and their committed offsets", define: defineGroupDelete},
@@ -29,6 +30,10 @@ type groupListed struct {
 	ProtocolType string `json:"protocol_type"`
 	Coordinator  int32  `json:"coordinator"`
 	Type         string `json:"type"` // classic, consumer (KIP-848) or share (KIP-932); empty from brokers before ListGroups v5
+	// InFlight, of a share group only, is its records delivered and not
+	// yet acknowledged or archived, summed over its share-partitions
+	// (-1: unknown).
+	InFlight *int64 `json:"in_flight,omitempty"`
 }
 
 func defineGroupList(fs *flag.FlagSet) runFunc {
@@ -47,12 +52,22 @@ func defineGroupList(fs *flag.FlagSet) runFunc {
 		}
 		out := []groupListed{}
 		for _, g := range groups.Sorted() {
-			out = append(out, groupListed{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Coordinator: g.Coordinator, Type: g.GroupType})
+			gl := groupListed{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Coordinator: g.Coordinator, Type: g.GroupType}
+			if g.GroupType == "share" {
+				// One DescribeShareGroupOffsets per share group.
+				n := shareInFlight(ctx, e, g.Group)
+				gl.InFlight = &n
+			}
+			out = append(out, gl)
 		}
 		return e.emit(out, func(w io.Writer) {
-			row(w, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR", "TYPE")
+			row(w, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR", "TYPE", "IN-FLIGHT")
 			for _, g := range out {
-				row(w, g.Group, dash(g.State), dash(g.ProtocolType), g.Coordinator, dash(g.Type))
+				inFlight := "-"
+				if g.InFlight != nil && *g.InFlight >= 0 {
+					inFlight = strconv.FormatInt(*g.InFlight, 10)
+				}
+				row(w, g.Group, dash(g.State), dash(g.ProtocolType), g.Coordinator, dash(g.Type), inFlight)
 			}
 		})
 	}

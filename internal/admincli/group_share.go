@@ -111,6 +111,13 @@ func topicNames(ts []string) string { return strings.Join(ts, ",") }
 // in-flight count, a tagged field (broker.InFlightTag) of each partition;
 // -1 when the broker does not send one.
 func shareOffsets(ctx context.Context, e *env, name string) []shareOffsetDescribed {
+	out, _ := describeShareOffsets(ctx, e, name)
+	return out
+}
+
+// describeShareOffsets is shareOffsets with the request's or the group's
+// error (out is then empty).
+func describeShareOffsets(ctx context.Context, e *env, name string) ([]shareOffsetDescribed, error) {
 	out := []shareOffsetDescribed{}
 	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
@@ -118,11 +125,14 @@ func shareOffsets(ctx context.Context, e *env, name string) []shareOffsetDescrib
 	req.Groups = append(req.Groups, rg)
 	kr, err := req.RequestWith(ctx, e.cl)
 	if err != nil {
-		return out
+		return out, err
 	}
 	for _, g := range kr.Groups {
-		if g.GroupID != name || g.ErrorCode != 0 {
+		if g.GroupID != name {
 			continue
+		}
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return []shareOffsetDescribed{}, err
 		}
 		for _, t := range g.Topics {
 			for _, p := range t.Partitions {
@@ -149,5 +159,24 @@ func shareOffsets(ctx context.Context, e *env, name string) []shareOffsetDescrib
 		}
 		return out[i].Partition < out[j].Partition
 	})
-	return out
+	return out, nil
+}
+
+// shareInFlight is a share group's in-flight records summed over its
+// share-partitions (DescribeShareGroupOffsets' broker.InFlightTag), -1
+// when unknown: the request failed, or a share-partition's count is
+// missing (an error, a broker that does not send the tag).
+func shareInFlight(ctx context.Context, e *env, name string) int64 {
+	offs, err := describeShareOffsets(ctx, e, name)
+	if err != nil {
+		return -1
+	}
+	var sum int64
+	for _, o := range offs {
+		if o.InFlight < 0 || o.Error != "" {
+			return -1
+		}
+		sum += o.InFlight
+	}
+	return sum
 }

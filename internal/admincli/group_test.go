@@ -86,7 +86,7 @@ func TestGroupDescribeShowsLag(t *testing.T) {
 	}
 
 	r = mustOK(t, "", "group", "list")
-	if !tableRow(r.stdout, "glag-g", "Empty", "consumer", "1", "classic") {
+	if !tableRow(r.stdout, "glag-g", "Empty", "consumer", "1", "classic", "-") {
 		t.Errorf("group list: %s", r.stdout)
 	}
 	r = mustOK(t, "", "group", "list", "--format", "json")
@@ -289,7 +289,7 @@ func TestGroupDescribeConsumerGroup(t *testing.T) {
 		t.Errorf("describe member row: %s", r.stdout)
 	}
 	r = mustOK(t, "", "group", "list")
-	if !tableRow(r.stdout, "g848-g", "Stable", "consumer", "1", "consumer") {
+	if !tableRow(r.stdout, "g848-g", "Stable", "consumer", "1", "consumer", "-") {
 		t.Errorf("group list: %s", r.stdout)
 	}
 }
@@ -338,7 +338,7 @@ func TestGroupDescribeShareGroup(t *testing.T) {
 		t.Errorf("describe table: %s", r.stdout)
 	}
 	r = mustOK(t, "", "group", "list")
-	if !tableRow(r.stdout, "sq-g", "Stable", "share", "1", "share") {
+	if !tableRow(r.stdout, "sq-g", "Stable", "share", "1", "share", "0") {
 		t.Errorf("group list: %s", r.stdout)
 	}
 }
@@ -379,5 +379,82 @@ func TestGroupDescribeShareGroupOffsets(t *testing.T) {
 	r = mustOK(t, "", "group", "describe", "sqo-g")
 	if !tableRow(r.stdout, "sqo", "1", "4", "6", "0", "-") {
 		t.Errorf("describe table: %s", r.stdout)
+	}
+}
+
+// TestGroupListShareGroupInFlight: group list shows a share group's
+// in-flight records (delivered, not yet acknowledged or archived) summed
+// over its share-partitions, from one DescribeShareGroupOffsets per share
+// group; other groups have none ("-", no in_flight in the JSON).
+func TestGroupListShareGroupInFlight(t *testing.T) {
+	createTopic(t, "sqi", 2)
+	produceN(t, "sqi", 0, 10)
+	produceN(t, "sqi", 1, 6)
+	mustOK(t, "", "consume", "sqi", "-g", "sqi-classic", "-e")
+	cl := newClient(t)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "sqi-g"
+	for k, v := range map[string]string{"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "10"} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("group configs: %v", err)
+	}
+
+	// Every record delivered once and released: all 16 are in flight
+	// (available again, delivery count 1) once the releases are durable.
+	sc := newClient(t, kgo.ShareGroup("sqi-g"), kgo.ConsumeTopics("sqi"))
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	seen := map[[2]int64]bool{}
+	for len(seen) < 16 && ctx.Err() == nil {
+		for _, r := range sc.PollFetches(ctx).Records() {
+			seen[[2]int64{int64(r.Partition), r.Offset}] = true
+			r.Ack(kgo.AckRelease)
+		}
+	}
+	if len(seen) != 16 {
+		t.Fatalf("the share consumer got %d of 16 records", len(seen))
+	}
+	if err := sc.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var share, classic groupListed
+	for {
+		var gl []groupListed
+		r := mustOK(t, "", "group", "list", "--format", "json")
+		if err := json.Unmarshal([]byte(r.stdout), &gl); err != nil {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		for _, g := range gl {
+			switch g.Group {
+			case "sqi-g":
+				share = g
+			case "sqi-classic":
+				classic = g
+			}
+		}
+		if share.InFlight != nil && *share.InFlight == 16 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("share group listed as %+v (in flight %v), want 16 in flight", share, share.InFlight)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if share.Type != "share" || classic.Type != "classic" || classic.InFlight != nil {
+		t.Fatalf("listed %+v and %+v", share, classic)
+	}
+	r := mustOK(t, "", "group", "list")
+	if !tableRow(r.stdout, "sqi-g", share.State, "share", "1", "share", "16") || !tableRow(r.stdout, "sqi-classic", "Empty", "consumer", "1", "classic", "-") {
+		t.Errorf("group list: %s", r.stdout)
 	}
 }
