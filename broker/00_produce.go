@@ -152,9 +152,10 @@ func handleProduce(ctx context.Context, n *Node, r *request) (*frame, error) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	void := n.presumedFenced() // once per request: this node's leaderships are void (node.go)
 	n.appendParallel(jobs, func(j *produceJob) {
 		rp := &resp.Topics[j.at[0]].Partitions[j.at[1]]
-		j.wait, j.err = n.producePartition(j.topic, j.exists, j.tp, req.Acks, nowMs, j.txn, rp)
+		j.wait, j.err = n.producePartition(j.topic, j.exists, j.tp, req.Acks, nowMs, j.txn, void, rp)
 	})
 	for i := range jobs {
 		j := &jobs[i]
@@ -347,7 +348,7 @@ func (n *Node) deferProduce(ctx context.Context, r *request, req *kmsg.ProduceRe
 
 // producePartition appends one partition's records; for acks=-1 it
 // returns what to wait for when the HW does not cover the batch yet.
-func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, acks int16, nowMs int64, txn *txnAppend, rp *kmsg.ProduceResponseTopicPartition) (*produceWait, error) {
+func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceRequestTopicPartition, acks int16, nowMs int64, txn *txnAppend, void bool, rp *kmsg.ProduceResponseTopicPartition) (*produceWait, error) {
 	if topic == offsetsTopic || topic == txnStateTopic || topic == shareStateTopic {
 		// Kafka: "Cannot append to internal topic" for clients (only the
 		// coordinators write them, coordinator.go, txn_coordinator.go).
@@ -360,8 +361,8 @@ func (n *Node) producePartition(topic string, topicExists bool, tp kmsg.ProduceR
 	if err := p.checkLeader(-1); err != nil {
 		return nil, err
 	}
-	if n.presumedFenced() {
-		return nil, kerr.NotLeaderForPartition // its leadership is void (node.go)
+	if void {
+		return nil, kerr.NotLeaderForPartition // presumed fenced: its leadership is void (node.go)
 	}
 	if acks == -1 {
 		if err := p.acksAllCheck(); err != nil {

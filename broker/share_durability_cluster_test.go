@@ -302,7 +302,11 @@ func testShareDurable(t *testing.T, crash bool) {
 	// acknowledged.
 	hold := func(what string) {
 		testutil.Eventually(t, 2*testWait, func() bool { return gate.held() > 0 }, "a consumer held with records before %s (%v %v, %d accepted)", what, where[0].Load(), where[1].Load(), progress())
-		time.Sleep(200 * time.Millisecond) // the other one too, most often
+		// The other consumer too, if it gets there within a second
+		// (most runs): wait for it, not for a fixed time.
+		for deadline := time.Now().Add(time.Second); gate.held() < 2 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 
 	// (a) once a quarter of the records is accepted, the share-partition's
