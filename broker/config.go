@@ -147,6 +147,8 @@ var Settings = []Setting{
 	{"share.coordinator.state.topic.min.isr", "2", "min.insync.replicas of __share_group_state (capped at its replication factor)"},
 	{"share.coordinator.state.topic.segment.bytes", "104857600", "segment.bytes of __share_group_state"},
 	{"share.coordinator.write.timeout.ms", "5000", "how long a share-state write waits for the ISR of its __share_group_state partition (REQUEST_TIMED_OUT after)"},
+	{"share.coordinator.state.topic.prune.interval.ms", "300000", "how often the share coordinator moves the log start of its __share_group_state partitions past the records no share-partition's state needs (the topic has no retention of its own)"},
+	{"share.coordinator.snapshot.update.records.per.snapshot", "500", "ShareUpdate records written for a share-partition before its next state write is a full ShareSnapshot (what bounds a replay, and what pruning keeps)"},
 	{"transaction.max.timeout.ms", "900000", "largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)"},
 	{"transactional.id.expiration.ms", "604800000", "a transactional id with no transaction for this long is forgotten"},
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "how often transactions past their timeout are aborted"},
@@ -502,6 +504,8 @@ type Config struct {
 	ShareStateMinISR            int16
 	ShareStateSegmentBytes      int64
 	ShareWriteTimeout           time.Duration
+	SharePruneInterval          time.Duration // share.coordinator.state.topic.prune.interval.ms
+	ShareUpdatesPerSnapshot     int           // share.coordinator.snapshot.update.records.per.snapshot
 
 	// Storage holds the broker-level defaults of topic configs (log.*).
 	Storage                storage.Config
@@ -910,6 +914,8 @@ func ParseConfig(props map[string]string) (Config, error) {
 	c.ShareStateMinISR = rf("share.coordinator.state.topic.min.isr")
 	c.ShareStateSegmentBytes = i64("share.coordinator.state.topic.segment.bytes", 14)
 	c.ShareWriteTimeout = ms("share.coordinator.write.timeout.ms", 1)
+	c.SharePruneInterval = ms("share.coordinator.state.topic.prune.interval.ms", 1)
+	c.ShareUpdatesPerSnapshot = int(min(i64("share.coordinator.snapshot.update.records.per.snapshot", 0), 500))
 	c.TxnMaxTimeout = ms("transaction.max.timeout.ms", 1)
 	if c.TxnMaxTimeout > math.MaxInt32*time.Millisecond {
 		bad("transaction.max.timeout.ms", get("transaction.max.timeout.ms"), "above 2147483647")

@@ -370,6 +370,8 @@ func Open(o Options) (_ *Node, err error) {
 	go func() { defer n.loops.Done(); n.txns.run(n.ctx) }()
 	n.loops.Add(1)
 	go func() { defer n.loops.Done(); n.shareLeader.run(n.ctx) }()
+	n.loops.Add(1)
+	go func() { defer n.loops.Done(); n.shares.run(n.ctx) }()
 	n.health.serving.Store(true)
 	n.logger.Info("broker: started", "node.id", cfg.NodeID, "cluster.id", n.ClusterID(), "listeners", n.Addrs())
 	return n, nil

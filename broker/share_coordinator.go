@@ -39,13 +39,23 @@ package broker
 // Differences from Kafka: no batching of writes of one partition into one
 // append (Kafka's coordinator runtime lingers share.coordinator.append.linger.ms);
 // the replication factor is capped at the live brokers when the topic is
-// created (as __transaction_state here); no cold-partition snapshots and no
-// pruning of the log below the oldest live snapshot (compaction keeps the
-// newest record per key: a snapshot key and an update key per
-// share-partition, so a compacted log can lose updates of an older
-// snapshot only after a newer snapshot — which replaces them — exists);
-// the partition for a key uses the topic's partition count, the config's
-// only before the topic exists.
+// created (as __transaction_state here); no cold-partition snapshots
+// (Kafka rewrites idle share-partitions' snapshots so that time retention
+// does not take them; here the topic has no retention: retention.ms and
+// retention.bytes -1); the partition for a key uses the topic's partition
+// count, the config's only before the topic exists.
+//
+// Pruning, as Kafka: the topic is cleanup.policy=delete, never compact —
+// a share-partition's ShareUpdate records are deltas under one key, so
+// compaction, which keeps a key's last record, would keep the last delta
+// and lose the others. Every share.coordinator.state.topic.prune.interval.ms
+// each loaded partition's log start moves up to its journal's
+// LastRedundantOffset (the lowest offset of a live key's current
+// snapshot), bounded by the HW; followers follow the log start as they do
+// DeleteRecords'. A snapshot is written every
+// share.coordinator.snapshot.update.records.per.snapshot updates, which
+// bounds both a replay and what pruning must keep. A topic an earlier
+// version created compacted is altered to delete at the first prune.
 
 import (
 	"context"
@@ -66,7 +76,6 @@ import (
 	"github.com/strata-io/strata/broker/share"
 	"github.com/strata-io/strata/controller/metadata"
 	"github.com/strata-io/strata/internal/batch"
-	"github.com/strata-io/strata/storage"
 )
 
 // shareStateTopic is Kafka's internal topic of share-group state.
@@ -98,8 +107,8 @@ type shareCoordinator struct {
 	// appendHook, if set (tests), runs before each append; an error fails
 	// it before anything reaches the log.
 	appendHook atomic.Pointer[func(partition int32) error]
-	// loads counts completed loads (tests).
-	loads atomic.Int64
+	// loads counts completed loads (tests), pruneRounds prune passes.
+	loads, pruneRounds atomic.Int64
 }
 
 func newShareCoordinator(n *Node) *shareCoordinator {
@@ -231,14 +240,13 @@ func (sc *shareCoordinator) ensureTopic(ctx context.Context) error {
 		return err
 	}
 	defer release()
+	configs := shareStateTopicConfigs()
+	configs[metadata.ConfigSegmentBytes] = fmt.Sprint(n.cfg.ShareStateSegmentBytes)
+	configs[metadata.ConfigMinInsyncReplicas] = fmt.Sprint(minISR)
+	configs[metadata.ConfigCompressionType] = "uncompressed"
 	res, err := n.svc.CreateTopics(ctx, metadata.CreateTopicsRequest{Topics: []metadata.CreateTopic{{
 		Name: shareStateTopic, NumPartitions: n.cfg.ShareStatePartitions, ReplicationFactor: rf,
-		Configs: map[string]string{
-			metadata.ConfigCleanupPolicy:     "compact",
-			metadata.ConfigSegmentBytes:      fmt.Sprint(n.cfg.ShareStateSegmentBytes),
-			metadata.ConfigMinInsyncReplicas: fmt.Sprint(minISR),
-			metadata.ConfigCompressionType:   "uncompressed",
-		},
+		Configs: configs,
 	}}})
 	if err != nil {
 		return err
@@ -354,7 +362,7 @@ func (sc *shareCoordinator) replay(ctx context.Context, p *partition) (*share.Jo
 			return nil, 0, err
 		}
 	}
-	var kvs [][2][]byte
+	var kvs []share.LogRecord
 	err := p.replayBatches(ctx, func(one []byte) error {
 		h, err := batch.ParseHeader(one)
 		if err != nil {
@@ -367,11 +375,11 @@ func (sc *shareCoordinator) replay(ctx context.Context, p *partition) (*share.Jo
 			if r.KeyNull {
 				return nil
 			}
-			kv := [2][]byte{append([]byte(nil), r.Key...), nil}
+			lr := share.LogRecord{Offset: h.BaseOffset + int64(r.OffsetDelta), Key: append([]byte(nil), r.Key...)}
 			if !r.ValueNull {
-				kv[1] = append([]byte{}, r.Value...)
+				lr.Value = append([]byte{}, r.Value...)
 			}
-			kvs = append(kvs, kv)
+			kvs = append(kvs, lr)
 			return nil
 		})
 	})
@@ -381,6 +389,10 @@ func (sc *shareCoordinator) replay(ctx context.Context, p *partition) (*share.Jo
 	j, err := share.Replay(kvs)
 	if err != nil {
 		return nil, 0, err
+	}
+	j.UpdatesPerSnapshot = sc.n.cfg.ShareUpdatesPerSnapshot
+	if j.UpdatesPerSnapshot == 0 {
+		j.UpdatesPerSnapshot = -1 // 0 configured: every write a snapshot
 	}
 	return j, len(kvs), nil
 }
@@ -408,13 +420,14 @@ func (sc *shareCoordinator) do(ctx context.Context, k share.Key, op shareOp) err
 	if !sp.loaded {
 		return kerr.CoordinatorLoadInProgress
 	}
-	prev, had := sp.j.State(k)
+	saved := sp.j.Save(k)
 	recs, err := op(sp.j, nowMs())
 	if err != nil || len(recs) == 0 {
 		return err
 	}
-	logged, err := sc.append(ctx, sp, recs)
+	first, logged, err := sc.append(ctx, sp, recs)
 	if err == nil {
+		sp.j.Placed(recs, first)
 		return nil
 	}
 	if logged {
@@ -424,35 +437,29 @@ func (sc *shareCoordinator) do(ctx context.Context, k share.Key, op shareOp) err
 		return err
 	}
 	// Nothing reached the log: undo the journal's step.
-	if had {
-		sp.j.Apply(share.Record{Type: share.SnapshotRecord, Key: k, Snapshot: &share.SnapshotValue{
-			SnapshotEpoch: prev.SnapshotEpoch, StateEpoch: prev.StateEpoch, LeaderEpoch: prev.LeaderEpoch,
-			StartOffset: prev.StartOffset, DeliveryCompleteCount: prev.DeliveryCompleteCount, StateBatches: prev.Batches,
-		}})
-	} else {
-		sp.j.Apply(share.Record{Type: share.SnapshotRecord, Key: k})
-	}
+	sp.j.Revert(saved)
 	return err
 }
 
 // append writes recs to sp's partition as one batch, acks=all, at sp's
-// leader epoch. logged reports whether the batch may be in the log (the
-// error came after the local append).
-func (sc *shareCoordinator) append(ctx context.Context, sp *shareStatePart, recs []share.Record) (logged bool, err error) {
+// leader epoch, and returns the offset of its first record. logged
+// reports whether the batch may be in the log (the error came after the
+// local append).
+func (sc *shareCoordinator) append(ctx context.Context, sp *shareStatePart, recs []share.Record) (first int64, logged bool, err error) {
 	if h := sc.appendHook.Load(); h != nil {
 		if err := (*h)(sp.index); err != nil {
-			return false, err
+			return -1, false, err
 		}
 	}
 	p := sp.p
 	if !p.leader.Load() || p.leaderEpoch.Load() != sp.epoch {
-		return false, kerr.NotCoordinator
+		return -1, false, kerr.NotCoordinator
 	}
 	// Kafka's coordinator runtime answers NOT_ENOUGH_REPLICAS(_AFTER_APPEND)
 	// and REQUEST_TIMED_OUT as COORDINATOR_NOT_AVAILABLE, a lost leadership
 	// or a failed log as NOT_COORDINATOR.
 	if err := p.acksAllCheck(); err != nil {
-		return false, kerr.CoordinatorNotAvailable
+		return -1, false, kerr.CoordinatorNotAvailable
 	}
 	kvs := make([]group.KV, len(recs))
 	for i, r := range recs {
@@ -461,23 +468,118 @@ func (sc *shareCoordinator) append(ctx context.Context, sp *shareStatePart, recs
 	now := nowMs()
 	res, err := p.appendRecords(group.BuildBatch(kvs, now), sp.epoch, now, nil)
 	if err != nil {
-		if errors.Is(err, storage.ErrLogFailed) || errors.Is(err, storage.ErrClosed) {
-			return false, kerr.NotCoordinator
-		}
-		return false, kerr.NotCoordinator
+		// A failed or closed log (storage.ErrLogFailed, ErrClosed) or
+		// anything else the append refused: nothing reached the log.
+		sc.n.logger.Warn("broker: share state append refused", "partition", sp.index, "err", err)
+		return -1, false, kerr.NotCoordinator
 	}
+	first = res.lastOffset - int64(len(recs)) + 1
 	wctx, cancel := context.WithTimeout(ctx, sc.n.cfg.ShareWriteTimeout)
 	defer cancel()
 	switch err := p.waitHWInEpoch(wctx, res.lastOffset, sp.epoch); {
 	case err == nil:
 		if err := p.acksAllResult(); err != nil {
-			return true, kerr.CoordinatorNotAvailable
+			return first, true, kerr.CoordinatorNotAvailable
 		}
-		return false, nil
+		return first, false, nil
 	case errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil:
-		return true, kerr.CoordinatorNotAvailable
+		return first, true, kerr.CoordinatorNotAvailable
 	default:
-		return true, kerr.NotCoordinator
+		return first, true, kerr.NotCoordinator
+	}
+}
+
+// prune moves the log start of every __share_group_state partition loaded
+// here up to its journal's last redundant offset (capped at the high
+// watermark), as Kafka's coordinator does every
+// share.coordinator.state.topic.prune.interval.ms with DeleteRecords: the
+// topic's cleanup.policy is delete with no retention, so this is what
+// bounds it. A partition still on cleanup.policy=compact (created so by
+// an earlier version: compaction keeps a share-partition's last
+// ShareUpdate only, and the updates are deltas) is set to delete first.
+func (sc *shareCoordinator) prune(ctx context.Context) {
+	sc.mu.Lock()
+	parts := make([]*shareStatePart, 0, len(sc.parts))
+	for _, sp := range sc.parts {
+		parts = append(parts, sp)
+	}
+	sc.mu.Unlock()
+	migrate := false
+	for _, sp := range parts {
+		p := sp.p
+		if strings.Contains(p.log.Config().CleanupPolicy, "compact") {
+			migrate = true
+		}
+		sp.mu.Lock()
+		if !sp.loaded || !p.leader.Load() || p.leaderEpoch.Load() != sp.epoch {
+			sp.mu.Unlock()
+			continue
+		}
+		off, ok := sp.j.LastRedundantOffset()
+		off = min(off, p.hw.Load())
+		before := p.log.LogStartOffset()
+		if ok && off > before {
+			if err := p.log.SetLogStartOffset(off); err != nil {
+				sc.n.logger.Warn("broker: prune share coordinator partition", "partition", sp.index, "to", off, "err", err)
+			} else {
+				sc.n.logger.Debug("broker: pruned share coordinator partition", "partition", sp.index, "from", before, "to", off)
+			}
+		}
+		sp.mu.Unlock()
+	}
+	if migrate {
+		sc.migrateCleanupPolicy(ctx)
+	}
+	sc.pruneRounds.Add(1)
+}
+
+// shareStateTopicConfigs are the configs __share_group_state is created
+// with (and an older compacted one is altered to): KIP-932's
+// cleanup.policy=delete, with no time or size retention, since only
+// pruning may remove state.
+func shareStateTopicConfigs() map[string]string {
+	return map[string]string{
+		metadata.ConfigCleanupPolicy:  "delete",
+		metadata.ConfigRetentionMs:    "-1",
+		metadata.ConfigRetentionBytes: "-1",
+	}
+}
+
+// migrateCleanupPolicy sets __share_group_state's cleanup.policy to
+// delete (and retention off) where an earlier version created it
+// compacted.
+func (sc *shareCoordinator) migrateCleanupPolicy(ctx context.Context) {
+	var entries []metadata.AlterConfigEntry
+	for k, v := range shareStateTopicConfigs() {
+		entries = append(entries, metadata.AlterConfigEntry{Name: k, Value: &v, Op: metadata.OpSet})
+	}
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout(0))
+	defer cancel()
+	res, err := sc.n.svc.AlterConfigs(cctx, metadata.AlterConfigsRequest{Incremental: true, Resources: []metadata.AlterConfigResource{{
+		Type: metadata.ResourceTopic, Name: shareStateTopic, Configs: entries,
+	}}})
+	if err == nil && len(res) == 1 {
+		err = res[0].Err
+	}
+	if err != nil {
+		sc.n.logger.Warn("broker: set cleanup.policy=delete on "+shareStateTopic, "err", err)
+		return
+	}
+	sc.n.logger.Info("broker: " + shareStateTopic + " was compacted (its ShareUpdate records are deltas, which compaction loses): cleanup.policy set to delete, pruned by the share coordinator")
+}
+
+// run prunes every share.coordinator.state.topic.prune.interval.ms until
+// ctx ends.
+func (sc *shareCoordinator) run(ctx context.Context) {
+	t := time.NewTicker(sc.n.cfg.SharePruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			sc.prune(ctx)
+		}
 	}
 }
 

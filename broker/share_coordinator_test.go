@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/broker/share"
+	"github.com/strata-io/strata/internal/testutil"
 )
 
 var shareProps = map[string]string{"share.coordinator.state.topic.num.partitions": "3"}
@@ -425,7 +427,8 @@ func BenchmarkSharePersisterWrite(b *testing.B) {
 // TestShareStateTopicCreated: the first FindCoordinator of a share key
 // creates __share_group_state as Kafka configures it (partitions from
 // share.coordinator.state.topic.num.partitions, the replication factor and
-// min ISR capped at the live brokers, compacted, its segment bytes); it is
+// min ISR capped at the live brokers, cleanup.policy=delete with no
+// retention — pruned by the coordinator, never compacted —, its segment bytes); it is
 // internal in Metadata and clients cannot produce to it.
 func TestShareStateTopicCreated(t *testing.T) {
 	n := startNode(t, t.TempDir(), shareProps)
@@ -451,7 +454,7 @@ func TestShareStateTopicCreated(t *testing.T) {
 			got[c.Key] = *c.Value
 		}
 	}
-	for k, v := range map[string]string{"cleanup.policy": "compact", "min.insync.replicas": "1", "segment.bytes": "104857600", "compression.type": "uncompressed"} {
+	for k, v := range map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1", "min.insync.replicas": "1", "segment.bytes": "104857600", "compression.type": "uncompressed"} {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
@@ -460,4 +463,97 @@ func TestShareStateTopicCreated(t *testing.T) {
 	if !errors.Is(err, kerr.InvalidTopicException) {
 		t.Fatalf("produce to %s: %v", shareStateTopic, err)
 	}
+}
+
+// TestShareStatePruned: with cleanup.policy=delete and no retention, the
+// coordinator prunes __share_group_state itself: the log start moves up
+// to the lowest current snapshot of a live share-partition, never past
+// it, and a reload (a restart, from what is left) gives every
+// share-partition the state it had, its deltas since its snapshot
+// included. A topic an earlier version created compacted (where
+// compaction keeps a share-partition's last delta and loses the rest) is
+// set to delete.
+func TestShareStatePruned(t *testing.T) {
+	dir := t.TempDir()
+	props := map[string]string{
+		"share.coordinator.state.topic.num.partitions":           "1",
+		"share.coordinator.state.topic.segment.bytes":            "2048", // several segments: whole ones go
+		"share.coordinator.state.topic.prune.interval.ms":        "50",
+		"share.coordinator.snapshot.update.records.per.snapshot": "4",
+	}
+	n := startNode(t, dir, props)
+	cl := newClient(t, n)
+	adm := newAdmin(t, n)
+	createTopic(t, adm, "t", 3, nil)
+	id := topicID(t, n, "t")
+	// hot is written often, cold once after its initialization: cold's
+	// snapshot holds the log start back until it is written again.
+	hot, cold := share.Key{Group: "hot", TopicID: id, Partition: 0}, share.Key{Group: "cold", TopicID: id, Partition: 1}
+	waitShareCoordinator(t, cl, hot)
+	s := shareRPCs{t, cl}
+	s.waitLoaded(hot)
+	wantCode(t, "initialize cold", s.initialize(cold, 0, 0), nil)
+	wantCode(t, "write cold", s.write(cold, 0, 1, -1, share.StateBatch{FirstOffset: 0, LastOffset: 1, DeliveryState: share.Acknowledged, DeliveryCount: 1}), nil)
+	wantCode(t, "initialize hot", s.initialize(hot, 0, 0), nil)
+	p := n.partition(shareStateTopic, 0)
+	coldSnap := int64(0) // cold's snapshot is the log's first record
+	write := func(k share.Key, from, to int64) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			wantCode(t, "write", s.write(k, 0, 1, -1, share.StateBatch{FirstOffset: i, LastOffset: i, DeliveryState: share.Acknowledged, DeliveryCount: int16(1 + (i/20)%3)}), nil)
+		}
+	}
+	write(hot, 0, 60)
+	// Held at cold's snapshot however long the coordinator prunes.
+	before := n.shares.pruneRounds.Load()
+	testutil.Eventually(t, testWait, func() bool { return n.shares.pruneRounds.Load() > before+2 }, "prune rounds")
+	if ls := p.log.LogStartOffset(); ls != coldSnap {
+		t.Fatalf("log start %d with cold's snapshot at %d: pruned past a live snapshot", ls, coldSnap)
+	}
+	// Five writes to cold: a new snapshot of it (4 updates per snapshot)
+	// and an update after it; then hot again. Now the log start follows
+	// the lower of the two snapshots.
+	write(cold, 2, 7)
+	write(hot, 60, 70)
+	testutil.Eventually(t, testWait, func() bool { return p.log.LogStartOffset() > 60 }, "the log start past both keys' old records (at %d)", p.log.LogStartOffset())
+	if segs := p.log.NumSegments(); segs > 4 {
+		t.Errorf("%d segments left after pruning", segs)
+	}
+	want := map[share.Key]kmsg.ReadShareGroupStateResponseTopicPartition{hot: s.read(hot, 1), cold: s.read(cold, 1)}
+	cl.Close()
+	n.Close()
+
+	n = startNode(t, dir, props)
+	cl = newClient(t, n)
+	s = shareRPCs{t, cl}
+	for k, w := range want {
+		s.waitLoaded(k)
+		got := s.read(k, 1)
+		if fmt.Sprint(got.StateBatches) != fmt.Sprint(w.StateBatches) || got.StartOffset != w.StartOffset || got.ErrorCode != 0 {
+			t.Errorf("%s after pruning and a restart: start %d %v (%d), want start %d %v", k.Group, got.StartOffset, got.StateBatches, got.ErrorCode, w.StartOffset, w.StateBatches)
+		}
+	}
+	if got := want[hot].StateBatches; len(got) == 0 || got[0].FirstOffset != 0 || got[len(got)-1].LastOffset != 69 {
+		t.Errorf("hot before the restart: %+v", got)
+	}
+
+	// Compacted by an earlier version: set back to delete.
+	ctx := testCtx(t)
+	adm = newAdmin(t, n)
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("compact")}}, shareStateTopic); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testWait, func() bool {
+		rc, err := adm.DescribeTopicConfigs(ctx, shareStateTopic)
+		if err != nil || len(rc) != 1 {
+			return false
+		}
+		v, err := rc[0].Configs, rc[0].Err
+		for _, c := range v {
+			if c.Key == "cleanup.policy" && c.Value != nil {
+				return err == nil && *c.Value == "delete"
+			}
+		}
+		return false
+	}, "cleanup.policy of %s set back to delete", shareStateTopic)
 }

@@ -1,6 +1,10 @@
 package share
 
-import "github.com/twmb/franz-go/pkg/kerr"
+import (
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
 
 // DefaultUpdatesPerSnapshot is Kafka's
 // share.coordinator.snapshot.update.records.per.snapshot (500): after that
@@ -11,6 +15,10 @@ type journalEntry struct {
 	state      PersistedState
 	createTime int64
 	updates    int // ShareUpdate records since the last snapshot
+	// snapOffset is the log offset of the record holding the current
+	// snapshot (-1 until [Journal.Placed] or [ReplayAt] tells it): every
+	// record of the key below it is redundant.
+	snapOffset int64
 }
 
 // Journal is the share coordinator's view of the share-partitions of one
@@ -21,7 +29,8 @@ type journalEntry struct {
 // keeping the Journal in step with the log).
 type Journal struct {
 	// UpdatesPerSnapshot bounds the updates between two snapshots
-	// (DefaultUpdatesPerSnapshot when 0).
+	// (DefaultUpdatesPerSnapshot when 0; below 0, every write is a
+	// snapshot).
 	UpdatesPerSnapshot int
 	m                  map[Key]*journalEntry
 }
@@ -74,8 +83,11 @@ func (j *Journal) Write(k Key, stateEpoch, leaderEpoch int32, u Update, nowMs in
 		}
 	}
 	per := j.UpdatesPerSnapshot
-	if per <= 0 {
+	switch {
+	case per == 0:
 		per = DefaultUpdatesPerSnapshot
+	case per < 0:
+		per = 0
 	}
 	var r Record
 	if !ok || e.updates >= per {
@@ -127,6 +139,7 @@ func (j *Journal) Apply(r Record) {
 	case r.Snapshot != nil:
 		s := r.Snapshot
 		j.m[r.Key] = &journalEntry{
+			snapOffset: -1,
 			state: PersistedState{
 				SnapshotEpoch: s.SnapshotEpoch, StateEpoch: s.StateEpoch, LeaderEpoch: s.LeaderEpoch,
 				StartOffset: s.StartOffset, DeliveryCompleteCount: s.DeliveryCompleteCount,
@@ -148,17 +161,89 @@ func (j *Journal) Apply(r Record) {
 	}
 }
 
-// Replay rebuilds a journal from __share_group_state records in log order
-// (key and value bytes; a nil value is a tombstone). A record that does not
-// decode is an error: the partition's log is corrupt or not ours.
-func Replay(recs [][2][]byte) (*Journal, error) {
+// Placed tells the journal where the records it returned (and applied)
+// landed in the log: recs appended in order from offset first. A snapshot
+// among them becomes its key's current one for [Journal.LastRedundantOffset].
+func (j *Journal) Placed(recs []Record, first int64) {
+	for i, r := range recs {
+		if r.Snapshot == nil || r.Tombstone() {
+			continue
+		}
+		if e, ok := j.m[r.Key]; ok && e.snapOffset < 0 {
+			e.snapOffset = first + int64(i)
+		}
+	}
+}
+
+// Saved is a key's journal entry as [Journal.Save] found it.
+type Saved struct {
+	k     Key
+	e     journalEntry
+	found bool
+}
+
+// Save returns k's entry for [Journal.Revert]: the undo of an operation
+// whose records never reached the log.
+func (j *Journal) Save(k Key) Saved {
+	e, ok := j.m[k]
+	if !ok {
+		return Saved{k: k}
+	}
+	c := *e
+	c.state.Batches = append([]StateBatch(nil), e.state.Batches...)
+	return Saved{k: k, e: c, found: true}
+}
+
+// Revert puts back the entry s saved (or removes the key if it had none).
+func (j *Journal) Revert(s Saved) {
+	if !s.found {
+		delete(j.m, s.k)
+		return
+	}
+	e := s.e
+	j.m[s.k] = &e
+}
+
+// LastRedundantOffset is the offset below which the log holds nothing
+// the journal needs: the lowest offset of a key's current snapshot (the
+// updates that follow a snapshot, and the records of deleted keys, are
+// all above it or redundant). With no keys at all, every record is
+// redundant (math.MaxInt64: the caller caps it at what is committed); ok
+// is false while some key's snapshot offset is unknown. Kafka's
+// ShareCoordinatorShard.lastRedundantOffset, which its coordinator prunes
+// the log to (DeleteRecords) with cleanup.policy=delete: the updates are
+// deltas under one key per share-partition, so compaction, which keeps a
+// key's last record only, would lose all but the last of them.
+func (j *Journal) LastRedundantOffset() (off int64, ok bool) {
+	off = math.MaxInt64
+	for _, e := range j.m {
+		if e.snapOffset < 0 {
+			return -1, false
+		}
+		off = min(off, e.snapOffset)
+	}
+	return off, true
+}
+
+// LogRecord is one record of a __share_group_state partition: its offset,
+// key and value bytes (a nil value is a tombstone).
+type LogRecord struct {
+	Offset     int64
+	Key, Value []byte
+}
+
+// Replay rebuilds a journal from __share_group_state records in log order.
+// A record that does not decode is an error: the partition's log is
+// corrupt or not ours.
+func Replay(recs []LogRecord) (*Journal, error) {
 	j := NewJournal()
-	for _, kv := range recs {
-		r, err := DecodeRecord(kv[0], kv[1])
+	for _, lr := range recs {
+		r, err := DecodeRecord(lr.Key, lr.Value)
 		if err != nil {
 			return nil, err
 		}
 		j.Apply(r)
+		j.Placed([]Record{r}, lr.Offset)
 	}
 	return j, nil
 }

@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -12,10 +13,10 @@ func TestJournal(t *testing.T) {
 	k := Key{Group: "g", TopicID: testTopic, Partition: 1}
 	j := NewJournal()
 	j.UpdatesPerSnapshot = 2
-	var log [][2][]byte
+	var log []LogRecord
 	add := func(r Record) {
 		key, value := EncodeRecord(r)
-		log = append(log, [2][]byte{key, value})
+		log = append(log, LogRecord{Offset: int64(len(log)), Key: key, Value: value})
 	}
 	r, err := j.Initialize(k, 3, 10, 100)
 	if err != nil || r.Type != SnapshotRecord || r.Snapshot.StartOffset != 10 || r.Snapshot.StateEpoch != 3 {
@@ -101,4 +102,86 @@ func equalTypes(a, b []RecordType) bool {
 func fmtState(s PersistedState) string {
 	return fmt.Sprintf("epochs %d/%d/%d start %d complete %d %s",
 		s.SnapshotEpoch, s.StateEpoch, s.LeaderEpoch, s.StartOffset, s.DeliveryCompleteCount, fmtBatches(s.Batches))
+}
+
+// TestJournalLastRedundantOffset: the log below the lowest current
+// snapshot of a live key is redundant; a replay of what is above it gives
+// the same journal; an unknown snapshot offset prunes nothing.
+func TestJournalLastRedundantOffset(t *testing.T) {
+	a := Key{Group: "a", TopicID: testTopic, Partition: 0}
+	b := Key{Group: "b", TopicID: testTopic, Partition: 0}
+	j := NewJournal()
+	j.UpdatesPerSnapshot = 2
+	if off, ok := j.LastRedundantOffset(); !ok || off != math.MaxInt64 {
+		t.Fatalf("empty journal: %d %v, want everything redundant", off, ok)
+	}
+	var log []LogRecord
+	add := func(recs ...Record) {
+		first := int64(len(log))
+		for _, r := range recs {
+			key, value := EncodeRecord(r)
+			log = append(log, LogRecord{Offset: int64(len(log)), Key: key, Value: value})
+		}
+		j.Placed(recs, first)
+	}
+	must := func(r Record, err error) Record {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	add(must(j.Initialize(a, 0, 0, 1))) // 0: a's snapshot
+	add(must(j.Initialize(b, 0, 0, 1))) // 1: b's snapshot
+	if off, _ := j.LastRedundantOffset(); off != 0 {
+		t.Fatalf("redundant below %d, want 0", off)
+	}
+	for i := range 3 { // a: update, update, snapshot (at 4)
+		add(must(j.Write(a, 0, 0, Update{StartOffset: int64(i + 1), Batches: []StateBatch{{int64(i + 1), int64(i + 1), Acknowledged, 1}}}, 2)))
+	}
+	if off, _ := j.LastRedundantOffset(); off != 1 {
+		t.Fatalf("redundant below %d, want 1 (b's snapshot)", off)
+	}
+	add(must(j.Write(b, 0, 0, Update{StartOffset: 5}, 3))) // 5: b update
+	add(must(j.Write(b, 0, 0, Update{StartOffset: 6}, 3))) // 6: b update
+	add(must(j.Write(b, 0, 0, Update{StartOffset: 7}, 3))) // 7: b snapshot
+	add(must(j.Write(a, 0, 0, Update{StartOffset: 8}, 3))) // 8: a update of the snapshot at 4
+	off, ok := j.LastRedundantOffset()
+	if !ok || off != 4 {
+		t.Fatalf("redundant below %d %v, want 4 (a's snapshot)", off, ok)
+	}
+	pruned, err := Replay(log[off:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []Key{a, b} {
+		want, _ := j.State(k)
+		if got, _ := pruned.State(k); fmtState(got) != fmtState(want) {
+			t.Errorf("%s from the pruned log: %s, want %s", k.Group, fmtState(got), fmtState(want))
+		}
+	}
+	if got, _ := pruned.LastRedundantOffset(); got != off {
+		t.Errorf("replayed journal: redundant below %d, want %d", got, off)
+	}
+	// Deleting a leaves b's snapshot the lowest.
+	add(j.Delete(a)...)
+	if off, _ := j.LastRedundantOffset(); off != 7 {
+		t.Errorf("after deleting a: redundant below %d, want 7", off)
+	}
+	// A snapshot not placed yet (its append outstanding) prunes nothing;
+	// reverted, the journal is as before.
+	saved := j.Save(b)
+	for range 3 {
+		_ = must(j.Write(b, 0, 0, Update{StartOffset: 9}, 4))
+	}
+	if _, ok := j.LastRedundantOffset(); ok {
+		t.Error("an unplaced snapshot: pruning allowed")
+	}
+	j.Revert(saved)
+	if off, ok := j.LastRedundantOffset(); !ok || off != 7 {
+		t.Errorf("reverted: redundant below %d %v, want 7", off, ok)
+	}
+	if st, _ := j.State(b); st.StartOffset != 7 {
+		t.Errorf("reverted: b at %d, want 7", st.StartOffset)
+	}
 }

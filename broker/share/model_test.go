@@ -66,7 +66,7 @@ type propRun struct {
 	p        *Partition
 	m        *model
 	j        *Journal
-	stateLog [][2][]byte // the encoded __share_group_state records written
+	stateLog []LogRecord // the encoded __share_group_state records written, pruned at restarts
 	key      Key
 	now      int64
 	spso     int64
@@ -110,8 +110,7 @@ func (r *propRun) persist() {
 	if err != nil {
 		r.fatalf("journal write: %v", err)
 	}
-	k, v := EncodeRecord(rec)
-	r.stateLog = append(r.stateLog, [2][]byte{k, v})
+	r.logState(rec)
 	st, _ := r.j.State(r.key)
 	live := r.p.Snapshot()
 	if st.StartOffset != live.StartOffset || !reflect.DeepEqual(st.Batches, live.Batches) {
@@ -119,7 +118,28 @@ func (r *propRun) persist() {
 	}
 }
 
+// logState appends rec to the state log at the next offset and tells the
+// journal where it landed.
+func (r *propRun) logState(rec Record) {
+	off := int64(0)
+	if n := len(r.stateLog); n > 0 {
+		off = r.stateLog[n-1].Offset + 1
+	}
+	k, v := EncodeRecord(rec)
+	r.stateLog = append(r.stateLog, LogRecord{Offset: off, Key: k, Value: v})
+	r.j.Placed([]Record{rec}, off)
+}
+
+// restart prunes the state log to the journal's last redundant offset, as
+// the coordinator does, and replays what is left.
 func (r *propRun) restart() {
+	if off, ok := r.j.LastRedundantOffset(); ok {
+		i := 0
+		for i < len(r.stateLog) && r.stateLog[i].Offset < off {
+			i++
+		}
+		r.stateLog = r.stateLog[i:]
+	}
 	j, err := Replay(r.stateLog)
 	if err != nil {
 		r.fatalf("replay: %v", err)
@@ -349,8 +369,7 @@ func TestSharePartitionModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, v := EncodeRecord(rec)
-		r.stateLog = append(r.stateLog, [2][]byte{k, v})
+		r.logState(rec)
 		members := []string{"m0", "m1", "m2", "m3"}[:1+rng.Intn(4)]
 		for step := 0; step < 300; step++ {
 			r.now += rng.Int63n(40)
