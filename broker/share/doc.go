@@ -5,7 +5,10 @@
 // share-partition start offset (SPSO), as Kafka's SharePartition keeps
 // them; the initial SPSO from share.auto.offset.reset; and the durable
 // form of that state, Kafka's __share_group_state records (ShareSnapshot
-// and ShareUpdate), with their codec and replay.
+// and ShareUpdate), with their codec, replay, and the journal's last
+// redundant offset that the coordinator prunes the topic to (the updates
+// are deltas under one key per share-partition: the topic is never
+// compacted).
 //
 // It does no I/O and starts no goroutine: the caller passes the current
 // time in milliseconds to every call (locks expire when the caller's clock
