@@ -407,15 +407,22 @@ func (gc *groupCoordinator) ensureOffsetsTopic(ctx context.Context) error {
 // (Kafka's way), so a node nobody uses as a coordinator hosts no
 // __consumer_offsets logs.
 func (gc *groupCoordinator) run(ctx context.Context) {
-	t := time.NewTicker(gc.n.cfg.OffsetsRetentionCheckInterval)
+	every(ctx, gc.n.cfg.OffsetsRetentionCheckInterval, func() {
+		gc.expireOffsets(ctx)
+		gc.expiryPasses.Add(1)
+	})
+}
+
+// every runs fn every d until ctx ends (the first run after d).
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			gc.expireOffsets(ctx)
-			gc.expiryPasses.Add(1)
+			fn()
 		}
 	}
 }

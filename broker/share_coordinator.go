@@ -571,16 +571,7 @@ func (sc *shareCoordinator) migrateCleanupPolicy(ctx context.Context) {
 // run prunes every share.coordinator.state.topic.prune.interval.ms until
 // ctx ends.
 func (sc *shareCoordinator) run(ctx context.Context) {
-	t := time.NewTicker(sc.n.cfg.SharePruneInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			sc.prune(ctx)
-		}
-	}
+	every(ctx, sc.n.cfg.SharePruneInterval, func() { sc.prune(ctx) })
 }
 
 // topicPartitionKnown reports whether the metadata has topic id's
