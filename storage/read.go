@@ -145,6 +145,10 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 	if v, ok := s.readTail(offset, maxBytes, maxOffset, limit); ok {
 		return v, true, nil
 	}
+	cuts := s.cuts.Load()
+	// cut reports a truncation (replication) since the read began: its
+	// bytes may be gone, which is not corruption.
+	cut := func() bool { return cuts%2 == 1 || s.cuts.Load() != cuts || s.size.Load() < limit }
 	_, p := s.oi.Lookup(offset)
 	pos := int64(p)
 	hs := newHeaderScanner(s.log, limit)
@@ -157,7 +161,7 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 		}
 		h, err = hs.header(pos)
 		if err != nil {
-			if s.size.Load() < limit {
+			if cut() {
 				// A truncation (replication) cut the segment under us:
 				// the offset is gone, nothing to return.
 				return v, true, nil
@@ -188,7 +192,7 @@ func (s *segment) read(offset int64, maxBytes int, maxOffset int64) (v ReadView,
 		}
 		h, err = hs.header(end)
 		if err != nil {
-			if s.size.Load() < limit {
+			if cut() {
 				break // truncated under us: return what was whole before
 			}
 			return v, false, fmt.Errorf("%w: segment %d at position %d: %v", ErrCorruption, s.base, end, err)

@@ -44,6 +44,12 @@ type segment struct {
 
 	// Published to lock-free readers.
 	size atomic.Int64 // bytes of whole batches in log
+	// cuts counts truncations, bumped before the file is cut and after
+	// size is lowered (odd while one runs): a reader that finds its
+	// bytes gone checks it, since size alone cannot tell (the file is
+	// cut before size drops, and appends may raise size again before
+	// the reader looks).
+	cuts atomic.Int64
 	next atomic.Int64 // offset after the last batch; base when empty
 
 	tsMu     sync.Mutex // guards maxTS and maxTSOff (read as a pair)
@@ -789,11 +795,16 @@ func (s *segment) truncateTo(off int64, cfg Config) error {
 	if err := s.truncateTxnIndex(next); err != nil {
 		return err
 	}
-	if err := s.log.Truncate(pos); err != nil {
+	s.cuts.Add(1) // odd: a cut under way
+	err = s.log.Truncate(pos)
+	if err == nil {
+		s.size.Store(pos)
+		s.next.Store(next)
+	}
+	s.cuts.Add(1)
+	if err != nil {
 		return err
 	}
-	s.size.Store(pos)
-	s.next.Store(next)
 	// Recompute what the dropped batches may have carried.
 	_, ts, tsOff, err := s.scanFrom(0, pos, s.base)
 	if err != nil {
