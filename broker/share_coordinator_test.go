@@ -516,9 +516,11 @@ func TestShareStatePruned(t *testing.T) {
 	write(cold, 2, 7)
 	write(hot, 60, 70)
 	testutil.Eventually(t, testWait, func() bool { return p.log.LogStartOffset() > 60 }, "the log start past both keys' old records (at %d)", p.log.LogStartOffset())
-	if segs := p.log.NumSegments(); segs > 4 {
-		t.Errorf("%d segments left after pruning", segs)
-	}
+	// Whole segments below the log start are gone (how many are left
+	// depends on where the snapshots fell, not checked).
+	// (Eventually: a prune moves the start before it deletes.)
+	testutil.Eventually(t, testWait, func() bool { return p.log.Segments()[0].NextOffset > p.log.LogStartOffset() },
+		"no segment below the log start %d (first %+v)", p.log.LogStartOffset(), p.log.Segments()[0])
 	want := map[share.Key]kmsg.ReadShareGroupStateResponseTopicPartition{hot: s.read(hot, 1), cold: s.read(cold, 1)}
 	cl.Close()
 	n.Close()
