@@ -2,7 +2,6 @@ package broker
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -254,21 +253,29 @@ func TestShareStateSurvivesRestart(t *testing.T) {
 	s = shareRPCs{t, cl}
 	for _, k := range keys {
 		s.waitLoaded(k)
-		got, want := s.read(k, 1), before[k]
-		if got.ErrorCode != want.ErrorCode || got.StartOffset != want.StartOffset || got.StateEpoch != want.StateEpoch || len(got.StateBatches) != len(want.StateBatches) {
+		if got, want := s.read(k, 1), before[k]; !sameShareState(got, want) {
 			t.Fatalf("%v after restart: %+v, before %+v", k, got, want)
-		}
-		for i := range got.StateBatches {
-			g, w := got.StateBatches[i], want.StateBatches[i]
-			if g.FirstOffset != w.FirstOffset || g.LastOffset != w.LastOffset || g.DeliveryState != w.DeliveryState || g.DeliveryCount != w.DeliveryCount {
-				t.Fatalf("%v batch %d after restart: %+v, before %+v", k, i, got.StateBatches[i], want.StateBatches[i])
-			}
 		}
 	}
 	if r := before[keys[0]]; r.StartOffset != 3 || len(r.StateBatches) != 1 || r.StateBatches[0].FirstOffset != 3 || r.StateBatches[0].LastOffset != 4 {
 		t.Fatalf("state before the restart: %+v", r)
 	}
 	wantCode(t, "deleted key after restart", before[keys[2]].ErrorCode, kerr.InvalidRequest)
+}
+
+// sameShareState reports whether two ReadShareGroupState answers give the
+// same state: error, start offset, state epoch and every batch.
+func sameShareState(got, want kmsg.ReadShareGroupStateResponseTopicPartition) bool {
+	if got.ErrorCode != want.ErrorCode || got.StartOffset != want.StartOffset || got.StateEpoch != want.StateEpoch || len(got.StateBatches) != len(want.StateBatches) {
+		return false
+	}
+	for i, g := range got.StateBatches {
+		w := want.StateBatches[i]
+		if g.FirstOffset != w.FirstOffset || g.LastOffset != w.LastOffset || g.DeliveryState != w.DeliveryState || g.DeliveryCount != w.DeliveryCount {
+			return false
+		}
+	}
+	return true
 }
 
 // TestSharePersisterLocal: the node's persister (in process when it
@@ -517,8 +524,8 @@ func TestShareStatePruned(t *testing.T) {
 	write(hot, 60, 70)
 	testutil.Eventually(t, testWait, func() bool { return p.log.LogStartOffset() > 60 }, "the log start past both keys' old records (at %d)", p.log.LogStartOffset())
 	// Whole segments below the log start are gone (how many are left
-	// depends on where the snapshots fell, not checked).
-	// (Eventually: a prune moves the start before it deletes.)
+	// depends on where the snapshots fell, not checked; Eventually: a
+	// prune moves the start before it deletes).
 	testutil.Eventually(t, testWait, func() bool { return p.log.Segments()[0].NextOffset > p.log.LogStartOffset() },
 		"no segment below the log start %d (first %+v)", p.log.LogStartOffset(), p.log.Segments()[0])
 	want := map[share.Key]kmsg.ReadShareGroupStateResponseTopicPartition{hot: s.read(hot, 1), cold: s.read(cold, 1)}
@@ -530,8 +537,7 @@ func TestShareStatePruned(t *testing.T) {
 	s = shareRPCs{t, cl}
 	for k, w := range want {
 		s.waitLoaded(k)
-		got := s.read(k, 1)
-		if fmt.Sprint(got.StateBatches) != fmt.Sprint(w.StateBatches) || got.StartOffset != w.StartOffset || got.ErrorCode != 0 {
+		if got := s.read(k, 1); got.ErrorCode != 0 || !sameShareState(got, w) {
 			t.Errorf("%s after pruning and a restart: start %d %v (%d), want start %d %v", k.Group, got.StartOffset, got.StateBatches, got.ErrorCode, w.StartOffset, w.StateBatches)
 		}
 	}
