@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -25,7 +28,7 @@ type txnOutcome struct {
 // aborted on purpose. A failed produce or commit aborts. mid, if not nil,
 // runs in each transaction once its records are handed to the client,
 // before they are flushed.
-func runTxns(t *testing.T, cl *kgo.Client, topic string, per int, first int, out *txnOutcome, mid func(i int), stop func(i int) bool) int {
+func runTxns(t *testing.T, tp *txnProducer, topic string, per int, first int, out *txnOutcome, mid func(i int), stop func(i int) bool) int {
 	t.Helper()
 	i := first
 	for ; ; i++ {
@@ -34,10 +37,11 @@ func runTxns(t *testing.T, cl *kgo.Client, topic string, per int, first int, out
 		for j := range vals {
 			vals[j] = fmt.Sprintf("t%d-%d", i, j)
 		}
-		if err := cl.BeginTransaction(); err != nil {
+		if err := tp.begin(t, i); err != nil {
 			cancel()
 			t.Fatalf("begin %d: %v", i, err)
 		}
+		cl := tp.cl
 		var perr error
 		for _, v := range vals {
 			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(v)}, func(_ *kgo.Record, err error) {
@@ -73,6 +77,37 @@ func runTxns(t *testing.T, cl *kgo.Client, topic string, per int, first int, out
 	}
 }
 
+// txnProducer is the test's transactional producer: a franz-go client
+// that is replaced, as an application replaces its producer, when it
+// reports a fatal state of its own making.
+type txnProducer struct {
+	open     func() (*kgo.Client, error)
+	cl       *kgo.Client
+	reopened int
+}
+
+// begin begins transaction i. A failure carrying a broker's error code
+// is the test's failure. One with none is the client's own state: franz-go
+// (1.22.3) fails AddPartitionsToTxn with "unknown broker", and the
+// producer ID with it, when the coordinator it looked up leaves its
+// broker list before the request is sent, which is what the killed
+// broker's fencing does to a cached coordinator. Then a new client with
+// the same transactional ID takes over (its InitProducerID fences the
+// old one and aborts whatever it left open), at most twice a test.
+func (tp *txnProducer) begin(t *testing.T, i int) error {
+	err := tp.cl.BeginTransaction()
+	if _, isBroker := errors.AsType[*kerr.Error](err); err == nil || isBroker || tp.reopened >= 2 {
+		return err
+	}
+	t.Logf("begin %d: %v: the client's own fatal state (no broker error code); a new producer takes over", i, err)
+	tp.cl.Close()
+	tp.reopened++
+	if tp.cl, err = tp.open(); err != nil {
+		return err
+	}
+	return tp.cl.BeginTransaction()
+}
+
 // kgoFatalTxn reports an error after which the producer cannot go on.
 func kgoFatalTxn(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "FENCED")
@@ -98,20 +133,32 @@ func TestTxnKill9PartitionLeaderMidTransaction(t *testing.T) {
 	p := waitPartition0(t, adm, topic, "all three replicas in sync", func(p kadm.PartitionDetail, _ []int32) bool {
 		return len(p.ISR) == 3 && p.Leader >= 0
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.TransactionalID("txn-kill9"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(20*time.Second),
-		kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(procWait))
-	if err != nil {
+	// The producer's log is shown when the test fails: which request met
+	// which broker error is what tells a broker bug from a client one.
+	var clientLog testutil.SyncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("transactional producer's log:\n%s", clientLog.String())
+		}
+	})
+	tp := &txnProducer{open: func() (*kgo.Client, error) {
+		return kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.TransactionalID("txn-kill9"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(20*time.Second),
+			kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(procWait),
+			kgo.WithLogger(kgo.BasicLogger(&clientLog, kgo.LogLevelInfo, nil)))
+	}}
+	var err error
+	if tp.cl, err = tp.open(); err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	defer func() { tp.cl.Close() }()
 
 	var out txnOutcome
 	const per = 50
-	next := runTxns(t, cl, topic, per, 0, &out, nil, func(i int) bool { return i >= 5 })
+	next := runTxns(t, tp, topic, per, 0, &out, nil, func(i int) bool { return i >= 5 })
 	// Kill the leader while the next transaction's records are in flight.
 	killed, killAt := p.Leader, next
-	next = runTxns(t, cl, topic, per, next, &out, func(i int) {
+	next = runTxns(t, tp, topic, per, next, &out, func(i int) {
 		if i == killAt {
 			c.node(killed).kill()
 		}
@@ -124,7 +171,7 @@ func TestTxnKill9PartitionLeaderMidTransaction(t *testing.T) {
 	waitPartition0(t, adm, topic, "the ISR full again", func(p kadm.PartitionDetail, _ []int32) bool {
 		return len(p.ISR) == 3 && p.Leader >= 0
 	})
-	runTxns(t, cl, topic, per, next, &out, nil, func(i int) bool { return i >= next+3 && i%3 != 2 })
+	runTxns(t, tp, topic, per, next, &out, nil, func(i int) bool { return i >= next+3 && i%3 != 2 })
 	if len(out.committed) < 8 {
 		t.Fatalf("only %d transactions committed: %+v", len(out.committed), out.uncertain)
 	}
