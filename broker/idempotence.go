@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -420,6 +421,10 @@ func (p *partition) appendAsFollower(records []byte) (storage.AppendInfo, error)
 func (p *partition) truncateAsFollower(offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	// The high watermark comes down first, so no reader sees it above
+	// the log end between the cut and the clamp (a lower one is always
+	// safe: the leader's next answer raises it again).
+	p.clampHWWithin(math.MinInt64, offset)
 	if err := p.log.Truncate(offset); err != nil {
 		return err
 	}

@@ -1006,10 +1006,14 @@ func (p *partition) setFollowerHW(hw int64) {
 // clampHW keeps the high watermark within [log start, LEO] after the log
 // was rewritten under it.
 func (p *partition) clampHW() {
-	leo, start := p.log.LogEndOffset(), p.log.LogStartOffset()
+	p.clampHWWithin(p.log.LogStartOffset(), p.log.LogEndOffset())
+}
+
+// clampHWWithin moves the high watermark into [lo, hi].
+func (p *partition) clampHWWithin(lo, hi int64) {
 	for {
 		hw := p.hw.Load()
-		to := min(max(hw, start), leo)
+		to := min(max(hw, lo), hi)
 		if hw == to {
 			return
 		}
