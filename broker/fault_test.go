@@ -92,13 +92,22 @@ func TestCutLeaderStepsAsideForClients(t *testing.T) {
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
 		resp := rc.roundTrip(req).(*kmsg.MetadataResponse)
+		if len(resp.Topics) == 0 {
+			return -2, -1
+		}
+		if rt := resp.Topics[0]; len(rt.Partitions) == 0 {
+			return -2, rt.ErrorCode // the topic not in this broker's view yet
+		}
 		p := resp.Topics[0].Partitions[0]
 		return p.Leader, p.ErrorCode
 	}
 	rc := dialRaw(t, c.nodes[2]) // from 127.0.0.1: no link cut
-	if l, code := leaderSeen(rc); l != 2 || code != 0 {
-		t.Fatalf("before the cut broker 2 shows leader %d (error %d), want itself", l, code)
-	}
+	// The controller's full ISR does not mean broker 2 has applied the
+	// topic to its own view yet: wait for it to name itself.
+	testutil.Eventually(t, testWait, func() bool {
+		l, code := leaderSeen(rc)
+		return l == 2 && code == 0
+	}, "broker 2 to show itself the partition's leader before the cut")
 
 	nw.Isolate(nodeIP(2))
 	cut := time.Now()
