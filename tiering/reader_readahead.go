@@ -97,7 +97,10 @@ type raCarry struct {
 // covers d segments, not one). The segment after each comes from
 // [Reader.Follows], else from ReaderConfig.Next; where neither knows it,
 // read-ahead stops there. Each segment entered gets the reader's window
-// and rate, and its index is fetched ahead too.
+// and rate. Its index is not fetched ahead: the reader enters it at its
+// first batch and goes on from where each read ended, neither of which
+// needs the index (Reader.seek), so a catch-up pays one GET per chunk and
+// none per segment; a read that lands mid-segment fetches the index then.
 func (r *Reader) readAheadPast(seg RemoteSegment, from, to int64, ra raCarry) {
 	for to >= 0 {
 		key := seg.Key(r.prefix, ExtLog)
@@ -108,7 +111,6 @@ func (r *Reader) readAheadPast(seg RemoteSegment, from, to int64, ra raCarry) {
 		}
 		next := st.next
 		st.mu.Unlock()
-		r.prefetchIndex(seg)
 		n := (seg.SizeBytes + r.chunkBytes - 1) / r.chunkBytes
 		for c := max(from, 0); c <= min(to, n-1); c++ {
 			r.prefetch(key, seg.SizeBytes, c)
@@ -151,26 +153,6 @@ func (r *Reader) noteGetLatency(d time.Duration) {
 		v = old + (int64(d)-old)/4
 	}
 	r.getNanos.CompareAndSwap(old, v)
-}
-
-// prefetchIndex fetches seg's .index in the background, at read-ahead
-// priority, unless it is cached or being fetched.
-func (r *Reader) prefetchIndex(seg RemoteSegment) {
-	key := seg.Key(r.prefix, ExtIndex)
-	if r.idx.has(key) || r.raPending.Load() >= r.maxRA || !r.budget.bgRoom() {
-		return
-	}
-	r.fmu.Lock()
-	busy := r.idxFlights[key] != nil
-	r.fmu.Unlock()
-	if busy {
-		return
-	}
-	r.background(func() {
-		r.raPending.Add(1)
-		defer r.raPending.Add(-1)
-		_, _ = r.index(r.ctx, seg, ExtIndex, false)
-	})
 }
 
 // background runs fn on a goroutine Close waits for; false (fn not run)

@@ -95,6 +95,10 @@ func TestReaderReadAheadSpansSmallSegments(t *testing.T) {
 		if g := rdGetsOf(mem, seg.Key("p", ExtLog)); g != want {
 			t.Errorf("segment %d: %d GETs of its .log, want %d", i, g, want)
 		}
+		// Read-ahead enters each segment at its first batch: no index.
+		if g := rdGetsOf(mem, seg.Key("p", ExtMeta)); g != 0 {
+			t.Errorf("segment %d: %d GETs of its index object by read-ahead, want none", i, g)
+		}
 	}
 	if st := r.Stats(); st.ReadAheadChunks != 4 {
 		t.Fatalf("%d chunks read ahead, want 4: %+v", st.ReadAheadChunks, st)
