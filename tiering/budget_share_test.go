@@ -40,11 +40,21 @@ func TestShareRate(t *testing.T) {
 		{"far above what is used: down to 8x it", in(400, 20, 0, 10), 160 * mb},
 		{"an idle reader's cap falls back to the start", in(300, 0, 0, 10), 32 * mb},
 		{"an idle reader's cap held while produce is not fine", in(300, 0, 0.01, 10), 300 * mb},
+		{"slow start, produce fine: the cap doubles", slowStart(in(80, 80, 0.002, 10)), 160 * mb},
+		{"slow start: a small cap grows by at least the floor", slowStart(in(4, 4, 0, 10)), 12 * mb},
+		{"slow start: still at most 8x what is fetched", slowStart(in(80, 12, 0, 10)), 96 * mb},
+		{"slow start, produce in the hold band: held", slowStart(in(80, 80, 0.01, 10)), 80 * mb},
+		{"slow start, 3 % above the bound: halved as ever", slowStart(in(80, 80, 0.03, 10)), 40 * mb},
 	} {
 		if got := shareRate(c.in); got != c.want {
 			t.Errorf("%s: shareRate(%+v) = %v, want %v", c.name, c.in, got, c.want)
 		}
 	}
+}
+
+func slowStart(in shareInput) shareInput {
+	in.SlowStart = true
+	return in
 }
 
 // simShare is a closed loop on the pure parts, the shell's arithmetic
@@ -56,6 +66,8 @@ type simShare struct {
 	rate, fetchedAvg, slow float64
 	sinceCut               int
 	sinceFetch             int
+	pastSlow               bool // the slow start is over: a cut came
+	noSlowStart            bool // growth by eighths only (the rule before slow start)
 	debt                   float64
 	quiet                  [shareBuckets]float64
 	floor                  float64
@@ -96,9 +108,16 @@ func (s *simShare) tick(want float64, base time.Duration, harm float64) (fetched
 	if q99 > 0 {
 		s.slow += (float64(shareAbove(counts[:], shareBounds(q99)))/20 - s.slow) / 8
 	}
-	next := shareRate(shareInput{Rate: s.rate, Fetched: s.fetchedAvg, Produce: true, Slow: s.slow, Quiet: q99 > 0, SinceCut: s.sinceCut, Min: s.floor})
+	if s.sinceFetch >= shareIdleTicks {
+		s.pastSlow = false
+	}
+	next := shareRate(shareInput{Rate: s.rate, Fetched: s.fetchedAvg, Produce: true, Slow: s.slow, Quiet: q99 > 0,
+		SinceCut: s.sinceCut, Min: s.floor, SlowStart: !s.pastSlow && !s.noSlowStart})
 	if next > 0 && next < s.rate*0.75 {
 		s.sinceCut = 0
+		if s.slow > shareCutFrac {
+			s.pastSlow = true
+		}
 	} else {
 		s.sinceCut++
 	}
@@ -179,6 +198,33 @@ func TestShareRateSettles(t *testing.T) {
 		}
 	}
 	t.Logf("settled at %.0f MB/s, %d cuts, p99 %v quiet, %v during", mean/mb, cuts, p99(quiet), p99(during))
+}
+
+// A harmless catch-up (the producers do not feel it) reaches the rate it
+// asks for in slow start in well under half the ticks that growth by
+// eighths takes; a harmful one still settles (TestShareRateSettles runs
+// with slow start).
+func TestShareSlowStart(t *testing.T) {
+	const mb = 1e6
+	ticksTo := func(noSlowStart bool) int {
+		s := &simShare{rng: rand.New(rand.NewPCG(3, 4)), floor: 8 << 20, sinceFetch: shareIdleTicks,
+			quietRule: shareQuietTick, noSlowStart: noSlowStart}
+		for range 100 {
+			s.tick(0, time.Millisecond, 0)
+		}
+		for i := range 300 {
+			if s.tick(400*mb, time.Millisecond, 0); s.rate >= 400*mb {
+				return i + 1
+			}
+		}
+		t.Fatalf("noSlowStart=%v: the cap is %.0f MB/s after 30 s of a harmless catch-up", noSlowStart, s.rate/mb)
+		return 0
+	}
+	slow, eighths := ticksTo(false), ticksTo(true)
+	if slow*2 > eighths {
+		t.Errorf("a harmless catch-up reached 400 MB/s in %d ticks in slow start, %d by eighths: want under half", slow, eighths)
+	}
+	t.Logf("400 MB/s reached in %d ticks (slow start), %d (eighths)", slow, eighths)
 }
 
 func TestShareQuietTick(t *testing.T) {
