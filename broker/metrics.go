@@ -394,7 +394,7 @@ type nodeCollector struct {
 	logSize, logSegments, logEnd, logStart, localLogStart, hw, recoveryPoint, leaderEpoch    *prometheus.Desc
 	recTruncated, recDroppedSegs, recLogsRecovered, recLogs, recSeconds                      *prometheus.Desc
 	cleanerRuns, cleanerFailures, cleanerRead, cleanerWritten, cleanerDirty, cleanerMaxDirty *prometheus.Desc
-	rolls, flushes, flushSeconds                                                             *prometheus.Desc
+	rolls, rollSeconds, flushes, flushSeconds                                                *prometheus.Desc
 	dirFree, dirMinFree, dirFull, dirOffline                                                 *prometheus.Desc
 	reqMemUsed, reqMemWaiting                                                                *prometheus.Desc
 	underReplicated, underMinISR, atMinISR, isrSize, replicas, offlinePartitions             *prometheus.Desc
@@ -435,6 +435,7 @@ func newNodeCollector(n *Node) *nodeCollector {
 		cleanerDirty:      d("log_cleaner", "dirty_ratio", "Dirty bytes / cleanable bytes of a compacted partition, as last computed.", tp...),
 		cleanerMaxDirty:   d("log_cleaner", "max_dirty_ratio", "Highest dirty ratio over the compacted partitions (Kafka's max-clean-dirty-ratio)."),
 		rolls:             d("log", "segment_rolls_total", "Segments sealed (rolled) since the partition's log opened.", tp...),
+		rollSeconds:       d("log", "segment_roll_seconds_total", "Time rolls held the partition's append lock: the old segment's fsyncs, its snapshots', the directory's (rate of this / rate of segment_rolls_total = mean roll time).", tp...),
 		flushes:           d("log", "flushes_total", "fsyncs of the active segment (flush.messages, flush.ms, shutdown) since the log opened.", tp...),
 		flushSeconds:      d("log", "flush_seconds_total", "Time those fsyncs took (rate of this / rate of flushes_total = mean fsync time).", tp...),
 		dirFree:           d("log_dir", "free_bytes", "Free space of the file system holding the log dir, as last measured (every second).", "dir"),
@@ -458,7 +459,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.metadataOffset, c.logSize, c.logSegments, c.logEnd, c.logStart, c.localLogStart, c.hw,
 		c.recoveryPoint, c.leaderEpoch, c.recTruncated, c.recDroppedSegs, c.recLogsRecovered, c.recLogs, c.recSeconds,
 		c.cleanerRuns, c.cleanerFailures, c.cleanerRead, c.cleanerWritten, c.cleanerDirty, c.cleanerMaxDirty,
-		c.rolls, c.flushes, c.flushSeconds, c.dirFree, c.dirMinFree, c.dirFull, c.dirOffline,
+		c.rolls, c.rollSeconds, c.flushes, c.flushSeconds, c.dirFree, c.dirMinFree, c.dirFull, c.dirOffline,
 		c.reqMemUsed, c.reqMemWaiting, c.underReplicated, c.underMinISR, c.atMinISR, c.isrSize, c.replicas, c.reassigning} {
 		ch <- d
 	}
@@ -524,6 +525,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.leaderEpoch, float64(epoch), tp...)
 		io := l.IOStats()
 		ch <- prometheus.MustNewConstMetric(c.rolls, prometheus.CounterValue, float64(io.Rolls), tp...)
+		ch <- prometheus.MustNewConstMetric(c.rollSeconds, prometheus.CounterValue, io.RollSeconds, tp...)
 		ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(io.Flushes), tp...)
 		ch <- prometheus.MustNewConstMetric(c.flushSeconds, prometheus.CounterValue, io.FlushSeconds, tp...)
 	}

@@ -128,6 +128,7 @@ type Log struct {
 	rolls          atomic.Int64 // segments sealed (IOStats)
 	flushes        atomic.Int64 // fsyncs of the active segment by Flush/flush.*
 	flushNanos     atomic.Int64
+	rollNanos      atomic.Int64 // time rolls of a non-empty segment held the append lock (IOStats)
 	failed         atomic.Bool
 	closed         atomic.Bool
 
@@ -587,6 +588,11 @@ func (l *Log) rollLocked(newBase int64) error {
 		return nil
 	}
 	end := act.next.Load()
+	// The roll's fsyncs (the old segment's log and indexes, the snapshots,
+	// the directory) run here, under the append lock: the appends of this
+	// partition wait for them, so their time is counted (IOStats).
+	rollStart := time.Now()
+	defer func() { l.rollNanos.Add(int64(time.Since(rollStart))) }()
 	// Out of space before the new list is published leaves a state the
 	// next roll completes (seal is a no-op on a sealed segment; the
 	// snapshot and the new segment's files are rewritten): the directory
@@ -643,13 +649,15 @@ func (l *Log) rollLocked(newBase int64) error {
 // (for metrics).
 type IOStats struct {
 	Rolls        int64   // segments sealed
+	RollSeconds  float64 // time rolls held the append lock (the old segment's fsyncs, its snapshots, the directory's)
 	Flushes      int64   // fsyncs of the active segment (flush.messages, flush.ms, Flush)
 	FlushSeconds float64 // time those fsyncs took
 }
 
 // IOStats returns the log's roll and flush counters. Lock-free.
 func (l *Log) IOStats() IOStats {
-	return IOStats{Rolls: l.rolls.Load(), Flushes: l.flushes.Load(), FlushSeconds: float64(l.flushNanos.Load()) / 1e9}
+	return IOStats{Rolls: l.rolls.Load(), RollSeconds: float64(l.rollNanos.Load()) / 1e9,
+		Flushes: l.flushes.Load(), FlushSeconds: float64(l.flushNanos.Load()) / 1e9}
 }
 
 func jitter(cfg *Config) int64 {

@@ -184,6 +184,23 @@ func TestLogRollsOnSegmentBytes(t *testing.T) {
 	checkSegmentsContiguous(t, e.log)
 }
 
+// IOStats counts the rolls and the time they held the append lock; an
+// explicit Roll of an empty active segment is no roll.
+func TestLogIOStatsCountsRolls(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SegmentBytes = 1000 })
+	if err := e.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.log.IOStats(); st.Rolls != 0 || st.RollSeconds != 0 {
+		t.Fatalf("an empty log's roll counted: %+v", st)
+	}
+	e.appendBatches(10, 1, 300) // five segments: four rolls
+	st := e.log.IOStats()
+	if st.Rolls != 4 || st.RollSeconds <= 0 {
+		t.Fatalf("after four rolls: %+v", st)
+	}
+}
+
 func TestLogRollsOnSegmentMs(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.SegmentMs = 60_000 })
 	e.appendBatches(3, 1, 10)
