@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/internal/testutil"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/producer"
 )
@@ -440,6 +441,11 @@ func TestIdempotentStateRestoredFromSnapshotAndReplay(t *testing.T) {
 				batches, offsets = append(batches, b), append(offsets, int64(i))
 			}
 			p := n.partition("snap", 0)
+			// A roll's snapshot is written by its fsyncs, in the
+			// background (storage's rollsync.go): wait for the latest.
+			testutil.Eventually(t, testWait, func() bool {
+				return p.log.RecoveryPoint() >= p.log.Segments()[p.log.NumSegments()-1].BaseOffset
+			}, "the rolls' fsyncs and snapshots")
 			snapOff, snap, ok, err := p.log.LatestProducerSnapshot()
 			if err != nil || !ok {
 				t.Fatalf("no producer snapshot after %d segments: %v", p.log.NumSegments(), err)

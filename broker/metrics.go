@@ -435,7 +435,7 @@ func newNodeCollector(n *Node) *nodeCollector {
 		cleanerDirty:      d("log_cleaner", "dirty_ratio", "Dirty bytes / cleanable bytes of a compacted partition, as last computed.", tp...),
 		cleanerMaxDirty:   d("log_cleaner", "max_dirty_ratio", "Highest dirty ratio over the compacted partitions (Kafka's max-clean-dirty-ratio)."),
 		rolls:             d("log", "segment_rolls_total", "Segments sealed (rolled) since the partition's log opened.", tp...),
-		rollSeconds:       d("log", "segment_roll_seconds_total", "Time rolls held the partition's append lock: the old segment's fsyncs, its snapshots', the directory's (rate of this / rate of segment_rolls_total = mean roll time).", tp...),
+		rollSeconds:       d("log", "segment_roll_seconds_total", "Time rolls held the partition's append lock (their fsyncs run after it, in the background; rate of this / rate of segment_rolls_total = mean roll time).", tp...),
 		flushes:           d("log", "flushes_total", "fsyncs of the active segment (flush.messages, flush.ms, shutdown) since the log opened.", tp...),
 		flushSeconds:      d("log", "flush_seconds_total", "Time those fsyncs took (rate of this / rate of flushes_total = mean fsync time).", tp...),
 		dirFree:           d("log_dir", "free_bytes", "Free space of the file system holding the log dir, as last measured (every second).", "dir"),

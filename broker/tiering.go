@@ -170,11 +170,16 @@ func (t *tier) track(p *partition, leader, remote bool) {
 }
 
 // copyBound is how far the uploader may copy: segments wholly below the
-// high watermark and the last stable offset (Kafka's RemoteLogManager
+// high watermark, the recovery point and the last stable offset (Kafka's RemoteLogManager
 // copies below the LSO), so the tier never holds an open transaction's
 // batches or a marker the ISR may still lose.
 func (p *partition) copyBound() int64 {
-	return min(p.hw.Load(), p.log.LastStableOffset())
+	// And below the recovery point: a rolled segment is fsynced, and its
+	// end's producer snapshot written, in the background (storage's
+	// rollSync); a segment copied before that could outlive a crash that
+	// cut it locally, and the tier would hold records the log then
+	// rewrote.
+	return min(p.hw.Load(), p.log.LastStableOffset(), p.log.RecoveryPoint())
 }
 
 // abortedTxns is storage.Log.AbortedTxns over both tiers, for a

@@ -280,12 +280,17 @@ func TestRetentionOnlyWithDeletePolicy(t *testing.T) {
 }
 
 // swapWorkload fills a compacted log on fs with a deterministic workload
-// and returns the model; the log is left open with everything rolled.
+// and returns the model; the log is left open with everything rolled and
+// flushed.
 func swapWorkload(t *testing.T, fs vfs.FS) (*testEnv, map[string]string) {
 	e := newCompactEnv(t, fs, func(c *Config) { c.SegmentBytes = 1500 })
 	model := map[string]string{}
 	randomWorkload(e, rand.New(rand.NewPCG(5, 5)), 60, 12, model)
 	if err := e.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	// Durable too: a roll's fsyncs come after it (rollsync.go).
+	if err := e.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	return e, model

@@ -52,10 +52,24 @@ func (c *fileCache) add(s *segment) {
 		c.open[s] = struct{}{}
 		s.inCache.Store(true)
 	}
+	c.evictLocked(s)
+}
+
+// trim closes the least recently used unpinned members' files while the
+// cache is over its bound (after a pin that held it over is dropped: a
+// roll's fsyncs, rollsync.go).
+func (c *fileCache) trim() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.evictLocked(nil)
+}
+
+// evictLocked evicts members other than keep down to the bound. mu held.
+func (c *fileCache) evictLocked(keep *segment) {
 	for len(c.open) > c.max {
 		var victim *segment
 		for m := range c.open {
-			if m != s && m.users.Load() == 0 && (victim == nil || m.lastUse.Load() < victim.lastUse.Load()) {
+			if m != keep && m.users.Load() == 0 && (victim == nil || m.lastUse.Load() < victim.lastUse.Load()) {
 				victim = m
 			}
 		}

@@ -74,6 +74,10 @@ func TestManagerFileCacheBoundsOpenSealedSegments(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The last roll's fsyncs pin its segment open until they ran.
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		ls = append(ls, l)
 	}
 	if n := cfs.open.Load(); n > bound || m.OpenSealedSegments() > maxOpen {

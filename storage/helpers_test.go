@@ -246,7 +246,9 @@ func scanBatches(tb testing.TB, l *Log) []batch.Header {
 func checkIndexAgainstScan(tb testing.TB, l *Log) {
 	tb.Helper()
 	hdrs := scanBatches(tb, l)
-	for _, s := range pinSegments(tb, l) {
+	segs, release := pinSegments(tb, l)
+	defer release()
+	for _, s := range segs {
 		if err := s.oi.SanityCheck(); err != nil {
 			tb.Fatalf("segment %d: %v", s.base, err)
 		}
@@ -339,16 +341,25 @@ func splitForScript(b []byte) (string, []byte, error) {
 }
 
 // pinSegments returns the log's segments with their files pinned open
-// (acquire: the file cache may have closed a sealed one) until the test
-// ends, for checks that look at a segment's files directly.
-func pinSegments(tb testing.TB, l *Log) []*segment {
+// (acquire: the file cache may have closed a sealed one) until release,
+// for checks that look at a segment's files directly. A pin must not
+// outlive the check: a Close leaves a pinned segment's files open and its
+// indexes untrimmed until the last reference goes (crash_test.go's clean
+// reopen after a close would find them so).
+func pinSegments(tb testing.TB, l *Log) (segs []*segment, release func()) {
 	tb.Helper()
-	segs := l.segments()
-	for _, s := range segs {
+	segs = l.segments()
+	for i, s := range segs {
 		if err := s.acquire(); err != nil {
+			for _, p := range segs[:i] {
+				p.release()
+			}
 			tb.Fatalf("segment %d: %v", s.base, err)
 		}
-		tb.Cleanup(s.release)
 	}
-	return segs
+	return segs, func() {
+		for _, s := range segs {
+			s.release()
+		}
+	}
 }

@@ -62,9 +62,10 @@ type LogOptions struct {
 	// together with the other logs sharing it (the Manager's).
 	files *fileCache
 
-	// OnRoll is called after a roll moved the recovery point past the
-	// sealed segment, with the log's lock held: it must not block or call
-	// into the log (the Manager wakes its checkpoint writer).
+	// OnRoll is called after a roll's fsyncs moved the recovery point past
+	// the sealed segment (rollsync.go), on the log's syncer goroutine or
+	// under the log's lock (a flush that ran them): it must not block or
+	// call into the log (the Manager wakes its checkpoint writer).
 	OnRoll func()
 }
 
@@ -131,6 +132,14 @@ type Log struct {
 	rollNanos      atomic.Int64 // time rolls of a non-empty segment held the append lock (IOStats)
 	failed         atomic.Bool
 	closed         atomic.Bool
+
+	// The syncer (rollsync.go): rolls' fsyncs, off the append path.
+	syncQMu     sync.Mutex  // guards syncQ and syncRunning
+	syncQ       []*rollSync // pending, in roll order
+	syncRunning bool        // a syncLoop runs
+	syncMu      sync.Mutex  // held while a rollSync runs
+	syncWG      sync.WaitGroup
+	deferSync   bool // deferRollSync at open
 
 	mu        sync.Mutex // the append lock: guards every mutation below and of the segments' writer state
 	failErr   error
@@ -381,6 +390,11 @@ func (l *Log) appendValidated(records []byte, hdrs []batch.Header, markers []mar
 	if l.dirFull != nil && l.dirFull() {
 		return info, fmt.Errorf("%w: %s", ErrLogDirFull, filepath.Dir(l.dir))
 	}
+	if l.deferSync {
+		if err := l.drainSyncLocked(); err != nil {
+			return info, err
+		}
+	}
 	if check != nil {
 		if err := check(); err != nil {
 			return info, err
@@ -400,7 +414,17 @@ func (l *Log) appendValidated(records []byte, hdrs []batch.Header, markers []mar
 		return info, fmt.Errorf("%w: record set spans %d offsets", ErrInvalidOffset, last-first+1)
 	}
 	if l.shouldRollLocked(act, cfg, len(records), first, last, nowMs) {
-		if err := l.rollLocked(first); err != nil {
+		// A follower's batch past the log end (a compacted leader's gap)
+		// goes into a segment at the log end, the gap inside it, as a
+		// cleaned segment holds gaps: segments tile the offsets, which
+		// recovery relies on to tell a lost unsynced tail (rollsync.go).
+		// Only a gap the relative offsets cannot span starts the new
+		// segment past it, at its first offset (Kafka's roll offset).
+		base := first
+		if end := act.next.Load(); first > end && last-end <= math.MaxInt32 {
+			base = end
+		}
+		if err := l.rollLocked(base); err != nil {
 			return info, err
 		}
 		act = l.active()
@@ -558,10 +582,12 @@ func (l *Log) Roll() error {
 }
 
 // rollLocked seals the active segment and appends a new one at newBase.
-// Order, for crash safety: the old segment's log and indexes are fsynced
-// and trimmed; the producer snapshot is written (tmp, fsync, rename); the
-// new segment's files are created; the directory is fsynced; only then is
-// the new list published and the recovery point moved to the old end.
+// The fsyncs are not the append path's (rollsync.go): the old segment is
+// sealed unsynced, the producer and transaction snapshots at newBase are
+// taken under the lock, the new segment's files are created and the new
+// list published; a rollSync then makes the old segment, the snapshots
+// and the directory durable, in that order, and only then moves the
+// recovery point to the old end.
 func (l *Log) rollLocked(newBase int64) error {
 	cfg := l.cfg.Load()
 	act := l.active()
@@ -569,7 +595,13 @@ func (l *Log) rollLocked(newBase int64) error {
 		if act.base == newBase {
 			return nil
 		}
-		// Replace the empty active segment with one at newBase.
+		// Replace the empty active segment with one at newBase: a gap
+		// between segments, so the sealed ones are made durable first
+		// (rollsync.go: recovery treats a gap after an unsynced segment
+		// as its lost tail).
+		if err := l.drainSyncLocked(); err != nil {
+			return err
+		}
 		ns, err := createSegment(l.fs, l.dir, newBase, *cfg)
 		if err != nil {
 			return l.failLocked(err)
@@ -588,26 +620,32 @@ func (l *Log) rollLocked(newBase int64) error {
 		return nil
 	}
 	end := act.next.Load()
-	// The roll's fsyncs (the old segment's log and indexes, the snapshots,
-	// the directory) run here, under the append lock: the appends of this
-	// partition wait for them, so their time is counted (IOStats).
+	// The roll's time under the append lock (IOStats): the appends of this
+	// partition wait that long. Its fsyncs are not in it, except where the
+	// roll leaves a gap between segments (newBase past the end: a gap the
+	// relative offsets cannot span), which it makes durable before it
+	// returns.
 	rollStart := time.Now()
 	defer func() { l.rollNanos.Add(int64(time.Since(rollStart))) }()
 	// Out of space before the new list is published leaves a state the
-	// next roll completes (seal is a no-op on a sealed segment; the
-	// snapshot and the new segment's files are rewritten): the directory
-	// is marked full instead of the log latching.
+	// next roll completes (the seal is a no-op on a sealed segment, whose
+	// fsyncs are still owed; the snapshots and the new segment's files are
+	// taken again): the directory is marked full instead of the log
+	// latching.
 	wasSealed := act.sealed
-	if err := act.seal(); err != nil {
+	if err := act.sealUnsynced(); err != nil {
 		return l.writeFailLocked(fmt.Errorf("seal segment %d: %w", act.base, err))
 	}
 	if !wasSealed {
 		l.rolls.Add(1)
 	}
+	j := &rollSync{seg: act, end: end, at: newBase}
 	if l.snapshot != nil {
-		if err := l.writeSnapshotLocked(newBase); err != nil {
-			return l.writeFailLocked(err)
+		data, err := l.snapshot(newBase)
+		if err != nil {
+			return l.writeFailLocked(fmt.Errorf("producer snapshot at %d: %w", newBase, err))
 		}
+		j.snap = data
 	}
 	if l.txnSnaps {
 		// Kafka's producer.id.expiration.ms (its default) for the
@@ -616,31 +654,29 @@ func (l *Log) rollLocked(newBase int64) error {
 		// with them), those with one never.
 		l.txnMu.Lock()
 		l.txns.RemoveExpired(l.now().UnixMilli(), producer.DefaultExpirationMs)
+		j.txnSnap = l.txns.Snapshot(newBase)
 		l.txnMu.Unlock()
-		if err := l.writeTxnSnapshotLocked(newBase, false); err != nil {
-			return l.writeFailLocked(err)
-		}
+	}
+	// The syncer's hold on the old segment's files: neither the file
+	// cache nor a deletion closes them under its fsyncs.
+	if err := act.acquire(); err != nil {
+		return l.failLocked(fmt.Errorf("seal segment %d: %w", act.base, err))
 	}
 	ns, err := createSegment(l.fs, l.dir, newBase, *cfg)
 	if err != nil {
+		act.release()
 		return l.writeFailLocked(err)
 	}
 	ns.jitterMs = jitter(cfg)
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		ns.closeFiles()
-		return l.failLocked(fmt.Errorf("sync dir: %w", err))
-	}
 	old := l.segments()
 	list := append(append(make([]*segment, 0, len(old)+1), old...), ns)
 	l.segs.Store(&list)
 	l.cacheSealed(act)
-	if end > l.recoveryPoint.Load() {
-		l.recoveryPoint.Store(end)
-	}
 	l.unflushed = 0
 	l.lastFlushMs.Store(l.now().UnixMilli())
-	if l.onRoll != nil {
-		l.onRoll()
+	l.enqueueSyncLocked(j)
+	if newBase != end {
+		return l.drainSyncLocked()
 	}
 	return nil
 }
@@ -649,7 +685,7 @@ func (l *Log) rollLocked(newBase int64) error {
 // (for metrics).
 type IOStats struct {
 	Rolls        int64   // segments sealed
-	RollSeconds  float64 // time rolls held the append lock (the old segment's fsyncs, its snapshots, the directory's)
+	RollSeconds  float64 // time rolls held the append lock (their fsyncs run after it, rollsync.go)
 	Flushes      int64   // fsyncs of the active segment (flush.messages, flush.ms, Flush)
 	FlushSeconds float64 // time those fsyncs took
 }
@@ -680,6 +716,10 @@ func (l *Log) Flush() error {
 }
 
 func (l *Log) flushLocked() error {
+	// The sealed segments first: the recovery point moves past them too.
+	if err := l.drainSyncLocked(); err != nil {
+		return err
+	}
 	act := l.active()
 	end := act.next.Load()
 	if end > l.recoveryPoint.Load() || l.unflushed > 0 {
@@ -716,6 +756,7 @@ func (l *Log) maybeFlushByTime(now time.Time) error {
 // Close flushes the log and closes its files and mappings (files under an
 // open ReadView close when it is released). Idempotent.
 func (l *Log) Close() error {
+	defer l.syncWG.Wait() // after the unlock: a failed rollSync latches under mu
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
@@ -780,11 +821,19 @@ func (l *Log) writeSnapshotLocked(off int64) error {
 	if data == nil {
 		return nil
 	}
+	return l.writeSnapshotFile(off, data)
+}
+
+// writeSnapshotFile writes data as <off>.snapshot (tmp, fsync, rename; the
+// directory's fsync is the caller's) and prunes the old snapshots. Under
+// Log.mu or the syncer's syncMu: whatever else writes or prunes snapshots
+// (a truncation, a restart, a close) runs the pending rollSyncs first.
+func (l *Log) writeSnapshotFile(off int64, data []byte) error {
 	path := l.snapshotPath(off)
 	// The directory fsync is the caller's: a roll syncs the snapshot's
 	// rename with its new segment's files, a clean close right after.
 	if err := vfs.WriteFileAtomicDeferDirSync(l.fs, path, data); err != nil {
-		return err
+		return fmt.Errorf("producer snapshot at %d: %w", off, err)
 	}
 	offs := l.snapshotOffsets()
 	// A remote-storage log keeps the snapshots its uploads still need:

@@ -252,6 +252,31 @@ func TestLogRollsWhenRelativeOffsetOverflows(t *testing.T) {
 	}
 }
 
+// A follower's batch past a gap (a compacted leader's) that rolls the log
+// goes into a segment at the log end, the gap inside it: segments tile the
+// offsets, which recovery relies on (rollsync.go).
+func TestLogRollPastAGapStartsAtTheLogEnd(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SegmentBytes = 1000 })
+	for i := range 3 { // ~680 bytes each: each rolls
+		if _, err := e.log.Append(withBase(makeBatch(t, 2, 300, baseTs), int64(2*i)), AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.log.Append(withBase(makeBatch(t, 2, 300, baseTs), 100), AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	segs := e.log.Segments()
+	if last := segs[len(segs)-1]; last.BaseOffset != 6 || last.NextOffset != 102 {
+		t.Fatalf("segments %+v: want the last at the log end before the gap (6), holding the batch at 100", segs)
+	}
+	checkSegmentsContiguous(t, e.log)
+	v, err := e.log.Read(50, 1000, math.MaxInt64)
+	if err != nil || v.FirstOffset != 100 {
+		t.Fatalf("offset in the gap: %+v %v", v, err)
+	}
+	v.Release()
+}
+
 func TestLogFlushMessagesAdvancesRecoveryPoint(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.FlushMessages = 5 })
 	e.appendBatches(2, 2, 10)
@@ -281,6 +306,10 @@ func TestLogRollWritesProducerSnapshotsAndKeepsLatest(t *testing.T) {
 		if err := e.log.Roll(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A roll's snapshot and fsyncs come after it (rollsync.go).
+	if err := e.log.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	off, data, ok, err := e.log.LatestProducerSnapshot()
 	if err != nil || !ok || off != 8 || string(data) != "state@8" {
@@ -582,12 +611,19 @@ func TestRemoteLogKeepsSnapshotsUntilUploaded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A roll's snapshot and fsyncs come after it (rollsync.go).
+	if err := e.log.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	if got := e.log.snapshotOffsets(); len(got) != 5 {
 		t.Fatalf("snapshots before upload %v, want all 5 (2, 4, ..., 10)", got)
 	}
 	e.log.SetRemoteUploadedOffset(10)
 	e.appendBatches(1, 2, 10)
 	if err := e.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.log.snapshotOffsets(); !slices.Equal(got, []int64{10, 12}) {

@@ -121,6 +121,9 @@ func TestManagerCheckpointsRecoveryPointsAndLogStart(t *testing.T) {
 		l.Append(makeBatch(t, 2, 10, baseTs), AppendOptions{AssignOffsets: true})
 		l.Roll()
 	}
+	if err := l.Flush(); err != nil { // the rolls' fsyncs (rollsync.go)
+		t.Fatal(err)
+	}
 	if err := l.SetLogStartOffset(3); err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func OpenLog(o LogOptions) (*Log, error) {
 	l := &Log{
 		dir: o.Dir, topic: o.Topic, partition: o.Partition, fs: o.FS, now: o.Now,
 		logger:   o.Logger.With("topic", o.Topic, "partition", o.Partition),
-		snapshot: o.ProducerSnapshot, onFailure: o.OnFailure, onTruncate: o.OnTruncate, onRoll: o.OnRoll,
+		snapshot: o.ProducerSnapshot, onFailure: o.OnFailure, onTruncate: o.OnTruncate, onRoll: o.OnRoll, deferSync: deferRollSync,
 		dirFull: o.DirFull, onNoSpace: o.OnNoSpace,
 		files: o.files,
 	}
@@ -257,17 +257,35 @@ func (l *Log) recover(o LogOptions, cfg *Config) error {
 		if err != nil {
 			return fail(fmt.Errorf("storage: recover segment %d: %w", s.base, err))
 		}
-		if bad < 0 {
+		// Segments tile the offsets (invariant 3 in DESIGN.md), so a
+		// rescanned segment that ends before the next one begins lost its
+		// unsynced tail at a batch boundary, while the next one's file
+		// (created before the roll's fsyncs ran: rollsync.go) survived:
+		// what follows the hole goes, as after a torn batch. The one roll
+		// that leaves a gap between segments (a follower's batch more
+		// than 2^31 offsets past the end) makes everything before it
+		// durable first; a recovery from a checkpoint older than that
+		// roll still cuts the log at it, losing only what lies above the
+		// checkpointed recovery point, as any crash may (a follower
+		// fetches it again).
+		hole := bad < 0 && !last && s.next.Load() < bases[i+1]
+		if bad < 0 && !hole {
 			continue
 		}
 		if s.next.Load() < o.RecoveryPoint {
+			if hole {
+				return fail(fmt.Errorf("%w: segment %d ends at %d, before the next segment at %d, below the recovery point %d",
+					ErrCorruption, s.base, s.next.Load(), bases[i+1], o.RecoveryPoint))
+			}
 			return fail(fmt.Errorf("%w: segment %d: invalid batch at position %d below the recovery point %d",
 				ErrCorruption, s.base, bad, o.RecoveryPoint))
 		}
-		if err := s.cutTail(); err != nil {
-			return fail(fmt.Errorf("storage: cut segment %d: %w", s.base, err))
+		if !hole {
+			if err := s.cutTail(); err != nil {
+				return fail(fmt.Errorf("storage: cut segment %d: %w", s.base, err))
+			}
+			l.report.TruncatedBytes += cut
 		}
-		l.report.TruncatedBytes += cut
 		// Everything after the cut is lost: drop the later segments
 		// (not opened yet).
 		if l.report.DroppedFromOffset < 0 {

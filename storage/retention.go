@@ -292,6 +292,10 @@ func (l *Log) truncate(offset int64) error {
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
+	// A pending roll's snapshots must not land over the cut history.
+	if err := l.drainSyncLocked(); err != nil {
+		return err
+	}
 	if leo := l.active().next.Load(); offset >= leo {
 		// No record goes, but an epoch entry starting at the LEO may: a
 		// replica elected leader records (epoch, LEO) before any append
@@ -383,6 +387,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // epoch cache is written before the new segment list is published, so a
 // lock-free reader that sees the new log end sees the new history too.
 func (l *Log) restartLocked(logStart, offset int64, epochs []checkpoint.EpochEntry) error {
+	if err := l.drainSyncLocked(); err != nil {
+		return err
+	}
 	segs := l.segments()
 	// Rename the old files away before creating the new segment: it may
 	// reuse a base offset, and so a file name.

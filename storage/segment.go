@@ -87,12 +87,14 @@ type segment struct {
 
 	// Sealed segments' files may be closed while the segment lives and
 	// reopened on demand (filecache.go). The active segment's never are.
-	fmu     sync.Mutex                // serializes opening and closing log, oi and ti
-	open    atomic.Bool               // log, oi and ti are open
-	users   atomic.Int64              // pins: uses of the files now (readers, reactivation)
-	inCache atomic.Bool               // a member of cache (set under cache.mu)
-	lastUse atomic.Int64              // cache.clock at the last pin
-	cache   atomic.Pointer[fileCache] // set by fileCache.add before inCache
+	fmu sync.Mutex // serializes opening and closing log, oi and ti
+	// unsynced: sealed (sealUnsynced) and not yet fsynced (syncSealed).
+	unsynced atomic.Bool
+	open     atomic.Bool               // log, oi and ti are open
+	users    atomic.Int64              // pins: uses of the files now (readers, reactivation)
+	inCache  atomic.Bool               // a member of cache (set under cache.mu)
+	lastUse  atomic.Int64              // cache.clock at the last pin
+	cache    atomic.Pointer[fileCache] // set by fileCache.add before inCache
 }
 
 func (s *segment) logPath() string {
@@ -705,11 +707,23 @@ func (s *segment) sanity() error {
 	return nil
 }
 
-// seal makes the segment immutable: a final time-index entry carrying the
-// segment's max timestamp and the offset that first reached it (so a
-// reopen reads both from the index, see loadTrusted), everything fsynced,
-// index files trimmed to their used size.
+// seal makes the segment immutable and durable: sealUnsynced, then
+// syncSealed. Recovery and the cleaner seal this way; a roll seals
+// unsynced and leaves the fsyncs to the log's syncer (Log.rollLocked).
 func (s *segment) seal() error {
+	if err := s.sealUnsynced(); err != nil {
+		return err
+	}
+	return s.syncSealed()
+}
+
+// sealUnsynced makes the segment immutable: a final time-index entry
+// carrying the segment's max timestamp and the offset that first reached
+// it (so a reopen reads both from the index, see loadTrusted), index
+// files trimmed to their used size. Nothing is fsynced: until syncSealed
+// the segment is not durable, and the log's recovery point stays below
+// it, so a crash rescans it (Log.recover). Idempotent.
+func (s *segment) sealUnsynced() error {
 	if s.sealed {
 		return nil
 	}
@@ -728,18 +742,34 @@ func (s *segment) seal() error {
 			return fmt.Errorf("storage: final time index entry of segment %d: %w", s.base, err)
 		}
 	}
-	// The final entry must be durable before anything depends on the seal:
-	// the caller creates the next segment (which makes this one "sealed"
-	// to a reopen, see loadTrusted) and moves the recovery point only
-	// after seal returns, and the index Syncs below cover the entry.
-	if err := s.log.Sync(); err != nil {
-		return fmt.Errorf("%w: %w", errFsync, err)
-	}
 	if err := s.oi.Seal(); err != nil {
 		return err
 	}
 	if err := s.ti.Seal(); err != nil {
 		return err
+	}
+	s.sealed = true
+	s.unsynced.Store(true)
+	s.tailDrop()
+	return nil
+}
+
+// syncSealed fsyncs a sealed segment's log, indexes and transaction index
+// (then closes the latter: a sealed segment's entries are read from
+// memory). The final time-index entry is durable once it returns, and
+// only then may anything depend on the seal: the recovery point moves
+// past the segment (which makes it trusted to a reopen, see loadTrusted)
+// after it. The caller holds the segment's files open (the log's
+// reference under its mutex, or acquire). Idempotent; fmu held, so an
+// eviction cannot close the files under the fsyncs.
+func (s *segment) syncSealed() error {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if !s.unsynced.Load() {
+		return nil
+	}
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("%w: %w", errFsync, err)
 	}
 	if err := s.oi.Sync(); err != nil {
 		return fmt.Errorf("%w: %w", errFsync, err)
@@ -750,8 +780,7 @@ func (s *segment) seal() error {
 	if err := s.closeTxnIndex(); err != nil {
 		return fmt.Errorf("%w: %w", errFsync, err)
 	}
-	s.sealed = true
-	s.tailDrop()
+	s.unsynced.Store(false)
 	return nil
 }
 

@@ -253,6 +253,9 @@ func (l *Log) SnapshotProducers() error {
 	if l.snapshot == nil {
 		return nil
 	}
+	if err := l.drainSyncLocked(); err != nil {
+		return err
+	}
 	if err := l.writeSnapshotLocked(l.active().next.Load()); err != nil {
 		return l.failLocked(fmt.Errorf("producer snapshot: %w", err))
 	}

@@ -289,6 +289,16 @@ func (l *Log) writeTxnSnapshotLocked(off int64, syncDir bool) error {
 	l.txnMu.Lock()
 	data := l.txns.Snapshot(off)
 	l.txnMu.Unlock()
+	if err := l.writeTxnSnapshotFile(off, data, syncDir); err != nil {
+		return err
+	}
+	l.txnSnaps = true
+	return nil
+}
+
+// writeTxnSnapshotFile writes data as <off>.txnsnapshot and prunes the old
+// ones; under Log.mu or the syncer's syncMu (see writeSnapshotFile).
+func (l *Log) writeTxnSnapshotFile(off int64, data []byte, syncDir bool) error {
 	write := vfs.WriteFileAtomicDeferDirSync
 	if syncDir {
 		write = vfs.WriteFileAtomic
@@ -296,7 +306,6 @@ func (l *Log) writeTxnSnapshotLocked(off int64, syncDir bool) error {
 	if err := write(l.fs, l.txnSnapshotPath(off), data); err != nil {
 		return fmt.Errorf("transaction snapshot at %d: %w", off, err)
 	}
-	l.txnSnaps = true
 	offs := l.snapshotOffsetsOf(TxnSnapshotFileSuffix)
 	for len(offs) > keepSnapshots {
 		_ = l.fs.Remove(l.txnSnapshotPath(offs[0]))
