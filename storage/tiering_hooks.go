@@ -257,7 +257,7 @@ func (l *Log) SnapshotProducers() error {
 		return err
 	}
 	if err := l.writeSnapshotLocked(l.active().next.Load()); err != nil {
-		return l.failLocked(fmt.Errorf("producer snapshot: %w", err))
+		return l.failLocked(err) // names the snapshot and its offset
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.failLocked(err)
